@@ -1,0 +1,27 @@
+# warmcache — see README.md.
+GO ?= go
+PKGS ?= ./...
+BENCHTIME ?= 1x
+
+.PHONY: test test-unit vet fmt fmt-check bench
+
+## test: vet, then every test with the race detector.
+test: vet fmt-check
+	$(GO) test -race -count=1 -timeout 45m $(PKGS)
+
+## test-unit: the quick loop (-short skips the slow crash and end-to-end suites).
+test-unit: vet
+	$(GO) test -race -short -count=1 $(PKGS)
+
+vet:
+	$(GO) vet $(PKGS)
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## bench: the store and informer benchmarks, side by side with client-go.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./benchmarks/... ./store/...

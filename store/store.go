@@ -1,0 +1,149 @@
+// Package store defines the contract shared by warmcache's stores.
+//
+// A Store is a client-go cache.Indexer and cache.TransactionStore, so typed
+// listers (corelisters.NewPodLister(s)) and anything else written against
+// client-go's tools/cache work on it unchanged. On top of that it adds what a
+// persistent cache needs:
+//
+//   - Apply: a batch of changes and the resourceVersion they reach, as one
+//     atomic step (invariant 1: the recorded RV never runs ahead of the items).
+//   - State: the recorded RV and whether the stored items are a complete,
+//     consistent picture of the server at that RV.
+//   - BeginReplace: a relist written in bounded pages yet committed
+//     atomically (invariant 2), with the objects that vanished available
+//     before the commit so the caller can notify handlers of deletions.
+//   - Scan and ScanIndex: stream objects without materialising the whole set.
+//   - ResourceVersionOf: an object's RV without decoding it, for relist diffs.
+//
+// Two implementations exist: store/memory (the reference behaviour, objects
+// on the Go heap) and store/bolt (objects encoded in a bbolt file). The
+// package store/storetest holds the contract tests both must pass.
+//
+// Ownership: objects passed to a Store belong to it afterwards and objects
+// returned by it are shared; neither the store nor its callers may mutate
+// them (as in client-go). A bolt store decodes a fresh object per read, but
+// callers must not rely on that.
+package store
+
+import (
+	"context"
+	"errors"
+
+	"k8s.io/client-go/tools/cache"
+)
+
+// Store is the contract both warmcache stores implement. All methods are
+// safe for concurrent use.
+//
+// The cache.Indexer methods follow client-go's semantics exactly: Add,
+// Update and Delete record the object's resourceVersion as the store's
+// LastStoreSyncResourceVersion; Replace swaps the whole content and records
+// the given RV; Bookmark records an RV without changing items. Methods of
+// cache.Indexer that cannot return an error (List, ListKeys,
+// ListIndexFuncValues, Bookmark) log failures of a persistent store and mark
+// its state incomplete, so that the next start relists instead of trusting it.
+type Store interface {
+	cache.Indexer
+	cache.TransactionStore
+
+	// Apply applies txns in order and records rv as the store's
+	// resourceVersion, in one atomic step: after a crash either all of it
+	// is visible or none. An empty rv records the resourceVersion of the
+	// last object in txns (client-go's Transaction semantic); empty txns
+	// with a non-empty rv records a bookmark. Transaction types are
+	// cache.TransactionTypeAdd, Update (both upsert) and Delete (removes
+	// the key of the object, which may be a cache.DeletedFinalStateUnknown;
+	// deleting an absent key is not an error). A key error for any object
+	// fails the whole batch with nothing applied.
+	Apply(ctx context.Context, txns []cache.Transaction, rv string) error
+
+	// State reports the recorded resourceVersion and the health of the
+	// stored data.
+	State() (State, error)
+
+	// BeginReplace starts a relist. The caller adds the listed objects in
+	// pages with Replace.Add, optionally reads Replace.Vanished, and ends
+	// with Commit (the new content and its RV become visible atomically)
+	// or Abort. Until Commit, readers see the previous content. At most
+	// one Replace may be open at a time; a second BeginReplace returns
+	// ErrReplaceInProgress. cache.Store's Replace is implemented with it.
+	BeginReplace(ctx context.Context) (Replace, error)
+
+	// Scan calls fn for every stored object, in key order, without
+	// holding the whole set in memory. It stops at the first error fn
+	// returns and returns it. fn must not call methods that write to the
+	// store. Objects passed to fn follow the package's ownership rules.
+	Scan(ctx context.Context, fn ScanFunc) error
+
+	// ScanIndex calls fn for every object whose indexedValue set for
+	// indexName contains indexedValue, in key order. An unknown index
+	// returns an error wrapping ErrIndexNotFound.
+	ScanIndex(ctx context.Context, indexName, indexedValue string, fn ScanFunc) error
+
+	// ResourceVersionOf returns the resourceVersion of the object stored
+	// under key without decoding it.
+	ResourceVersionOf(key string) (rv string, exists bool, err error)
+
+	// Close releases the store. Methods called after Close return
+	// ErrClosed (or, for those without an error result, nothing).
+	Close() error
+}
+
+// ScanFunc receives one stored object and its key.
+type ScanFunc func(key string, obj interface{}) error
+
+// Replace is an open relist; see Store.BeginReplace. Its methods are not
+// safe for concurrent use with each other.
+type Replace interface {
+	// Add stages listed objects. A persistent store writes each call in its
+	// own bounded transaction; memory stays proportional to one page.
+	Add(ctx context.Context, objs ...interface{}) error
+	// Vanished calls fn for every object of the current content whose key
+	// was not staged, with its last stored state. Call it after the last
+	// Add and before Commit.
+	Vanished(ctx context.Context, fn ScanFunc) error
+	// Commit makes the staged objects the store's content and rv its
+	// resourceVersion, atomically, and marks the state complete.
+	Commit(ctx context.Context, rv string) error
+	// Abort discards the staged objects; the content is unchanged. Abort
+	// after Commit is a no-op.
+	Abort() error
+}
+
+// State describes what a store holds.
+type State struct {
+	// ResourceVersion is the RV the stored items are consistent with: a
+	// watch may resume from it. Empty when the store was never synced.
+	ResourceVersion string
+	// Complete is true when the items are a complete picture of the
+	// server at ResourceVersion. A warm start is allowed only then; any
+	// other state needs a relist.
+	Complete bool
+	// RelistInterrupted is true when a Replace was begun and not committed
+	// in an earlier process; its staged data was discarded and the
+	// previous content kept.
+	RelistInterrupted bool
+	// Discarded, when not empty, says why stored data was thrown away when
+	// the store was opened (schema, identity, codec or index mismatch,
+	// corruption).
+	Discarded string
+	// Objects is the number of stored objects.
+	Objects int
+}
+
+// Errors common to all stores. Implementations wrap them with the operation
+// and key; test with errors.Is.
+var (
+	// ErrClosed is returned by methods called after Close.
+	ErrClosed = errors.New("store is closed")
+	// ErrIndexNotFound is returned for an index name the store was not
+	// given.
+	ErrIndexNotFound = errors.New("index does not exist")
+	// ErrIndexConflict is returned by AddIndexers for a name that exists.
+	ErrIndexConflict = errors.New("indexer conflict")
+	// ErrReplaceInProgress is returned by BeginReplace while another
+	// Replace is open.
+	ErrReplaceInProgress = errors.New("a replace is already in progress")
+	// ErrReplaceDone is returned by Replace methods after Commit or Abort.
+	ErrReplaceDone = errors.New("replace already committed or aborted")
+)
