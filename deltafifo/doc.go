@@ -1,0 +1,114 @@
+// Package deltafifo is the queue between warmcache's reflector (the
+// producer) and its informer (the consumer). It plays the role of
+// client-go's DeltaFIFO and RealFIFO, adds what a persistent cache needs
+// (the safe resourceVersion to persist with each batch, streamed relists,
+// ordered bookmarks and a warm-start sync marker), is bounded, and takes a
+// context on everything that blocks.
+//
+// # Producer side
+//
+// The reflector pushes watch events with Add, Update and Delete (a Delete
+// may carry a cache.DeletedFinalStateUnknown), the resourceVersions of
+// bookmarks with Bookmark, relists with BeginReplace, ReplacePage (one per
+// list page or per chunk of a WatchList stream) and EndReplace (or
+// AbortReplace when the list fails), and on a warm start MarkSynced once
+// its watch from the persisted resourceVersion is established. Resync
+// queues Sync deltas for the consumer's known objects (client-go's
+// periodic resync).
+//
+// The queue is bounded: Options.Capacity limits the number of queued
+// deltas plus queued page objects. A push that does not fit blocks until
+// the consumer pops, which is backpressure on the watch. Every push takes
+// a context and returns its error if it is done first; nothing is queued
+// then.
+//
+// # Consumer side
+//
+// The informer calls Pop(ctx, max) in a loop. Each call returns one Batch:
+//
+//   - KindDeltas: up to max keys with all their accumulated deltas, in
+//     queue order, and the safe resourceVersion to persist with them (in
+//     the same store transaction, invariant 1);
+//   - KindReplaceBegin, KindReplacePage (listed objects), KindReplaceEnd
+//     (with the list's resourceVersion) or KindReplaceAbort: a relist to
+//     stage into the store and commit or discard;
+//   - KindSynced: the warm-start marker.
+//
+// # Segments and ordering
+//
+// The queue is a sequence of segments. Consecutive Add, Update, Delete,
+// Resync and Bookmark pushes form a deltas segment; BeginReplace, its
+// pages and its EndReplace form a replace segment; MarkSynced is a marker.
+// Segments are popped strictly in the order they were pushed and a batch
+// never spans two: deltas pushed before a relist are popped before it,
+// deltas pushed after EndReplace after it.
+//
+// Within a deltas segment, deltas accumulate per key as in client-go's
+// DeltaFIFO: a key's deltas are kept in arrival order and the keys are
+// ordered by the arrival of their first delta in the segment; two
+// consecutive Deleted deltas collapse into one, keeping the one with more
+// information (a real final state wins over a
+// cache.DeletedFinalStateUnknown); a Sync for a key that has deltas queued
+// is dropped. Accumulation never crosses a segment boundary, so a key can
+// have deltas in two segments.
+//
+// Differences from client-go: a Delete for a key the queue and
+// KnownObjects do not hold is queued rather than dropped (popped batches
+// may not be applied yet, so only the consumer knows); the queue does not
+// compute the deletions of a relist (the store's replace finds the
+// vanished objects); bookmarks never appear as deltas (they move the safe
+// resourceVersion instead).
+//
+// # The safe resourceVersion (invariant 1)
+//
+// Every pushed event has a resourceVersion: an object's
+// metadata.resourceVersion, a bookmark's rv, the list resourceVersion of
+// an EndReplace. Objects without one, tombstones
+// (cache.DeletedFinalStateUnknown), Sync deltas and listed objects do not
+// move it. The queue tracks lastRV, the resourceVersion of the last event
+// pushed (Options.InitialResourceVersion at first). When a key first
+// enters a deltas segment it records prevRV, the lastRV before that event.
+// When Pop takes the first keys of the head deltas segment:
+//
+//   - if keys remain, Batch.ResourceVersion is the new head key's prevRV:
+//     every event pushed before the head key's first event belongs to a
+//     key that has now been popped (or to an earlier segment);
+//   - if the segment is now empty, it is the segment's last
+//     resourceVersion, including any bookmark pushed after its last key.
+//
+// A bookmark pushed while nothing is queued thus yields a KindDeltas batch
+// with no deltas and that resourceVersion, so the consumer persists it.
+//
+// So the safe resourceVersion never runs ahead of an unpopped event, given
+// that the producer pushes events in resourceVersion order, as a watch
+// delivers them. It can lag behind: a popped batch may contain deltas
+// newer than its safe resourceVersion, because a key's later deltas are
+// coalesced with its first. After a crash, a watch resumed from the
+// persisted resourceVersion may therefore replay events the store already
+// holds; the consumer skips events whose resourceVersion is not newer than
+// the stored object's. The safe resourceVersion catches up with lastRV as
+// soon as a segment drains.
+//
+// # Initial sync
+//
+// HasSynced becomes true when the first KindReplaceEnd or KindSynced batch
+// is popped, or at once if the first thing pushed was an Add, Update or
+// Delete (client-go's semantic). The batches of the initial relist (one
+// begun before anything completing the initial sync was pushed; a relist
+// retried after an aborted initial one is initial too) have
+// IsInInitialList set.
+//
+// # Close
+//
+// Close unblocks every producer (they return ErrClosed, as does every
+// later push). Pop drains what was queued before Close and then returns
+// ErrClosed, as client-go's queues do; to stop at once, cancel Pop's
+// context. A replace left open by Close is never ended: a consumer that
+// sees ErrClosed in the middle of a relist discards it.
+//
+// # Ownership
+//
+// Objects pushed belong to the queue (the Transformer may change them in
+// place); the slices of a popped Batch belong to the consumer. The objects
+// themselves are shared and must not be mutated by anyone (invariant 6).
+package deltafifo
