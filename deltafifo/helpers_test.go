@@ -1,0 +1,168 @@
+package deltafifo_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/deltafifo"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// pod returns a pod in namespace "ns" (key "ns/<name>") with resourceVersion rv.
+func pod(name, rv string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
+}
+
+// tomb returns a tombstone for ns/<name> whose last known state is last
+// (nil for none).
+func tomb(name string, last *corev1.Pod) cache.DeletedFinalStateUnknown {
+	t := cache.DeletedFinalStateUnknown{Key: "ns/" + name}
+	if last != nil {
+		t.Obj = last
+	}
+	return t
+}
+
+func newQueue(t *testing.T, opts deltafifo.Options) *deltafifo.Queue {
+	t.Helper()
+	q, err := deltafifo.New(opts)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(q.Close)
+	return q
+}
+
+// describeObj renders an object as name/rv, a tombstone as tomb:<rv of its
+// object> (tomb:- when it has none).
+func describeObj(obj interface{}) string {
+	switch o := obj.(type) {
+	case cache.DeletedFinalStateUnknown:
+		if p, ok := o.Obj.(*corev1.Pod); ok {
+			return "tomb:" + p.ResourceVersion
+		}
+		return "tomb:-"
+	case *corev1.Pod:
+		s := o.Name + "/" + o.ResourceVersion
+		if o.Labels["transformed"] == "yes" {
+			s += "(t)"
+		}
+		return s
+	default:
+		return fmt.Sprintf("%v", obj)
+	}
+}
+
+// describe renders a batch compactly, for example
+// "Deltas rv=4 a[Added:a/1 Updated:a/3] b[Added:b/2]" or
+// "ReplacePage a/1 b/2 initial".
+func describe(b deltafifo.Batch) string {
+	var sb strings.Builder
+	sb.WriteString(b.Kind.String())
+	if b.Kind == deltafifo.KindDeltas || b.Kind == deltafifo.KindReplaceEnd {
+		fmt.Fprintf(&sb, " rv=%s", b.ResourceVersion)
+	}
+	if len(b.Keys) != len(b.Deltas) {
+		fmt.Fprintf(&sb, " BROKEN(%d keys, %d deltas)", len(b.Keys), len(b.Deltas))
+	}
+	for i, k := range b.Keys {
+		fmt.Fprintf(&sb, " %s[", strings.TrimPrefix(k, "ns/"))
+		for j, d := range b.Deltas[i] {
+			if j > 0 {
+				sb.WriteByte(' ')
+			}
+			fmt.Fprintf(&sb, "%s:%s", d.Type, describeObj(d.Object))
+		}
+		sb.WriteByte(']')
+	}
+	for _, o := range b.Objects {
+		sb.WriteString(" " + describeObj(o))
+	}
+	if b.IsInInitialList {
+		sb.WriteString(" initial")
+	}
+	return sb.String()
+}
+
+// drain closes q and pops until ErrClosed, with batches of at most max,
+// returning the described batches.
+func drain(t *testing.T, q *deltafifo.Queue, max int) []string {
+	t.Helper()
+	q.Close()
+	var out []string
+	for {
+		b, err := q.Pop(context.Background(), max)
+		if errors.Is(err, deltafifo.ErrClosed) {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("Pop: %v", err)
+		}
+		out = append(out, describe(b))
+	}
+}
+
+// pop pops one batch, failing the test on error.
+func pop(t *testing.T, q *deltafifo.Queue, max int) deltafifo.Batch {
+	t.Helper()
+	b, err := q.Pop(context.Background(), max)
+	if err != nil {
+		t.Fatalf("Pop: %v", err)
+	}
+	return b
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func equalLines(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("%s:\ngot:\n  %s\nwant:\n  %s", what, strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// known is a KnownObjects over a fixed list of pods, in order.
+type known struct {
+	pods   []*corev1.Pod
+	errKey string // GetByKey fails for this key
+	gone   string // GetByKey reports this key missing
+}
+
+func (k *known) ListKeys() []string {
+	keys := make([]string, len(k.pods))
+	for i, p := range k.pods {
+		keys[i] = p.Namespace + "/" + p.Name
+	}
+	return keys
+}
+
+func (k *known) GetByKey(key string) (interface{}, bool, error) {
+	if key == k.errKey {
+		return nil, false, errors.New("lookup failed")
+	}
+	if key == k.gone {
+		return nil, false, nil
+	}
+	for _, p := range k.pods {
+		if p.Namespace+"/"+p.Name == key {
+			return p, true, nil
+		}
+	}
+	return nil, false, nil
+}
