@@ -206,9 +206,13 @@ func TestPopBlocking(t *testing.T) {
 				must(t, q.Add(context.Background(), pod("a", "1")))
 			}},
 		{name: "woken by a bookmark", want: "Deltas rv=7",
-			wake: func(t *testing.T, _ context.CancelFunc, q *deltafifo.Queue) { must(t, q.Bookmark(context.Background(), "7")) }},
+			wake: func(t *testing.T, _ context.CancelFunc, q *deltafifo.Queue) {
+				must(t, q.Bookmark(context.Background(), "7"))
+			}},
 		{name: "woken by a marker", want: "Synced",
-			wake: func(t *testing.T, _ context.CancelFunc, q *deltafifo.Queue) { must(t, q.MarkSynced(context.Background())) }},
+			wake: func(t *testing.T, _ context.CancelFunc, q *deltafifo.Queue) {
+				must(t, q.MarkSynced(context.Background()))
+			}},
 		{name: "cancelled", wantErr: context.Canceled,
 			wake: func(_ *testing.T, cancel context.CancelFunc, _ *deltafifo.Queue) { cancel() }},
 		{name: "closed", wantErr: deltafifo.ErrClosed,
