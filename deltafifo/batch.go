@@ -94,6 +94,6 @@ type Batch struct {
 
 // Len returns the number of keys (KindDeltas) or objects (KindReplacePage)
 // in the batch.
-func (b *Batch) Len() int {
+func (b Batch) Len() int {
 	return len(b.Keys) + len(b.Objects)
 }

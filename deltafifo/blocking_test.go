@@ -292,3 +292,24 @@ func TestCloseDrains(t *testing.T) {
 		t.Fatalf("Pop on a drained closed queue = %v, want ErrClosed", err)
 	}
 }
+
+// TestEmptyPageDoesNotBlock checks that an empty page on a full queue
+// returns at once and queues nothing.
+func TestEmptyPageDoesNotBlock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		q := newQueue(t, deltafifo.Options{Capacity: 1})
+		must(t, q.BeginReplace(ctx))
+		must(t, q.ReplacePage(ctx, []interface{}{pod("a", "1")}))
+		done := make(chan error, 1)
+		go func() { done <- q.ReplacePage(ctx, nil) }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			must(t, err)
+		default:
+			t.Fatal("an empty page blocked on a full queue")
+		}
+		equalLines(t, "batches", drain(t, q, 10), []string{"ReplaceBegin initial", "ReplacePage a/1 initial"})
+	})
+}

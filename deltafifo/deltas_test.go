@@ -2,6 +2,8 @@ package deltafifo_test
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -272,4 +274,44 @@ func TestTransformer(t *testing.T) {
 		"ReplaceBegin", "ReplacePage c/4(t)", "ReplaceEnd rv=5",
 	}
 	equalLines(t, "batches", got, want)
+}
+
+// TestLongLivedSegment pops a deltas segment one key at a time while it
+// keeps growing, far past the point where popped keys are compacted away,
+// and checks order and safe resourceVersions throughout.
+func TestLongLivedSegment(t *testing.T) {
+	ctx := context.Background()
+	q := newQueue(t, deltafifo.Options{})
+	const queued, pops = 2000, 5000
+	for i := range queued {
+		must(t, q.Add(ctx, pod("k"+strconv.Itoa(i), strconv.Itoa(i+1))))
+	}
+	for i := range pops {
+		b := pop(t, q, 1)
+		// k(i+1) entered right after k(i)'s event, whose RV is i+1.
+		if len(b.Keys) != 1 || b.Keys[0] != "ns/k"+strconv.Itoa(i) || b.ResourceVersion != strconv.Itoa(i+1) {
+			t.Fatalf("pop %d: %s, want k%d with rv %d", i, describe(b), i, i+1)
+		}
+		n := queued + i
+		must(t, q.Add(ctx, pod("k"+strconv.Itoa(n), strconv.Itoa(n+1))))
+	}
+	if got := q.Depth(); got != queued {
+		t.Fatalf("Depth = %d, want %d", got, queued)
+	}
+}
+
+// unkeyable is a KnownObjects holding an object no key function accepts.
+type unkeyable struct{}
+
+func (unkeyable) ListKeys() []string { return []string{"ns/a"} }
+func (unkeyable) GetByKey(string) (interface{}, bool, error) {
+	return 42, true, nil
+}
+
+func TestResyncKeyError(t *testing.T) {
+	q := newQueue(t, deltafifo.Options{KnownObjects: unkeyable{}})
+	var ke cache.KeyError
+	if err := q.Resync(context.Background()); !errors.As(err, &ke) {
+		t.Fatalf("Resync = %v, want a cache.KeyError", err)
+	}
 }

@@ -31,7 +31,8 @@ type Metrics interface {
 	// Depth reports the queue's depth (queued deltas plus queued page
 	// objects) after every change.
 	Depth(depth int)
-	// Adds counts the deltas and page objects accepted by one push.
+	// Adds counts the deltas and page objects one push added to the
+	// depth (a delete deduplicated with the previous one adds none).
 	Adds(n int)
 }
 

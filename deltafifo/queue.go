@@ -168,22 +168,32 @@ const (
 	insideReplace
 )
 
+// stateErrLocked returns ErrClosed, or ErrReplaceInProgress or
+// ErrNoReplace per want, when a push must not proceed.
+func (q *Queue) stateErrLocked(want replaceWant) error {
+	switch {
+	case q.closed:
+		return ErrClosed
+	case want == outsideReplace && q.replaceOpen:
+		return ErrReplaceInProgress
+	case want == insideReplace && !q.replaceOpen:
+		return ErrNoReplace
+	}
+	return nil
+}
+
 // waitRoomLocked waits until n more deltas or objects fit in the queue
 // (n < 1 counts as 1: markers wait while the queue is full). A push larger
-// than Capacity fits in an empty queue. It returns ErrClosed,
-// ErrReplaceInProgress or ErrNoReplace (per want) or ctx's error when the
-// push must not proceed, checked before and after every wait.
+// than Capacity fits in an empty queue. It returns stateErrLocked's error
+// (checked before and after every wait) or ctx's error when the push must
+// not proceed.
 func (q *Queue) waitRoomLocked(ctx context.Context, n int, want replaceWant) error {
 	n = max(n, 1)
 	for {
-		switch {
-		case q.closed:
-			return ErrClosed
-		case want == outsideReplace && q.replaceOpen:
-			return ErrReplaceInProgress
-		case want == insideReplace && !q.replaceOpen:
-			return ErrNoReplace
-		case q.depth == 0 || q.depth+n <= q.opts.Capacity:
+		if err := q.stateErrLocked(want); err != nil {
+			return err
+		}
+		if q.depth == 0 || q.depth+n <= q.opts.Capacity {
 			return nil
 		}
 		if err := q.waitLocked(ctx, &q.roomCh); err != nil {

@@ -60,11 +60,14 @@ func (q *Queue) ReplacePage(ctx context.Context, objs []interface{}) error {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if len(objs) == 0 {
+		if err := q.stateErrLocked(insideReplace); err != nil {
+			return fmt.Errorf("replace page: %w", err)
+		}
+		return nil
+	}
 	if err := q.waitRoomLocked(ctx, len(objs), insideReplace); err != nil {
 		return fmt.Errorf("replace page: %w", err)
-	}
-	if len(objs) == 0 {
-		return nil
 	}
 	s := q.replaceSegmentLocked(KindReplacePage)
 	s.objs = objs
