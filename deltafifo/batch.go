@@ -80,8 +80,13 @@ type Batch struct {
 	// event pushed with a resourceVersion not newer than it has been
 	// popped, by this batch or an earlier one, so the consumer may persist
 	// it once this batch (and every earlier one) is applied. Empty means
-	// no resourceVersion is known yet (nothing to persist). The batch may
-	// also contain deltas newer than it (see the package documentation).
+	// no resourceVersion is known yet: the consumer keeps the one it has
+	// (with store.Store.Apply, pass the stored one: an empty rv there
+	// records the last object's, which may run ahead). It happens only
+	// before any event with a resourceVersion was pushed (when
+	// Options.InitialResourceVersion is empty) or after an EndReplace
+	// with an empty list resourceVersion. The batch may also contain
+	// deltas newer than it (see the package documentation).
 	// For KindReplaceEnd it is the list's resourceVersion. Empty for the
 	// other kinds.
 	ResourceVersion string
