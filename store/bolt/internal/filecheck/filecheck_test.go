@@ -61,8 +61,8 @@ type mutation func(t *testing.T, f *fixture, b []byte) []byte
 type validateCase struct {
 	name    string
 	mutate  mutation
-	shallow want // with Options{}
-	deep    want // with Options{Deep: true}
+	shallow want // with Options{SkipTreeWalk: true}
+	deep    want // with Options{}
 }
 
 // validateCases are targeted corruptions of the standard fixture, one per
@@ -441,8 +441,8 @@ func TestValidateCorruptions(t *testing.T) {
 			f.path = path
 			edit(t, path, func(b []byte) []byte { return tc.mutate(t, &f, b) })
 			ctx := context.Background()
-			checkWant(t, Validate(ctx, path, Options{}), tc.shallow)
-			err := Validate(ctx, path, Options{Deep: true})
+			checkWant(t, Validate(ctx, path, Options{SkipTreeWalk: true}), tc.shallow)
+			err := Validate(ctx, path, Options{})
 			checkWant(t, err, tc.deep)
 			if err == nil {
 				if err := readAllWithBolt(path); err != nil {
@@ -490,12 +490,12 @@ func TestValidateFileKinds(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, deep := range []bool{false, true} {
-				checkWant(t, Validate(context.Background(), tc.path, Options{Deep: deep}), tc.want)
+				checkWant(t, Validate(context.Background(), tc.path, Options{SkipTreeWalk: !deep}), tc.want)
 			}
 		})
 	}
 	t.Run("missing file", func(t *testing.T) {
-		err := Validate(context.Background(), filepath.Join(dir, "absent"), Options{})
+		err := Validate(context.Background(), filepath.Join(dir, "absent"), Options{SkipTreeWalk: true})
 		if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrCorrupt) {
 			t.Fatalf("Validate = %v, want fs.ErrNotExist and not ErrCorrupt", err)
 		}
@@ -517,7 +517,7 @@ func TestValidateLayouts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, tc.opts)
 			for _, deep := range []bool{false, true} {
-				if err := Validate(context.Background(), f.path, Options{Deep: deep}); err != nil {
+				if err := Validate(context.Background(), f.path, Options{SkipTreeWalk: !deep}); err != nil {
 					t.Fatalf("Validate(Deep=%v) = %v", deep, err)
 				}
 			}
@@ -536,7 +536,7 @@ func TestValidateLayouts(t *testing.T) {
 			binary.NativeEndian.PutUint32(f.elem(b, leaf, 0)[8:], 0)
 			return b
 		})
-		checkWant(t, Validate(context.Background(), f.path, Options{}), corrupt("empty key"))
+		checkWant(t, Validate(context.Background(), f.path, Options{SkipTreeWalk: true}), corrupt("empty key"))
 	})
 }
 
@@ -568,9 +568,9 @@ func TestValidateContext(t *testing.T) {
 		ctx  context.Context
 		opts Options
 	}{
-		{"cancelled before a shallow check", cancelled, Options{}},
-		{"cancelled before a deep check", cancelled, Options{Deep: true}},
-		{"cancelled during the walk", midWalk, Options{Deep: true}},
+		{"cancelled before a shallow check", cancelled, Options{SkipTreeWalk: true}},
+		{"cancelled before a deep check", cancelled, Options{}},
+		{"cancelled during the walk", midWalk, Options{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -588,7 +588,7 @@ func TestCorruptionErrorFields(t *testing.T) {
 		ne64.PutUint64(f.elem(b, f.branch, 2)[8:], uint64(f.hwm))
 		return b
 	})
-	err := Validate(context.Background(), f.path, Options{Deep: true})
+	err := Validate(context.Background(), f.path, Options{})
 	var ce *CorruptionError
 	if !errors.As(err, &ce) {
 		t.Fatalf("Validate = %v, want a *CorruptionError", err)
