@@ -1,0 +1,178 @@
+package memory
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/client-go/tools/cache"
+)
+
+// indexer is one named index function. A Store's indexers slice is
+// copy-on-write: AddIndexers replaces it and never modifies it in place, so
+// an open Replace may keep the slice it started with.
+type indexer struct {
+	name string
+	fn   cache.IndexFunc
+}
+
+// valueIndex maps an indexed value to the set of keys filed under it. A
+// value whose set becomes empty is removed, as in client-go, so that
+// high-cardinality indexes of short-lived objects do not grow without bound
+// (kubernetes/kubernetes#84959).
+type valueIndex map[string]map[string]struct{}
+
+// entry is one stored object and the values it is filed under.
+type entry struct {
+	obj interface{}
+	// values[i] holds the deduplicated values of indexers[i] for obj. They
+	// are kept so that an update or delete removes the old index entries
+	// without calling index functions on the old object again.
+	values [][]string
+}
+
+// content is a complete set of items and their indices. The store's current
+// content is guarded by Store.mu; a Replace's staged content belongs to the
+// Replace alone. content itself does no locking.
+type content struct {
+	items map[string]*entry
+	// indices[i] is the index built by the store's indexers[i].
+	indices []valueIndex
+}
+
+func newContent(numIndexers, sizeHint int) *content {
+	c := &content{
+		items:   make(map[string]*entry, sizeHint),
+		indices: make([]valueIndex, numIndexers),
+	}
+	for i := range c.indices {
+		c.indices[i] = valueIndex{}
+	}
+	return c
+}
+
+// indexValues computes the values every indexer yields for obj, each list
+// deduplicated. An index function error is returned wrapped with
+// ErrIndexFunc, the index name and the key.
+func indexValues(indexers []indexer, key string, obj interface{}) ([][]string, error) {
+	if len(indexers) == 0 {
+		return nil, nil
+	}
+	values := make([][]string, len(indexers))
+	for i, ix := range indexers {
+		v, err := indexValuesOf(ix, key, obj)
+		if err != nil {
+			return nil, err
+		}
+		values[i] = v
+	}
+	return values, nil
+}
+
+// indexValuesOf calls one index function. A panic in it (typically a type
+// assertion meeting an unexpected object) is returned as an error like any
+// other failure, so that it neither crashes the process nor leaves the
+// store's lock held.
+func indexValuesOf(ix indexer, key string, obj interface{}) (values []string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: index %q, key %q: panic: %v", ErrIndexFunc, ix.name, key, r)
+		}
+	}()
+	v, err := ix.fn(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%w: index %q, key %q: %w", ErrIndexFunc, ix.name, key, err)
+	}
+	return dedupe(v), nil
+}
+
+// dedupe returns values without repeats, keeping the first occurrence. It
+// does not modify its argument, which belongs to the index function.
+func dedupe(values []string) []string {
+	switch len(values) {
+	case 0:
+		return nil
+	case 1:
+		return values
+	}
+	out := make([]string, 0, len(values))
+	for _, v := range values {
+		if !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// put stores obj under key with its precomputed index values, moving the key
+// between index sets as needed.
+func (c *content) put(key string, obj interface{}, values [][]string) {
+	e, exists := c.items[key]
+	if !exists {
+		c.items[key] = &entry{obj: obj, values: values}
+		for i, vs := range values {
+			c.fileKey(i, key, vs)
+		}
+		return
+	}
+	for i, vs := range values {
+		old := e.values[i]
+		if slices.Equal(old, vs) {
+			continue
+		}
+		c.unfileKey(i, key, old)
+		c.fileKey(i, key, vs)
+	}
+	e.obj = obj
+	e.values = values
+}
+
+// remove deletes key and its index entries. Removing an absent key does
+// nothing.
+func (c *content) remove(key string) {
+	e, exists := c.items[key]
+	if !exists {
+		return
+	}
+	for i, vs := range e.values {
+		c.unfileKey(i, key, vs)
+	}
+	delete(c.items, key)
+}
+
+func (c *content) fileKey(i int, key string, values []string) {
+	idx := c.indices[i]
+	for _, v := range values {
+		set := idx[v]
+		if set == nil {
+			set = make(map[string]struct{}, 1)
+			idx[v] = set
+		}
+		set[key] = struct{}{}
+	}
+}
+
+func (c *content) unfileKey(i int, key string, values []string) {
+	idx := c.indices[i]
+	for _, v := range values {
+		set := idx[v]
+		if set == nil {
+			continue
+		}
+		delete(set, key)
+		if len(set) == 0 {
+			delete(idx, v)
+		}
+	}
+}
+
+// keyValue is an object and its key, for the sorted snapshots Scan,
+// ScanIndex and Vanished hand to their callbacks.
+type keyValue struct {
+	key string
+	obj interface{}
+}
+
+func sortKeyValues(kvs []keyValue) {
+	slices.SortFunc(kvs, func(a, b keyValue) int { return strings.Compare(a.key, b.key) })
+}

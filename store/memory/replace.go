@@ -1,0 +1,139 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/warmcache/warmcache/store"
+)
+
+// replace is an open relist of a Store. Its staged content is private to it
+// (Replace methods are not safe for concurrent use with each other), so it
+// is built without the store's lock; whether the replace is still open is
+// store state, read under the store's lock.
+type replace struct {
+	s *Store
+	// indexers is the store's indexer slice when the replace began.
+	// AddIndexers is refused while a replace is open, so it is still the
+	// store's at Commit.
+	indexers []indexer
+	staged   *content
+}
+
+// BeginReplace starts a relist; see store.Store. Objects added to it are
+// indexed as they are staged, so Commit only swaps content. A second
+// BeginReplace while one is open returns store.ErrReplaceInProgress.
+func (s *Store) BeginReplace(ctx context.Context) (store.Replace, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memory: begin replace: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errClosed("begin replace")
+	}
+	if s.replace != nil {
+		return nil, fmt.Errorf("memory: begin replace: %w", store.ErrReplaceInProgress)
+	}
+	r := &replace{s: s, indexers: s.indexers, staged: newContent(len(s.indexers), len(s.cur.items))}
+	s.replace = r
+	return r, nil
+}
+
+// openErr returns nil while r is the store's open replace, store.ErrClosed
+// after Close and store.ErrReplaceDone after Commit or Abort.
+func (r *replace) openErr(op string) error {
+	r.s.mu.RLock()
+	defer r.s.mu.RUnlock()
+	return r.openErrLocked(op)
+}
+
+func (r *replace) openErrLocked(op string) error {
+	switch {
+	case r.s.closed:
+		return errClosed("replace " + op)
+	case r.s.replace != r:
+		return fmt.Errorf("memory: replace %s: %w", op, store.ErrReplaceDone)
+	}
+	return nil
+}
+
+// Add stages objs. A key or index function error stages none of objs and
+// leaves the replace open. A key staged twice keeps the last object.
+func (r *replace) Add(ctx context.Context, objs ...interface{}) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memory: replace add: %w", err)
+	}
+	if err := r.openErr("add"); err != nil {
+		return err
+	}
+	keyed := make([]keyedTxn, len(objs))
+	for i, obj := range objs {
+		key, err := r.s.keyOf("replace add", obj)
+		if err != nil {
+			return err
+		}
+		values, err := indexValues(r.indexers, key, obj)
+		if err != nil {
+			return fmt.Errorf("memory: replace add: %w", err)
+		}
+		keyed[i] = keyedTxn{key: key, obj: obj, values: values}
+	}
+	for _, t := range keyed {
+		r.staged.put(t.key, t.obj, t.values)
+	}
+	return nil
+}
+
+// Vanished calls fn, in key order, for every object of the current content
+// whose key was not staged. fn runs without the store's lock held.
+func (r *replace) Vanished(ctx context.Context, fn store.ScanFunc) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memory: replace vanished: %w", err)
+	}
+	r.s.mu.RLock()
+	if err := r.openErrLocked("vanished"); err != nil {
+		r.s.mu.RUnlock()
+		return err
+	}
+	var gone []keyValue
+	for k, e := range r.s.cur.items {
+		if _, ok := r.staged.items[k]; !ok {
+			gone = append(gone, keyValue{k, e.obj})
+		}
+	}
+	r.s.mu.RUnlock()
+	return callSorted(ctx, "replace vanished", gone, fn)
+}
+
+// Commit installs the staged content and rv and marks the store complete.
+func (r *replace) Commit(ctx context.Context, rv string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memory: replace commit: %w", err)
+	}
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := r.openErrLocked("commit"); err != nil {
+		return err
+	}
+	s.cur = r.staged
+	s.rv = rv
+	s.complete = true
+	s.replace = nil
+	r.staged = nil
+	return nil
+}
+
+// Abort discards the staged content. It is a no-op after Commit, Abort or
+// Close.
+func (r *replace) Abort() error {
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.replace == r {
+		s.replace = nil
+	}
+	r.staged = nil
+	return nil
+}
