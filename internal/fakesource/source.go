@@ -142,12 +142,15 @@ type Source struct {
 	// notify is closed and replaced on every change, waking waiters.
 	notify chan struct{}
 	// epoch counts restarts; a watch from an older epoch closes.
-	epoch    uint64
-	watchers map[*watcher]struct{}
-	mode     WatchListMode
-	faults   map[string][]Fault
-	counts   map[schema.GroupVersionKind]*Counts
-	requests []Request
+	epoch uint64
+	// restarted is closed and replaced by Restart, interrupting watches
+	// even while they wait to send.
+	restarted chan struct{}
+	watchers  map[*watcher]struct{}
+	mode      WatchListMode
+	faults    map[string][]Fault
+	counts    map[schema.GroupVersionKind]*Counts
+	requests  []Request
 }
 
 // New returns an empty Source whose resourceVersion is 1.
@@ -169,6 +172,7 @@ func New(opts Options) (*Source, error) {
 		chains:           map[objKey][]version{},
 		sorted:           map[schema.GroupVersionKind][]objKey{},
 		notify:           make(chan struct{}),
+		restarted:        make(chan struct{}),
 		watchers:         map[*watcher]struct{}{},
 		mode:             opts.WatchList,
 		faults:           map[string][]Fault{},
@@ -387,13 +391,24 @@ func (s *Source) trimLogLocked() {
 // Restart simulates an apiserver restart: every open watch closes (its
 // result channel closes, as when the connection drops) and all history
 // before the current RV is compacted, so watches and lists at older RVs
-// get 410 Expired.
+// get 410 Expired. It returns once every watch that was open has closed
+// its channel; a consumer reading concurrently may still receive the one
+// event that was in flight.
 func (s *Source) Restart() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.epoch++
+	close(s.restarted)
+	s.restarted = make(chan struct{})
 	s.compactLocked(s.rv)
 	s.broadcastLocked()
+	open := make([]*watcher, 0, len(s.watchers))
+	for w := range s.watchers {
+		open = append(open, w)
+	}
+	s.mu.Unlock()
+	for _, w := range open {
+		<-w.done
+	}
 }
 
 // SendBookmark asks every open watch that allowed bookmarks to send one as

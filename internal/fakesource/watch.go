@@ -64,6 +64,7 @@ func (e *Endpoint) watchLocked(ctx context.Context, opts metav1.ListOptions) (*w
 		done:           make(chan struct{}),
 		ctxDone:        ctx.Done(),
 		epoch:          s.epoch,
+		restarted:      s.restarted,
 		allowBookmarks: opts.AllowWatchBookmarks,
 	}
 	if hasFault {
@@ -140,6 +141,8 @@ type watcher struct {
 	ctxDone  <-chan struct{}
 	timeout  time.Duration
 	epoch    uint64
+	// restarted is closed when the source restarts.
+	restarted <-chan struct{}
 
 	// Guarded by src.mu.
 	allowBookmarks  bool
@@ -196,6 +199,8 @@ func (w *watcher) run() {
 				return
 			case <-w.ctxDone:
 				return
+			case <-w.restarted:
+				return
 			case <-timeoutC:
 				return
 			}
@@ -211,6 +216,8 @@ func (w *watcher) run() {
 			case <-w.stopCh:
 				return
 			case <-w.ctxDone:
+				return
+			case <-w.restarted:
 				return
 			case <-timeoutC:
 				return

@@ -358,8 +358,11 @@ func TestRestart(t *testing.T) {
 	s := historySource(t, Options{})
 	ep := s.Endpoint(podGVK, "")
 	w := mustWatch(t, ep, metav1.ListOptions{ResourceVersion: "6"})
+	// A watch blocked sending history is cut off too: the connection drops.
+	blocked := mustWatch(t, ep, metav1.ListOptions{ResourceVersion: "1"})
 	s.Restart()
 	recvClosed(t, w)
+	recvClosed(t, blocked)
 	w2 := mustWatch(t, ep, metav1.ListOptions{ResourceVersion: "5"})
 	ev := recv(t, w2)
 	if ev.Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) {

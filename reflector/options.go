@@ -1,0 +1,186 @@
+package reflector
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Defaults, as client-go's reflector uses them.
+const (
+	// DefaultPageSize is the page size of lists and of WatchList pages
+	// (client-go's pager.PageSize).
+	DefaultPageSize = 500
+	// DefaultBackoffReset is how long without trouble resets the backoff.
+	DefaultBackoffReset = 2 * time.Minute
+	// DefaultMinWatchTimeout is the shortest server-side watch timeout
+	// requested; each watch asks for a random one in [min, 2*min].
+	DefaultMinWatchTimeout = 5 * time.Minute
+)
+
+// DefaultBackoff returns client-go's reflector backoff: 800ms, doubling
+// up to 30s, with jitter 1.0 (each wait is between d and 2d).
+func DefaultBackoff() wait.Backoff {
+	const initial, limit = 800 * time.Millisecond, 30 * time.Second
+	return wait.Backoff{
+		Duration: initial,
+		Cap:      limit,
+		Steps:    int(math.Ceil(float64(limit) / float64(initial))),
+		Factor:   2.0,
+		Jitter:   1.0,
+	}
+}
+
+// WatchListPolicy says whether relists stream with WatchList.
+type WatchListPolicy int
+
+const (
+	// WatchListAuto streams relists with WatchList and falls back to a
+	// paginated LIST when the ListerWatcher reports it cannot
+	// (IsWatchListSemanticsUnSupported, as client-go checks) or the server
+	// rejects or ignores the request; the reflector then keeps using LIST
+	// for the rest of its Run.
+	WatchListAuto WatchListPolicy = iota
+	// WatchListOff always relists with a paginated LIST.
+	WatchListOff
+)
+
+// Options configures a Reflector. The zero value gives client-go's
+// behaviour.
+type Options struct {
+	// Name identifies the reflector in logs and in the *cache.Reflector
+	// passed to WatchErrorHandler. Default: the type description.
+	Name string
+	// TypeDescription describes the resource in logs. Default: the GVK of
+	// an unstructured expectedType, else its Go type, as client-go does.
+	TypeDescription string
+	// ExpectedGVK, when set, drops (and logs) watch events whose object
+	// has another GroupVersionKind. Default: the GVK of an
+	// *unstructured.Unstructured expectedType that has one, else none.
+	ExpectedGVK *schema.GroupVersionKind
+	// ResumeFrom reads the persisted state of the store (store.State's
+	// ResourceVersion and Complete) when Run starts. A complete state with
+	// a resourceVersion other than "" and "0" is a warm start: no list,
+	// a watch from that RV. An incomplete state with an RV relists not
+	// older than it. Default nil: cold start.
+	ResumeFrom func() (rv string, complete bool)
+	// PageSize is the Limit of list requests and the most objects one
+	// ReplacePage carries. Default DefaultPageSize (500).
+	PageSize int64
+	// UseWatchList selects how relists are streamed. Default
+	// WatchListAuto.
+	UseWatchList WatchListPolicy
+	// Backoff shapes the waits between retries; see DefaultBackoff.
+	// Default: DefaultBackoff().
+	Backoff *wait.Backoff
+	// BackoffReset: after this long without a backoff, the backoff
+	// restarts from its initial duration; a 410 arriving this long after
+	// the previous relist relists at once. Default DefaultBackoffReset.
+	BackoffReset time.Duration
+	// MinWatchTimeout is the shortest server-side timeout asked for a
+	// watch; each asks for a random one in [min, 2*min]. Default
+	// DefaultMinWatchTimeout.
+	MinWatchTimeout time.Duration
+	// MaxInternalErrorRetryDuration is how long the reflector keeps
+	// re-watching from the last RV after 500 Internal Server Error
+	// answers (undecodable events included) before it relists. Default 0:
+	// an internal error relists, as in client-go.
+	MaxInternalErrorRetryDuration time.Duration
+	// Clock drives backoffs and time measurements. Default: the real
+	// clock.
+	Clock clock.Clock
+	// WatchErrorHandler is called whenever a list or watch fails, before
+	// the reflector backs off or relists (not for clean watch ends or
+	// cancellation). Its *cache.Reflector argument only carries Name and
+	// TypeDescription. Default cache.DefaultWatchErrorHandler.
+	WatchErrorHandler cache.WatchErrorHandlerWithContext
+	// Logger is used instead of the logger of Run's context. Default: the
+	// context's logger (klog.FromContext).
+	Logger *klog.Logger
+	// Metrics receives activity counts. Default NoopMetrics.
+	Metrics Metrics
+}
+
+// ErrInvalidOptions is returned by New for bad arguments or options.
+var ErrInvalidOptions = errors.New("invalid reflector options")
+
+func invalid(format string, args ...interface{}) error {
+	return fmt.Errorf("reflector: %w: %s", ErrInvalidOptions, fmt.Sprintf(format, args...))
+}
+
+// withDefaults validates o and fills its defaults.
+func (o Options) withDefaults(expectedType runtime.Object) (Options, error) {
+	switch {
+	case o.PageSize < 0:
+		return o, invalid("PageSize %d is negative", o.PageSize)
+	case o.UseWatchList != WatchListAuto && o.UseWatchList != WatchListOff:
+		return o, invalid("unknown UseWatchList %d", o.UseWatchList)
+	case o.BackoffReset < 0:
+		return o, invalid("BackoffReset %v is negative", o.BackoffReset)
+	case o.MinWatchTimeout < 0:
+		return o, invalid("MinWatchTimeout %v is negative", o.MinWatchTimeout)
+	case o.MaxInternalErrorRetryDuration < 0:
+		return o, invalid("MaxInternalErrorRetryDuration %v is negative", o.MaxInternalErrorRetryDuration)
+	}
+	if o.Backoff != nil {
+		b := *o.Backoff
+		if b.Duration <= 0 || b.Factor < 0 || b.Jitter < 0 || b.Cap < 0 {
+			return o, invalid("Backoff %+v needs a positive Duration and no negative Factor, Jitter or Cap", b)
+		}
+	} else {
+		b := DefaultBackoff()
+		o.Backoff = &b
+	}
+	if o.PageSize == 0 {
+		o.PageSize = DefaultPageSize
+	}
+	if o.BackoffReset == 0 {
+		o.BackoffReset = DefaultBackoffReset
+	}
+	if o.MinWatchTimeout == 0 {
+		o.MinWatchTimeout = DefaultMinWatchTimeout
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.WatchErrorHandler == nil {
+		o.WatchErrorHandler = cache.DefaultWatchErrorHandler
+	}
+	if o.Metrics == nil {
+		o.Metrics = NoopMetrics{}
+	}
+	if o.TypeDescription == "" {
+		o.TypeDescription = typeDescription(expectedType)
+	}
+	if o.Name == "" {
+		o.Name = o.TypeDescription
+	}
+	if o.ExpectedGVK == nil {
+		if u, ok := expectedType.(*unstructured.Unstructured); ok && !u.GroupVersionKind().Empty() {
+			gvk := u.GroupVersionKind()
+			o.ExpectedGVK = &gvk
+		}
+	}
+	return o, nil
+}
+
+// typeDescription describes expectedType as client-go does.
+func typeDescription(expectedType runtime.Object) string {
+	if expectedType == nil {
+		return "<unspecified>"
+	}
+	if u, ok := expectedType.(*unstructured.Unstructured); ok && !u.GroupVersionKind().Empty() {
+		return u.GroupVersionKind().String()
+	}
+	return reflect.TypeOf(expectedType).String()
+}

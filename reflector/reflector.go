@@ -1,0 +1,302 @@
+package reflector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Reflector lists and watches one resource and pushes what it sees into a
+// Sink; see the package documentation. Run it once; LastSyncResourceVersion
+// may be called concurrently with Run.
+type Reflector struct {
+	lw           cache.ListerWatcherWithContext
+	sink         Sink
+	expectedType reflect.Type
+	opts         Options
+	clock        clock.Clock
+	backoff      *backoff
+	metrics      Metrics
+	// identity is handed to the WatchErrorHandler: client-go's handler type
+	// takes a *cache.Reflector. It only carries Name and TypeDescription.
+	identity *cache.Reflector
+	running  atomic.Bool
+
+	// rvMu guards lastSyncRV and rvUnavailable.
+	rvMu sync.RWMutex
+	// lastSyncRV is the RV of the last list, event or bookmark pushed.
+	lastSyncRV string
+	// rvUnavailable is true after the server answered 410 or
+	// TooLargeResourceVersion to a list at lastSyncRV: relist from "".
+	rvUnavailable bool
+
+	// Owned by the goroutine running Run.
+	watchListOff bool      // WatchList found unsupported
+	lastRelist   time.Time // when the last relist completed
+	replaceOpen  bool      // a BeginReplace was pushed without EndReplace
+	internalErrs cache.RetryWithDeadline
+}
+
+// New returns a Reflector that keeps sink in step with lw. expectedType,
+// when not nil, is an example of the objects to expect (watch events of
+// another Go type are dropped and logged), as in client-go. It returns an
+// error wrapping ErrInvalidOptions for a nil lw or sink or bad options.
+func New(lw cache.ListerWatcherWithContext, expectedType runtime.Object, sink Sink, opts Options) (*Reflector, error) {
+	if lw == nil {
+		return nil, invalid("nil ListerWatcher")
+	}
+	if sink == nil {
+		return nil, invalid("nil Sink")
+	}
+	o, err := opts.withDefaults(expectedType)
+	if err != nil {
+		return nil, err
+	}
+	r := &Reflector{
+		lw:      lw,
+		sink:    sink,
+		opts:    o,
+		clock:   o.Clock,
+		backoff: newBackoff(*o.Backoff, o.BackoffReset, o.Clock),
+		metrics: o.Metrics,
+		identity: cache.NewReflectorWithOptions(nil, expectedType, nil, cache.ReflectorOptions{
+			Name: o.Name, TypeDescription: o.TypeDescription, Logger: o.Logger,
+		}),
+		internalErrs: cache.NewRetryWithDeadline(o.MaxInternalErrorRetryDuration, time.Minute, isInternal, o.Clock),
+	}
+	if expectedType != nil {
+		r.expectedType = reflect.TypeOf(expectedType)
+	}
+	return r, nil
+}
+
+// Name returns the reflector's name.
+func (r *Reflector) Name() string { return r.opts.Name }
+
+// TypeDescription returns the description of the reflected type.
+func (r *Reflector) TypeDescription() string { return r.opts.TypeDescription }
+
+// LastSyncResourceVersion returns the RV of the last list, event or
+// bookmark pushed to the Sink (on a warm start, the persisted RV until
+// then), as client-go's Reflector does. It is not synchronised with the
+// Sink's consumer.
+func (r *Reflector) LastSyncResourceVersion() string {
+	r.rvMu.RLock()
+	defer r.rvMu.RUnlock()
+	return r.lastSyncRV
+}
+
+func (r *Reflector) setLastSyncResourceVersion(rv string) {
+	if rv == "" {
+		return
+	}
+	r.rvMu.Lock()
+	defer r.rvMu.Unlock()
+	r.lastSyncRV = rv
+}
+
+func (r *Reflector) setRVUnavailable(v bool) {
+	r.rvMu.Lock()
+	defer r.rvMu.Unlock()
+	r.rvUnavailable = v
+}
+
+// relistResourceVersion is the RV of a paginated relist, as client-go
+// computes it: "" after 410/too large, "0" before any sync, else the last.
+func (r *Reflector) relistResourceVersion() string {
+	r.rvMu.RLock()
+	defer r.rvMu.RUnlock()
+	switch {
+	case r.rvUnavailable:
+		return ""
+	case r.lastSyncRV == "":
+		return "0"
+	}
+	return r.lastSyncRV
+}
+
+// rewatchResourceVersion is the RV of a WatchList relist: "" (most recent)
+// after 410/too large or before any sync, else the last.
+func (r *Reflector) rewatchResourceVersion() string {
+	r.rvMu.RLock()
+	defer r.rvMu.RUnlock()
+	if r.rvUnavailable {
+		return ""
+	}
+	return r.lastSyncRV
+}
+
+// Run lists and watches until ctx is done, then returns once the open
+// watch is stopped. Run must be called once; later calls log an error and
+// return.
+func (r *Reflector) Run(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	if r.opts.Logger != nil {
+		logger = *r.opts.Logger
+	}
+	logger = klog.LoggerWithValues(logger, "reflector", r.opts.Name, "type", r.opts.TypeDescription)
+	ctx = klog.NewContext(ctx, logger)
+	if !r.running.CompareAndSwap(false, true) {
+		logger.Error(nil, "Reflector.Run called more than once; ignoring")
+		return
+	}
+	logger.V(3).Info("Starting reflector")
+	defer logger.V(3).Info("Stopping reflector")
+	defer r.abortReplace(ctx)
+
+	warm := r.resume(ctx)
+	needRelist := !warm
+	var w watch.Interface
+	for ctx.Err() == nil {
+		if needRelist {
+			var err error
+			w, err = r.relist(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				r.abortReplace(ctx)
+				r.handleError(ctx, err)
+				r.sleep(ctx, r.retryDelay(err))
+				continue
+			}
+			needRelist = false
+			warm = false // a relist completes the sync; no MarkSynced
+		}
+		err := r.watch(ctx, w, &warm)
+		w = nil
+		if ctx.Err() != nil {
+			return
+		}
+		r.handleError(ctx, err)
+		needRelist = true
+		r.sleep(ctx, r.relistDelay(err))
+	}
+}
+
+// resume consults ResumeFrom and reports whether this is a warm start.
+func (r *Reflector) resume(ctx context.Context) bool {
+	if r.opts.ResumeFrom == nil {
+		return false
+	}
+	rv, complete := r.opts.ResumeFrom()
+	if rv == "" || rv == "0" {
+		return false
+	}
+	r.setLastSyncResourceVersion(rv)
+	logger := klog.FromContext(ctx)
+	if !complete {
+		logger.V(2).Info("Stored state is incomplete; relisting", "resourceVersion", rv)
+		return false
+	}
+	logger.V(2).Info("Resuming watch from the stored resourceVersion", "resourceVersion", rv)
+	r.metrics.Resumed()
+	return true
+}
+
+// relist pushes the complete current state into the Sink. It returns the
+// open watch to continue with after a WatchList, nil after a LIST.
+func (r *Reflector) relist(ctx context.Context) (watch.Interface, error) {
+	r.metrics.RelistStarted()
+	logger := klog.FromContext(ctx)
+	if r.useWatchList() {
+		w, err := r.watchList(ctx)
+		if err == nil {
+			r.lastRelist = r.clock.Now()
+			return w, nil
+		}
+		if !errors.Is(err, ErrWatchListUnsupported) {
+			return nil, err
+		}
+		logger.Info("WatchList is not supported; relisting with LIST from now on", "err", err)
+		r.watchListOff = true
+	}
+	if err := r.list(ctx); err != nil {
+		return nil, err
+	}
+	r.lastRelist = r.clock.Now()
+	return nil, nil
+}
+
+func (r *Reflector) useWatchList() bool {
+	return r.opts.UseWatchList == WatchListAuto && !r.watchListOff &&
+		!watchlist.DoesClientNotSupportWatchListSemantics(r.lw)
+}
+
+// relistDelay is the wait before a relist caused by err.
+func (r *Reflector) relistDelay(err error) time.Duration {
+	if isExpired(err) && (r.lastRelist.IsZero() || r.clock.Since(r.lastRelist) >= r.opts.BackoffReset) {
+		return 0
+	}
+	return r.retryDelay(err)
+}
+
+// handleError reports err unless it is the end of Run.
+func (r *Reflector) handleError(ctx context.Context, err error) {
+	if err == nil || ctx.Err() != nil {
+		return
+	}
+	if isExpired(err) {
+		r.metrics.Expired()
+	}
+	r.opts.WatchErrorHandler(ctx, r.identity, err)
+}
+
+// beginReplace pushes BeginReplace.
+func (r *Reflector) beginReplace(ctx context.Context) error {
+	if err := r.sink.BeginReplace(ctx); err != nil {
+		return fmt.Errorf("%w: begin replace: %w", ErrSink, err)
+	}
+	r.replaceOpen = true
+	return nil
+}
+
+// endReplace pushes EndReplace(rv) and records rv.
+func (r *Reflector) endReplace(ctx context.Context, rv string) error {
+	if err := r.sink.EndReplace(ctx, rv); err != nil {
+		return fmt.Errorf("%w: end replace at %s: %w", ErrSink, rv, err)
+	}
+	r.replaceOpen = false
+	r.setLastSyncResourceVersion(rv)
+	r.setRVUnavailable(false)
+	return nil
+}
+
+// abortReplace tells a Sink that implements ReplaceAborter that the open
+// replace is abandoned.
+func (r *Reflector) abortReplace(ctx context.Context) {
+	if !r.replaceOpen {
+		return
+	}
+	r.replaceOpen = false
+	if a, ok := r.sink.(ReplaceAborter); ok {
+		if err := a.AbortReplace(); err != nil {
+			klog.FromContext(ctx).V(2).Info("Sink could not abort the open replace", "err", err)
+		}
+	}
+}
+
+// watchTimeout returns a random server-side timeout in [min, 2*min].
+func (r *Reflector) watchTimeout() *int64 {
+	min := r.opts.MinWatchTimeout.Seconds()
+	s := int64(min + rand.Float64()*min)
+	return &s
+}
+
+// watchOptions returns the options of a live watch from rv.
+func (r *Reflector) watchOptions(rv string) metav1.ListOptions {
+	return metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true, TimeoutSeconds: r.watchTimeout()}
+}

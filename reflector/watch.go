@@ -1,0 +1,179 @@
+package reflector
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// watch consumes w (or, when w is nil, a new watch from the last RV) and
+// keeps watching across clean ends and transient errors. It returns when
+// the Sink must be relisted (with the reason) or ctx is done. On a warm
+// start (*warm true) it pushes MarkSynced once the first watch opens.
+func (r *Reflector) watch(ctx context.Context, w watch.Interface, warm *bool) error {
+	logger := klog.FromContext(ctx)
+	for {
+		if w == nil {
+			rv := r.LastSyncResourceVersion()
+			r.metrics.WatchRequested(false)
+			var err error
+			w, err = r.lw.WatchWithContext(ctx, r.watchOptions(rv))
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				err = fmt.Errorf("watch %s from resourceVersion %s: %w", r.opts.TypeDescription, rv, err)
+				if r.rewatchAfter(err) {
+					r.handleError(ctx, err)
+					r.sleep(ctx, r.retryDelay(err))
+					continue
+				}
+				return err
+			}
+			if *warm {
+				*warm = false
+				if err := r.sink.MarkSynced(ctx); err != nil {
+					w.Stop()
+					return fmt.Errorf("%w: mark synced: %w", ErrSink, err)
+				}
+			}
+		}
+		start := r.clock.Now()
+		n, err := r.consume(ctx, w)
+		w = nil
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err == nil {
+			if n == 0 && r.clock.Since(start) < time.Second {
+				// A watch that closes at once, again and again, must not
+				// become a hot loop.
+				short := &cache.VeryShortWatchError{Name: r.opts.Name}
+				r.handleError(ctx, short)
+				r.sleep(ctx, r.retryDelay(short))
+			} else {
+				logger.V(4).Info("Watch closed; watching again", "events", n, "resourceVersion", r.LastSyncResourceVersion())
+			}
+			continue
+		}
+		if r.rewatchAfter(err) {
+			r.handleError(ctx, err)
+			r.sleep(ctx, r.retryDelay(err))
+			continue
+		}
+		return err
+	}
+}
+
+// rewatchAfter reports whether err only needs the watch to be retried
+// from the last RV. It records internal errors against
+// MaxInternalErrorRetryDuration and marks a too-large RV unavailable.
+func (r *Reflector) rewatchAfter(err error) bool {
+	r.internalErrs.After(err)
+	switch classify(err) {
+	case classRewatch:
+		return true
+	case classInternal:
+		return r.internalErrs.ShouldRetry()
+	case classTooLarge:
+		r.setRVUnavailable(true)
+	}
+	return false
+}
+
+func isInternal(err error) bool { return apierrors.IsInternalError(err) }
+
+// consume pushes w's events into the Sink until w closes, fails or ctx is
+// done, and stops w. It returns the number of events pushed; a nil error
+// means w closed cleanly.
+func (r *Reflector) consume(ctx context.Context, w watch.Interface) (int, error) {
+	defer w.Stop()
+	n := 0
+	for {
+		var ev watch.Event
+		var ok bool
+		select {
+		case <-ctx.Done():
+			return n, ctx.Err()
+		case ev, ok = <-w.ResultChan():
+		}
+		if !ok {
+			return n, nil
+		}
+		if ev.Type == watch.Error {
+			return n, fmt.Errorf("watch %s: %w", r.opts.TypeDescription, apierrors.FromObject(ev.Object))
+		}
+		if r.dropUnexpected(ctx, ev.Object) {
+			continue
+		}
+		acc, err := meta.Accessor(ev.Object)
+		if err != nil {
+			utilruntime.HandleErrorWithContext(ctx, err, "Unable to understand watch event", "event", ev.Type)
+			continue
+		}
+		rv := acc.GetResourceVersion()
+		switch ev.Type {
+		case watch.Added:
+			err = r.sink.Add(ctx, ev.Object)
+		case watch.Modified:
+			err = r.sink.Update(ctx, ev.Object)
+		case watch.Deleted:
+			err = r.sink.Delete(ctx, ev.Object)
+		case watch.Bookmark:
+			err = r.sink.Bookmark(ctx, rv)
+		default:
+			utilruntime.HandleErrorWithContext(ctx, nil, "Unknown watch event", "event", ev.Type)
+			continue
+		}
+		if err != nil {
+			return n, fmt.Errorf("%w: %s at resourceVersion %s: %w", ErrSink, ev.Type, rv, err)
+		}
+		r.setLastSyncResourceVersion(rv)
+		n++
+	}
+}
+
+var unsupportedTableGVK = map[schema.GroupVersionKind]bool{
+	metav1beta1.SchemeGroupVersion.WithKind("Table"):     true,
+	metav1.SchemeGroupVersion.WithKind("Table"):          true,
+	metav1beta1.SchemeGroupVersion.WithKind("TableList"): true,
+	metav1.SchemeGroupVersion.WithKind("TableList"):      true,
+}
+
+// dropUnexpected reports (and logs) a watch object of the wrong type, GVK
+// or a Table, as client-go's reflector drops them.
+func (r *Reflector) dropUnexpected(ctx context.Context, obj runtime.Object) bool {
+	if obj == nil {
+		utilruntime.HandleErrorWithContext(ctx, nil, "Watch event without object")
+		return true
+	}
+	if r.expectedType != nil {
+		if a := reflect.TypeOf(obj); a != r.expectedType {
+			utilruntime.HandleErrorWithContext(ctx, nil, "Unexpected watch event object type", "expectedType", r.expectedType, "actualType", a)
+			return true
+		}
+	}
+	gvk := obj.GetObjectKind().GroupVersionKind()
+	if r.opts.ExpectedGVK != nil && *r.opts.ExpectedGVK != gvk {
+		utilruntime.HandleErrorWithContext(ctx, nil, "Unexpected watch event object gvk", "expectedGVK", *r.opts.ExpectedGVK, "actualGVK", gvk)
+		return true
+	}
+	if _, ok := obj.(*unstructured.Unstructured); ok && unsupportedTableGVK[gvk] {
+		utilruntime.HandleErrorWithContext(ctx, nil, "Unsupported watch event object gvk", "actualGVK", gvk)
+		return true
+	}
+	return false
+}
