@@ -329,4 +329,3 @@ func TestVeryShortWatchesBackOff(t *testing.T) {
 		t.Fatalf("handled = %v, want three very short watch errors", handled)
 	}
 }
-
