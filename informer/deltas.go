@@ -1,0 +1,188 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/store"
+)
+
+// keyState is what the loop knows of one key while it walks the key's
+// deltas: the stored state first, then the state each applied delta left.
+type keyState struct {
+	exists bool
+	rv     string
+	obj    interface{} // nil until needed (loaded lazily from the store)
+	loaded bool
+}
+
+// pending is a notification waiting for the batch's Apply.
+type pending struct {
+	n    note
+	sync bool
+}
+
+// applyDeltas writes a KindDeltas batch to the store in one Apply (one
+// bbolt transaction, with the batch's safe resourceVersion: invariant 1),
+// then notifies the handlers, in order.
+//
+// Per key, the deltas are walked oldest first against the stored state:
+//
+//   - an Added, Updated or Replaced delta whose object's resourceVersion is
+//     not newer than the state it would replace is skipped: it is a replay
+//     of an event the store already holds (after a crash, the watch resumes
+//     from the persisted resourceVersion, which may lag the items);
+//   - a Deleted delta for a key the store does not hold is skipped, and so
+//     is one not newer than the stored object: its handlers never saw the
+//     object, or saw a newer one (client-go's DeltaFIFO drops such deletes
+//     too);
+//   - a Sync delta notifies OnUpdate(stored, stored) to the handlers due
+//     for a resync and writes nothing.
+//
+// Only the final state of each key is written. Old objects are read from
+// the store only for the keys of the batch, and only when handlers exist.
+func (l *loop) applyDeltas(ctx context.Context, b deltafifo.Batch) error {
+	notify := l.i.proc.count() > 0
+	txns := make([]cache.Transaction, 0, len(b.Keys))
+	var notes []pending
+	for k, key := range b.Keys {
+		cur, err := l.storedState(key)
+		if err != nil {
+			return err
+		}
+		changed := false
+		var last interface{}
+		for _, d := range b.Deltas[k] {
+			switch d.Type {
+			case cache.Added, cache.Updated, cache.Replaced:
+				rv := rvOf(d.Object)
+				if cur.exists && !newer(rv, cur.rv) {
+					continue
+				}
+				if notify {
+					if cur.exists {
+						old, err := l.load(key, &cur)
+						if err != nil {
+							return err
+						}
+						notes = append(notes, pending{n: note{kind: noteUpdate, old: old, new: d.Object}})
+					} else {
+						notes = append(notes, pending{n: note{kind: noteAdd, new: d.Object, initial: b.IsInInitialList}})
+					}
+				}
+				cur = keyState{exists: true, rv: rv, obj: d.Object, loaded: true}
+				changed, last = true, d.Object
+			case cache.Deleted:
+				if !cur.exists {
+					continue
+				}
+				if _, tomb := d.Object.(cache.DeletedFinalStateUnknown); !tomb && !newer(rvOf(d.Object), cur.rv) {
+					continue
+				}
+				if notify {
+					notes = append(notes, pending{n: note{kind: noteDelete, old: d.Object}})
+				}
+				cur = keyState{loaded: true}
+				changed, last = true, d.Object
+			case cache.Sync:
+				if !cur.exists || !notify {
+					continue
+				}
+				obj, err := l.load(key, &cur)
+				if err != nil {
+					return err
+				}
+				notes = append(notes, pending{n: note{kind: noteUpdate, old: obj, new: obj}, sync: true})
+			}
+		}
+		if !changed {
+			continue
+		}
+		if cur.exists {
+			txns = append(txns, cache.Transaction{Type: cache.TransactionTypeUpdate, Object: last})
+		} else {
+			txns = append(txns, cache.Transaction{Type: cache.TransactionTypeDelete, Object: last})
+		}
+	}
+	rv := b.ResourceVersion
+	if rv == "" {
+		// Apply would record the last object's resourceVersion, which may
+		// be ahead of queued events: keep the store's instead. (Empty only
+		// before any list or resourceVersion: the store is not complete.)
+		rv = l.st.LastStoreSyncResourceVersion()
+	}
+	if len(txns) > 0 || rv != "" {
+		err := l.write(ctx, "apply", len(txns), func() error { return l.st.Apply(ctx, txns, rv) })
+		if err != nil {
+			return err
+		}
+		if len(txns) > 0 {
+			l.reportObjects()
+		}
+	}
+	for _, p := range notes {
+		l.i.proc.distribute(p.n, p.sync)
+	}
+	return nil
+}
+
+// storedState reads key's stored resourceVersion without decoding it.
+func (l *loop) storedState(key string) (keyState, error) {
+	rv, exists, err := l.st.ResourceVersionOf(key)
+	if err != nil {
+		return keyState{}, l.readFailed("read resourceVersion", key, err)
+	}
+	return keyState{exists: exists, rv: rv}, nil
+}
+
+// load returns the object of an existing key's state, reading it from the
+// store the first time.
+func (l *loop) load(key string, s *keyState) (interface{}, error) {
+	if s.loaded {
+		return s.obj, nil
+	}
+	obj, exists, err := l.st.GetByKey(key)
+	if err != nil {
+		return nil, l.readFailed("get", key, err)
+	}
+	if !exists {
+		return nil, l.readFailed("get", key, fmt.Errorf("stored object vanished"))
+	}
+	s.obj, s.loaded = obj, true
+	return obj, nil
+}
+
+// readFailed handles a failed store read: the store cannot be trusted, so
+// the informer relists, and the batch is dropped (the relist redoes it).
+func (l *loop) readFailed(op, key string, err error) error {
+	err = fmt.Errorf("%s %q: %w", op, key, err)
+	if errors.Is(err, store.ErrClosed) {
+		return err
+	}
+	l.i.ReportCorruption(err)
+	return fmt.Errorf("%w: %w", errDropped, err)
+}
+
+// rvOf returns obj's resourceVersion, "" if it has none.
+func rvOf(obj interface{}) string {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return m.GetResourceVersion()
+}
+
+// newer reports whether an event at resourceVersion rv is newer than a
+// stored state at stored. resourceVersions that cannot be compared
+// (empty, or not the decimal integers kube-apiserver uses) count as newer,
+// so that the event is applied as client-go would.
+func newer(rv, stored string) bool {
+	c, err := resourceversion.CompareResourceVersion(rv, stored)
+	return err != nil || c > 0
+}

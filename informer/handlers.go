@@ -1,0 +1,103 @@
+package informer
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// AddEventHandler adds a handler with the informer's default resync
+// period. See AddEventHandlerWithOptions.
+func (i *Informer) AddEventHandler(handler cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	return i.AddEventHandlerWithOptions(handler, cache.HandlerOptions{})
+}
+
+// AddEventHandlerWithResyncPeriod adds a handler with its own resync
+// period. See AddEventHandlerWithOptions.
+func (i *Informer) AddEventHandlerWithResyncPeriod(handler cache.ResourceEventHandler, resyncPeriod time.Duration) (cache.ResourceEventHandlerRegistration, error) {
+	return i.AddEventHandlerWithOptions(handler, cache.HandlerOptions{ResyncPeriod: &resyncPeriod})
+}
+
+// AddEventHandlerWithOptions adds a handler, with client-go's semantics:
+// a handler added before Run sees the initial list (or, on a warm start,
+// the stored objects) as adds with isInInitialList true; a handler added
+// later first gets the store's current content as such adds, then every
+// change after it. Resync periods are adjusted as client-go does.
+//
+// The registration's HasSynced becomes true once the informer has synced
+// and every initial-list add was delivered to this handler. A handler
+// added after Run gets its replay from the informer's processing
+// goroutine: the call returns at once (HasSynced false until the replay
+// is delivered), so a handler may add handlers from its own callbacks.
+//
+// It returns an error wrapping ErrStopped once the informer has stopped.
+func (i *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler, options cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	if handler == nil {
+		return nil, fmt.Errorf("informer %s: add event handler: %w: nil handler", i.name, ErrInvalidOptions)
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.stopped {
+		return nil, fmt.Errorf("informer %s: add event handler %T: %w", i.name, handler, ErrStopped)
+	}
+	logger := i.logger()
+	if options.Logger != nil {
+		logger = *options.Logger
+	}
+	resync := i.defaultResync
+	if options.ResyncPeriod != nil {
+		resync = *options.ResyncPeriod
+	}
+	if resync > 0 {
+		if resync < minimumResyncPeriod {
+			logger.Info("Warning: resync period is too small. Changing it to the minimum allowed value", "resyncPeriod", resync, "minimumResyncPeriod", minimumResyncPeriod)
+			resync = minimumResyncPeriod
+		}
+		if resync < i.resyncCheckPeriod {
+			if i.started {
+				logger.Info("Warning: resync period is smaller than resync check period and the informer has already started. Changing it to the resync check period", "resyncPeriod", resync, "resyncCheckPeriod", i.resyncCheckPeriod)
+				resync = i.resyncCheckPeriod
+			} else {
+				i.resyncCheckPeriod = resync
+				i.proc.resyncCheckPeriodChanged(logger, resync)
+			}
+		}
+	}
+	name := fmt.Sprintf("%s + event handler %s", i.HasSyncedChecker().Name(), handlerName(handler))
+	l := newListener(klog.LoggerWithValues(logger, "handler", handlerName(handler)), handler, name,
+		resync, determineResyncPeriod(logger, resync, i.resyncCheckPeriod), i.opts.Clock.Now())
+	if !i.started {
+		i.proc.add(l, true)
+		return l, nil
+	}
+	// Late handler: the processing loop replays the store to it, then
+	// activates it for live changes. The guard keeps HasSynced false
+	// until that replay is delivered.
+	l.tracker.Start()
+	if !i.proc.add(l, false) {
+		return nil, fmt.Errorf("informer %s: add event handler %T: %w", i.name, handler, ErrStopped)
+	}
+	i.late = append(i.late, l)
+	if i.popCancel != nil {
+		i.popCancel()
+	}
+	return l, nil
+}
+
+// RemoveEventHandler removes a handler: it gets no notification after the
+// one it is handling, if any, and its queued ones are dropped. It is
+// idempotent; a handle of another informer is ignored, one of another
+// package returns ErrInvalidRegistration.
+func (i *Informer) RemoveEventHandler(handle cache.ResourceEventHandlerRegistration) error {
+	l, ok := handle.(*listener)
+	if !ok {
+		return fmt.Errorf("informer %s: remove event handler %T: %w", i.name, handle, ErrInvalidRegistration)
+	}
+	i.proc.remove(l)
+	return nil
+}
+
+// handlerName names a handler in logs.
+func handlerName(h cache.ResourceEventHandler) string { return fmt.Sprintf("%T", h) }

@@ -1,0 +1,254 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/memory"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// pod returns a pod ns/name at resourceVersion rv.
+func pod(name, rv string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
+}
+
+// event is one recorded notification, formatted for comparison.
+type event string
+
+func describeObj(obj interface{}) string {
+	switch o := obj.(type) {
+	case cache.DeletedFinalStateUnknown:
+		return "dfsu(" + o.Key + "@" + rvOf(o.Obj) + ")"
+	case nil:
+		return "nil"
+	}
+	key, _ := cache.MetaNamespaceKeyFunc(obj)
+	return key + "@" + rvOf(obj)
+}
+
+// recorder is a handler that records what it is told, in order.
+type recorder struct {
+	mu     sync.Mutex
+	events []event
+	// changed is closed and replaced on every event.
+	changed chan struct{}
+	// block, when set, is received from before each notification returns.
+	block chan struct{}
+}
+
+func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
+
+func (r *recorder) record(e event) {
+	if r.block != nil {
+		<-r.block
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+func (r *recorder) OnAdd(obj interface{}, initial bool) {
+	r.record(event(fmt.Sprintf("add %s initial=%v", describeObj(obj), initial)))
+}
+
+func (r *recorder) OnUpdate(old, new interface{}) {
+	r.record(event(fmt.Sprintf("update %s -> %s", describeObj(old), describeObj(new))))
+}
+
+func (r *recorder) OnDelete(obj interface{}) {
+	r.record(event("delete " + describeObj(obj)))
+}
+
+// snapshot returns the events so far.
+func (r *recorder) snapshot() []event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]event(nil), r.events...)
+}
+
+// waitFor waits until at least n events were recorded and returns them.
+func (r *recorder) waitFor(t *testing.T, n int) []event {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		r.mu.Lock()
+		got, ch := append([]event(nil), r.events...), r.changed
+		r.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		select {
+		case <-ch:
+		case <-timeout:
+			t.Fatalf("timed out waiting for %d events; got %d: %q", n, len(got), got)
+		}
+	}
+}
+
+// harness runs an informer's processing loop on a queue the test pushes
+// to by hand (no reflector).
+type harness struct {
+	t      *testing.T
+	inf    *Informer
+	q      *deltafifo.Queue
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu      sync.Mutex
+	handled []deltafifo.Batch
+}
+
+func newMemStore(t *testing.T) store.Store {
+	t.Helper()
+	s, err := memory.New(memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// nopLW is a ListerWatcher for informers whose reflector never runs.
+var nopLW = &cache.ListWatch{}
+
+func newTestInformer(t *testing.T, opts Options) *Informer {
+	t.Helper()
+	if opts.Store == nil {
+		opts.Store = newMemStore(t)
+	}
+	if opts.Logger == nil {
+		l := ktesting.NewLogger(t, ktesting.NewConfig())
+		opts.Logger = &l
+	}
+	inf, err := New(nopLW, &corev1.Pod{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return inf
+}
+
+// startHarness starts inf's processing loop and handlers on a hand-driven
+// queue, as RunWithContext would but without a reflector.
+func startHarness(t *testing.T, inf *Informer) *harness {
+	t.Helper()
+	logger := klog.Background()
+	q, err := inf.start(logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{t: t, inf: inf, q: q, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	inf.afterBatch = func(b deltafifo.Batch) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.handled = append(h.handled, b)
+	}
+	inf.proc.run()
+	go func() {
+		defer close(h.done)
+		newLoop(inf, q, logger).run(ctx)
+	}()
+	t.Cleanup(h.stop)
+	return h
+}
+
+func (h *harness) stop() {
+	h.cancel()
+	h.q.Close()
+	<-h.done
+	h.inf.stop()
+}
+
+func (h *harness) must(err error) {
+	h.t.Helper()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// relist pushes a complete relist of objs at rv.
+func (h *harness) relist(rv string, objs ...interface{}) {
+	h.t.Helper()
+	h.must(h.q.BeginReplace(h.ctx))
+	if len(objs) > 0 {
+		h.must(h.q.ReplacePage(h.ctx, objs))
+	}
+	h.must(h.q.EndReplace(h.ctx, rv))
+}
+
+// waitIdle pushes a bookmark at rv and waits until the loop has handled
+// it (so every earlier batch is applied and distributed) and every
+// listener has delivered what it was given.
+func (h *harness) waitIdle(rv string) {
+	h.t.Helper()
+	h.must(h.q.Bookmark(h.ctx, rv))
+	h.waitBatch(func(b deltafifo.Batch) bool { return b.Kind == deltafifo.KindDeltas && b.ResourceVersion == rv })
+}
+
+// waitBatch waits until the loop has handled a batch matching match, then
+// until every listener is idle.
+func (h *harness) waitBatch(match func(deltafifo.Batch) bool) {
+	h.t.Helper()
+	err := wait.PollUntilContextTimeout(h.ctx, time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for _, b := range h.handled {
+			if match(b) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		h.t.Fatalf("batch not handled: %v", err)
+	}
+	h.waitListenersIdle()
+}
+
+func (h *harness) waitListenersIdle() {
+	h.t.Helper()
+	err := wait.PollUntilContextTimeout(h.ctx, time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		h.inf.proc.mu.RLock()
+		defer h.inf.proc.mu.RUnlock()
+		for l := range h.inf.proc.listeners {
+			if l.pending.Load() != 0 {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		h.t.Fatalf("listeners not idle: %v", err)
+	}
+}
+
+func equalEvents(t *testing.T, got, want []event) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("got %d events, want %d:\ngot  %q\nwant %q", len(got), len(want), got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("event %d: got %q, want %q\nall: %q", i, got[i], want[i], got)
+		}
+	}
+}

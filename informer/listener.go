@@ -1,0 +1,267 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/cache/synctrack"
+	"k8s.io/klog/v2"
+)
+
+// noteKind says which handler method a notification calls.
+type noteKind uint8
+
+const (
+	noteAdd noteKind = iota
+	noteUpdate
+	noteDelete
+)
+
+// note is one notification for a handler. It is a value type so that the
+// ring buffer holds no per-notification allocation.
+type note struct {
+	kind    noteKind
+	initial bool // noteAdd: isInInitialList
+	old     interface{}
+	new     interface{}
+}
+
+// listener relays notifications to one ResourceEventHandler, in order, on
+// its own goroutine (client-go's processorListener). add never blocks: live
+// notifications go into an unbounded buffer so that a slow handler never
+// holds up the others. Replays (warm start, late handlers, relists) are
+// paced by the caller with waitBelow, so the buffer stays bounded while
+// large sets of objects are replayed.
+//
+// A listener is also the ResourceEventHandlerRegistration returned to the
+// caller.
+type listener struct {
+	handler cache.ResourceEventHandler
+	name    string
+	logger  klog.Logger
+	tracker *synctrack.SingleFileTracker
+
+	// pending counts queued notifications plus the one being delivered.
+	pending atomic.Int64
+
+	// mu guards buf, head, stopped, room and started. The delivering
+	// goroutine waits on cond (with mu held) for work or stop.
+	mu      sync.Mutex
+	cond    *sync.Cond
+	buf     []note
+	head    int
+	stopped bool
+	// room, when not nil, is closed (and reset) when pending drops to the
+	// pacing bound someone is waiting for, or the listener stops.
+	room      chan struct{}
+	roomBound int64
+	started   bool
+	// done is closed when the delivering goroutine has returned (or at
+	// stop, if it never started).
+	done chan struct{}
+
+	// resyncMu guards the resync fields (client-go's resyncLock).
+	resyncMu              sync.Mutex
+	requestedResyncPeriod time.Duration
+	resyncPeriod          time.Duration
+	nextResync            time.Time
+}
+
+var _ cache.ResourceEventHandlerRegistration = (*listener)(nil)
+
+func newListener(logger klog.Logger, handler cache.ResourceEventHandler, name string, requested, period time.Duration, now time.Time) *listener {
+	l := &listener{
+		handler:               handler,
+		name:                  name,
+		logger:                logger,
+		tracker:               synctrack.NewSingleFileTracker(name),
+		done:                  make(chan struct{}),
+		requestedResyncPeriod: requested,
+		resyncPeriod:          period,
+	}
+	l.cond = sync.NewCond(&l.mu)
+	l.determineNextResync(now)
+	return l
+}
+
+// HasSynced reports whether the informer has synced and every
+// notification of the initial list (and of this handler's replay, for a
+// handler added late) has been delivered to the handler.
+func (l *listener) HasSynced() bool { return l.tracker.HasSynced() }
+
+// HasSyncedChecker is HasSynced as a cache.DoneChecker.
+func (l *listener) HasSyncedChecker() cache.DoneChecker { return l.tracker }
+
+// add queues n. An initial-list add counts towards HasSynced until it is
+// delivered. After stop it does nothing.
+func (l *listener) add(n note) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return
+	}
+	if n.kind == noteAdd && n.initial {
+		l.tracker.Start()
+	}
+	if l.head > 0 && l.head == len(l.buf) {
+		// Drained: reuse the array, or drop it if a burst grew it.
+		if cap(l.buf) > 4096 {
+			l.buf = nil
+		} else {
+			l.buf = l.buf[:0]
+		}
+		l.head = 0
+	}
+	l.buf = append(l.buf, n)
+	l.pending.Add(1)
+	l.cond.Signal()
+}
+
+// start runs the delivering goroutine in wg.
+func (l *listener) start(wg *sync.WaitGroup) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.started || l.stopped {
+		return
+	}
+	l.started = true
+	wg.Go(l.run)
+}
+
+// stop makes the delivering goroutine return after the notification it is
+// delivering, dropping the queued ones (client-go drops them too), and
+// wakes pacers. It is idempotent.
+func (l *listener) stop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return
+	}
+	l.stopped = true
+	l.buf, l.head = nil, 0
+	l.cond.Broadcast()
+	l.wakeRoomLocked()
+	if !l.started {
+		close(l.done)
+	}
+}
+
+func (l *listener) wakeRoomLocked() {
+	if l.room != nil {
+		close(l.room)
+		l.room = nil
+	}
+}
+
+// next waits for the next notification; ok is false once stopped.
+func (l *listener) next() (n note, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for l.head == len(l.buf) && !l.stopped {
+		l.cond.Wait()
+	}
+	if l.stopped {
+		return note{}, false
+	}
+	n = l.buf[l.head]
+	l.buf[l.head] = note{} // let the objects go
+	l.head++
+	return n, true
+}
+
+// delivered records that one notification was handled.
+func (l *listener) delivered() {
+	p := l.pending.Add(-1)
+	l.mu.Lock()
+	if l.room != nil && p <= l.roomBound {
+		l.wakeRoomLocked()
+	}
+	l.mu.Unlock()
+}
+
+func (l *listener) run() {
+	defer close(l.done)
+	for {
+		n, ok := l.next()
+		if !ok {
+			return
+		}
+		l.deliver(n)
+		l.delivered()
+	}
+}
+
+// deliver calls the handler. A panic is logged and the notification
+// skipped (utilruntime.HandleCrash re-panics unless configured not to, as
+// in client-go).
+func (l *listener) deliver(n note) {
+	defer func() {
+		if n.kind == noteAdd && n.initial {
+			l.tracker.Finished()
+		}
+	}()
+	defer utilruntime.HandleCrashWithLogger(l.logger)
+	switch n.kind {
+	case noteAdd:
+		l.handler.OnAdd(n.new, n.initial)
+	case noteUpdate:
+		l.handler.OnUpdate(n.old, n.new)
+	case noteDelete:
+		l.handler.OnDelete(n.old)
+	default:
+		utilruntime.HandleErrorWithLogger(l.logger, nil, "Unrecognized notification", "kind", fmt.Sprint(n.kind))
+	}
+}
+
+// waitBelow blocks while more than bound notifications are pending (and
+// the listener runs). It returns ctx's error if ctx is done first.
+func (l *listener) waitBelow(ctx context.Context, bound int64) error {
+	for l.pending.Load() > bound {
+		l.mu.Lock()
+		if l.stopped || l.pending.Load() <= bound {
+			l.mu.Unlock()
+			return nil
+		}
+		if l.room == nil || bound < l.roomBound {
+			if l.room != nil {
+				l.wakeRoomLocked()
+			}
+			l.room = make(chan struct{})
+			l.roomBound = bound
+		}
+		ch := l.room
+		l.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func (l *listener) shouldResync(now time.Time) bool {
+	l.resyncMu.Lock()
+	defer l.resyncMu.Unlock()
+	if l.resyncPeriod == 0 {
+		return false
+	}
+	return !now.Before(l.nextResync)
+}
+
+func (l *listener) determineNextResync(now time.Time) {
+	l.resyncMu.Lock()
+	defer l.resyncMu.Unlock()
+	l.nextResync = now.Add(l.resyncPeriod)
+}
+
+func (l *listener) setResyncPeriod(p time.Duration) {
+	l.resyncMu.Lock()
+	defer l.resyncMu.Unlock()
+	l.resyncPeriod = p
+}

@@ -1,0 +1,171 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/klog/v2"
+
+	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt"
+)
+
+// errDropped is returned by write when it gave up on a write that a
+// relist will redo.
+var errDropped = errors.New("write dropped; a relist will redo it")
+
+// loop is the informer's processing goroutine: the only writer of the
+// store and the only distributor of notifications, so that handlers see
+// changes in the order the store applied them. Its fields are owned by
+// that goroutine.
+type loop struct {
+	i      *Informer
+	q      *deltafifo.Queue
+	st     store.Store
+	logger klog.Logger
+	// rep is the open relist, nil if none.
+	rep *relist
+	// partial, when set, is the last key a failed warm-start replay
+	// delivered: the handlers have not seen the keys after it, and the
+	// informer is not synced until a relist has told them.
+	partial *string
+}
+
+func newLoop(i *Informer, q *deltafifo.Queue, logger klog.Logger) *loop {
+	return &loop{i: i, q: q, st: i.store, logger: logger}
+}
+
+// run replays a complete store (warm start), then pops and handles
+// batches until ctx is done, the queue is closed or the store fails
+// for good.
+func (l *loop) run(ctx context.Context) {
+	defer l.abortRelist()
+	if err := l.warmStart(ctx); err != nil {
+		if ctx.Err() == nil {
+			l.logger.Error(err, "Warm start replay failed")
+		}
+		return
+	}
+	for {
+		if err := l.serveLate(ctx); err != nil {
+			if ctx.Err() == nil {
+				l.logger.Error(err, "Replay to a new handler failed")
+			}
+			return
+		}
+		b, err := l.pop(ctx)
+		switch {
+		case ctx.Err() != nil, errors.Is(err, deltafifo.ErrClosed):
+			return
+		case errors.Is(err, context.Canceled):
+			continue // interrupted to serve a late handler
+		case err != nil:
+			l.logger.Error(err, "Pop failed")
+			return
+		}
+		if err := l.handle(ctx, b); err != nil && !errors.Is(err, errDropped) {
+			if ctx.Err() == nil {
+				l.logger.Error(err, "Stopping: the store cannot be written", "batch", b.Kind.String())
+			}
+			return
+		}
+		if l.q.HasSynced() && l.partial == nil {
+			l.i.markSynced()
+		}
+		if l.i.afterBatch != nil {
+			l.i.afterBatch(b)
+		}
+	}
+}
+
+// pop pops a batch; AddEventHandler interrupts it to get a late handler
+// served.
+func (l *loop) pop(ctx context.Context) (deltafifo.Batch, error) {
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	l.i.mu.Lock()
+	if len(l.i.late) > 0 {
+		l.i.mu.Unlock()
+		return deltafifo.Batch{}, context.Canceled
+	}
+	l.i.popCancel = cancel
+	l.i.mu.Unlock()
+	b, err := l.q.Pop(pctx, l.i.opts.BatchSize)
+	l.i.mu.Lock()
+	l.i.popCancel = nil
+	l.i.mu.Unlock()
+	return b, err
+}
+
+func (l *loop) handle(ctx context.Context, b deltafifo.Batch) error {
+	switch b.Kind {
+	case deltafifo.KindDeltas:
+		return l.applyDeltas(ctx, b)
+	case deltafifo.KindReplaceBegin:
+		return l.beginRelist(ctx, b)
+	case deltafifo.KindReplacePage:
+		return l.relistPage(ctx, b)
+	case deltafifo.KindReplaceEnd:
+		return l.endRelist(ctx, b)
+	case deltafifo.KindReplaceAbort:
+		l.abortRelist()
+	case deltafifo.KindSynced:
+		l.logger.V(2).Info("Watch resumed from the stored resourceVersion")
+	}
+	return nil
+}
+
+// write runs a store write, retrying it with exponential backoff while it
+// fails (disk full, read-only file): nothing popped is dropped. The
+// failure is logged, reported by Err and the Healthy metric until a write
+// succeeds. It gives up on ctx's end, on a closed store (the error is
+// returned: the informer stops) and on corrupt data (bolt.ErrCorrupt: the
+// informer relists, which rewrites everything, so the write is dropped and
+// errDropped returned).
+func (l *loop) write(ctx context.Context, op string, n int, fn func() error) error {
+	delay := l.i.opts.ApplyBackoff
+	for {
+		start := l.i.opts.Clock.Now()
+		err := fn()
+		l.i.opts.Metrics.Applied(l.i.opts.Clock.Since(start), n, err)
+		if err == nil {
+			if l.i.Err() != nil {
+				l.logger.Info("Store writes succeed again", "op", op)
+			}
+			l.i.setWriteErr(nil)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		werr := fmt.Errorf("%w: %s: %w", ErrStoreWrite, op, err)
+		l.i.setWriteErr(werr)
+		switch {
+		case errors.Is(err, store.ErrClosed):
+			return werr
+		case errors.Is(err, bolt.ErrCorrupt):
+			l.i.ReportCorruption(werr)
+			return errDropped
+		}
+		l.logger.Error(werr, "Store write failed; the cache is falling behind the server. Retrying", "op", op, "retryIn", delay)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-l.i.opts.Clock.After(delay):
+		}
+		delay = min(2*delay, l.i.opts.ApplyBackoffCap)
+	}
+}
+
+// reportObjects reports the store's size.
+func (l *loop) reportObjects() {
+	if st, err := l.st.State(); err == nil {
+		l.i.opts.Metrics.StoreObjects(st.Objects)
+	}
+}
+
+// since is a helper for durations on the informer's clock.
+func (l *loop) since(t time.Time) time.Duration { return l.i.opts.Clock.Since(t) }

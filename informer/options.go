@@ -1,0 +1,190 @@
+package informer
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/reflector"
+	"github.com/warmcache/warmcache/store"
+)
+
+// Defaults of Options.
+const (
+	// DefaultBatchSize is the default Options.BatchSize.
+	DefaultBatchSize = 500
+	// DefaultReplayPending is the default Options.ReplayPending.
+	DefaultReplayPending = 1024
+	// DefaultApplyBackoff and DefaultApplyBackoffCap are the defaults of
+	// Options.ApplyBackoff and Options.ApplyBackoffCap.
+	DefaultApplyBackoff    = 100 * time.Millisecond
+	DefaultApplyBackoffCap = 30 * time.Second
+	// minimumResyncPeriod is client-go's lower bound for handler resync
+	// periods.
+	minimumResyncPeriod = time.Second
+)
+
+// Options configures New. Store is required; every other field has a
+// default.
+type Options struct {
+	// Store holds the informer's cache: a store/memory or store/bolt
+	// store (required). The informer writes it and serves it as GetStore
+	// and GetIndexer, but does not own it: it never closes it, and the
+	// caller closes it after Run has returned. A store must serve one
+	// informer only.
+	Store store.Store
+
+	// ResyncPeriod is the default resync period of handlers and the
+	// informer's resync check period, as in client-go. Default 0: no
+	// resync.
+	ResyncPeriod time.Duration
+
+	// Indexers are added to the store (AddIndexers) unless it has an index
+	// of that name already. Default: none.
+	Indexers cache.Indexers
+
+	// ObjectDescription describes the objects in logs and in the
+	// reflector. Default: derived from the example object.
+	ObjectDescription string
+
+	// Name names the informer in logs, metrics and HasSyncedChecker.
+	// Default: ObjectDescription.
+	Name string
+
+	// Logger receives the informer's log lines. Default: the logger of
+	// Run's context (klog.FromContext).
+	Logger *klog.Logger
+
+	// Metrics receives the informer's measurements (see Metrics and the
+	// informer/metrics package for Prometheus). Default: none.
+	Metrics Metrics
+
+	// QueueCapacity bounds the queue between the reflector and the
+	// informer (deltas plus listed objects); a full queue stalls the
+	// watch. Default deltafifo.DefaultCapacity.
+	QueueCapacity int
+
+	// BatchSize is the most keys popped and applied to the store in one
+	// Apply (one bbolt transaction). Default DefaultBatchSize.
+	BatchSize int
+
+	// ReplayPending is the most notifications a handler may have pending
+	// while objects are replayed to it (warm start, a handler added late,
+	// a relist's changes): the replay waits while a handler is behind, so
+	// memory stays flat however many objects are replayed. Live watch
+	// events are never held back. Default DefaultReplayPending.
+	ReplayPending int
+
+	// ReplayParallelism is the number of goroutines that decode objects
+	// during a replay, when the store implements ParallelScanner.
+	// Otherwise the store's Scan decodes on one goroutine while the
+	// informer distributes the previous chunk. Default 0: GOMAXPROCS.
+	ReplayParallelism int
+
+	// ApplyBackoff and ApplyBackoffCap shape the retries of a failed store
+	// write: the wait starts at ApplyBackoff and doubles up to
+	// ApplyBackoffCap. Defaults DefaultApplyBackoff and
+	// DefaultApplyBackoffCap.
+	ApplyBackoff, ApplyBackoffCap time.Duration
+
+	// Reflector configures the reflector (page size, WatchList, backoff).
+	// Its ResumeFrom, WatchErrorHandler, Metrics and Logger are set by the
+	// informer. Default: the reflector's defaults.
+	Reflector reflector.Options
+
+	// Clock drives resync checks and retries. Default: the real clock.
+	Clock clock.WithTicker
+}
+
+func (o Options) withDefaults() (Options, error) {
+	switch {
+	case o.Store == nil:
+		return o, fmt.Errorf("%w: Store is required", ErrInvalidOptions)
+	case o.ResyncPeriod < 0:
+		return o, fmt.Errorf("%w: ResyncPeriod %v is negative", ErrInvalidOptions, o.ResyncPeriod)
+	case o.QueueCapacity < 0:
+		return o, fmt.Errorf("%w: QueueCapacity %d is negative", ErrInvalidOptions, o.QueueCapacity)
+	case o.BatchSize < 0:
+		return o, fmt.Errorf("%w: BatchSize %d is negative", ErrInvalidOptions, o.BatchSize)
+	case o.ReplayPending < 0:
+		return o, fmt.Errorf("%w: ReplayPending %d is negative", ErrInvalidOptions, o.ReplayPending)
+	case o.ReplayParallelism < 0:
+		return o, fmt.Errorf("%w: ReplayParallelism %d is negative", ErrInvalidOptions, o.ReplayParallelism)
+	case o.ApplyBackoff < 0 || o.ApplyBackoffCap < 0:
+		return o, fmt.Errorf("%w: negative ApplyBackoff %v or ApplyBackoffCap %v", ErrInvalidOptions, o.ApplyBackoff, o.ApplyBackoffCap)
+	}
+	for name, fn := range o.Indexers {
+		if fn == nil {
+			return o, fmt.Errorf("%w: index %q has a nil IndexFunc", ErrInvalidOptions, name)
+		}
+	}
+	if o.QueueCapacity == 0 {
+		o.QueueCapacity = deltafifo.DefaultCapacity
+	}
+	if o.BatchSize == 0 {
+		o.BatchSize = DefaultBatchSize
+	}
+	if o.ReplayPending == 0 {
+		o.ReplayPending = DefaultReplayPending
+	}
+	if o.ApplyBackoff == 0 {
+		o.ApplyBackoff = DefaultApplyBackoff
+	}
+	if o.ApplyBackoffCap == 0 {
+		o.ApplyBackoffCap = DefaultApplyBackoffCap
+	}
+	if o.ApplyBackoffCap < o.ApplyBackoff {
+		o.ApplyBackoffCap = o.ApplyBackoff
+	}
+	if o.Metrics == nil {
+		o.Metrics = NoopMetrics{}
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	return o, nil
+}
+
+// Metrics receives an informer's measurements. It includes the reflector's
+// and the queue's metrics. Methods must be fast, must not block and must
+// not call the informer; the queue's are called with its lock held.
+type Metrics interface {
+	reflector.Metrics
+	deltafifo.Metrics
+	// Applied reports one store write (Apply, or a relist's commit) of n
+	// objects that took d; err is nil on success.
+	Applied(d time.Duration, n int, err error)
+	// StoreObjects reports the number of objects in the store after each
+	// write.
+	StoreObjects(n int)
+	// Replayed reports a replay of n objects to handlers that took d; kind
+	// is "warm-start", "handler" or "relist".
+	Replayed(kind string, d time.Duration, n int)
+	// Healthy reports whether the last store write succeeded.
+	Healthy(ok bool)
+}
+
+// NoopMetrics is the default Metrics: it does nothing.
+type NoopMetrics struct{ reflector.NoopMetrics }
+
+// Depth implements Metrics.
+func (NoopMetrics) Depth(int) {}
+
+// Adds implements Metrics.
+func (NoopMetrics) Adds(int) {}
+
+// Applied implements Metrics.
+func (NoopMetrics) Applied(time.Duration, int, error) {}
+
+// StoreObjects implements Metrics.
+func (NoopMetrics) StoreObjects(int) {}
+
+// Replayed implements Metrics.
+func (NoopMetrics) Replayed(string, time.Duration, int) {}
+
+// Healthy implements Metrics.
+func (NoopMetrics) Healthy(bool) {}

@@ -1,0 +1,148 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+
+	"github.com/warmcache/warmcache/store"
+)
+
+// ParallelScanner is an optional ability of a store: Scan with objects
+// decoded by up to n goroutines. fn is still called on one goroutine, in
+// key order. The informer uses it for replays (Options.ReplayParallelism).
+type ParallelScanner interface {
+	ScanParallel(ctx context.Context, n int, fn store.ScanFunc) error
+}
+
+// warmStart replays a complete store to the handlers as initial-list adds
+// before anything is popped: the handlers see the persisted state first,
+// then the changes the resumed watch brings. If the store fails midway
+// (corrupt data), the informer relists; the keys after the last one
+// replayed are then notified as adds by the relist (see relistPage), and
+// the informer is not synced before that relist commits.
+func (l *loop) warmStart(ctx context.Context) error {
+	st, err := l.st.State()
+	if err != nil || !st.Complete {
+		return nil
+	}
+	ls := l.i.proc.active()
+	l.logger.V(2).Info("Warm start: replaying the stored objects", "objects", st.Objects,
+		"resourceVersion", st.ResourceVersion, "handlers", len(ls))
+	if len(ls) == 0 {
+		return nil
+	}
+	last, err := l.replay(ctx, ls, "warm-start")
+	if err != nil && ctx.Err() == nil {
+		l.partial = &last
+		l.i.ReportCorruption(fmt.Errorf("warm start replay stopped after key %q: %w", last, err))
+		return nil
+	}
+	return err
+}
+
+// serveLate replays the store to the handlers added since the last call,
+// one at a time: each is activated (it gets live changes from now on) and
+// then gets the store's content as initial-list adds. The processing loop
+// is the only writer, so nothing changes in between.
+func (l *loop) serveLate(ctx context.Context) error {
+	for {
+		l.i.mu.Lock()
+		if len(l.i.late) == 0 {
+			l.i.mu.Unlock()
+			return nil
+		}
+		h := l.i.late[0]
+		l.i.late = l.i.late[1:]
+		l.i.mu.Unlock()
+		if !l.i.proc.activate(h) {
+			continue // removed meanwhile
+		}
+		last, err := l.replay(ctx, []*listener{h}, "handler")
+		h.tracker.Finished() // the guard taken by AddEventHandler
+		if err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			// The handler keeps the adds it got and the changes from now
+			// on; the relist re-establishes the store.
+			l.logger.Error(err, "Replay to a new handler stopped midway; the handler misses the objects after the last key replayed", "handler", h.name, "lastKey", last)
+			l.i.ReportCorruption(err)
+		}
+	}
+}
+
+// replay streams the store to ls as initial-list adds, waiting whenever a
+// handler has more than ReplayPending notifications pending. It returns
+// the last key replayed.
+func (l *loop) replay(ctx context.Context, ls []*listener, kind string) (string, error) {
+	start := l.i.opts.Clock.Now()
+	bound := int64(l.i.opts.ReplayPending)
+	n := 0
+	var last string
+	err := l.scan(ctx, func(key string, obj interface{}) error {
+		if err := pace(ctx, ls, bound); err != nil {
+			return err
+		}
+		nt := note{kind: noteAdd, new: obj, initial: true}
+		for _, h := range ls {
+			h.add(nt)
+		}
+		n++
+		last = key
+		return nil
+	})
+	if err != nil {
+		return last, err
+	}
+	l.i.opts.Metrics.Replayed(kind, l.since(start), n)
+	l.logger.V(2).Info("Replayed the store to handlers", "kind", kind, "objects", n, "handlers", len(ls), "took", l.since(start))
+	return last, nil
+}
+
+// scan streams the store to fn on the calling goroutine. With a
+// ParallelScanner it decodes on ReplayParallelism goroutines; otherwise
+// the store's Scan runs on a second goroutine, so that decoding the next
+// chunk overlaps with fn's work on the previous one.
+func (l *loop) scan(ctx context.Context, fn store.ScanFunc) error {
+	if ps, ok := l.st.(ParallelScanner); ok {
+		n := l.i.opts.ReplayParallelism
+		if n == 0 {
+			n = runtime.GOMAXPROCS(0)
+		}
+		return ps.ScanParallel(ctx, n, fn)
+	}
+	type item struct {
+		key string
+		obj interface{}
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch := make(chan item, 256)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(ch)
+		errc <- l.st.Scan(sctx, func(key string, obj interface{}) error {
+			select {
+			case ch <- item{key, obj}:
+				return nil
+			case <-sctx.Done():
+				return sctx.Err()
+			}
+		})
+	}()
+	var ferr error
+	for it := range ch {
+		if ferr != nil {
+			continue // drain until the scan notices the cancellation
+		}
+		if ferr = fn(it.key, it.obj); ferr != nil {
+			cancel()
+		}
+	}
+	serr := <-errc
+	if ferr != nil {
+		return ferr
+	}
+	return serr
+}

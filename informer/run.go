@@ -1,0 +1,177 @@
+package informer
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/klog/v2"
+
+	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/reflector"
+)
+
+// RunWithContext runs the informer until ctx is done, then returns once
+// every goroutine it started has ended. It starts the reflector, the
+// processing loop (which replays a complete store to the handlers first:
+// a warm start), the handlers' goroutines and, with a resync period, the
+// resync timer. A second call logs and returns at once.
+func (i *Informer) RunWithContext(ctx context.Context) {
+	defer utilruntime.HandleCrashWithContext(ctx)
+	logger := klog.FromContext(ctx)
+	if i.opts.Logger != nil {
+		logger = *i.opts.Logger
+	}
+	logger = klog.LoggerWithValues(logger, "informer", i.name)
+	ctx = klog.NewContext(ctx, logger)
+
+	q, err := i.start(logger)
+	if err != nil {
+		logger.Error(err, "Cannot start the informer")
+		i.stop()
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	i.proc.run()
+	var wg sync.WaitGroup
+	wg.Go(func() { i.runReflectors(ctx, q) })
+	wg.Go(func() {
+		// A fatal store error ends the loop: stop everything.
+		defer cancel()
+		newLoop(i, q, logger).run(ctx)
+	})
+	if period := i.checkPeriod(); period > 0 {
+		wg.Go(func() { i.runResync(ctx, q, period) })
+	}
+	<-ctx.Done()
+	q.Close()
+	wg.Wait()
+	i.stop()
+	logger.V(2).Info("Informer stopped")
+}
+
+// start records the start and builds the queue.
+func (i *Informer) start(logger klog.Logger) (*deltafifo.Queue, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.started {
+		logger.Info("Warning: the informer has started, run more than once is not allowed")
+		return nil, ErrStarted
+	}
+	i.started = true
+	var initialRV string
+	if st, err := i.store.State(); err == nil && st.Complete {
+		initialRV = st.ResourceVersion
+	}
+	q, err := deltafifo.New(deltafifo.Options{
+		Name:                   i.name,
+		KnownObjects:           i.store,
+		Capacity:               i.opts.QueueCapacity,
+		Transformer:            i.transform,
+		InitialResourceVersion: initialRV,
+		Logger:                 logger,
+		Metrics:                i.opts.Metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	i.queue = q
+	return q, nil
+}
+
+// stop marks the informer stopped and stops the handlers.
+func (i *Informer) stop() {
+	i.mu.Lock()
+	i.stopped = true
+	i.late = nil
+	i.mu.Unlock()
+	i.proc.stop()
+}
+
+func (i *Informer) checkPeriod() time.Duration {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.resyncCheckPeriod
+}
+
+// runReflectors runs a reflector until ctx is done. ReportCorruption stops
+// it; the next one relists.
+func (i *Informer) runReflectors(ctx context.Context, q *deltafifo.Queue) {
+	logger := klog.FromContext(ctx)
+	for ctx.Err() == nil {
+		rctx, cancel := context.WithCancel(ctx)
+		r, err := i.newReflector(q)
+		if err != nil {
+			cancel()
+			logger.Error(err, "Cannot create the reflector")
+			return
+		}
+		i.mu.Lock()
+		i.refl, i.relistCancel = r, cancel
+		i.mu.Unlock()
+		r.Run(rctx)
+		cancel()
+	}
+}
+
+func (i *Informer) newReflector(q *deltafifo.Queue) (*reflector.Reflector, error) {
+	ro := i.opts.Reflector
+	if ro.Name == "" {
+		ro.Name = i.name
+	}
+	if ro.TypeDescription == "" {
+		ro.TypeDescription = i.opts.ObjectDescription
+	}
+	ro.Metrics = i.opts.Metrics
+	if ro.Logger == nil {
+		ro.Logger = i.opts.Logger
+	}
+	i.mu.Lock()
+	if i.watchErrorHandler != nil {
+		ro.WatchErrorHandler = i.watchErrorHandler
+	}
+	i.mu.Unlock()
+	ro.ResumeFrom = i.resumeFrom
+	return reflector.New(i.lw, i.example, sink{q}, ro)
+}
+
+// resumeFrom tells the reflector where the store stands; after a
+// corruption report it always relists.
+func (i *Informer) resumeFrom() (string, bool) {
+	st, err := i.store.State()
+	if err != nil {
+		return "", false
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return st.ResourceVersion, st.Complete && !i.forceRelist
+}
+
+// relistDone clears a pending corruption-triggered relist.
+func (i *Informer) relistDone() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.forceRelist = false
+}
+
+// runResync asks the queue for Sync deltas whenever a handler is due, as
+// client-go's controller does every resync check period.
+func (i *Informer) runResync(ctx context.Context, q *deltafifo.Queue, period time.Duration) {
+	t := i.opts.Clock.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		if !i.proc.shouldResync(i.opts.Clock.Now()) {
+			continue
+		}
+		if err := q.Resync(ctx); err != nil && ctx.Err() == nil {
+			klog.FromContext(ctx).Error(err, "Resync failed")
+		}
+	}
+}
