@@ -35,14 +35,14 @@ type entry struct {
 // content is guarded by Store.mu; a Replace's staged content belongs to the
 // Replace alone. content itself does no locking.
 type content struct {
-	items map[string]*entry
+	items map[string]entry
 	// indices[i] is the index built by the store's indexers[i].
 	indices []valueIndex
 }
 
 func newContent(numIndexers, sizeHint int) *content {
 	c := &content{
-		items:   make(map[string]*entry, sizeHint),
+		items:   make(map[string]entry, sizeHint),
 		indices: make([]valueIndex, numIndexers),
 	}
 	for i := range c.indices {
@@ -108,8 +108,8 @@ func dedupe(values []string) []string {
 // between index sets as needed.
 func (c *content) put(key string, obj interface{}, values [][]string) {
 	e, exists := c.items[key]
+	c.items[key] = entry{obj: obj, values: values}
 	if !exists {
-		c.items[key] = &entry{obj: obj, values: values}
 		for i, vs := range values {
 			c.fileKey(i, key, vs)
 		}
@@ -123,8 +123,6 @@ func (c *content) put(key string, obj interface{}, values [][]string) {
 		c.unfileKey(i, key, old)
 		c.fileKey(i, key, vs)
 	}
-	e.obj = obj
-	e.values = values
 }
 
 // remove deletes key and its index entries. Removing an absent key does

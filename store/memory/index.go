@@ -174,6 +174,7 @@ func (s *Store) AddIndexers(newIndexers cache.Indexers) error {
 	}
 	for key, e := range s.cur.items {
 		e.values = slices.Concat(e.values, newValues[key])
+		s.cur.items[key] = e
 		for j, vs := range newValues[key] {
 			s.cur.fileKey(first+j, key, vs)
 		}

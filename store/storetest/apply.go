@@ -82,7 +82,7 @@ func testApplyFailureAppliesNothing(t *testing.T, h harness) {
 	}{
 		{"key error last", []cache.Transaction{update(withRV(a, "2")), add(mkPod("ns", "b", "3")), add(notAnObject{})}, isKeyError},
 		{"key error first", []cache.Transaction{del(nil), del(a)}, isKeyError},
-		{"index function error", []cache.Transaction{del(a), add(mkPod("ns", "b", "3", rejected())), add(mkPod("ns", "c", "4"))},
+		{"index function error", []cache.Transaction{del(a), add(mkPod("ns", "d", "2")), add(mkPod("ns", "b", "3", rejected())), add(mkPod("ns", "c", "4"))},
 			func(err error) bool { return errors.Is(err, errRejected) }},
 	}
 	for _, tc := range cases {
