@@ -1,0 +1,234 @@
+package bolt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"runtime/debug"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+	bbolt "go.etcd.io/bbolt"
+	"k8s.io/klog/v2"
+)
+
+// DB is an open warmcache file. One file holds many resources (one file per
+// informer factory); Resource opens the store of one of them.
+//
+// A DB is safe for concurrent use. Only one read-write DB may have a file
+// open at a time, across processes and within one (Open holds an exclusive
+// flock on the file); read-only DBs share it. Close closes every Store
+// opened from the DB.
+type DB struct {
+	bolt   *bbolt.DB
+	path   string
+	opts   Options
+	logger klog.Logger
+
+	// mu guards stores and closed. It is never held during a bbolt
+	// transaction.
+	mu     sync.Mutex
+	stores map[string]*Store // by bucket name, open stores only
+	closed bool
+}
+
+// Open opens the warmcache file at path, creating it (and nothing else: the
+// directory must exist) unless opts.ReadOnly.
+//
+// Errors: ErrLocked when the lock is not obtained within opts.Timeout;
+// ErrCorrupt for a file that is truncated, garbage, or a bbolt file that is
+// not a warmcache file; a *VersionError (ErrUnsupportedVersion, ErrCorrupt)
+// for a file of a newer format; ErrReadOnly for a file or directory that
+// cannot be written (unless opts.ReadOnly); fs.ErrNotExist for a missing
+// file opened read-only; ErrInvalidOptions. On error nothing is left open.
+func Open(ctx context.Context, path string, opts Options) (*DB, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	}
+	logger := opts.Logger
+	if logger.GetSink() == nil {
+		logger = klog.FromContext(ctx)
+	}
+	logger = logger.WithValues("file", path)
+	if err := validateFile(ctx, path); err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// bbolt creates it, or reports it for a read-only open.
+		case errors.Is(err, fs.ErrPermission), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+			return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
+		case errors.Is(err, ErrCorrupt):
+			return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+		default:
+			return nil, fmt.Errorf("bolt: open %s: %w: %w", path, ErrCorrupt, err)
+		}
+	}
+	bdb, err := openBolt(path, opts)
+	if err != nil {
+		return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
+	}
+	db := &DB{bolt: bdb, path: path, opts: opts, logger: logger, stores: map[string]*Store{}}
+	if err := db.checkFormat(); err != nil {
+		_ = bdb.Close()
+		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// openBolt opens the bbolt file, converting a panic (bbolt trusts its file)
+// into an error wrapping ErrCorrupt.
+func openBolt(path string, opts Options) (bdb *bbolt.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			bdb, err = nil, panicError("open", r)
+		}
+	}()
+	return bbolt.Open(path, opts.FileMode, &bbolt.Options{
+		Timeout:        opts.Timeout,
+		ReadOnly:       opts.ReadOnly,
+		NoSync:         opts.Sync == UnsafeNoSync,
+		NoGrowSync:     opts.Sync == UnsafeNoSync,
+		NoFreelistSync: opts.Sync == SyncNoFreelist,
+		FreelistType:   bbolt.FreelistMapType,
+	})
+}
+
+// checkFormat checks the format marker, writing it into a new (empty) file.
+func (db *DB) checkFormat() error {
+	check := func(tx *bbolt.Tx) error {
+		marker := tx.Bucket(markerBucket)
+		if marker == nil {
+			var foreign []string
+			_ = tx.ForEach(func(name []byte, _ *bbolt.Bucket) error {
+				foreign = append(foreign, string(name))
+				return nil
+			})
+			if len(foreign) > 0 {
+				return fmt.Errorf("%w: not a warmcache file (bbolt buckets %q and no format marker)", ErrCorrupt, foreign)
+			}
+			if !tx.Writable() {
+				return nil // an empty file opened read-only: no resources
+			}
+			b, err := tx.CreateBucket(markerBucket)
+			if err != nil {
+				return err
+			}
+			v, err := msgpack.Marshal(&fileFormat{Magic: formatMagic, Version: formatVersion, Created: time.Now().UnixNano()})
+			if err != nil {
+				return err
+			}
+			return b.Put(formatKey, v)
+		}
+		var f fileFormat
+		if err := msgpack.Unmarshal(marker.Get(formatKey), &f); err != nil {
+			return fmt.Errorf("%w: unreadable format marker: %w", ErrCorrupt, err)
+		}
+		switch {
+		case f.Magic != formatMagic:
+			return fmt.Errorf("%w: not a warmcache file (magic %q)", ErrCorrupt, f.Magic)
+		case f.Version > formatVersion:
+			return &VersionError{What: "file format", Found: f.Version, Supported: formatVersion}
+		case f.Version < 1:
+			return fmt.Errorf("%w: invalid format version %d", ErrCorrupt, f.Version)
+		}
+		return nil
+	}
+	if db.opts.ReadOnly {
+		return db.view("check format", check)
+	}
+	// Do not write to a file that has the marker already: a read-write
+	// Open of a sound file writes nothing.
+	var present bool
+	if err := db.view("check format", func(tx *bbolt.Tx) error {
+		present = tx.Bucket(markerBucket) != nil
+		if present {
+			return check(tx)
+		}
+		return nil
+	}); err != nil || present {
+		return err
+	}
+	return db.update("write format marker", check)
+}
+
+// Path returns the file's path as given to Open.
+func (db *DB) Path() string { return db.path }
+
+// Close closes every Store opened from db (aborting their open Replaces)
+// and then the file. It waits for running transactions to end. Close is
+// idempotent; other methods return ErrClosed afterwards.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return nil
+	}
+	db.closed = true
+	stores := make([]*Store, 0, len(db.stores))
+	for _, s := range db.stores {
+		stores = append(stores, s)
+	}
+	db.mu.Unlock()
+	sort.Slice(stores, func(i, j int) bool { return stores[i].name < stores[j].name })
+	var errs []error
+	for _, s := range stores {
+		errs = append(errs, s.close(false))
+	}
+	if err := db.bolt.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("bolt: close %s: %w", db.path, err))
+	}
+	return errors.Join(errs...)
+}
+
+func (db *DB) isClosed() bool {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.closed
+}
+
+// view runs fn in a read transaction. bbolt's errors are classified (see
+// classify) and a panic inside bbolt becomes an error wrapping ErrCorrupt.
+func (db *DB) view(op string, fn func(*bbolt.Tx) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = panicError(op, r)
+			db.logger.Error(err, "Recovered from a panic reading the cache file", "op", op, "stack", string(debug.Stack()))
+		}
+	}()
+	return classify(db.bolt.View(fn))
+}
+
+// update runs fn in a write transaction and commits it unless fn fails.
+// Errors and panics are handled as in view; a failed commit leaves the file
+// as it was.
+func (db *DB) update(op string, fn func(*bbolt.Tx) error) (err error) {
+	if db.opts.ReadOnly {
+		return fmt.Errorf("%s: %w", op, ErrReadOnly)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = panicError(op, r)
+			db.logger.Error(err, "Recovered from a panic writing the cache file", "op", op, "stack", string(debug.Stack()))
+		}
+	}()
+	return classify(db.bolt.Update(fn))
+}
+
+// MoveAside renames the file at path to a new name beside it
+// (path.corrupt-<UTC timestamp>) and returns that name, so that a corrupt
+// or foreign file is kept for inspection while a new one is created at
+// path. The file must not be open.
+func MoveAside(path string) (string, error) {
+	dst := fmt.Sprintf("%s.corrupt-%s", path, time.Now().UTC().Format("20060102T150405.000000000Z"))
+	if err := os.Rename(path, dst); err != nil {
+		return "", fmt.Errorf("bolt: move aside %s: %w", path, classify(err))
+	}
+	return dst, nil
+}

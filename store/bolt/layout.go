@@ -1,0 +1,297 @@
+package bolt
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+	bbolt "go.etcd.io/bbolt"
+)
+
+// File layout (see doc.go for the prose):
+//
+//	warmcache                      format marker bucket
+//	  format -> msgpack fileFormat
+//	res;g=..;v=..;r=..;...         one bucket per resource (Identity.String)
+//	  meta   -> msgpack resourceMeta
+//	  live   -> 8-byte big-endian generation number
+//	  gen/                         generations of the content
+//	    <8-byte gen>/
+//	      items/    key -> envelope [rv, uid, payload]
+//	      reverse/  key -> msgpack map index name -> values
+//	      index/
+//	        <name>/ escaped(value) 0x00 key -> empty
+//
+// A Replace stages a new generation and Commit moves the live pointer to it
+// in one transaction; the old generation is deleted afterwards.
+
+// Versions of what this package writes.
+const (
+	// formatVersion is the version of the file layout.
+	formatVersion = 1
+	// schemaVersion is the version of a resource's layout and encodings
+	// (envelope, reverse entries, index keys). A resource recorded with
+	// another schema version is discarded.
+	schemaVersion = 1
+	// formatMagic marks a warmcache file.
+	formatMagic = "warmcache"
+)
+
+var (
+	markerBucket = []byte("warmcache")
+	formatKey    = []byte("format")
+	metaKey      = []byte("meta")
+	liveKey      = []byte("live")
+	genBucket    = []byte("gen")
+	itemsBucket  = []byte("items")
+	revBucket    = []byte("reverse")
+	indexBucket  = []byte("index")
+)
+
+// fileFormat is the value of warmcache/format.
+type fileFormat struct {
+	Magic   string `msgpack:"magic"`
+	Version int    `msgpack:"version"`
+	Created int64  `msgpack:"created"` // unix nanoseconds
+}
+
+// ResourceState is the recorded health of a resource's data.
+type ResourceState string
+
+const (
+	// StateNew: no Replace was ever committed; the items (if any) are
+	// incremental changes only.
+	StateNew ResourceState = "new"
+	// StateComplete: the items are a complete picture of the server at
+	// the recorded resourceVersion.
+	StateComplete ResourceState = "complete"
+	// StateIncomplete: the items were complete once but something was
+	// lost since (an item that does not decode); a relist is needed.
+	StateIncomplete ResourceState = "incomplete"
+	// StateRelisting is reported by Resources (never recorded as such)
+	// for a resource with a staged, uncommitted Replace.
+	StateRelisting ResourceState = "relisting"
+)
+
+// resourceMeta is the value of <resource>/meta. Fields are encoded by name,
+// so that tools can read it.
+type resourceMeta struct {
+	Schema       int           `msgpack:"schema"`
+	Identity     Identity      `msgpack:"identity"`
+	Codec        string        `msgpack:"codec"`
+	Indexes      []string      `msgpack:"indexes"` // sorted
+	IndexVersion string        `msgpack:"indexVersion"`
+	IndexBuild   bool          `msgpack:"indexBuild"` // an index rebuild is under way
+	RV           string        `msgpack:"rv"`
+	State        ResourceState `msgpack:"state"`
+	Reason       string        `msgpack:"reason,omitempty"` // why incomplete
+	Objects      int64         `msgpack:"objects"`
+	Staging      uint64        `msgpack:"staging"` // generation of an open Replace, 0 if none
+	NextGen      uint64        `msgpack:"nextGen"`
+	Created      int64         `msgpack:"created"` // unix nanoseconds
+	Updated      int64         `msgpack:"updated"` // last write
+	Relisted     int64         `msgpack:"relisted"` // last committed Replace
+}
+
+func (m *resourceMeta) clone() resourceMeta {
+	c := *m
+	c.Indexes = slices.Clone(m.Indexes)
+	return c
+}
+
+func encodeMeta(m *resourceMeta) ([]byte, error) {
+	b, err := msgpack.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("encode resource meta: %w", err)
+	}
+	return b, nil
+}
+
+func decodeMeta(b []byte) (resourceMeta, error) {
+	var m resourceMeta
+	if err := msgpack.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("decode resource meta: %w", err)
+	}
+	return m, nil
+}
+
+func putMeta(res *bbolt.Bucket, m *resourceMeta) error {
+	m.Updated = time.Now().UnixNano()
+	b, err := encodeMeta(m)
+	if err != nil {
+		return err
+	}
+	return res.Put(metaKey, b)
+}
+
+func genName(gen uint64) []byte {
+	return binary.BigEndian.AppendUint64(nil, gen)
+}
+
+func liveGenOf(res *bbolt.Bucket) (uint64, error) {
+	v := res.Get(liveKey)
+	if len(v) != 8 {
+		return 0, errors.New("live generation pointer missing or malformed")
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// generation is the set of buckets of one generation of a resource's
+// content, open in one transaction.
+type generation struct {
+	b       *bbolt.Bucket
+	items   *bbolt.Bucket
+	reverse *bbolt.Bucket
+	index   *bbolt.Bucket
+}
+
+// openGeneration returns generation gen of res, or an error if a bucket is
+// missing.
+func openGeneration(res *bbolt.Bucket, gen uint64) (*generation, error) {
+	gens := res.Bucket(genBucket)
+	if gens == nil {
+		return nil, errors.New("generations bucket missing")
+	}
+	g := &generation{b: gens.Bucket(genName(gen))}
+	if g.b == nil {
+		return nil, fmt.Errorf("generation %d missing", gen)
+	}
+	g.items, g.reverse, g.index = g.b.Bucket(itemsBucket), g.b.Bucket(revBucket), g.b.Bucket(indexBucket)
+	if g.items == nil || g.reverse == nil || g.index == nil {
+		return nil, fmt.Errorf("generation %d is missing a bucket", gen)
+	}
+	return g, nil
+}
+
+// openLive returns the live generation of res.
+func openLive(res *bbolt.Bucket) (*generation, error) {
+	gen, err := liveGenOf(res)
+	if err != nil {
+		return nil, err
+	}
+	return openGeneration(res, gen)
+}
+
+// createGeneration creates generation gen of res with an index bucket per
+// name. It fails if it exists.
+func createGeneration(res *bbolt.Bucket, gen uint64, indexes []string) (*generation, error) {
+	gens, err := res.CreateBucketIfNotExists(genBucket)
+	if err != nil {
+		return nil, err
+	}
+	b, err := gens.CreateBucket(genName(gen))
+	if err != nil {
+		return nil, fmt.Errorf("create generation %d: %w", gen, err)
+	}
+	g := &generation{b: b}
+	if g.items, err = b.CreateBucket(itemsBucket); err != nil {
+		return nil, err
+	}
+	if g.reverse, err = b.CreateBucket(revBucket); err != nil {
+		return nil, err
+	}
+	if g.index, err = b.CreateBucket(indexBucket); err != nil {
+		return nil, err
+	}
+	for _, name := range indexes {
+		if _, err := g.index.CreateBucket([]byte(name)); err != nil {
+			return nil, fmt.Errorf("create index bucket %q: %w", name, err)
+		}
+	}
+	return g, nil
+}
+
+// Index keys are escaped(value) 0x00 key. The escaping keeps 0x00 out of
+// the value part so that the first 0x00 always ends it: 0x00 is written as
+// 0x01 0x01 and 0x01 as 0x01 0x02. Values without those bytes are stored
+// as is, so the layout reads as <value>\x00<key>.
+
+// appendIndexPrefix appends escaped(value) 0x00.
+func appendIndexPrefix(dst []byte, value string) []byte {
+	for i := 0; i < len(value); i++ {
+		switch c := value[i]; c {
+		case 0x00:
+			dst = append(dst, 0x01, 0x01)
+		case 0x01:
+			dst = append(dst, 0x01, 0x02)
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, 0x00)
+}
+
+func indexKey(value, key string) []byte {
+	b := appendIndexPrefix(make([]byte, 0, len(value)+len(key)+2), value)
+	return append(b, key...)
+}
+
+// splitIndexKey returns the value and object key of an index key.
+func splitIndexKey(k []byte) (value, key string, err error) {
+	i := bytes.IndexByte(k, 0x00)
+	if i < 0 {
+		return "", "", errors.New("index key without separator")
+	}
+	esc := k[:i]
+	if bytes.IndexByte(esc, 0x01) < 0 {
+		return string(esc), string(k[i+1:]), nil
+	}
+	v := make([]byte, 0, len(esc))
+	for j := 0; j < len(esc); j++ {
+		if esc[j] != 0x01 {
+			v = append(v, esc[j])
+			continue
+		}
+		if j+1 == len(esc) {
+			return "", "", errors.New("index key with a dangling escape")
+		}
+		j++
+		switch esc[j] {
+		case 0x01:
+			v = append(v, 0x00)
+		case 0x02:
+			v = append(v, 0x01)
+		default:
+			return "", "", errors.New("index key with an invalid escape")
+		}
+	}
+	return string(v), string(k[i+1:]), nil
+}
+
+// Reverse entries map index name to the (deduplicated, sorted) values the
+// object is filed under; indexes with no value are left out, and an object
+// with no value at all has no reverse entry.
+
+func encodeReverse(names []string, values [][]string) ([]byte, bool, error) {
+	m := make(map[string][]string, len(names))
+	for i, name := range names {
+		if len(values[i]) > 0 {
+			m[name] = values[i]
+		}
+	}
+	if len(m) == 0 {
+		return nil, false, nil
+	}
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetSortMapKeys(true)
+	if err := enc.Encode(m); err != nil {
+		return nil, false, fmt.Errorf("encode reverse entry: %w", err)
+	}
+	return buf.Bytes(), true, nil
+}
+
+func decodeReverse(b []byte) (map[string][]string, error) {
+	if b == nil {
+		return nil, nil
+	}
+	var m map[string][]string
+	if err := msgpack.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("decode reverse entry: %w", err)
+	}
+	return m, nil
+}

@@ -1,0 +1,148 @@
+package bolt
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/warmcache/warmcache/store/codec"
+)
+
+// Options configures Open. The zero value is valid: a read-write file with
+// the default sync policy.
+type Options struct {
+	// Timeout bounds the wait for the file lock; Open returns an error
+	// wrapping ErrLocked when it expires. Default (0): 1s. Negative is
+	// invalid.
+	Timeout time.Duration
+	// ReadOnly opens the file with a shared lock and never writes it:
+	// writes return ErrReadOnly, and Resource refuses data that would
+	// have to be discarded or rebuilt. Several read-only DBs may share a
+	// file; a read-write one excludes them all. Default: false.
+	ReadOnly bool
+	// Logger receives the DB's and its stores' log lines (discarded data,
+	// interrupted relists, corruption). Default (zero Logger):
+	// klog.FromContext of Open's context.
+	Logger klog.Logger
+	// Sync is the durability policy of commits; see SyncPolicy and the
+	// package documentation for the measurements behind the default.
+	// Default: SyncFull.
+	Sync SyncPolicy
+	// FileMode is the permission of a file Open creates. Default: 0600.
+	FileMode os.FileMode
+	// Codecs resolves a codec name recorded in the file to a codec, for
+	// Verify and OpenRecorded on resources whose Go types the caller does
+	// not know (the snapshot CLI). Default: nil, in which case Verify
+	// decodes only the items of resources opened with Resource on this
+	// DB, and OpenRecorded needs the codec passed explicitly.
+	Codecs CodecResolver
+}
+
+// CodecResolver returns the codec recorded under name, or an error if it
+// does not know it.
+type CodecResolver func(name string) (codec.Codec, error)
+
+// SyncPolicy says when a commit is flushed to stable storage.
+type SyncPolicy int
+
+const (
+	// SyncFull flushes every commit (bbolt's default: fdatasync of the
+	// data pages, then of the meta page). A commit that returned survives
+	// a power loss. The default.
+	SyncFull SyncPolicy = iota
+	// SyncNoFreelist flushes every commit like SyncFull but does not write
+	// bbolt's freelist; Open rebuilds it by scanning the file, which costs
+	// time proportional to the file size at every Open. Durability is
+	// that of SyncFull.
+	SyncNoFreelist
+	// UnsafeNoSync never flushes. A process crash loses nothing that was
+	// committed (the kernel holds the written pages), but a power loss or
+	// kernel crash can leave a torn file whose meta page points at pages
+	// that never reached the disk: silently wrong data, not just a lost
+	// tail. Use it only for files on a tmpfs or for benchmarks.
+	UnsafeNoSync
+)
+
+func (p SyncPolicy) String() string {
+	switch p {
+	case SyncFull:
+		return "SyncFull"
+	case SyncNoFreelist:
+		return "SyncNoFreelist"
+	case UnsafeNoSync:
+		return "UnsafeNoSync"
+	}
+	return fmt.Sprintf("SyncPolicy(%d)", int(p))
+}
+
+const defaultTimeout = time.Second
+
+func (o Options) withDefaults() (Options, error) {
+	switch {
+	case o.Timeout < 0:
+		return o, fmt.Errorf("%w: negative Timeout %v", ErrInvalidOptions, o.Timeout)
+	case o.Sync < SyncFull || o.Sync > UnsafeNoSync:
+		return o, fmt.Errorf("%w: unknown Sync policy %v", ErrInvalidOptions, o.Sync)
+	}
+	if o.Timeout == 0 {
+		o.Timeout = defaultTimeout
+	}
+	if o.FileMode == 0 {
+		o.FileMode = 0o600
+	}
+	return o, nil
+}
+
+// ResourceOptions configures DB.Resource.
+type ResourceOptions struct {
+	// Identity names the resource and its list/watch scope. Required
+	// (Version and Resource at least). Its canonical string names the
+	// resource's bucket.
+	Identity Identity
+	// Codec encodes the payloads. Required. A resource recorded with
+	// another codec name is discarded, never misread.
+	Codec codec.Codec
+	// Indexers are the indexes the store maintains; every function must be
+	// non-nil. Index functions are called outside the store's locks,
+	// possibly concurrently, and must be deterministic. Default: none.
+	Indexers cache.Indexers
+	// KeyFunc computes an object's key. Default:
+	// cache.DeletionHandlingMetaNamespaceKeyFunc.
+	KeyFunc cache.KeyFunc
+	// IndexVersion is recorded with the index names. Change it when an
+	// index function changes meaning under the same name: the stored
+	// index entries are then rebuilt from the items on open. Default: "".
+	IndexVersion string
+	// OnCorruption, if set, is called when a read finds data it cannot
+	// decode (the object is skipped and the state marked incomplete) so
+	// that the informer can trigger a relist. It is called synchronously
+	// from the reading goroutine, without the store's locks held, and must
+	// not block. Default: nil (the problem is logged only).
+	OnCorruption func(error)
+}
+
+func (o ResourceOptions) withDefaults() (ResourceOptions, error) {
+	if o.Codec == nil {
+		return o, fmt.Errorf("%w: Codec is required", ErrInvalidOptions)
+	}
+	if o.Codec.Name() == "" {
+		return o, fmt.Errorf("%w: Codec has an empty name", ErrInvalidOptions)
+	}
+	id, err := o.Identity.canonical()
+	if err != nil {
+		return o, err
+	}
+	o.Identity = id
+	for name, fn := range o.Indexers {
+		if fn == nil {
+			return o, fmt.Errorf("%w: index %q has a nil IndexFunc", ErrInvalidOptions, name)
+		}
+	}
+	if o.KeyFunc == nil {
+		o.KeyFunc = cache.DeletionHandlingMetaNamespaceKeyFunc
+	}
+	return o, nil
+}

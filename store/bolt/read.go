@@ -1,0 +1,523 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"k8s.io/client-go/tools/cache"
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/warmcache/warmcache/store"
+)
+
+// readLive runs fn on the live generation in a read transaction.
+func (s *Store) readLive(op string, fn func(g *generation) error) error {
+	if s.closed.Load() {
+		return s.errClosed(op)
+	}
+	err := s.db.view(op, func(tx *bbolt.Tx) error {
+		res := tx.Bucket(s.bname)
+		if res == nil {
+			return fmt.Errorf("%w: resource bucket missing", ErrCorrupt)
+		}
+		g, err := openLive(res)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		return fn(g)
+	})
+	if err != nil {
+		return s.errorf(op, err)
+	}
+	return nil
+}
+
+// decodeItem decodes an item's envelope and payload. v may alias a bbolt
+// page; the result does not.
+func (s *Store) decodeItem(key string, v []byte) (interface{}, error) {
+	env, err := decodeEnvelope(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: item %q: %w", ErrCorrupt, key, err)
+	}
+	obj, err := s.codec.Decode(env.payload)
+	if err != nil {
+		return nil, fmt.Errorf("%w: item %q: codec %s: %w", ErrCorrupt, key, s.codec.Name(), err)
+	}
+	return obj, nil
+}
+
+// keyError is an item that failed to decode.
+type keyError struct {
+	key string
+	err error
+}
+
+// corrupted handles items that failed to decode during op: it logs each,
+// marks the resource incomplete (in the file, so that the next start
+// relists) and calls OnCorruption. It must be called without s.mu held.
+func (s *Store) corrupted(op string, bad []keyError) {
+	if len(bad) == 0 {
+		return
+	}
+	for _, b := range bad {
+		s.logger.Error(b.err, "Skipping an object that cannot be decoded; the resource is marked incomplete", "op", op, "key", b.key)
+	}
+	err := s.errorf(op, bad[0].err)
+	s.markIncomplete(fmt.Sprintf("%s: %d objects could not be decoded, first %q: %v", op, len(bad), bad[0].key, bad[0].err))
+	if s.onCorrupt != nil {
+		s.onCorrupt(err)
+	}
+}
+
+// markIncomplete records that the items are no longer a complete picture.
+func (s *Store) markIncomplete(reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() || s.meta.State != StateComplete {
+		return
+	}
+	if s.readOnly {
+		m := s.meta.clone()
+		m.State, m.Reason = StateIncomplete, reason
+		s.setMetaLocked(m)
+		return
+	}
+	err := s.writeLiveLocked("mark incomplete", func(_ *generation, m *resourceMeta) error {
+		m.State, m.Reason = StateIncomplete, reason
+		return nil
+	})
+	if err != nil {
+		s.logger.Error(err, "Failed to record the resource as incomplete")
+		m := s.meta.clone()
+		m.State, m.Reason = StateIncomplete, reason
+		s.setMetaLocked(m)
+	}
+}
+
+// sizeHint is the recorded number of objects, a capacity hint.
+func (s *Store) sizeHint() int {
+	return int(min(max(s.status.Load().meta.Objects, 0), 1<<20))
+}
+
+func keyErr(obj interface{}, err error) error { return cache.KeyError{Obj: obj, Err: err} }
+
+// Get returns the object stored under obj's key.
+func (s *Store) Get(obj interface{}) (item interface{}, exists bool, err error) {
+	key, err := s.keyFunc(obj)
+	if err != nil {
+		return nil, false, s.errorf("get", keyErr(obj, err))
+	}
+	return s.GetByKey(key)
+}
+
+// GetByKey returns the object stored under key, decoded. An object that
+// cannot be decoded returns an error wrapping ErrCorrupt and marks the
+// resource incomplete.
+func (s *Store) GetByKey(key string) (item interface{}, exists bool, err error) {
+	var bad error
+	err = s.readLive("get", func(g *generation) error {
+		v := g.items.Get([]byte(key))
+		if v == nil {
+			return nil
+		}
+		item, bad = s.decodeItem(key, v)
+		exists = bad == nil
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if bad != nil {
+		s.corrupted("get", []keyError{{key, bad}})
+		return nil, false, s.errorf("get", bad)
+	}
+	return item, exists, nil
+}
+
+// List returns every stored object in key order, decoded in one read
+// transaction. Objects that cannot be decoded are skipped, logged and the
+// resource marked incomplete (List has no error result). It returns nil
+// after Close.
+func (s *Store) List() []interface{} {
+	var out []interface{}
+	var bad []keyError
+	err := s.readLive("list", func(g *generation) error {
+		out = make([]interface{}, 0, s.sizeHint())
+		c := g.items.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			obj, err := s.decodeItem(string(k), v)
+			if err != nil {
+				bad = append(bad, keyError{string(k), err})
+				continue
+			}
+			out = append(out, obj)
+		}
+		return nil
+	})
+	s.readFailed("list", err)
+	s.corrupted("list", bad)
+	return out
+}
+
+// readFailed logs a read error of a method without an error result.
+func (s *Store) readFailed(op string, err error) {
+	if err != nil && !errors.Is(err, ErrClosed) {
+		s.logger.Error(err, "Read failed", "op", op)
+	}
+}
+
+// ListKeys returns every stored key in order (nil after Close).
+func (s *Store) ListKeys() []string {
+	var out []string
+	err := s.readLive("list keys", func(g *generation) error {
+		out = make([]string, 0, s.sizeHint())
+		c := g.items.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			out = append(out, string(k))
+		}
+		return nil
+	})
+	s.readFailed("list keys", err)
+	return out
+}
+
+// ResourceVersionOf returns the resourceVersion of the object stored under
+// key, read from the item's envelope without decoding the object.
+func (s *Store) ResourceVersionOf(key string) (rv string, exists bool, err error) {
+	err = s.readLive("resource version of", func(g *generation) error {
+		v := g.items.Get([]byte(key))
+		if v == nil {
+			return nil
+		}
+		exists = true
+		if rv, err = envelopeRV(v); err != nil {
+			return fmt.Errorf("%w: item %q: %w", ErrCorrupt, key, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", false, err
+	}
+	return rv, exists, nil
+}
+
+// indexFor returns the named indexer or an error wrapping
+// store.ErrIndexNotFound.
+func (s *Store) indexFor(op, name string) (indexer, error) {
+	ix := s.indexers.Load()
+	i, ok := ix.pos[name]
+	if !ok {
+		return indexer{}, s.errorf(op, fmt.Errorf("index %q: %w", name, store.ErrIndexNotFound))
+	}
+	return ix.list[i], nil
+}
+
+// indexKeysIn appends to keys the object keys filed under value in b, in
+// key order.
+func indexKeysIn(b *bbolt.Bucket, value string, keys []string) ([]string, error) {
+	prefix := appendIndexPrefix(nil, value)
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		keys = append(keys, string(k[len(prefix):]))
+	}
+	return keys, nil
+}
+
+// openIndex returns the bucket of the named index in g.
+func openIndex(g *generation, name string) (*bbolt.Bucket, error) {
+	b := g.index.Bucket([]byte(name))
+	if b == nil {
+		return nil, fmt.Errorf("%w: index bucket %q missing", ErrCorrupt, name)
+	}
+	return b, nil
+}
+
+// getKeys decodes the objects stored under keys, skipping (and returning)
+// those that fail. A key without an item is reported as corrupt too: the
+// index promised it.
+func (s *Store) getKeys(g *generation, keys []string) ([]interface{}, []keyError) {
+	out := make([]interface{}, 0, len(keys))
+	var bad []keyError
+	for _, key := range keys {
+		v := g.items.Get([]byte(key))
+		if v == nil {
+			bad = append(bad, keyError{key, fmt.Errorf("%w: index entry for %q without an item", ErrCorrupt, key)})
+			continue
+		}
+		obj, err := s.decodeItem(key, v)
+		if err != nil {
+			bad = append(bad, keyError{key, err})
+			continue
+		}
+		out = append(out, obj)
+	}
+	return out, bad
+}
+
+// Index returns the stored objects whose values for indexName share at
+// least one value with those of obj, in key order.
+func (s *Store) Index(indexName string, obj interface{}) ([]interface{}, error) {
+	x, err := s.indexFor("index", indexName)
+	if err != nil {
+		return nil, err
+	}
+	values, err := indexValuesOf(x, "", obj)
+	if err != nil {
+		return nil, s.errorf("index", err)
+	}
+	var out []interface{}
+	var bad []keyError
+	err = s.readLive("index", func(g *generation) error {
+		b, err := openIndex(g, indexName)
+		if err != nil {
+			return err
+		}
+		var keys []string
+		for _, v := range values {
+			if keys, err = indexKeysIn(b, v, keys); err != nil {
+				return err
+			}
+		}
+		if len(values) > 1 {
+			keys = sortedUnique(keys)
+		}
+		out, bad = s.getKeys(g, keys)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.corrupted("index", bad)
+	return out, nil
+}
+
+// IndexKeys returns, in order, the keys of the stored objects whose values
+// for indexName include indexedValue.
+func (s *Store) IndexKeys(indexName, indexedValue string) ([]string, error) {
+	if _, err := s.indexFor("index keys", indexName); err != nil {
+		return nil, err
+	}
+	keys := []string{}
+	err := s.readLive("index keys", func(g *generation) error {
+		b, err := openIndex(g, indexName)
+		if err != nil {
+			return err
+		}
+		keys, err = indexKeysIn(b, indexedValue, keys)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return keys, nil
+}
+
+// ByIndex returns, in key order, the stored objects whose values for
+// indexName include indexedValue. Objects that cannot be decoded are
+// skipped, logged and the resource marked incomplete.
+func (s *Store) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
+	if _, err := s.indexFor("by index", indexName); err != nil {
+		return nil, err
+	}
+	var out []interface{}
+	var bad []keyError
+	err := s.readLive("by index", func(g *generation) error {
+		b, err := openIndex(g, indexName)
+		if err != nil {
+			return err
+		}
+		keys, err := indexKeysIn(b, indexedValue, nil)
+		if err != nil {
+			return err
+		}
+		out, bad = s.getKeys(g, keys)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.corrupted("by index", bad)
+	return out, nil
+}
+
+// ListIndexFuncValues returns the values of indexName that at least one
+// stored object has, in order. An unknown index yields an empty list, as in
+// client-go; a read error is logged and yields what was read.
+func (s *Store) ListIndexFuncValues(indexName string) []string {
+	out := []string{}
+	if _, err := s.indexFor("list index values", indexName); err != nil {
+		return out
+	}
+	err := s.readLive("list index values", func(g *generation) error {
+		b, err := openIndex(g, indexName)
+		if err != nil {
+			return err
+		}
+		c := b.Cursor()
+		for k, _ := c.First(); k != nil; {
+			value, _, err := splitIndexKey(k)
+			if err != nil {
+				return fmt.Errorf("%w: index %q: %w", ErrCorrupt, indexName, err)
+			}
+			out = append(out, value)
+			// Skip the other keys filed under value: seek past
+			// escaped(value) 0x00 with the smallest greater prefix.
+			next := appendIndexPrefix(nil, value)
+			next[len(next)-1] = 0x01
+			k, _ = c.Seek(next)
+		}
+		return nil
+	})
+	s.readFailed("list index values", err)
+	return out
+}
+
+func sortedUnique(keys []string) []string {
+	seen := make(map[string]struct{}, len(keys))
+	out := keys[:0]
+	for _, k := range keys {
+		if _, ok := seen[k]; !ok {
+			seen[k] = struct{}{}
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// scanChunk is the number of objects Scan, ScanIndex and Vanished decode
+// per read transaction.
+const scanChunk = 256
+
+// Scan calls fn for every stored object in key order. It reads chunks of
+// scanChunk objects, each in its own read transaction, and calls fn outside
+// any transaction, so fn may read the store and memory stays proportional
+// to a chunk; writes made during the scan may or may not be seen. It stops
+// at the first error fn returns and returns it unchanged. An object that
+// cannot be decoded stops the scan with an error wrapping ErrCorrupt and
+// marks the resource incomplete.
+func (s *Store) Scan(ctx context.Context, fn store.ScanFunc) error {
+	return s.scan(ctx, "scan", func(g *generation, after []byte) (*bbolt.Cursor, []byte, []byte, error) {
+		c := g.items.Cursor()
+		k, v := seekAfter(c, after)
+		return c, k, v, nil
+	}, func(_ *generation, k, v []byte) ([]byte, []byte, error) { return k, v, nil }, fn)
+}
+
+// ScanIndex is Scan restricted to the objects whose values for indexName
+// include indexedValue. An unknown index returns an error wrapping
+// store.ErrIndexNotFound.
+func (s *Store) ScanIndex(ctx context.Context, indexName, indexedValue string, fn store.ScanFunc) error {
+	if _, err := s.indexFor("scan index", indexName); err != nil {
+		return err
+	}
+	prefix := appendIndexPrefix(nil, indexedValue)
+	return s.scan(ctx, "scan index", func(g *generation, after []byte) (*bbolt.Cursor, []byte, []byte, error) {
+		b, err := openIndex(g, indexName)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		c := b.Cursor()
+		if after == nil {
+			k, v := c.Seek(prefix)
+			return c, k, v, nil
+		}
+		k, v := seekAfter(c, after)
+		return c, k, v, nil
+	}, func(g *generation, k, _ []byte) ([]byte, []byte, error) {
+		if !bytes.HasPrefix(k, prefix) {
+			return nil, nil, nil
+		}
+		key := k[len(prefix):]
+		v := g.items.Get(key)
+		if v == nil {
+			return nil, nil, fmt.Errorf("%w: index entry for %q without an item", ErrCorrupt, key)
+		}
+		return key, v, nil
+	}, fn)
+}
+
+// seekAfter positions c on the first key greater than after (the first key
+// if after is nil).
+func seekAfter(c *bbolt.Cursor, after []byte) ([]byte, []byte) {
+	if after == nil {
+		return c.First()
+	}
+	k, v := c.Seek(after)
+	if k != nil && bytes.Equal(k, after) {
+		k, v = c.Next()
+	}
+	return k, v
+}
+
+type keyObject struct {
+	key string
+	obj interface{}
+}
+
+// scan is the chunked loop of Scan and ScanIndex. start positions a cursor
+// after the last key of the previous chunk (nil first); item maps a cursor
+// entry to an item key and envelope (nil key: the end).
+func (s *Store) scan(ctx context.Context, op string,
+	start func(g *generation, after []byte) (*bbolt.Cursor, []byte, []byte, error),
+	item func(g *generation, k, v []byte) ([]byte, []byte, error),
+	fn store.ScanFunc,
+) error {
+	var after []byte
+	for {
+		if err := ctx.Err(); err != nil {
+			return s.errorf(op, err)
+		}
+		chunk := make([]keyObject, 0, scanChunk)
+		var bad *keyError
+		done := true
+		err := s.readLive(op, func(g *generation) error {
+			c, k, v, err := start(g, after)
+			if err != nil {
+				return err
+			}
+			for ; k != nil; k, v = c.Next() {
+				key, env, err := item(g, k, v)
+				if err != nil {
+					return err
+				}
+				if key == nil {
+					break
+				}
+				if len(chunk) == scanChunk {
+					done = false
+					break
+				}
+				obj, err := s.decodeItem(string(key), env)
+				if err != nil {
+					bad = &keyError{string(key), err}
+					return nil
+				}
+				chunk = append(chunk, keyObject{string(key), obj})
+				after = append(after[:0], k...)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if bad != nil {
+			s.corrupted(op, []keyError{*bad})
+			return s.errorf(op, bad.err)
+		}
+		for _, ko := range chunk {
+			if err := ctx.Err(); err != nil {
+				return s.errorf(op, err)
+			}
+			if err := fn(ko.key, ko.obj); err != nil {
+				return err
+			}
+		}
+		if done {
+			return nil
+		}
+	}
+}

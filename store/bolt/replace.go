@@ -1,0 +1,321 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/warmcache/warmcache/store"
+)
+
+// replaceTx is an open relist: a staging generation written by Add, one
+// bbolt transaction per call, and made live by Commit. Its fields other
+// than s are guarded by s.mu.
+type replaceTx struct {
+	s   *Store
+	gen uint64
+	// ix is the indexer set the staging generation is built with;
+	// AddIndexers is refused while a Replace is open.
+	ix      *indexSet
+	objects int64 // objects staged so far
+}
+
+var _ store.Replace = (*replaceTx)(nil)
+
+// BeginReplace starts a relist into a new staging generation, recorded in
+// the resource's meta so that a crash before Commit is found by the next
+// open (State().RelistInterrupted) and its staged data deleted. Readers see
+// the previous content until Commit. A second BeginReplace while one is
+// open returns an error wrapping store.ErrReplaceInProgress.
+func (s *Store) BeginReplace(ctx context.Context) (store.Replace, error) {
+	const op = "begin replace"
+	if err := ctx.Err(); err != nil {
+		return nil, s.errorf(op, err)
+	}
+	if err := s.checkWritable(op); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return nil, s.errClosed(op)
+	}
+	if s.replace != nil {
+		return nil, s.errorf(op, store.ErrReplaceInProgress)
+	}
+	r := &replaceTx{s: s, ix: s.indexers.Load()}
+	m := s.meta.clone()
+	err := s.db.update(op, func(tx *bbolt.Tx) error {
+		res := tx.Bucket(s.bname)
+		if res == nil {
+			return fmt.Errorf("%w: resource bucket missing", ErrCorrupt)
+		}
+		r.gen = m.NextGen
+		m.NextGen++
+		m.Staging = r.gen
+		if _, err := createGeneration(res, r.gen, r.ix.names()); err != nil {
+			return err
+		}
+		return putMeta(res, &m)
+	})
+	if err != nil {
+		return nil, s.errorf(op, err)
+	}
+	s.setMetaLocked(m)
+	s.replace = r
+	return r, nil
+}
+
+// openErrLocked returns nil while r is the store's open Replace. s.mu must
+// be held.
+func (r *replaceTx) openErrLocked(op string) error {
+	switch {
+	case r.s.closed.Load():
+		return r.s.errClosed(op)
+	case r.s.replace != r:
+		return r.s.errorf(op, store.ErrReplaceDone)
+	}
+	return nil
+}
+
+// writeStagingLocked runs fn on the staging generation in a write
+// transaction. s.mu must be held.
+func (r *replaceTx) writeStagingLocked(op string, fn func(res *bbolt.Bucket, g *generation) error) error {
+	return r.s.db.update(op, func(tx *bbolt.Tx) error {
+		res := tx.Bucket(r.s.bname)
+		if res == nil {
+			return fmt.Errorf("%w: resource bucket missing", ErrCorrupt)
+		}
+		g, err := openGeneration(res, r.gen)
+		if err != nil {
+			return fmt.Errorf("%w: staging: %w", ErrCorrupt, err)
+		}
+		return fn(res, g)
+	})
+}
+
+// Add stages objs in one write transaction. A key, encoding or index
+// function error stages none of objs and leaves the Replace open. A key
+// staged twice keeps the last object.
+func (r *replaceTx) Add(ctx context.Context, objs ...interface{}) error {
+	const op = "replace add"
+	s := r.s
+	if err := ctx.Err(); err != nil {
+		return s.errorf(op, err)
+	}
+	ops := make([]prepared, len(objs))
+	for i, obj := range objs {
+		key, err := s.keyFunc(obj)
+		if err != nil {
+			return s.errorf(op, keyErr(obj, err))
+		}
+		env, err := s.encode(obj)
+		if err != nil {
+			return s.errorf(fmt.Sprintf("%s: key %q", op, key), err)
+		}
+		ops[i] = prepared{pos: i, key: key, obj: obj, env: env}
+		if err := ops[i].computeValues(r.ix); err != nil {
+			return s.errorf(op, err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := r.openErrLocked(op); err != nil {
+		return err
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	var added int64
+	err := r.writeStagingLocked(op, func(_ *bbolt.Bucket, g *generation) error {
+		w := writer{g: g, names: r.ix.names()}
+		for i := range ops {
+			delta, err := w.apply(&ops[i])
+			if err != nil {
+				return err
+			}
+			added += delta
+		}
+		return nil
+	})
+	if err != nil {
+		return s.errorf(op, err)
+	}
+	r.objects += added
+	return nil
+}
+
+// Vanished calls fn, in key order, for every object of the live content
+// whose key was not staged, with its last stored state. It merge-walks the
+// live and staged keys in chunks of scanChunk vanished objects, each chunk
+// in its own read transaction, and calls fn outside any transaction. A
+// vanished object that cannot be decoded is logged and skipped (it is
+// being replaced anyway).
+func (r *replaceTx) Vanished(ctx context.Context, fn store.ScanFunc) error {
+	const op = "replace vanished"
+	s := r.s
+	s.mu.Lock()
+	err := r.openErrLocked(op)
+	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	var after []byte
+	for {
+		if err := ctx.Err(); err != nil {
+			return s.errorf(op, err)
+		}
+		chunk := make([]keyObject, 0, scanChunk)
+		var bad []keyError
+		done := true
+		err := s.readLive(op, func(live *generation) error {
+			staged, err := openGeneration(live.b.Tx().Bucket(s.bname), r.gen)
+			if err != nil {
+				return fmt.Errorf("%w: staging: %w", ErrCorrupt, err)
+			}
+			lc, sc := live.items.Cursor(), staged.items.Cursor()
+			lk, lv := seekAfter(lc, after)
+			sk, _ := sc.Seek(lk)
+			for ; lk != nil; lk, lv = lc.Next() {
+				for sk != nil && bytes.Compare(sk, lk) < 0 {
+					sk, _ = sc.Next()
+				}
+				if sk != nil && bytes.Equal(sk, lk) {
+					after = append(after[:0], lk...)
+					continue
+				}
+				if len(chunk) == scanChunk {
+					done = false // resume at lk, after the last key handled
+					return nil
+				}
+				after = append(after[:0], lk...)
+				obj, err := s.decodeItem(string(lk), lv)
+				if err != nil {
+					bad = append(bad, keyError{string(lk), err})
+					continue
+				}
+				chunk = append(chunk, keyObject{string(lk), obj})
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, b := range bad {
+			s.logger.Error(b.err, "Skipping a vanished object that cannot be decoded; no deletion is reported for it", "key", b.key)
+		}
+		for _, ko := range chunk {
+			if err := ctx.Err(); err != nil {
+				return s.errorf(op, err)
+			}
+			if err := fn(ko.key, ko.obj); err != nil {
+				return err
+			}
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+// Commit makes the staged generation live and records rv and the complete
+// state, in one write transaction; the old generation is deleted in a
+// second one (a crash between the two leaves it for the next open to
+// delete). A failed commit leaves the previous content, rv and the Replace
+// open: the caller may retry or Abort.
+func (r *replaceTx) Commit(ctx context.Context, rv string) error {
+	const op = "replace commit"
+	s := r.s
+	if err := ctx.Err(); err != nil {
+		return s.errorf(op, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := r.openErrLocked(op); err != nil {
+		return err
+	}
+	m := s.meta.clone()
+	var old uint64
+	err := r.writeStagingLocked(op, func(res *bbolt.Bucket, _ *generation) error {
+		var err error
+		if old, err = liveGenOf(res); err != nil {
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		if err := res.Put(liveKey, genName(r.gen)); err != nil {
+			return err
+		}
+		now := time.Now().UnixNano()
+		m.RV, m.State, m.Reason = rv, StateComplete, ""
+		m.Objects, m.Staging, m.Relisted = r.objects, 0, now
+		return putMeta(res, &m)
+	})
+	if err != nil {
+		return s.errorf(op, err)
+	}
+	s.replace = nil
+	s.setMetaLocked(m)
+	st := *s.status.Load()
+	st.relistInterrupted = false
+	s.status.Store(&st)
+	if err := s.deleteGenerationLocked(old); err != nil {
+		s.logger.Error(err, "Failed to delete the replaced generation; the next open deletes it", "generation", old)
+	}
+	return nil
+}
+
+// deleteGenerationLocked deletes generation gen of the resource. s.mu must
+// be held.
+func (s *Store) deleteGenerationLocked(gen uint64) error {
+	return s.db.update("delete generation", func(tx *bbolt.Tx) error {
+		res := tx.Bucket(s.bname)
+		if res == nil {
+			return fmt.Errorf("%w: resource bucket missing", ErrCorrupt)
+		}
+		gens := res.Bucket(genBucket)
+		if gens == nil {
+			return fmt.Errorf("%w: generations bucket missing", ErrCorrupt)
+		}
+		return gens.DeleteBucket(genName(gen))
+	})
+}
+
+// Abort discards the staged objects; the content is unchanged. It is a
+// no-op after Commit, Abort or Close. If the staged data cannot be deleted
+// now (disk full), the Replace is still ended and the next open deletes it.
+func (r *replaceTx) Abort() error {
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.replace != r || s.closed.Load() {
+		return nil
+	}
+	s.replace = nil
+	return s.abortLocked(r)
+}
+
+// abortLocked deletes r's staging generation and clears it from the meta.
+// s.mu must be held and r no longer be s.replace.
+func (s *Store) abortLocked(r *replaceTx) error {
+	m := s.meta.clone()
+	err := s.db.update("replace abort", func(tx *bbolt.Tx) error {
+		res := tx.Bucket(s.bname)
+		if res == nil {
+			return fmt.Errorf("%w: resource bucket missing", ErrCorrupt)
+		}
+		if gens := res.Bucket(genBucket); gens != nil && gens.Bucket(genName(r.gen)) != nil {
+			if err := gens.DeleteBucket(genName(r.gen)); err != nil {
+				return err
+			}
+		}
+		m.Staging = 0
+		return putMeta(res, &m)
+	})
+	if err != nil {
+		return s.errorf("replace abort", err)
+	}
+	s.setMetaLocked(m)
+	return nil
+}

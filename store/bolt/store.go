@@ -1,0 +1,442 @@
+package bolt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/codec"
+)
+
+// Store is the store.Store of one resource in a DB: a client-go
+// cache.Indexer and cache.TransactionStore whose objects live in the bbolt
+// file. All methods are safe for concurrent use.
+//
+// Ownership: objects passed to the Store are encoded and not retained; a
+// read decodes a new object, which the caller may keep. Callers must still
+// treat returned objects as shared and not mutate them (the store.Store
+// contract, so that a cache of decoded objects can be added later).
+//
+// Consistency: every write (Add, Update, Delete, Transaction, Apply,
+// Bookmark, a Replace's Commit) is one bbolt transaction that also records
+// the resulting resourceVersion (invariant 1). Reads see committed data
+// only. Get, List, ByIndex, IndexKeys and the like read one consistent
+// snapshot; Scan, ScanIndex and Replace.Vanished read in chunks of
+// scanChunk objects, each chunk a snapshot, and call their function outside
+// any transaction (so it may read the store), so they may observe writes
+// made during the scan.
+//
+// Differences from client-go's thread-safe store, all where client-go
+// panics or drops information (the same as store/memory's):
+//
+//   - An index function error is returned (wrapping ErrIndexFunc) and the
+//     write is not applied; client-go panics.
+//   - LastStoreSyncResourceVersion does not depend on the AtomicFIFO
+//     feature gate.
+//   - A transaction of an unknown type is an error (ErrTransactionType).
+//   - GetIndexers returns a copy.
+//   - List, ListKeys, IndexKeys and Scan return objects in key order.
+//
+// Index functions and the KeyFunc are called while the store's write lock
+// may be held and must not call the store.
+type Store struct {
+	db        *DB
+	name      string // bucket name, id.String()
+	bname     []byte
+	id        Identity
+	codec     codec.Codec
+	keyFunc   cache.KeyFunc
+	onCorrupt func(error)
+	logger    klog.Logger
+	// readOnly is set for stores of a read-only DB and for OpenRecorded.
+	readOnly bool
+
+	closed atomic.Bool
+	// indexers is the current indexer set, replaced (never modified) by
+	// AddIndexers under mu.
+	indexers atomic.Pointer[indexSet]
+	// status is a snapshot of meta and the open-time findings for
+	// lock-free State and LastStoreSyncResourceVersion; replaced after
+	// every commit under mu.
+	status atomic.Pointer[status]
+
+	// mu serialises this store's writes and guards meta and replace. It is
+	// held for the duration of a write transaction; lock order: mu, then
+	// bbolt's own locks. It is never held while calling a ScanFunc.
+	mu      sync.Mutex
+	meta    resourceMeta // as last committed
+	replace *replaceTx   // the open Replace, nil if none
+}
+
+var _ store.Store = (*Store)(nil)
+
+// status is what State reports without a transaction.
+type status struct {
+	meta              resourceMeta
+	relistInterrupted bool
+	discarded         string
+}
+
+// indexer is one named index function; fn is nil for stores opened with
+// OpenRecorded, which know index names only.
+type indexer struct {
+	name string
+	fn   cache.IndexFunc
+}
+
+// indexSet is a sorted, immutable list of indexers.
+type indexSet struct {
+	list []indexer
+	pos  map[string]int
+}
+
+func newIndexSet(list []indexer) *indexSet {
+	sort.Slice(list, func(i, j int) bool { return list[i].name < list[j].name })
+	s := &indexSet{list: list, pos: make(map[string]int, len(list))}
+	for i, ix := range list {
+		s.pos[ix.name] = i
+	}
+	return s
+}
+
+func (s *indexSet) names() []string {
+	out := make([]string, len(s.list))
+	for i, ix := range s.list {
+		out[i] = ix.name
+	}
+	return out
+}
+
+// setMetaLocked records m as committed. s.mu must be held.
+func (s *Store) setMetaLocked(m resourceMeta) {
+	s.meta = m
+	old := s.status.Load()
+	st := &status{meta: m.clone()}
+	if old != nil {
+		st.relistInterrupted, st.discarded = old.relistInterrupted, old.discarded
+	}
+	s.status.Store(st)
+}
+
+func (s *Store) errorf(op string, err error) error {
+	return fmt.Errorf("bolt: %s %s: %w", op, s.name, err)
+}
+
+func (s *Store) errClosed(op string) error { return s.errorf(op, ErrClosed) }
+
+// checkWritable returns an error for a closed or read-only store.
+func (s *Store) checkWritable(op string) error {
+	switch {
+	case s.closed.Load():
+		return s.errClosed(op)
+	case s.readOnly:
+		return s.errorf(op, ErrReadOnly)
+	}
+	return nil
+}
+
+// rvOf returns obj's resourceVersion and whether obj has object metadata
+// (a cache.DeletedFinalStateUnknown has none).
+func rvOf(obj interface{}) (string, bool) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return "", false
+	}
+	return m.GetResourceVersion(), true
+}
+
+// Add stores obj under its key, replacing any object there, and records
+// obj's resourceVersion (even an empty one) as the store's, in one
+// transaction.
+func (s *Store) Add(obj interface{}) error {
+	return s.apply(context.Background(), "add", []cache.Transaction{{Type: cache.TransactionTypeAdd, Object: obj}}, "")
+}
+
+// Update is Add: both upsert, as in client-go.
+func (s *Store) Update(obj interface{}) error {
+	return s.apply(context.Background(), "update", []cache.Transaction{{Type: cache.TransactionTypeUpdate, Object: obj}}, "")
+}
+
+// Delete removes the object stored under obj's key; obj may be a
+// cache.DeletedFinalStateUnknown. Deleting an absent key is not an error.
+// obj's resourceVersion is recorded even when the key was absent; a
+// cache.DeletedFinalStateUnknown records none (client-go).
+func (s *Store) Delete(obj interface{}) error {
+	return s.apply(context.Background(), "delete", []cache.Transaction{{Type: cache.TransactionTypeDelete, Object: obj}}, "")
+}
+
+// Apply applies txns in order and records rv, in one bbolt transaction: after
+// a crash all of it is in the file or none. An empty rv records the
+// resourceVersion of the last object (none if it has no metadata); empty
+// txns with a non-empty rv is a bookmark. A key, encoding, type or index
+// function error in any transaction fails the whole batch with nothing
+// applied. A failed commit (ErrDiskFull, ErrReadOnly) leaves the previous
+// content and resourceVersion intact.
+func (s *Store) Apply(ctx context.Context, txns []cache.Transaction, rv string) error {
+	return s.apply(ctx, "apply", txns, rv)
+}
+
+func (s *Store) apply(ctx context.Context, op string, txns []cache.Transaction, rv string) error {
+	if err := ctx.Err(); err != nil {
+		return s.errorf(op, err)
+	}
+	if err := s.checkWritable(op); err != nil {
+		return err
+	}
+	ops := make([]prepared, len(txns))
+	for i, t := range txns {
+		p, err := s.prepare(op, i, t)
+		if err != nil {
+			return err
+		}
+		ops[i] = p
+	}
+	newRV, setRV := rv, rv != ""
+	if !setRV && len(txns) > 0 {
+		newRV, setRV = rvOf(txns[len(txns)-1].Object)
+	}
+	if len(ops) == 0 && !setRV {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return s.errClosed(op)
+	}
+	ix := s.indexers.Load()
+	for i := range ops {
+		if err := ops[i].computeValues(ix); err != nil {
+			return s.errorf(op, err)
+		}
+	}
+	return s.writeLiveLocked(op, func(g *generation, m *resourceMeta) error {
+		w := writer{g: g, names: ix.names()}
+		for i := range ops {
+			delta, err := w.apply(&ops[i])
+			if err != nil {
+				return err
+			}
+			m.Objects += delta
+		}
+		if setRV {
+			m.RV = newRV
+		}
+		return nil
+	})
+}
+
+// Transaction applies txns in order in one bbolt transaction, as client-go's
+// cache.TransactionStore: a transaction whose key cannot be computed, whose
+// type is unknown, whose object cannot be encoded or whose object an index
+// function rejects is skipped and reported; the others are applied and
+// listed in SuccessfulIndices. The resourceVersion of the last applied
+// object is recorded (none if it has no metadata). If the bbolt
+// transaction fails, nothing is applied and every transaction is reported
+// failed with that error.
+func (s *Store) Transaction(txns ...cache.Transaction) *cache.TransactionError {
+	if len(txns) == 0 {
+		return nil
+	}
+	fail := func(err error) *cache.TransactionError {
+		return &cache.TransactionError{SuccessfulIndices: []int{}, TotalTransactions: len(txns), Errors: []error{err}}
+	}
+	if err := s.checkWritable("transaction"); err != nil {
+		return fail(err)
+	}
+	var errs []error
+	ops := make([]prepared, 0, len(txns))
+	for i, t := range txns {
+		p, err := s.prepare("transaction", i, t)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ops = append(ops, p)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return fail(s.errClosed("transaction"))
+	}
+	ix := s.indexers.Load()
+	kept := ops[:0]
+	for _, p := range ops {
+		if err := p.computeValues(ix); err != nil {
+			errs = append(errs, s.errorf(fmt.Sprintf("transaction %d", p.pos), err))
+			continue
+		}
+		kept = append(kept, p)
+	}
+	succeeded := make([]int, 0, len(kept))
+	if len(kept) > 0 {
+		newRV, setRV := rvOf(kept[len(kept)-1].obj)
+		err := s.writeLiveLocked("transaction", func(g *generation, m *resourceMeta) error {
+			w := writer{g: g, names: ix.names()}
+			for i := range kept {
+				delta, err := w.apply(&kept[i])
+				if err != nil {
+					return err
+				}
+				m.Objects += delta
+			}
+			if setRV {
+				m.RV = newRV
+			}
+			return nil
+		})
+		if err != nil {
+			return fail(err)
+		}
+		for _, p := range kept {
+			succeeded = append(succeeded, p.pos)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	sort.Ints(succeeded)
+	return &cache.TransactionError{SuccessfulIndices: succeeded, TotalTransactions: len(txns), Errors: errs}
+}
+
+// Bookmark records rv, even an empty one, as the store's resourceVersion
+// without changing items, in its own transaction. Bookmark has no error
+// result: a failure (closed store, disk full) is logged and the recorded
+// resourceVersion stays the previous one, which is still consistent with
+// the items, so nothing needs to be relisted.
+func (s *Store) Bookmark(rv string) {
+	if err := s.recordRV(rv); err != nil && !errors.Is(err, ErrClosed) {
+		s.logger.Error(err, "Failed to record a bookmark; the previous resourceVersion is kept", "rv", rv)
+	}
+}
+
+// recordRV writes rv as the store's resourceVersion.
+func (s *Store) recordRV(rv string) error {
+	if err := s.checkWritable("bookmark"); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed.Load() {
+		return s.errClosed("bookmark")
+	}
+	return s.writeLiveLocked("bookmark", func(_ *generation, m *resourceMeta) error {
+		m.RV = rv
+		return nil
+	})
+}
+
+// LastStoreSyncResourceVersion returns the recorded resourceVersion ("" after
+// Close).
+func (s *Store) LastStoreSyncResourceVersion() string {
+	if s.closed.Load() {
+		return ""
+	}
+	return s.status.Load().meta.RV
+}
+
+// Replace replaces the whole content with list and records rv, atomically,
+// through BeginReplace: list is written in pages of replacePage objects,
+// each in its own transaction, and Commit swaps them in. A key, encoding or
+// index function error leaves the store unchanged. The store does not keep
+// list.
+func (s *Store) Replace(list []interface{}, rv string) error {
+	ctx := context.Background()
+	r, err := s.BeginReplace(ctx)
+	if err != nil {
+		return err
+	}
+	for len(list) > 0 {
+		n := min(len(list), replacePage)
+		if err := r.Add(ctx, list[:n]...); err != nil {
+			_ = r.Abort()
+			return err
+		}
+		list = list[n:]
+	}
+	return r.Commit(ctx, rv)
+}
+
+// replacePage is the number of objects cache.Store's Replace writes per
+// transaction.
+const replacePage = 1000
+
+// Resync does nothing, as in client-go; it returns ErrClosed after Close.
+func (s *Store) Resync() error {
+	if s.closed.Load() {
+		return s.errClosed("resync")
+	}
+	return nil
+}
+
+// State reports the recorded resourceVersion, whether the items are a
+// complete picture of the server at it, what Open found (an interrupted
+// relist, discarded data) and the number of objects.
+func (s *Store) State() (store.State, error) {
+	if s.closed.Load() {
+		return store.State{}, s.errClosed("state")
+	}
+	st := s.status.Load()
+	return store.State{
+		ResourceVersion:   st.meta.RV,
+		Complete:          st.meta.State == StateComplete,
+		RelistInterrupted: st.relistInterrupted,
+		Discarded:         st.discarded,
+		Objects:           int(st.meta.Objects),
+	}, nil
+}
+
+// Identity returns the store's identity, canonicalised.
+func (s *Store) Identity() Identity { return s.id }
+
+// GetIndexers returns a copy of the store's indexers (nil after Close). For
+// a store opened with OpenRecorded the functions are nil.
+func (s *Store) GetIndexers() cache.Indexers {
+	if s.closed.Load() {
+		return nil
+	}
+	ix := s.indexers.Load()
+	out := make(cache.Indexers, len(ix.list))
+	for _, i := range ix.list {
+		out[i.name] = i.fn
+	}
+	return out
+}
+
+// Close releases the store: an open Replace is aborted (its staged data
+// deleted) and other methods return ErrClosed afterwards. The DB stays
+// open; the identity may be opened again with Resource. Close may be
+// called again.
+func (s *Store) Close() error { return s.close(true) }
+
+// close closes s; unregister removes it from the DB's open stores (false
+// when the DB is closing and does that itself).
+func (s *Store) close(unregister bool) error {
+	s.mu.Lock()
+	if s.closed.Swap(true) {
+		s.mu.Unlock()
+		return nil
+	}
+	r := s.replace
+	s.replace = nil
+	var err error
+	if r != nil && !s.readOnly {
+		err = s.abortLocked(r)
+	}
+	s.mu.Unlock()
+	if unregister {
+		s.db.mu.Lock()
+		if s.db.stores[s.name] == s {
+			delete(s.db.stores, s.name)
+		}
+		s.db.mu.Unlock()
+	}
+	return err
+}

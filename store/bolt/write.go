@@ -1,0 +1,249 @@
+package bolt
+
+import (
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	bbolt "go.etcd.io/bbolt"
+)
+
+// prepared is one write, encoded before any lock is taken.
+type prepared struct {
+	pos    int // position in the caller's slice
+	key    string
+	obj    interface{}
+	delete bool
+	env    []byte     // the item's envelope, for upserts
+	values [][]string // per index of the indexSet used, for upserts
+}
+
+// prepare computes the key of t and, for an upsert, its envelope.
+func (s *Store) prepare(op string, pos int, t cache.Transaction) (prepared, error) {
+	switch t.Type {
+	case cache.TransactionTypeAdd, cache.TransactionTypeUpdate, cache.TransactionTypeDelete:
+	default:
+		return prepared{}, s.errorf(fmt.Sprintf("%s: transaction %d", op, pos), fmt.Errorf("%w %q", ErrTransactionType, t.Type))
+	}
+	key, err := s.keyFunc(t.Object)
+	if err != nil {
+		return prepared{}, s.errorf(fmt.Sprintf("%s: transaction %d", op, pos), cache.KeyError{Obj: t.Object, Err: err})
+	}
+	p := prepared{pos: pos, key: key, obj: t.Object, delete: t.Type == cache.TransactionTypeDelete}
+	if p.delete {
+		return p, nil
+	}
+	if p.env, err = s.encode(t.Object); err != nil {
+		return prepared{}, s.errorf(fmt.Sprintf("%s: transaction %d: key %q", op, pos, key), err)
+	}
+	return p, nil
+}
+
+// encode returns obj's envelope.
+func (s *Store) encode(obj interface{}) ([]byte, error) {
+	ro, ok := obj.(runtime.Object)
+	if !ok {
+		return nil, fmt.Errorf("%w: %T is not a runtime.Object", ErrEncode, obj)
+	}
+	var rv, uid string
+	if m, err := meta.Accessor(obj); err == nil {
+		rv, uid = m.GetResourceVersion(), string(m.GetUID())
+	}
+	buf, off := appendEnvelopeHeader(make([]byte, 0, 1024), rv, uid)
+	buf, err := s.codec.Encode(buf, ro)
+	if err != nil {
+		return nil, fmt.Errorf("%w with codec %s: %w", ErrEncode, s.codec.Name(), err)
+	}
+	if err := finishEnvelope(buf, off); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEncode, err)
+	}
+	return buf, nil
+}
+
+// computeValues fills p.values for an upsert with the functions of ix.
+func (p *prepared) computeValues(ix *indexSet) error {
+	if p.delete || len(ix.list) == 0 {
+		return nil
+	}
+	p.values = make([][]string, len(ix.list))
+	for i, x := range ix.list {
+		vs, err := indexValuesOf(x, p.key, p.obj)
+		if err != nil {
+			return err
+		}
+		p.values[i] = vs
+	}
+	return nil
+}
+
+// indexValuesOf returns the sorted, deduplicated values of x for obj.
+func indexValuesOf(x indexer, key string, obj interface{}) ([]string, error) {
+	if x.fn == nil {
+		return nil, fmt.Errorf("index %q: %w", x.name, ErrNoIndexFunc)
+	}
+	vs, err := x.fn(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%w: index %q, key %q: %w", ErrIndexFunc, x.name, key, err)
+	}
+	if len(vs) <= 1 {
+		return vs, nil
+	}
+	vs = slices.Clone(vs)
+	slices.Sort(vs)
+	return slices.Compact(vs), nil
+}
+
+// writeLiveLocked runs fn on the live generation in one write transaction
+// together with the resource's meta, which fn may change and which is
+// written in the same transaction (invariant 1). The in-memory meta is
+// updated only after the commit succeeded. s.mu must be held.
+func (s *Store) writeLiveLocked(op string, fn func(g *generation, m *resourceMeta) error) error {
+	m := s.meta.clone()
+	err := s.db.update(op, func(tx *bbolt.Tx) error {
+		res := tx.Bucket(s.bname)
+		if res == nil {
+			return fmt.Errorf("%w: resource bucket missing", ErrCorrupt)
+		}
+		g, err := openLive(res)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+		if err := fn(g, &m); err != nil {
+			return err
+		}
+		return putMeta(res, &m)
+	})
+	if err != nil {
+		return s.errorf(op, err)
+	}
+	s.setMetaLocked(m)
+	return nil
+}
+
+// writer applies prepared writes to one generation.
+type writer struct {
+	g     *generation
+	names []string // index names, aligned with prepared.values
+	idx   []*bbolt.Bucket
+}
+
+func (w *writer) indexBucket(i int) (*bbolt.Bucket, error) {
+	if w.idx == nil {
+		w.idx = make([]*bbolt.Bucket, len(w.names))
+	}
+	if w.idx[i] == nil {
+		b := w.g.index.Bucket([]byte(w.names[i]))
+		if b == nil {
+			return nil, fmt.Errorf("%w: index bucket %q missing", ErrCorrupt, w.names[i])
+		}
+		w.idx[i] = b
+	}
+	return w.idx[i], nil
+}
+
+// apply performs p and returns the change in the number of objects.
+func (w *writer) apply(p *prepared) (int64, error) {
+	if p.delete {
+		removed, err := w.remove(p.key)
+		if removed {
+			return -1, err
+		}
+		return 0, err
+	}
+	added, err := w.put(p.key, p.env, p.values)
+	if added {
+		return 1, err
+	}
+	return 0, err
+}
+
+// put stores env under key and files key under values, removing the index
+// entries the previous object had and the new one has not (read from the
+// reverse entry, without decoding the previous object). A nil env leaves
+// the item as it is and only re-files it.
+func (w *writer) put(key string, env []byte, values [][]string) (added bool, err error) {
+	k := []byte(key)
+	added = w.g.items.Get(k) == nil
+	old, err := decodeReverse(w.g.reverse.Get(k))
+	if err != nil {
+		return false, fmt.Errorf("%w: key %q: %w", ErrCorrupt, key, err)
+	}
+	changed := false
+	for i, name := range w.names {
+		var nv []string
+		if values != nil {
+			nv = values[i]
+		}
+		ov := old[name]
+		if slices.Equal(ov, nv) {
+			continue
+		}
+		changed = true
+		b, err := w.indexBucket(i)
+		if err != nil {
+			return false, err
+		}
+		for _, v := range ov {
+			if !slices.Contains(nv, v) {
+				if err := b.Delete(indexKey(v, key)); err != nil {
+					return false, err
+				}
+			}
+		}
+		for _, v := range nv {
+			if !slices.Contains(ov, v) {
+				if err := b.Put(indexKey(v, key), nil); err != nil {
+					return false, err
+				}
+			}
+		}
+	}
+	if env != nil {
+		if err := w.g.items.Put(k, env); err != nil {
+			return false, err
+		}
+	}
+	if !changed {
+		return added, nil
+	}
+	rev, ok, err := encodeReverse(w.names, values)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		return added, w.g.reverse.Delete(k)
+	}
+	return added, w.g.reverse.Put(k, rev)
+}
+
+// remove deletes key, its index entries and its reverse entry.
+func (w *writer) remove(key string) (bool, error) {
+	k := []byte(key)
+	if w.g.items.Get(k) == nil {
+		return false, nil
+	}
+	old, err := decodeReverse(w.g.reverse.Get(k))
+	if err != nil {
+		return false, fmt.Errorf("%w: key %q: %w", ErrCorrupt, key, err)
+	}
+	for i, name := range w.names {
+		if len(old[name]) == 0 {
+			continue
+		}
+		b, err := w.indexBucket(i)
+		if err != nil {
+			return false, err
+		}
+		for _, v := range old[name] {
+			if err := b.Delete(indexKey(v, key)); err != nil {
+				return false, err
+			}
+		}
+	}
+	if err := w.g.reverse.Delete(k); err != nil {
+		return false, err
+	}
+	return true, w.g.items.Delete(k)
+}
