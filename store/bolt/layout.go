@@ -92,8 +92,8 @@ type resourceMeta struct {
 	Objects      int64         `msgpack:"objects"`
 	Staging      uint64        `msgpack:"staging"` // generation of an open Replace, 0 if none
 	NextGen      uint64        `msgpack:"nextGen"`
-	Created      int64         `msgpack:"created"` // unix nanoseconds
-	Updated      int64         `msgpack:"updated"` // last write
+	Created      int64         `msgpack:"created"`  // unix nanoseconds
+	Updated      int64         `msgpack:"updated"`  // last write
 	Relisted     int64         `msgpack:"relisted"` // last committed Replace
 }
 

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"slices"
 
-	"k8s.io/client-go/tools/cache"
 	bbolt "go.etcd.io/bbolt"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/store"
 )

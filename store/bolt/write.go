@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"slices"
 
+	bbolt "go.etcd.io/bbolt"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
-	bbolt "go.etcd.io/bbolt"
 )
 
 // prepared is one write, encoded before any lock is taken.
