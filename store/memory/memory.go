@@ -6,8 +6,9 @@
 // Differences from client-go's thread-safe store, all where client-go
 // panics or drops information:
 //
-//   - An index function error is returned (wrapping ErrIndexFunc and the
-//     function's own error) and the write is not applied; client-go panics.
+//   - An index function error, or panic, is returned (wrapping ErrIndexFunc
+//     and the function's own error) and the write is not applied;
+//     client-go panics and, in Transaction, keeps its lock held.
 //   - LastStoreSyncResourceVersion does not depend on the AtomicFIFO
 //     feature gate.
 //   - A transaction of an unknown type is an error (ErrTransactionType);
@@ -49,9 +50,9 @@ type Options struct {
 	// store's lock held. Default: cache.DeletionHandlingMetaNamespaceKeyFunc.
 	KeyFunc cache.KeyFunc
 	// Indexers are the indexes the store starts with; more can be added
-	// with AddIndexers. Every function must be non-nil. Index functions are
-	// called with the store's write lock held and must not call the store.
-	// Default: none.
+	// with AddIndexers. Every function must be non-nil, deterministic and
+	// safe for concurrent use; it may be called with the store's lock held
+	// and must not call the store. Default: none.
 	Indexers cache.Indexers
 }
 
@@ -63,8 +64,10 @@ type Options struct {
 // State().Complete is false until a Replace (cache.Store.Replace or
 // BeginReplace followed by Commit) has been committed: before that the
 // store holds only incremental changes and is no picture of the server.
-// Later incremental changes keep it complete. RelistInterrupted and
-// Discarded are never set, since nothing survives a restart.
+// Later incremental changes keep it complete. A Replace committed with an
+// empty resourceVersion makes the store complete too, with nothing to
+// resume a watch from. RelistInterrupted and Discarded are never set, since
+// nothing survives a restart.
 //
 // Writes made while a Replace is open change the current content and are
 // discarded when the Replace commits, which installs the staged content.
