@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/warmcache/warmcache/deltafifo"
@@ -150,7 +149,7 @@ func newTestInformer(t *testing.T, opts Options) *Informer {
 // queue, as RunWithContext would but without a reflector.
 func startHarness(t *testing.T, inf *Informer) *harness {
 	t.Helper()
-	logger := klog.Background()
+	logger := *inf.opts.Logger
 	q, err := inf.start(logger)
 	if err != nil {
 		t.Fatal(err)
