@@ -81,9 +81,12 @@ func (s *Store) transactLocked(keyed []keyedTxn, succeeded *[]int, errs *[]error
 		return false
 	}
 	var last interface{}
+	slab := make([][]string, len(keyed)*len(s.indexers))
 	for _, t := range keyed {
 		if !t.delete {
-			values, err := indexValues(s.indexers, t.key, t.obj)
+			var values [][]string
+			var err error
+			values, slab, err = indexValues(slab, s.indexers, t.key, t.obj)
 			if err != nil {
 				*errs = append(*errs, fmt.Errorf("memory: transaction %d: %w", t.index, err))
 				continue
@@ -123,16 +126,16 @@ func (s *Store) Apply(ctx context.Context, txns []cache.Transaction, rv string) 
 	if s.closed {
 		return errClosed("apply")
 	}
+	slab := make([][]string, len(keyed)*len(s.indexers))
 	for i := range keyed {
 		t := &keyed[i]
 		if t.delete {
 			continue
 		}
-		values, err := indexValues(s.indexers, t.key, t.obj)
-		if err != nil {
+		var err error
+		if t.values, slab, err = indexValues(slab, s.indexers, t.key, t.obj); err != nil {
 			return fmt.Errorf("memory: apply: transaction %d: %w", i, err)
 		}
-		t.values = values
 	}
 	for _, t := range keyed {
 		s.applyLocked(t)

@@ -52,21 +52,25 @@ func newContent(numIndexers, sizeHint int) *content {
 }
 
 // indexValues computes the values every indexer yields for obj, each list
-// deduplicated. An index function error is returned wrapped with
-// ErrIndexFunc, the index name and the key.
-func indexValues(indexers []indexer, key string, obj interface{}) ([][]string, error) {
-	if len(indexers) == 0 {
-		return nil, nil
+// deduplicated, into slab[:len(indexers)] and returns that and the rest of
+// slab. Batches pass one slab for all their objects to save an allocation
+// per object; a short slab is replaced by a new one. An index function
+// error is returned wrapped with ErrIndexFunc, the index name and the key.
+func indexValues(slab [][]string, indexers []indexer, key string, obj interface{}) (values, rest [][]string, err error) {
+	n := len(indexers)
+	if n == 0 {
+		return nil, slab, nil
 	}
-	values := make([][]string, len(indexers))
+	if len(slab) < n {
+		slab = make([][]string, n)
+	}
+	values, rest = slab[:n:n], slab[n:]
 	for i, ix := range indexers {
-		v, err := indexValuesOf(ix, key, obj)
-		if err != nil {
-			return nil, err
+		if values[i], err = indexValuesOf(ix, key, obj); err != nil {
+			return nil, rest, err
 		}
-		values[i] = v
 	}
-	return values, nil
+	return values, rest, nil
 }
 
 // indexValuesOf calls one index function. A panic in it (typically a type

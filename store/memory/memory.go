@@ -166,7 +166,7 @@ func (s *Store) upsert(op string, obj interface{}) error {
 	if s.closed {
 		return errClosed(op)
 	}
-	values, err := indexValues(s.indexers, key, obj)
+	values, _, err := indexValues(nil, s.indexers, key, obj)
 	if err != nil {
 		return fmt.Errorf("memory: %s: %w", op, err)
 	}

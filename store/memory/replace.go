@@ -68,13 +68,14 @@ func (r *replace) Add(ctx context.Context, objs ...interface{}) error {
 		return err
 	}
 	keyed := make([]keyedTxn, len(objs))
+	slab := make([][]string, len(objs)*len(r.indexers))
 	for i, obj := range objs {
 		key, err := r.s.keyOf("replace add", obj)
 		if err != nil {
 			return err
 		}
-		values, err := indexValues(r.indexers, key, obj)
-		if err != nil {
+		var values [][]string
+		if values, slab, err = indexValues(slab, r.indexers, key, obj); err != nil {
 			return fmt.Errorf("memory: replace add: %w", err)
 		}
 		keyed[i] = keyedTxn{key: key, obj: obj, values: values}
