@@ -329,3 +329,30 @@ func TestVeryShortWatchesBackOff(t *testing.T) {
 		t.Fatalf("handled = %v, want three very short watch errors", handled)
 	}
 }
+
+// TestBookmarkAvoidsRelistAfterRestart: a bookmark moves the reflector's
+// RV past changes of other kinds, so after an apiserver restart it
+// resumes from the bookmark's RV without relisting.
+func TestBookmarkAvoidsRelistAfterRestart(t *testing.T) {
+	src := newSource(t, fakesource.Options{}, "a") // RV 2
+	sink := newRecorder()
+	h := run(t, src, sink, Options{})
+	sink.waitCall(t, "EndReplace 2")
+	if _, err := src.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}}); err != nil {
+		t.Fatal(err)
+	}
+	src.SendBookmark()
+	sink.waitCall(t, "Bookmark 3")
+	src.Restart() // compacts everything before RV 3
+	mustAdd(t, src, pod("b"))
+	calls := sink.waitCall(t, "Add b@4")
+	if count(calls, "BeginReplace") != 1 {
+		t.Fatalf("relisted after the restart: %v", calls)
+	}
+	last := requests(src, "watch")
+	if rv := last[len(last)-1].Options.ResourceVersion; rv != "3" {
+		t.Fatalf("re-watched from %s, want the bookmark's RV 3", rv)
+	}
+	h.clk.noTimer(t)
+	sink.checkModel(t, src)
+}
