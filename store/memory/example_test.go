@@ -64,3 +64,39 @@ func Example() {
 	// team-b/db-1
 	// team-b/db-2
 }
+
+// A relist tells which stored objects the server no longer has before the
+// new content becomes visible.
+func ExampleStore_BeginReplace() {
+	s, err := memory.New(memory.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer s.Close()
+	mk := func(name, rv string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
+	}
+	_ = s.Replace([]interface{}{mk("a", "1"), mk("b", "2"), mk("c", "3")}, "3")
+
+	ctx := context.Background()
+	r, err := s.BeginReplace(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer r.Abort()
+	_ = r.Add(ctx, mk("b", "2"), mk("d", "7"))
+	_ = r.Vanished(ctx, func(key string, obj interface{}) error {
+		fmt.Printf("vanished %s (last rv %s)\n", key, obj.(*corev1.Pod).ResourceVersion)
+		return nil
+	})
+	fmt.Println("before commit:", len(s.ListKeys()), "objects")
+	_ = r.Commit(ctx, "8")
+	fmt.Println("after commit:", len(s.ListKeys()), "objects at rv", s.LastStoreSyncResourceVersion())
+	// Output:
+	// vanished ns/a (last rv 1)
+	// vanished ns/c (last rv 3)
+	// before commit: 3 objects
+	// after commit: 2 objects at rv 8
+}

@@ -8,7 +8,7 @@
 //
 //   - An index function error, or panic, is returned (wrapping ErrIndexFunc
 //     and the function's own error) and the write is not applied;
-//     client-go panics and, in Transaction, keeps its lock held.
+//     client-go panics.
 //   - LastStoreSyncResourceVersion does not depend on the AtomicFIFO
 //     feature gate.
 //   - A transaction of an unknown type is an error (ErrTransactionType);
