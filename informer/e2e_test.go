@@ -1,0 +1,277 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/codec"
+)
+
+var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
+
+// storeKind opens the same store again across informer runs, as a
+// restarted process would.
+type storeKind struct {
+	name string
+	// open returns the store, and a function closing it (and its file).
+	open func(t *testing.T) (store.Store, func())
+}
+
+func storeKinds(t *testing.T, onCorruption func(error)) []storeKind {
+	mem := newMemStore(t)
+	path := filepath.Join(t.TempDir(), "cache.db")
+	return []storeKind{
+		{"memory", func(*testing.T) (store.Store, func()) { return mem, func() {} }},
+		{"bolt", func(t *testing.T) (store.Store, func()) { return openBolt(t, path, nil, onCorruption) }},
+	}
+}
+
+// openBolt opens the pods resource of the file at path; c defaults to the
+// pods codec.
+func openBolt(t *testing.T, path string, c codec.Codec, onCorruption func(error)) (store.Store, func()) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := bolt.Open(ctx, path, bolt.Options{Sync: bolt.UnsafeNoSync, Logger: ktesting.NewLogger(t, ktesting.NewConfig())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c == nil {
+		if c, err = codec.For(nil, podGVK); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := db.Resource(ctx, bolt.ResourceOptions{
+		Identity:     bolt.Identity{Version: "v1", Resource: "pods", Kind: "Pod"},
+		Codec:        c,
+		OnCorruption: onCorruption,
+	})
+	if err != nil {
+		_ = db.Close()
+		t.Fatal(err)
+	}
+	return s, func() {
+		if err := db.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func newSource(t *testing.T, names ...string) *fakesource.Source {
+	t.Helper()
+	src, err := fakesource.New(fakesource.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if _, err := src.Add(pod(n, "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return src
+}
+
+// running is an informer run by RunWithContext.
+type running struct {
+	inf    *Informer
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func runInformer(t *testing.T, lw cache.ListerWatcher, opts Options, handlers ...cache.ResourceEventHandler) *running {
+	t.Helper()
+	if opts.Logger == nil {
+		l := ktesting.NewLogger(t, ktesting.NewConfig())
+		opts.Logger = &l
+	}
+	if opts.Reflector.Backoff == nil {
+		opts.Reflector.Backoff = &wait.Backoff{Duration: time.Millisecond, Factor: 2, Cap: 10 * time.Millisecond, Steps: 100}
+	}
+	inf, err := New(lw, &corev1.Pod{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range handlers {
+		if _, err := inf.AddEventHandler(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{inf: inf, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		inf.RunWithContext(ctx)
+	}()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *running) stop() {
+	r.cancel()
+	<-r.done
+}
+
+func (r *running) waitSynced(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if !cache.WaitFor(ctx, "", r.inf.HasSyncedChecker()) {
+		t.Fatal("informer did not sync")
+	}
+}
+
+// sameAsSource fails unless st holds exactly the source's pods.
+func sameAsSource(t *testing.T, st cache.Store, src *fakesource.Source) {
+	t.Helper()
+	want := map[string]string{}
+	for _, o := range src.Objects(podGVK) {
+		p := o.(*corev1.Pod)
+		want[p.Namespace+"/"+p.Name] = p.ResourceVersion
+	}
+	got := map[string]string{}
+	for _, o := range st.List() {
+		p := o.(*corev1.Pod)
+		got[p.Namespace+"/"+p.Name] = p.ResourceVersion
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("store %v, source %v", got, want)
+	}
+}
+
+// waitStoreMatches polls until the store equals the source.
+func waitStoreMatches(t *testing.T, st cache.Store, src *fakesource.Source) {
+	t.Helper()
+	_ = wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return storeEquals(st, src), nil
+	})
+	sameAsSource(t, st, src)
+}
+
+func storeEquals(st cache.Store, src *fakesource.Source) bool {
+	objs := src.Objects(podGVK)
+	if len(st.ListKeys()) != len(objs) {
+		return false
+	}
+	for _, o := range objs {
+		p := o.(*corev1.Pod)
+		got, ok, err := st.GetByKey(p.Namespace + "/" + p.Name)
+		if err != nil || !ok || got.(*corev1.Pod).ResourceVersion != p.ResourceVersion {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedEvents(es []event) []event {
+	out := append([]event(nil), es...)
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func mustRV(t *testing.T) func(rv string, err error) string {
+	return func(rv string, err error) string {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rv
+	}
+}
+
+func getPod(t *testing.T, src *fakesource.Source, name string) *corev1.Pod {
+	t.Helper()
+	o, ok := src.Get(podGVK, "ns", name)
+	if !ok {
+		t.Fatalf("source has no pod %s", name)
+	}
+	return o.(*corev1.Pod)
+}
+
+func TestWarmStartResumesWithoutList(t *testing.T) {
+	for _, expire := range []bool{false, true} {
+		for _, sk := range storeKinds(t, nil) {
+			t.Run(fmt.Sprintf("%s/expired=%v", sk.name, expire), func(t *testing.T) {
+				src := newSource(t, "a", "b", "c")
+				ep := src.Endpoint(podGVK, "")
+				st, closeStore := sk.open(t)
+				rec1 := newRecorder()
+				r1 := runInformer(t, ep, Options{Store: st}, rec1)
+				r1.waitSynced(t)
+				rec1.waitFor(t, 3)
+				r1.stop()
+				closeStore()
+				before := src.Stats()
+
+				// While the informer is down, the source changes.
+				bOld := getPod(t, src, "b").ResourceVersion
+				cOld := getPod(t, src, "c").ResourceVersion
+				b := getPod(t, src, "b")
+				b.Labels = map[string]string{"x": "y"}
+				bNew := mustRV(t)(src.Update(b))
+				cDel := mustRV(t)(src.Delete(getPod(t, src, "c")))
+				dRV := mustRV(t)(src.Add(pod("d", "")))
+				if expire {
+					if err := src.Compact(src.ResourceVersion()); err != nil {
+						t.Fatal(err)
+					}
+				}
+
+				st, closeStore = sk.open(t)
+				defer closeStore()
+				rec2 := newRecorder()
+				r2 := runInformer(t, ep, Options{Store: st}, rec2)
+				r2.waitSynced(t)
+				got := rec2.waitFor(t, 6)
+				aRV := getPod(t, src, "a").ResourceVersion
+				replay := []event{
+					event("add ns/a@" + aRV + " initial=true"),
+					event("add ns/b@" + bOld + " initial=true"),
+					event("add ns/c@" + cOld + " initial=true"),
+				}
+				equalEvents(t, got[:3], replay)
+				var changes []event
+				if expire {
+					// The relist diff: only what changed. The watch was
+					// established (the informer synced) before the 410
+					// arrived, so the relist is not the initial list.
+					changes = []event{
+						event("add ns/d@" + dRV + " initial=false"),
+						event("update ns/b@" + bOld + " -> ns/b@" + bNew),
+						event("delete dfsu(ns/c@" + cOld + ")"),
+					}
+				} else {
+					changes = []event{
+						event("update ns/b@" + bOld + " -> ns/b@" + bNew),
+						event("delete ns/c@" + cDel),
+						event("add ns/d@" + dRV + " initial=false"),
+					}
+				}
+				equalEvents(t, got[3:], changes)
+				waitStoreMatches(t, st, src)
+				after := src.Stats()
+				lists := after.Lists + after.WatchLists - before.Lists - before.WatchLists
+				if expire && lists != 1 {
+					t.Fatalf("%d lists after a 410, want 1", lists)
+				}
+				if !expire && lists != 0 {
+					t.Fatalf("%d lists on a warm start, want 0", lists)
+				}
+				r2.stop()
+				if extra := rec2.snapshot(); len(extra) != 6 {
+					t.Fatalf("unexpected extra events: %q", extra[6:])
+				}
+			})
+		}
+	}
+}
