@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -171,4 +172,30 @@ func TestExpiredContinueRestartsRelist(t *testing.T) {
 	if _, _, _, relists, _, expired := m.get(); relists != 1 || expired != 1 {
 		t.Fatalf("metrics relists=%d expired=%d, want 1 and 1", relists, expired)
 	}
+}
+
+// TestListErrorMidwayAbortsAndRestarts fails the second page of a list:
+// the reflector aborts the open replace (the Sink implements
+// ReplaceAborter), backs off and relists from scratch.
+func TestListErrorMidwayAbortsAndRestarts(t *testing.T) {
+	src := newSource(t, fakesource.Options{}, "a", "b", "c") // RV 4
+	rec := newRecorder()
+	var once sync.Once
+	rec.hook = func(_ context.Context, call string) error {
+		if strings.HasPrefix(call, "ReplacePage") {
+			once.Do(func() { src.FailLists(1, fakesource.InternalError("etcd timeout")) })
+		}
+		return nil
+	}
+	clk, _ := runWith(t, src.Endpoint(podGVK, ""), abortingRecorder{rec}, Options{PageSize: 2, UseWatchList: WatchListOff, ResumeFrom: func() (string, bool) { return "4", false }})
+	if d := clk.nextTimer(t); d != 800*time.Millisecond {
+		t.Fatalf("backoff %v, want 800ms", d)
+	}
+	clk.Step(800 * time.Millisecond)
+	calls := rec.waitCall(t, "EndReplace 4")
+	want := []string{"BeginReplace", "ReplacePage a,b", "AbortReplace", "BeginReplace", "ReplacePage a,b", "ReplacePage c", "EndReplace 4"}
+	if !reflect.DeepEqual(calls, want) {
+		t.Fatalf("sink calls = %v, want %v", calls, want)
+	}
+	rec.checkModel(t, src)
 }

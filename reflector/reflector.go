@@ -291,8 +291,8 @@ func (r *Reflector) abortReplace(ctx context.Context) {
 
 // watchTimeout returns a random server-side timeout in [min, 2*min].
 func (r *Reflector) watchTimeout() *int64 {
-	min := r.opts.MinWatchTimeout.Seconds()
-	s := int64(min + rand.Float64()*min)
+	lo := r.opts.MinWatchTimeout.Seconds()
+	s := int64(lo + rand.Float64()*lo)
 	return &s
 }
 

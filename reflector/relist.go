@@ -14,8 +14,12 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// pager collects objects into pages of at most size and pushes each full
-// page to the Sink as soon as it fills.
+// maxPageAlloc bounds the capacity allocated up front for a page, so a
+// huge PageSize costs memory only when pages are that large.
+const maxPageAlloc = 4096
+
+// pager collects objects into pages of at most PageSize and pushes each
+// full page to the Sink as soon as it fills.
 type pager struct {
 	r    *Reflector
 	page []interface{}
@@ -23,7 +27,7 @@ type pager struct {
 
 func (p *pager) add(ctx context.Context, obj interface{}) error {
 	if p.page == nil {
-		p.page = make([]interface{}, 0, p.r.opts.PageSize)
+		p.page = make([]interface{}, 0, min(p.r.opts.PageSize, maxPageAlloc))
 	}
 	p.page = append(p.page, obj)
 	if int64(len(p.page)) >= p.r.opts.PageSize {

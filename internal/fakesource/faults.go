@@ -197,7 +197,8 @@ func (s *Source) Requests() []Request {
 }
 
 // WaitFor blocks until cond returns true for the source's stats, or ctx
-// is done. cond is evaluated after every change to the source.
+// is done. cond is evaluated after every change to the source, with the
+// source locked: it must not call the Source.
 func (s *Source) WaitFor(ctx context.Context, cond func(Stats) bool) error {
 	for {
 		s.mu.Lock()
