@@ -168,10 +168,6 @@ func users(u string) podOpt {
 	return func(p *corev1.Pod) { p.Annotations[annotationUsers] = u }
 }
 
-func label(k, v string) podOpt {
-	return func(p *corev1.Pod) { p.Labels[k] = v }
-}
-
 func rejected() podOpt {
 	return func(p *corev1.Pod) { p.Annotations[annotationReject] = "true" }
 }
