@@ -25,3 +25,9 @@ fmt-check:
 ## bench: the store and informer benchmarks, side by side with client-go.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./benchmarks/... ./store/...
+
+.PHONY: kubebin
+## kubebin: build (or reuse) the kube-apiserver and etcd the end-to-end tests run,
+## cached outside the repo (WARMCACHE_KUBEBIN_DIR, else the user cache dir).
+kubebin:
+	$(GO) run ./internal/kubebin/cmd/kubebin
