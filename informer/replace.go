@@ -116,7 +116,7 @@ func (l *loop) endRelist(ctx context.Context, b deltafifo.Batch) error {
 		})
 	})
 	if err == nil {
-		err = l.write(ctx, "replace commit", rep.listed, func() error { return rep.r.Commit(ctx, b.ResourceVersion) })
+		err = l.write(ctx, "replace commit", 0, func() error { return rep.r.Commit(ctx, b.ResourceVersion) })
 	}
 	if err != nil {
 		l.abortRelist()

@@ -1,0 +1,118 @@
+package metrics_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/informer"
+	"github.com/warmcache/warmcache/informer/metrics"
+	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/store/memory"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestNewRejectsNilAndDuplicate(t *testing.T) {
+	if _, err := metrics.New(nil, metrics.Options{}); !errors.Is(err, informer.ErrInvalidOptions) {
+		t.Fatalf("nil registry: %v", err)
+	}
+	reg := prometheus.NewRegistry()
+	if _, err := metrics.New(reg, metrics.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := metrics.New(reg, metrics.Options{}); err == nil {
+		t.Fatal("second Set on the same registry: no error")
+	}
+}
+
+func TestInformerMetrics(t *testing.T) {
+	src, err := fakesource.New(fakesource.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		if _, err := src.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: n}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg := prometheus.NewRegistry()
+	set, err := metrics.New(reg, metrics.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := memory.New(memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf, err := informer.New(src.Endpoint(corev1.SchemeGroupVersion.WithKind("Pod"), ""), &corev1.Pod{},
+		informer.Options{Store: st, Name: "pods", Metrics: set.For("pods")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	if !cache.WaitFor(ctx, "", inf.HasSyncedChecker()) {
+		t.Fatal("not synced")
+	}
+	cancel()
+	<-done
+
+	if got := testutil.ToFloat64(mustVec(t, reg, "warmcache_informer_store_objects")); got != 3 {
+		t.Fatalf("store_objects = %v, want 3", got)
+	}
+	if got := testutil.ToFloat64(mustVec(t, reg, "warmcache_informer_relists_total")); got != 1 {
+		t.Fatalf("relists_total = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(mustVec(t, reg, "warmcache_informer_store_healthy")); got != 1 {
+		t.Fatalf("store_healthy = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(mustVec(t, reg, "warmcache_informer_apply_objects_total")); got != 3 {
+		t.Fatalf("apply_objects_total = %v, want 3", got)
+	}
+	n, err := testutil.GatherAndCount(reg, "warmcache_informer_apply_duration_seconds", "warmcache_informer_replay_duration_seconds")
+	if err != nil || n != 2 {
+		t.Fatalf("histograms: %d series, %v", n, err)
+	}
+}
+
+// mustVec returns the single series of the metric name as a collector.
+func mustVec(t *testing.T, reg *prometheus.Registry, name string) prometheus.Collector {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			if len(mf.Metric) != 1 {
+				t.Fatalf("%s has %d series", name, len(mf.Metric))
+			}
+			v := mf.Metric[0]
+			g := prometheus.NewGauge(prometheus.GaugeOpts{Name: strings.ReplaceAll(name, ":", "_")})
+			switch {
+			case v.Counter != nil:
+				g.Set(v.Counter.GetValue())
+			case v.Gauge != nil:
+				g.Set(v.Gauge.GetValue())
+			}
+			return g
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return nil
+}
