@@ -1,6 +1,7 @@
 package reflector
 
 import (
+	"context"
 	"errors"
 	"io"
 	"strings"
@@ -78,12 +79,13 @@ const (
 // classify sorts a list or watch error.
 func classify(err error) errClass {
 	switch {
+	case errors.Is(err, ErrSink):
+		// Whatever the Sink's error wraps, it may have missed an event.
+		return classRelist
 	case isExpired(err):
 		return classExpired
 	case isTooLargeResourceVersion(err):
 		return classTooLarge
-	case errors.Is(err, ErrSink):
-		return classRelist
 	case apierrors.IsInternalError(err):
 		return classInternal
 	case isTransient(err):
@@ -98,7 +100,12 @@ func isTransient(err error) bool {
 	return utilnet.IsConnectionRefused(err) ||
 		utilnet.IsConnectionReset(err) ||
 		utilnet.IsProbableEOF(err) ||
+		utilnet.IsHTTP2ConnectionLost(err) ||
+		utilnet.IsTimeout(err) ||
 		errors.Is(err, io.ErrUnexpectedEOF) ||
+		// A client-side request timeout; the caller checked that the
+		// reflector's own context is not done.
+		errors.Is(err, context.DeadlineExceeded) ||
 		apierrors.IsTooManyRequests(err) ||
 		apierrors.IsServiceUnavailable(err) ||
 		apierrors.IsServerTimeout(err) ||

@@ -238,7 +238,7 @@ func (r *Reflector) useWatchList() bool {
 
 // relistDelay is the wait before a relist caused by err.
 func (r *Reflector) relistDelay(err error) time.Duration {
-	if isExpired(err) && (r.lastRelist.IsZero() || r.clock.Since(r.lastRelist) >= r.opts.BackoffReset) {
+	if classify(err) == classExpired && (r.lastRelist.IsZero() || r.clock.Since(r.lastRelist) >= r.opts.BackoffReset) {
 		return 0
 	}
 	return r.retryDelay(err)
