@@ -80,7 +80,8 @@ type Options struct {
 	// UseWatchList selects how relists are streamed. Default
 	// WatchListAuto.
 	UseWatchList WatchListPolicy
-	// Backoff shapes the waits between retries; see DefaultBackoff.
+	// Backoff shapes the waits between retries; see DefaultBackoff. Its
+	// Steps must be positive for the waits to grow, as with wait.Backoff.
 	// Default: DefaultBackoff().
 	Backoff *wait.Backoff
 	// BackoffReset: after this long without a backoff, the backoff
