@@ -170,11 +170,11 @@ func validate(ctx context.Context, r io.ReaderAt, size int64, path string, opts 
 	}
 	// Without a persisted freelist bbolt rebuilds it on a read-write open
 	// by walking the whole tree, panicking on what it does not like.
-	deep := !opts.SkipTreeWalk || m.freelist == noFreelist
-	if err := w.walkBucket(m.root, 0, deep); err != nil {
+	w.deep = !opts.SkipTreeWalk || m.freelist == noFreelist
+	if err := w.walkBucket(m.root, pos{rootBucket: true}); err != nil {
 		return err
 	}
-	if deep && m.freelist != noFreelist {
+	if w.deep && m.freelist != noFreelist {
 		for id := uint64(2); id < m.pgid; id++ {
 			if !w.reach.has(id) && !w.freed.has(id) {
 				return corruptf(path, int64(id), "neither reachable nor on the freelist")

@@ -267,6 +267,12 @@ func pageCases() []validateCase {
 				return b
 			},
 			shallow: corrupt("header names page 12345"), deep: corrupt("header names page 12345")},
+		{name: "plain key in the root bucket",
+			mutate: func(t *testing.T, f *fixture, b []byte) []byte {
+				binary.NativeEndian.PutUint32(f.elem(b, f.rootPage(b), 0)[0:], 0)
+				return b
+			},
+			shallow: corrupt("plain key \"items\" in the root bucket"), deep: corrupt("plain key \"items\" in the root bucket")},
 		{name: "root page typed as freelist",
 			mutate: func(t *testing.T, f *fixture, b []byte) []byte {
 				binary.NativeEndian.PutUint16(f.page(b, f.rootPage(b))[hdrFlags:], 0x10)

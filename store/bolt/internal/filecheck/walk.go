@@ -32,7 +32,19 @@ type walker struct {
 	freed bitset   // pages the persisted freelist names; empty if none
 	bufs  [][]byte // one read buffer per depth, reused
 	pages int      // pages read, for the periodic context check
+	deep  bool     // walk below the root page
 }
+
+// pos is where the walk is: the nesting depth (pages and buckets) and
+// whether the page belongs to the root bucket, whose entries can only be
+// buckets (bbolt offers no way to put a plain key there, and Tx.ForEach
+// hands callers a nil *Bucket for one).
+type pos struct {
+	depth      int
+	rootBucket bool
+}
+
+func (p pos) below() pos { return pos{depth: p.depth + 1, rootBucket: p.rootBucket} }
 
 func (w *walker) buf(depth int) *[]byte {
 	for len(w.bufs) <= depth {
@@ -57,19 +69,19 @@ func (w *walker) claim(p page) error {
 	return nil
 }
 
-// walkBucket checks the tree of a bucket whose root is page root. With deep
-// false only the root page itself is checked.
-func (w *walker) walkBucket(root uint64, depth int, deep bool) error {
+// walkBucket checks the tree of a bucket whose root is page root. Unless
+// w.deep, only the root page itself is checked.
+func (w *walker) walkBucket(root uint64, at pos) error {
 	if root < 2 {
 		return corruptf(w.pr.path, int64(root), "bucket root is a meta page")
 	}
-	return w.walkPage(root, nil, nil, depth, deep)
+	return w.walkPage(root, nil, nil, at)
 }
 
 // walkPage checks page id, whose keys must lie in [lo, hi) (nil: unbounded),
 // and, when deep, everything below it.
-func (w *walker) walkPage(id uint64, lo, hi []byte, depth int, deep bool) error {
-	if depth >= maxDepth {
+func (w *walker) walkPage(id uint64, lo, hi []byte, at pos) error {
+	if at.depth >= maxDepth {
 		return corruptf(w.pr.path, int64(id), "tree deeper than %d levels", maxDepth)
 	}
 	if w.pages++; w.pages%ctxCheckEvery == 0 {
@@ -77,7 +89,7 @@ func (w *walker) walkPage(id uint64, lo, hi []byte, depth int, deep bool) error 
 			return fmt.Errorf("filecheck: %s: %w", w.pr.path, err)
 		}
 	}
-	p, err := w.pr.read(id, w.buf(depth))
+	p, err := w.pr.read(id, w.buf(at.depth))
 	if err != nil {
 		return err
 	}
@@ -86,14 +98,14 @@ func (w *walker) walkPage(id uint64, lo, hi []byte, depth int, deep bool) error 
 	}
 	switch p.flags {
 	case branchPageFlag:
-		return w.walkBranch(p, lo, hi, depth, deep)
+		return w.walkBranch(p, lo, hi, at)
 	case leafPageFlag:
-		return w.walkLeaf(p.data, int64(id), p.count, lo, hi, depth, deep)
+		return w.walkLeaf(p.data, int64(id), p.count, lo, hi, at)
 	}
 	return corruptf(w.pr.path, int64(id), "%s page where a branch or leaf page belongs", pageTypeName(p.flags))
 }
 
-func (w *walker) walkBranch(p page, lo, hi []byte, depth int, deep bool) error {
+func (w *walker) walkBranch(p page, lo, hi []byte, at pos) error {
 	where := int64(p.id)
 	if p.count == 0 {
 		return corruptf(w.pr.path, where, "branch page without elements")
@@ -120,7 +132,7 @@ func (w *walker) walkBranch(p page, lo, hi []byte, depth int, deep bool) error {
 		}
 		prev = key
 	}
-	if !deep {
+	if !w.deep {
 		return nil
 	}
 	for i := 0; i < int(p.count); i++ {
@@ -129,7 +141,7 @@ func (w *walker) walkBranch(p page, lo, hi []byte, depth int, deep bool) error {
 		if i+1 < int(p.count) {
 			next, _, _ = branchElemAt(p.data, i+1)
 		}
-		if err := w.walkPage(child, key, next, depth+1, deep); err != nil {
+		if err := w.walkPage(child, key, next, at.below()); err != nil {
 			return err
 		}
 	}
@@ -138,7 +150,7 @@ func (w *walker) walkBranch(p page, lo, hi []byte, depth int, deep bool) error {
 
 // walkLeaf checks a leaf page (a file page or an inline bucket's page)
 // whose bytes, header included, are b. where is the page id to report.
-func (w *walker) walkLeaf(b []byte, where int64, count uint16, lo, hi []byte, depth int, deep bool) error {
+func (w *walker) walkLeaf(b []byte, where int64, count uint16, lo, hi []byte, at pos) error {
 	if err := checkElementTable(b, count); err != nil {
 		return corruptf(w.pr.path, where, "%v", err)
 	}
@@ -153,9 +165,12 @@ func (w *walker) walkLeaf(b []byte, where int64, count uint16, lo, hi []byte, de
 		}
 		prev = e.key
 		if e.flags&bucketLeafFlag == 0 {
+			if at.rootBucket {
+				return corruptf(w.pr.path, where, "leaf element %d: plain key %q in the root bucket, where only buckets can be", i, e.key)
+			}
 			continue
 		}
-		if err := w.walkBucketValue(e, where, i, depth, deep); err != nil {
+		if err := w.walkBucketValue(e, where, at); err != nil {
 			return err
 		}
 	}
@@ -164,7 +179,7 @@ func (w *walker) walkLeaf(b []byte, where int64, count uint16, lo, hi []byte, de
 
 // walkBucketValue checks the nested bucket stored as leaf element i's value:
 // a bucket header, followed for an inline bucket by its leaf page.
-func (w *walker) walkBucketValue(e leafElem, where int64, i, depth int, deep bool) error {
+func (w *walker) walkBucketValue(e leafElem, where int64, at pos) error {
 	if len(e.value) < bucketHeaderSize {
 		return corruptf(w.pr.path, where, "bucket %q: value of %d bytes is shorter than a bucket header", e.key, len(e.value))
 	}
@@ -176,10 +191,10 @@ func (w *walker) walkBucketValue(e leafElem, where int64, i, depth int, deep boo
 		if root >= w.pr.hwm {
 			return corruptf(w.pr.path, where, "bucket %q: root page %d beyond high water mark %d", e.key, root, w.pr.hwm)
 		}
-		if !deep {
+		if !w.deep {
 			return nil
 		}
-		return w.walkBucket(root, depth+1, deep)
+		return w.walkBucket(root, pos{depth: at.depth + 1})
 	}
 	inline := e.value[bucketHeaderSize:]
 	if len(inline) < pageHeaderSize {
@@ -189,10 +204,10 @@ func (w *walker) walkBucketValue(e leafElem, where int64, i, depth int, deep boo
 	if h.flags != leafPageFlag {
 		return corruptf(w.pr.path, where, "inline bucket %q: %s page, want leaf", e.key, pageTypeName(h.flags))
 	}
-	if depth+1 >= maxDepth {
+	if at.depth+1 >= maxDepth {
 		return corruptf(w.pr.path, where, "buckets nested deeper than %d levels", maxDepth)
 	}
-	if err := w.walkLeaf(inline, where, h.count, nil, nil, depth+1, deep); err != nil {
+	if err := w.walkLeaf(inline, where, h.count, nil, nil, pos{depth: at.depth + 1}); err != nil {
 		return err
 	}
 	return nil
