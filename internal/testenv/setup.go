@@ -29,6 +29,7 @@ const (
 	pollInterval  = 50 * time.Millisecond
 	adminUser     = "warmcache-admin"
 	saKeyBits     = 2048
+	etcdDataDir   = "etcd-data"
 )
 
 // errPortInUse marks a start attempt that lost a port race; Start retries.
@@ -51,6 +52,10 @@ func (e *Env) start(ctx context.Context, extraArgs []string) error {
 		e.etcd.kill()
 		e.apiserver, e.etcd = nil, nil
 		e.mu.Unlock()
+		// etcd's data directory remembers the old peer URL.
+		if err := os.RemoveAll(filepath.Join(e.dir, etcdDataDir)); err != nil {
+			return fmt.Errorf("%w: reset etcd data: %w", ErrStart, err)
+		}
 	}
 }
 
@@ -64,7 +69,7 @@ func (e *Env) startOnce(ctx context.Context, token string, extraArgs []string) e
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
 	e.etcdArgs = []string{
 		"--name=testenv",
-		"--data-dir=" + filepath.Join(e.dir, "etcd-data"),
+		"--data-dir=" + filepath.Join(e.dir, etcdDataDir),
 		"--listen-client-urls=" + e.etcdURL,
 		"--advertise-client-urls=" + e.etcdURL,
 		"--listen-peer-urls=" + peerURL,

@@ -74,8 +74,10 @@ type Options struct {
 	// ExtraAPIServerArgs are appended to kube-apiserver's command line
 	// after the defaults; for a flag given twice the later value wins
 	// (list flags accumulate). Each must start with "--", for example
-	// "--watch-cache=false" or "--feature-gates=WatchList=false".
-	// Default: none.
+	// "--watch-cache=false" or "--feature-gates=WatchList=false". Flags
+	// testenv depends on (--secure-port, --bind-address, --etcd-servers,
+	// --cert-dir, --token-auth-file, --service-account-*) must not be
+	// overridden. Default: none.
 	ExtraAPIServerArgs []string
 
 	// Dir holds the processes' data, certificates and logs. It must
