@@ -1,0 +1,363 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/codec"
+	"github.com/warmcache/warmcache/store/memory"
+)
+
+// FactoryOptions configures NewFactory. The zero value gives a factory of
+// in-memory informers that needs a ListerWatcher for each (InformerFor).
+type FactoryOptions struct {
+	// Path is the bbolt file that holds every informer's store, one
+	// resource per identity (resource and scope). A corrupt or foreign
+	// file is moved aside (bolt.MoveAside) and a new one created. Default
+	// "": in-memory stores, nothing survives a restart.
+	Path string
+	// Bolt configures the file (sync policy, lock timeout). Its Logger
+	// defaults to Logger. Default: bolt's defaults.
+	Bolt bolt.Options
+	// RESTConfig builds the clients of ForResource (typed) and
+	// ForDynamic (unless Dynamic is set). Default nil: only InformerFor.
+	RESTConfig *rest.Config
+	// Dynamic is the client of ForDynamic. Default: built from
+	// RESTConfig.
+	Dynamic dynamic.Interface
+	// Scheme knows the typed kinds of ForResource and their codecs.
+	// Default: client-go's kubernetes scheme.
+	Scheme *runtime.Scheme
+	// Informer is the template of every informer's Options (resync
+	// period, batch size, reflector options, ...); its Store, Name and
+	// Metrics are set by the factory. Default: the Options defaults.
+	Informer Options
+	// MetricsFor, when set, returns the Metrics of the informer of that
+	// name (for example a metrics.Set's For). Default: no metrics.
+	MetricsFor func(name string) Metrics
+	// Logger receives the factory's log lines. Default: klog.FromContext
+	// of NewFactory's context.
+	Logger *klog.Logger
+}
+
+// Factory creates informers that share one cache file, starts them and
+// shuts them down (client-go's SharedInformerFactory). One informer exists
+// per resource and scope: asking twice returns the same one.
+//
+// A Factory owns its file and its informers' stores: Shutdown stops the
+// informers and closes them. All methods are safe for concurrent use.
+type Factory struct {
+	opts   FactoryOptions
+	db     *bolt.DB // nil for in-memory stores
+	logger klog.Logger
+
+	// mu guards the fields below.
+	mu        sync.Mutex
+	informers map[string]*factoryEntry
+	started   map[string]bool
+	cancel    context.CancelFunc // of the informers' context, once started
+	runCtx    context.Context
+	shutdown  bool
+	wg        sync.WaitGroup
+}
+
+type factoryEntry struct {
+	inf   *Informer
+	store store.Store
+}
+
+// NewFactory opens the cache file (when opts.Path is set) and returns a
+// factory. A file that is corrupt or not a warmcache file is moved aside
+// with a log line and replaced by a new one (invariant 5); other open
+// errors (bolt.ErrLocked, bolt.ErrReadOnly) are returned.
+func NewFactory(ctx context.Context, opts FactoryOptions) (*Factory, error) {
+	logger := klog.FromContext(ctx)
+	if opts.Logger != nil {
+		logger = *opts.Logger
+	}
+	if opts.Scheme == nil {
+		opts.Scheme = scheme.Scheme
+	}
+	if opts.Informer.Store != nil {
+		return nil, fmt.Errorf("%w: FactoryOptions.Informer.Store is set by the factory", ErrInvalidOptions)
+	}
+	if opts.Dynamic == nil && opts.RESTConfig != nil {
+		d, err := dynamic.NewForConfig(opts.RESTConfig)
+		if err != nil {
+			return nil, fmt.Errorf("%w: dynamic client: %w", ErrFactory, err)
+		}
+		opts.Dynamic = d
+	}
+	f := &Factory{opts: opts, logger: logger, informers: map[string]*factoryEntry{}, started: map[string]bool{}}
+	if opts.Path == "" {
+		return f, nil
+	}
+	bo := opts.Bolt
+	if bo.Logger.GetSink() == nil {
+		bo.Logger = logger
+	}
+	db, err := bolt.Open(ctx, opts.Path, bo)
+	if errors.Is(err, bolt.ErrCorrupt) {
+		moved, merr := bolt.MoveAside(opts.Path)
+		if merr != nil {
+			return nil, fmt.Errorf("informer: factory: %w (and moving it aside failed: %w)", err, merr)
+		}
+		logger.Error(err, "The cache file is unreadable; moved it aside and starting from an empty one", "path", opts.Path, "movedTo", moved)
+		db, err = bolt.Open(ctx, opts.Path, bo)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("informer: factory: %w", err)
+	}
+	f.db = db
+	return f, nil
+}
+
+// DB returns the factory's file, nil for in-memory stores.
+func (f *Factory) DB() *bolt.DB { return f.db }
+
+// InformerFor returns the informer of resource gvr in scope, creating it
+// with lw and example (a typed object, or *unstructured.Unstructured) if
+// it does not exist. The store's codec is chosen for example (codec.ForObject)
+// and the identity recorded in the file is gvr, example's kind and scope.
+// lw must apply scope itself. Indexers are added to the informer's store.
+func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, lw cache.ListerWatcher, scope Scope, indexers cache.Indexers) (*Informer, error) {
+	scope, err := scope.canonical()
+	if err != nil {
+		return nil, err
+	}
+	if gvr.Version == "" || gvr.Resource == "" {
+		return nil, fmt.Errorf("%w: resource %v needs a version and a resource", ErrInvalidOptions, gvr)
+	}
+	name := scope.name(gvr)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.shutdown {
+		return nil, fmt.Errorf("informer %s: %w: factory shut down", name, ErrStopped)
+	}
+	if e, ok := f.informers[name]; ok {
+		if len(indexers) > 0 {
+			if err := addMissingIndexers(e.inf, indexers); err != nil {
+				return nil, err
+			}
+		}
+		return e.inf, nil
+	}
+	var infPtr atomic.Pointer[Informer]
+	st, err := f.openStore(ctx, gvr, example, scope, func(err error) {
+		if inf := infPtr.Load(); inf != nil {
+			inf.ReportCorruption(err)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("informer %s: %w", name, err)
+	}
+	o := f.opts.Informer
+	o.Store, o.Name = st, name
+	if o.Logger == nil {
+		l := f.logger
+		o.Logger = &l
+	}
+	if f.opts.MetricsFor != nil {
+		o.Metrics = f.opts.MetricsFor(name)
+	}
+	o.Indexers = mergeIndexers(o.Indexers, indexers)
+	inf, err := New(lw, example, o)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	infPtr.Store(inf)
+	f.informers[name] = &factoryEntry{inf: inf, store: st}
+	return inf, nil
+}
+
+func mergeIndexers(a, b cache.Indexers) cache.Indexers {
+	out := cache.Indexers{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
+func addMissingIndexers(inf *Informer, indexers cache.Indexers) error {
+	have := inf.GetIndexer().GetIndexers()
+	missing := cache.Indexers{}
+	for k, v := range indexers {
+		if _, ok := have[k]; !ok {
+			missing[k] = v
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return inf.AddIndexers(missing)
+}
+
+// openStore opens the store of one informer: a bolt resource whose
+// identity records gvr, the kind and the scope, or a memory store.
+func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, scope Scope, onCorruption func(error)) (store.Store, error) {
+	if f.db == nil {
+		return memory.New(memory.Options{})
+	}
+	c, err := codec.ForObject(f.opts.Scheme, example)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrFactory, err)
+	}
+	kind := ""
+	if u, ok := example.(*unstructured.Unstructured); ok {
+		kind = u.GetKind()
+	} else if gvks, _, err := f.opts.Scheme.ObjectKinds(example); err == nil && len(gvks) > 0 {
+		kind = gvks[0].Kind
+	}
+	return f.db.Resource(ctx, bolt.ResourceOptions{
+		Identity: bolt.Identity{
+			Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: kind,
+			Namespace: scope.Namespace, LabelSelector: scope.LabelSelector, FieldSelector: scope.FieldSelector, Shard: scope.Shard,
+		},
+		Codec:        c,
+		OnCorruption: onCorruption,
+	})
+}
+
+// ForResource returns the informer of the typed resource gvr, whose
+// objects are of kind (for example "Pod" for pods; the Go type comes from
+// Scheme), listed and watched through a REST client built from
+// RESTConfig.
+func (f *Factory) ForResource(ctx context.Context, gvr schema.GroupVersionResource, kind string, scope Scope) (*Informer, error) {
+	example, err := f.opts.Scheme.New(gvr.GroupVersion().WithKind(kind))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s kind %q: %w", ErrFactory, gvr, kind, err)
+	}
+	scope, err = scope.canonical()
+	if err != nil {
+		return nil, err
+	}
+	lw, err := TypedListWatch(f.opts.RESTConfig, f.opts.Scheme, gvr, scope)
+	if err != nil {
+		return nil, err
+	}
+	return f.InformerFor(ctx, gvr, example, lw, scope, nil)
+}
+
+// ForDynamic returns the informer of gvr's objects as
+// *unstructured.Unstructured (custom resources), stored with
+// codec.Unstructured.
+func (f *Factory) ForDynamic(ctx context.Context, gvr schema.GroupVersionResource, scope Scope) (*Informer, error) {
+	if f.opts.Dynamic == nil {
+		return nil, fmt.Errorf("%w: %s: no dynamic client (set RESTConfig or Dynamic)", ErrFactory, gvr)
+	}
+	scope, err := scope.canonical()
+	if err != nil {
+		return nil, err
+	}
+	return f.InformerFor(ctx, gvr, &unstructured.Unstructured{}, DynamicListWatch(f.opts.Dynamic, gvr, scope), scope, nil)
+}
+
+// Start runs every informer not yet started, each on its own goroutine,
+// until Shutdown (or ctx's end). Informers created later are started by a
+// later Start.
+func (f *Factory) Start(ctx context.Context) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.shutdown {
+		return
+	}
+	if f.runCtx == nil {
+		f.runCtx, f.cancel = context.WithCancel(ctx)
+	}
+	for name, e := range f.informers {
+		if f.started[name] {
+			continue
+		}
+		f.started[name] = true
+		inf := e.inf
+		f.wg.Go(func() { inf.RunWithContext(f.runCtx) })
+	}
+}
+
+// WaitForCacheSync waits until every started informer has synced, or ctx
+// is done. It returns each informer's state by name.
+func (f *Factory) WaitForCacheSync(ctx context.Context) map[string]bool {
+	f.mu.Lock()
+	var names []string
+	checkers := map[string]cache.DoneChecker{}
+	for name, e := range f.informers {
+		if f.started[name] {
+			names = append(names, name)
+			checkers[name] = e.inf.HasSyncedChecker()
+		}
+	}
+	f.mu.Unlock()
+	sort.Strings(names)
+	out := map[string]bool{}
+	for _, name := range names {
+		out[name] = cache.WaitFor(ctx, "", checkers[name])
+	}
+	return out
+}
+
+// Shutdown stops every informer, waits for them, then closes their stores
+// and the file. Informers cannot be created afterwards. It is idempotent.
+func (f *Factory) Shutdown() error {
+	f.mu.Lock()
+	if f.shutdown {
+		f.mu.Unlock()
+		return nil
+	}
+	f.shutdown = true
+	if f.cancel != nil {
+		f.cancel()
+	}
+	entries := f.informers
+	f.mu.Unlock()
+	f.wg.Wait()
+	var errs []error
+	for _, e := range entries {
+		e.inf.stop()
+		if err := e.store.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if f.db != nil {
+		errs = append(errs, f.db.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// restClientFor builds a REST client for gv with s's codecs, as
+// client-go's generated clients do.
+func restClientFor(config *rest.Config, s *runtime.Scheme, gv schema.GroupVersion) (*rest.RESTClient, error) {
+	if s == nil {
+		s = scheme.Scheme
+	}
+	c := rest.CopyConfig(config)
+	c.GroupVersion = &gv
+	c.APIPath = "/apis"
+	if gv.Group == "" {
+		c.APIPath = "/api"
+	}
+	c.NegotiatedSerializer = rest.CodecFactoryForGeneratedClient(s, serializer.NewCodecFactory(s)).WithoutConversion()
+	if c.UserAgent == "" {
+		c.UserAgent = rest.DefaultKubernetesUserAgent()
+	}
+	return rest.RESTClientFor(c)
+}

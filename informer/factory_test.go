@@ -1,0 +1,143 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/warmcache/warmcache/store/bolt"
+)
+
+var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
+
+func newFactory(t *testing.T, path, host string) *Factory {
+	t.Helper()
+	l := ktesting.NewLogger(t, ktesting.NewConfig())
+	f, err := NewFactory(context.Background(), FactoryOptions{
+		Path:       path,
+		Bolt:       bolt.Options{Sync: bolt.UnsafeNoSync},
+		RESTConfig: &rest.Config{Host: host},
+		Logger:     &l,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestFactoryTypedAndDynamicInformersShareAFile(t *testing.T) {
+	src := newSource(t, "a", "b")
+	other := pod("x", "")
+	other.Namespace = "other"
+	other.Labels = map[string]string{"app": "x"}
+	if _, err := src.Add(other); err != nil {
+		t.Fatal(err)
+	}
+	srv := serveSource(t, src)
+	path := filepath.Join(t.TempDir(), "f.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	run := func() (lists int) {
+		f := newFactory(t, path, srv.URL)
+		defer func() {
+			if err := f.Shutdown(); err != nil {
+				t.Error(err)
+			}
+		}()
+		before := src.Stats()
+		all, err := f.ForResource(ctx, podsGVR, "Pod", Scope{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := f.ForResource(ctx, podsGVR, "Pod", Scope{})
+		if err != nil || again != all {
+			t.Fatalf("second ForResource returned another informer (%v)", err)
+		}
+		inNS, err := f.ForResource(ctx, podsGVR, "Pod", Scope{Namespace: "ns"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		dyn, err := f.ForDynamic(ctx, podsGVR, Scope{LabelSelector: "app = x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Start(ctx)
+		for name, ok := range f.WaitForCacheSync(ctx) {
+			if !ok {
+				t.Fatalf("%s did not sync", name)
+			}
+		}
+		if n := len(all.GetStore().ListKeys()); n != 3 {
+			t.Fatalf("all pods: %d", n)
+		}
+		if n := len(inNS.GetStore().ListKeys()); n != 2 {
+			t.Fatalf("pods in ns: %d", n)
+		}
+		objs := dyn.GetStore().List()
+		if len(objs) != 1 || objs[0].(*unstructured.Unstructured).GetName() != "x" {
+			t.Fatalf("dynamic informer holds %v", objs)
+		}
+		res, err := f.DB().Resources(ctx)
+		if err != nil || len(res) != 3 {
+			t.Fatalf("file holds %d resources (%v), want 3 scopes", len(res), err)
+		}
+		after := src.Stats()
+		return after.Lists + after.WatchLists - before.Lists - before.WatchLists
+	}
+	if lists := run(); lists != 3 {
+		t.Fatalf("cold start: %d lists, want 3", lists)
+	}
+	if lists := run(); lists != 0 {
+		t.Fatalf("warm start: %d lists, want 0", lists)
+	}
+}
+
+func TestFactoryMovesCorruptFileAside(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "bad.db")
+	if err := os.WriteFile(path, []byte(strings.Repeat("not a bbolt file", 1000)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := newFactory(t, path, "")
+	if err := f.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var moved bool
+	for _, e := range entries {
+		moved = moved || strings.HasPrefix(e.Name(), "bad.db.corrupt-")
+	}
+	if !moved {
+		t.Fatalf("corrupt file not moved aside: %v", entries)
+	}
+}
+
+func TestFactoryErrors(t *testing.T) {
+	f := newFactory(t, "", "")
+	ctx := context.Background()
+	if _, err := f.ForResource(ctx, podsGVR, "NoSuchKind", Scope{}); !errors.Is(err, ErrFactory) {
+		t.Fatalf("unknown kind: %v", err)
+	}
+	if _, err := f.ForResource(ctx, podsGVR, "Pod", Scope{LabelSelector: "=="}); !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("bad selector: %v", err)
+	}
+	if err := f.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.InformerFor(ctx, podsGVR, &corev1.Pod{}, nopLW, Scope{}, nil); !errors.Is(err, ErrStopped) {
+		t.Fatalf("after shutdown: %v", err)
+	}
+}
