@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/warmcache/warmcache/cmd/snapshot/internal/progress"
+	"github.com/warmcache/warmcache/store/bolt"
+)
+
+// backupOptions is `snapshot backup URL --output OUT`.
+type backupOptions struct {
+	env    *Env
+	common *commonOptions
+
+	URL            string
+	Output         string
+	Force          bool
+	RequestTimeout time.Duration
+
+	url *url.URL
+}
+
+func newBackupCommand(env *Env, common *commonOptions) *cobra.Command {
+	o := &backupOptions{env: env, common: common}
+	cmd := &cobra.Command{
+		Use:   "backup URL --output OUT",
+		Short: "Fetch a consistent copy of the cache of a running process",
+		Long: `Fetch a consistent hot backup of a cache file from the process that holds it open, over
+HTTP: the process serves bolt.DB.BackupHandler at URL (mount it where only operators
+can reach it: the copy holds every cached object).
+
+The copy is streamed to a temporary file beside OUT, flushed to disk, checked (complete
+length, opens as a warmcache file, passes the bbolt structure check), and only then
+moved to OUT. OUT must not exist unless --force is given. Inspect the copy with the
+other commands.`,
+		Example: `  snapshot backup http://localhost:8080/debug/warmcache/backup --output cache.db
+  snapshot info cache.db`,
+		Args:              usageArgs(cobra.ExactArgs(1)),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE:              runE(o),
+	}
+	cmd.Flags().StringVar(&o.Output, "output", "", "the file to write (required)")
+	cmd.Flags().BoolVar(&o.Force, "force", false, "replace OUT if it exists")
+	cmd.Flags().DurationVar(&o.RequestTimeout, "request-timeout", 0, "give up when the whole download takes longer (default: no limit)")
+	return cmd
+}
+
+func (o *backupOptions) Complete(_ *cobra.Command, args []string) error {
+	o.URL = args[0]
+	return nil
+}
+
+func (o *backupOptions) Validate() error {
+	u, err := url.Parse(o.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usageErrorf("URL %q is not an http:// or https:// URL", o.URL)
+	}
+	o.url = u
+	if o.Output == "" {
+		return usageErrorf("--output is required: the file to write")
+	}
+	if o.RequestTimeout < 0 {
+		return usageErrorf("--request-timeout must not be negative")
+	}
+	return nil
+}
+
+func (o *backupOptions) Run(ctx context.Context) (err error) {
+	if err := checkOutputPath(o.Output, "", o.Force); err != nil {
+		return err
+	}
+	if o.RequestTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.RequestTimeout)
+		defer cancel()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.url.String(), nil)
+	if err != nil {
+		return usageErrorf("URL %q: %v", o.URL, err)
+	}
+	resp, err := o.env.HTTPClient.Do(req)
+	if err != nil {
+		return withHint(fmt.Errorf("fetch %s: %w", o.URL, err), "Is the process running and serving bolt.DB.BackupHandler at that URL?")
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		err := fmt.Errorf("fetch %s: HTTP %s: %s", o.URL, resp.Status, strings.TrimSpace(string(body)))
+		if resp.StatusCode == http.StatusNotFound {
+			err = fmt.Errorf("%w: %w", ErrNotFound, err)
+		}
+		return withHint(err, "The URL must be where the process serves bolt.DB.BackupHandler.")
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(o.Output), "."+filepath.Base(o.Output)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("create a temporary file beside %s: %w", o.Output, err)
+	}
+	defer func() {
+		_ = tmp.Close()
+		if err != nil {
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	bar := o.env.progressBar("backup", resp.ContentLength, true)
+	defer bar.Finish()
+	n, err := io.Copy(tmp, &progressReader{r: resp.Body, bar: bar})
+	if err != nil {
+		return fmt.Errorf("download %s: %w", o.URL, err)
+	}
+	if resp.ContentLength >= 0 && n != resp.ContentLength {
+		return fmt.Errorf("download %s: received %d of %d bytes (the connection ended early)", o.URL, n, resp.ContentLength)
+	}
+	bar.Finish()
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("flush %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp.Name(), err)
+	}
+	if err := checkCopy(ctx, o.env, o.common, tmp.Name(), nil); err != nil {
+		if errors.Is(err, bolt.ErrCorrupt) {
+			return withHint(fmt.Errorf("the backup received from %s is not a valid warmcache file (nothing was written to %s): %w", o.URL, o.Output, err),
+				"Check that the URL serves bolt.DB.BackupHandler, then retry.")
+		}
+		return err
+	}
+	if err := installFile(tmp.Name(), o.Output, o.Force); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(o.env.Stdout, "backed up %s to %s (%s)\n", o.URL, o.Output, progress.Size(n))
+	return err
+}
+
+// progressReader advances a progress bar by the bytes read.
+type progressReader struct {
+	r   io.Reader
+	bar *progress.Bar
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.bar.Add(int64(n))
+	return n, err
+}

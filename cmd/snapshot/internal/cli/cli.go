@@ -1,0 +1,202 @@
+// Package cli implements the snapshot command: inspection of warmcache's
+// bbolt cache files. Package main (cmd/snapshot) calls Run; tests call it
+// in-process with an Env of their own (buffers, a fixed clock).
+//
+// Every command follows kubectl's shape: an options struct filled from the
+// command line by Complete, checked by Validate, executed by Run; data goes
+// to Env.Stdout, diagnostics and progress to Env.Stderr; errors map to the
+// exit codes documented on ExitCode's constants. No command writes the file
+// it inspects: files are opened read-only under a shared lock, and the
+// commands that write (compact, backup) write only their --output.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/warmcache/warmcache/cmd/snapshot/internal/progress"
+)
+
+// Env is what one run of the command talks to. The zero value of a field
+// means its default.
+type Env struct {
+	// Stdout receives the data a command produces. Default os.Stdout.
+	Stdout io.Writer
+	// Stderr receives errors, warnings and progress bars. Default
+	// os.Stderr.
+	Stderr io.Writer
+	// Now is the clock of AGE columns. Default time.Now.
+	Now func() time.Time
+	// Terminal reports whether w is a terminal; progress bars are drawn on
+	// Stderr only when it is. Default: term.IsTerminal for an *os.File,
+	// false for anything else.
+	Terminal func(w io.Writer) bool
+	// HTTPClient fetches backups. Default: a client whose transport gives
+	// up on a server that sends no response headers within 30s.
+	HTTPClient *http.Client
+}
+
+func (e Env) withDefaults() Env {
+	if e.Stdout == nil {
+		e.Stdout = os.Stdout
+	}
+	if e.Stderr == nil {
+		e.Stderr = os.Stderr
+	}
+	if e.Now == nil {
+		e.Now = time.Now
+	}
+	if e.Terminal == nil {
+		e.Terminal = isTerminal
+	}
+	if e.HTTPClient == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.ResponseHeaderTimeout = 30 * time.Second
+		e.HTTPClient = &http.Client{Transport: t}
+	}
+	return e
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// progressBar returns a bar on Stderr when it is a terminal, nil (which
+// draws nothing) otherwise.
+func (e *Env) progressBar(label string, total int64, bytes bool) *progress.Bar {
+	if !e.Terminal(e.Stderr) {
+		return nil
+	}
+	return progress.New(e.Stderr, progress.Options{Label: label, Total: total, Bytes: bytes})
+}
+
+// Run runs the snapshot command with args (without the program name) and
+// returns its exit code. It never panics and never exits the process: a
+// fault reading a damaged memory-mapped file becomes an error, and any
+// other panic is reported as an internal error with exit code 1.
+func Run(ctx context.Context, env Env, args []string) (code int) {
+	env = env.withDefaults()
+	// bbolt reads the file through a memory mapping; a page it trusts too
+	// much must not crash the inspection tool. Faults become panics,
+	// which store/bolt recovers into ErrCorrupt.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(env.Stderr, "error: internal error: %v\n%s", r, debug.Stack())
+			code = ExitError
+		}
+	}()
+	root := newRootCommand(&env)
+	root.SetArgs(args)
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil && !errors.Is(err, ErrDifferent) {
+		path := ""
+		if cmd != nil {
+			path = cmd.CommandPath()
+		}
+		printError(env.Stderr, err, path)
+	}
+	return ExitCode(err)
+}
+
+// commonOptions are the flags every command has.
+type commonOptions struct {
+	// LockTimeout bounds the wait for a file's lock.
+	LockTimeout time.Duration
+}
+
+func (c *commonOptions) open() openOptions { return openOptions{Timeout: c.LockTimeout} }
+
+func newRootCommand(env *Env) *cobra.Command {
+	common := &commonOptions{}
+	root := &cobra.Command{
+		Use:   "snapshot",
+		Short: "Inspect warmcache's bbolt cache files",
+		Long: `snapshot inspects the bbolt files in which warmcache informers keep their cache.
+
+It never writes the file it inspects: files are opened read-only under a shared lock.
+A file a running controller holds open for writing is locked; fetch a consistent copy
+from the process with 'snapshot backup' and inspect the copy.
+
+Data goes to standard output; errors, warnings and progress bars to standard error.
+
+` + exitCodesHelp,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			err := usageErrorf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				err = withHint(err, "Did you mean %q?", s[0])
+			}
+			return err
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%v", err) })
+	root.PersistentFlags().DurationVar(&common.LockTimeout, "lock-timeout", time.Second,
+		"how long to wait for the file's lock before giving up (exit code 4)")
+	root.AddCommand(
+		newInfoCommand(env, common),
+		newListCommand(env, common),
+		newGetCommand(env, common),
+		newIndexCommand(env, common),
+		newVerifyCommand(env, common),
+		newExportCommand(env, common),
+		newDiffCommand(env, common),
+		newCompactCommand(env, common),
+		newBackupCommand(env, common),
+	)
+	return root
+}
+
+// usageArgs makes the errors of an argument validator usage errors.
+func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := v(cmd, args); err != nil {
+			return usageErrorf("%v", err)
+		}
+		return nil
+	}
+}
+
+// runner is an options struct of one command.
+type runner interface {
+	Complete(cmd *cobra.Command, args []string) error
+	Validate() error
+	Run(ctx context.Context) error
+}
+
+// runE runs o's Complete, Validate and Run.
+func runE(o runner) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := o.Complete(cmd, args); err != nil {
+			return err
+		}
+		if err := o.Validate(); err != nil {
+			return err
+		}
+		return o.Run(cmd.Context())
+	}
+}
+
+// closeInto closes c and records its error in *err if there is none yet.
+func closeInto(c io.Closer, err *error) {
+	if cerr := c.Close(); cerr != nil && *err == nil {
+		*err = cerr
+	}
+}

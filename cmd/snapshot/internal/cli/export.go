@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/warmcache/warmcache/cmd/snapshot/internal/printers"
+)
+
+// exportFormats are the output formats of export.
+var exportFormats = []string{printers.YAML, printers.JSON}
+
+// serverSetMetadata are the metadata fields the API server sets, which
+// export removes (see the export command's help for why).
+var serverSetMetadata = []string{
+	"resourceVersion", "uid", "selfLink", "creationTimestamp", "generation",
+	"managedFields", "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences",
+}
+
+// lastAppliedAnnotation is where client-side kubectl apply keeps the
+// configuration it applied last.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// exportOptions is `snapshot export FILE RESOURCE`.
+type exportOptions struct {
+	env    *Env
+	common *commonOptions
+
+	File     string
+	Resource string
+	Filter   filterOptions
+	Output   string
+	Raw      bool
+	NoStatus bool
+}
+
+func newExportCommand(env *Env, common *commonOptions) *cobra.Command {
+	o := &exportOptions{env: env, common: common}
+	cmd := &cobra.Command{
+		Use:   "export FILE RESOURCE",
+		Short: "Write the objects of a resource as a List for kubectl apply or test fixtures",
+		Long: `Write the objects of a resource as one List document (YAML by default) that
+'kubectl apply -f' accepts, or that tests load as fixtures. Objects of all namespaces
+are written unless -n is given; -l and --field-selector select as in list.
+
+Every object gets its apiVersion and kind. Unless --raw is given, what the API server
+sets and kubectl apply must not send back is removed:
+
+  metadata.resourceVersion   a stale version makes apply fail with a conflict
+  metadata.uid               a uid that does not match makes apply fail
+  metadata.creationTimestamp, generation, selfLink, managedFields,
+  deletionTimestamp, deletionGracePeriodSeconds
+                             set by the server; managedFields would confuse field ownership
+  metadata.ownerReferences   they name owners by uid: in another cluster (or after the
+                             owners are recreated) the garbage collector would delete
+                             the applied objects
+  the kubectl.kubernetes.io/last-applied-configuration annotation
+                             kubectl apply writes it afresh
+  spec.clusterIP, spec.clusterIPs of Services (unless headless)
+                             allocated by the server from its own range
+
+status is kept (kubectl apply ignores it for resources with a status subresource, and
+fixtures usually want it); --no-status removes it. Objects are streamed in key order:
+memory stays flat for any number of objects.`,
+		Example: `  # Re-create the deployments of one namespace elsewhere
+  snapshot export cache.db deploy -n web > web.yaml && kubectl apply -f web.yaml
+
+  # A test fixture with every field as cached
+  snapshot export cache.db pods --raw -o json > testdata/pods.json`,
+		Args:              usageArgs(cobra.ExactArgs(2)),
+		ValidArgsFunction: completeFileResource(env, common),
+		RunE:              runE(o),
+	}
+	o.Filter.addFlags(cmd, true)
+	cmd.Flags().StringVarP(&o.Output, "output", "o", printers.YAML, outputHelp(exportFormats))
+	cmd.Flags().BoolVar(&o.Raw, "raw", false, "write the objects as cached, without removing server-set fields")
+	cmd.Flags().BoolVar(&o.NoStatus, "no-status", false, "remove status too")
+	registerCompletions(cmd, env, common, exportFormats)
+	return cmd
+}
+
+func (o *exportOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.File, o.Resource = args[0], args[1]
+	o.Filter.complete(cmd)
+	return nil
+}
+
+func (o *exportOptions) Validate() error {
+	if err := checkOutput(o.Output, exportFormats); err != nil {
+		return err
+	}
+	return o.Filter.validate()
+}
+
+func (o *exportOptions) Run(ctx context.Context) (err error) {
+	f, err := openSnapshot(ctx, o.env, o.File, o.common.open())
+	if err != nil {
+		return err
+	}
+	defer closeInto(f, &err)
+	info, err := resolveResource(o.File, f.resources, o.Resource)
+	if err != nil {
+		return err
+	}
+	if err := o.Filter.checkFields(info); err != nil {
+		return err
+	}
+	st, err := f.store(ctx, info, true)
+	if err != nil {
+		return err
+	}
+	ns, _ := o.Filter.scope(info)
+	first, err := firstObject(ctx, st)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", displayName(info), err)
+	}
+	if !isNamespaced(first) {
+		ns = ""
+	}
+	p, err := printers.New(printers.Options{Format: o.Output, Kind: kindOf(info.Identity), List: true, Transform: o.transform()})
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	bar := o.env.progressBar("export "+displayName(info), info.Objects, false)
+	defer bar.Finish()
+	var count int
+	return p.Print(o.env.Stdout, scanObjects(ctx, st, info, ns, &o.Filter, bar, &count))
+}
+
+// transform returns the field stripping of the options.
+func (o *exportOptions) transform() func(map[string]interface{}) {
+	if o.Raw && !o.NoStatus {
+		return nil
+	}
+	return func(m map[string]interface{}) {
+		if o.NoStatus {
+			delete(m, "status")
+		}
+		if !o.Raw {
+			stripServerFields(m)
+		}
+	}
+}
+
+// stripServerFields removes what the API server sets from an object's
+// content (see the export command's help).
+func stripServerFields(m map[string]interface{}) {
+	if md, ok := m["metadata"].(map[string]interface{}); ok {
+		for _, k := range serverSetMetadata {
+			delete(md, k)
+		}
+		if ann, ok := md["annotations"].(map[string]interface{}); ok {
+			delete(ann, lastAppliedAnnotation)
+			if len(ann) == 0 {
+				delete(md, "annotations")
+			}
+		}
+	}
+	if m["kind"] == "Service" && m["apiVersion"] == "v1" {
+		// A headless service's "None" is the user's, not an allocation.
+		if spec, ok := m["spec"].(map[string]interface{}); ok && spec["clusterIP"] != "None" {
+			delete(spec, "clusterIP")
+			delete(spec, "clusterIPs")
+		}
+	}
+}

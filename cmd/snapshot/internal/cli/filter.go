@@ -1,0 +1,236 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/cmd/snapshot/internal/progress"
+	"github.com/warmcache/warmcache/store/bolt"
+)
+
+// metaFields are the field selector fields every resource supports.
+var metaFields = []string{"metadata.name", "metadata.namespace"}
+
+// podFields are the pod fields the API server supports in field selectors
+// that a cache file can evaluate.
+var podFields = []string{
+	"spec.nodeName", "spec.restartPolicy", "spec.schedulerName", "spec.serviceAccountName",
+	"status.phase", "status.podIP", "status.nominatedNodeName",
+}
+
+func isPods(id bolt.Identity) bool { return id.Group == "" && id.Resource == "pods" }
+
+// supportedFields returns the field selector fields of a resource.
+func supportedFields(id bolt.Identity) []string {
+	if isPods(id) {
+		return append(slices.Clone(metaFields), podFields...)
+	}
+	return metaFields
+}
+
+// filterOptions selects objects: by namespace, label selector and field
+// selector, as kubectl get does.
+type filterOptions struct {
+	Namespace     string
+	AllNamespaces bool
+	LabelSelector string
+	FieldSelector string
+
+	// Set by complete and validate.
+	namespaceGiven bool
+	allByDefault   bool
+	labels         labels.Selector
+	fields         fields.Selector
+}
+
+// addFlags adds -n, -A, -l and --field-selector. allByDefault makes "all
+// namespaces" the default instead of kubectl's "default" namespace.
+func (f *filterOptions) addFlags(cmd *cobra.Command, allByDefault bool) {
+	f.allByDefault = allByDefault
+	fl := cmd.Flags()
+	nsHelp := `only objects of this namespace (default: the namespace the resource was recorded for, else "default")`
+	if allByDefault {
+		nsHelp = "only objects of this namespace (default: all namespaces)"
+	}
+	fl.StringVarP(&f.Namespace, "namespace", "n", "", nsHelp)
+	fl.BoolVarP(&f.AllNamespaces, "all-namespaces", "A", false, "objects of all namespaces")
+	fl.StringVarP(&f.LabelSelector, "selector", "l", "", "label selector, e.g. -l 'app=web,tier in (frontend,backend)'")
+	fl.StringVar(&f.FieldSelector, "field-selector", "", "field selector, e.g. --field-selector metadata.name=web-0 (fields: "+
+		strings.Join(metaFields, ", ")+"; for pods also "+strings.Join(podFields, ", ")+")")
+}
+
+func (f *filterOptions) complete(cmd *cobra.Command) {
+	f.namespaceGiven = cmd.Flags().Changed("namespace")
+}
+
+// validate parses the selectors.
+func (f *filterOptions) validate() error {
+	if f.AllNamespaces && f.namespaceGiven {
+		return usageErrorf("--namespace and --all-namespaces exclude each other")
+	}
+	var err error
+	if f.labels, err = labels.Parse(f.LabelSelector); err != nil {
+		return usageErrorf("bad label selector %q: %v", f.LabelSelector, err)
+	}
+	if f.fields, err = fields.ParseSelector(f.FieldSelector); err != nil {
+		return usageErrorf("bad field selector %q: %v", f.FieldSelector, err)
+	}
+	return nil
+}
+
+// checkFields returns a usage error for a field selector on fields the
+// resource does not support.
+func (f *filterOptions) checkFields(info bolt.ResourceInfo) error {
+	supported := supportedFields(info.Identity)
+	for _, r := range f.fields.Requirements() {
+		if !slices.Contains(supported, r.Field) {
+			return usageErrorf("field selector %q: field %q is not supported for %s; supported fields: %s",
+				f.FieldSelector, r.Field, displayName(info), strings.Join(supported, ", "))
+		}
+	}
+	return nil
+}
+
+// scope returns the namespace to list ("" with all true for every
+// namespace) for a resource recorded with info.
+func (f *filterOptions) scope(info bolt.ResourceInfo) (ns string, all bool) {
+	switch {
+	case f.AllNamespaces:
+		return "", true
+	case f.namespaceGiven:
+		return f.Namespace, false
+	case info.Identity.Namespace != "":
+		return info.Identity.Namespace, false
+	case f.allByDefault:
+		return "", true
+	}
+	return "default", false
+}
+
+// matches reports whether obj passes the selectors.
+func (f *filterOptions) matches(obj runtime.Object) (bool, error) {
+	a, err := meta.Accessor(obj)
+	if err != nil {
+		return false, fmt.Errorf("filter %T: %w", obj, err)
+	}
+	if !f.labels.Empty() && !f.labels.Matches(labels.Set(a.GetLabels())) {
+		return false, nil
+	}
+	if f.fields.Empty() {
+		return true, nil
+	}
+	return f.fields.Matches(fieldSet(obj, a)), nil
+}
+
+// fieldSet returns the selectable fields of obj.
+func fieldSet(obj runtime.Object, a metav1Object) fields.Set {
+	set := fields.Set{"metadata.name": a.GetName(), "metadata.namespace": a.GetNamespace()}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		set["spec.nodeName"] = o.Spec.NodeName
+		set["spec.restartPolicy"] = string(o.Spec.RestartPolicy)
+		set["spec.schedulerName"] = o.Spec.SchedulerName
+		set["spec.serviceAccountName"] = o.Spec.ServiceAccountName
+		set["status.phase"] = string(o.Status.Phase)
+		set["status.podIP"] = o.Status.PodIP
+		set["status.nominatedNodeName"] = o.Status.NominatedNodeName
+	case *unstructured.Unstructured:
+		for _, f := range podFields {
+			v, _, _ := unstructured.NestedString(o.Object, strings.Split(f, ".")...)
+			set[f] = v
+		}
+	}
+	return set
+}
+
+// metav1Object is what meta.Accessor returns.
+type metav1Object = interface {
+	GetName() string
+	GetNamespace() string
+}
+
+// errStopScan ends a Scan early.
+var errStopScan = errors.New("stop scan")
+
+// firstObject returns the first stored object, or nil for an empty
+// resource.
+func firstObject(ctx context.Context, st *bolt.Store) (runtime.Object, error) {
+	var first runtime.Object
+	err := st.Scan(ctx, func(_ string, obj interface{}) error {
+		first, _ = obj.(runtime.Object)
+		return errStopScan
+	})
+	if err != nil && !errors.Is(err, errStopScan) {
+		return nil, err
+	}
+	return first, nil
+}
+
+// isNamespaced tells from a stored object whether the resource is
+// namespaced (the file does not record it). An empty resource counts as
+// namespaced.
+func isNamespaced(first runtime.Object) bool {
+	if first == nil {
+		return true
+	}
+	a, err := meta.Accessor(first)
+	return err != nil || a.GetNamespace() != ""
+}
+
+// scanObjects returns the objects of st in namespace ns ("" for all) that
+// pass f, in key order, streamed from Scan (or from ScanIndex on the
+// recorded namespace index when there is one), one chunk in memory at a
+// time. bar advances for every object read; count counts the objects
+// yielded.
+func scanObjects(ctx context.Context, st *bolt.Store, info bolt.ResourceInfo, ns string, f *filterOptions, bar *progress.Bar, count *int) iter.Seq2[runtime.Object, error] {
+	return func(yield func(runtime.Object, error) bool) {
+		stopped := false
+		fn := func(key string, obj interface{}) error {
+			bar.Add(1)
+			ro, ok := obj.(runtime.Object)
+			if !ok {
+				return fmt.Errorf("%s: object %q is a %T, not a runtime.Object", displayName(info), key, obj)
+			}
+			if ns != "" {
+				// Check even when the index selected it: the
+				// index is trusted by name only.
+				a, err := meta.Accessor(ro)
+				if err != nil || a.GetNamespace() != ns {
+					return nil
+				}
+			}
+			ok, err := f.matches(ro)
+			if err != nil || !ok {
+				return err
+			}
+			*count++
+			if !yield(ro, nil) {
+				stopped = true
+				return errStopScan
+			}
+			return nil
+		}
+		var err error
+		if ns != "" && slices.Contains(info.Indexes, cache.NamespaceIndex) {
+			err = st.ScanIndex(ctx, cache.NamespaceIndex, ns, fn)
+		} else {
+			err = st.Scan(ctx, fn)
+		}
+		if err != nil && !stopped {
+			yield(nil, fmt.Errorf("read %s: %w", displayName(info), err))
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/spf13/cobra"
+
+	"github.com/warmcache/warmcache/store/bolt"
+)
+
+// indexOptions is `snapshot index FILE RESOURCE INDEX [VALUE]`.
+type indexOptions struct {
+	env    *Env
+	common *commonOptions
+
+	File     string
+	Resource string
+	Index    string
+	Value    string
+	Counts   bool
+
+	valueGiven bool
+}
+
+func newIndexCommand(env *Env, common *commonOptions) *cobra.Command {
+	o := &indexOptions{env: env, common: common}
+	cmd := &cobra.Command{
+		Use:   "index FILE RESOURCE INDEX [VALUE]",
+		Short: "Show the values of an index and the keys filed under them",
+		Long: `Show the index entries recorded for a resource: every value of INDEX, each followed by the
+keys of the objects filed under it (indented), in order. With VALUE, only the keys under
+that value, one per line. With --counts, each value with its number of keys.
+
+Values that are empty or hold spaces or control characters are printed quoted.`,
+		Example: `  # Every namespace and its pods
+  snapshot index cache.db pods namespace
+
+  # The pods of one node
+  snapshot index cache.db pods nodeName node-1
+
+  # How many pods each node has
+  snapshot index cache.db pods nodeName --counts`,
+		Args:              usageArgs(cobra.RangeArgs(3, 4)),
+		ValidArgsFunction: completeIndexArgs(env, common),
+		RunE:              runE(o),
+	}
+	cmd.Flags().BoolVar(&o.Counts, "counts", false, "print each value with its number of keys instead of the keys")
+	return cmd
+}
+
+func (o *indexOptions) Complete(_ *cobra.Command, args []string) error {
+	o.File, o.Resource, o.Index = args[0], args[1], args[2]
+	if len(args) == 4 {
+		o.Value, o.valueGiven = args[3], true
+	}
+	return nil
+}
+
+func (o *indexOptions) Validate() error {
+	if o.Counts && o.valueGiven {
+		return usageErrorf("--counts lists every value; it takes no VALUE")
+	}
+	return nil
+}
+
+func (o *indexOptions) Run(ctx context.Context) (err error) {
+	f, err := openSnapshot(ctx, o.env, o.File, o.common.open())
+	if err != nil {
+		return err
+	}
+	defer closeInto(f, &err)
+	info, err := resolveResource(o.File, f.resources, o.Resource)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(info.Indexes, o.Index) {
+		held := "it has no indexes"
+		if len(info.Indexes) > 0 {
+			held = "its indexes: " + strings.Join(info.Indexes, ", ")
+		}
+		return withHint(mark(ErrNotFound, "%s has no index %q in %s", displayName(info), o.Index, o.File), "%s.", held)
+	}
+	st, err := f.store(ctx, info, false)
+	if err != nil {
+		return err
+	}
+	if o.valueGiven {
+		keys, err := st.IndexKeys(o.Index, o.Value)
+		if err != nil {
+			return fmt.Errorf("read index %q of %s: %w", o.Index, displayName(info), err)
+		}
+		for _, k := range keys {
+			if _, err := fmt.Fprintln(o.env.Stdout, k); err != nil {
+				return err
+			}
+		}
+		if len(keys) == 0 {
+			fmt.Fprintf(o.env.Stderr, "No keys under value %s of index %q.\n", quoteValue(o.Value), o.Index)
+		}
+		return nil
+	}
+	before := f.diag.Errors()
+	values := st.ListIndexFuncValues(o.Index)
+	if f.diag.Errors() != before {
+		return mark(bolt.ErrCorrupt, "cannot read the values of index %q of %s (see the warnings above)", o.Index, displayName(info))
+	}
+	for _, v := range values {
+		keys, err := st.IndexKeys(o.Index, v)
+		if err != nil {
+			return fmt.Errorf("read index %q of %s: %w", o.Index, displayName(info), err)
+		}
+		var b strings.Builder
+		if o.Counts {
+			fmt.Fprintf(&b, "%s\t%d\n", quoteValue(v), len(keys))
+		} else {
+			b.WriteString(quoteValue(v))
+			b.WriteByte('\n')
+			for _, k := range keys {
+				b.WriteString("    ")
+				b.WriteString(k)
+				b.WriteByte('\n')
+			}
+		}
+		if _, err := fmt.Fprint(o.env.Stdout, b.String()); err != nil {
+			return err
+		}
+	}
+	if len(values) == 0 {
+		fmt.Fprintf(o.env.Stderr, "Index %q of %s has no values.\n", o.Index, displayName(info))
+	}
+	return nil
+}
+
+// quoteValue quotes an index value that would be ambiguous printed as is.
+func quoteValue(v string) string {
+	if v == "" || strings.ContainsFunc(v, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) || r == '"' }) {
+		return strconv.Quote(v)
+	}
+	return v
+}

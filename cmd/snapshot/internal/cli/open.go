@@ -1,0 +1,177 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/codec"
+)
+
+// snapshotFile is a cache file opened for inspection: read-only, with a
+// shared lock held until Close, its resources listed. It is used by one
+// goroutine.
+type snapshotFile struct {
+	path      string
+	info      os.FileInfo
+	lock      *os.File // holds the shared flock
+	db        *bolt.DB
+	resources []bolt.ResourceInfo
+	diag      *sinkState
+	stores    map[string]*bolt.Store // by identity string
+}
+
+// openOptions configures openSnapshot.
+type openOptions struct {
+	// Timeout bounds the wait for the lock.
+	Timeout time.Duration
+	// Codecs resolves recorded codec names. Default: codec.ByName with
+	// client-go's scheme.
+	Codecs bolt.CodecResolver
+}
+
+// resolveCodec is the default codec resolver: the codecs of store/codec
+// with client-go's kubernetes scheme.
+func resolveCodec(name string) (codec.Codec, error) { return codec.ByName(nil, name) }
+
+// openSnapshot opens the cache file at path for reading. Every failure is
+// an error ExitCode maps to a distinct exit code, with a hint saying what
+// to do: a missing file (not found), a directory or special file (usage),
+// an empty, garbage, truncated or foreign file (corrupt), a newer format
+// (corrupt), a file held by a running process (locked).
+func openSnapshot(ctx context.Context, env *Env, path string, opts openOptions) (*snapshotFile, error) {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, withHint(mark(ErrNotFound, "file %s does not exist", path),
+			"Give the path of a warmcache cache file (the file a controller passes to bolt.Open).")
+	case err != nil:
+		return nil, fmt.Errorf("cannot read %s: %w", path, err)
+	case fi.IsDir():
+		return nil, usageErrorf("%s is a directory, not a cache file", path)
+	case !fi.Mode().IsRegular():
+		return nil, usageErrorf("%s is not a regular file (%s)", path, fi.Mode().Type())
+	case fi.Size() == 0:
+		return nil, withHint(mark(bolt.ErrCorrupt, "%s is empty (0 bytes), not a warmcache cache file", path),
+			"A controller starting on it would initialise it; there is nothing to inspect.")
+	}
+	lock, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	if err := lockShared(ctx, lock, opts.Timeout); err != nil {
+		_ = lock.Close()
+		return nil, explainOpenError(path, err)
+	}
+	if opts.Codecs == nil {
+		opts.Codecs = resolveCodec
+	}
+	logger, diag := newDiagLogger(env.Stderr)
+	db, err := bolt.Open(ctx, path, bolt.Options{ReadOnly: true, Timeout: opts.Timeout, Logger: logger, Codecs: opts.Codecs})
+	if err != nil {
+		_ = lock.Close()
+		return nil, explainOpenError(path, err)
+	}
+	f := &snapshotFile{path: path, info: fi, lock: lock, db: db, diag: diag, stores: map[string]*bolt.Store{}}
+	if f.resources, err = db.Resources(ctx); err != nil {
+		_ = f.Close()
+		return nil, explainOpenError(path, err)
+	}
+	return f, nil
+}
+
+// explainOpenError turns an error of opening or first reading path into
+// one that says what to do.
+func explainOpenError(path string, err error) error {
+	var verr *bolt.VersionError
+	switch {
+	case errors.Is(err, bolt.ErrLocked):
+		return withHint(fmt.Errorf("%s is locked by a running process (a controller has it open for writing): %w", path, err),
+			"Read that process's cache with 'snapshot backup URL --output copy.db' from its backup endpoint (bolt.DB.BackupHandler) and inspect the copy,\n"+
+				"or stop the process, or wait longer with --lock-timeout.")
+	case errors.As(err, &verr):
+		return withHint(fmt.Errorf("%s was written by a newer warmcache (%w)", path, err),
+			"Use the snapshot command of the warmcache release that wrote the file.")
+	case errors.Is(err, bolt.ErrCorrupt):
+		return withHint(fmt.Errorf("%s is not a readable warmcache cache file: %w", path, err),
+			"A controller moves such a file aside and rebuilds its cache from the API server; only the cache is lost.")
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("cannot read %s: %w", path, err)
+	}
+	return err
+}
+
+// Close closes the file and releases the lock.
+func (f *snapshotFile) Close() error {
+	err := f.db.Close()
+	if lerr := f.lock.Close(); err == nil {
+		err = lerr
+	}
+	return err
+}
+
+// errUnknownCodec is returned when reading objects of a codec this binary
+// does not know.
+var errUnknownCodec = errors.New("codec unknown to this snapshot binary")
+
+// namesOnly is the codec used to open a resource whose codec is unknown,
+// for what needs no decoding (index values, keys, resourceVersions).
+type namesOnly struct{ name string }
+
+func (c namesOnly) Name() string { return c.name }
+func (c namesOnly) Encode([]byte, runtime.Object) ([]byte, error) {
+	return nil, fmt.Errorf("%w: %q", errUnknownCodec, c.name)
+}
+func (c namesOnly) Decode([]byte) (runtime.Object, error) {
+	return nil, fmt.Errorf("%w: %q", errUnknownCodec, c.name)
+}
+
+// checkReadable returns an error for a resource whose objects this binary
+// cannot read: unreadable meta, or a schema version it does not know.
+func checkReadable(path string, info bolt.ResourceInfo) error {
+	switch {
+	case info.Problem != "":
+		return withHint(mark(bolt.ErrCorrupt, "%s: resource metadata unreadable: %s", path, info.Problem),
+			"Run 'snapshot verify %s' for the whole picture.", path)
+	case info.Schema > bolt.SchemaVersion:
+		return withHint(fmt.Errorf("%s: %s: %w", path, displayName(info), &bolt.VersionError{What: "resource schema", Found: info.Schema, Supported: bolt.SchemaVersion}),
+			"Use the snapshot command of the warmcache release that wrote the file.")
+	case info.Schema != bolt.SchemaVersion:
+		return mark(bolt.ErrCorrupt, "%s: %s: resource schema version %d is not readable (this snapshot reads version %d)",
+			path, displayName(info), info.Schema, bolt.SchemaVersion)
+	}
+	return nil
+}
+
+// store opens the recorded resource. With decode false, a resource of an
+// unknown codec opens with namesOnly (keys, index values and RVs work;
+// decoding fails); with decode true an unknown codec is an error.
+func (f *snapshotFile) store(ctx context.Context, info bolt.ResourceInfo, decode bool) (*bolt.Store, error) {
+	if err := checkReadable(f.path, info); err != nil {
+		return nil, err
+	}
+	c, err := resolveCodec(info.Codec)
+	if err != nil {
+		if decode {
+			return nil, withHint(mark(bolt.ErrCorrupt, "%s: %s: %w", f.path, displayName(info), err),
+				"The file was written with a codec this snapshot does not know; use the snapshot command of the same warmcache release.")
+		}
+		c = namesOnly{name: info.Codec}
+	}
+	name := info.Identity.String()
+	if s := f.stores[name]; s != nil {
+		return s, nil
+	}
+	s, err := f.db.OpenRecorded(ctx, info.Identity, c)
+	if err != nil {
+		return nil, explainOpenError(f.path, err)
+	}
+	f.stores[name] = s
+	return s, nil
+}

@@ -1,0 +1,166 @@
+package printers
+
+import (
+	"fmt"
+	"io"
+	"iter"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+)
+
+// columns renders the table of one kind.
+type columns interface {
+	header(wide bool) []string
+	row(obj runtime.Object, wide bool, now time.Time) ([]string, error)
+}
+
+// tablePrinter writes kubectl's human-readable table.
+type tablePrinter struct {
+	opts Options
+	wide bool
+}
+
+// columnsFor returns the columns of a kind: pods get kubectl's pod columns,
+// everything else NAME and AGE.
+func columnsFor(obj runtime.Object, opts Options) columns {
+	gvk := kindOf(obj, opts.Kind)
+	if gvk.Group == "" && gvk.Kind == "Pod" {
+		return podColumns{}
+	}
+	return genericColumns{}
+}
+
+func (p *tablePrinter) Print(w io.Writer, objs iter.Seq2[runtime.Object, error]) error {
+	t := &tableWriter{w: w}
+	var cols columns
+	now := p.opts.Now()
+	for obj, err := range objs {
+		if err != nil {
+			return err
+		}
+		if cols == nil {
+			cols = columnsFor(obj, p.opts)
+			if !p.opts.NoHeaders {
+				t.add(p.withNamespace("NAMESPACE", cols.header(p.wide)))
+			}
+		}
+		row, err := cols.row(obj, p.wide, now)
+		if err != nil {
+			return err
+		}
+		if p.opts.NamespaceColumn {
+			a, err := meta.Accessor(obj)
+			if err != nil {
+				return fmt.Errorf("namespace of %T: %w", obj, err)
+			}
+			row = p.withNamespace(a.GetNamespace(), row)
+		}
+		t.add(row)
+		if len(t.rows) >= FlushRows {
+			if err := t.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return t.flush()
+}
+
+func (p *tablePrinter) withNamespace(ns string, row []string) []string {
+	if !p.opts.NamespaceColumn {
+		return row
+	}
+	return append([]string{ns}, row...)
+}
+
+// tableWriter aligns columns as kubectl's tabwriter does (minimum width 6,
+// padding 3, the last column unpadded), holding rows until flush. Widths
+// computed at a flush are kept as minimums for the next block.
+type tableWriter struct {
+	w      io.Writer
+	rows   [][]string
+	widths []int
+}
+
+func (t *tableWriter) add(row []string) { t.rows = append(t.rows, row) }
+
+func (t *tableWriter) flush() error {
+	for _, row := range t.rows {
+		for i, cell := range row {
+			if i == len(t.widths) {
+				t.widths = append(t.widths, 0)
+			}
+			t.widths[i] = max(t.widths[i], 6, utf8.RuneCountInString(cell)+3)
+		}
+	}
+	var b strings.Builder
+	for _, row := range t.rows {
+		b.Reset()
+		for i, cell := range row {
+			b.WriteString(cell)
+			if i < len(row)-1 {
+				b.WriteString(strings.Repeat(" ", t.widths[i]-utf8.RuneCountInString(cell)))
+			}
+		}
+		b.WriteByte('\n')
+		if _, err := io.WriteString(t.w, b.String()); err != nil {
+			return err
+		}
+	}
+	t.rows = t.rows[:0]
+	return nil
+}
+
+// age is kubectl's AGE cell.
+func age(t metav1.Time, now time.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(now.Sub(t.Time))
+}
+
+// genericColumns is NAME AGE.
+type genericColumns struct{}
+
+func (genericColumns) header(bool) []string { return []string{"NAME", "AGE"} }
+
+func (genericColumns) row(obj runtime.Object, _ bool, now time.Time) ([]string, error) {
+	a, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, fmt.Errorf("table row of %T: %w", obj, err)
+	}
+	return []string{a.GetName(), age(a.GetCreationTimestamp(), now)}, nil
+}
+
+// podColumns is kubectl's pod table.
+type podColumns struct{}
+
+func (podColumns) header(wide bool) []string {
+	h := []string{"NAME", "READY", "STATUS", "RESTARTS", "AGE"}
+	if wide {
+		h = append(h, "IP", "NODE", "NOMINATED NODE", "READINESS GATES")
+	}
+	return h
+}
+
+func (podColumns) row(obj runtime.Object, wide bool, now time.Time) ([]string, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		u, isU := obj.(*unstructured.Unstructured)
+		if !isU {
+			return nil, fmt.Errorf("pod table row: unexpected type %T", obj)
+		}
+		pod = &corev1.Pod{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, pod); err != nil {
+			return nil, fmt.Errorf("pod table row of %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+		}
+	}
+	return podRow(pod, wide, now), nil
+}

@@ -1,0 +1,120 @@
+package bolt
+
+// This file holds what inspection tools (the snapshot CLI in cmd/snapshot)
+// need beyond the store API: the versions this package reads, the full
+// structural check of a file, and a compacted copy.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
+)
+
+// FormatVersion is the file format version this package writes and the
+// newest it reads; Open returns a *VersionError for a newer one.
+const FormatVersion = formatVersion
+
+// SchemaVersion is the resource schema version (ResourceInfo.Schema) this
+// package writes. Resource discards a resource recorded with another one;
+// OpenRecorded does not check it, so a tool that reads recorded resources
+// must refuse a ResourceInfo whose Schema differs.
+const SchemaVersion = schemaVersion
+
+// CheckFile checks the bbolt structure of the file at path with ordinary
+// reads, never a memory mapping: the meta pages, the file size against the
+// high water mark, and every page reachable from the root (types, element
+// tables, key order, no cycles, the freelist, no page neither reachable nor
+// free). It takes time proportional to the size of the file (about 1-3 ms
+// per MB). It returns nil for a sound file, an error wrapping ErrCorrupt
+// that names the page and the problem, an error wrapping fs.ErrNotExist,
+// or an I/O error.
+//
+// It does not lock the file: open a read-only DB on path first (its shared
+// lock keeps writers away) and call CheckFile while it is open. An empty
+// file passes (bbolt initialises it); Open of such a file read-only yields
+// a DB without resources.
+func CheckFile(ctx context.Context, path string) error {
+	err := filecheck.Validate(ctx, path, filecheck.Options{})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, filecheck.ErrCorrupt):
+		return fmt.Errorf("bolt: check %s: %w: %w", path, ErrCorrupt, err)
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("bolt: check %s: %w", path, err)
+	}
+	return fmt.Errorf("bolt: check %s: %w", path, classify(err))
+}
+
+// compactTxMaxSize bounds the bytes CompactTo writes per transaction, so
+// that its memory stays bounded on large files.
+const compactTxMaxSize = 64 << 20
+
+// CompactTo writes a compacted copy of the file to a new file at path (mode
+// 0600) and returns the new file's size. The copy holds the same buckets,
+// keys and values, densely packed, without free pages; it is read from one
+// read transaction, so writes to db may go on meanwhile. The new file is
+// flushed to stable storage before CompactTo returns. db itself is only
+// read.
+//
+// path must not exist (an error wrapping fs.ErrExist otherwise); on error
+// the partly written file is removed. ctx is checked before the copy
+// starts; the copy itself is not interruptible. A page of db that bbolt
+// cannot read returns an error wrapping ErrCorrupt.
+func (db *DB) CompactTo(ctx context.Context, path string) (size int64, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("bolt: compact %s to %s: %w", db.path, path, err)
+	}
+	if db.isClosed() {
+		return 0, fmt.Errorf("bolt: compact %s: %w", db.path, ErrClosed)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return 0, fmt.Errorf("bolt: compact %s to %s: %w", db.path, path, classify(err))
+	}
+	if err := f.Close(); err != nil {
+		_ = os.Remove(path)
+		return 0, fmt.Errorf("bolt: compact %s to %s: %w", db.path, path, classify(err))
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(path)
+		}
+	}()
+	dst, err := bbolt.Open(path, 0o600, &bbolt.Options{NoSync: true, NoGrowSync: true, FreelistType: bbolt.FreelistMapType})
+	if err != nil {
+		return 0, fmt.Errorf("bolt: compact %s to %s: %w", db.path, path, classify(err))
+	}
+	err = compactInto(dst, db.bolt)
+	if err == nil {
+		err = dst.Sync()
+	}
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, fmt.Errorf("bolt: compact %s to %s: %w", db.path, path, classify(err))
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, fmt.Errorf("bolt: compact %s to %s: %w", db.path, path, classify(err))
+	}
+	return fi.Size(), nil
+}
+
+// compactInto runs bbolt.Compact, converting a panic on a page bbolt cannot
+// read into an error wrapping ErrCorrupt.
+func compactInto(dst, src *bbolt.DB) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = panicError("compact", r)
+		}
+	}()
+	return bbolt.Compact(dst, src, compactTxMaxSize)
+}
