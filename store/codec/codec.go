@@ -1,4 +1,3 @@
-// Package codec encodes Kubernetes objects for storage in a warmcache file.
 package codec
 
 import "k8s.io/apimachinery/pkg/runtime"
