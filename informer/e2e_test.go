@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,9 +145,30 @@ func sameAsSource(t *testing.T, st cache.Store, src *fakesource.Source) {
 		p := o.(*corev1.Pod)
 		got[p.Namespace+"/"+p.Name] = p.ResourceVersion
 	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("store %v, source %v", got, want)
+	if d := diffMaps(got, want); d != "" {
+		t.Fatalf("store (%d objects) differs from the source (%d): %s", len(got), len(want), d)
 	}
+}
+
+// diffMaps describes up to 10 differences between got and want ("" if
+// none).
+func diffMaps(got, want map[string]string) string {
+	var out []string
+	for k, w := range want {
+		if g, ok := got[k]; !ok || g != w {
+			out = append(out, fmt.Sprintf("%s: got %q (present %v), want %q", k, g, ok, w))
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok {
+			out = append(out, fmt.Sprintf("%s: got %q, want absent", k, g))
+		}
+	}
+	sort.Strings(out)
+	if len(out) > 10 {
+		out = append(out[:10], fmt.Sprintf("... %d more", len(out)-10))
+	}
+	return strings.Join(out, "; ")
 }
 
 // waitStoreMatches polls until the store equals the source.

@@ -3,6 +3,7 @@ package informer
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"testing"
 
 	"k8s.io/client-go/tools/cache"
@@ -36,7 +37,7 @@ func TestColdStartInitialListAndLiveEvents(t *testing.T) {
 	if !inf.HasSynced() || !reg.HasSynced() || !cache.IsDone(reg.HasSyncedChecker()) {
 		t.Fatal("not synced after the initial list was delivered")
 	}
-	keys := inf.GetStore().ListKeys()
+	keys := sortedKeys(inf.GetStore())
 	if fmt.Sprint(keys) != "[ns/a ns/c]" {
 		t.Fatalf("store keys %v", keys)
 	}
@@ -181,7 +182,7 @@ func TestRelistNotifiesOnlyChanges(t *testing.T) {
 		"update ns/b@2 -> ns/b@15",
 		"delete dfsu(ns/c@3)",
 	})
-	if got := fmt.Sprint(inf.GetStore().ListKeys()); got != "[ns/a ns/b ns/d]" {
+	if got := fmt.Sprint(sortedKeys(inf.GetStore())); got != "[ns/a ns/b ns/d]" {
 		t.Fatalf("store keys %s", got)
 	}
 }
@@ -200,7 +201,7 @@ func TestRelistAbortKeepsContent(t *testing.T) {
 	h.must(h.q.AbortReplace())
 	h.waitIdle("11")
 	equalEvents(t, rec.snapshot(), []event{"add ns/a@1 initial=true"})
-	if got := fmt.Sprint(inf.GetStore().ListKeys()); got != "[ns/a]" {
+	if got := fmt.Sprint(sortedKeys(inf.GetStore())); got != "[ns/a]" {
 		t.Fatalf("store keys %s", got)
 	}
 }
@@ -305,4 +306,10 @@ func TestStartedAndStoppedErrors(t *testing.T) {
 	if err := inf.AddIndexers(cache.Indexers{"x": cache.MetaNamespaceIndexFunc}); !errors.Is(err, ErrStopped) {
 		t.Fatalf("AddIndexers after stop: %v", err)
 	}
+}
+
+func sortedKeys(s cache.Store) []string {
+	keys := s.ListKeys()
+	sort.Strings(keys)
+	return keys
 }

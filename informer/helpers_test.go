@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envKillChild) != "" {
+		os.Exit(killChildMain())
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -1,0 +1,365 @@
+package informer
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/reflector"
+	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/codec"
+)
+
+// Environment of a kill-test child process (the test binary re-executed).
+const (
+	envKillChild  = "WARMCACHE_INFORMER_KILL_CHILD"
+	envKillURL    = "WARMCACHE_INFORMER_KILL_URL"
+	envKillDB     = "WARMCACHE_INFORMER_KILL_DB"
+	envKillLog    = "WARMCACHE_INFORMER_KILL_LOG"
+	envKillTarget = "WARMCACHE_INFORMER_KILL_TARGET"
+)
+
+// TestKillAndResume runs an informer on a bbolt file in a child process
+// against a churning source served over HTTP by this process, kills the
+// child with SIGKILL at random moments, and finally lets a child catch
+// up: its store must equal the source exactly, the file's indexes must be
+// consistent, and every child's handler must have been told exactly the
+// changes it was owed (a strict add/update/delete protocol checked in the
+// child, violations logged to a file that survives the kill).
+func TestKillAndResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kill test skipped in -short mode")
+	}
+	src, err := fakesource.New(fakesource.Options{BookmarkInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const initial = 500
+	for i := 0; i < initial; i++ {
+		if _, err := src.Add(pod(fmt.Sprintf("p%04d", i), "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := serveSource(t, src)
+	dir := t.TempDir()
+	dbPath := filepath.Join(dir, "kill.db")
+	logPath := filepath.Join(dir, "violations.log")
+
+	// Churn until the kills are done.
+	churnCtx, stopChurn := context.WithCancel(context.Background())
+	var churnWG sync.WaitGroup
+	var quiet atomic.Bool // no compactions or restarts once set
+	churnWG.Go(func() { churn(churnCtx, t, src, initial, &quiet) })
+
+	rng := rand.New(rand.NewSource(time.Now().UnixNano()))
+	const kills = 20
+	for k := 0; k < kills; k++ {
+		// In the second half nothing expires: a resourceVersion persisted
+		// ahead of the items would lose events for good, and show.
+		quiet.Store(k >= kills/2)
+		cmd := childCmd(srv.URL, dbPath, logPath, "")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Kill moments spread over startup, replay, relist and steady
+		// watching.
+		delay := time.Duration(rng.Intn(600)) * time.Millisecond
+		timer := time.NewTimer(delay)
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		select {
+		case <-timer.C:
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			<-exited
+		case err := <-exited:
+			timer.Stop()
+			t.Fatalf("child %d exited before it was killed: %v\n%s", k, err, cmd.Stderr)
+		}
+	}
+	stopChurn()
+	churnWG.Wait()
+
+	// The final child catches up with the stopped source and checks
+	// itself.
+	target := src.ResourceVersion()
+	cmd := childCmd(srv.URL, dbPath, logPath, target)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("final child: %v\n%s", err, cmd.Stderr)
+	}
+	if len(bytes.TrimSpace(out)) == 0 || !bytes.Contains(out, []byte("caught up")) {
+		t.Fatalf("final child did not report catching up: %s", out)
+	}
+	if v, err := os.ReadFile(logPath); err == nil && len(v) > 0 {
+		t.Fatalf("handler protocol violations:\n%s", v)
+	}
+
+	// The file itself: equal to the source, indexes consistent.
+	ctx := context.Background()
+	db, st, err := openKillFile(ctx, dbPath, klog.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	sameAsSource(t, st, src)
+	if rv := st.LastStoreSyncResourceVersion(); rv != target {
+		t.Fatalf("persisted RV %s, source %s", rv, target)
+	}
+	var problems []bolt.Problem
+	if err := db.Verify(ctx, func(p bolt.Problem) { problems = append(problems, p) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(problems) > 0 {
+		t.Fatalf("%d problems in the file, first: %v", len(problems), problems[0])
+	}
+}
+
+// openKillFile opens the kill test's file and its pods resource, with the
+// children's index.
+func openKillFile(ctx context.Context, path string, logger klog.Logger, onCorruption func(error)) (*bolt.DB, *bolt.Store, error) {
+	db, err := bolt.Open(ctx, path, bolt.Options{Timeout: 10 * time.Second, Logger: logger})
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := codec.For(nil, podGVK)
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, err
+	}
+	st, err := db.Resource(ctx, bolt.ResourceOptions{
+		Identity:     bolt.Identity{Version: "v1", Resource: "pods", Kind: "Pod"},
+		Codec:        c,
+		Indexers:     cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+		OnCorruption: onCorruption,
+	})
+	if err != nil {
+		_ = db.Close()
+		return nil, nil, err
+	}
+	return db, st, nil
+}
+
+// churn changes the source until ctx is done: adds, updates, deletes,
+// and now and then a compaction (the next resume gets 410) or an
+// apiserver restart.
+func churn(ctx context.Context, t *testing.T, src *fakesource.Source, next int, quiet *atomic.Bool) {
+	rng := rand.New(rand.NewSource(1))
+	live := map[string]bool{}
+	for i := 0; i < next; i++ {
+		live[fmt.Sprintf("p%04d", i)] = true
+	}
+	names := func() []string {
+		out := make([]string, 0, len(live))
+		for n := range live {
+			out = append(out, n)
+		}
+		return out
+	}
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for op := 0; ; op++ {
+		if op%4 == 0 { // bursts of four changes
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+		switch r := rng.Intn(100); {
+		case r < 30 || len(live) < 10:
+			name := fmt.Sprintf("p%04d", next)
+			next++
+			if _, err := src.Add(pod(name, "")); err != nil {
+				t.Error(err)
+				return
+			}
+			live[name] = true
+		case r < 80:
+			ns := names()
+			o, ok := src.Get(podGVK, "ns", ns[rng.Intn(len(ns))])
+			if !ok {
+				continue
+			}
+			p := o.(*corev1.Pod)
+			p.Labels = map[string]string{"op": fmt.Sprint(op)}
+			if _, err := src.Update(p); err != nil {
+				t.Error(err)
+				return
+			}
+		default:
+			ns := names()
+			name := ns[rng.Intn(len(ns))]
+			o, _ := src.Get(podGVK, "ns", name)
+			if _, err := src.Delete(o); err != nil {
+				t.Error(err)
+				return
+			}
+			delete(live, name)
+		}
+		switch {
+		case quiet.Load():
+		case op%3000 == 2999:
+			src.Restart()
+		case op%2000 == 1999:
+			if err := src.Compact(src.ResourceVersion()); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}
+}
+
+func childCmd(url, db, log, target string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envKillChild+"=1", envKillURL+"="+url, envKillDB+"="+db, envKillLog+"="+log, envKillTarget+"="+target)
+	cmd.Stderr = &bytes.Buffer{}
+	return cmd
+}
+
+// killChildMain is the child process: an informer on the file against the
+// served source, with a handler that checks the notification protocol.
+// Without a target it runs until killed; with one it waits until the
+// store reaches the target resourceVersion, checks the handler's view
+// against the store, prints "caught up" and exits.
+func killChildMain() int {
+	url, dbPath, logPath, target := os.Getenv(envKillURL), os.Getenv(envKillDB), os.Getenv(envKillLog), os.Getenv(envKillTarget)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logger := klog.Background()
+	fail := func(format string, args ...interface{}) int {
+		fmt.Fprintf(os.Stderr, format+"\n", args...)
+		return 1
+	}
+	var infPtr *Informer
+	var infMu sync.Mutex
+	db, st, err := openKillFile(ctx, dbPath, logger, func(err error) {
+		infMu.Lock()
+		defer infMu.Unlock()
+		if infPtr != nil {
+			infPtr.ReportCorruption(err)
+		}
+	})
+	if err != nil {
+		return fail("open: %v", err)
+	}
+	defer db.Close()
+	lw, err := TypedListWatch(&rest.Config{Host: url}, nil, podsGVR, Scope{})
+	if err != nil {
+		return fail("list watch: %v", err)
+	}
+	inf, err := New(lw, &corev1.Pod{}, Options{Store: st, Logger: &logger, BatchSize: 4,
+		Reflector: reflectorOptionsForKill()})
+	if err != nil {
+		return fail("new: %v", err)
+	}
+	infMu.Lock()
+	infPtr = inf
+	infMu.Unlock()
+	logFile, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fail("log: %v", err)
+	}
+	defer logFile.Close()
+	v := &protocolView{view: map[string]string{}, log: logFile}
+	reg, err := inf.AddEventHandler(v)
+	if err != nil {
+		return fail("add handler: %v", err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	if target == "" {
+		<-done // until killed
+		return 0
+	}
+	defer func() { cancel(); <-done }()
+	wctx, wcancel := context.WithTimeout(ctx, 60*time.Second)
+	defer wcancel()
+	if !cache.WaitFor(wctx, "", reg.HasSyncedChecker()) {
+		return fail("not synced")
+	}
+	l := reg.(*listener)
+	err = wait.PollUntilContextTimeout(wctx, 5*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+		return st.LastStoreSyncResourceVersion() == target && l.pending.Load() == 0, nil
+	})
+	if err != nil {
+		return fail("store at %s, want %s: %v", st.LastStoreSyncResourceVersion(), target, err)
+	}
+	// The handler's view must be the store's content.
+	stored := map[string]string{}
+	for _, o := range st.List() {
+		p := o.(*corev1.Pod)
+		stored[p.Namespace+"/"+p.Name] = p.ResourceVersion
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if d := diffMaps(v.view, stored); d != "" {
+		return fail("handler view (%d objects) differs from the store (%d): %s", len(v.view), len(stored), d)
+	}
+	fmt.Println("caught up")
+	return 0
+}
+
+func reflectorOptionsForKill() (o reflector.Options) {
+	o.Backoff = &wait.Backoff{Duration: 10 * time.Millisecond, Factor: 2, Cap: 200 * time.Millisecond, Steps: 1000}
+	return o
+}
+
+// protocolView is a handler that keeps key -> resourceVersion from its
+// notifications and logs every notification that breaks the protocol: an
+// add for a key it holds, an update or delete for a key it does not hold,
+// an update whose old object is not the state it holds.
+type protocolView struct {
+	mu   sync.Mutex
+	view map[string]string
+	log  *os.File
+}
+
+func (v *protocolView) violation(format string, args ...interface{}) {
+	fmt.Fprintf(v.log, "pid %d: "+format+"\n", append([]interface{}{os.Getpid()}, args...)...)
+}
+
+func (v *protocolView) OnAdd(obj interface{}, _ bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	key, _ := cache.MetaNamespaceKeyFunc(obj)
+	if rv, ok := v.view[key]; ok {
+		v.violation("add %s@%s for a key held at %s", key, rvOf(obj), rv)
+	}
+	v.view[key] = rvOf(obj)
+}
+
+func (v *protocolView) OnUpdate(old, new interface{}) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	key, _ := cache.MetaNamespaceKeyFunc(new)
+	if rv, ok := v.view[key]; !ok || rv != rvOf(old) {
+		v.violation("update %s %s -> %s, held %q (%v)", key, rvOf(old), rvOf(new), rv, ok)
+	}
+	v.view[key] = rvOf(new)
+}
+
+func (v *protocolView) OnDelete(obj interface{}) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	key, _ := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if _, ok := v.view[key]; !ok {
+		v.violation("delete %s for a key not held", key)
+	}
+	delete(v.view, key)
+}
