@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -27,6 +28,9 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 	ctx = klog.NewContext(ctx, logger)
 
 	q, err := i.start(logger)
+	if errors.Is(err, ErrStarted) {
+		return
+	}
 	if err != nil {
 		logger.Error(err, "Cannot start the informer")
 		i.stop()

@@ -1,0 +1,74 @@
+// Package informer is warmcache's cache.SharedIndexInformer: client-go's
+// shared informer, handler and HasSynced contract, on a store.Store that
+// may live in a bbolt file and survive restarts.
+//
+// # Pipeline
+//
+// An Informer runs three kinds of goroutines: the reflector (package
+// reflector), which lists and watches and pushes into a deltafifo.Queue;
+// one processing loop, which pops batches, writes them to the store and
+// hands notifications to the handlers; and one goroutine per handler,
+// which calls it. The processing loop is the store's only writer and the
+// only distributor of notifications, so every handler sees the changes of
+// an object in the order the store applied them, after the store applied
+// them (listers never lag a notification).
+//
+// # Batches and invariant 1
+//
+// A KindDeltas batch (up to Options.BatchSize keys) is written with one
+// store.Apply — one bbolt transaction — together with the batch's safe
+// resourceVersion, which never runs ahead of an event still queued. After
+// a crash the watch resumes from that resourceVersion and may replay
+// events the store already holds: an event whose object is not newer than
+// the stored one (k8s.io/apimachinery/pkg/util/resourceversion) is
+// skipped, and so is a delete for a key the store does not hold. Handlers
+// are told only what changed the store, which is also what client-go's
+// DeltaFIFO lets through.
+//
+// # Relists
+//
+// A relist (a cold start, or a 410 on a warm one) is staged into a
+// store.Replace page by page and committed atomically (invariant 2). Each
+// listed object is compared with the stored resourceVersion: new keys
+// become adds, changed ones updates (the old object is kept for OnUpdate),
+// unchanged ones produce nothing; keys that vanished become deletes
+// carrying cache.DeletedFinalStateUnknown with the last stored state.
+// Handlers are notified after the commit. A relist into an empty store
+// (a cold start) remembers nothing and streams the committed content as
+// adds.
+//
+// # Warm start
+//
+// When Run finds the store complete (store.State), it replays the stored
+// objects to the handlers as initial-list adds, streamed from the store,
+// while the reflector resumes the watch from the persisted resourceVersion
+// instead of listing. HasSynced becomes true once the replay is done and
+// either the watch resumed (the queue's Synced marker) or the relist that
+// followed a 410 was committed.
+//
+// # Replays are paced, live events are not
+//
+// Each handler has an unbounded buffer (client-go's processorListener), so
+// a slow handler never holds up the others or the watch. Replays — warm
+// start, a handler added after Run (it gets the store's content as
+// initial-list adds, then live changes), a relist's changes — wait
+// whenever a handler has more than Options.ReplayPending notifications
+// pending, so memory stays flat however many objects are replayed.
+//
+// # Failures
+//
+// A store write that fails (disk full, read-only file) is retried with
+// exponential backoff, never dropped; meanwhile Err returns the error
+// (wrapping ErrStoreWrite), the store_healthy metric is 0, the store
+// serves its last committed state and the queue fills, which stalls the
+// watch. Data the store cannot decode (a bolt store calls its
+// OnCorruption hook, which should call ReportCorruption; the Factory wires
+// it) makes the informer relist, which rewrites the content.
+//
+// # Ownership
+//
+// The informer does not own the store given in Options: the caller closes
+// it after Run has returned. A Factory owns its file and stores and closes
+// them in Shutdown. Objects handed to handlers and returned by the store
+// are shared: nobody may mutate them (invariant 6).
+package informer
