@@ -1,0 +1,168 @@
+// Command storebench measures warmcache's stores side by side with
+// client-go's cache.NewIndexer on the same realistic pods and prints a table
+// with each store's ratio to client-go: Go heap per pod, batched write
+// throughput, GetByKey and ByIndex(namespace) latency, Replace time.
+//
+// Usage:
+//
+//	go run ./benchmarks/cmd/storebench [-n 100000] [-impl client-go,memory,bolt] [-dir DIR]
+//
+// Pods come from internal/podgen (about 7.7 KB of JSON each) and are
+// decoded from protobuf before they are given to any store, as an
+// informer's are. The bolt store's file is created in -dir (default: the
+// system's temporary directory) and removed afterwards.
+//
+// The table goes to stdout, progress to stderr. Exit status: 0 on success,
+// 1 if a measurement failed, 2 for bad flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/warmcache/warmcache/benchmarks/internal/machine"
+	"github.com/warmcache/warmcache/benchmarks/internal/storebench"
+	"github.com/warmcache/warmcache/store/bolt"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+// options holds the parsed flags.
+type options struct {
+	n            int
+	impls        []string
+	dir          string
+	batch        int
+	sync         bolt.SyncPolicy
+	updates      int
+	getSamples   int
+	indexSamples int
+}
+
+var errUsage = errors.New("usage")
+
+func parse(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("storebench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	var impls, sync string
+	fs.IntVar(&o.n, "n", 100000, "number of pods")
+	fs.StringVar(&impls, "impl", strings.Join(storebench.Impls, ","), "comma-separated implementations to measure, the baseline first")
+	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory for the bolt store's file")
+	fs.IntVar(&o.batch, "batch", storebench.DefaultBatchSize, "objects per write and per Replace page")
+	fs.StringVar(&sync, "bolt-sync", "full", "bolt durability policy: full, nofreelist or unsafe-nosync")
+	fs.IntVar(&o.updates, "updates", 0, "number of updates measured (default min(n, 20000))")
+	fs.IntVar(&o.getSamples, "get-samples", 0, "number of GetByKey lookups (default 20000)")
+	fs.IntVar(&o.indexSamples, "index-samples", 0, "number of ByIndex lookups (default 50)")
+	if err := fs.Parse(args); err != nil {
+		return o, errUsage
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if o.n <= 0 || o.batch <= 0 || o.updates < 0 || o.getSamples < 0 || o.indexSamples < 0 {
+		return o, fmt.Errorf("%w: -n and -batch must be positive, sample counts not negative", errUsage)
+	}
+	switch sync {
+	case "full":
+		o.sync = bolt.SyncFull
+	case "nofreelist":
+		o.sync = bolt.SyncNoFreelist
+	case "unsafe-nosync":
+		o.sync = bolt.UnsafeNoSync
+	default:
+		return o, fmt.Errorf("%w: -bolt-sync %q: want full, nofreelist or unsafe-nosync", errUsage, sync)
+	}
+	for _, name := range strings.Split(impls, ",") {
+		name = strings.TrimSpace(name)
+		known := false
+		for _, k := range storebench.Impls {
+			known = known || k == name
+		}
+		if !known {
+			return o, fmt.Errorf("%w: -impl %q: want some of %v", errUsage, name, storebench.Impls)
+		}
+		o.impls = append(o.impls, name)
+	}
+	return o, nil
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parse(args, stderr)
+	if err != nil {
+		if err != errUsage {
+			fmt.Fprintln(stderr, "storebench:", err)
+		}
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := measureAll(ctx, o, args, stdout, stderr); err != nil {
+		fmt.Fprintln(stderr, "storebench:", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+func measureAll(ctx context.Context, o options, args []string, stdout, stderr io.Writer) error {
+	m := machine.Read()
+	fmt.Fprintf(stderr, "storebench: generating %d pods...\n", o.n)
+	start := time.Now()
+	c, err := storebench.NewCorpus(o.n)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "storebench: %d pods, %.0f protobuf bytes each, in %v\n", o.n, float64(c.Bytes())/float64(o.n), time.Since(start).Round(time.Millisecond))
+	ro := storebench.RunOptions{
+		Options:      storebench.Options{Dir: o.dir, BoltSync: o.sync, BatchSize: o.batch},
+		Updates:      o.updates,
+		GetSamples:   o.getSamples,
+		IndexSamples: o.indexSamples,
+	}
+	var results []storebench.Result
+	for _, impl := range o.impls {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "storebench: measuring %s...\n", impl)
+		start := time.Now()
+		r, err := storebench.Measure(ctx, impl, c, o.n, ro)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "storebench: %s done in %v\n", impl, time.Since(start).Round(time.Millisecond))
+		results = append(results, r)
+		runtime.GC()
+	}
+	after := machine.Read()
+	title := fmt.Sprintf("warmcache stores vs client-go cache.NewIndexer: %d podgen pods decoded from protobuf, batches of %d, bolt %v\n%s",
+		o.n, o.batch, o.sync, m)
+	t := storebench.Table(title, results)
+	if l := m.Label(); l != "" {
+		t.Note("%s", l)
+	}
+	if after.HasLoad {
+		t.Note("load average after the run: %.2f %.2f %.2f (this run included)", after.Load1, after.Load5, after.Load15)
+	}
+	t.Note("latencies: %d GetByKey and %d ByIndex lookups of random keys and namespaces; writes and Replace time only the store calls",
+		results[0].Get.Len(), results[0].ByIndex.Len())
+	t.Note("command: go run ./benchmarks/cmd/storebench %s", strings.Join(args, " "))
+	return t.Write(stdout)
+}
