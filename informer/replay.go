@@ -116,28 +116,44 @@ func (l *loop) scan(ctx context.Context, fn store.ScanFunc) error {
 		key string
 		obj interface{}
 	}
+	const chunk = 128
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ch := make(chan item, 256)
+	ch := make(chan []item, 4)
 	errc := make(chan error, 1)
 	go func() {
 		defer close(ch)
-		errc <- l.st.Scan(sctx, func(key string, obj interface{}) error {
+		buf := make([]item, 0, chunk)
+		send := func() error {
 			select {
-			case ch <- item{key, obj}:
+			case ch <- buf:
+				buf = make([]item, 0, chunk)
 				return nil
 			case <-sctx.Done():
 				return sctx.Err()
 			}
+		}
+		err := l.st.Scan(sctx, func(key string, obj interface{}) error {
+			buf = append(buf, item{key, obj})
+			if len(buf) == chunk {
+				return send()
+			}
+			return nil
 		})
+		if err == nil && len(buf) > 0 {
+			err = send()
+		}
+		errc <- err
 	}()
 	var ferr error
-	for it := range ch {
-		if ferr != nil {
-			continue // drain until the scan notices the cancellation
-		}
-		if ferr = fn(it.key, it.obj); ferr != nil {
-			cancel()
+	for items := range ch {
+		for _, it := range items {
+			if ferr != nil {
+				break // drain until the scan notices the cancellation
+			}
+			if ferr = fn(it.key, it.obj); ferr != nil {
+				cancel()
+			}
 		}
 	}
 	serr := <-errc

@@ -1,0 +1,148 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/warmcache/warmcache/internal/podgen"
+	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/codec"
+)
+
+// BenchmarkWarmStartReplay measures the warm-start replay of a bbolt file
+// of n generated pods to one handler: throughput, and the peak heap in use
+// during the replay (sampled), which pacing keeps flat.
+//
+//	go test -run '^$' -bench WarmStartReplay -benchtime 3x ./informer
+func BenchmarkWarmStartReplay(b *testing.B) {
+	for _, n := range []int{10000, 100000} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			if testing.Short() && n > 10000 {
+				b.Skip("large replay skipped in -short mode")
+			}
+			path := filepath.Join(b.TempDir(), "bench.db")
+			writePods(b, path, n)
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			base := ms.HeapInuse
+			var peak uint64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if p := replayOnce(b, path, n); p > peak {
+					peak = p
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "objects/s")
+			b.ReportMetric(float64(peak-min(base, peak))/(1<<20), "peak-heap-MB")
+		})
+	}
+}
+
+func openBench(b *testing.B, path string) (*bolt.DB, *bolt.Store) {
+	b.Helper()
+	ctx := context.Background()
+	db, err := bolt.Open(ctx, path, bolt.Options{Sync: bolt.UnsafeNoSync, Logger: klog.Background().V(10)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := codec.For(nil, podGVK)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st, err := db.Resource(ctx, bolt.ResourceOptions{Identity: bolt.Identity{Version: "v1", Resource: "pods", Kind: "Pod"}, Codec: c})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return db, st
+}
+
+func writePods(b *testing.B, path string, n int) {
+	b.Helper()
+	db, st := openBench(b, path)
+	defer db.Close()
+	r, err := st.BeginReplace(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	page := make([]interface{}, 0, 1000)
+	for i := 0; i < n; i++ {
+		page = append(page, podgen.Pod(i))
+		if len(page) == cap(page) || i == n-1 {
+			if err := r.Add(context.Background(), page...); err != nil {
+				b.Fatal(err)
+			}
+			page = page[:0]
+		}
+	}
+	if err := r.Commit(context.Background(), strconv.Itoa(n+1)); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// replayOnce opens the file, replays it to a handler and returns the peak
+// heap in use seen while doing so.
+func replayOnce(b *testing.B, path string, n int) uint64 {
+	db, st := openBench(b, path)
+	defer db.Close()
+	logger := klog.Background().V(10)
+	inf, err := New(nopLW, nil, Options{Store: st, Logger: &logger})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var count atomic.Int64
+	done := make(chan struct{})
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{AddFunc: func(interface{}, bool) {
+		if count.Add(1) == int64(n) {
+			close(done)
+		}
+	}}); err != nil {
+		b.Fatal(err)
+	}
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		var ms runtime.MemStats
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak.Load() {
+				peak.Store(ms.HeapInuse)
+			}
+		}
+	})
+	q, err := inf.start(logger)
+	if err != nil {
+		b.Fatal(err)
+	}
+	inf.proc.run()
+	if err := newLoop(inf, q, logger).warmStart(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	<-done
+	close(stop)
+	wg.Wait()
+	inf.stop()
+	if got := count.Load(); got != int64(n) {
+		b.Fatal(fmt.Sprintf("replayed %d of %d", got, n))
+	}
+	return peak.Load()
+}
