@@ -289,12 +289,18 @@ func (i *Informer) Run(stopCh <-chan struct{}) {
 
 // ReportCorruption tells the informer that its store found data it cannot
 // decode: the informer relists (a bolt store's ResourceOptions.OnCorruption
-// should call it). It does not block.
+// should call it; the Factory does). Reports made while that relist is
+// pending do nothing more. It does not block.
 func (i *Informer) ReportCorruption(err error) {
 	i.mu.Lock()
+	pending := i.forceRelist
 	i.forceRelist = true
 	cancel := i.relistCancel
 	i.mu.Unlock()
+	if pending {
+		i.logger().V(2).Info("The store reported corrupt data; a relist is already pending", "informer", i.name, "err", err)
+		return
+	}
 	i.logger().Error(err, "The store reported corrupt data; relisting", "informer", i.name)
 	if cancel != nil {
 		cancel()
