@@ -54,6 +54,10 @@ type Informer struct {
 	// says it is complete.
 	relistCancel context.CancelFunc
 	forceRelist  bool
+	// relistRequested is set by ReportCorruption and cleared when the
+	// processing loop begins a relist: reports in between do not restart
+	// the reflector again.
+	relistRequested bool
 
 	// synced is closed once the informer has synced.
 	synced     chan struct{}
@@ -289,12 +293,12 @@ func (i *Informer) Run(stopCh <-chan struct{}) {
 
 // ReportCorruption tells the informer that its store found data it cannot
 // decode: the informer relists (a bolt store's ResourceOptions.OnCorruption
-// should call it; the Factory does). Reports made while that relist is
-// pending do nothing more. It does not block.
+// should call it; the Factory does). Reports made before that relist has
+// begun do nothing more. It does not block.
 func (i *Informer) ReportCorruption(err error) {
 	i.mu.Lock()
-	pending := i.forceRelist
-	i.forceRelist = true
+	pending := i.relistRequested
+	i.forceRelist, i.relistRequested = true, true
 	cancel := i.relistCancel
 	i.mu.Unlock()
 	if pending {

@@ -34,6 +34,7 @@ type updatedKey struct {
 // beginRelist opens a store replace, abandoning one left open.
 func (l *loop) beginRelist(ctx context.Context, b deltafifo.Batch) error {
 	l.abortRelist()
+	l.i.relistBegun()
 	st, err := l.st.State()
 	fresh := err == nil && st.Objects == 0
 	var r store.Replace

@@ -153,6 +153,14 @@ func (i *Informer) resumeFrom() (string, bool) {
 	return st.ResourceVersion, st.Complete && !i.forceRelist
 }
 
+// relistBegun records that a relist reached the processing loop: a
+// later corruption report restarts the reflector again.
+func (i *Informer) relistBegun() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.relistRequested = false
+}
+
 // relistDone clears a pending corruption-triggered relist.
 func (i *Informer) relistDone() {
 	i.mu.Lock()
