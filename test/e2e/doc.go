@@ -1,0 +1,16 @@
+// Package e2e holds warmcache's end-to-end tests: the example controllers
+// against a real kube-apiserver and etcd (internal/testenv), restarted,
+// killed and fed broken cache files. Requests are counted from the
+// apiserver's own /metrics, never from warmcache's code.
+//
+// The workqueue example (examples/workqueue) runs as a child process: the
+// test binary re-executes itself with WARMCACHE_E2E_CHILD=workqueue and runs
+// the example's Main, whose event log (one JSON line per delivered event)
+// comes back on stdout. The controller-runtime example is a nested module;
+// TestControllerRuntime runs its tests with `go test` in its directory.
+//
+// The tests start etcd and kube-apiserver (built on first use by
+// internal/kubebin, minutes; `make kubebin` builds them ahead). They are
+// skipped under -short, and fail, never skip, when the binaries cannot be
+// built or started.
+package e2e

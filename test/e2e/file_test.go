@@ -1,0 +1,69 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/codec"
+)
+
+// podsIdentity is the identity the workqueue example records for its pods
+// informer in namespace ns.
+func podsIdentity(ns string) bolt.Identity {
+	return bolt.Identity{Version: "v1", Resource: "pods", Kind: "Pod", Namespace: ns}
+}
+
+// cached is what a cache file holds for one resource.
+type cached struct {
+	info  bolt.ResourceInfo
+	items state
+}
+
+// readCache opens the cache file read-only (no process may have it open),
+// checks it with Verify (invariant 4: every index entry agrees with the
+// items) and returns the resource id's recorded state and items.
+func readCache(ctx context.Context, t *testing.T, path string, id bolt.Identity) cached {
+	t.Helper()
+	db, err := bolt.Open(ctx, path, bolt.Options{ReadOnly: true, Codecs: func(name string) (codec.Codec, error) {
+		return codec.ByName(nil, name)
+	}})
+	if err != nil {
+		t.Fatalf("open the cache file: %v", err)
+	}
+	defer db.Close()
+	var problems []bolt.Problem
+	if err := db.Verify(ctx, func(p bolt.Problem) { problems = append(problems, p) }); err != nil {
+		t.Fatalf("verify the cache file: %v", err)
+	}
+	for _, p := range problems {
+		t.Errorf("cache file problem: %s", p)
+	}
+	infos, err := db.Resources(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out cached
+	found := false
+	for _, info := range infos {
+		if info.Identity == id {
+			out.info, found = info, true
+		}
+	}
+	if !found {
+		t.Fatalf("the cache file holds no resource %v; it holds %+v", id, infos)
+	}
+	s, err := db.OpenRecorded(ctx, id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.items = state{}
+	err = s.Scan(ctx, func(key string, obj interface{}) error {
+		out.items[key] = resourceVersionOf(obj)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("scan the cache file: %v", err)
+	}
+	return out
+}

@@ -1,0 +1,69 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/warmcache/warmcache/examples/workqueue/controller"
+	"github.com/warmcache/warmcache/internal/kubebin"
+)
+
+// childEnv, set to childWorkqueue, makes the test binary run the workqueue
+// example's Main with its arguments instead of the tests.
+const (
+	childEnv       = "WARMCACHE_E2E_CHILD"
+	childWorkqueue = "workqueue"
+)
+
+// testTimeout bounds one test, a first build of the binaries included.
+const testTimeout = 20 * time.Minute
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == childWorkqueue {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := controller.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
+	if !isShort() {
+		// Build (or find) the binaries once, up front, so that a build
+		// failure fails loudly rather than inside the first test.
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		_, err := kubebin.Ensure(ctx, kubebin.Options{})
+		cancel()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: cannot build kube-apiserver and etcd: %v\n", err)
+			os.Exit(1)
+		}
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// isShort reports -short before m.Run has parsed the flags.
+func isShort() bool {
+	for _, a := range os.Args[1:] {
+		if a == "-test.short" || a == "-test.short=true" || a == "--test.short" || a == "--test.short=true" {
+			return true
+		}
+	}
+	return false
+}
+
+// needEnv skips under -short and returns the test's context, bounded by
+// testTimeout.
+func needEnv(t *testing.T) context.Context {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts etcd, kube-apiserver and controller processes; runs without -short (make test)")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
