@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -241,8 +242,17 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 // ForResource returns the informer of the typed resource gvr, whose
 // objects are of kind (for example "Pod" for pods; the Go type comes from
 // Scheme), listed and watched through a REST client built from
-// RESTConfig.
+// RESTConfig. An empty kind is guessed from the kinds Scheme registers for
+// gvr's group version (the one whose lowercase plural is gvr.Resource).
 func (f *Factory) ForResource(ctx context.Context, gvr schema.GroupVersionResource, kind string, scope Scope) (*Informer, error) {
+	if kind == "" {
+		for k := range f.opts.Scheme.KnownTypes(gvr.GroupVersion()) {
+			if plural, _ := meta.UnsafeGuessKindToResource(gvr.GroupVersion().WithKind(k)); plural == gvr {
+				kind = k
+				break
+			}
+		}
+	}
 	example, err := f.opts.Scheme.New(gvr.GroupVersion().WithKind(kind))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s kind %q: %w", ErrFactory, gvr, kind, err)

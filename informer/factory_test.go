@@ -63,7 +63,7 @@ func TestFactoryTypedAndDynamicInformersShareAFile(t *testing.T) {
 		if err != nil || again != all {
 			t.Fatalf("second ForResource returned another informer (%v)", err)
 		}
-		inNS, err := f.ForResource(ctx, podsGVR, "Pod", Scope{Namespace: "ns"})
+		inNS, err := f.ForResource(ctx, podsGVR, "", Scope{Namespace: "ns"}) // kind guessed
 		if err != nil {
 			t.Fatal(err)
 		}
