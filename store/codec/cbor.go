@@ -267,7 +267,7 @@ func (d *cborDecoder) mapValue(n uint64, depth int) (map[string]interface{}, err
 		return nil, errCBORTruncated
 	}
 	m := make(map[string]interface{}, n)
-	for range n {
+	for i := range n {
 		major, kn, err := d.head()
 		if err != nil {
 			return nil, err
@@ -279,11 +279,12 @@ func (d *cborDecoder) mapValue(n uint64, depth int) (map[string]interface{}, err
 		if err != nil {
 			return nil, err
 		}
-		if _, dup := m[k]; dup {
-			return nil, fmt.Errorf("CBOR map has duplicate key %q", k)
-		}
-		if m[k], err = d.value(depth + 1); err != nil {
+		v, err := d.value(depth + 1)
+		if err != nil {
 			return nil, err
+		}
+		if m[k] = v; uint64(len(m)) != i+1 {
+			return nil, fmt.Errorf("CBOR map has duplicate key %q", k)
 		}
 	}
 	return m, nil

@@ -208,6 +208,7 @@ func TestDecodeMalformed(t *testing.T) {
 		{"truncated body", codec.Protobuf(nil), pb[:len(pb)-10]},
 		{"unknown TypeMeta mode", codec.Protobuf(nil), append([]byte{pb[0], 9}, pb[2:]...)},
 		{"length past the end", codec.Protobuf(nil), []byte{pb[0], 0, 0x80, 0x80, 0x80, 0x80, 0x08}},
+		{"length not in shortest form", codec.Protobuf(nil), append([]byte{pb[0], 0, 0x80, 0x00, 0x02, 'v', '1', 0x03, 'P', 'o', 'd'}, pb[len(withKind("", "v1", "Pod")):]...)},
 		{"unregistered kind", codec.Protobuf(nil), withKind("example.com", "v1", "Widget")},
 		{"internal version", codec.Protobuf(nil), withKind("", "__internal", "WatchEvent")},
 		{"garbage body", codec.Protobuf(nil), append(withKind("", "v1", "Pod"), 0xff, 0xff, 0xff)},

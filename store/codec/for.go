@@ -64,10 +64,9 @@ func ForObject(s *runtime.Scheme, obj runtime.Object) (Codec, error) {
 }
 
 func forTyped(s *runtime.Scheme, obj runtime.Object) Codec {
-	_, reverse := obj.(runtime.ProtobufReverseMarshaller)
-	_, forward := obj.(runtime.ProtobufMarshaller)
+	_, marshal := obj.(runtime.ProtobufReverseMarshaller)
 	_, unmarshal := obj.(protoUnmarshaler)
-	if (reverse || forward) && unmarshal {
+	if marshal && unmarshal {
 		return Protobuf(s)
 	}
 	return JSON(s)

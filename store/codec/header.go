@@ -275,6 +275,11 @@ func (r *reader) next() ([]byte, bool) {
 	if k <= 0 || n > uint64(len(r.data)-r.off-k) {
 		return nil, false
 	}
+	if k > 1 && r.data[r.off+k-1] == 0 {
+		// Not the shortest form, which appendString always writes: one
+		// spelling per header keeps the decode cache bounded.
+		return nil, false
+	}
 	start := r.off + k
 	r.off = start + int(n)
 	return r.data[start:r.off], true

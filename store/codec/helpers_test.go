@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,19 +85,9 @@ func externalKinds() []schema.GroupVersionKind {
 		}
 	}
 	slices.SortFunc(kinds, func(a, b schema.GroupVersionKind) int {
-		return cmpStrings(a.Group+"/"+a.Version+"/"+a.Kind, b.Group+"/"+b.Version+"/"+b.Kind)
+		return strings.Compare(kindName(a), kindName(b))
 	})
 	return kinds
-}
-
-func cmpStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // checkRoundTrip encodes obj with c after a prefix, checks that Encode

@@ -19,8 +19,8 @@ type protoUnmarshaler interface {
 // Protobuf returns the codec for typed objects in Kubernetes' protobuf
 // encoding, the format kube-apiserver stores in etcd. It accepts every
 // object whose Go type is registered in scheme (under a non-internal
-// version) and implements the generated protobuf methods, which every type
-// in k8s.io/api does. Decode returns a new object of the registered type.
+// version) and has the generated protobuf methods (Size,
+// MarshalToSizedBuffer, Unmarshal), which every type in k8s.io/api has. Decode returns a new object of the registered type.
 //
 // A nil scheme means client-go's kubernetes scheme (k8s.io/client-go/
 // kubernetes/scheme.Scheme). The scheme must not be modified while the codec
@@ -49,23 +49,18 @@ func (c *protobufCodec) Name() string { return NameProtobuf }
 
 func (c *protobufCodec) Encode(dst []byte, obj runtime.Object) (out []byte, err error) {
 	defer recoverEncode(c.name, obj, dst, &out, &err)
-	var size int
-	var marshal func([]byte) (int, error)
-	switch m := obj.(type) {
-	case runtime.ProtobufReverseMarshaller:
-		size, marshal = m.Size(), m.MarshalToSizedBuffer
-	case runtime.ProtobufMarshaller:
-		size, marshal = m.Size(), m.MarshalTo
-	default:
+	m, ok := obj.(runtime.ProtobufReverseMarshaller)
+	if !ok {
 		return dst, fmt.Errorf("%w: %s encode %T: type does not implement protobuf marshalling", ErrUnsupportedType, c.name, obj)
 	}
 	out, err = c.appendHeader(dst, obj)
 	if err != nil {
 		return dst, err
 	}
+	size := m.Size()
 	start := len(out)
 	out = slices.Grow(out, size)[:start+size]
-	n, err := marshal(out[start:])
+	n, err := m.MarshalToSizedBuffer(out[start:])
 	if err != nil {
 		return dst, fmt.Errorf("%w: %s encode %T: %w", ErrEncode, c.name, obj, err)
 	}
