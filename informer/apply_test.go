@@ -46,9 +46,32 @@ func (s *failingStore) Apply(ctx context.Context, txns []cache.Transaction, rv s
 	return nil
 }
 
+// healthMetrics records Healthy and Applied reports.
+type healthMetrics struct {
+	NoopMetrics
+	mu       sync.Mutex
+	healthy  []bool
+	failures int
+}
+
+func (m *healthMetrics) Healthy(ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.healthy = append(m.healthy, ok)
+}
+
+func (m *healthMetrics) Applied(_ time.Duration, _ int, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		m.failures++
+	}
+}
+
 func TestApplyFailureRetriedAndSurfaced(t *testing.T) {
 	fs := &failingStore{Store: newMemStore(t)}
-	inf := newTestInformer(t, Options{Store: fs, ApplyBackoff: time.Millisecond, ApplyBackoffCap: 2 * time.Millisecond})
+	hm := &healthMetrics{}
+	inf := newTestInformer(t, Options{Store: fs, Metrics: hm, ApplyBackoff: time.Millisecond, ApplyBackoffCap: 2 * time.Millisecond})
 	rec := newRecorder()
 	if _, err := inf.AddEventHandler(rec); err != nil {
 		t.Fatal(err)
@@ -83,6 +106,14 @@ func TestApplyFailureRetriedAndSurfaced(t *testing.T) {
 	defer fs.mu.Unlock()
 	if fs.applies < 6 {
 		t.Fatalf("%d Apply calls, want at least 6 (5 failures and a success)", fs.applies)
+	}
+	hm.mu.Lock()
+	defer hm.mu.Unlock()
+	if hm.failures != 5 {
+		t.Fatalf("metrics saw %d failed writes, want 5", hm.failures)
+	}
+	if n := len(hm.healthy); n < 2 || hm.healthy[0] || !hm.healthy[n-1] {
+		t.Fatalf("Healthy reports %v, want unhealthy then healthy", hm.healthy)
 	}
 }
 

@@ -76,7 +76,9 @@ type Options struct {
 	// while objects are replayed to it (warm start, a handler added late,
 	// a relist's changes): the replay waits while a handler is behind, so
 	// memory stays flat however many objects are replayed. Live watch
-	// events are never held back. Default DefaultReplayPending.
+	// events are never held back. A handler that never returns therefore
+	// stalls replays (and, through the bounded queue, the watch) instead of
+	// growing memory. Default DefaultReplayPending.
 	ReplayPending int
 
 	// ReplayParallelism is the number of goroutines that decode objects
