@@ -140,7 +140,7 @@ func (db *DB) OpenRecorded(ctx context.Context, id Identity, c codec.Codec) (*St
 	for i, n := range m.Indexes {
 		list[i] = indexer{name: n}
 	}
-	s := &Store{db: db, id: id, name: name, bname: []byte(name), codec: c, readOnly: true}
+	s := &Store{db: db, id: id, name: name, bname: []byte(name), codec: c, readOnly: true, objects: newObjectCache(defaultDecodedObjects)}
 	s.keyFunc = cache.DeletionHandlingMetaNamespaceKeyFunc
 	s.logger = db.logger.WithValues("resource", name)
 	s.indexers.Store(newIndexSet(list))

@@ -263,35 +263,105 @@ func splitIndexKey(k []byte) (value, key string, err error) {
 }
 
 // Reverse entries map index name to the (deduplicated, sorted) values the
-// object is filed under; indexes with no value are left out, and an object
-// with no value at all has no reverse entry.
+// object is filed under, as a msgpack map of str to array of str with the
+// names in order; indexes with no value are left out, and an object with no
+// value at all has no reverse entry. Like the envelope they are encoded by
+// hand: they are written and read for every write.
 
 func encodeReverse(names []string, values [][]string) ([]byte, bool, error) {
-	m := make(map[string][]string, len(names))
+	n, size := 0, 5
 	for i, name := range names {
 		if len(values[i]) > 0 {
-			m[name] = values[i]
+			n++
+			size += len(name) + 10
+			for _, v := range values[i] {
+				size += len(v) + 5
+			}
 		}
 	}
-	if len(m) == 0 {
+	if n == 0 {
 		return nil, false, nil
 	}
-	var buf bytes.Buffer
-	enc := msgpack.NewEncoder(&buf)
-	enc.SetSortMapKeys(true)
-	if err := enc.Encode(m); err != nil {
-		return nil, false, fmt.Errorf("encode reverse entry: %w", err)
+	b := appendLen(make([]byte, 0, size), n, 0x80, 0xde, 0xdf)
+	for i, name := range names {
+		if len(values[i]) == 0 {
+			continue
+		}
+		b = appendStr(b, name)
+		b = appendLen(b, len(values[i]), 0x90, 0xdc, 0xdd)
+		for _, v := range values[i] {
+			b = appendStr(b, v)
+		}
 	}
-	return buf.Bytes(), true, nil
+	return b, true, nil
+}
+
+// appendLen appends a msgpack map or array header: fix (n < 16), 16-bit or
+// 32-bit.
+func appendLen(b []byte, n int, fix, tag16, tag32 byte) []byte {
+	switch {
+	case n < 16:
+		return append(b, fix|byte(n))
+	case n < 1<<16:
+		return append(b, tag16, byte(n>>8), byte(n))
+	}
+	return append(b, tag32, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+}
+
+// readLen reads a map or array header written by appendLen.
+func readLen(p []byte, fix, tag16, tag32 byte) (int, []byte, error) {
+	switch {
+	case len(p) == 0:
+		return 0, nil, errors.New("truncated")
+	case p[0]&0xf0 == fix:
+		return int(p[0] & 0x0f), p[1:], nil
+	case p[0] == tag16 && len(p) >= 3:
+		return int(binary.BigEndian.Uint16(p[1:])), p[3:], nil
+	case p[0] == tag32 && len(p) >= 5:
+		return int(binary.BigEndian.Uint32(p[1:])), p[5:], nil
+	}
+	return 0, nil, fmt.Errorf("unexpected msgpack tag 0x%02x", p[0])
 }
 
 func decodeReverse(b []byte) (map[string][]string, error) {
 	if b == nil {
 		return nil, nil
 	}
-	var m map[string][]string
-	if err := msgpack.Unmarshal(b, &m); err != nil {
+	fail := func(err error) (map[string][]string, error) {
 		return nil, fmt.Errorf("decode reverse entry: %w", err)
+	}
+	n, p, err := readLen(b, 0x80, 0xde, 0xdf)
+	if err != nil {
+		return fail(err)
+	}
+	if n > len(p) {
+		return fail(errors.New("map length exceeds the data"))
+	}
+	m := make(map[string][]string, n)
+	for range n {
+		var name []byte
+		if name, p, err = readRaw(p, false); err != nil {
+			return fail(err)
+		}
+		var k int
+		if k, p, err = readLen(p, 0x90, 0xdc, 0xdd); err != nil {
+			return fail(err)
+		}
+		if k > len(p) {
+			return fail(errors.New("array length exceeds the data"))
+		}
+		vs := make([]string, k)
+		for i := range vs {
+			var v []byte
+			if v, p, err = readRaw(p, false); err != nil {
+				return fail(err)
+			}
+			vs[i] = string(v)
+		}
+		m[string(name)] = vs
+	}
+	if len(p) != 0 {
+		return fail(fmt.Errorf("%d trailing bytes", len(p)))
 	}
 	return m, nil
 }

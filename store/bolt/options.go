@@ -27,9 +27,8 @@ type Options struct {
 	// interrupted relists, corruption). Default (zero Logger):
 	// klog.FromContext of Open's context.
 	Logger klog.Logger
-	// Sync is the durability policy of commits; see SyncPolicy and the
-	// package documentation for the measurements behind the default.
-	// Default: SyncFull.
+	// Sync is the durability policy of commits; see SyncPolicy. Default:
+	// SyncNoFreelist.
 	Sync SyncPolicy
 	// FileMode is the permission of a file Open creates. Default: 0600.
 	FileMode os.FileMode
@@ -45,24 +44,28 @@ type Options struct {
 // does not know it.
 type CodecResolver func(name string) (codec.Codec, error)
 
-// SyncPolicy says when a commit is flushed to stable storage.
+// SyncPolicy says how a commit reaches stable storage. See the package
+// documentation for the measurements behind the default.
 type SyncPolicy int
 
 const (
-	// SyncFull flushes every commit (bbolt's default: fdatasync of the
-	// data pages, then of the meta page). A commit that returned survives
-	// a power loss. The default.
-	SyncFull SyncPolicy = iota
-	// SyncNoFreelist flushes every commit like SyncFull but does not write
-	// bbolt's freelist; Open rebuilds it by scanning the file, which costs
-	// time proportional to the file size at every Open. Durability is
-	// that of SyncFull.
-	SyncNoFreelist
+	// SyncNoFreelist flushes every commit (fdatasync of the data pages,
+	// then of the meta page) but does not write bbolt's freelist: a
+	// read-write Open rebuilds it by reading the file's pages, which costs
+	// time proportional to the file size at every Open. A commit that
+	// returned survives a power loss. The default (as in etcd): after a
+	// relist the freed generation leaves a freelist of tens of thousands
+	// of pages that SyncFull rewrites at every commit.
+	SyncNoFreelist SyncPolicy = iota
+	// SyncFull flushes every commit like SyncNoFreelist and also writes
+	// the freelist (bbolt's default), so that Open does not read the
+	// whole file.
+	SyncFull
 	// UnsafeNoSync never flushes. A process crash loses nothing that was
 	// committed (the kernel holds the written pages), but a power loss or
 	// kernel crash can leave a torn file whose meta page points at pages
 	// that never reached the disk: silently wrong data, not just a lost
-	// tail. Use it only for files on a tmpfs or for benchmarks.
+	// tail. Use it only for files on a tmpfs or for tests.
 	UnsafeNoSync
 )
 
@@ -78,13 +81,16 @@ func (p SyncPolicy) String() string {
 	return fmt.Sprintf("SyncPolicy(%d)", int(p))
 }
 
-const defaultTimeout = time.Second
+const (
+	defaultTimeout        = time.Second
+	defaultDecodedObjects = 256
+)
 
 func (o Options) withDefaults() (Options, error) {
 	switch {
 	case o.Timeout < 0:
 		return o, fmt.Errorf("%w: negative Timeout %v", ErrInvalidOptions, o.Timeout)
-	case o.Sync < SyncFull || o.Sync > UnsafeNoSync:
+	case o.Sync < SyncNoFreelist || o.Sync > UnsafeNoSync:
 		return o, fmt.Errorf("%w: unknown Sync policy %v", ErrInvalidOptions, o.Sync)
 	}
 	if o.Timeout == 0 {
@@ -116,6 +122,12 @@ type ResourceOptions struct {
 	// index function changes meaning under the same name: the stored
 	// index entries are then rebuilt from the items on open. Default: "".
 	IndexVersion string
+	// DecodedObjects bounds the cache of decoded objects that serves
+	// repeated point reads (GetByKey, Get) without decoding; an entry is
+	// used only while the stored bytes are those it was decoded from.
+	// Cached objects are shared between callers, who must not mutate them.
+	// Default (0): 256 objects; negative disables the cache.
+	DecodedObjects int
 	// OnCorruption, if set, is called when a read finds data it cannot
 	// decode (the object is skipped and the state marked incomplete) so
 	// that the informer can trigger a relist. It is called synchronously
@@ -143,6 +155,9 @@ func (o ResourceOptions) withDefaults() (ResourceOptions, error) {
 	}
 	if o.KeyFunc == nil {
 		o.KeyFunc = cache.DeletionHandlingMetaNamespaceKeyFunc
+	}
+	if o.DecodedObjects == 0 {
+		o.DecodedObjects = defaultDecodedObjects
 	}
 	return o, nil
 }

@@ -49,6 +49,25 @@ func (s *Store) decodeItem(key string, v []byte) (interface{}, error) {
 	return obj, nil
 }
 
+// readItem returns the object of item k with envelope v, from the decoded
+// object cache when v is what the cached object was decoded from. fill
+// adds a decoded object to the cache (point reads only, so that a List
+// does not flush it).
+func (s *Store) readItem(k, v []byte, fill bool) (interface{}, error) {
+	if s.objects == nil {
+		return s.decodeItem(string(k), v)
+	}
+	sum := s.objects.sum(v)
+	if obj, ok := s.objects.get(k, sum); ok {
+		return obj, nil
+	}
+	obj, err := s.decodeItem(string(k), v)
+	if err == nil && fill {
+		s.objects.put(string(k), sum, obj)
+	}
+	return obj, err
+}
+
 // keyError is an item that failed to decode.
 type keyError struct {
 	key string
@@ -119,11 +138,12 @@ func (s *Store) Get(obj interface{}) (item interface{}, exists bool, err error) 
 func (s *Store) GetByKey(key string) (item interface{}, exists bool, err error) {
 	var bad error
 	err = s.readLive("get", func(g *generation) error {
-		v := g.items.Get([]byte(key))
+		k := []byte(key)
+		v := g.items.Get(k)
 		if v == nil {
 			return nil
 		}
-		item, bad = s.decodeItem(key, v)
+		item, bad = s.readItem(k, v, true)
 		exists = bad == nil
 		return nil
 	})
@@ -148,7 +168,7 @@ func (s *Store) List() []interface{} {
 		out = make([]interface{}, 0, s.sizeHint())
 		c := g.items.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			obj, err := s.decodeItem(string(k), v)
+			obj, err := s.readItem(k, v, false)
 			if err != nil {
 				bad = append(bad, keyError{string(k), err})
 				continue
@@ -242,12 +262,13 @@ func (s *Store) getKeys(g *generation, keys []string) ([]interface{}, []keyError
 	out := make([]interface{}, 0, len(keys))
 	var bad []keyError
 	for _, key := range keys {
-		v := g.items.Get([]byte(key))
+		k := []byte(key)
+		v := g.items.Get(k)
 		if v == nil {
 			bad = append(bad, keyError{key, fmt.Errorf("%w: index entry for %q without an item", ErrCorrupt, key)})
 			continue
 		}
-		obj, err := s.decodeItem(key, v)
+		obj, err := s.readItem(k, v, false)
 		if err != nil {
 			bad = append(bad, keyError{key, err})
 			continue
@@ -491,7 +512,7 @@ func (s *Store) scan(ctx context.Context, op string,
 					done = false
 					break
 				}
-				obj, err := s.decodeItem(string(key), env)
+				obj, err := s.readItem(key, env, false)
 				if err != nil {
 					bad = &keyError{string(key), err}
 					return nil

@@ -50,6 +50,7 @@ func (db *DB) Resource(ctx context.Context, opts ResourceOptions) (*Store, error
 		keyFunc:   opts.KeyFunc,
 		onCorrupt: opts.OnCorruption,
 		readOnly:  db.opts.ReadOnly,
+		objects:   newObjectCache(opts.DecodedObjects),
 	}
 	s.bname = []byte(s.name)
 	s.logger = db.logger.WithValues("resource", s.name)

@@ -58,6 +58,8 @@ type Store struct {
 	logger    klog.Logger
 	// readOnly is set for stores of a read-only DB and for OpenRecorded.
 	readOnly bool
+	// objects caches decoded objects for point reads; nil if disabled.
+	objects *objectCache
 
 	closed atomic.Bool
 	// indexers is the current indexer set, replaced (never modified) by
@@ -426,6 +428,7 @@ func (s *Store) close(unregister bool) error {
 	}
 	r := s.replace
 	s.replace = nil
+	s.objects.clear()
 	var err error
 	if r != nil && !s.readOnly {
 		err = s.abortLocked(r)

@@ -1,0 +1,199 @@
+package bolt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/warmcache/warmcache/store/codec"
+)
+
+// podJSON is a small test codec for *corev1.Pod: encoding/json, which is
+// lossless for pods. The real codecs live in package codec.
+type podJSON struct{ name string }
+
+func (c podJSON) Name() string {
+	if c.name != "" {
+		return c.name
+	}
+	return "test-pod-json"
+}
+
+func (podJSON) Encode(dst []byte, obj runtime.Object) ([]byte, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return nil, fmt.Errorf("podJSON: %T is not a pod", obj)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, b...), nil
+}
+
+func (podJSON) Decode(data []byte) (runtime.Object, error) {
+	p := &corev1.Pod{}
+	if err := json.Unmarshal(data, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+var podsID = Identity{Version: "v1", Resource: "pods", Kind: "Pod"}
+
+func namespaceIndexers() cache.Indexers {
+	return cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+}
+
+// tempPath returns a path for a new file in a test directory.
+func tempPath(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(t.TempDir(), "cache.db")
+}
+
+// openDB opens path and closes it at the end of the test.
+func openDB(t testing.TB, path string, opts Options) *DB {
+	t.Helper()
+	if opts.Logger.GetSink() == nil {
+		if tt, ok := t.(*testing.T); ok {
+			opts.Logger = ktesting.NewLogger(tt, ktesting.NewConfig())
+		}
+	}
+	db, err := Open(context.Background(), path, opts)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	t.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return db
+}
+
+// podCodec is the codec the tests store pods with.
+var podCodec = codec.Protobuf(nil)
+
+// openPods opens the pods resource of db with podCodec.
+func openPods(t testing.TB, db *DB, indexers cache.Indexers) *Store {
+	t.Helper()
+	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: podCodec, Indexers: indexers})
+	if err != nil {
+		t.Fatalf("Resource: %v", err)
+	}
+	return s
+}
+
+// verifyClean runs Verify and fails the test on any problem.
+func verifyClean(t testing.TB, db *DB) {
+	t.Helper()
+	var problems []Problem
+	if err := db.Verify(context.Background(), func(p Problem) { problems = append(problems, p) }); err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	for _, p := range problems {
+		t.Errorf("Verify: %v", p)
+	}
+}
+
+func mkPod(ns, name, rv string) *corev1.Pod {
+	return &corev1.Pod{
+		TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: name, ResourceVersion: rv,
+			UID:    types.UID("uid-" + ns + "-" + name),
+			Labels: map[string]string{"app": name},
+		},
+		Spec: corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c", Image: "img:" + rv}}},
+	}
+}
+
+func mustState(t testing.TB, s *Store) (st struct {
+	RV                    string
+	Complete, Interrupted bool
+	Discarded             string
+	Objects               int
+}) {
+	t.Helper()
+	got, err := s.State()
+	if err != nil {
+		t.Fatalf("State: %v", err)
+	}
+	st.RV, st.Complete, st.Interrupted, st.Discarded, st.Objects = got.ResourceVersion, got.Complete, got.RelistInterrupted, got.Discarded, got.Objects
+	return st
+}
+
+var errTest = errors.New("test error")
+
+// rawUpdate runs fn in a write transaction of the bbolt file at path, which
+// must not be open: the tests use it to damage files the way a bug or a
+// disk would.
+func rawUpdate(t testing.TB, path string, fn func(tx *bbolt.Tx) error) {
+	t.Helper()
+	bdb, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatalf("raw open: %v", err)
+	}
+	defer func() { _ = bdb.Close() }()
+	if err := bdb.Update(fn); err != nil {
+		t.Fatalf("raw update: %v", err)
+	}
+}
+
+// rawLive returns the live generation of the pods resource in tx.
+func rawLive(t testing.TB, tx *bbolt.Tx) (*bbolt.Bucket, *generation) {
+	t.Helper()
+	res := tx.Bucket([]byte(podsID.String()))
+	if res == nil {
+		t.Fatal("pods bucket missing")
+	}
+	g, err := openLive(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, g
+}
+
+// rawMeta rewrites the pods resource's meta with fn.
+func rawMeta(t testing.TB, path string, fn func(m *resourceMeta)) {
+	t.Helper()
+	rawUpdate(t, path, func(tx *bbolt.Tx) error {
+		res, _ := rawLive(t, tx)
+		m, err := decodeMeta(res.Get(metaKey))
+		if err != nil {
+			return err
+		}
+		fn(&m)
+		b, err := encodeMeta(&m)
+		if err != nil {
+			return err
+		}
+		return res.Put(metaKey, b)
+	})
+}
+
+// podsOf returns the pods of objs by key.
+func podsOf(t testing.TB, objs []interface{}) map[string]*corev1.Pod {
+	t.Helper()
+	out := map[string]*corev1.Pod{}
+	for _, o := range objs {
+		p, ok := o.(*corev1.Pod)
+		if !ok {
+			t.Fatalf("got %T, want a pod", o)
+		}
+		out[p.Namespace+"/"+p.Name] = p
+	}
+	return out
+}

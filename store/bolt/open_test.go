@@ -1,0 +1,272 @@
+package bolt
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vmihailenco/msgpack/v5"
+	bbolt "go.etcd.io/bbolt"
+	"k8s.io/client-go/tools/cache"
+)
+
+// TestLocked checks that a second read-write Open of a file waits at most
+// Timeout and fails with ErrLocked (flock locks belong to the open file
+// description, so two opens in one process exclude each other as two
+// processes do), that read-only opens share the file, and that the lock is
+// released by Close.
+func TestLocked(t *testing.T) {
+	ctx := context.Background()
+	path := tempPath(t)
+	db, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := Options{Timeout: 20 * time.Millisecond}
+	if _, err := Open(ctx, path, short); !errors.Is(err, ErrLocked) {
+		t.Errorf("second read-write Open = %v, want ErrLocked", err)
+	}
+	ro := short
+	ro.ReadOnly = true
+	if _, err := Open(ctx, path, ro); !errors.Is(err, ErrLocked) {
+		t.Errorf("read-only Open beside a read-write one = %v, want ErrLocked", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r1 := openDB(t, path, ro)
+	r2 := openDB(t, path, ro)
+	if _, err := Open(ctx, path, short); !errors.Is(err, ErrLocked) {
+		t.Errorf("read-write Open beside read-only ones = %v, want ErrLocked", err)
+	}
+	_ = r1.Close()
+	_ = r2.Close()
+	db = openDB(t, path, short) // the lock was released
+	_ = db
+}
+
+// TestOpenRejects checks that files that are not sound warmcache files are
+// refused with a clear error and never crash the process.
+func TestOpenRejects(t *testing.T) {
+	sound := func(t *testing.T) string {
+		path := tempPath(t)
+		db, err := Open(context.Background(), path, Options{Sync: UnsafeNoSync})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := openPods(t, db, namespaceIndexers())
+		if err := s.Replace([]interface{}{mkPod("ns", "a", "1")}, "1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	tests := []struct {
+		name string
+		make func(t *testing.T) string
+		want error
+		text string
+	}{
+		{"garbage", func(t *testing.T) string {
+			path := tempPath(t)
+			if err := os.WriteFile(path, []byte(strings.Repeat("not a bbolt file ", 1000)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return path
+		}, ErrCorrupt, ""},
+		{"truncated", func(t *testing.T) string {
+			path := sound(t)
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(path, fi.Size()/2); err != nil {
+				t.Fatal(err)
+			}
+			return path
+		}, ErrCorrupt, ""},
+		{"short", func(t *testing.T) string {
+			path := tempPath(t)
+			if err := os.WriteFile(path, []byte{1, 2, 3}, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return path
+		}, ErrCorrupt, ""},
+		{"directory", func(t *testing.T) string { return t.TempDir() }, ErrCorrupt, ""},
+		{"foreign bbolt file", func(t *testing.T) string {
+			path := tempPath(t)
+			rawUpdate(t, path, func(tx *bbolt.Tx) error {
+				_, err := tx.CreateBucket([]byte("someone-elses"))
+				return err
+			})
+			return path
+		}, ErrCorrupt, "not a warmcache file"},
+		{"wrong magic", func(t *testing.T) string {
+			path := sound(t)
+			rawUpdate(t, path, func(tx *bbolt.Tx) error {
+				v, _ := msgpack.Marshal(&fileFormat{Magic: "other", Version: 1})
+				return tx.Bucket(markerBucket).Put(formatKey, v)
+			})
+			return path
+		}, ErrCorrupt, "magic"},
+		{"newer format", func(t *testing.T) string {
+			path := sound(t)
+			rawUpdate(t, path, func(tx *bbolt.Tx) error {
+				v, _ := msgpack.Marshal(&fileFormat{Magic: formatMagic, Version: formatVersion + 1})
+				return tx.Bucket(markerBucket).Put(formatKey, v)
+			})
+			return path
+		}, ErrUnsupportedVersion, "newer than supported"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := tc.make(t)
+			for _, ro := range []bool{false, true} {
+				db, err := Open(context.Background(), path, Options{ReadOnly: ro})
+				if err == nil {
+					_ = db.Close()
+					t.Fatalf("Open(read-only %v) succeeded", ro)
+				}
+				if !errors.Is(err, tc.want) || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), tc.text) {
+					t.Errorf("Open(read-only %v) = %v, want %v (and ErrCorrupt) mentioning %q", ro, err, tc.want, tc.text)
+				}
+			}
+		})
+	}
+	t.Run("version error", func(t *testing.T) {
+		path := tests[len(tests)-1].make(t)
+		_, err := Open(context.Background(), path, Options{})
+		var ve *VersionError
+		if !errors.As(err, &ve) || ve.Found != formatVersion+1 || ve.Supported != formatVersion {
+			t.Errorf("Open = %v, want a *VersionError found %d supported %d", err, formatVersion+1, formatVersion)
+		}
+	})
+}
+
+// TestOpenEmptyBolt checks that an empty bbolt file (no buckets) is adopted
+// and that a missing file opened read-only is reported as missing.
+func TestOpenEmptyBolt(t *testing.T) {
+	path := tempPath(t)
+	rawUpdate(t, path, func(*bbolt.Tx) error { return nil })
+	db := openDB(t, path, Options{})
+	if infos, err := db.Resources(context.Background()); err != nil || len(infos) != 0 {
+		t.Errorf("Resources = %v, %v; want none", infos, err)
+	}
+	if _, err := Open(context.Background(), tempPath(t), Options{ReadOnly: true}); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("read-only Open of a missing file = %v, want fs.ErrNotExist", err)
+	}
+}
+
+// TestOpenOptions checks option validation.
+func TestOpenOptions(t *testing.T) {
+	ctx := context.Background()
+	for name, opts := range map[string]Options{
+		"negative timeout": {Timeout: -time.Second},
+		"unknown sync":     {Sync: SyncPolicy(42)},
+	} {
+		if _, err := Open(ctx, tempPath(t), opts); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("%s: Open = %v, want ErrInvalidOptions", name, err)
+		}
+	}
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
+	for name, opts := range map[string]ResourceOptions{
+		"no codec":      {Identity: podsID},
+		"nil indexfunc": {Identity: podsID, Codec: podCodec, Indexers: cache.Indexers{"x": nil}},
+	} {
+		if _, err := db.Resource(ctx, opts); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("%s: Resource = %v, want ErrInvalidOptions", name, err)
+		}
+	}
+	s := openPods(t, db, nil)
+	if _, err := db.Resource(ctx, ResourceOptions{Identity: podsID, Codec: podCodec}); !errors.Is(err, ErrResourceInUse) {
+		t.Errorf("second Resource = %v, want ErrResourceInUse", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Resource(ctx, ResourceOptions{Identity: podsID, Codec: podCodec}); err != nil {
+		t.Errorf("Resource after Close = %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Resource(ctx, ResourceOptions{Identity: podsID, Codec: podCodec}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Resource after DB.Close = %v, want ErrClosed", err)
+	}
+	if _, err := s.State(); !errors.Is(err, ErrClosed) {
+		t.Errorf("State of a store of a closed DB = %v, want ErrClosed", err)
+	}
+}
+
+// TestReadOnlyDB checks that a read-only DB serves recorded data and
+// refuses every write and every repair with ErrReadOnly.
+func TestReadOnlyDB(t *testing.T) {
+	ctx := context.Background()
+	path := tempPath(t)
+	db, err := Open(ctx, path, Options{Sync: UnsafeNoSync})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openPods(t, db, namespaceIndexers())
+	if err := s.Replace([]interface{}{mkPod("ns", "a", "7")}, "7"); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ro := openDB(t, path, Options{ReadOnly: true})
+	s = openPods(t, ro, namespaceIndexers())
+	if st := mustState(t, s); st.RV != "7" || !st.Complete || st.Objects != 1 {
+		t.Errorf("read-only state = %+v", st)
+	}
+	if keys, err := s.IndexKeys("namespace", "ns"); err != nil || len(keys) != 1 {
+		t.Errorf("IndexKeys = %q, %v", keys, err)
+	}
+	for name, err := range map[string]error{
+		"Add":    s.Add(mkPod("ns", "b", "8")),
+		"Delete": s.Delete(mkPod("ns", "a", "8")),
+		"Apply":  s.Apply(ctx, nil, "9"),
+		"Replace": func() error {
+			_, err := s.BeginReplace(ctx)
+			return err
+		}(),
+		"AddIndexers": s.AddIndexers(nodeIndexers()),
+	} {
+		if !errors.Is(err, ErrReadOnly) {
+			t.Errorf("%s on a read-only DB = %v, want ErrReadOnly", name, err)
+		}
+	}
+	s.Bookmark("10") // logged, not recorded
+	if rv := s.LastStoreSyncResourceVersion(); rv != "7" {
+		t.Errorf("RV after a refused bookmark = %q, want 7", rv)
+	}
+	other := ResourceOptions{Identity: Identity{Version: "v1", Resource: "services"}, Codec: podCodec}
+	if _, err := ro.Resource(ctx, other); !errors.Is(err, ErrReadOnly) || !errors.Is(err, ErrResourceNotFound) {
+		t.Errorf("Resource of an absent identity on a read-only DB = %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ro.Resource(ctx, ResourceOptions{Identity: podsID, Codec: podJSON{}}); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("Resource with another codec on a read-only DB = %v, want ErrReadOnly", err)
+	}
+	if err := ro.Close(); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(before) != string(after) {
+		t.Error("a read-only DB changed the file")
+	}
+}
