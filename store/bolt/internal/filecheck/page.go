@@ -116,7 +116,7 @@ type leafElem struct {
 	key, value []byte
 }
 
-// leafElem decodes leaf element i of a page whose bytes (header included)
+// leafElemAt decodes leaf element i of a page whose bytes (header included)
 // are b. Positions are relative to the element itself, as bbolt stores them.
 func leafElemAt(b []byte, i int) (leafElem, error) {
 	e := uint64(pageHeaderSize + i*elementSize)
