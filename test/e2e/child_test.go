@@ -163,16 +163,13 @@ func (c *child) waitSynced(ctx context.Context) event {
 	return synced
 }
 
-// waitEvent waits for an event of key with resourceVersion rv.
-func (c *child) waitEvent(ctx context.Context, key, rv string) {
+// waitConverged waits until the handler's view (every event so far folded
+// into a map) equals want. Handlers are notified after the store is
+// written, so the store holds want too.
+func (c *child) waitConverged(ctx context.Context, want state) {
 	c.t.Helper()
-	c.waitFor(ctx, fmt.Sprintf("an event of %s at resourceVersion %s", key, rv), func(es []event) bool {
-		for i := len(es) - 1; i >= 0; i-- {
-			if es[i].Key == key && es[i].ResourceVersion == rv {
-				return true
-			}
-		}
-		return false
+	c.waitFor(ctx, fmt.Sprintf("the handler to see the server's %d objects", len(want)), func(es []event) bool {
+		return fold(nil, es).diff(want) == ""
 	})
 }
 

@@ -59,65 +59,84 @@ func fold(s state, es []event) state {
 }
 
 // checkChanges reports how the non-initial events differ from exactly
-// the changes ch (one event per changed object, ignoring the keys in
-// ignore): adds of the created objects at their resourceVersion, updates
-// of the updated ones from their old to their new resourceVersion, deletes
-// of the deleted ones. relisted says the changes were found by a relist:
-// deletes then carry the last known state (its resourceVersion, as a
-// DeletedFinalStateUnknown); a watch delete carries the deletion's newer
-// resourceVersion.
+// the changes ch, ignoring the keys in ignore: for each created object one
+// add at its resourceVersion, for each updated one one update from its old
+// to its new resourceVersion, for each deleted one its delete and nothing
+// for any other object. relisted says the changes were found by a relist:
+// a delete then carries the last known state, as a
+// DeletedFinalStateUnknown at the stored resourceVersion. A watch instead
+// sees what the apiserver does for a bound pod deleted with a zero grace
+// period: possibly an update setting deletionTimestamp, then the delete at
+// a newer resourceVersion.
 func checkChanges(rest []event, ch changes, relisted bool, ignore ...string) string {
 	skip := map[string]bool{}
 	for _, k := range ignore {
 		skip[k] = true
 	}
-	var problems []string
-	seen := map[string]bool{}
+	byKey := map[string][]event{}
+	var order []string
 	for _, e := range rest {
 		if skip[e.Key] {
 			continue
 		}
-		if seen[e.Key] {
-			problems = append(problems, fmt.Sprintf("second event for %s: %+v", e.Key, e))
+		if _, ok := byKey[e.Key]; !ok {
+			order = append(order, e.Key)
+		}
+		byKey[e.Key] = append(byKey[e.Key], e)
+	}
+	var problems []string
+	bad := func(key string, want string) {
+		problems = append(problems, fmt.Sprintf("%s: events %+v, want %s", key, byKey[key], want))
+	}
+	for _, key := range order {
+		es := byKey[key]
+		if rv, ok := ch.created[key]; ok {
+			if len(es) != 1 || es[0].Type != "add" || es[0].ResourceVersion != rv {
+				bad(key, "one add at "+rv)
+			}
 			continue
 		}
-		seen[e.Key] = true
-		switch e.Type {
-		case "add":
-			if rv, ok := ch.created[e.Key]; !ok || rv != e.ResourceVersion {
-				problems = append(problems, fmt.Sprintf("unexpected add %+v (created at %q)", e, rv))
+		if rvs, ok := ch.updated[key]; ok {
+			if len(es) != 1 || es[0].Type != "update" || es[0].OldResourceVersion != rvs[0] || es[0].ResourceVersion != rvs[1] {
+				bad(key, fmt.Sprintf("one update from %s to %s", rvs[0], rvs[1]))
 			}
-		case "update":
-			rvs, ok := ch.updated[e.Key]
-			if !ok || rvs[0] != e.OldResourceVersion || rvs[1] != e.ResourceVersion {
-				problems = append(problems, fmt.Sprintf("unexpected update %+v (want %v)", e, rvs))
-			}
-		case "delete":
-			rv, ok := ch.deleted[e.Key]
-			switch {
-			case !ok:
-				problems = append(problems, fmt.Sprintf("unexpected delete %+v", e))
-			case relisted && (!e.FinalStateUnknown || e.ResourceVersion != rv):
-				problems = append(problems, fmt.Sprintf("delete %+v, want a DeletedFinalStateUnknown with the last state at %s", e, rv))
-			case !relisted && (e.FinalStateUnknown || !rvLess(rv, e.ResourceVersion)):
-				problems = append(problems, fmt.Sprintf("delete %+v, want a watch delete newer than %s", e, rv))
+			continue
+		}
+		rv, ok := ch.deleted[key]
+		switch {
+		case !ok:
+			bad(key, "none: the object did not change")
+		case relisted:
+			if len(es) != 1 || es[0].Type != "delete" || !es[0].FinalStateUnknown || es[0].ResourceVersion != rv {
+				bad(key, "one DeletedFinalStateUnknown with the last state at "+rv)
 			}
 		default:
-			problems = append(problems, fmt.Sprintf("unexpected event %+v", e))
+			last := es[len(es)-1]
+			okDelete := last.Type == "delete" && !last.FinalStateUnknown && rvLess(rv, last.ResourceVersion)
+			switch {
+			case len(es) == 1 && okDelete:
+			case len(es) == 2 && okDelete && es[0].Type == "update" && es[0].OldResourceVersion == rv &&
+				rvLess(rv, es[0].ResourceVersion) && !rvLess(last.ResourceVersion, es[0].ResourceVersion):
+			default:
+				bad(key, "a watch delete newer than "+rv+", possibly after an update from "+rv)
+			}
 		}
 	}
 	for _, set := range []state{ch.created, ch.deleted} {
 		for k := range set {
-			if !seen[k] {
+			if _, ok := byKey[k]; !ok {
 				problems = append(problems, "no event for "+k)
 			}
 		}
 	}
 	for k := range ch.updated {
-		if !seen[k] {
+		if _, ok := byKey[k]; !ok {
 			problems = append(problems, "no event for "+k)
 		}
 	}
 	sort.Strings(problems)
+	if len(problems) > 10 {
+		problems = append(problems[:10], fmt.Sprintf("... %d more", len(problems)-10))
+	}
 	return strings.Join(problems, "\n")
 }

@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"testing"
+)
+
+// restartPods is the size of the restart tests.
+const restartPods = 600
+
+// restartResult is what runRestart saw.
+type restartResult struct {
+	before, after state // the server's pods at the first stop and at the end
+	changes       changes
+	events        []event
+	stats         statsView
+	lists         float64 // the apiserver's LIST requests for pods during the second run
+	watchLists    float64 // its completed WatchList streams for pods during the second run
+	file          cached
+}
+
+// statsView is the part of the example's stats the tests check.
+type statsView struct {
+	warmStart                            bool
+	listRequests, relists, resumes       int64
+	initialAdds, adds, updates, deletes  int64
+	deletesFinalStateUnknown, reconciles int64
+}
+
+// runRestart runs the example cold on a fresh namespace, stops it,
+// changes 10% of the pods (creates, updates, deletes), calls between (to
+// expire the persisted resourceVersion, or nothing), then runs the example
+// again on the same file until its handler's view (the replay folded with
+// the events that followed) equals the server's pods, and stops it.
+func runRestart(ctx context.Context, t *testing.T, c *cluster, ns string, between func()) restartResult {
+	t.Helper()
+	c.createPods(ctx, t, ns, 0, restartPods)
+	var r restartResult
+	file := filepath.Join(t.TempDir(), "cache.db")
+	opts := childOptions{kubeconfig: c.kubeconfig, cacheFile: file, namespace: ns}
+
+	first := startChild(t, opts)
+	if synced := first.waitSynced(ctx); synced.WarmStart {
+		t.Fatal("the first run reported a warm start")
+	}
+	first.stop()
+	r.before = c.listPods(ctx, t, ns)
+	r.changes = c.change(ctx, t, ns, r.before, 100000, restartPods/30, restartPods/30, restartPods/30)
+	between()
+	r.after = c.listPods(ctx, t, ns)
+
+	lists0 := c.listRequests(ctx, t, "pods")
+	watchLists0 := c.watchListRequests(ctx, t, "pods")
+	second := startChild(t, opts)
+	if synced := second.waitSynced(ctx); !synced.WarmStart {
+		t.Error("the second run on the same file reported a cold start")
+	}
+	second.waitConverged(ctx, r.after)
+	st, events := second.stop()
+	r.lists = c.listRequests(ctx, t, "pods") - lists0
+	r.watchLists = c.watchListRequests(ctx, t, "pods") - watchLists0
+	r.events = events
+	r.stats = statsView{
+		warmStart: st.WarmStart, listRequests: st.ListRequests, relists: st.Relists, resumes: st.Resumes,
+		initialAdds: st.Events.InitialAdds, adds: st.Events.Adds, updates: st.Events.Updates, deletes: st.Events.Deletes,
+		deletesFinalStateUnknown: st.Events.DeletesFinalStateUnknown, reconciles: st.Reconciles,
+	}
+	r.file = readCache(ctx, t, file, podsIdentity(ns))
+	return r
+}
+
+// checkRestart checks what every restart must give: the handler first saw
+// the stored state (the replay), then exactly the changes; the handler's
+// view and the file equal the server's.
+func checkRestart(t *testing.T, r restartResult, relisted bool) {
+	t.Helper()
+	initial, rest, err := split(r.events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := initial.diff(r.before); d != "" {
+		t.Errorf("the replay differs from the state at the first stop: %s", d)
+	}
+	if d := checkChanges(rest, r.changes, relisted); d != "" {
+		t.Errorf("the events after the replay are not exactly the changes:\n%s", d)
+	}
+	if d := fold(initial, rest).diff(r.after); d != "" {
+		t.Errorf("the handler's view differs from a direct LIST: %s", d)
+	}
+	if d := r.file.items.diff(r.after); d != "" {
+		t.Errorf("the cache file differs from a direct LIST: %s", d)
+	}
+	if r.file.info.State != "complete" {
+		t.Errorf("cache file state %q (%s), want complete", r.file.info.State, r.file.info.Reason)
+	}
+}
+
+// TestWarmRestartWithinWatchWindow: stopped and restarted while the
+// apiserver still holds the history since its persisted resourceVersion,
+// the example lists nothing: it replays its file and resumes the watch.
+func TestWarmRestartWithinWatchWindow(t *testing.T) {
+	ctx := needEnv(t)
+	c := startCluster(ctx, t)
+	r := runRestart(ctx, t, c, "warm", func() {})
+	checkRestart(t, r, false)
+	if r.lists != 0 {
+		t.Errorf("the apiserver served %v LIST requests for pods during the warm restart, want 0", r.lists)
+	}
+	if r.watchLists != 0 {
+		t.Errorf("the apiserver served %v WatchList streams for pods during the warm restart, want 0", r.watchLists)
+	}
+	if r.stats.relists != 0 || r.stats.resumes != 1 || r.stats.listRequests != 0 {
+		t.Errorf("informer metrics: %d relists, %d resumes, %d LIST requests; want 0, 1, 0", r.stats.relists, r.stats.resumes, r.stats.listRequests)
+	}
+	t.Logf("warm restart: %+v", r.stats)
+}
+
+// TestWarmRestartAfterExpiry: the persisted resourceVersion is gone from
+// the server's history (etcd compacted with the watch cache off, or the
+// apiserver restarted with an empty watch cache), so the resumed watch
+// answers 410: the example relists once, and its handler sees only what
+// changed: no update for an unchanged pod, and deletes as
+// DeletedFinalStateUnknown with the last state.
+func TestWarmRestartAfterExpiry(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		apiserverArgs []string
+		expire        func(context.Context, *testing.T, *cluster)
+	}{
+		{"etcd compaction", []string{"--watch-cache=false"}, func(ctx context.Context, t *testing.T, c *cluster) {
+			if _, err := c.env.Compact(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"apiserver restart", nil, func(ctx context.Context, t *testing.T, c *cluster) {
+			if err := c.env.RestartAPIServer(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := needEnv(t)
+			c := startCluster(ctx, t, tc.apiserverArgs...)
+			r := runRestart(ctx, t, c, "expired", func() { tc.expire(ctx, t, c) })
+			checkRestart(t, r, true)
+			if r.stats.relists != 1 {
+				t.Errorf("%d relists, want 1", r.stats.relists)
+			}
+			// One relist, as the apiserver counted it: one WatchList
+			// stream, or the pages of one LIST, and the informer's own
+			// count of LIST requests agrees.
+			pages := math.Ceil(float64(len(r.after)) / 500)
+			oneStream := r.watchLists == 1 && r.lists == 0
+			onePagedList := r.watchLists == 0 && r.lists >= 1 && r.lists <= pages
+			if !oneStream && !onePagedList || float64(r.stats.listRequests) != r.lists {
+				t.Errorf("the apiserver served %v WatchList streams and %v LIST requests (the informer counted %d LISTs); want one stream, or one list of at most %v pages",
+					r.watchLists, r.lists, r.stats.listRequests, pages)
+			}
+			t.Logf("warm restart after %s: %+v, apiserver LIST %v, WatchList %v", tc.name, r.stats, r.lists, r.watchLists)
+		})
+	}
+}
