@@ -56,3 +56,21 @@ func PerSecond(n int, d time.Duration) float64 {
 	}
 	return float64(n) / d.Seconds()
 }
+
+// SpreadStride returns a stride near n/phi that is coprime with n, so that
+// the k-th of n steps visiting object (k*stride) mod n visits every object
+// once, spread over the whole range rather than in order.
+func SpreadStride(n int) int {
+	s := max(int(float64(n)*0.6180339887), 1)
+	for gcd(s, n) != 1 {
+		s++
+	}
+	return s
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -246,5 +247,21 @@ func TestRatio(t *testing.T) {
 		if got := Ratio(c[0], c[1]); !math.IsNaN(got) {
 			t.Errorf("Ratio(%v, %v) = %v, want NaN", c[0], c[1], got)
 		}
+	}
+}
+
+func TestSpreadStrideVisitsEveryPod(t *testing.T) {
+	for _, n := range []int{1, 2, 10, 50, 97, 100, 1000, 10000} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			s := SpreadStride(n)
+			seen := make([]bool, n)
+			for k := range n {
+				i := (k * s) % n
+				if seen[i] {
+					t.Fatalf("n=%d stride %d: pod %d visited twice in %d updates", n, s, i, n)
+				}
+				seen[i] = true
+			}
+		})
 	}
 }

@@ -61,7 +61,7 @@ func Update(ctx context.Context, t *Target, c *Corpus, n, m, gen int, tm Timer) 
 	if n <= 0 || n > c.Len() || m <= 0 || gen <= 0 {
 		return fmt.Errorf("%w: update %d of %d pods, generation %d", ErrInvalidArgument, m, n, gen)
 	}
-	stride := spreadStride(n)
+	stride := measure.SpreadStride(n)
 	txns := make([]cache.Transaction, 0, t.batchSize)
 	base := n + (gen-1)*m
 	for start := 0; start < m; start += t.batchSize {
@@ -85,23 +85,6 @@ func Update(ctx context.Context, t *Target, c *Corpus, n, m, gen int, tm Timer) 
 	}
 	clear(txns)
 	return nil
-}
-
-// spreadStride returns a stride near n/phi that is coprime with n, so that
-// k*stride mod n visits every residue before repeating, spread out.
-func spreadStride(n int) int {
-	s := max(int(float64(n)*0.6180339887), 1)
-	for gcd(s, n) != 1 {
-		s++
-	}
-	return s
-}
-
-func gcd(a, b int) int {
-	for b != 0 {
-		a, b = b, a%b
-	}
-	return a
 }
 
 // GetByKey performs samples lookups of random keys among pods 0..n-1 and

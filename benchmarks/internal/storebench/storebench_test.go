@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -118,22 +117,6 @@ func TestOpenErrors(t *testing.T) {
 			}
 			if tg != nil {
 				t.Errorf("Open returned a target with an error")
-			}
-		})
-	}
-}
-
-func TestSpreadStrideVisitsEveryPod(t *testing.T) {
-	for _, n := range []int{1, 2, 10, 50, 97, 100, 1000, 10000} {
-		t.Run(strconv.Itoa(n), func(t *testing.T) {
-			s := spreadStride(n)
-			seen := make([]bool, n)
-			for k := range n {
-				i := (k * s) % n
-				if seen[i] {
-					t.Fatalf("n=%d stride %d: pod %d visited twice in %d updates", n, s, i, n)
-				}
-				seen[i] = true
 			}
 		})
 	}

@@ -1,0 +1,195 @@
+// Command informerbench measures warmcache's informer side by side with
+// client-go's SharedIndexInformer, fed by the same fake API server over
+// HTTP with protobuf (as kube-apiserver serves), and prints a table with
+// each informer's ratio to client-go: cold sync time and peak heap, steady
+// heap, warm restart time (bolt), sustained update events per second.
+//
+// Usage:
+//
+//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 50000] [-impl client-go,memory,bolt] [-dir DIR]
+//
+// The server (internal/fakeapi on internal/fakesource, with -n podgen
+// pods) runs in a child process — this program started again — so that
+// the heap measured is the informers' only. The informers run one after
+// the other against it. Events/s: the server applies -updates updates
+// while holding back the watch streams, then releases them; the figure is
+// the update notifications per second the informer's handler receives.
+//
+// The table goes to stdout, progress to stderr. Exit status: 0 on success,
+// 1 if a measurement failed, 2 for bad flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/warmcache/warmcache/benchmarks/internal/apiproc"
+	"github.com/warmcache/warmcache/benchmarks/internal/informerbench"
+	"github.com/warmcache/warmcache/benchmarks/internal/machine"
+	"github.com/warmcache/warmcache/store/bolt"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+type options struct {
+	n           int
+	updates     int
+	impls       []string
+	dir         string
+	sync        bolt.SyncPolicy
+	contentType string
+}
+
+var errUsage = errors.New("usage")
+
+func parse(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("informerbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	var impls, sync, encoding string
+	fs.IntVar(&o.n, "n", 100000, "number of pods")
+	fs.IntVar(&o.updates, "updates", 0, "number of updates of the events/s measurement (default min(n, 50000))")
+	fs.StringVar(&impls, "impl", strings.Join(informerbench.Impls, ","), "comma-separated informers to measure, the baseline first")
+	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory for the bolt store's file")
+	fs.StringVar(&sync, "bolt-sync", "full", "bolt durability policy: full, nofreelist or unsafe-nosync")
+	fs.StringVar(&encoding, "encoding", "protobuf", "wire encoding: protobuf or json")
+	if err := fs.Parse(args); err != nil {
+		return o, errUsage
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if o.n <= 0 || o.updates < 0 {
+		return o, fmt.Errorf("%w: -n must be positive and -updates not negative", errUsage)
+	}
+	switch sync {
+	case "full":
+		o.sync = bolt.SyncFull
+	case "nofreelist":
+		o.sync = bolt.SyncNoFreelist
+	case "unsafe-nosync":
+		o.sync = bolt.UnsafeNoSync
+	default:
+		return o, fmt.Errorf("%w: -bolt-sync %q: want full, nofreelist or unsafe-nosync", errUsage, sync)
+	}
+	switch encoding {
+	case "protobuf":
+		o.contentType = informerbench.ProtobufContentType
+	case "json":
+		o.contentType = "application/json"
+	default:
+		return o, fmt.Errorf("%w: -encoding %q: want protobuf or json", errUsage, encoding)
+	}
+	for _, name := range strings.Split(impls, ",") {
+		name = strings.TrimSpace(name)
+		known := false
+		for _, k := range informerbench.Impls {
+			known = known || k == name
+		}
+		if !known {
+			return o, fmt.Errorf("%w: -impl %q: want some of %v", errUsage, name, informerbench.Impls)
+		}
+		o.impls = append(o.impls, name)
+	}
+	return o, nil
+}
+
+func main() {
+	apiproc.MaybeServe()
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	// The server's standard error is copied to stderr too, concurrently.
+	stderr = &lockedWriter{w: stderr}
+	o, err := parse(args, stderr)
+	if err != nil {
+		if err != errUsage {
+			fmt.Fprintln(stderr, "informerbench:", err)
+		}
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := measureAll(ctx, o, args, stdout, stderr); err != nil {
+		fmt.Fprintln(stderr, "informerbench:", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func measureAll(ctx context.Context, o options, args []string, stdout, stderr io.Writer) (err error) {
+	m := machine.Read()
+	dir, err := os.MkdirTemp(o.dir, "informerbench-")
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
+
+	fmt.Fprintf(stderr, "informerbench: starting the server with %d pods...\n", o.n)
+	start := time.Now()
+	proc, err := apiproc.Start(ctx, apiproc.Options{Pods: o.n, Stderr: stderr})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, proc.Close()) }()
+	fmt.Fprintf(stderr, "informerbench: server at %s ready in %v\n", proc.URL, time.Since(start).Round(time.Millisecond))
+
+	ro := informerbench.RunOptions{
+		Options: informerbench.Options{Dir: dir, BoltSync: o.sync, ContentType: o.contentType},
+		Updates: o.updates,
+	}
+	var results []informerbench.Result
+	for i, impl := range o.impls {
+		fmt.Fprintf(stderr, "informerbench: measuring %s...\n", impl)
+		start := time.Now()
+		r, err := informerbench.Measure(ctx, proc, impl, o.n, i+1, ro)
+		if err != nil {
+			return fmt.Errorf("%s: %w", impl, err)
+		}
+		fmt.Fprintf(stderr, "informerbench: %s done in %v (cold sync: %d lists, %d watches, %d of them WatchList)\n",
+			impl, time.Since(start).Round(time.Millisecond), r.Cold.Requests.Lists, r.Cold.Requests.Watches, r.Cold.Requests.WatchLists)
+		results = append(results, r)
+	}
+	after := machine.Read()
+	title := fmt.Sprintf("warmcache informer vs client-go SharedIndexInformer: %d podgen pods over HTTP (%s), %d updates, bolt %v\n%s",
+		o.n, o.contentType, results[0].Updates, o.sync, m)
+	t := informerbench.Table(title, results)
+	if l := m.Label(); l != "" {
+		t.Note("%s", l)
+	}
+	if after.HasLoad {
+		t.Note("load average after the run: %.2f %.2f %.2f (this run and its server included)", after.Load1, after.Load5, after.Load15)
+	}
+	for _, r := range results {
+		t.Note("%s cold sync: %d lists, %d watches (%d WatchList)", r.Impl, r.Cold.Requests.Lists, r.Cold.Requests.Watches, r.Cold.Requests.WatchLists)
+	}
+	t.Note("heap: bytes above the settled heap before the phase; peak sampled every 10ms, garbage included")
+	t.Note("command: go run ./benchmarks/cmd/informerbench %s", strings.Join(args, " "))
+	return t.Write(stdout)
+}

@@ -1,0 +1,224 @@
+// Package apiproc runs internal/fakeapi in a child process for the informer
+// benchmarks, so that the benchmark process's heap holds the informers
+// only, not the fake API server's objects.
+//
+// The child is the benchmark's own executable (a benchmark program or a go
+// test binary) started again with an environment variable; MaybeServe, the
+// first thing its main or TestMain calls, turns it into the server. It
+// generates the pods (internal/podgen), serves the Kubernetes API for pods
+// on a loopback port and a small control API for the benchmark: churn
+// (apply updates while the watch streams are held back), open (release
+// them, so that the informers receive the updates as fast as they can take
+// them, without waiting for the producer), compact and stats. The child
+// exits when its standard input closes, so it never outlives the parent.
+package apiproc
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// envPods is the environment variable that makes a process the server; its
+// value is the number of pods to serve.
+const envPods = "WARMCACHE_BENCH_APISERVER_PODS"
+
+// ErrServer is returned when the child fails to start or answers a control
+// request with an error.
+var ErrServer = errors.New("apiproc: server")
+
+// Options configures Start.
+type Options struct {
+	// Pods is the number of podgen pods the server starts with. Required.
+	Pods int
+	// Stderr receives the child's standard error. Default: os.Stderr.
+	Stderr io.Writer
+}
+
+// Process is a running child server. Its methods are safe for concurrent
+// use, except Close.
+type Process struct {
+	// URL is the server's base URL.
+	URL    string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	client *http.Client
+	waited chan struct{}
+	mu     sync.Mutex
+	err    error // the child's exit status, once waited
+}
+
+// Start starts the child and returns once it serves, which takes about
+// 150 µs per pod on an idle machine (generating them). ctx bounds the
+// start only.
+func Start(ctx context.Context, opts Options) (*Process, error) {
+	if opts.Pods <= 0 {
+		return nil, fmt.Errorf("%w: %d pods", ErrServer, opts.Pods)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("%w: find own executable: %w", ErrServer, err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), envPods+"="+strconv.Itoa(opts.Pods))
+	cmd.Stderr = opts.Stderr
+	if cmd.Stderr == nil {
+		cmd.Stderr = os.Stderr
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrServer, err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrServer, err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%w: start %s: %w", ErrServer, exe, err)
+	}
+	p := &Process{cmd: cmd, stdin: stdin, client: &http.Client{}, waited: make(chan struct{})}
+	urlc := make(chan string, 1)
+	go func() {
+		// The first line is the URL; the rest is drained so that the
+		// child never blocks writing.
+		r := bufio.NewReader(stdout)
+		line, _ := r.ReadString('\n')
+		urlc <- strings.TrimSpace(line)
+		_, _ = io.Copy(io.Discard, r)
+	}()
+	go func() {
+		err := cmd.Wait()
+		p.mu.Lock()
+		p.err = err
+		p.mu.Unlock()
+		close(p.waited)
+	}()
+	select {
+	case u := <-urlc:
+		if !strings.HasPrefix(u, "http://") {
+			_ = p.Close()
+			return nil, fmt.Errorf("%w: child did not report its URL (got %q)", ErrServer, u)
+		}
+		p.URL = u
+		return p, nil
+	case <-ctx.Done():
+		_ = p.Close()
+		return nil, fmt.Errorf("%w: start: %w", ErrServer, ctx.Err())
+	}
+}
+
+// Config returns a client configuration for the server with contentType
+// and client-side rate limiting off.
+func (p *Process) Config(contentType string) *rest.Config {
+	return &rest.Config{Host: p.URL, ContentConfig: rest.ContentConfig{ContentType: contentType}, QPS: -1}
+}
+
+// ChurnResult describes the updates Churn applied.
+type ChurnResult struct {
+	// FirstRV and LastRV are the resourceVersions of the first and last
+	// update.
+	FirstRV string `json:"firstRV"`
+	LastRV  string `json:"lastRV"`
+	// Seconds is how long the server took to apply them.
+	Seconds float64 `json:"seconds"`
+}
+
+// Churn holds back every watch stream, then updates n pods (pod
+// (k*stride) mod pods for the k-th, spread over all of them), each setting
+// the annotation GenerationAnnotation to gen. The watches stay held back
+// until Open.
+func (p *Process) Churn(ctx context.Context, n, gen int) (ChurnResult, error) {
+	var res ChurnResult
+	err := p.call(ctx, "churn", url.Values{"updates": {strconv.Itoa(n)}, "gen": {strconv.Itoa(gen)}}, &res)
+	return res, err
+}
+
+// Open releases the watch streams Churn held back.
+func (p *Process) Open(ctx context.Context) error { return p.call(ctx, "open", nil, nil) }
+
+// Compact discards the source's history before rv ("" for its current
+// resourceVersion), which frees the memory of past updates.
+func (p *Process) Compact(ctx context.Context, rv string) error {
+	return p.call(ctx, "compact", url.Values{"rv": {rv}}, nil)
+}
+
+// Stats are the server's counters.
+type Stats struct {
+	ResourceVersion string `json:"resourceVersion"`
+	Lists           int    `json:"lists"`
+	Watches         int    `json:"watches"`
+	WatchLists      int    `json:"watchLists"`
+	OpenWatches     int    `json:"openWatches"`
+}
+
+// Stats returns the server's counters.
+func (p *Process) Stats(ctx context.Context) (Stats, error) {
+	var st Stats
+	err := p.call(ctx, "stats", nil, &st)
+	return st, err
+}
+
+func (p *Process) call(ctx context.Context, op string, q url.Values, out interface{}) error {
+	u := p.URL + controlPrefix + op
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrServer, op, err)
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrServer, op, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrServer, op, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%w: %s: %s: %s", ErrServer, op, resp.Status, strings.TrimSpace(string(body)))
+	}
+	if out != nil {
+		if err := json.Unmarshal(body, out); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrServer, op, err)
+		}
+	}
+	return nil
+}
+
+// closeTimeout is how long Close waits for the child to exit after its
+// standard input closed before it kills it.
+const closeTimeout = 10 * time.Second
+
+// Close stops the child (closing its standard input, then killing it if it
+// has not exited within closeTimeout) and waits for it.
+func (p *Process) Close() error {
+	_ = p.stdin.Close()
+	select {
+	case <-p.waited:
+	case <-time.After(closeTimeout):
+		_ = p.cmd.Process.Kill()
+		<-p.waited
+	}
+	p.client.CloseIdleConnections()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err != nil {
+		return fmt.Errorf("%w: child: %w", ErrServer, p.err)
+	}
+	return nil
+}

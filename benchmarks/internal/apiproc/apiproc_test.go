@@ -1,0 +1,198 @@
+package apiproc
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+)
+
+func TestMain(m *testing.M) {
+	MaybeServe()
+	goleak.VerifyTestMain(m)
+}
+
+// testTimeout bounds every wait on the child; reaching it is a failure.
+const testTimeout = 60 * time.Second
+
+const testPods = 30
+
+func startChild(t *testing.T) (*Process, *kubernetes.Clientset) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	p, err := Start(ctx, Options{Pods: testPods})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	cs, err := kubernetes.NewForConfig(p.Config("application/vnd.kubernetes.protobuf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, cs
+}
+
+func recv(t *testing.T, w watch.Interface) watch.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-w.ResultChan():
+		if !ok {
+			t.Fatal("watch ended")
+		}
+		return ev
+	case <-time.After(testTimeout):
+		t.Fatal("no watch event in time")
+	}
+	return watch.Event{}
+}
+
+func TestChildServesChurnsAndCompacts(t *testing.T) {
+	p, cs := startChild(t)
+	ctx := context.Background()
+	list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != testPods {
+		t.Fatalf("listed %d pods, want %d", len(list.Items), testPods)
+	}
+	w, err := cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	const updates = 45 // more than the pods: some are updated twice
+	res, err := p.Churn(ctx, updates, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := strconv.Atoi(res.FirstRV)
+	last, _ := strconv.Atoi(res.LastRV)
+	if last-first != updates-1 || res.Seconds <= 0 {
+		t.Fatalf("churn result %+v for %d updates", res, updates)
+	}
+	if err := p.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for k := range updates {
+		ev := recv(t, w)
+		pod, ok := ev.Object.(*corev1.Pod)
+		if ev.Type != watch.Modified || !ok {
+			t.Fatalf("event %d: %s %T, want MODIFIED pod", k, ev.Type, ev.Object)
+		}
+		if pod.ResourceVersion != strconv.Itoa(first+k) || pod.Annotations[GenerationAnnotation] != "7" {
+			t.Fatalf("event %d: RV %s generation %q", k, pod.ResourceVersion, pod.Annotations[GenerationAnnotation])
+		}
+		seen[pod.Name]++
+	}
+	// Every pod is updated once before any is updated again.
+	for name, n := range seen {
+		if n < 1 || n > 2 {
+			t.Errorf("%s updated %d times", name, n)
+		}
+	}
+	if len(seen) != testPods {
+		t.Errorf("%d distinct pods updated, want all %d", len(seen), testPods)
+	}
+
+	st, err := p.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ResourceVersion != res.LastRV || st.Lists != 1 || st.OpenWatches != 1 {
+		t.Errorf("stats %+v", st)
+	}
+	if err := p.Compact(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err = cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{
+		ResourceVersion: list.ResourceVersion, ResourceVersionMatch: metav1.ResourceVersionMatchExact,
+	})
+	if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+		t.Errorf("list at a compacted RV: %v, want 410", err)
+	}
+}
+
+func TestControlErrors(t *testing.T) {
+	p, _ := startChild(t)
+	ctx := context.Background()
+	if _, err := p.Churn(ctx, 0, 1); !errors.Is(err, ErrServer) {
+		t.Errorf("Churn of 0 updates: %v, want ErrServer", err)
+	}
+	if err := p.Compact(ctx, "not-a-number"); !errors.Is(err, ErrServer) {
+		t.Errorf("Compact(not-a-number): %v, want ErrServer", err)
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	if _, err := Start(context.Background(), Options{}); !errors.Is(err, ErrServer) {
+		t.Errorf("Start without pods: %v, want ErrServer", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// A million pods cannot be ready before the cancelled context wins;
+	// the child stops generating them when Start gives up.
+	if _, err := Start(ctx, Options{Pods: 1_000_000}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Start with a cancelled context: %v, want context.Canceled", err)
+	}
+}
+
+func TestGateHoldsBackWatchWrites(t *testing.T) {
+	g := newGate()
+	h := g.wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, err := w.Write([]byte("x"))
+		if err != nil {
+			w.Header().Set("X-Write-Error", err.Error())
+		}
+	}))
+	serve := func(target string, ctx context.Context) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, http.MethodGet, target, nil))
+		return rec
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	g.close()
+	// A held-back write waits for the gate; the request's end releases it
+	// with an error, so nothing was written.
+	if rec := serve("/api/v1/pods?watch=true", cancelled); rec.Body.Len() != 0 || rec.Header().Get("X-Write-Error") == "" {
+		t.Errorf("watch write through a closed gate: body %q", rec.Body.String())
+	}
+	// Lists are never held back.
+	if rec := serve("/api/v1/pods", cancelled); rec.Body.String() != "x" {
+		t.Errorf("list through a closed gate: body %q", rec.Body.String())
+	}
+	g.open()
+	if rec := serve("/api/v1/pods?watch=1", cancelled); rec.Body.String() != "x" {
+		t.Errorf("watch write through an open gate: body %q", rec.Body.String())
+	}
+	g.open() // opening an open gate does nothing
+	g.close()
+	g.close()
+	g.open()
+	if rec := serve("/api/v1/pods?watch=1", context.Background()); rec.Body.String() != "x" {
+		t.Errorf("watch write after close, close, open: body %q", rec.Body.String())
+	}
+}
+
+func TestMaybeServeReturnsOutsideAChild(t *testing.T) {
+	MaybeServe() // must return: this process is no child (TestMain served otherwise)
+}

@@ -1,0 +1,211 @@
+package apiproc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/warmcache/warmcache/benchmarks/internal/measure"
+	"github.com/warmcache/warmcache/internal/fakeapi"
+	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/podgen"
+)
+
+// controlPrefix is the path of the control API.
+const controlPrefix = "/bench/"
+
+// GenerationAnnotation is the annotation Churn sets on updated pods.
+const GenerationAnnotation = "bench.warmcache.io/generation"
+
+var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
+
+// MaybeServe makes this process the server when it was started by Start,
+// and then exits; otherwise it returns at once. Call it first in main and
+// TestMain.
+func MaybeServe() {
+	v, ok := os.LookupEnv(envPods)
+	if !ok {
+		return
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		fmt.Fprintf(os.Stderr, "apiproc: %s=%q is not a positive number\n", envPods, v)
+		os.Exit(2)
+	}
+	if err := serve(n, os.Stdin, os.Stdout); err != nil && !errors.Is(err, errParentGone) {
+		fmt.Fprintln(os.Stderr, "apiproc:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// errParentGone is returned by serve when its input closed before it
+// served.
+var errParentGone = errors.New("the parent closed the input before the server started")
+
+// serve runs the server with n pods, writes its URL to out and serves
+// until in reaches EOF.
+func serve(n int, in io.Reader, out io.Writer) error {
+	gone := make(chan struct{})
+	go func() {
+		// The parent never writes; EOF (or an error) means it is done.
+		_, _ = io.Copy(io.Discard, in)
+		close(gone)
+	}()
+	src, err := fakesource.New(fakesource.Options{})
+	if err != nil {
+		return err
+	}
+	c := &child{src: src, keys: make([]podKey, n)}
+	for i := range n {
+		if i%1000 == 0 {
+			select {
+			case <-gone:
+				return errParentGone
+			default:
+			}
+		}
+		p := podgen.Pod(i)
+		c.keys[i] = podKey{p.Namespace, p.Name}
+		if _, err := src.Add(p); err != nil {
+			return err
+		}
+	}
+	h, err := fakeapi.NewHandler(fakeapi.Options{Source: src})
+	if err != nil {
+		return err
+	}
+	c.gate = newGate()
+	mux := http.NewServeMux()
+	mux.HandleFunc(controlPrefix+"churn", c.churn)
+	mux.HandleFunc(controlPrefix+"open", c.open)
+	mux.HandleFunc(controlPrefix+"compact", c.compact)
+	mux.HandleFunc(controlPrefix+"stats", c.stats)
+	mux.Handle("/", c.gate.wrap(h))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	if _, err := fmt.Fprintf(out, "http://%s\n", ln.Addr()); err != nil {
+		return err
+	}
+	// Serve until the parent closes our standard input (or dies).
+	<-gone
+	c.gate.open()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(ctx)
+	_ = srv.Close()
+	<-errc
+	return nil
+}
+
+type podKey struct{ namespace, name string }
+
+type child struct {
+	src  *fakesource.Source
+	keys []podKey
+	gate *gate
+	// mu serialises control requests.
+	mu sync.Mutex
+}
+
+func fail(w http.ResponseWriter, code int, format string, args ...interface{}) {
+	http.Error(w, fmt.Sprintf(format, args...), code)
+}
+
+func (c *child) churn(w http.ResponseWriter, r *http.Request) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, err1 := strconv.Atoi(r.URL.Query().Get("updates"))
+	gen, err2 := strconv.Atoi(r.URL.Query().Get("gen"))
+	if err1 != nil || err2 != nil || n <= 0 || gen <= 0 {
+		fail(w, http.StatusBadRequest, "updates and gen must be positive numbers")
+		return
+	}
+	c.gate.close()
+	stride := measure.SpreadStride(len(c.keys))
+	start := time.Now()
+	var res ChurnResult
+	for k := range n {
+		key := c.keys[int((int64(k)*int64(stride))%int64(len(c.keys)))]
+		obj, ok := c.src.Get(podGVK, key.namespace, key.name)
+		if !ok {
+			fail(w, http.StatusInternalServerError, "pod %s/%s vanished", key.namespace, key.name)
+			return
+		}
+		p := obj.(*corev1.Pod)
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[GenerationAnnotation] = strconv.Itoa(gen)
+		rv, err := c.src.Update(p)
+		if err != nil {
+			fail(w, http.StatusInternalServerError, "update: %v", err)
+			return
+		}
+		if k == 0 {
+			res.FirstRV = rv
+		}
+		res.LastRV = rv
+	}
+	res.Seconds = time.Since(start).Seconds()
+	writeJSON(w, res)
+}
+
+func (c *child) open(w http.ResponseWriter, _ *http.Request) {
+	c.gate.open()
+	writeJSON(w, struct{}{})
+}
+
+func (c *child) compact(w http.ResponseWriter, r *http.Request) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	rv := r.URL.Query().Get("rv")
+	if rv == "" {
+		rv = c.src.ResourceVersion()
+	}
+	if err := c.src.Compact(rv); err != nil {
+		fail(w, http.StatusBadRequest, "%v", err)
+		return
+	}
+	// Give the memory of the dropped history back, so that the
+	// machine's memory is not held by a benchmark's past phases.
+	debug.FreeOSMemory()
+	writeJSON(w, struct{}{})
+}
+
+func (c *child) stats(w http.ResponseWriter, _ *http.Request) {
+	st := c.src.Stats()
+	writeJSON(w, Stats{
+		ResourceVersion: strconv.FormatInt(st.ResourceVersion, 10),
+		Lists:           st.Lists,
+		Watches:         st.Watches,
+		WatchLists:      st.WatchLists,
+		OpenWatches:     st.OpenWatches,
+	})
+}
+
+func writeJSON(w http.ResponseWriter, v interface{}) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "%v", err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,200 @@
+package informerbench
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"k8s.io/client-go/rest"
+
+	"github.com/warmcache/warmcache/benchmarks/internal/apiproc"
+)
+
+func TestMain(m *testing.M) {
+	// Start runs this test binary again as the API server.
+	apiproc.MaybeServe()
+	goleak.VerifyTestMain(m)
+}
+
+// testTimeout bounds every wait; reaching it is a failure.
+const testTimeout = 2 * time.Minute
+
+// testPods is large enough for the heap of the stores that keep objects to
+// dwarf the informers' fixed overhead.
+const testPods = 300
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func startProc(t *testing.T, pods int) *apiproc.Process {
+	t.Helper()
+	p, err := apiproc.Start(testContext(t), apiproc.Options{Pods: pods})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("close server: %v", err)
+		}
+	})
+	return p
+}
+
+func TestCounter(t *testing.T) {
+	c := &Counter{}
+	ctx := testContext(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	wg.Go(func() { errs <- c.WaitAdds(ctx, 50) })
+	wg.Go(func() { errs <- c.WaitUpdates(ctx, 30) })
+	for range 50 {
+		wg.Go(func() { c.OnAdd(nil, true) })
+	}
+	for range 30 {
+		wg.Go(func() { c.OnUpdate(nil, nil) })
+	}
+	c.OnDelete(nil)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if a, u, d := c.Counts(); a != 50 || u != 30 || d != 1 {
+		t.Errorf("counts %d %d %d, want 50 30 1", a, u, d)
+	}
+	// Reached counts return at once.
+	if err := c.WaitAdds(ctx, 50); err != nil {
+		t.Error(err)
+	}
+	// Updates do not count as adds.
+	short, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := c.WaitAdds(short, 51); !errors.Is(err, context.Canceled) {
+		t.Errorf("WaitAdds beyond the count with a cancelled context: %v", err)
+	}
+}
+
+func TestStartErrors(t *testing.T) {
+	ctx := testContext(t)
+	cfg := &rest.Config{Host: "http://127.0.0.1:1"}
+	if _, err := Start(ctx, "informer-of-doom", cfg, Options{}, true); !errors.Is(err, ErrUnknownImpl) {
+		t.Errorf("unknown implementation: %v", err)
+	}
+	if _, err := Start(ctx, Bolt, cfg, Options{}, true); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("bolt without a directory: %v", err)
+	}
+}
+
+func TestMeasureEveryImpl(t *testing.T) {
+	proc := startProc(t, testPods)
+	ctx := testContext(t)
+	opts := RunOptions{Options: Options{Dir: t.TempDir()}, Updates: 120}
+	var results []Result
+	for i, impl := range Impls {
+		r, err := Measure(ctx, proc, impl, testPods, i+1, opts)
+		if err != nil {
+			t.Fatalf("%s: %v", impl, err)
+		}
+		if r.Cold.Duration <= 0 || r.EventsPerSec <= 0 || r.Cold.Heap.Peak <= 0 || r.Updates != 120 {
+			t.Errorf("%s: incomplete result %+v", impl, r)
+		}
+		// Every informer syncs with one WatchList, as client-go's does
+		// by default.
+		if rq := r.Cold.Requests; rq.WatchLists != 1 || rq.Lists != 0 {
+			t.Errorf("%s: cold sync made %d lists and %d WatchLists", impl, rq.Lists, rq.WatchLists)
+		}
+		if (impl == Bolt) != (r.WarmReplay != nil && r.WarmNoHandler != nil) {
+			t.Errorf("%s: warm restarts %v %v", impl, r.WarmReplay, r.WarmNoHandler)
+		}
+		results = append(results, r)
+	}
+	cg, mem, bolt := results[0].Cold.Heap.Settled/testPods, results[1].Cold.Heap.Settled/testPods, results[2].Cold.Heap.Settled/testPods
+	if cg < 5000 || mem < cg/2 || mem > cg*2 || bolt > cg/4 {
+		t.Errorf("steady heap per pod: client-go %.0f, memory %.0f, bolt %.0f", cg, mem, bolt)
+	}
+
+	tab := Table("t", results)
+	rows := tab.Rows()
+	if len(rows) != 8 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for _, r := range rows {
+		if r.Target != nil && r.Target.Column != 2 {
+			t.Errorf("row %s: target on column %d, want bolt's", r.Metric, r.Target.Column)
+		}
+	}
+	if restart := rows[4]; restart.Values[0] != results[0].Cold.Duration.Seconds() ||
+		restart.Values[2] != results[2].WarmReplay.Duration.Seconds() {
+		t.Errorf("restart row %v: want client-go's cold sync and bolt's warm restart", restart.Values)
+	}
+	if v := rows[5].Values; !math.IsNaN(v[0]) || math.IsNaN(v[2]) {
+		t.Errorf("warm restart without handler %v: want client-go empty, bolt set", v)
+	}
+}
+
+func TestWarmRestartResumesTheWatch(t *testing.T) {
+	proc := startProc(t, 50)
+	ctx := testContext(t)
+	opts := Options{Dir: t.TempDir()}
+	inf, _, err := ColdSync(ctx, proc, Bolt, 50, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Churn(ctx, proc, inf, 20, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := inf.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := proc.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, withHandler := range []bool{true, false} {
+		w, err := WarmRestart(ctx, proc, 50, opts, withHandler)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Duration <= 0 {
+			t.Errorf("warm restart took %v", w.Duration)
+		}
+	}
+	after, err := proc.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A warm restart watches from the file's resourceVersion: no list.
+	if after.Lists != before.Lists || after.WatchLists != before.WatchLists || after.Watches != before.Watches+2 {
+		t.Errorf("requests during two warm restarts: %+v then %+v", before, after)
+	}
+	if err := RemoveBoltFile(opts); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestChurnRejectsBadArguments(t *testing.T) {
+	proc := startProc(t, 5)
+	ctx := testContext(t)
+	inf, _, err := ColdSync(ctx, proc, Memory, 5, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inf.Stop()
+	for _, c := range [][2]int{{0, 1}, {1, 0}} {
+		if _, err := Churn(ctx, proc, inf, c[0], c[1]); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("Churn(%d, %d) = %v, want ErrInvalidArgument", c[0], c[1], err)
+		}
+	}
+	if _, _, err := ColdSync(ctx, proc, Memory, 0, Options{}); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("ColdSync of 0 pods: %v", err)
+	}
+}
