@@ -255,8 +255,12 @@ func (r *Reflector) handleError(ctx context.Context, err error) {
 	r.opts.WatchErrorHandler(ctx, r.identity, err)
 }
 
-// beginReplace pushes BeginReplace.
+// beginReplace pushes BeginReplace. A relist restarted midway (an expired
+// continue token, a WatchList stream that failed or turned out to be
+// unsupported) still has its replace open: it is aborted first, so that a
+// Sink that refuses nested replaces (deltafifo.Queue) accepts the new one.
 func (r *Reflector) beginReplace(ctx context.Context) error {
+	r.abortReplace(ctx)
 	if err := r.sink.BeginReplace(ctx); err != nil {
 		return fmt.Errorf("%w: begin replace: %w", ErrSink, err)
 	}

@@ -3,7 +3,7 @@ package reflector
 import "context"
 
 // Sink receives what the reflector observes. deltafifo.Queue implements
-// it.
+// it (and ReplaceAborter).
 //
 // Calls come from the goroutine running Reflector.Run, one at a time, in
 // the order of the stream. Every method may block (backpressure) and must
@@ -14,13 +14,14 @@ import "context"
 //   - A relist: BeginReplace, then zero or more ReplacePage calls, then
 //     EndReplace(rv). The pages together are the complete state at rv; the
 //     objects' own RVs are in no particular order and do not advance the
-//     Sink's RV, EndReplace does. Contract: a BeginReplace while a replace
-//     is open abandons the open one and everything it staged. The
-//     reflector relies on it whenever a relist must restart midway (an
-//     expired continue token, a WatchList stream that failed or that the
-//     server turned out not to support, a list error followed by a
-//     backoff). Add, Update, Delete, Bookmark and MarkSynced are never
-//     pushed while a replace is open.
+//     Sink's RV, EndReplace does. A relist may restart midway (an expired
+//     continue token, a WatchList stream that failed or that the server
+//     turned out not to support, a list error followed by a backoff): a
+//     Sink that implements ReplaceAborter gets AbortReplace before the new
+//     BeginReplace; for any other Sink, a BeginReplace while a replace is
+//     open must abandon the open one and everything it staged. Add,
+//     Update, Delete, Bookmark and MarkSynced are never pushed while a
+//     replace is open.
 //   - A live watch: Add, Update, Delete and Bookmark in stream order, with
 //     increasing RVs. Delete carries the object's last state as the server
 //     sent it. Bookmark(rv) is an ordered marker: every change up to rv was
@@ -48,10 +49,11 @@ type Sink interface {
 }
 
 // ReplaceAborter is an optional interface of a Sink. When the Sink
-// implements it, the reflector calls AbortReplace when a relist fails
-// (before backing off) and when Run returns with a relist open, so the
-// Sink can drop staged pages early instead of waiting for the next
-// BeginReplace.
+// implements it, the reflector calls AbortReplace whenever it abandons an
+// open relist: when a relist fails (before backing off), before a
+// BeginReplace that restarts a relist midway, and when Run returns with a
+// relist open. The Sink can then drop staged pages at once, and may
+// refuse a BeginReplace while a replace is open.
 type ReplaceAborter interface {
 	AbortReplace() error
 }
