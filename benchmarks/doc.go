@@ -7,8 +7,12 @@
 //     GC), add and update (batched writes), get (GetByKey latency), byindex
 //     (ByIndex on the namespace index) and replace.
 //   - BenchmarkInformer/<impl>/<op>/<n> compares client-go's
-//     SharedIndexInformer with warmcache's informer, both fed over HTTP with
-//     protobuf by internal/fakeapi.
+//     SharedIndexInformer with warmcache's informer (on the memory and bolt
+//     stores), all fed over HTTP with protobuf by internal/fakeapi running
+//     in a child process: coldsync (time and heap), events (update
+//     notifications per second), and for bolt warmstart and
+//     warmstart-nohandler (restart from the file to HasSynced, with and
+//     without a handler to replay the stored objects to).
 //
 // Each benchmark reports its figures as custom metrics (heap-bytes/obj,
 // pods/s, p50-µs, p99-µs, ...). The sizes come from the WARMCACHE_BENCH_N

@@ -30,6 +30,10 @@ type Handler struct {
 	// groups lists the served group versions, sorted, core first.
 	groups []schema.GroupVersion
 
+	// mu guards closed and the additions to inflight: once closed is set,
+	// no request is added, so that Server.Close may wait for inflight.
+	mu     sync.Mutex
+	closed bool
 	// inflight counts requests being served, so that Server.Close can
 	// wait for watches to end.
 	inflight sync.WaitGroup
@@ -70,7 +74,10 @@ func NewHandler(opts Options) (*Handler, error) {
 
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h.inflight.Add(1)
+	if !h.begin() {
+		h.writeError(w, r, apierrors.NewServiceUnavailable("the server is shutting down"))
+		return
+	}
 	defer h.inflight.Done()
 	if r.Method != http.MethodGet {
 		h.writeError(w, r, apierrors.NewMethodNotSupported(schema.GroupResource{}, r.Method))
@@ -97,6 +104,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		h.writeError(w, r, notFound(r))
 	}
+}
+
+// begin counts a request in, unless the handler was shut down.
+func (h *Handler) begin() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false
+	}
+	h.inflight.Add(1)
+	return true
+}
+
+// shutdown refuses new requests and waits for those being served.
+func (h *Handler) shutdown() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.inflight.Wait()
 }
 
 func notFound(r *http.Request) error {

@@ -53,9 +53,6 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Handler returns the server's handler.
-func (s *Server) Handler() *Handler { return s.handler }
-
 // Config returns a client configuration for the server with the given
 // content type ("" lets client-go choose: protobuf for built-in types).
 // Client-side rate limiting is off (QPS -1), so that paginated lists are
@@ -66,14 +63,15 @@ func (s *Server) Config(contentType string) *rest.Config {
 
 // Close stops the server: it closes the listener and every connection,
 // which ends open watches, and returns once every request handler has
-// returned. It returns the error that stopped serving, if any. Closing a
+// returned; its Handler answers 503 afterwards. It returns the error that
+// stopped serving, if any. Closing a
 // closed server does nothing.
 func (s *Server) Close() error {
 	var err error
 	s.once.Do(func() {
 		err = s.srv.Close()
 		<-s.done
-		s.handler.inflight.Wait()
+		s.handler.shutdown()
 	})
 	s.errMu.Lock()
 	defer s.errMu.Unlock()
