@@ -64,8 +64,7 @@ func (s *Server) Config(contentType string) *rest.Config {
 // Close stops the server: it closes the listener and every connection,
 // which ends open watches, and returns once every request handler has
 // returned; its Handler answers 503 afterwards. It returns the error that
-// stopped serving, if any. Closing a
-// closed server does nothing.
+// stopped serving, if any. Closing a closed server does nothing.
 func (s *Server) Close() error {
 	var err error
 	s.once.Do(func() {
