@@ -89,6 +89,7 @@ func (o *backupOptions) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return usageErrorf("URL %q: %v", o.URL, err)
 	}
+	defer o.env.HTTPClient.CloseIdleConnections()
 	resp, err := o.env.HTTPClient.Do(req)
 	if err != nil {
 		return withHint(fmt.Errorf("fetch %s: %w", o.URL, err), "Is the process running and serving bolt.DB.BackupHandler at that URL?")
@@ -115,11 +116,11 @@ func (o *backupOptions) Run(ctx context.Context) (err error) {
 	bar := o.env.progressBar("backup", resp.ContentLength, true)
 	defer bar.Finish()
 	n, err := io.Copy(tmp, &progressReader{r: resp.Body, bar: bar})
+	if (err == nil || errors.Is(err, io.ErrUnexpectedEOF)) && resp.ContentLength >= 0 && n != resp.ContentLength {
+		return fmt.Errorf("download %s: received %d of %d bytes (the connection ended early; did the process stop?)", o.URL, n, resp.ContentLength)
+	}
 	if err != nil {
 		return fmt.Errorf("download %s: %w", o.URL, err)
-	}
-	if resp.ContentLength >= 0 && n != resp.ContentLength {
-		return fmt.Errorf("download %s: received %d of %d bytes (the connection ended early)", o.URL, n, resp.ContentLength)
 	}
 	bar.Finish()
 	if err := tmp.Sync(); err != nil {
