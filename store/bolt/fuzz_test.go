@@ -1,0 +1,87 @@
+package bolt
+
+import (
+	"bytes"
+	"slices"
+	"testing"
+)
+
+// FuzzEnvelope checks that decoding never panics and that what decodes
+// re-encodes to an envelope with the same fields.
+func FuzzEnvelope(f *testing.F) {
+	f.Add(encodeEnvelope("123", "uid", []byte("payload")))
+	f.Add(encodeEnvelope("", "", nil))
+	f.Add([]byte{0x93, 0xd9, 0x01, 'x', 0xa0, 0xc4, 0x00})
+	f.Add([]byte{0x93, 0xdb, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		env, err := decodeEnvelope(data)
+		if err != nil {
+			return
+		}
+		again, err := decodeEnvelope(encodeEnvelope(env.rv, env.uid, env.payload))
+		if err != nil || again.rv != env.rv || again.uid != env.uid || !bytes.Equal(again.payload, env.payload) {
+			t.Fatalf("re-encoding %+v gave %+v, %v", env, again, err)
+		}
+		if rv, err := envelopeRV(data); err != nil || rv != env.rv {
+			t.Fatalf("envelopeRV = %q, %v; decodeEnvelope %q", rv, err, env.rv)
+		}
+	})
+}
+
+// FuzzReverse checks that decoding a reverse entry never panics and that
+// encoding round-trips.
+func FuzzReverse(f *testing.F) {
+	b, _, _ := encodeReverse([]string{"a", "namespace"}, [][]string{{"x", "y"}, {"default"}})
+	f.Add(b)
+	f.Add([]byte{0x81, 0xa1, 'a', 0x91, 0xa0})
+	f.Add([]byte{0xdf, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := decodeReverse(data)
+		if err != nil {
+			return
+		}
+		names := make([]string, 0, len(m))
+		for n := range m {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		values := make([][]string, len(names))
+		for i, n := range names {
+			values[i] = m[n]
+		}
+		enc, ok, err := encodeReverse(names, values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return // only empty value lists
+		}
+		m2, err := decodeReverse(enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			if len(m[n]) > 0 && !slices.Equal(m[n], m2[n]) {
+				t.Fatalf("index %q: %q became %q", n, m[n], m2[n])
+			}
+		}
+	})
+}
+
+// FuzzIndexKey checks that any value and key round-trip through an index
+// key, and that the prefix of a value matches only its own keys.
+func FuzzIndexKey(f *testing.F) {
+	f.Add("default", "default/a", "defaul")
+	f.Add("a\x00b", "k", "a")
+	f.Add("\x01\x02", "\x00", "\x01")
+	f.Fuzz(func(t *testing.T, value, key, other string) {
+		k := indexKey(value, key)
+		v, gotKey, err := splitIndexKey(k)
+		if err != nil || v != value || gotKey != key {
+			t.Fatalf("split(indexKey(%q, %q)) = %q, %q, %v", value, key, v, gotKey, err)
+		}
+		if other != value && bytes.HasPrefix(k, appendIndexPrefix(nil, other)) {
+			t.Fatalf("the prefix of %q matches an entry of %q", other, value)
+		}
+	})
+}
