@@ -109,7 +109,13 @@ func run(ctx context.Context, cfg Config, start time.Time, st *Stats) (err error
 			err = errors.Join(err, fmt.Errorf("controller: shut down the informers: %w", serr))
 		}
 	}()
-	inf, err = f.ForResource(ctx, corev1.SchemeGroupVersion.WithResource("pods"), "Pod", informer.Scope{Namespace: cfg.Namespace})
+	pods := corev1.SchemeGroupVersion.WithResource("pods")
+	scope := informer.Scope{Namespace: cfg.Namespace}
+	lw, err := informer.TypedListWatch(rc, nil, pods, scope)
+	if err != nil {
+		return err
+	}
+	inf, err = f.InformerFor(ctx, pods, &corev1.Pod{}, lw, scope, Indexers())
 	if err != nil {
 		return err
 	}
@@ -118,6 +124,7 @@ func run(ctx context.Context, cfg Config, start time.Time, st *Stats) (err error
 	}
 
 	c.lister = corelisters.NewPodLister(inf.GetIndexer())
+	c.indexer = inf.GetIndexer()
 	registration, err := inf.AddEventHandler(&handler{queue: c.queue, log: events, counts: &counts, logger: logger})
 	if err != nil {
 		return err
@@ -174,6 +181,7 @@ func readInformerMetrics(g prometheus.Gatherer, st *Stats) error {
 type controller struct {
 	queue      workqueue.TypedRateLimitingInterface[string]
 	lister     corelisters.PodLister
+	indexer    cache.Indexer
 	logger     klog.Logger
 	reconciles atomic.Int64
 }
@@ -195,8 +203,27 @@ func (c *controller) processNext(ctx context.Context) bool {
 	return true
 }
 
-// reconcile reads the pod of key from the cache. A real controller would
-// compare its spec with the world here; the example only looks.
+// NodeNameIndex is the name of the index of pods by spec.nodeName.
+const NodeNameIndex = "nodeName"
+
+// Indexers returns the indexes of the controller's pod informer: by
+// namespace and by node name. Their entries live in the cache file.
+func Indexers() cache.Indexers {
+	return cache.Indexers{
+		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
+		NodeNameIndex: func(obj interface{}) ([]string, error) {
+			pod, ok := obj.(*corev1.Pod)
+			if !ok || pod.Spec.NodeName == "" {
+				return nil, nil
+			}
+			return []string{pod.Spec.NodeName}, nil
+		},
+	}
+}
+
+// reconcile reads the pod of key from the cache and counts the pods on
+// its node through the index (keys only, nothing decoded). A real
+// controller would compare the pod's spec with the world here.
 func (c *controller) reconcile(_ context.Context, key string) error {
 	c.reconciles.Add(1)
 	ns, name, err := cache.SplitMetaNamespaceKey(key)
@@ -211,6 +238,14 @@ func (c *controller) reconcile(_ context.Context, key string) error {
 	case err != nil:
 		return err
 	}
-	c.logger.V(5).Info("Pod seen", "key", key, "phase", pod.Status.Phase, "resourceVersion", pod.ResourceVersion)
+	var onNode int
+	if pod.Spec.NodeName != "" {
+		keys, err := c.indexer.IndexKeys(NodeNameIndex, pod.Spec.NodeName)
+		if err != nil {
+			return err
+		}
+		onNode = len(keys)
+	}
+	c.logger.V(5).Info("Pod seen", "key", key, "phase", pod.Status.Phase, "resourceVersion", pod.ResourceVersion, "podsOnNode", onNode)
 	return nil
 }
