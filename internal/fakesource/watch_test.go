@@ -252,10 +252,20 @@ func TestPeriodicBookmarksAndTimeout(t *testing.T) {
 		t.Fatalf("periodic bookmark = %s", got)
 	}
 	clk.Step(4 * time.Minute)
-	// The ticker may fire once more before the timeout is noticed.
-	for ev := range w.ResultChan() {
-		if ev.Type != watch.Bookmark {
-			t.Fatalf("unexpected %s before timeout", evString(ev))
+	// The ticker may fire once more before the timeout is noticed; then the
+	// watch must close.
+	deadline := time.After(testTimeout)
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return
+			}
+			if ev.Type != watch.Bookmark {
+				t.Fatalf("unexpected %s before timeout", evString(ev))
+			}
+		case <-deadline:
+			t.Fatalf("watch not closed %v after its timeout passed", testTimeout)
 		}
 	}
 }
