@@ -1,0 +1,539 @@
+package bolt
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/vmihailenco/msgpack/v5"
+	bbolt "go.etcd.io/bbolt"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/warmcache/warmcache/internal/podgen"
+	"github.com/warmcache/warmcache/store/codec"
+)
+
+// The corrupt-file suite: a real warmcache file, damaged in every way we
+// can think of. Open must reject each damaged file with an error matching
+// the right sentinel, or, where the damage leaves the file legitimately
+// readable, open it and pass Verify. Above all the process must survive:
+// the variants run in this process, and again in a child process so that a
+// fatal fault (SIGBUS, SIGSEGV, a panic in one of bbolt's goroutines) shows
+// as a failed subtest with the child's output instead of killing the test
+// binary.
+
+// corruptExpect is what opening a variant must do.
+type corruptExpect string
+
+const (
+	// corruptExpectCorrupt: Open fails with ErrCorrupt, not
+	// ErrUnsupportedVersion.
+	corruptExpectCorrupt corruptExpect = "corrupt"
+	// corruptExpectUnsupported: Open fails with a *VersionError matching
+	// ErrUnsupportedVersion and ErrCorrupt.
+	corruptExpectUnsupported corruptExpect = "unsupported"
+	// corruptExpectClean: Open, Resource and Verify succeed, Verify with no
+	// problem.
+	corruptExpectClean corruptExpect = "clean"
+	// corruptExpectReadable: Open, Resource and Verify succeed; Verify may
+	// report problems (damaged payloads, which bbolt cannot know about).
+	corruptExpectReadable corruptExpect = "readable"
+)
+
+// corruptVariant is one damaged file.
+type corruptVariant struct {
+	Name   string        `json:"name"`
+	File   string        `json:"file"`
+	Expect corruptExpect `json:"expect"`
+	Dir    bool          `json:"dir,omitempty"` // the path is a directory
+	data   []byte
+}
+
+var (
+	corruptPodsID    = Identity{Version: "v1", Resource: "pods", Kind: "Pod"}
+	corruptPodsCodec = codec.Protobuf(nil)
+)
+
+func corruptResourceOptions() ResourceOptions {
+	return ResourceOptions{
+		Identity: corruptPodsID,
+		Codec:    corruptPodsCodec,
+		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+	}
+}
+
+// buildCorruptBase writes a warmcache file through Open, Resource and
+// Apply: pods in several batches, some of them large enough to span
+// overflow pages, then some deleted so that the file has free pages.
+func buildCorruptBase(t *testing.T, opts Options) []byte {
+	t.Helper()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "base.db")
+	opts.Logger = ktesting.NewLogger(t, ktesting.NewConfig())
+	db, err := Open(ctx, path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := db.Resource(ctx, corruptResourceOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pods, batch = 240, 40
+	for start := 0; start < pods; start += batch {
+		txns := make([]cache.Transaction, 0, batch)
+		for i := start; i < start+batch; i++ {
+			pod := podgen.Pod(i)
+			if i%batch == 1 {
+				pod.Annotations["example.com/large"] = strings.Repeat("large annotation ", 1500)
+			}
+			txns = append(txns, cache.Transaction{Type: cache.TransactionTypeAdd, Object: pod})
+		}
+		if err := s.Apply(ctx, txns, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var deletes []cache.Transaction
+	for i := 0; i < pods; i += 4 {
+		deletes = append(deletes, cache.Transaction{Type: cache.TransactionTypeDelete, Object: podgen.Pod(i)})
+	}
+	if err := s.Apply(ctx, deletes, fmt.Sprint(pods+1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// corruptLayout is where bbolt put things in the base file, as bbolt's
+// public API reports them.
+type corruptLayout struct {
+	pageSize int
+	hwm      int // pages in use: [0, hwm)
+	txid     int
+	inUse    []int // first pages of branch and leaf pages
+	free     []int // pages on the freelist
+	values   []int // overflow pages of leaf pages holding value bytes only
+	freelist int
+}
+
+func corruptLayoutOf(t *testing.T, data []byte) corruptLayout {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "layout.db")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, PreLoadFreelist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	l := corruptLayout{pageSize: db.Info().PageSize, freelist: -1}
+	err = db.View(func(tx *bbolt.Tx) error {
+		l.hwm, l.txid = int(tx.Size())/l.pageSize, tx.ID()
+		for id := 2; id < l.hwm; {
+			info, err := tx.Page(id)
+			if err != nil {
+				return err
+			}
+			switch info.Type {
+			case "free":
+				l.free = append(l.free, id)
+				id++
+				continue
+			case "freelist":
+				l.freelist = id
+			case "branch":
+				l.inUse = append(l.inUse, id)
+			case "leaf":
+				l.inUse = append(l.inUse, id)
+				l.values = append(l.values, corruptValueOnlyPages(data, l.pageSize, id, info.Count, info.OverflowCount)...)
+			default:
+				return fmt.Errorf("page %d: unexpected type %s", id, info.Type)
+			}
+			id += 1 + info.OverflowCount
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.inUse) < 12 || len(l.free) < 2 || len(l.values) < 1 {
+		t.Fatalf("base file lacks a shape the variants need: %d pages in use, %d free, %d of values only, freelist %d",
+			len(l.inUse), len(l.free), len(l.values), l.freelist)
+	}
+	return l
+}
+
+// corruptValueOnlyPages returns the overflow pages of leaf page id that
+// hold neither its element table nor a key nor a nested bucket: value bytes
+// only. A leaf element is flags, pos, ksize, vsize (uint32 each), pos
+// counted from the element itself.
+func corruptValueOnlyPages(data []byte, pageSize, id, count, overflow int) []int {
+	ne := binary.NativeEndian
+	structural := make([]bool, overflow+1) // per page of the span
+	mark := func(from, to int) {           // byte offsets within the span
+		for p := from / pageSize; p <= (to-1)/pageSize && p <= overflow; p++ {
+			structural[p] = true
+		}
+	}
+	mark(0, 16+16*count)
+	for i := range count {
+		e := id*pageSize + 16 + 16*i
+		flags, pos, ksize := ne.Uint32(data[e:]), int(ne.Uint32(data[e+4:])), int(ne.Uint32(data[e+8:]))
+		from := 16 + 16*i + pos
+		to := from + ksize
+		if flags != 0 { // a nested bucket: its value is structural too
+			to += int(ne.Uint32(data[e+12:]))
+		}
+		mark(from, to)
+	}
+	var pages []int
+	for p := 1; p <= overflow; p++ {
+		if !structural[p] {
+			pages = append(pages, id+p)
+		}
+	}
+	return pages
+}
+
+// corruptCounts sizes the randomly placed variants of one base file.
+type corruptCounts struct{ truncations, garbage int }
+
+// structuralVariants damages the bbolt structure of base: truncations,
+// garbage pages, meta pages. Names start with prefix.
+func structuralVariants(t *testing.T, prefix string, base []byte, n corruptCounts, rng *rand.Rand) []corruptVariant {
+	t.Helper()
+	l := corruptLayoutOf(t, base)
+	var vs []corruptVariant
+	add := func(name string, expect corruptExpect, data []byte) {
+		vs = append(vs, corruptVariant{Name: prefix + name, Expect: expect, data: data})
+	}
+	// withPage returns base with page id overwritten by random bytes.
+	withPage := func(id int) []byte {
+		b := slices.Clone(base)
+		copy(b[id*l.pageSize:(id+1)*l.pageSize], corruptRandomBytes(rng, l.pageSize))
+		return b
+	}
+	used := l.hwm * l.pageSize
+
+	// Truncated below the high water mark: bbolt would map pages past the
+	// end of the file and fault (SIGBUS) reading them.
+	for i := range n.truncations {
+		off := 1 + rng.IntN(used-1)
+		add(fmt.Sprintf("truncated %02d at byte %d", i, off), corruptExpectCorrupt, base[:off])
+	}
+	add("truncated to the meta pages", corruptExpectCorrupt, base[:2*l.pageSize])
+	if len(base) > used {
+		// bbolt grows its file ahead of use: cutting what is not in use
+		// loses nothing.
+		add("truncated at the high water mark", corruptExpectClean, base[:used])
+	}
+
+	// Garbage over pages in use: found by the walk before bbolt reads it.
+	perm := rng.Perm(len(l.inUse))
+	for i := range n.garbage {
+		id := l.inUse[perm[i]]
+		add(fmt.Sprintf("garbage over page %d in use", id), corruptExpectCorrupt, withPage(id))
+	}
+	if l.freelist >= 0 {
+		add("garbage over the freelist page", corruptExpectCorrupt, withPage(l.freelist))
+	}
+	// Garbage over free pages is harmless: nothing reads them.
+	for _, id := range l.free[:2] {
+		add(fmt.Sprintf("garbage over free page %d", id), corruptExpectClean, withPage(id))
+	}
+	// Garbage inside a value is not structural: bbolt reads it as bytes,
+	// the codec rejects it, Verify reports it.
+	id := l.values[rng.IntN(len(l.values))]
+	add(fmt.Sprintf("garbage over page %d holding value bytes", id), corruptExpectReadable, withPage(id))
+
+	// Meta pages. The meta bbolt uses is on page txid%2.
+	zeroed := func(from, to int) []byte {
+		b := slices.Clone(base)
+		clear(b[from:to])
+		return b
+	}
+	// A zeroed meta page is rejected although bbolt could read the file
+	// through the other meta: bbolt's Tx.Check asserts both meta page
+	// headers in a goroutine of its own and would crash the process.
+	add("meta page 0 zeroed", corruptExpectCorrupt, zeroed(0, l.pageSize))
+	add("meta page 1 zeroed", corruptExpectCorrupt, zeroed(l.pageSize, 2*l.pageSize))
+	add("both meta pages zeroed", corruptExpectCorrupt, zeroed(0, 2*l.pageSize))
+	// A torn meta write (checksum mismatch, header intact): bbolt falls
+	// back to the other meta, the previous transaction's consistent state.
+	const metaPgid = 16 + 40 // page header, then meta.pgid
+	torn := func(page int) []byte {
+		b := slices.Clone(base)
+		b[page*l.pageSize+metaPgid] ^= 0xFF
+		return b
+	}
+	add("meta in use torn", corruptExpectClean, torn(l.txid%2))
+	add("previous meta torn", corruptExpectClean, torn(1-l.txid%2))
+	return vs
+}
+
+// foreignVariants are files that are not (this version's) warmcache files:
+// not bbolt at all, another program's bbolt file, other format markers.
+func foreignVariants(t *testing.T, base []byte, rng *rand.Rand) []corruptVariant {
+	t.Helper()
+	vs := []corruptVariant{
+		{Name: "empty file (a new file)", Expect: corruptExpectClean, data: nil},
+		{Name: "text file", Expect: corruptExpectCorrupt, data: []byte("this is not a cache file\n")},
+		{Name: "random bytes", Expect: corruptExpectCorrupt, data: corruptRandomBytes(rng, 64<<10)},
+		{Name: "one byte", Expect: corruptExpectCorrupt, data: []byte{0x42}},
+		{Name: "directory instead of a file", Expect: corruptExpectCorrupt, Dir: true},
+		{Name: "bbolt file of another program", Expect: corruptExpectCorrupt, data: corruptForeignBolt(t)},
+	}
+	marker := func(name string, expect corruptExpect, f *fileFormat) {
+		v := []byte{0xc1} // never used by msgpack: unreadable
+		if f != nil {
+			var err error
+			if v, err = msgpack.Marshal(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		vs = append(vs, corruptVariant{Name: name, Expect: expect, data: corruptRewriteMarker(t, base, v)})
+	}
+	marker("format version newer than supported", corruptExpectUnsupported, &fileFormat{Magic: formatMagic, Version: formatVersion + 1})
+	marker("format version older than any (0)", corruptExpectCorrupt, &fileFormat{Magic: formatMagic, Version: 0})
+	marker("format marker of another program", corruptExpectCorrupt, &fileFormat{Magic: "someone-else", Version: formatVersion})
+	marker("format marker unreadable", corruptExpectCorrupt, nil)
+	return vs
+}
+
+func corruptRandomBytes(rng *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.IntN(256))
+	}
+	return b
+}
+
+// corruptVariants derives the damaged files from base files written with
+// the default sync policy (no persisted freelist: Validate walks the tree
+// as bbolt does on open) and with SyncFull (a persisted freelist page).
+func corruptVariants(t *testing.T) []corruptVariant {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(20260101, 42))
+	base := buildCorruptBase(t, Options{})
+	vs := structuralVariants(t, "", base, corruptCounts{truncations: 24, garbage: 12}, rng)
+	vs = append(vs, structuralVariants(t, "SyncFull: ", buildCorruptBase(t, Options{Sync: SyncFull}), corruptCounts{truncations: 4, garbage: 4}, rng)...)
+	vs = append(vs, foreignVariants(t, base, rng)...)
+	for i := range vs {
+		vs[i].File = fmt.Sprintf("variant-%02d.db", i)
+	}
+	return vs
+}
+
+// corruptForeignBolt returns a plain bbolt file with another program's
+// buckets.
+func corruptForeignBolt(t *testing.T) []byte {
+	t.Helper()
+	return corruptRawBolt(t, nil, func(tx *bbolt.Tx) error {
+		for _, name := range []string{"users", "sessions"} {
+			b, err := tx.CreateBucket([]byte(name))
+			if err != nil {
+				return err
+			}
+			if err := b.Put([]byte("k"), []byte("v")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// corruptRewriteMarker returns base with its format marker replaced by
+// value, written with raw bbolt.
+func corruptRewriteMarker(t *testing.T, base, value []byte) []byte {
+	t.Helper()
+	return corruptRawBolt(t, base, func(tx *bbolt.Tx) error {
+		b := tx.Bucket(markerBucket)
+		if b == nil {
+			return errors.New("base file has no format marker")
+		}
+		return b.Put(formatKey, value)
+	})
+}
+
+// corruptRawBolt applies fn to a copy of data (a new file if nil) with raw
+// bbolt and returns the result.
+func corruptRawBolt(t *testing.T, data []byte, fn func(*bbolt.Tx) error) []byte {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "raw.db")
+	if data != nil {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := bbolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(fn); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// corruptMaterialize writes the variants into dir and returns the path of
+// their manifest.
+func corruptMaterialize(t *testing.T, vs []corruptVariant, dir string) string {
+	t.Helper()
+	for _, v := range vs {
+		path := filepath.Join(dir, v.File)
+		var err error
+		if v.Dir {
+			err = os.Mkdir(path, 0o700)
+		} else {
+			err = os.WriteFile(path, v.data, 0o600)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	manifest, err := json.Marshal(vs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "manifest.json")
+	if err := os.WriteFile(path, manifest, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// checkCorruptVariant opens the variant at path and checks the outcome. It
+// runs in the test process and in the child; problems Verify reports on a
+// corruptExpectReadable variant are passed to note.
+func checkCorruptVariant(ctx context.Context, v corruptVariant, path string, logger klog.Logger, note func(Problem)) (err error) {
+	db, err := Open(ctx, path, Options{Logger: logger})
+	if v.Expect == corruptExpectCorrupt || v.Expect == corruptExpectUnsupported {
+		if err == nil {
+			_ = db.Close()
+			return fmt.Errorf("Open succeeded, want an error (%s)", v.Expect)
+		}
+		var ve *VersionError
+		switch {
+		case !errors.Is(err, ErrCorrupt):
+			return fmt.Errorf("Open = %v, want ErrCorrupt", err)
+		case v.Expect == corruptExpectCorrupt && errors.Is(err, ErrUnsupportedVersion):
+			return fmt.Errorf("Open = %v, want ErrCorrupt, not ErrUnsupportedVersion", err)
+		case v.Expect == corruptExpectUnsupported && !errors.Is(err, ErrUnsupportedVersion):
+			return fmt.Errorf("Open = %v, want ErrUnsupportedVersion", err)
+		case v.Expect == corruptExpectUnsupported && (!errors.As(err, &ve) || ve.Found != formatVersion+1 || ve.Supported != formatVersion):
+			return fmt.Errorf("Open = %v, want a *VersionError for version %d", err, formatVersion+1)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("Open = %v, want success", err)
+	}
+	defer func() { err = errors.Join(err, db.Close()) }()
+	s, err := db.Resource(ctx, corruptResourceOptions())
+	if err != nil {
+		return fmt.Errorf("Resource: %w", err)
+	}
+	if _, err := s.State(); err != nil {
+		return fmt.Errorf("State: %w", err)
+	}
+	_ = s.List()
+	// The write path too: allocation from the free pages, rebalancing.
+	add := []cache.Transaction{{Type: cache.TransactionTypeAdd, Object: podgen.Pod(100000)}}
+	if err := s.Apply(ctx, add, ""); err != nil {
+		return fmt.Errorf("Apply: %w", err)
+	}
+	var problems []Problem
+	if err := db.Verify(ctx, func(p Problem) { problems = append(problems, p) }); err != nil {
+		return fmt.Errorf("Verify: %w", err)
+	}
+	if v.Expect == corruptExpectClean && len(problems) > 0 {
+		return fmt.Errorf("Verify found %d problem(s), want none; first: %v", len(problems), problems[0])
+	}
+	for _, p := range problems {
+		note(p)
+	}
+	return nil
+}
+
+// corruptManifestEnv names the manifest the child process checks.
+const corruptManifestEnv = "WARMCACHE_BOLT_CORRUPT_MANIFEST"
+
+func init() {
+	childRoles["corrupt-variants"] = runCorruptChild
+}
+
+// runCorruptChild is the child role: open every variant of the manifest in
+// this process. A fatal fault kills it, and the parent reports that.
+func runCorruptChild() error {
+	manifest := os.Getenv(corruptManifestEnv)
+	b, err := os.ReadFile(manifest)
+	if err != nil {
+		return err
+	}
+	var vs []corruptVariant
+	if err := json.Unmarshal(b, &vs); err != nil {
+		return err
+	}
+	var errs []error
+	for _, v := range vs {
+		path := filepath.Join(filepath.Dir(manifest), v.File)
+		if err := checkCorruptVariant(context.Background(), v, path, klog.Background(), func(Problem) {}); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", v.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func TestCorruptFiles(t *testing.T) {
+	vs := corruptVariants(t)
+	if len(vs) < 50 {
+		t.Fatalf("%d variants, want at least 50", len(vs))
+	}
+	childManifest := corruptMaterialize(t, vs, t.TempDir())
+	dir := t.TempDir()
+	corruptMaterialize(t, vs, dir)
+
+	t.Run("in process", func(t *testing.T) {
+		for _, v := range vs {
+			t.Run(v.Name, func(t *testing.T) {
+				logger := ktesting.NewLogger(t, ktesting.NewConfig())
+				note := func(p Problem) { t.Logf("Verify: %v", p) }
+				if err := checkCorruptVariant(t.Context(), v, filepath.Join(dir, v.File), logger, note); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+	})
+
+	t.Run("child process", func(t *testing.T) {
+		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), childEnv+"=corrupt-variants", corruptManifestEnv+"="+childManifest)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("child process checking %d variants: %v\n%s", len(vs), err, out)
+		}
+	})
+}
