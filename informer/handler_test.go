@@ -313,3 +313,30 @@ func sortedKeys(s cache.Store) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// TestIncompleteStoreRelistNotifiesEverything: a store holding objects but
+// not complete (an interrupted relist, data marked incomplete) is not
+// replayed, so the relist must tell the handlers about every object, even
+// those whose resourceVersion did not change.
+func TestIncompleteStoreRelistNotifiesEverything(t *testing.T) {
+	st := newMemStore(t)
+	if err := st.Add(pod("a", "5")); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := st.State(); err != nil || s.Complete || s.Objects != 1 {
+		t.Fatalf("setup: state %+v, %v", s, err)
+	}
+	inf := newTestInformer(t, Options{Store: st})
+	rec := newRecorder()
+	reg, err := inf.AddEventHandler(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startHarness(t, inf)
+	h.relist("10", pod("a", "5"), pod("b", "7"))
+	<-reg.HasSyncedChecker().Done()
+	equalEvents(t, sortedEvents(rec.snapshot()), []event{
+		"add ns/a@5 initial=true",
+		"add ns/b@7 initial=true",
+	})
+}

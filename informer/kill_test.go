@@ -77,12 +77,30 @@ func TestKillAndResume(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		// Kill moments spread over startup, replay, relist and steady
-		// watching.
-		delay := time.Duration(rng.Intn(600)) * time.Millisecond
-		timer := time.NewTimer(delay)
+		// Kill moments spread over startup, replay and relist (even k:
+		// a random delay after the start) and steady watching (odd k: a
+		// random delay after the child reported its sync).
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
+		if k%2 == 1 {
+			syncedBefore := countLines(logPath + ".synced")
+			err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
+				select {
+				case err := <-exited:
+					return false, fmt.Errorf("child exited before it synced: %v\n%s", err, cmd.Stderr)
+				default:
+				}
+				return countLines(logPath+".synced") > syncedBefore, nil
+			})
+			if err != nil {
+				t.Fatalf("child %d: %v", k, err)
+			}
+		}
+		delay := time.Duration(rng.Intn(600)) * time.Millisecond
+		if k%2 == 1 {
+			delay /= 2
+		}
+		timer := time.NewTimer(delay)
 		select {
 		case <-timer.C:
 			_ = cmd.Process.Signal(syscall.SIGKILL)
@@ -94,6 +112,7 @@ func TestKillAndResume(t *testing.T) {
 	}
 	stopChurn()
 	churnWG.Wait()
+	t.Logf("%d of %d children synced before they were killed; source at RV %s", countLines(logPath+".synced"), kills, src.ResourceVersion())
 
 	// The final child catches up with the stopped source and checks
 	// itself.
@@ -225,6 +244,11 @@ func churn(ctx context.Context, t *testing.T, src *fakesource.Source, next int, 
 	}
 }
 
+func countLines(path string) int {
+	b, _ := os.ReadFile(path)
+	return bytes.Count(b, []byte("\n"))
+}
+
 func childCmd(url, db, log, target string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), envKillChild+"=1", envKillURL+"="+url, envKillDB+"="+db, envKillLog+"="+log, envKillTarget+"="+target)
@@ -284,6 +308,15 @@ func killChildMain() int {
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	if target == "" {
+		// Record the sync, for the parent's summary of kill moments.
+		go func() {
+			if cache.WaitFor(ctx, "", reg.HasSyncedChecker()) {
+				if f, err := os.OpenFile(logPath+".synced", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+					fmt.Fprintln(f, os.Getpid())
+					_ = f.Close()
+				}
+			}
+		}()
 		<-done // until killed
 		return 0
 	}
@@ -293,23 +326,27 @@ func killChildMain() int {
 	if !cache.WaitFor(wctx, "", reg.HasSyncedChecker()) {
 		return fail("not synced")
 	}
-	l := reg.(*listener)
+	// Handlers are told after the store changes: wait until the store
+	// reached the target and the handler's view caught up with it.
+	stored := map[string]string{}
+	var diff string
 	err = wait.PollUntilContextTimeout(wctx, 5*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
-		return st.LastStoreSyncResourceVersion() == target && l.pending.Load() == 0, nil
+		if st.LastStoreSyncResourceVersion() != target {
+			diff = "store at " + st.LastStoreSyncResourceVersion() + ", want " + target
+			return false, nil
+		}
+		stored = map[string]string{}
+		for _, o := range st.List() {
+			p := o.(*corev1.Pod)
+			stored[p.Namespace+"/"+p.Name] = p.ResourceVersion
+		}
+		v.mu.Lock()
+		defer v.mu.Unlock()
+		diff = diffMaps(v.view, stored)
+		return diff == "", nil
 	})
 	if err != nil {
-		return fail("store at %s, want %s: %v", st.LastStoreSyncResourceVersion(), target, err)
-	}
-	// The handler's view must be the store's content.
-	stored := map[string]string{}
-	for _, o := range st.List() {
-		p := o.(*corev1.Pod)
-		stored[p.Namespace+"/"+p.Name] = p.ResourceVersion
-	}
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if d := diffMaps(v.view, stored); d != "" {
-		return fail("handler view (%d objects) differs from the store (%d): %s", len(v.view), len(stored), d)
+		return fail("handler view does not match the store: %v: %s", err, diff)
 	}
 	fmt.Println("caught up")
 	return 0

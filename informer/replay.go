@@ -20,10 +20,18 @@ type ParallelScanner interface {
 // then the changes the resumed watch brings. If the store fails midway
 // (corrupt data), the informer relists; the keys after the last one
 // replayed are then notified as adds by the relist (see relistPage), and
-// the informer is not synced before that relist commits.
+// the informer is not synced before that relist commits. An incomplete
+// store is not replayed: the relist notifies all of its objects as adds.
 func (l *loop) warmStart(ctx context.Context) error {
 	st, err := l.st.State()
 	if err != nil || !st.Complete {
+		if err != nil || st.Objects > 0 {
+			// The store holds objects the handlers were never told about
+			// (an interrupted relist, data marked incomplete): the relist
+			// that follows must tell them everything, as adds.
+			none := ""
+			l.partial = &none
+		}
 		return nil
 	}
 	ls := l.i.proc.active()
