@@ -185,43 +185,37 @@ func (w *watcher) run() {
 		defer t.Stop()
 		tickC = t.C()
 	}
+	// ev is the event being sent while have is set; otherwise the watch
+	// waits on wake for the source's next change.
+	var ev watch.Event
+	have := false
 	for {
-		ev, ok, wake := w.next()
-		if !ok {
-			if wake == nil {
+		var wake <-chan struct{}
+		if !have {
+			var ok bool
+			if ev, ok, wake = w.next(); !ok && wake == nil {
 				return
 			}
-			select {
-			case <-wake:
-			case <-tickC:
-				w.requestBookmark()
-			case <-w.stopCh:
-				return
-			case <-w.ctxDone:
-				return
-			case <-w.restarted:
-				return
-			case <-timeoutC:
-				return
-			}
-			continue
+			have = ok
 		}
-		sent := false
-		for !sent {
-			select {
-			case w.result <- ev:
-				sent = true
-			case <-tickC:
-				w.requestBookmark()
-			case <-w.stopCh:
-				return
-			case <-w.ctxDone:
-				return
-			case <-w.restarted:
-				return
-			case <-timeoutC:
-				return
-			}
+		var out chan<- watch.Event
+		if have {
+			out = w.result
+		}
+		select {
+		case out <- ev:
+			have = false
+		case <-wake:
+		case <-tickC:
+			w.requestBookmark()
+		case <-w.stopCh:
+			return
+		case <-w.ctxDone:
+			return
+		case <-w.restarted:
+			return
+		case <-timeoutC:
+			return
 		}
 	}
 }
