@@ -150,12 +150,19 @@ func errClosed(op string) error { return fmt.Errorf("memory: %s: %w", op, store.
 
 // Add stores obj under its key, replacing any object there, and records
 // obj's resourceVersion (even an empty one) as the store's.
-func (s *Store) Add(obj interface{}) error { return s.upsert("add", obj) }
+func (s *Store) Add(obj interface{}) error { return s.write("add", obj, false) }
 
 // Update is Add: both upsert, as in client-go.
-func (s *Store) Update(obj interface{}) error { return s.upsert("update", obj) }
+func (s *Store) Update(obj interface{}) error { return s.write("update", obj, false) }
 
-func (s *Store) upsert(op string, obj interface{}) error {
+// Delete removes the object stored under obj's key, which may be a
+// cache.DeletedFinalStateUnknown. Deleting an absent key is not an error.
+// obj's resourceVersion is recorded as the store's even when the key was
+// absent; a cache.DeletedFinalStateUnknown records none (client-go).
+func (s *Store) Delete(obj interface{}) error { return s.write("delete", obj, true) }
+
+// write upserts or deletes obj and records its resourceVersion.
+func (s *Store) write(op string, obj interface{}, del bool) error {
 	key, err := s.keyOf(op, obj)
 	if err != nil {
 		return err
@@ -166,33 +173,13 @@ func (s *Store) upsert(op string, obj interface{}) error {
 	if s.closed {
 		return errClosed(op)
 	}
-	values, _, err := indexValues(nil, s.indexers, key, obj)
-	if err != nil {
-		return fmt.Errorf("memory: %s: %w", op, err)
+	t := keyedTxn{key: key, obj: obj, delete: del}
+	if !del {
+		if t.values, _, err = indexValues(nil, s.indexers, key, obj); err != nil {
+			return fmt.Errorf("memory: %s: %w", op, err)
+		}
 	}
-	s.cur.put(key, obj, values)
-	if hasRV {
-		s.rv = rv
-	}
-	return nil
-}
-
-// Delete removes the object stored under obj's key, which may be a
-// cache.DeletedFinalStateUnknown. Deleting an absent key is not an error.
-// obj's resourceVersion is recorded as the store's even when the key was
-// absent; a cache.DeletedFinalStateUnknown records none (client-go).
-func (s *Store) Delete(obj interface{}) error {
-	key, err := s.keyOf("delete", obj)
-	if err != nil {
-		return err
-	}
-	rv, hasRV := rvOf(obj)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return errClosed("delete")
-	}
-	s.cur.remove(key)
+	s.applyLocked(t)
 	if hasRV {
 		s.rv = rv
 	}
