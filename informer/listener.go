@@ -108,7 +108,8 @@ func (l *listener) add(n note) {
 	if n.kind == noteAdd && n.initial {
 		l.tracker.Start()
 	}
-	if l.head > 0 && l.head == len(l.buf) {
+	switch {
+	case l.head > 0 && l.head == len(l.buf):
 		// Drained: reuse the array, or drop it if a burst grew it.
 		if cap(l.buf) > 4096 {
 			l.buf = nil
@@ -116,6 +117,13 @@ func (l *listener) add(n note) {
 			l.buf = l.buf[:0]
 		}
 		l.head = 0
+	case len(l.buf) == cap(l.buf) && l.head >= len(l.buf)/2:
+		// Full, with at least half of it delivered: slide the pending
+		// notifications to the front instead of growing (a handler that
+		// is always a little behind never drains completely).
+		n := copy(l.buf, l.buf[l.head:])
+		clear(l.buf[n:])
+		l.buf, l.head = l.buf[:n], 0
 	}
 	l.buf = append(l.buf, n)
 	l.pending.Add(1)

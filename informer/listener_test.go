@@ -1,0 +1,88 @@
+package informer
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// A listener that is always a little behind keeps its buffer small and
+// delivers in order.
+func TestListenerBufferStaysBoundedUnderSteadyBacklog(t *testing.T) {
+	l := newListener(klog.Background(), newRecorder(), "test", 0, 0, time.Now())
+	added, got := 0, 0
+	for round := 0; round < 10000; round++ {
+		for i := 0; i < 3; i++ {
+			l.add(note{kind: noteAdd, new: added})
+			added++
+		}
+		for i := 0; i < 3; i++ {
+			n, ok := l.next()
+			if !ok {
+				t.Fatal("listener stopped")
+			}
+			if n.new.(int) != got {
+				t.Fatalf("delivered %v, want %d", n.new, got)
+			}
+			got++
+			l.delivered()
+		}
+		if round == 0 {
+			// Leave a steady backlog of 5.
+			for i := 0; i < 5; i++ {
+				l.add(note{kind: noteAdd, new: added})
+				added++
+			}
+		}
+	}
+	if c := cap(l.buf); c > 64 {
+		t.Fatalf("buffer grew to %d with a backlog of 5", c)
+	}
+	if p := l.pending.Load(); p != 5 {
+		t.Fatalf("pending %d, want 5", p)
+	}
+	l.stop()
+}
+
+func TestListenerWaitBelow(t *testing.T) {
+	l := newListener(klog.Background(), newRecorder(), "test", 0, 0, time.Now())
+	for i := 0; i < 10; i++ {
+		l.add(note{kind: noteAdd, new: i})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	waited := make(chan error, 1)
+	go func() { waited <- l.waitBelow(ctx, 4) }()
+	for i := 0; i < 5; i++ {
+		select {
+		case err := <-waited:
+			t.Fatalf("waitBelow returned with %d pending: %v", l.pending.Load(), err)
+		default:
+		}
+		if _, ok := l.next(); !ok {
+			t.Fatal("stopped")
+		}
+		l.delivered()
+	}
+	// 5 pending: still waiting. One more delivery releases it.
+	if _, ok := l.next(); !ok {
+		t.Fatal("stopped")
+	}
+	l.delivered()
+	if err := <-waited; err != nil {
+		t.Fatalf("waitBelow: %v", err)
+	}
+	// A cancelled context and a stopped listener end the wait too.
+	go func() { waited <- l.waitBelow(ctx, 0) }()
+	cancel()
+	if err := <-waited; !errors.Is(err, context.Canceled) {
+		t.Fatalf("after cancel: %v", err)
+	}
+	go func() { waited <- l.waitBelow(context.Background(), 0) }()
+	l.stop()
+	if err := <-waited; err != nil {
+		t.Fatalf("after stop: %v", err)
+	}
+}
