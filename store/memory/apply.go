@@ -23,9 +23,9 @@ func (s *Store) keyTxn(op string, i int, txn cache.Transaction) (keyedTxn, error
 	default:
 		return keyedTxn{}, fmt.Errorf("memory: %s: transaction %d: %w %q", op, i, ErrTransactionType, txn.Type)
 	}
-	key, err := s.keyFunc(txn.Object)
+	key, err := s.key(txn.Object)
 	if err != nil {
-		return keyedTxn{}, fmt.Errorf("memory: %s: transaction %d: %w", op, i, cache.KeyError{Obj: txn.Object, Err: err})
+		return keyedTxn{}, fmt.Errorf("memory: %s: transaction %d: %w", op, i, err)
 	}
 	return keyedTxn{index: i, key: key, obj: txn.Object, delete: txn.Type == cache.TransactionTypeDelete}, nil
 }

@@ -9,6 +9,8 @@
 //   - An index function error, or panic, is returned (wrapping ErrIndexFunc
 //     and the function's own error) and the write is not applied;
 //     client-go panics.
+//   - A key function panic (client-go's key functions panic on a typed nil
+//     pointer) is returned as a cache.KeyError; client-go crashes.
 //   - LastStoreSyncResourceVersion does not depend on the AtomicFIFO
 //     feature gate.
 //   - A transaction of an unknown type is an error (ErrTransactionType);
@@ -128,9 +130,24 @@ func validIndexers(op string, indexers cache.Indexers) ([]indexer, error) {
 
 // keyOf returns obj's key or a cache.KeyError wrapped with op.
 func (s *Store) keyOf(op string, obj interface{}) (string, error) {
-	key, err := s.keyFunc(obj)
+	key, err := s.key(obj)
 	if err != nil {
-		return "", fmt.Errorf("memory: %s: %w", op, cache.KeyError{Obj: obj, Err: err})
+		return "", fmt.Errorf("memory: %s: %w", op, err)
+	}
+	return key, nil
+}
+
+// key calls the key function. Its error, or a panic in it (client-go's
+// key functions dereference a typed nil pointer), is returned as a
+// cache.KeyError.
+func (s *Store) key(obj interface{}) (key string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			key, err = "", cache.KeyError{Obj: obj, Err: fmt.Errorf("key function panicked: %v", r)}
+		}
+	}()
+	if key, err = s.keyFunc(obj); err != nil {
+		return "", cache.KeyError{Obj: obj, Err: err}
 	}
 	return key, nil
 }

@@ -332,3 +332,52 @@ func compareWithClientGo(t *testing.T, when string, ours *memory.Store, theirs c
 		}
 	}
 }
+
+// TestKeyFunctionPanicIsKeyError passes objects that make the key function
+// panic (a typed nil pointer, which client-go's key functions dereference)
+// to every method that computes a key: each returns a cache.KeyError and
+// changes nothing, where client-go's store crashes.
+func TestKeyFunctionPanicIsKeyError(t *testing.T) {
+	ctx := context.Background()
+	var nilPod *corev1.Pod
+	isKeyError := func(err error) bool { return errors.As(err, new(cache.KeyError)) }
+	cases := []struct {
+		name string
+		call func(s *memory.Store) error
+	}{
+		{"Add", func(s *memory.Store) error { return s.Add(nilPod) }},
+		{"Update", func(s *memory.Store) error { return s.Update(nilPod) }},
+		{"Delete", func(s *memory.Store) error { return s.Delete(nilPod) }},
+		{"Get", func(s *memory.Store) error { _, _, err := s.Get(nilPod); return err }},
+		{"Replace", func(s *memory.Store) error { return s.Replace([]interface{}{pod("ns", "b", "2", nil), nilPod}, "3") }},
+		{"Apply", func(s *memory.Store) error {
+			return s.Apply(ctx, []cache.Transaction{{Type: cache.TransactionTypeAdd, Object: nilPod}}, "3")
+		}},
+		{"Transaction", func(s *memory.Store) error {
+			terr := s.Transaction(cache.Transaction{Type: cache.TransactionTypeUpdate, Object: nilPod})
+			if terr == nil || len(terr.Errors) != 1 {
+				return fmt.Errorf("Transaction = %v, want one error", terr)
+			}
+			return terr.Errors[0]
+		}},
+		{"panicking key function", func(*memory.Store) error {
+			s := mustNew(t, memory.Options{KeyFunc: func(interface{}) (string, error) { panic("bug") }})
+			return s.Add(pod("ns", "a", "1", nil))
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustNew(t, memory.Options{})
+			a := pod("ns", "a", "1", nil)
+			if err := s.Add(a); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.call(s); !isKeyError(err) {
+				t.Fatalf("got %v, want a cache.KeyError", err)
+			}
+			if keys := s.ListKeys(); !slices.Equal(keys, []string{"ns/a"}) || s.LastStoreSyncResourceVersion() != "1" {
+				t.Fatalf("the failed call changed the store: keys %q, rv %q", keys, s.LastStoreSyncResourceVersion())
+			}
+		})
+	}
+}
