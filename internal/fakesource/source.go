@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -78,27 +76,6 @@ type Options struct {
 	// as an apiserver listing from etcd does. Default false: Limit is
 	// ignored for RV "0", as kube-apiserver's watch cache ignores it.
 	DisableWatchCache bool
-}
-
-// objKey identifies a stored object.
-type objKey struct {
-	gvk       schema.GroupVersionKind
-	namespace string
-	name      string
-}
-
-func (k objKey) String() string {
-	if k.namespace == "" {
-		return k.name
-	}
-	return k.namespace + "/" + k.name
-}
-
-func (k objKey) less(o objKey) bool {
-	if k.namespace != o.namespace {
-		return k.namespace < o.namespace
-	}
-	return k.name < o.name
 }
 
 // version is one state of an object; obj is nil for a deletion.
@@ -272,43 +249,6 @@ func (s *Source) change(typ watch.EventType, obj runtime.Object) (string, error)
 	return strconv.FormatInt(rv, 10), nil
 }
 
-// keyOf returns obj's kind, namespace and name.
-func (s *Source) keyOf(obj runtime.Object) (objKey, error) {
-	if obj == nil {
-		return objKey{}, fmt.Errorf("%w: nil object", ErrInvalidObject)
-	}
-	acc, err := meta.Accessor(obj)
-	if err != nil {
-		return objKey{}, fmt.Errorf("%w: %v", ErrInvalidObject, err)
-	}
-	if acc.GetName() == "" {
-		return objKey{}, fmt.Errorf("%w: object has no name", ErrInvalidObject)
-	}
-	gvk, err := s.kindOf(obj)
-	if err != nil {
-		return objKey{}, err
-	}
-	return objKey{gvk: gvk, namespace: acc.GetNamespace(), name: acc.GetName()}, nil
-}
-
-func (s *Source) kindOf(obj runtime.Object) (schema.GroupVersionKind, error) {
-	if _, ok := obj.(runtime.Unstructured); ok {
-		gvk := obj.GetObjectKind().GroupVersionKind()
-		if gvk.Empty() || gvk.Kind == "" {
-			return gvk, fmt.Errorf("%w: unstructured object without apiVersion and kind", ErrInvalidObject)
-		}
-		if s.scheme.Recognizes(gvk) {
-			return gvk, fmt.Errorf("%w: %v is a typed kind; pass the typed object", ErrInvalidObject, gvk)
-		}
-		return gvk, nil
-	}
-	gvks, _, err := s.scheme.ObjectKinds(obj)
-	if err != nil || len(gvks) == 0 {
-		return schema.GroupVersionKind{}, fmt.Errorf("%w: kind of %T: %v", ErrInvalidObject, obj, err)
-	}
-	return gvks[0], nil
-}
-
 // Get returns a copy of the current state of an object.
 func (s *Source) Get(gvk schema.GroupVersionKind, namespace, name string) (runtime.Object, bool) {
 	s.mu.Lock()
@@ -459,44 +399,4 @@ func (s *Source) sortedKeysLocked(gvk schema.GroupVersionKind) []objKey {
 	sort.Slice(keys, func(i, j int) bool { return keys[i].less(keys[j]) })
 	s.sorted[gvk] = keys
 	return keys
-}
-
-// newObject returns an empty object of a kind, typed when the scheme
-// knows it.
-func (s *Source) newObject(gvk schema.GroupVersionKind) runtime.Object {
-	if obj, err := s.scheme.New(gvk); err == nil {
-		return obj
-	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	return u
-}
-
-// newList returns an empty list object for a kind.
-func (s *Source) newList(gvk schema.GroupVersionKind) runtime.Object {
-	lgvk := gvk.GroupVersion().WithKind(gvk.Kind + "List")
-	if obj, err := s.scheme.New(lgvk); err == nil && meta.IsListType(obj) {
-		return obj
-	}
-	if s.scheme.Recognizes(gvk) {
-		return &metav1.List{}
-	}
-	u := &unstructured.UnstructuredList{}
-	u.SetGroupVersionKind(lgvk)
-	return u
-}
-
-// bookmark returns a bookmark object of a kind at rv.
-func (s *Source) bookmark(gvk schema.GroupVersionKind, rv int64, initialEventsEnd bool) runtime.Object {
-	obj := s.newObject(gvk)
-	acc, err := meta.Accessor(obj)
-	if err != nil {
-		// newObject returns objects with metadata; nothing to annotate.
-		return obj
-	}
-	acc.SetResourceVersion(strconv.FormatInt(rv, 10))
-	if initialEventsEnd {
-		acc.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
-	}
-	return obj
 }
