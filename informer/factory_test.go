@@ -11,7 +11,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/warmcache/warmcache/store/bolt"
@@ -140,4 +142,45 @@ func TestFactoryErrors(t *testing.T) {
 	if _, err := f.InformerFor(ctx, podsGVR, &corev1.Pod{}, nopLW, Scope{}, nil); !errors.Is(err, ErrStopped) {
 		t.Fatalf("after shutdown: %v", err)
 	}
+}
+
+func TestFactoryNewInformerHook(t *testing.T) {
+	src := newSource(t, "a", "b")
+	path := filepath.Join(t.TempDir(), "hook.db")
+	f := newFactory(t, path, "")
+	defer func() {
+		if err := f.Shutdown(); err != nil {
+			t.Error(err)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	newInformer := f.NewInformerFunc(ctx, func(runtime.Object) Scope { return Scope{Namespace: "ns"} })
+	lw := src.Endpoint(podGVK, "ns")
+	si := newInformer(lw, &corev1.Pod{}, time.Minute, cache.Indexers{"byName": func(obj interface{}) ([]string, error) {
+		return []string{obj.(*corev1.Pod).Name}, nil
+	}})
+	inf, ok := si.(*Informer)
+	if !ok {
+		t.Fatalf("hook returned %T, want a warmcache informer", si)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); si.RunWithContext(ctx) }()
+	if !cache.WaitFor(ctx, "", si.HasSyncedChecker()) {
+		t.Fatal("not synced")
+	}
+	objs, err := si.GetIndexer().ByIndex("byName", "b")
+	if err != nil || len(objs) != 1 {
+		t.Fatalf("ByIndex: %v, %v", objs, err)
+	}
+	if inf.Store().(*bolt.Store).Identity().Namespace != "ns" {
+		t.Fatalf("identity %+v does not record the scope", inf.Store().(*bolt.Store).Identity())
+	}
+	// A second informer of the same scope would share a store with
+	// another ListerWatcher: it falls back to client-go's.
+	if _, ok := newInformer(lw, &corev1.Pod{}, 0, nil).(*Informer); ok {
+		t.Fatal("a second informer of the same scope got the same store")
+	}
+	cancel()
+	<-done
 }

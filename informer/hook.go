@@ -1,0 +1,82 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+)
+
+// NewInformerFunc is the signature of controller-runtime's
+// cache.Options.NewInformer hook (and of client-go's
+// cache.NewSharedIndexInformer).
+type NewInformerFunc func(lw cache.ListerWatcher, example runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer
+
+// NewInformerFunc returns a function for controller-runtime's
+// cache.Options.NewInformer: each informer controller-runtime creates gets
+// a store in the factory's file. The caller (controller-runtime) runs the
+// informers; Factory.Start does not, and Factory.Shutdown must be called
+// only after they have stopped.
+//
+// The resource is derived from example's kind (the scheme's, or an
+// unstructured object's) with the conventional plural. scopeOf returns the
+// namespace and selectors that lw applies, which the identity in the file
+// must record; nil means Scope{} (everything). Because the hook cannot
+// return an error, a kind that cannot be resolved, a scope already in use
+// or a store that cannot be opened is logged and served by client-go's
+// in-memory informer instead: the controller keeps working, without
+// persistence.
+func (f *Factory) NewInformerFunc(ctx context.Context, scopeOf func(example runtime.Object) Scope) NewInformerFunc {
+	return func(lw cache.ListerWatcher, example runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
+		inf, err := f.hookInformer(ctx, lw, example, resync, indexers, scopeOf)
+		if err != nil {
+			f.logger.Error(err, "Cannot give this informer a persistent cache; using client-go's in-memory informer", "type", fmt.Sprintf("%T", example))
+			return cache.NewSharedIndexInformer(lw, example, resync, indexers)
+		}
+		return inf
+	}
+}
+
+func (f *Factory) hookInformer(ctx context.Context, lw cache.ListerWatcher, example runtime.Object, resync time.Duration, indexers cache.Indexers, scopeOf func(runtime.Object) Scope) (*Informer, error) {
+	var gvk schema.GroupVersionKind
+	if u, ok := example.(*unstructured.Unstructured); ok {
+		gvk = u.GroupVersionKind()
+	} else if gvks, _, err := f.opts.Scheme.ObjectKinds(example); err == nil && len(gvks) > 0 {
+		gvk = gvks[0]
+	}
+	if gvk.Kind == "" || gvk.Version == "" {
+		return nil, fmt.Errorf("%w: no kind for %T", ErrFactory, example)
+	}
+	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+	scope := Scope{}
+	if scopeOf != nil {
+		scope = scopeOf(example)
+	}
+	scope, err := scope.canonical()
+	if err != nil {
+		return nil, err
+	}
+	name := scope.name(gvr)
+	f.mu.Lock()
+	_, exists := f.informers[name]
+	f.mu.Unlock()
+	if exists {
+		return nil, fmt.Errorf("%w: an informer for %s exists already; its ListerWatcher may differ", ErrFactory, name)
+	}
+	inf, err := f.InformerFor(ctx, gvr, example, lw, scope, indexers)
+	if err != nil {
+		return nil, err
+	}
+	inf.mu.Lock()
+	inf.resyncCheckPeriod, inf.defaultResync = resync, resync
+	inf.mu.Unlock()
+	f.mu.Lock()
+	f.started[name] = true // run by the caller
+	f.mu.Unlock()
+	return inf, nil
+}
