@@ -77,7 +77,8 @@ var _ cache.SharedIndexInformer = (*Informer)(nil)
 // cache.ListerWatcherWithContext; exampleObject is an object of the
 // informer's type (typed, or *unstructured.Unstructured for a dynamic
 // informer). It returns an error wrapping ErrInvalidOptions for bad
-// options, and the store's error if an index cannot be added.
+// options (its own or the reflector's), and the store's error if an index
+// cannot be added.
 func New(lw cache.ListerWatcher, exampleObject runtime.Object, opts Options) (*Informer, error) {
 	if lw == nil {
 		return nil, fmt.Errorf("%w: nil ListerWatcher", ErrInvalidOptions)
@@ -106,7 +107,7 @@ func New(lw cache.ListerWatcher, exampleObject runtime.Object, opts Options) (*I
 			}
 		}
 	}
-	return &Informer{
+	i := &Informer{
 		lw:                cache.ToListerWatcherWithContext(lw),
 		example:           exampleObject,
 		opts:              o,
@@ -116,7 +117,12 @@ func New(lw cache.ListerWatcher, exampleObject runtime.Object, opts Options) (*I
 		resyncCheckPeriod: o.ResyncPeriod,
 		defaultResync:     o.ResyncPeriod,
 		synced:            make(chan struct{}),
-	}, nil
+	}
+	// Validate the reflector options now rather than at Run.
+	if _, err := i.newReflector(nil); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	return i, nil
 }
 
 // describe is client-go's default object description: the GVK of an
