@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -28,13 +27,8 @@ type child struct {
 	statsFile string
 	logFile   string
 
-	// mu guards the fields below.
-	mu      sync.Mutex
-	events  []event
-	changed chan struct{} // closed and replaced on every new event and at exit
-	exited  bool
-	waitErr error
-	done    chan struct{} // closed once the process has exited and stdout is read
+	events *eventSink    // closed with the process's exit status
+	done   chan struct{} // closed once the process has exited and stdout is read
 }
 
 // childOptions configures startChild.
@@ -51,7 +45,7 @@ func startChild(t *testing.T, o childOptions) *child {
 		t:         t,
 		statsFile: filepath.Join(dir, "stats.json"),
 		logFile:   filepath.Join(dir, "stderr.log"),
-		changed:   make(chan struct{}),
+		events:    newEventSink(),
 		done:      make(chan struct{}),
 	}
 	args := []string{"--kubeconfig", o.kubeconfig, "--stats-file", c.statsFile, "--event-log", "-", "-v", "2"}
@@ -87,18 +81,11 @@ func startChild(t *testing.T, o childOptions) *child {
 				bad = fmt.Errorf("event log line %q: %w", sc.Text(), err)
 				continue
 			}
-			c.mu.Lock()
-			c.events = append(c.events, e)
-			close(c.changed)
-			c.changed = make(chan struct{})
-			c.mu.Unlock()
+			c.events.add(e)
 		}
 		err := c.cmd.Wait()
 		stderr.Close()
-		c.mu.Lock()
-		c.exited, c.waitErr = true, errors.Join(err, bad, sc.Err())
-		close(c.changed)
-		c.mu.Unlock()
+		c.events.close(errors.Join(err, bad, sc.Err()))
 		close(c.done)
 	}()
 	t.Cleanup(func() {
@@ -128,22 +115,8 @@ func tail(path string, n int) string {
 // if the process exits first or ctx ends.
 func (c *child) waitFor(ctx context.Context, what string, pred func([]event) bool) {
 	c.t.Helper()
-	for {
-		c.mu.Lock()
-		ok := pred(c.events)
-		exited, err, ch := c.exited, c.waitErr, c.changed
-		c.mu.Unlock()
-		if ok {
-			return
-		}
-		if exited {
-			c.t.Fatalf("the example controller exited (%v) before %s; log:\n%s", err, what, tail(c.logFile, 4096))
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			c.t.Fatalf("waiting for %s: %v; log:\n%s", what, context.Cause(ctx), tail(c.logFile, 4096))
-		}
+	if err := c.events.waitFor(ctx, pred); err != nil {
+		c.t.Fatalf("waiting for %s: %v; the example controller's log:\n%s", what, err, tail(c.logFile, 4096))
 	}
 }
 
@@ -174,11 +147,7 @@ func (c *child) waitConverged(ctx context.Context, want state) {
 }
 
 // snapshot returns a copy of the events so far.
-func (c *child) snapshot() []event {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]event(nil), c.events...)
-}
+func (c *child) snapshot() []event { return c.events.snapshot() }
 
 // stop sends SIGTERM, waits for a clean exit and returns the stats and the
 // events.
@@ -188,10 +157,7 @@ func (c *child) stop() (controller.Stats, []event) {
 		c.t.Fatalf("signal the example controller: %v", err)
 	}
 	<-c.done
-	c.mu.Lock()
-	err := c.waitErr
-	c.mu.Unlock()
-	if err != nil {
+	if err := c.events.err(); err != nil {
 		c.t.Fatalf("the example controller failed: %v; log:\n%s", err, tail(c.logFile, 4096))
 	}
 	st, err := controller.ReadStats(c.statsFile)

@@ -1,0 +1,220 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/informer"
+	"github.com/warmcache/warmcache/store/bolt"
+)
+
+var (
+	crdGVR    = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	widgetGVR = schema.GroupVersionResource{Group: "e2e.warmcache.dev", Version: "v1", Resource: "widgets"}
+)
+
+// createWidgetCRD creates the Widget CRD (through the dynamic client, so
+// that the module does not depend on apiextensions-apiserver and its
+// dependency tree) and waits until widgets are served.
+func createWidgetCRD(ctx context.Context, t *testing.T, dyn dynamic.Interface) {
+	t.Helper()
+	crd := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "apiextensions.k8s.io/v1",
+		"kind":       "CustomResourceDefinition",
+		"metadata":   map[string]interface{}{"name": widgetGVR.Resource + "." + widgetGVR.Group},
+		"spec": map[string]interface{}{
+			"group": widgetGVR.Group,
+			"scope": "Namespaced",
+			"names": map[string]interface{}{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+			"versions": []interface{}{map[string]interface{}{
+				"name": widgetGVR.Version, "served": true, "storage": true,
+				"schema": map[string]interface{}{"openAPIV3Schema": map[string]interface{}{
+					"type": "object",
+					"properties": map[string]interface{}{"spec": map[string]interface{}{
+						"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+					}},
+				}},
+			}},
+		},
+	}}
+	if _, err := dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create the CRD: %v", err)
+	}
+	// The apiserver serves the new resource a moment after it is
+	// Established: poll a LIST of it (an external condition).
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := dyn.Resource(widgetGVR).Namespace("default").List(ctx, metav1.ListOptions{Limit: 1})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("widgets never served: %v", err)
+	}
+}
+
+func widget(ns, name string, size int) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": widgetGVR.GroupVersion().String(),
+		"kind":       "Widget",
+		"metadata":   map[string]interface{}{"name": name, "namespace": ns},
+		"spec":       map[string]interface{}{"size": int64(size), "color": "blue", "parts": []interface{}{"a", "b"}},
+	}}
+}
+
+// listWidgets lists the widgets of ns directly.
+func listWidgets(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns string) state {
+	t.Helper()
+	l, err := dyn.Resource(widgetGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := state{}
+	for _, u := range l.Items {
+		s[u.GetNamespace()+"/"+u.GetName()] = u.GetResourceVersion()
+	}
+	return s
+}
+
+// runWidgetInformer runs a factory's dynamic informer for widgets in ns
+// on file until its recorder's view equals want, then shuts the factory
+// down and returns the events and whether the store was complete at
+// start.
+func runWidgetInformer(ctx context.Context, t *testing.T, c *cluster, file, ns string, want state) (events []event, warm bool) {
+	t.Helper()
+	f, err := informer.NewFactory(ctx, informer.FactoryOptions{Path: file, RESTConfig: c.env.RestConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := f.Shutdown(); err != nil {
+			t.Errorf("shut down: %v", err)
+		}
+	}()
+	inf, err := f.ForDynamic(ctx, widgetGVR, informer.Scope{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := inf.Store().State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	reg, err := inf.AddEventHandler(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Start(ctx)
+	if !cache.WaitFor(ctx, "", reg.HasSyncedChecker()) {
+		t.Fatal("the widgets informer did not sync")
+	}
+	if err := rec.waitFor(ctx, func(es []event) bool { return fold(nil, es).diff(want) == "" }); err != nil {
+		t.Fatalf("the handler never saw the server's widgets: %v; it has %s", err, fold(nil, rec.snapshot()).diff(want))
+	}
+	if d := listerState(inf.GetStore()).diff(want); d != "" {
+		t.Errorf("the informer's store differs from a LIST: %s", d)
+	}
+	return rec.snapshot(), st.Complete
+}
+
+func listerState(s cache.Store) state {
+	out := state{}
+	for _, obj := range s.List() {
+		out[keyOf(obj)] = resourceVersionOf(obj)
+	}
+	return out
+}
+
+// TestCustomResourceAcrossRestart: a dynamic informer on a custom resource
+// keeps its objects as unstructured in the file; after a restart it
+// replays them and resumes the watch (no LIST of the resource), and its
+// handler sees exactly the changes made while it was down.
+func TestCustomResourceAcrossRestart(t *testing.T) {
+	ctx := needEnv(t)
+	c := startCluster(ctx, t)
+	dyn, err := dynamic.NewForConfig(c.env.RestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	createWidgetCRD(ctx, t, dyn)
+	const ns, n = "default", 300
+	for i := range n {
+		if _, err := dyn.Resource(widgetGVR).Namespace(ns).Create(ctx, widget(ns, fmt.Sprintf("w-%04d", i), i), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "cache.db")
+	before := listWidgets(ctx, t, dyn, ns)
+	events, warm := runWidgetInformer(ctx, t, c, file, ns, before)
+	if warm {
+		t.Error("the first run found a complete store in a new file")
+	}
+	if initial, rest, err := split(events); err != nil || initial.diff(before) != "" || len(rest) != 0 {
+		t.Errorf("cold start: initial adds differ from a LIST (%v %s) or %d other events", err, initial.diff(before), len(rest))
+	}
+
+	// Changes while the informer is down.
+	ch := changes{created: state{}, updated: map[string][2]string{}, deleted: state{}}
+	keys := make([]string, 0, len(before))
+	for k := range before {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	res := dyn.Resource(widgetGVR).Namespace(ns)
+	for i := range 10 {
+		u, err := res.Create(ctx, widget(ns, fmt.Sprintf("new-%02d", i), i), metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch.created[ns+"/"+u.GetName()] = u.GetResourceVersion()
+	}
+	for _, k := range keys[:10] {
+		u, err := res.Patch(ctx, k[len(ns)+1:], types.MergePatchType, []byte(`{"spec":{"color":"red"}}`), metav1.PatchOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch.updated[k] = [2]string{before[k], u.GetResourceVersion()}
+	}
+	for _, k := range keys[10:20] {
+		if err := res.Delete(ctx, k[len(ns)+1:], metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatal(err)
+		}
+		ch.deleted[k] = before[k]
+	}
+	after := listWidgets(ctx, t, dyn, ns)
+	lists0 := c.listRequests(ctx, t, widgetGVR.Resource)
+
+	events, warm = runWidgetInformer(ctx, t, c, file, ns, after)
+	if lists := c.listRequests(ctx, t, widgetGVR.Resource) - lists0; lists != 0 {
+		t.Errorf("the apiserver served %v LIST requests for widgets during the restart, want 0", lists)
+	}
+	if !warm {
+		t.Error("the restart found no complete store in the file")
+	}
+	initial, rest, err := split(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := initial.diff(before); d != "" {
+		t.Errorf("the replay differs from the widgets at the first stop: %s", d)
+	}
+	if d := checkChanges(rest, ch, false); d != "" {
+		t.Errorf("the events after the replay are not exactly the changes:\n%s", d)
+	}
+	// ForDynamic knows the resource, not the kind: it records none.
+	got := readCache(ctx, t, file, bolt.Identity{Group: widgetGVR.Group, Version: widgetGVR.Version, Resource: widgetGVR.Resource, Namespace: ns})
+	if d := got.items.diff(after); d != "" {
+		t.Errorf("the cache file differs from a LIST: %s", d)
+	}
+}
