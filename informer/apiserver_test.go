@@ -1,0 +1,161 @@
+package informer
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/warmcache/warmcache/internal/testenv"
+	"github.com/warmcache/warmcache/store/bolt"
+)
+
+// TestRealAPIServerWarmStartAndExpiry runs a factory's informer against a
+// real kube-apiserver and etcd: a restart resumes the watch without a
+// LIST and tells the handler only what changed while it was down; after
+// an apiserver restart (the watch cache forgets old resourceVersions: 410)
+// the relist diff again tells only the changes.
+func TestRealAPIServerWarmStartAndExpiry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd and kube-apiserver (the first run builds them, minutes); runs without -short (make test)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	env, err := testenv.Start(ctx, t, testenv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer env.Stop()
+	cs := kubernetes.NewForConfigOrDie(env.RestConfig())
+	const ns = "warm"
+	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cms := cs.CoreV1().ConfigMaps(ns)
+	create := func(name string) *corev1.ConfigMap {
+		cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"v": "1"}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cm
+	}
+	update := func(name string) *corev1.ConfigMap {
+		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data["v"] += "1"
+		if cm, err = cms.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return cm
+	}
+	remove := func(name string) {
+		if err := cms.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, b, c := create("a"), create("b"), create("c")
+	path := filepath.Join(t.TempDir(), "real.db")
+	gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
+
+	// run starts a factory's informer with a recorder, waits for sync and
+	// n events, checks the store against the server and shuts down.
+	var listsAtSync float64
+	run := func(n int) []event {
+		t.Helper()
+		l := ktesting.NewLogger(t, ktesting.NewConfig())
+		f, err := NewFactory(ctx, FactoryOptions{Path: path, RESTConfig: env.RestConfig(), Logger: &l, Bolt: bolt.Options{Sync: bolt.UnsafeNoSync}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := f.Shutdown(); err != nil {
+				t.Error(err)
+			}
+		}()
+		inf, err := f.ForResource(ctx, gvr, "", Scope{Namespace: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := newRecorder()
+		reg, err := inf.AddEventHandler(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Start(ctx)
+		if !cache.WaitFor(ctx, "", inf.HasSyncedChecker(), reg.HasSyncedChecker()) {
+			t.Fatal("not synced")
+		}
+		got := rec.waitFor(t, n)
+		if listsAtSync, err = env.ListRequests(ctx, "configmaps"); err != nil {
+			t.Fatal(err)
+		}
+		list, err := cms.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{}
+		for _, cm := range list.Items {
+			want[ns+"/"+cm.Name] = cm.ResourceVersion
+		}
+		stored := map[string]string{}
+		for _, o := range inf.GetStore().List() {
+			cm := o.(*corev1.ConfigMap)
+			stored[ns+"/"+cm.Name] = cm.ResourceVersion
+		}
+		if d := diffMaps(stored, want); d != "" {
+			t.Fatalf("store differs from the server: %s", d)
+		}
+		return got
+	}
+	addEv := func(cm *corev1.ConfigMap, initial bool) event {
+		return event(fmt.Sprintf("add %s/%s@%s initial=%v", ns, cm.Name, cm.ResourceVersion, initial))
+	}
+	updEv := func(old, new *corev1.ConfigMap) event {
+		return event(fmt.Sprintf("update %s/%s@%s -> %s/%s@%s", ns, old.Name, old.ResourceVersion, ns, new.Name, new.ResourceVersion))
+	}
+
+	equalEvents(t, sortedEvents(run(3)), sortedEvents([]event{addEv(a, true), addEv(b, true), addEv(c, true)}))
+
+	// Warm start: changes made while down arrive through the resumed
+	// watch, without a LIST.
+	b2 := update("b")
+	remove("c")
+	d := create("d")
+	listsBefore, err := env.ListRequests(ctx, "configmaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := run(6)
+	equalEvents(t, sortedEvents(got[:3]), sortedEvents([]event{addEv(a, true), addEv(b, true), addEv(c, true)}))
+	if got[3] != updEv(b, b2) || got[5] != addEv(d, false) || got[4][:len("delete warm/c@")] != "delete warm/c@" {
+		t.Fatalf("changes after the warm start: %q", got[3:])
+	}
+	if listsAtSync != listsBefore {
+		t.Fatalf("%v LIST requests during the warm start, want none", listsAtSync-listsBefore)
+	}
+
+	// An apiserver restart empties its watch cache: the resume gets 410,
+	// and the relist diff tells only what changed.
+	a2 := update("a")
+	remove("d")
+	e := create("e")
+	if err := env.RestartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got = run(6)
+	equalEvents(t, sortedEvents(got[:3]), sortedEvents([]event{addEv(a, true), addEv(b2, true), addEv(d, true)}))
+	equalEvents(t, sortedEvents(got[3:]), sortedEvents([]event{
+		addEv(e, false),
+		updEv(a, a2),
+		event(fmt.Sprintf("delete dfsu(%s/d@%s)", ns, d.ResourceVersion)),
+	}))
+}
