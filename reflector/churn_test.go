@@ -13,17 +13,21 @@ import (
 // bookmarks and injected failures while a reflector runs, then checks
 // that the stream it pushed, applied to an in-memory model, equals the
 // source's state, and that it never broke the Sink protocol (no live
-// event inside a replace, no RV going back).
+// event inside a replace, no RV going back; with a ReplaceAborter Sink, no
+// BeginReplace while a replace is open).
 func TestChurnConverges(t *testing.T) {
 	cases := []struct {
-		name   string
-		policy WatchListPolicy
-		opts   fakesource.Options
-		warm   bool
+		name    string
+		policy  WatchListPolicy
+		opts    fakesource.Options
+		warm    bool
+		aborter bool
 	}{
-		{"WatchList", WatchListAuto, fakesource.Options{}, false},
-		{"LIST without watch cache", WatchListOff, fakesource.Options{DisableWatchCache: true}, false},
-		{"warm start, expired as errors", WatchListAuto, fakesource.Options{ExpiredAsError: true}, true},
+		{"WatchList", WatchListAuto, fakesource.Options{}, false, false},
+		{"LIST without watch cache", WatchListOff, fakesource.Options{DisableWatchCache: true}, false, false},
+		{"warm start, expired as errors", WatchListAuto, fakesource.Options{ExpiredAsError: true}, true, false},
+		{"WatchList, aborting sink", WatchListAuto, fakesource.Options{}, false, true},
+		{"LIST, aborting sink", WatchListOff, fakesource.Options{DisableWatchCache: true}, false, true},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,7 +43,13 @@ func TestChurnConverges(t *testing.T) {
 				rv := src.ResourceVersion()
 				opts.ResumeFrom = func() (string, bool) { return rv, true }
 			}
-			h := run(t, src, sink, opts)
+			var h *harness
+			if tc.aborter {
+				sink.strict = true
+				h = runSink(t, src, sink, abortingRecorder{sink}, opts)
+			} else {
+				h = run(t, src, sink, opts)
+			}
 			// Step the clock through every backoff the reflector takes.
 			stopDriver := make(chan struct{})
 			driverDone := make(chan struct{})

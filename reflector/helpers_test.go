@@ -106,6 +106,10 @@ type recorder struct {
 	staged     map[string]string
 	synced     bool
 	violations []string
+	// strict makes a BeginReplace while a replace is open a violation, as
+	// deltafifo.Queue refuses it; use it with abortingRecorder, whose
+	// AbortReplace the reflector must call first.
+	strict bool
 }
 
 func newRecorder() *recorder {
@@ -195,7 +199,12 @@ func (s *recorder) Bookmark(ctx context.Context, rv string) error {
 }
 
 func (s *recorder) BeginReplace(ctx context.Context) error {
-	return s.record(ctx, "BeginReplace", func() { s.staged = map[string]string{} })
+	return s.record(ctx, "BeginReplace", func() {
+		if s.strict && s.staged != nil {
+			s.violate("BeginReplace while a replace is open")
+		}
+		s.staged = map[string]string{}
+	})
 }
 
 func (s *recorder) ReplacePage(ctx context.Context, objs []interface{}) error {
@@ -345,6 +354,12 @@ type harness struct {
 // the test if Run does not return promptly.
 func run(t *testing.T, src *fakesource.Source, sink *recorder, opts Options) *harness {
 	t.Helper()
+	return runSink(t, src, sink, sink, opts)
+}
+
+// runSink is run with another Sink wrapping the recorder (abortingRecorder).
+func runSink(t *testing.T, src *fakesource.Source, sink *recorder, s Sink, opts Options) *harness {
+	t.Helper()
 	h := &harness{src: src, sink: sink, clk: newClock()}
 	if opts.Clock == nil {
 		opts.Clock = h.clk
@@ -356,7 +371,7 @@ func run(t *testing.T, src *fakesource.Source, sink *recorder, opts Options) *ha
 		logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.Verbosity(4)))
 		opts.Logger = &logger
 	}
-	r, err := New(src.Endpoint(podGVK, ""), &corev1.Pod{}, sink, opts)
+	r, err := New(src.Endpoint(podGVK, ""), &corev1.Pod{}, s, opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
