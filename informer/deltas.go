@@ -52,7 +52,7 @@ func (l *loop) applyDeltas(ctx context.Context, b deltafifo.Batch) error {
 	txns := make([]cache.Transaction, 0, len(b.Keys))
 	var notes []pending
 	for k, key := range b.Keys {
-		cur, err := l.storedState(key)
+		cur, err := l.storedState(key, notify)
 		if err != nil {
 			return err
 		}
@@ -132,8 +132,20 @@ func (l *loop) applyDeltas(ctx context.Context, b deltafifo.Batch) error {
 	return nil
 }
 
-// storedState reads key's stored resourceVersion without decoding it.
-func (l *loop) storedState(key string) (keyState, error) {
+// storedState reads key's stored state: with withObject (handlers need
+// the old object) the object itself, in one read; otherwise only its
+// resourceVersion, without decoding it.
+func (l *loop) storedState(key string, withObject bool) (keyState, error) {
+	if withObject {
+		obj, exists, err := l.st.GetByKey(key)
+		if err != nil {
+			return keyState{}, l.readFailed("get", key, err)
+		}
+		if !exists {
+			return keyState{}, nil
+		}
+		return keyState{exists: true, rv: rvOf(obj), obj: obj, loaded: true}, nil
+	}
 	rv, exists, err := l.st.ResourceVersionOf(key)
 	if err != nil {
 		return keyState{}, l.readFailed("read resourceVersion", key, err)
