@@ -112,8 +112,9 @@ type ResourceOptions struct {
 	// another codec name is discarded, never misread.
 	Codec codec.Codec
 	// Indexers are the indexes the store maintains; every function must be
-	// non-nil. Index functions are called outside the store's locks,
-	// possibly concurrently, and must be deterministic. Default: none.
+	// non-nil. Index functions may be called with the store's write lock
+	// held and concurrently with each other; they must be deterministic
+	// and must not call the store. Default: none.
 	Indexers cache.Indexers
 	// KeyFunc computes an object's key. Default:
 	// cache.DeletionHandlingMetaNamespaceKeyFunc.

@@ -129,6 +129,7 @@ func (r *replaceTx) Add(ctx context.Context, objs ...interface{}) error {
 	if len(ops) == 0 {
 		return nil
 	}
+	sortByKey(ops)
 	var added int64
 	err := r.writeStagingLocked(op, func(_ *bbolt.Bucket, g *generation) error {
 		w := writer{g: g, names: r.ix.names()}

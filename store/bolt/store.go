@@ -219,6 +219,7 @@ func (s *Store) apply(ctx context.Context, op string, txns []cache.Transaction, 
 			return s.errorf(op, err)
 		}
 	}
+	sortByKey(ops)
 	return s.writeLiveLocked(op, func(g *generation, m *resourceMeta) error {
 		w := writer{g: g, names: ix.names()}
 		for i := range ops {
@@ -280,6 +281,7 @@ func (s *Store) Transaction(txns ...cache.Transaction) *cache.TransactionError {
 	succeeded := make([]int, 0, len(kept))
 	if len(kept) > 0 {
 		newRV, setRV := rvOf(kept[len(kept)-1].obj)
+		sortByKey(kept)
 		err := s.writeLiveLocked("transaction", func(g *generation, m *resourceMeta) error {
 			w := writer{g: g, names: ix.names()}
 			for i := range kept {
