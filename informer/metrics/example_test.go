@@ -1,0 +1,36 @@
+package metrics_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/warmcache/warmcache/informer"
+	"github.com/warmcache/warmcache/informer/metrics"
+)
+
+// Register the metrics on your own registry and give each informer of a
+// factory its labelled share.
+func Example() {
+	reg := prometheus.NewRegistry()
+	set, err := metrics.New(reg, metrics.Options{})
+	if err != nil {
+		panic(err)
+	}
+	f, err := informer.NewFactory(context.Background(), informer.FactoryOptions{MetricsFor: set.For})
+	if err != nil {
+		panic(err)
+	}
+	defer f.Shutdown()
+	m := set.For("pods/v1")
+	m.StoreObjects(3)
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == "warmcache_informer_store_objects" {
+			fmt.Println(mf.GetName(), mf.Metric[0].GetGauge().GetValue())
+		}
+	}
+	// Output:
+	// warmcache_informer_store_objects 3
+}
