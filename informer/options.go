@@ -65,7 +65,10 @@ type Options struct {
 
 	// QueueCapacity bounds the queue between the reflector and the
 	// informer (deltas plus listed objects); a full queue stalls the
-	// watch. Default deltafifo.DefaultCapacity.
+	// watch. It bounds the memory of a relist: BenchmarkColdStartRelist
+	// (50k realistic pods into bbolt) peaks at about 140 MB of heap with
+	// 2000 and 420 MB with 10000, at two thirds of the throughput. Default
+	// deltafifo.DefaultCapacity.
 	QueueCapacity int
 
 	// BatchSize is the most keys popped and applied to the store in one
