@@ -46,7 +46,8 @@ type pending struct {
 //     for a resync and writes nothing.
 //
 // Only the final state of each key is written. Old objects are read from
-// the store only for the keys of the batch, and only when handlers exist.
+// the store only for the keys of the batch, and only when handlers exist;
+// without handlers only the stored resourceVersions are read.
 func (l *loop) applyDeltas(ctx context.Context, b deltafifo.Batch) error {
 	notify := l.i.proc.count() > 0
 	txns := make([]cache.Transaction, 0, len(b.Keys))

@@ -23,7 +23,9 @@
 // the stored one (k8s.io/apimachinery/pkg/util/resourceversion) is
 // skipped, and so is a delete for a key the store does not hold. Handlers
 // are told only what changed the store, which is also what client-go's
-// DeltaFIFO lets through.
+// DeltaFIFO lets through. Only the keys of the batch are read: their
+// stored objects when handlers need the old object, otherwise only their
+// resourceVersions (store.ResourceVersionOf, no decoding).
 //
 // # Relists
 //
