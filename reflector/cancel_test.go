@@ -199,6 +199,7 @@ func TestNewValidates(t *testing.T) {
 		{"negative reset", lw, newRecorder(), Options{BackoffReset: -time.Second}},
 		{"negative watch timeout", lw, newRecorder(), Options{MinWatchTimeout: -time.Second}},
 		{"negative internal retry", lw, newRecorder(), Options{MaxInternalErrorRetryDuration: -time.Second}},
+		{"negative resume settle", lw, newRecorder(), Options{ResumeSettle: -time.Second}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -7,7 +7,11 @@
 //   - Warm start. When Options.ResumeFrom reports a complete store at a
 //     resourceVersion (RV), the reflector does not list at all: it watches
 //     from that RV with bookmarks on and pushes MarkSynced once the watch
-//     is established. Only if the RV has expired (410) does it relist.
+//     has resumed, that is before its first event, or after it stayed
+//     open Options.ResumeSettle (1s) without an ERROR event. kube-apiserver
+//     accepts a watch from an expired RV and reports the 410 as its first
+//     event, at once; in that case the reflector pushes no MarkSynced and
+//     relists, and the relist's EndReplace completes the sync.
 //   - Streaming relists. A relist is pushed as BeginReplace, pages of at
 //     most Options.PageSize objects, and EndReplace(rv); the Sink never
 //     needs the whole list in memory and the reflector never holds more

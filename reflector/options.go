@@ -26,6 +26,10 @@ const (
 	// DefaultMinWatchTimeout is the shortest server-side watch timeout
 	// requested; each watch asks for a random one in [min, 2*min].
 	DefaultMinWatchTimeout = 5 * time.Minute
+	// DefaultResumeSettle is how long a watch resumed from the persisted
+	// resourceVersion must stay open without an ERROR event before a warm
+	// start counts as synced; see Options.ResumeSettle.
+	DefaultResumeSettle = time.Second
 )
 
 // DefaultBackoff returns client-go's reflector backoff: 800ms, doubling
@@ -74,6 +78,16 @@ type Options struct {
 	// a watch from that RV. An incomplete state with an RV relists not
 	// older than it. Default nil: cold start.
 	ResumeFrom func() (rv string, complete bool)
+	// ResumeSettle bounds how long a warm start waits before pushing
+	// MarkSynced when the watch resumed from the persisted RV stays quiet.
+	// kube-apiserver accepts a watch from an RV it no longer has (HTTP
+	// 200) and then reports the expiry as the first event, an ERROR event
+	// with a 410, at once; so the resume is trusted as soon as the watch
+	// delivers any other event, or once it has stayed open this long
+	// without an ERROR event, so that the warm start of a quiet resource
+	// still syncs promptly. It is measured on Clock. Default
+	// DefaultResumeSettle (1s).
+	ResumeSettle time.Duration
 	// PageSize is the Limit of list requests and the most objects one
 	// ReplacePage carries. Default DefaultPageSize (500).
 	PageSize int64
@@ -97,8 +111,8 @@ type Options struct {
 	// answers (undecodable events included) before it relists. Default 0:
 	// an internal error relists, as in client-go.
 	MaxInternalErrorRetryDuration time.Duration
-	// Clock drives backoffs and time measurements. Default: the real
-	// clock.
+	// Clock drives backoffs, ResumeSettle and time measurements.
+	// Default: the real clock.
 	Clock clock.Clock
 	// WatchErrorHandler is called whenever a list or watch fails, before
 	// the reflector backs off or relists (not for clean watch ends or
@@ -132,6 +146,8 @@ func (o Options) withDefaults(expectedType runtime.Object) (Options, error) {
 		return o, invalid("MinWatchTimeout %v is negative", o.MinWatchTimeout)
 	case o.MaxInternalErrorRetryDuration < 0:
 		return o, invalid("MaxInternalErrorRetryDuration %v is negative", o.MaxInternalErrorRetryDuration)
+	case o.ResumeSettle < 0:
+		return o, invalid("ResumeSettle %v is negative", o.ResumeSettle)
 	}
 	if o.Backoff != nil {
 		b := *o.Backoff
@@ -150,6 +166,9 @@ func (o Options) withDefaults(expectedType runtime.Object) (Options, error) {
 	}
 	if o.MinWatchTimeout == 0 {
 		o.MinWatchTimeout = DefaultMinWatchTimeout
+	}
+	if o.ResumeSettle == 0 {
+		o.ResumeSettle = DefaultResumeSettle
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}

@@ -26,11 +26,17 @@ import "context"
 //     increasing RVs. Delete carries the object's last state as the server
 //     sent it. Bookmark(rv) is an ordered marker: every change up to rv was
 //     pushed before it.
-//   - A warm start: MarkSynced, once per Run, right after the watch from
-//     the persisted RV was established and before any of its events. The
-//     watch may still fail with 410 afterwards, which leads to a relist;
-//     and a warm start whose watch fails at once never pushes MarkSynced,
-//     its first EndReplace completes the sync instead.
+//   - A warm start: MarkSynced, at most once per Run, when the watch from
+//     the persisted RV has shown that it resumed: just before its first
+//     Add, Update, Delete or Bookmark, or once it has stayed open
+//     Options.ResumeSettle without an ERROR event. A watch from an expired
+//     RV (410, as a failed request or as kube-apiserver's immediate ERROR
+//     event) therefore never pushes MarkSynced: the reflector relists, and
+//     that relist's EndReplace completes the sync instead, so the Sink
+//     sees it as the initial list. A resumed watch that closes or fails
+//     transiently first leaves MarkSynced to the next watch from the same
+//     RV. After MarkSynced, the watch may still end with a 410 later on,
+//     which leads to an ordinary relist.
 //
 // Ownership: objects and slices passed to the Sink belong to it; the
 // reflector never reads or changes them afterwards.

@@ -4,8 +4,12 @@ import (
 	"context"
 	"reflect"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -42,6 +46,11 @@ func TestWarmStartWatchesWithoutListing(t *testing.T) {
 				t.Fatalf("LastSyncResourceVersion = %s, want 6", got)
 			}
 			sink.checkModel(t, src)
+			// The settle timer of the resumed watch; the clock never moved,
+			// so the first event pushed MarkSynced.
+			if d := h.clk.nextTimer(t); d != DefaultResumeSettle {
+				t.Fatalf("timer of %v, want the settle period %v", d, DefaultResumeSettle)
+			}
 			h.clk.noTimer(t)
 			if _, _, _, relists, resumes, _ := m.get(); relists != 0 || resumes != 1 {
 				t.Fatalf("metrics relists=%d resumes=%d, want 0 and 1", relists, resumes)
@@ -51,7 +60,10 @@ func TestWarmStartWatchesWithoutListing(t *testing.T) {
 }
 
 // TestWarmStartExpiredRelistsOnce resumes from a compacted RV: the
-// reflector relists once, at once, not older than the stored RV.
+// reflector relists once, at once, not older than the stored RV. It
+// pushes no MarkSynced, whether the server refuses the watch or, as
+// kube-apiserver does, opens it and sends a 410 ERROR event at once: the
+// stored state is stale, and only the relist's EndReplace syncs.
 func TestWarmStartExpiredRelistsOnce(t *testing.T) {
 	cases := []struct {
 		name           string
@@ -87,12 +99,15 @@ func TestWarmStartExpiredRelistsOnce(t *testing.T) {
 			mustAdd(t, src, pod("d"))
 			calls := sink.waitCall(t, "Add d@6")
 			want := []string{"BeginReplace", "ReplacePage b,c", "EndReplace 5", "Add d@6"}
-			if !tc.expiredAsError {
-				// The watch opened before its ERROR event arrived.
-				want = append([]string{"MarkSynced"}, want...)
-			}
 			if !reflect.DeepEqual(calls, want) {
 				t.Fatalf("sink calls = %v, want %v", calls, want)
+			}
+			if !tc.expiredAsError {
+				// The watch opened, armed its settle timer, and its ERROR
+				// event arrived before the (never stepped) clock reached it.
+				if d := h.clk.nextTimer(t); d != DefaultResumeSettle {
+					t.Fatalf("timer of %v, want the settle period %v", d, DefaultResumeSettle)
+				}
 			}
 			h.clk.noTimer(t)
 			sink.checkModel(t, src)
@@ -142,6 +157,145 @@ func TestResumeFromIncompleteOrEmptyState(t *testing.T) {
 				t.Fatalf("list options = %+v, want RV %q match %q", l, tc.wantRV, tc.wantRVM)
 			}
 			sink.checkModel(t, src)
+		})
+	}
+}
+
+// TestWarmStartSyncsOnceTheWatchResumed: on a warm start, MarkSynced waits
+// for the resumed watch to prove the stored RV good, by an event or by
+// staying open Options.ResumeSettle without an ERROR event.
+func TestWarmStartSyncsOnceTheWatchResumed(t *testing.T) {
+	const settle = 3 * time.Second
+	cases := []struct {
+		name string
+		// prove makes the open, quiet watch show it resumed and returns
+		// the sink call expected right after MarkSynced.
+		prove func(t *testing.T, h *harness) string
+	}{
+		{"first event", func(t *testing.T, h *harness) string {
+			return "Add " + "d@" + mustAdd(t, h.src, pod("d"))
+		}},
+		{"first bookmark", func(t *testing.T, h *harness) string {
+			if n := h.src.SendBookmark(); n != 1 {
+				t.Fatalf("bookmark sent to %d watches, want 1", n)
+			}
+			return "Bookmark 4"
+		}},
+		{"settle period without error", func(t *testing.T, h *harness) string {
+			h.clk.Step(settle)
+			return ""
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			src := newSource(t, fakesource.Options{}, "a", "b", "c") // RV 4
+			sink := newRecorder()
+			sink.seed(src)
+			h := run(t, src, sink, Options{
+				ResumeFrom:   func() (string, bool) { return "4", true },
+				ResumeSettle: settle,
+			})
+			// The settle timer is armed once the watch is open.
+			if d := h.clk.nextTimer(t); d != settle {
+				t.Fatalf("timer of %v, want the settle period %v", d, settle)
+			}
+			if calls := sink.snapshot(); len(calls) != 0 {
+				t.Fatalf("sink calls before the watch showed it resumed: %v", calls)
+			}
+			want := []string{"MarkSynced"}
+			if next := tc.prove(t, h); next != "" {
+				want = append(want, next)
+			}
+			if calls := sink.waitCall(t, want[len(want)-1]); !reflect.DeepEqual(calls, want) {
+				t.Fatalf("sink calls = %v, want %v", calls, want)
+			}
+			// Neither the settle timer nor later events push it again.
+			h.clk.Step(settle)
+			want = append(want, "Add e@"+mustAdd(t, src, pod("e")))
+			if calls := sink.waitCall(t, want[len(want)-1]); !reflect.DeepEqual(calls, want) {
+				t.Fatalf("sink calls = %v, want %v", calls, want)
+			}
+			h.clk.noTimer(t)
+			sink.checkModel(t, src)
+			if st := src.Stats(); st.Lists != 0 || st.WatchLists != 0 || st.Watches != 1 {
+				t.Fatalf("requests = %+v, want one watch", st.Counts)
+			}
+		})
+	}
+}
+
+// TestWarmStartRewatchKeepsSyncPending: a resumed watch that ends before
+// it showed it resumed (a clean close, or a transient ERROR event other
+// than 410) pushes no MarkSynced; the next watch from the same RV does,
+// after a settle period of its own.
+func TestWarmStartRewatchKeepsSyncPending(t *testing.T) {
+	// Shorter than the backoff between the two watches: a settle period
+	// carried over from the first watch would end before the second one's.
+	const settle = 500 * time.Millisecond
+	const backoff = 800 * time.Millisecond
+	cases := []struct {
+		name  string
+		fault fakesource.Fault
+		opts  Options
+		// handled checks the error handled before the second watch.
+		handled func(error) bool
+	}{
+		{"closed cleanly", fakesource.Fault{End: fakesource.EndClose}, Options{},
+			func(err error) bool { return strings.Contains(err.Error(), "very short watch") }},
+		{"500 ERROR event", fakesource.Fault{End: fakesource.EndDecodeError},
+			Options{MaxInternalErrorRetryDuration: time.Minute}, apierrors.IsInternalError},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			src := newSource(t, fakesource.Options{}, "a", "b", "c") // RV 4
+			src.FailWatches(1, tc.fault)
+			sink := newRecorder()
+			sink.seed(src)
+			var mu sync.Mutex
+			var handled []error
+			opts := tc.opts
+			opts.ResumeFrom = func() (string, bool) { return "4", true }
+			opts.ResumeSettle = settle
+			opts.UseWatchList = WatchListOff
+			opts.WatchErrorHandler = func(_ context.Context, _ *cache.Reflector, err error) {
+				mu.Lock()
+				defer mu.Unlock()
+				handled = append(handled, err)
+			}
+			h := run(t, src, sink, opts)
+			for i, want := range []time.Duration{settle, backoff} {
+				if d := h.clk.nextTimer(t); d != want {
+					t.Fatalf("timer %d of %v, want %v", i, d, want)
+				}
+			}
+			if calls := sink.snapshot(); len(calls) != 0 {
+				t.Fatalf("sink calls after the first watch ended: %v", calls)
+			}
+			h.clk.Step(backoff)
+			if d := h.clk.nextTimer(t); d != settle {
+				t.Fatalf("second watch armed a timer of %v, want the settle period %v", d, settle)
+			}
+			if calls := sink.snapshot(); len(calls) != 0 {
+				t.Fatalf("sink calls before the second watch settled: %v", calls)
+			}
+			h.clk.Step(settle)
+			sink.waitCall(t, "MarkSynced")
+			want := []string{"MarkSynced", "Add d@" + mustAdd(t, src, pod("d"))}
+			if calls := sink.waitCall(t, want[1]); !reflect.DeepEqual(calls, want) {
+				t.Fatalf("sink calls = %v, want %v", calls, want)
+			}
+			h.clk.noTimer(t)
+			sink.checkModel(t, src)
+			watches := requests(src, "watch")
+			if st := src.Stats(); st.Lists != 0 || len(watches) != 2 ||
+				watches[0].Options.ResourceVersion != "4" || watches[1].Options.ResourceVersion != "4" {
+				t.Fatalf("requests = %+v, want two watches from RV 4 and no list", src.Requests())
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(handled) != 1 || !tc.handled(handled[0]) {
+				t.Fatalf("handled errors = %v, want one %s", handled, tc.name)
+			}
 		})
 	}
 }

@@ -22,7 +22,7 @@ import (
 // watch consumes w (or, when w is nil, a new watch from the last RV) and
 // keeps watching across clean ends and transient errors. It returns when
 // the Sink must be relisted (with the reason) or ctx is done. On a warm
-// start (*warm true) it pushes MarkSynced once the first watch opens.
+// start (*warm true) each watch may push MarkSynced; see consume.
 func (r *Reflector) watch(ctx context.Context, w watch.Interface, warm *bool) error {
 	logger := klog.FromContext(ctx)
 	for {
@@ -43,16 +43,9 @@ func (r *Reflector) watch(ctx context.Context, w watch.Interface, warm *bool) er
 				}
 				return err
 			}
-			if *warm {
-				*warm = false
-				if err := r.sink.MarkSynced(ctx); err != nil {
-					w.Stop()
-					return fmt.Errorf("%w: mark synced: %w", ErrSink, err)
-				}
-			}
 		}
 		start := r.clock.Now()
-		n, err := r.consume(ctx, w)
+		n, err := r.consume(ctx, w, warm)
 		w = nil
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -99,8 +92,22 @@ func isInternal(err error) bool { return apierrors.IsInternalError(err) }
 // consume pushes w's events into the Sink until w closes, fails or ctx is
 // done, and stops w. It returns the number of events pushed; a nil error
 // means w closed cleanly.
-func (r *Reflector) consume(ctx context.Context, w watch.Interface) (int, error) {
+//
+// While *warm is true (a warm start not yet synced), w resumed from the
+// persisted RV and may yet report it expired: kube-apiserver answers such
+// a watch with HTTP 200, then an ERROR event (410) at once. So consume
+// pushes MarkSynced, and clears *warm, just before the first Add, Update,
+// Delete or Bookmark of w, or once w has stayed open Options.ResumeSettle
+// without an ERROR event. A w that fails or closes first leaves *warm set
+// for the next watch; after a relist, Run clears it (EndReplace syncs).
+func (r *Reflector) consume(ctx context.Context, w watch.Interface, warm *bool) (int, error) {
 	defer w.Stop()
+	var settled <-chan time.Time
+	if *warm {
+		t := r.clock.NewTimer(r.opts.ResumeSettle)
+		defer t.Stop()
+		settled = t.C()
+	}
 	n := 0
 	for {
 		var ev watch.Event
@@ -108,6 +115,13 @@ func (r *Reflector) consume(ctx context.Context, w watch.Interface) (int, error)
 		select {
 		case <-ctx.Done():
 			return n, ctx.Err()
+		case <-settled:
+			settled = nil
+			klog.FromContext(ctx).V(4).Info("Resumed watch stayed open without error; synced", "after", r.opts.ResumeSettle)
+			if err := r.markSynced(ctx, warm); err != nil {
+				return n, err
+			}
+			continue
 		case ev, ok = <-w.ResultChan():
 		}
 		if !ok {
@@ -126,6 +140,19 @@ func (r *Reflector) consume(ctx context.Context, w watch.Interface) (int, error)
 		}
 		rv := acc.GetResourceVersion()
 		switch ev.Type {
+		case watch.Added, watch.Modified, watch.Deleted, watch.Bookmark:
+		default:
+			utilruntime.HandleErrorWithContext(ctx, nil, "Unknown watch event", "event", ev.Type)
+			continue
+		}
+		if *warm {
+			// The server accepted the RV: the watch resumed.
+			settled = nil
+			if err := r.markSynced(ctx, warm); err != nil {
+				return n, err
+			}
+		}
+		switch ev.Type {
 		case watch.Added:
 			err = r.sink.Add(ctx, ev.Object)
 		case watch.Modified:
@@ -134,9 +161,6 @@ func (r *Reflector) consume(ctx context.Context, w watch.Interface) (int, error)
 			err = r.sink.Delete(ctx, ev.Object)
 		case watch.Bookmark:
 			err = r.sink.Bookmark(ctx, rv)
-		default:
-			utilruntime.HandleErrorWithContext(ctx, nil, "Unknown watch event", "event", ev.Type)
-			continue
 		}
 		if err != nil {
 			return n, fmt.Errorf("%w: %s at resourceVersion %s: %w", ErrSink, ev.Type, rv, err)
@@ -144,6 +168,20 @@ func (r *Reflector) consume(ctx context.Context, w watch.Interface) (int, error)
 		r.setLastSyncResourceVersion(rv)
 		n++
 	}
+}
+
+// markSynced pushes MarkSynced if *warm, and clears *warm: at most once
+// per warm start, even when the Sink fails (the reflector then relists,
+// and EndReplace completes the sync).
+func (r *Reflector) markSynced(ctx context.Context, warm *bool) error {
+	if !*warm {
+		return nil
+	}
+	*warm = false
+	if err := r.sink.MarkSynced(ctx); err != nil {
+		return fmt.Errorf("%w: mark synced: %w", ErrSink, err)
+	}
+	return nil
 }
 
 var unsupportedTableGVK = map[schema.GroupVersionKind]bool{

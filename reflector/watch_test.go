@@ -172,6 +172,11 @@ func TestTooManyRequestsHonoursRetryAfter(t *testing.T) {
 			t.Fatalf("sink calls before the watch opened: %v", calls)
 		}
 		h.clk.Step(7 * time.Second)
+		// The resumed watch stays quiet: it syncs after the settle period.
+		if d := h.clk.nextTimer(t); d != DefaultResumeSettle {
+			t.Fatalf("timer of %v, want the settle period %v", d, DefaultResumeSettle)
+		}
+		h.clk.Step(DefaultResumeSettle)
 		sink.waitCall(t, "MarkSynced")
 		if st := src.Stats(); st.Lists != 0 || st.Watches != 2 {
 			t.Fatalf("requests = %+v, want two watches and no list", st.Counts)
