@@ -1,19 +1,15 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/warmcache/warmcache/examples/workqueue/controller"
+	"github.com/warmcache/warmcache/internal/demo"
 )
 
 // event is one line of the workqueue example's event log.
@@ -22,13 +18,10 @@ type event = controller.Event
 // child is one run of the workqueue example in a child process (the test
 // binary re-executed, see TestMain).
 type child struct {
+	*demo.Process
 	t         *testing.T
-	cmd       *exec.Cmd
 	statsFile string
 	logFile   string
-
-	events *eventSink    // closed with the process's exit status
-	done   chan struct{} // closed once the process has exited and stdout is read
 }
 
 // childOptions configures startChild.
@@ -41,13 +34,7 @@ type childOptions struct {
 func startChild(t *testing.T, o childOptions) *child {
 	t.Helper()
 	dir := t.TempDir()
-	c := &child{
-		t:         t,
-		statsFile: filepath.Join(dir, "stats.json"),
-		logFile:   filepath.Join(dir, "stderr.log"),
-		events:    newEventSink(),
-		done:      make(chan struct{}),
-	}
+	c := &child{t: t, statsFile: filepath.Join(dir, "stats.json"), logFile: filepath.Join(dir, "stderr.log")}
 	args := []string{"--kubeconfig", o.kubeconfig, "--stats-file", c.statsFile, "--event-log", "-", "-v", "2"}
 	if o.cacheFile != "" {
 		args = append(args, "--cache-file", o.cacheFile)
@@ -55,41 +42,19 @@ func startChild(t *testing.T, o childOptions) *child {
 	if o.namespace != "" {
 		args = append(args, "--namespace", o.namespace)
 	}
-	c.cmd = exec.Command(os.Args[0], args...)
-	c.cmd.Env = append(os.Environ(), childEnv+"="+childWorkqueue)
-	c.cmd.SysProcAttr = childSysProcAttr()
-	stderr, err := os.Create(c.logFile)
+	p, err := demo.StartProcess(demo.ProcessOptions{
+		Command:     os.Args[0],
+		Args:        args,
+		Env:         []string{childEnv + "=" + childWorkqueue},
+		LogFile:     c.logFile,
+		SysProcAttr: childSysProcAttr(),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.cmd.Stderr = stderr
-	stdout, err := c.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.cmd.Start(); err != nil {
-		stderr.Close()
-		t.Fatalf("start the example controller: %v", err)
-	}
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		var bad error
-		for sc.Scan() {
-			var e event
-			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-				bad = fmt.Errorf("event log line %q: %w", sc.Text(), err)
-				continue
-			}
-			c.events.add(e)
-		}
-		err := c.cmd.Wait()
-		stderr.Close()
-		c.events.close(errors.Join(err, bad, sc.Err()))
-		close(c.done)
-	}()
+	c.Process = p
 	t.Cleanup(func() {
-		c.kill()
+		c.Kill()
 		if t.Failed() {
 			t.Logf("example controller log (%s):\n%s", c.logFile, tail(c.logFile, 4096))
 		}
@@ -115,7 +80,7 @@ func tail(path string, n int) string {
 // if the process exits first or ctx ends.
 func (c *child) waitFor(ctx context.Context, what string, pred func([]event) bool) {
 	c.t.Helper()
-	if err := c.events.waitFor(ctx, pred); err != nil {
+	if err := c.WaitFor(ctx, pred); err != nil {
 		c.t.Fatalf("waiting for %s: %v; the example controller's log:\n%s", what, err, tail(c.logFile, 4096))
 	}
 }
@@ -146,31 +111,18 @@ func (c *child) waitConverged(ctx context.Context, want state) {
 	})
 }
 
-// snapshot returns a copy of the events so far.
-func (c *child) snapshot() []event { return c.events.snapshot() }
-
 // stop sends SIGTERM, waits for a clean exit and returns the stats and the
 // events.
 func (c *child) stop() (controller.Stats, []event) {
 	c.t.Helper()
-	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		c.t.Fatalf("signal the example controller: %v", err)
-	}
-	<-c.done
-	if err := c.events.err(); err != nil {
+	if err := c.Stop(); err != nil {
 		c.t.Fatalf("the example controller failed: %v; log:\n%s", err, tail(c.logFile, 4096))
 	}
 	st, err := controller.ReadStats(c.statsFile)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	return st, c.snapshot()
-}
-
-// kill sends SIGKILL and waits for the process to end.
-func (c *child) kill() {
-	_ = c.cmd.Process.Kill()
-	<-c.done
+	return st, c.Events()
 }
 
 // log returns the controller's stderr so far.

@@ -119,13 +119,13 @@ func runWidgetInformer(ctx context.Context, t *testing.T, c *cluster, file, ns s
 	if !cache.WaitFor(ctx, "", reg.HasSyncedChecker()) {
 		t.Fatal("the widgets informer did not sync")
 	}
-	if err := rec.waitFor(ctx, func(es []event) bool { return fold(nil, es).diff(want) == "" }); err != nil {
-		t.Fatalf("the handler never saw the server's widgets: %v; it has %s", err, fold(nil, rec.snapshot()).diff(want))
+	if err := rec.WaitFor(ctx, func(es []event) bool { return fold(nil, es).diff(want) == "" }); err != nil {
+		t.Fatalf("the handler never saw the server's widgets: %v; it has %s", err, fold(nil, rec.Events()).diff(want))
 	}
 	if d := listerState(inf.GetStore()).diff(want); d != "" {
 		t.Errorf("the informer's store differs from a LIST: %s", d)
 	}
-	return rec.snapshot(), st.Complete
+	return rec.Events(), st.Complete
 }
 
 func listerState(s cache.Store) state {

@@ -1,101 +1,33 @@
 package e2e
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/internal/demo"
 )
-
-// errSinkClosed: the source of the events ended (a child process exited).
-var errSinkClosed = errors.New("no more events")
-
-// eventSink collects events from a child process's log or a recorder and
-// lets a test wait for a condition on them.
-type eventSink struct {
-	// mu guards the fields below.
-	mu      sync.Mutex
-	events  []event
-	changed chan struct{} // closed and replaced on every change
-	closed  bool
-	cause   error // why it was closed, nil for a clean end
-}
-
-func newEventSink() *eventSink { return &eventSink{changed: make(chan struct{})} }
-
-func (s *eventSink) add(e event) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.events = append(s.events, e)
-	close(s.changed)
-	s.changed = make(chan struct{})
-}
-
-// close records that no more events come, and why (nil: a clean end).
-func (s *eventSink) close(cause error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed, s.cause = true, cause
-	close(s.changed)
-	s.changed = make(chan struct{})
-}
-
-func (s *eventSink) err() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cause
-}
-
-func (s *eventSink) snapshot() []event {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]event(nil), s.events...)
-}
-
-// waitFor waits until pred holds for the events so far; it returns an
-// error if the sink closes first or ctx ends.
-func (s *eventSink) waitFor(ctx context.Context, pred func([]event) bool) error {
-	for {
-		s.mu.Lock()
-		ok := pred(s.events)
-		closed, cause, ch := s.closed, s.cause, s.changed
-		s.mu.Unlock()
-		switch {
-		case ok:
-			return nil
-		case closed:
-			return fmt.Errorf("%w (%v)", errSinkClosed, cause)
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	}
-}
 
 // recorder is a cache.ResourceEventHandler that records events as the
 // workqueue example logs them.
-type recorder struct{ *eventSink }
+type recorder struct{ *demo.EventLog }
 
-func newRecorder() recorder { return recorder{newEventSink()} }
+func newRecorder() recorder { return recorder{demo.NewEventLog()} }
 
 func (r recorder) OnAdd(obj interface{}, initial bool) {
-	r.add(event{Type: "add", Key: keyOf(obj), ResourceVersion: resourceVersionOf(obj), Initial: initial})
+	r.Add(event{Type: "add", Key: keyOf(obj), ResourceVersion: resourceVersionOf(obj), Initial: initial})
 }
 
 func (r recorder) OnUpdate(oldObj, newObj interface{}) {
-	r.add(event{Type: "update", Key: keyOf(newObj), ResourceVersion: resourceVersionOf(newObj), OldResourceVersion: resourceVersionOf(oldObj)})
+	r.Add(event{Type: "update", Key: keyOf(newObj), ResourceVersion: resourceVersionOf(newObj), OldResourceVersion: resourceVersionOf(oldObj)})
 }
 
 func (r recorder) OnDelete(obj interface{}) {
 	_, unknown := obj.(cache.DeletedFinalStateUnknown)
-	r.add(event{Type: "delete", Key: keyOf(obj), ResourceVersion: resourceVersionOf(obj), FinalStateUnknown: unknown})
+	r.Add(event{Type: "delete", Key: keyOf(obj), ResourceVersion: resourceVersionOf(obj), FinalStateUnknown: unknown})
 }
 
 func keyOf(obj interface{}) string {
@@ -139,21 +71,7 @@ func split(es []event) (initial state, rest []event, err error) {
 
 // fold applies events to a copy of s, as a handler keeping its own map
 // would, and returns the result.
-func fold(s state, es []event) state {
-	out := state{}
-	for k, v := range s {
-		out[k] = v
-	}
-	for _, e := range es {
-		switch e.Type {
-		case "add", "update":
-			out[e.Key] = e.ResourceVersion
-		case "delete":
-			delete(out, e.Key)
-		}
-	}
-	return out
-}
+func fold(s state, es []event) state { return demo.Fold(s, es) }
 
 // checkChanges reports how the non-initial events differ from exactly
 // the changes ch, ignoring the keys in ignore: for each created object one

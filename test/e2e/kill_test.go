@@ -53,7 +53,7 @@ func TestKillAtRandomMoments(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal(ctx.Err())
 		}
-		victim.kill()
+		victim.Kill()
 		if err := churn.pause(); err != nil {
 			t.Fatalf("round %d: churn: %v", round, err)
 		}
@@ -61,7 +61,7 @@ func TestKillAtRandomMoments(t *testing.T) {
 
 		check := startChild(t, opts)
 		check.waitConverged(ctx, want)
-		check.kill()
+		check.Kill()
 		got := readCache(ctx, t, file, podsIdentity(ns))
 		if d := got.items.diff(want); d != "" {
 			t.Fatalf("round %d (killed after %v): the cache file differs from the server: %s", round, after, d)
@@ -69,7 +69,7 @@ func TestKillAtRandomMoments(t *testing.T) {
 		if got.info.State != "complete" {
 			t.Fatalf("round %d: cache file state %q (%s), want complete", round, got.info.State, got.info.Reason)
 		}
-		t.Logf("round %d: killed after %v, %s; restarted, converged to %d pods", round, after.Round(time.Millisecond), phase(victim.snapshot()), len(want))
+		t.Logf("round %d: killed after %v, %s; restarted, converged to %d pods", round, after.Round(time.Millisecond), phase(victim.Events()), len(want))
 	}
 	t.Logf("churn: %s", churn)
 }
