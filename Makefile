@@ -31,3 +31,11 @@ bench:
 ## cached outside the repo (WARMCACHE_KUBEBIN_DIR, else the user cache dir).
 kubebin:
 	$(GO) run ./internal/kubebin/cmd/kubebin
+
+.PHONY: demo
+## demo: a local kube-apiserver with 20,000 pods; the example controller runs cold,
+## then warm on the same cache file; prints the side-by-side table (DEMO_FLAGS,
+## e.g. DEMO_FLAGS="-pods 50000 -keep"; see examples/demo).
+DEMO_FLAGS ?=
+demo: kubebin
+	$(GO) run ./examples/demo $(DEMO_FLAGS)

@@ -206,3 +206,47 @@ func Fold(state map[string]string, events []controller.Event) map[string]string 
 	}
 	return out
 }
+
+// Converged returns a predicate for WaitFor that holds once the events,
+// folded from an empty map, equal want (key -> resourceVersion) and a
+// "synced" line was seen. It folds incrementally: each call looks only at
+// the events it has not seen, so waiting on a long log costs linear time.
+// The predicate must be used with one log only.
+func Converged(want map[string]string) func([]controller.Event) bool {
+	view := map[string]string{}
+	seen := 0
+	synced := false
+	differ := len(want) // keys where view and want disagree
+	set := func(key, rv string, present bool) {
+		before := view[key]
+		_, had := view[key]
+		w, wanted := want[key]
+		wasOK := had == wanted && (!had || before == w)
+		if present {
+			view[key] = rv
+		} else {
+			delete(view, key)
+		}
+		isOK := present == wanted && (!present || rv == w)
+		switch {
+		case wasOK && !isOK:
+			differ++
+		case !wasOK && isOK:
+			differ--
+		}
+	}
+	return func(es []controller.Event) bool {
+		for _, e := range es[seen:] {
+			switch e.Type {
+			case "synced":
+				synced = true
+			case "add", "update":
+				set(e.Key, e.ResourceVersion, true)
+			case "delete":
+				set(e.Key, "", false)
+			}
+		}
+		seen = len(es)
+		return synced && differ == 0
+	}
+}

@@ -117,3 +117,27 @@ func TestFold(t *testing.T) {
 		t.Errorf("Fold changed its input: %v", start)
 	}
 }
+
+func TestConverged(t *testing.T) {
+	want := map[string]string{"a": "3", "c": "4"}
+	pred := Converged(want)
+	var es []controller.Event
+	step := func(e controller.Event, wantDone bool) {
+		t.Helper()
+		es = append(es, e)
+		if got := pred(es); got != wantDone {
+			t.Fatalf("after %+v: converged = %v, want %v", e, got, wantDone)
+		}
+	}
+	step(controller.Event{Type: "add", Key: "a", ResourceVersion: "1", Initial: true}, false)
+	step(controller.Event{Type: "add", Key: "b", ResourceVersion: "2", Initial: true}, false)
+	step(controller.Event{Type: "add", Key: "c", ResourceVersion: "4", Initial: true}, false)
+	step(controller.Event{Type: "update", Key: "a", ResourceVersion: "3"}, false) // b is extra
+	step(controller.Event{Type: "delete", Key: "b", ResourceVersion: "2"}, false) // not synced yet
+	step(controller.Event{Type: "synced"}, true)
+	step(controller.Event{Type: "update", Key: "c", ResourceVersion: "5"}, false)
+	step(controller.Event{Type: "update", Key: "c", ResourceVersion: "4"}, true)
+	if !Converged(map[string]string{})([]controller.Event{{Type: "synced"}}) {
+		t.Error("an empty want did not converge on a synced line")
+	}
+}

@@ -101,14 +101,12 @@ func (c *child) waitSynced(ctx context.Context) event {
 	return synced
 }
 
-// waitConverged waits until the handler's view (every event so far folded
-// into a map) equals want. Handlers are notified after the store is
-// written, so the store holds want too.
+// waitConverged waits until the controller has synced and its handler's
+// view (every event so far folded into a map) equals want. Handlers are
+// notified after the store is written, so the store holds want too.
 func (c *child) waitConverged(ctx context.Context, want state) {
 	c.t.Helper()
-	c.waitFor(ctx, fmt.Sprintf("the handler to see the server's %d objects", len(want)), func(es []event) bool {
-		return fold(nil, es).diff(want) == ""
-	})
+	c.waitFor(ctx, fmt.Sprintf("the handler to see the server's %d objects", len(want)), demo.Converged(want))
 }
 
 // stop sends SIGTERM, waits for a clean exit and returns the stats and the

@@ -50,13 +50,13 @@ func resourceVersionOf(obj interface{}) string {
 }
 
 // split separates the adds flagged isInInitialList (the initial list or
-// the warm-start replay) from the other events, up to the "synced" line
-// and after it. Only events before "synced" may be initial.
+// the warm-start replay) from the other object events ("synced" and
+// "steady" lines are dropped).
 func split(es []event) (initial state, rest []event, err error) {
 	initial = state{}
 	for _, e := range es {
 		switch {
-		case e.Type == "synced":
+		case e.Type == "synced" || e.Type == "steady":
 		case e.Type == "add" && e.Initial:
 			if _, dup := initial[e.Key]; dup {
 				return nil, nil, fmt.Errorf("initial add of %s twice", e.Key)

@@ -78,7 +78,13 @@ func TestKillAtRandomMoments(t *testing.T) {
 func phase(es []event) string {
 	for i, e := range es {
 		if e.Type == "synced" {
-			return fmt.Sprintf("after sync and %d live events", len(es)-i-1)
+			live := 0
+			for _, e := range es[i+1:] {
+				if e.Key != "" {
+					live++
+				}
+			}
+			return fmt.Sprintf("after sync and %d live events", live)
 		}
 	}
 	if len(es) == 0 {

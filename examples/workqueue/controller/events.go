@@ -14,7 +14,9 @@ import (
 
 // Event is one line of Config.EventLog.
 type Event struct {
-	// Type is "add", "update", "delete" or "synced".
+	// Type is "add", "update", "delete", "synced" (the informer has synced
+	// and the handler got every initial event) or "steady" (after that,
+	// the queue was drained and the steady heap measured).
 	Type string `json:"type"`
 	// Key is the object's namespace/name (not for "synced").
 	Key string `json:"key,omitempty"`
@@ -31,6 +33,8 @@ type Event struct {
 	// WarmStart and SyncedSeconds describe a "synced" line.
 	WarmStart     bool    `json:"warmStart,omitempty"`
 	SyncedSeconds float64 `json:"syncedSeconds,omitempty"`
+	// SteadyHeapBytes describes a "steady" line (Stats.SteadyHeapBytes).
+	SteadyHeapBytes uint64 `json:"steadyHeapBytes,omitempty"`
 }
 
 // eventLog writes Events as JSON lines.

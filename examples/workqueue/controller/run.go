@@ -156,6 +156,7 @@ func run(ctx context.Context, cfg Config, start time.Time, st *Stats) (err error
 	if drained == nil {
 		st.SteadyHeapBytes = steadyHeap()
 		logger.V(1).Info("Queue drained", "reconciles", c.reconciles.Load(), "steadyHeapBytes", st.SteadyHeapBytes)
+		events.write(Event{Type: "steady", SteadyHeapBytes: st.SteadyHeapBytes})
 	}
 	<-ctx.Done()
 	return nil
