@@ -121,13 +121,26 @@ func (s *Store) sizeHint() int {
 	return int(min(max(s.status.Load().meta.Objects, 0), 1<<20))
 }
 
-func keyErr(obj interface{}, err error) error { return cache.KeyError{Obj: obj, Err: err} }
+// key calls the key function. Its error, or a panic in it (client-go's key
+// functions dereference a typed nil pointer such as (*corev1.Pod)(nil)),
+// is returned as a cache.KeyError, so bad input never crashes the process.
+func (s *Store) key(obj interface{}) (key string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			key, err = "", cache.KeyError{Obj: obj, Err: fmt.Errorf("key function panicked: %v", r)}
+		}
+	}()
+	if key, err = s.keyFunc(obj); err != nil {
+		return "", cache.KeyError{Obj: obj, Err: err}
+	}
+	return key, nil
+}
 
 // Get returns the object stored under obj's key.
 func (s *Store) Get(obj interface{}) (item interface{}, exists bool, err error) {
-	key, err := s.keyFunc(obj)
+	key, err := s.key(obj)
 	if err != nil {
-		return nil, false, s.errorf("get", keyErr(obj, err))
+		return nil, false, s.errorf("get", err)
 	}
 	return s.GetByKey(key)
 }

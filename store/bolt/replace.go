@@ -108,9 +108,9 @@ func (r *replaceTx) Add(ctx context.Context, objs ...interface{}) error {
 	}
 	ops := make([]prepared, len(objs))
 	for i, obj := range objs {
-		key, err := s.keyFunc(obj)
+		key, err := s.key(obj)
 		if err != nil {
-			return s.errorf(op, keyErr(obj, err))
+			return s.errorf(op, err)
 		}
 		env, err := s.encode(obj)
 		if err != nil {

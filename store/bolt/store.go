@@ -39,6 +39,9 @@ import (
 //
 //   - An index function error is returned (wrapping ErrIndexFunc) and the
 //     write is not applied; client-go panics.
+//   - A key function panic (client-go's key functions panic on a typed nil
+//     pointer) is returned as a cache.KeyError and nothing is written;
+//     client-go crashes.
 //   - LastStoreSyncResourceVersion does not depend on the AtomicFIFO
 //     feature gate.
 //   - A transaction of an unknown type is an error (ErrTransactionType).

@@ -28,9 +28,9 @@ func (s *Store) prepare(op string, pos int, t cache.Transaction) (prepared, erro
 	default:
 		return prepared{}, s.errorf(fmt.Sprintf("%s: transaction %d", op, pos), fmt.Errorf("%w %q", ErrTransactionType, t.Type))
 	}
-	key, err := s.keyFunc(t.Object)
+	key, err := s.key(t.Object)
 	if err != nil {
-		return prepared{}, s.errorf(fmt.Sprintf("%s: transaction %d", op, pos), cache.KeyError{Obj: t.Object, Err: err})
+		return prepared{}, s.errorf(fmt.Sprintf("%s: transaction %d", op, pos), err)
 	}
 	p := prepared{pos: pos, key: key, obj: t.Object, delete: t.Type == cache.TransactionTypeDelete}
 	if p.delete {
