@@ -149,7 +149,13 @@ Data goes to standard output; errors, warnings and progress bars to standard err
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%v", err) })
 	root.PersistentFlags().DurationVar(&common.LockTimeout, "lock-timeout", time.Second,
-		"how long to wait for the file's lock before giving up (exit code 4)")
+		"how long to wait for the file's lock before giving up (exit code 4); 0 tries once")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if common.LockTimeout < 0 {
+			return usageErrorf("--lock-timeout must not be negative")
+		}
+		return nil
+	}
 	root.AddCommand(
 		newInfoCommand(env, common),
 		newListCommand(env, common),

@@ -280,3 +280,51 @@ func TestCommandsLeaveFileUnchanged(t *testing.T) {
 		t.Error("the file changed")
 	}
 }
+
+func TestInfoStates(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(t *testing.T, path string)
+		want  []string
+	}{
+		{"complete", func(*testing.T, string) {}, []string{"State:             complete\n", `"relistInterrupted": false`}},
+		{"incomplete", func(t *testing.T, path string) {
+			mutate(t, path, func(tx *bbolt.Tx) error {
+				return editMeta(t, tx, podsID, map[string]interface{}{"state": "incomplete", "reason": "get: 1 object could not be decoded"})
+			})
+		}, []string{"State:             incomplete: get: 1 object could not be decoded\n", `"complete": false`}},
+		{"relist interrupted", func(t *testing.T, path string) {
+			mutate(t, path, func(tx *bbolt.Tx) error {
+				return editMeta(t, tx, podsID, map[string]interface{}{"staging": 9})
+			})
+		}, []string{"State:             complete; a relist was interrupted", `"relistInterrupted": true`, `"state": "relisting"`}},
+		{"never listed", func(t *testing.T, path string) {
+			mutate(t, path, func(tx *bbolt.Tx) error {
+				return editMeta(t, tx, podsID, map[string]interface{}{"state": "new", "rv": ""})
+			})
+		}, []string{"State:             new (never completely listed)\n", "Resource version:  <none>\n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := fixture(t, fixtureOptions{podsOnly: true})
+			tt.setup(t, path)
+			unchanged(t, path)
+			text, js := run(t, "info", path), run(t, "info", path, "-o", "json")
+			if text.code != ExitOK || js.code != ExitOK {
+				t.Fatalf("exit %d / %d: %s %s", text.code, js.code, text.stderr, js.stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(text.stdout+js.stdout, w) {
+					t.Errorf("info does not say %q:\n%s\n%s", w, text.stdout, js.stdout)
+				}
+			}
+		})
+	}
+}
+
+func TestNegativeLockTimeout(t *testing.T) {
+	path := fixture(t, fixtureOptions{podsOnly: true})
+	if r := run(t, "info", path, "--lock-timeout", "-1s"); r.code != ExitUsage || !strings.Contains(r.stderr, "--lock-timeout must not be negative") {
+		t.Errorf("exit %d: %s", r.code, r.stderr)
+	}
+}

@@ -123,7 +123,7 @@ func (o *exportOptions) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	bar := o.env.progressBar("export "+displayName(info), info.Objects, false)
+	bar := o.env.progressBar("export "+displayName(info), progressTotal(info, ns), false)
 	defer bar.Finish()
 	var count int
 	return p.Print(o.env.Stdout, scanObjects(ctx, st, info, ns, &o.Filter, bar, &count))

@@ -224,7 +224,7 @@ func scanObjects(ctx context.Context, st *bolt.Store, info bolt.ResourceInfo, ns
 			return nil
 		}
 		var err error
-		if ns != "" && slices.Contains(info.Indexes, cache.NamespaceIndex) {
+		if usesNamespaceIndex(info, ns) {
 			err = st.ScanIndex(ctx, cache.NamespaceIndex, ns, fn)
 		} else {
 			err = st.Scan(ctx, fn)
@@ -233,4 +233,18 @@ func scanObjects(ctx context.Context, st *bolt.Store, info bolt.ResourceInfo, ns
 			yield(nil, fmt.Errorf("read %s: %w", displayName(info), err))
 		}
 	}
+}
+
+// usesNamespaceIndex reports whether scanObjects reads namespace ns through
+// the recorded namespace index.
+func usesNamespaceIndex(info bolt.ResourceInfo, ns string) bool {
+	return ns != "" && slices.Contains(info.Indexes, cache.NamespaceIndex)
+}
+
+// progressTotal is the number of objects scanObjects reads, when known.
+func progressTotal(info bolt.ResourceInfo, ns string) int64 {
+	if usesNamespaceIndex(info, ns) {
+		return 0 // only a namespace's objects: the bar counts
+	}
+	return info.Objects
 }

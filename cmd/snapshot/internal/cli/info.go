@@ -264,13 +264,10 @@ func indexesText(r *resourceInfo) string {
 	}
 	parts := make([]string, len(r.Indexes))
 	for i, x := range r.Indexes {
-		switch x.Values {
-		case -1:
+		if x.Values < 0 {
 			parts[i] = x.Name + " (values unreadable)"
-		case 1:
-			parts[i] = x.Name + " (1 value)"
-		default:
-			parts[i] = fmt.Sprintf("%s (%d values)", x.Name, x.Values)
+		} else {
+			parts[i] = fmt.Sprintf("%s (%s)", x.Name, plural(x.Values, "value"))
 		}
 	}
 	s := strings.Join(parts, ", ")

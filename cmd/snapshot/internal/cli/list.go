@@ -124,7 +124,7 @@ func (o *listOptions) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	bar := o.env.progressBar("list "+displayName(info), info.Objects, false)
+	bar := o.env.progressBar("list "+displayName(info), progressTotal(info, ns), false)
 	defer bar.Finish()
 	var count int
 	if err := p.Print(o.env.Stdout, scanObjects(ctx, st, info, ns, &o.Filter, bar, &count)); err != nil {

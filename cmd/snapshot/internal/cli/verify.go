@@ -130,10 +130,10 @@ func (o *verifyOptions) Run(ctx context.Context) (err error) {
 	}
 	objects := decoded.Load()
 	if problems > 0 {
-		fmt.Fprintf(o.env.Stdout, "%s: %d problems (%d resources, %d objects decoded)\n", o.File, problems, len(f.resources), objects)
-		return mark(ErrProblems, "verify found %d problems in %s", problems, o.File)
+		fmt.Fprintf(o.env.Stdout, "%s: %s (%s, %s decoded)\n", o.File, plural(problems, "problem"), plural(len(f.resources), "resource"), plural(int(objects), "object"))
+		return mark(ErrProblems, "verify found %s in %s", plural(problems, "problem"), o.File)
 	}
-	fmt.Fprintf(o.env.Stdout, "%s: no problems (%d resources, %d objects decoded)\n", o.File, len(f.resources), objects)
+	fmt.Fprintf(o.env.Stdout, "%s: no problems (%s, %s decoded)\n", o.File, plural(len(f.resources), "resource"), plural(int(objects), "object"))
 	return nil
 }
 
@@ -168,4 +168,12 @@ func problemText(p bolt.Problem) string {
 		s += fmt.Sprintf(" index %q value %q", p.Index, p.Value)
 	}
 	return s + ": " + p.Detail
+}
+
+// plural returns "1 thing" or "n things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

@@ -1,0 +1,103 @@
+// Command snapshot inspects the bbolt files in which warmcache informers keep
+// their cache.
+//
+// It never writes the file it inspects: files are opened read-only under a
+// shared lock, and only compact and backup write, to the file their
+// --output names. A file that a running controller holds open for writing
+// is locked; fetch a consistent copy from the process with snapshot backup
+// and inspect the copy. Data goes to standard output; errors, warnings and
+// progress bars (on a terminal only) to standard error.
+//
+// # Install
+//
+//	go install github.com/warmcache/warmcache/cmd/snapshot@latest
+//	source <(snapshot completion bash)   # or zsh, fish, powershell
+//
+// # Commands
+//
+//	snapshot info FILE [-o text|json|yaml]
+//	    Per resource: group, version, resource, kind, list/watch scope, object
+//	    count, resourceVersion, complete or relist-interrupted, schema version,
+//	    codec, indexes with their number of values, bytes used; the file's size
+//	    and last write. Answers from recorded counts, without reading objects.
+//
+//	snapshot list FILE RESOURCE [-n NS | -A] [-l SELECTOR] [--field-selector F]
+//	              [-o table|wide|json|yaml|name] [--no-headers]
+//	    Objects as kubectl get lists them: pods as NAME READY STATUS RESTARTS
+//	    AGE (wide adds IP NODE NOMINATED NODE READINESS GATES), other resources
+//	    as NAME AGE, a NAMESPACE column with -A; json and yaml as a List.
+//	    Without -n or -A: the namespace the resource was recorded for, else
+//	    "default". Field selectors: metadata.name, metadata.namespace, and for
+//	    pods spec.nodeName, spec.restartPolicy, spec.schedulerName,
+//	    spec.serviceAccountName, status.phase, status.podIP,
+//	    status.nominatedNodeName.
+//
+//	snapshot get FILE RESOURCE NAME [-n NS] [-o yaml|json|table|wide|name]
+//	    One object, as YAML by default.
+//
+//	snapshot index FILE RESOURCE INDEX [VALUE] [--counts]
+//	    The values of an index and the keys filed under each.
+//
+//	snapshot verify FILE
+//	    The bbolt structure, each resource's metadata, every item (it
+//	    decodes, its resourceVersion matches) and every index entry against
+//	    its item and back. Prints each problem; exit code 6 if any.
+//
+//	snapshot export FILE RESOURCE [-n NS] [-l SELECTOR] [-o yaml|json] [--raw] [--no-status]
+//	    A List for kubectl apply -f or test fixtures. Unless --raw, the
+//	    fields the API server sets are removed: resourceVersion (a stale one
+//	    makes apply fail with a conflict), uid, creationTimestamp,
+//	    generation, selfLink, managedFields, deletion fields, ownerReferences
+//	    (owners are named by uid; elsewhere the garbage collector would
+//	    delete the objects), the last-applied-configuration annotation, and
+//	    the allocated clusterIP(s) of Services. status is kept unless
+//	    --no-status.
+//
+//	snapshot diff FILE1 FILE2 [RESOURCE] [--show] [-U N] [--exit-code]
+//	    Keys added (+), removed (-) and changed (~, another resourceVersion);
+//	    --show adds a unified diff of the YAML of each changed object.
+//
+//	snapshot compact FILE --output OUT [--force]
+//	    A compacted copy (bbolt.Compact), written beside OUT, flushed,
+//	    checked, then moved to OUT. Refuses an existing OUT without --force,
+//	    and OUT = FILE always.
+//
+//	snapshot backup URL --output OUT [--force] [--request-timeout D]
+//	    A consistent hot backup from a process serving bolt.DB.BackupHandler:
+//	    streamed to a temporary file, flushed, checked, then moved to OUT.
+//
+// RESOURCE is what kubectl accepts where the file allows it: the plural
+// (pods), the singular (pod), a built-in short name (po, deploy, svc...),
+// qualified by group (deployments.apps) or version and group
+// (deployments.v1.apps), or the ID that info prints (needed only when a file
+// holds one resource under several scopes). Every command takes
+// --lock-timeout (default 1s), the wait for the file's lock.
+//
+// # Exit codes
+//
+//	0  success
+//	1  general error (I/O, network, output file exists)
+//	2  usage error (bad command line, selector or output format; FILE is a directory)
+//	3  not found (file, resource, object or index)
+//	4  file locked by a running process: use snapshot backup to read its cache
+//	5  not a readable warmcache file (empty, truncated, garbage, a bbolt file
+//	   of another program) or written by a newer warmcache
+//	6  verify found problems
+//	7  diff --exit-code found differences
+//
+// # Examples
+//
+//	snapshot info cache.db
+//	snapshot list cache.db pods -n kube-system -o wide
+//	snapshot list cache.db deploy -A -l app=web -o yaml
+//	snapshot get cache.db pods web-0 -n web -o json
+//	snapshot index cache.db pods namespace --counts
+//	snapshot verify cache.db || echo "inconsistent"
+//	snapshot export cache.db configmaps -n web > web.yaml && kubectl apply -f web.yaml
+//	snapshot diff yesterday.db today.db pods --show
+//	snapshot compact cache.db --output cache.compact.db
+//	snapshot backup http://localhost:8080/debug/warmcache/backup --output copy.db
+//
+// list, export and verify stream objects from the file a chunk at a time:
+// their memory stays flat whatever the number of objects.
+package main
