@@ -10,6 +10,7 @@ import (
 
 	"github.com/warmcache/warmcache/benchmarks/internal/apiproc"
 	"github.com/warmcache/warmcache/benchmarks/internal/informerbench"
+	"github.com/warmcache/warmcache/benchmarks/internal/measure"
 )
 
 // informerOp is one operation of BenchmarkInformer. Each iteration is a
@@ -120,15 +121,17 @@ func stop(b *testing.B, proc *apiproc.Process, inf *informerbench.Informer) {
 // ns/op is the sync time; the heap metrics are per pod.
 func benchColdSync(b *testing.B, proc *apiproc.Process, impl string, n int) {
 	opts := informerbench.Options{Dir: b.TempDir()}
-	var total time.Duration
+	var total, cpu time.Duration
 	var peak, steady float64
 	for range b.N {
 		inf, cold := coldSync(b, proc, impl, n, opts)
 		stop(b, proc, inf)
 		total += cold.Duration
+		cpu += cold.CPU
 		peak, steady = cold.Heap.Peak, cold.Heap.Settled
 	}
 	b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/op")
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
 	b.ReportMetric(peak/float64(n), "peak-heap-bytes/obj")
 	b.ReportMetric(steady/float64(n), "steady-heap-bytes/obj")
 }
@@ -144,16 +147,18 @@ func benchEvents(b *testing.B, proc *apiproc.Process, impl string, n int) {
 	inf, _ := coldSync(b, proc, impl, n, informerbench.Options{Dir: b.TempDir()})
 	defer stop(b, proc, inf)
 	m := updatesPerChurn(n)
-	var total time.Duration
+	var total, cpu time.Duration
 	for range b.N {
-		eps, err := informerbench.Churn(benchContext(b), proc, inf, m, int(generations.Add(1)))
+		ev, err := informerbench.Churn(benchContext(b), proc, inf, m, int(generations.Add(1)))
 		if err != nil {
 			b.Fatal(err)
 		}
-		total += time.Duration(float64(m) / eps * float64(time.Second))
+		total += time.Duration(float64(m) / ev.PerSec * float64(time.Second))
+		cpu += ev.CPU
 	}
 	b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/op")
 	b.ReportMetric(float64(m*b.N)/total.Seconds(), "events/s")
+	b.ReportMetric(measure.Micros(cpu)/float64(b.N), "cpu-µs/event")
 }
 
 // benchWarm: a bolt informer syncs once; each iteration restarts it from
@@ -163,7 +168,7 @@ func benchWarm(b *testing.B, proc *apiproc.Process, n int, withHandler bool) {
 	opts := informerbench.Options{Dir: b.TempDir()}
 	inf, _ := coldSync(b, proc, informerbench.Bolt, n, opts)
 	stop(b, proc, inf)
-	var total time.Duration
+	var total, cpu time.Duration
 	var peak float64
 	for range b.N {
 		w, err := informerbench.WarmRestart(benchContext(b), proc, n, opts, withHandler)
@@ -171,8 +176,10 @@ func benchWarm(b *testing.B, proc *apiproc.Process, n int, withHandler bool) {
 			b.Fatal(err)
 		}
 		total += w.Duration
+		cpu += w.CPU
 		peak = w.Heap.Peak
 	}
 	b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "ns/op")
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
 	b.ReportMetric(peak/float64(n), "peak-heap-bytes/obj")
 }

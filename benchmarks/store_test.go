@@ -149,13 +149,30 @@ func benchHeap(b *testing.B, impl string, c *storebench.Corpus, n int) {
 	}
 }
 
+// cpuTimer is b's timer that also measures the process's CPU time.
+type cpuTimer struct {
+	b  *testing.B
+	sw measure.Stopwatch
+}
+
+func (t *cpuTimer) StartTimer() { t.b.StartTimer(); t.sw.StartTimer() }
+func (t *cpuTimer) StopTimer()  { t.sw.StopTimer(); t.b.StopTimer() }
+
+// report reports the CPU time per pod written, if known.
+func (t *cpuTimer) report(pods int) {
+	if _, ok := measure.ProcessCPU(); ok {
+		t.b.ReportMetric(measure.Micros(t.sw.CPU())/float64(pods), "cpu-µs/pod")
+	}
+}
+
 // benchAdd: each iteration loads n pods into a new store in batches; the
 // timer runs during the writes only.
 func benchAdd(b *testing.B, impl string, c *storebench.Corpus, n int) {
 	b.StopTimer()
+	tm := &cpuTimer{b: b}
 	for range b.N {
 		t := openTarget(b, impl)
-		if err := storebench.Load(context.Background(), t, c, n, b); err != nil {
+		if err := storebench.Load(context.Background(), t, c, n, tm); err != nil {
 			b.Fatal(err)
 		}
 		if err := t.Close(); err != nil {
@@ -163,6 +180,7 @@ func benchAdd(b *testing.B, impl string, c *storebench.Corpus, n int) {
 		}
 	}
 	b.ReportMetric(measure.PerSecond(n*b.N, b.Elapsed()), "pods/s")
+	tm.report(n * b.N)
 }
 
 // updatesPerOp is the number of updates one iteration of the update
@@ -174,12 +192,14 @@ func updatesPerOp(n int) int { return min(n, 5000) }
 func benchUpdate(b *testing.B, impl string, c *storebench.Corpus, n int) {
 	t := filled(b, impl, c, n)
 	m := updatesPerOp(n)
+	tm := &cpuTimer{b: b}
 	for i := range b.N {
-		if err := storebench.Update(context.Background(), t, c, n, m, i+1, b); err != nil {
+		if err := storebench.Update(context.Background(), t, c, n, m, i+1, tm); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ReportMetric(measure.PerSecond(m*b.N, b.Elapsed()), "pods/s")
+	tm.report(m * b.N)
 }
 
 // Lookups per iteration of the get and byindex benchmarks.

@@ -190,6 +190,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 		t.Note("%s cold sync: %d lists, %d watches (%d WatchList)", r.Impl, r.Cold.Requests.Lists, r.Cold.Requests.Watches, r.Cold.Requests.WatchLists)
 	}
 	t.Note("heap: bytes above the settled heap before the phase; peak sampled every 10ms, garbage included")
+	t.Note("CPU: this process's user+system time during the phase (the server runs in another): what the informer cost, however busy the machine")
 	t.Note("command: go run ./benchmarks/cmd/informerbench %s", strings.Join(args, " "))
 	return t.Write(stdout)
 }

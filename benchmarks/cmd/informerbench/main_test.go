@@ -30,7 +30,7 @@ func TestRun(t *testing.T) {
 			code: exitOK,
 			stdout: []string{
 				"80 podgen pods over HTTP (application/vnd.kubernetes.protobuf), 30 updates",
-				"bolt/client-go", "cold sync s", "steady heap bytes/pod", "update events/s",
+				"bolt/client-go", "cold sync s", "cold sync CPU s", "steady heap bytes/pod", "update events/s", "update CPU µs/event",
 				"bolt <= 0.05x client-go", "bolt <= 0.30x client-go", "bolt >= 0.80x client-go",
 				"client-go cold sync: 0 lists, 1 watches (1 WatchList)",
 			},

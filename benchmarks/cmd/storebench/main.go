@@ -163,6 +163,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	}
 	t.Note("latencies: %d GetByKey and %d ByIndex lookups of random keys and namespaces; writes and Replace time only the store calls",
 		results[0].Get.Len(), results[0].ByIndex.Len())
+	t.Note("CPU: the process's user+system time during the writes, garbage collection included: what the writes cost, however busy the machine")
 	t.Note("command: go run ./benchmarks/cmd/storebench %s", strings.Join(args, " "))
 	return t.Write(stdout)
 }

@@ -104,7 +104,7 @@ func TestMeasureEveryImpl(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", impl, err)
 		}
-		if r.Cold.Duration <= 0 || r.EventsPerSec <= 0 || r.Cold.Heap.Peak <= 0 || r.Updates != 120 {
+		if r.Cold.Duration <= 0 || r.Events.PerSec <= 0 || r.Events.CPU <= 0 || r.Cold.CPU <= 0 || r.Cold.Heap.Peak <= 0 || r.Updates != 120 {
 			t.Errorf("%s: incomplete result %+v", impl, r)
 		}
 		// Every informer syncs with one WatchList, as client-go's does
@@ -124,7 +124,7 @@ func TestMeasureEveryImpl(t *testing.T) {
 
 	tab := Table("t", results)
 	rows := tab.Rows()
-	if len(rows) != 8 {
+	if len(rows) != 11 {
 		t.Fatalf("%d rows", len(rows))
 	}
 	for _, r := range rows {
@@ -132,11 +132,11 @@ func TestMeasureEveryImpl(t *testing.T) {
 			t.Errorf("row %s: target on column %d, want bolt's", r.Metric, r.Target.Column)
 		}
 	}
-	if restart := rows[4]; restart.Values[0] != results[0].Cold.Duration.Seconds() ||
+	if restart := rows[5]; restart.Values[0] != results[0].Cold.Duration.Seconds() ||
 		restart.Values[2] != results[2].WarmReplay.Duration.Seconds() {
 		t.Errorf("restart row %v: want client-go's cold sync and bolt's warm restart", restart.Values)
 	}
-	if v := rows[5].Values; !math.IsNaN(v[0]) || math.IsNaN(v[2]) {
+	if v := rows[7].Values; !math.IsNaN(v[0]) || math.IsNaN(v[2]) {
 		t.Errorf("warm restart without handler %v: want client-go empty, bolt set", v)
 	}
 }

@@ -30,7 +30,11 @@ type Cold struct {
 	// Duration runs from building the informer to HasSynced and the
 	// handler having been told of every pod.
 	Duration time.Duration
-	Heap     Heap
+	// CPU is the CPU time this process used meanwhile (the server runs in
+	// another): on a shared machine, the cost that does not depend on how
+	// busy it is. Zero where the process's CPU time is unknown.
+	CPU  time.Duration
+	Heap Heap
 	// Requests are the server's list and watch counts during the sync.
 	Requests apiproc.Stats
 }
@@ -54,7 +58,8 @@ func ColdSync(ctx context.Context, proc *apiproc.Process, impl string, n int, op
 	}
 	base := measure.SettledHeap()
 	peak := measure.StartPeak(0)
-	start := time.Now()
+	var sw measure.Stopwatch
+	sw.StartTimer()
 	inf, err := Start(ctx, impl, proc.Config(""), opts, true)
 	if err != nil {
 		peak.Stop()
@@ -64,7 +69,8 @@ func ColdSync(ctx context.Context, proc *apiproc.Process, impl string, n int, op
 		peak.Stop()
 		return nil, c, errors.Join(err, inf.Stop())
 	}
-	c.Duration = time.Since(start)
+	sw.StopTimer()
+	c.Duration, c.CPU = sw.Elapsed(), sw.CPU()
 	c.Heap.Peak = above(peak.Stop(), base)
 	c.Heap.Settled = above(measure.SettledHeap(), base)
 	after, err := proc.Stats(ctx)
@@ -80,26 +86,38 @@ func ColdSync(ctx context.Context, proc *apiproc.Process, impl string, n int, op
 	return inf, c, nil
 }
 
+// Events is what Churn measured.
+type Events struct {
+	// PerSec is the rate of update notifications the handler received.
+	PerSec float64
+	// CPU is this process's CPU time per notification.
+	CPU time.Duration
+}
+
 // Churn has the server update `updates` pods while the watch streams are
-// held back, then releases them and returns the update notifications per
-// second the running informer's handler received, from the release to the
-// last one.
-func Churn(ctx context.Context, proc *apiproc.Process, inf *Informer, updates, gen int) (float64, error) {
+// held back, then releases them and measures the update notifications the
+// running informer's handler receives, from the release to the last one.
+func Churn(ctx context.Context, proc *apiproc.Process, inf *Informer, updates, gen int) (Events, error) {
+	var ev Events
 	if inf.Counter == nil || updates <= 0 || gen <= 0 {
-		return 0, fmt.Errorf("%w: churn of %d updates, generation %d, on an informer with a handler", ErrInvalidArgument, updates, gen)
+		return ev, fmt.Errorf("%w: churn of %d updates, generation %d, on an informer with a handler", ErrInvalidArgument, updates, gen)
 	}
 	_, seen, _ := inf.Counter.Counts()
 	if _, err := proc.Churn(ctx, updates, gen); err != nil {
-		return 0, errors.Join(err, proc.Open(ctx))
+		return ev, errors.Join(err, proc.Open(ctx))
 	}
-	start := time.Now()
+	var sw measure.Stopwatch
+	sw.StartTimer()
 	if err := proc.Open(ctx); err != nil {
-		return 0, err
+		return ev, err
 	}
 	if err := inf.Counter.WaitUpdates(ctx, seen+updates); err != nil {
-		return 0, err
+		return ev, err
 	}
-	return measure.PerSecond(updates, time.Since(start)), nil
+	sw.StopTimer()
+	ev.PerSec = measure.PerSecond(updates, sw.Elapsed())
+	ev.CPU = sw.CPU() / time.Duration(updates)
+	return ev, nil
 }
 
 // Warm is what WarmRestart measured.
@@ -107,7 +125,9 @@ type Warm struct {
 	// Duration runs from opening the file to HasSynced and, with a
 	// handler, the handler having been told of every stored pod.
 	Duration time.Duration
-	Heap     Heap
+	// CPU is the CPU time this process used meanwhile.
+	CPU  time.Duration
+	Heap Heap
 }
 
 // WarmRestart starts a bolt informer on the file a previous one left
@@ -117,7 +137,8 @@ func WarmRestart(ctx context.Context, proc *apiproc.Process, n int, opts Options
 	var w Warm
 	base := measure.SettledHeap()
 	peak := measure.StartPeak(0)
-	start := time.Now()
+	var sw measure.Stopwatch
+	sw.StartTimer()
 	inf, err := Start(ctx, Bolt, proc.Config(""), opts, withHandler)
 	if err != nil {
 		peak.Stop()
@@ -127,7 +148,8 @@ func WarmRestart(ctx context.Context, proc *apiproc.Process, n int, opts Options
 		peak.Stop()
 		return w, errors.Join(err, inf.Stop())
 	}
-	w.Duration = time.Since(start)
+	sw.StopTimer()
+	w.Duration, w.CPU = sw.Elapsed(), sw.CPU()
 	w.Heap.Peak = above(peak.Stop(), base)
 	w.Heap.Settled = above(measure.SettledHeap(), base)
 	if withHandler {
@@ -152,8 +174,8 @@ type Result struct {
 	N       int
 	Updates int
 	Cold    Cold
-	// EventsPerSec is the sustained rate of update notifications.
-	EventsPerSec float64
+	// Events is the sustained rate of update notifications.
+	Events Events
 	// WarmReplay and WarmNoHandler are the bolt informer's restarts with
 	// a handler (every stored pod replayed to it) and without; zero for
 	// the other implementations, whose restart is a cold sync.
@@ -173,7 +195,7 @@ func Measure(ctx context.Context, proc *apiproc.Process, impl string, n, gen int
 		return res, err
 	}
 	res.Cold = cold
-	res.EventsPerSec, err = Churn(ctx, proc, inf, opts.Updates, gen)
+	res.Events, err = Churn(ctx, proc, inf, opts.Updates, gen)
 	rv := inf.ResourceVersion()
 	if err = errors.Join(err, inf.Stop()); err != nil {
 		return res, err
@@ -252,6 +274,7 @@ func Table(title string, results []Result) *measure.Table {
 		return f(*w)
 	}
 	t.Add("cold sync s", nil, col(func(r Result) float64 { return r.Cold.Duration.Seconds() })...)
+	t.Add("cold sync CPU s", nil, col(func(r Result) float64 { return r.Cold.CPU.Seconds() })...)
 	t.Add("cold sync peak heap MB", nil, col(func(r Result) float64 { return r.Cold.Heap.Peak / mb })...)
 	t.Add("steady heap MB", nil, col(func(r Result) float64 { return r.Cold.Heap.Settled / mb })...)
 	t.Add("steady heap bytes/pod", target(measure.Target{AtMost: true, Value: TargetSteadyHeapRatio}),
@@ -263,6 +286,8 @@ func Table(title string, results []Result) *measure.Table {
 			}
 			return r.Cold.Duration.Seconds()
 		})...)
+	t.Add("warm restart with replay CPU s", nil,
+		col(func(r Result) float64 { return warm(r.WarmReplay, func(w Warm) float64 { return w.CPU.Seconds() }) })...)
 	t.Add("warm restart without handler s", nil,
 		col(func(r Result) float64 {
 			return warm(r.WarmNoHandler, func(w Warm) float64 { return w.Duration.Seconds() })
@@ -270,6 +295,7 @@ func Table(title string, results []Result) *measure.Table {
 	t.Add("warm restart peak heap MB", nil,
 		col(func(r Result) float64 { return warm(r.WarmReplay, func(w Warm) float64 { return w.Heap.Peak / mb }) })...)
 	t.Add("update events/s", target(measure.Target{Value: TargetEventsRatio}),
-		col(func(r Result) float64 { return r.EventsPerSec })...)
+		col(func(r Result) float64 { return r.Events.PerSec })...)
+	t.Add("update CPU µs/event", nil, col(func(r Result) float64 { return measure.Micros(r.Events.CPU) })...)
 	return t
 }

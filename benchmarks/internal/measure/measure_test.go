@@ -265,3 +265,31 @@ func TestSpreadStrideVisitsEveryPod(t *testing.T) {
 		})
 	}
 }
+
+func TestStopwatchCountsCPU(t *testing.T) {
+	if _, ok := ProcessCPU(); !ok {
+		t.Skip("the process's CPU time is unknown on this system")
+	}
+	var s Stopwatch
+	s.StartTimer()
+	// Spin until the process has used measurable CPU time.
+	for s.CPU() < 5*time.Millisecond {
+	}
+	s.StopTimer()
+	cpu := s.CPU()
+	if cpu < 5*time.Millisecond {
+		t.Fatalf("CPU %v after spinning for 5ms of CPU", cpu)
+	}
+	// Stopped: CPU used now is not the stopwatch's.
+	for start, _ := ProcessCPU(); ; {
+		if now, _ := ProcessCPU(); now-start >= 5*time.Millisecond {
+			break
+		}
+	}
+	if again := s.CPU(); again != cpu {
+		t.Errorf("a stopped stopwatch's CPU moved from %v to %v", cpu, again)
+	}
+	if s.Elapsed() <= 0 {
+		t.Errorf("elapsed %v", s.Elapsed())
+	}
+}

@@ -53,6 +53,11 @@ type Result struct {
 	// AddPerSec and UpdatePerSec are pods written per second of store
 	// time, in batches.
 	AddPerSec, UpdatePerSec float64
+	// AddCPU and UpdateCPU are the process CPU time per pod written
+	// (garbage collection included): on a machine shared with other
+	// processes, the cost that does not depend on how busy it is. Zero
+	// where the process's CPU time is unknown.
+	AddCPU, UpdateCPU time.Duration
 	// Get and ByIndex are the lookup latencies.
 	Get, ByIndex *measure.Latencies
 	// Replace is the time the store took to replace its n pods.
@@ -82,6 +87,7 @@ func Measure(ctx context.Context, impl string, c *Corpus, n int, opts RunOptions
 		return res, err
 	}
 	res.AddPerSec = measure.PerSecond(n, sw.Elapsed())
+	res.AddCPU = sw.CPU() / time.Duration(n)
 	after := measure.SettledHeap()
 	res.HeapPerObject = (float64(after) - float64(before)) / float64(n)
 	size, err := t.FileBytes()
@@ -95,6 +101,7 @@ func Measure(ctx context.Context, impl string, c *Corpus, n int, opts RunOptions
 		return res, err
 	}
 	res.UpdatePerSec = measure.PerSecond(opts.Updates, sw.Elapsed())
+	res.UpdateCPU = sw.CPU() / time.Duration(opts.Updates)
 
 	rng := rand.New(rand.NewPCG(opts.Seed, 0))
 	res.Get = measure.NewLatencies(opts.GetSamples)
@@ -172,6 +179,8 @@ func Table(title string, results []Result) *measure.Table {
 		col(func(r Result) float64 { return r.AddPerSec })...)
 	t.Add("update pods/s (batched)", target(measure.Target{Value: TargetWritesPerSec}),
 		col(func(r Result) float64 { return r.UpdatePerSec })...)
+	t.Add("add CPU µs/pod", nil, col(func(r Result) float64 { return measure.Micros(r.AddCPU) })...)
+	t.Add("update CPU µs/pod", nil, col(func(r Result) float64 { return measure.Micros(r.UpdateCPU) })...)
 	t.Add("GetByKey p50 µs", target(measure.Target{AtMost: true, Value: measure.Micros(TargetGetP50)}),
 		col(func(r Result) float64 { return lat(r.Get, 50) })...)
 	t.Add("GetByKey p99 µs", nil, col(func(r Result) float64 { return lat(r.Get, 99) })...)

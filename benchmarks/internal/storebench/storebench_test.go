@@ -293,6 +293,9 @@ func TestMeasureAndTable(t *testing.T) {
 			r.Get.Len() != 50 || r.ByIndex.Len() != 5 {
 			t.Errorf("%s: incomplete result %+v", impl, r)
 		}
+		if _, ok := measure.ProcessCPU(); ok && (r.AddCPU <= 0 || r.UpdateCPU <= 0) {
+			t.Errorf("%s: CPU per pod: add %v, update %v", impl, r.AddCPU, r.UpdateCPU)
+		}
 		if (impl == Bolt) != (r.FilePerObject > 0) {
 			t.Errorf("%s: file bytes per object %v", impl, r.FilePerObject)
 		}
@@ -310,7 +313,7 @@ func TestMeasureAndTable(t *testing.T) {
 
 	tab := Table("t", results)
 	rows := tab.Rows()
-	if len(rows) != 9 {
+	if len(rows) != 11 {
 		t.Fatalf("%d rows", len(rows))
 	}
 	targets := 0
