@@ -79,9 +79,9 @@ func (o *indexOptions) Run(ctx context.Context) (err error) {
 		return err
 	}
 	if !slices.Contains(info.Indexes, o.Index) {
-		held := "it has no indexes"
+		held := "It has no indexes"
 		if len(info.Indexes) > 0 {
-			held = "its indexes: " + strings.Join(info.Indexes, ", ")
+			held = "Its indexes: " + strings.Join(info.Indexes, ", ")
 		}
 		return withHint(mark(ErrNotFound, "%s has no index %q in %s", displayName(info), o.Index, o.File), "%s.", held)
 	}

@@ -78,7 +78,7 @@ func scopeString(id bolt.Identity) string {
 // heldResources lists the resources of a file for error messages.
 func heldResources(infos []bolt.ResourceInfo) string {
 	if len(infos) == 0 {
-		return "the file holds no resources"
+		return "The file holds no resources"
 	}
 	var names []string
 	for _, info := range infos {
@@ -91,7 +91,7 @@ func heldResources(infos []bolt.ResourceInfo) string {
 		}
 	}
 	slices.Sort(names)
-	return "the file holds: " + strings.Join(names, ", ")
+	return "The file holds: " + strings.Join(names, ", ")
 }
 
 // resolveResource finds the recorded resource arg names. It accepts what
