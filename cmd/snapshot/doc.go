@@ -62,7 +62,7 @@
 //	    checked, then moved to OUT. Refuses an existing OUT without --force,
 //	    and OUT = FILE always.
 //
-//	snapshot backup URL --output OUT [--force] [--request-timeout D]
+//	snapshot backup URL --output OUT [--force] [--request-timeout D] [--stall-timeout D]
 //	    A consistent hot backup from a process serving bolt.DB.BackupHandler:
 //	    streamed to a temporary file, flushed, checked, then moved to OUT.
 //

@@ -28,6 +28,8 @@ type backupOptions struct {
 	Force          bool
 	RequestTimeout time.Duration
 
+	StallTimeout   time.Duration
+
 	url *url.URL
 }
 
@@ -42,8 +44,8 @@ can reach it: the copy holds every cached object).
 
 The copy is streamed to a temporary file beside OUT, flushed to disk, checked (complete
 length, opens as a warmcache file, passes the bbolt structure check), and only then
-moved to OUT. OUT must not exist unless --force is given. Inspect the copy with the
-other commands.`,
+moved to OUT. OUT must not exist unless --force is given. A download that receives
+nothing for --stall-timeout is abandoned. Inspect the copy with the other commands.`,
 		Example: `  snapshot backup http://localhost:8080/debug/warmcache/backup --output cache.db
   snapshot info cache.db`,
 		Args:              usageArgs(cobra.ExactArgs(1)),
@@ -53,6 +55,7 @@ other commands.`,
 	cmd.Flags().StringVar(&o.Output, "output", "", "the file to write (required)")
 	cmd.Flags().BoolVar(&o.Force, "force", false, "replace OUT if it exists")
 	cmd.Flags().DurationVar(&o.RequestTimeout, "request-timeout", 0, "give up when the whole download takes longer (default: no limit)")
+	cmd.Flags().DurationVar(&o.StallTimeout, "stall-timeout", time.Minute, "give up when nothing is received for this long")
 	return cmd
 }
 
@@ -73,6 +76,9 @@ func (o *backupOptions) Validate() error {
 	if o.RequestTimeout < 0 {
 		return usageErrorf("--request-timeout must not be negative")
 	}
+	if o.StallTimeout <= 0 {
+		return usageErrorf("--stall-timeout must be positive")
+	}
 	return nil
 }
 
@@ -85,12 +91,20 @@ func (o *backupOptions) Run(ctx context.Context) (err error) {
 		ctx, cancel = context.WithTimeout(ctx, o.RequestTimeout)
 		defer cancel()
 	}
+	// A server that stops sending must not hang the command.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stall := time.AfterFunc(o.StallTimeout, func() { cancel(errStalled) })
+	defer stall.Stop()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, o.url.String(), nil)
 	if err != nil {
 		return usageErrorf("URL %q: %v", o.URL, err)
 	}
 	defer o.env.HTTPClient.CloseIdleConnections()
 	resp, err := o.env.HTTPClient.Do(req)
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, errStalled) {
+		err = fmt.Errorf("%w: nothing received for %v", cause, o.StallTimeout)
+	}
 	if err != nil {
 		return withHint(fmt.Errorf("fetch %s: %w", o.URL, err), "Is the process running and serving bolt.DB.BackupHandler at that URL?")
 	}
@@ -115,7 +129,10 @@ func (o *backupOptions) Run(ctx context.Context) (err error) {
 	}()
 	bar := o.env.progressBar("backup", resp.ContentLength, true)
 	defer bar.Finish()
-	n, err := io.Copy(tmp, &progressReader{r: resp.Body, bar: bar})
+	n, err := io.Copy(tmp, &progressReader{r: resp.Body, bar: bar, read: func() { stall.Reset(o.StallTimeout) }})
+	if cause := context.Cause(ctx); errors.Is(cause, errStalled) {
+		err = fmt.Errorf("%w: nothing received for %v", cause, o.StallTimeout)
+	}
 	if (err == nil || errors.Is(err, io.ErrUnexpectedEOF)) && resp.ContentLength >= 0 && n != resp.ContentLength {
 		return fmt.Errorf("download %s: received %d of %d bytes (the connection ended early; did the process stop?)", o.URL, n, resp.ContentLength)
 	}
@@ -143,14 +160,23 @@ func (o *backupOptions) Run(ctx context.Context) (err error) {
 	return err
 }
 
-// progressReader advances a progress bar by the bytes read.
+// errStalled is the cause of a download abandoned because the server
+// stopped sending.
+var errStalled = errors.New("the server stopped sending")
+
+// progressReader advances a progress bar by the bytes read and calls read
+// after every read that returned data.
 type progressReader struct {
-	r   io.Reader
-	bar *progress.Bar
+	r    io.Reader
+	bar  *progress.Bar
+	read func()
 }
 
 func (p *progressReader) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
-	p.bar.Add(int64(n))
+	if n > 0 {
+		p.bar.Add(int64(n))
+		p.read()
+	}
 	return n, err
 }

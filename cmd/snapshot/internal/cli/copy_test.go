@@ -57,6 +57,13 @@ func TestBackup(t *testing.T) {
 		w.Header().Set("Content-Length", "100000")
 		fmt.Fprint(w, "truncated")
 	})
+	// /stall sends part of a file, then nothing until the client gives up.
+	mux.HandleFunc("/stall", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "100000")
+		fmt.Fprint(w, "partial")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
@@ -93,6 +100,7 @@ func TestBackup(t *testing.T) {
 		{"closed cache", []string{"backup", srv2.URL + "/backup", "--output", out + "2"}, ExitError, "HTTP 503"},
 		{"not a cache file", []string{"backup", srv.URL + "/garbage", "--output", out + "2"}, ExitCorrupt, "is not a valid warmcache file"},
 		{"short body", []string{"backup", srv.URL + "/short", "--output", out + "2"}, ExitError, "ended early"},
+		{"server stops sending", []string{"backup", srv.URL + "/stall", "--output", out + "2", "--stall-timeout", "100ms"}, ExitError, "the server stopped sending: nothing received for 100ms"},
 		{"nobody listening", []string{"backup", "http://127.0.0.1:1/backup", "--output", out + "2"}, ExitError, "Is the process running"},
 	}
 	for _, tt := range tests {
