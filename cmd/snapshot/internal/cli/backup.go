@@ -28,7 +28,7 @@ type backupOptions struct {
 	Force          bool
 	RequestTimeout time.Duration
 
-	StallTimeout   time.Duration
+	StallTimeout time.Duration
 
 	url *url.URL
 }
