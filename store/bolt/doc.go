@@ -14,6 +14,7 @@
 //	warmcache/format              msgpack {magic, version, created}
 //	res;g=..;v=..;r=..;k=..;ns=..;l=..;f=..;s=../
 //	  meta                        msgpack: schema version, identity, codec,
+//	                              type fingerprint,
 //	                              index names and version, RV, state,
 //	                              object count, staged generation, times
 //	  live                        8-byte number of the live generation
@@ -44,9 +45,12 @@
 //     with the previous content and RV intact. Vanished merge-walks the
 //     live and staged keys.
 //  3. The file describes itself: a resource recorded with another schema
-//     version, identity or codec, or unreadable metadata, is discarded on
-//     open (State().Discarded and a log line say why); other index names
-//     or IndexVersion rebuild the index entries from the items, in bounded
+//     version, identity, codec or fingerprint of the decoded Go type (its
+//     fields, types and tags: decoding drops the fields a binary's types do
+//     not know, so after an upgrade of the API types the stored objects may
+//     lack fields), or unreadable metadata, is discarded on open
+//     (State().Discarded and a log line say why); other index names or
+//     IndexVersion rebuild the index entries from the items, in bounded
 //     transactions, resumed from scratch after a crash.
 //  4. Index entries agree with items: DB.Verify checks every entry both
 //     ways, every payload, every envelope RV and the counts; the crash test

@@ -83,7 +83,8 @@ type resourceMeta struct {
 	Schema       int           `msgpack:"schema"`
 	Identity     Identity      `msgpack:"identity"`
 	Codec        string        `msgpack:"codec"`
-	Indexes      []string      `msgpack:"indexes"` // sorted
+	TypeHash     string        `msgpack:"typeHash,omitempty"` // typeFingerprint of the decoded type
+	Indexes      []string      `msgpack:"indexes"`            // sorted
 	IndexVersion string        `msgpack:"indexVersion"`
 	IndexBuild   bool          `msgpack:"indexBuild"` // an index rebuild is under way
 	RV           string        `msgpack:"rv"`

@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -111,6 +112,17 @@ type ResourceOptions struct {
 	// Codec encodes the payloads. Required. A resource recorded with
 	// another codec name is discarded, never misread.
 	Codec codec.Codec
+	// Prototype is an object of the Go type the codec decodes into. The
+	// structure of its type (fields, types and tags, recursively) is
+	// fingerprinted and recorded; a resource recorded with another
+	// fingerprint is discarded and relisted, because decoding silently
+	// drops the fields a binary's types do not know, so objects stored by
+	// an older binary lack the fields added since. Default: the type
+	// client-go's scheme (k8s.io/client-go/kubernetes/scheme) registers
+	// for the Identity's group, version and kind; for a kind it does not
+	// know (a custom resource decoded into unstructured objects, which keep
+	// every field) no fingerprint is recorded.
+	Prototype runtime.Object
 	// Indexers are the indexes the store maintains; every function must be
 	// non-nil. Index functions may be called with the store's write lock
 	// held and concurrently with each other; they must be deterministic

@@ -174,6 +174,13 @@ func TestMismatchDiscards(t *testing.T) {
 		{name: "identity", damage: func(t *testing.T, path string) {
 			rawMeta(t, path, func(m *resourceMeta) { m.Identity.Kind = "Other" })
 		}, reason: "identity"},
+		{name: "type fingerprint of an older binary", damage: func(t *testing.T, path string) {
+			rawMeta(t, path, func(m *resourceMeta) { m.TypeHash = "sha256:older" })
+		}, reason: "type fingerprint"},
+		{name: "no type fingerprint recorded", damage: func(t *testing.T, path string) {
+			rawMeta(t, path, func(m *resourceMeta) { m.TypeHash = "" })
+		}, reason: "type fingerprint"},
+		{name: "type gained a field", opts: func(o *ResourceOptions) { o.Prototype = &podWithNewField{} }, reason: "type fingerprint"},
 		{name: "unreadable meta", damage: func(t *testing.T, path string) {
 			rawUpdate(t, path, func(tx *bbolt.Tx) error {
 				return tx.Bucket([]byte(podsID.String())).Put(metaKey, []byte{0xc1})

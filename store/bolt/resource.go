@@ -20,8 +20,9 @@ import (
 // does not hold it.
 //
 // Opening checks what the file recorded for the identity (invariant 3): a
-// different schema version, identity or codec name, or unreadable
-// metadata, discards the resource's data (State().Discarded says why, and a
+// different schema version, identity, codec name or fingerprint of the
+// decoded Go type (ResourceOptions.Prototype), or unreadable metadata,
+// discards the resource's data (State().Discarded says why, and a
 // log line too). A Replace that was begun and not committed by an earlier
 // process is deleted and reported (State().RelistInterrupted), the previous
 // content and resourceVersion intact. Different index names or IndexVersion
@@ -47,6 +48,7 @@ func (db *DB) Resource(ctx context.Context, opts ResourceOptions) (*Store, error
 		id:        opts.Identity,
 		name:      opts.Identity.String(),
 		codec:     opts.Codec,
+		typeHash:  typeFingerprint(opts.Prototype, opts.Identity),
 		keyFunc:   opts.KeyFunc,
 		onCorrupt: opts.OnCorruption,
 		readOnly:  db.opts.ReadOnly,
@@ -142,6 +144,8 @@ func (s *Store) mismatch(m *resourceMeta) string {
 		return fmt.Sprintf("identity %s recorded, want %s", m.Identity, s.id)
 	case m.Codec != s.codec.Name():
 		return fmt.Sprintf("codec %q recorded, want %q", m.Codec, s.codec.Name())
+	case m.TypeHash != s.typeHash:
+		return fmt.Sprintf("type fingerprint %q recorded, this binary's type has %q (its API types changed: stored objects may lack fields)", m.TypeHash, s.typeHash)
 	}
 	return ""
 }
@@ -228,7 +232,7 @@ func (s *Store) create(tx *bbolt.Tx, discarded string, want []string, indexVersi
 	}
 	now := time.Now().UnixNano()
 	m := resourceMeta{
-		Schema: schemaVersion, Identity: s.id, Codec: s.codec.Name(),
+		Schema: schemaVersion, Identity: s.id, Codec: s.codec.Name(), TypeHash: s.typeHash,
 		Indexes: want, IndexVersion: indexVersion, State: StateNew,
 		NextGen: 2, Created: now,
 	}

@@ -56,6 +56,7 @@ type Store struct {
 	bname     []byte
 	id        Identity
 	codec     codec.Codec
+	typeHash  string // typeFingerprint of the decoded type, recorded in meta
 	keyFunc   cache.KeyFunc
 	onCorrupt func(error)
 	logger    klog.Logger
