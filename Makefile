@@ -34,8 +34,10 @@ kubebin:
 
 .PHONY: demo
 ## demo: a local kube-apiserver with 20,000 pods; the example controller runs cold,
-## then warm on the same cache file; prints the side-by-side table (DEMO_FLAGS,
-## e.g. DEMO_FLAGS="-pods 50000 -keep"; see examples/demo).
+## then warm on the same cache file; prints the side-by-side table. Builds or reuses
+## the binaries as make kubebin does (its output goes to stderr). DEMO_FLAGS passes
+## flags, e.g. DEMO_FLAGS="-pods 50000 -keep" (see examples/demo).
 DEMO_FLAGS ?=
-demo: kubebin
-	$(GO) run ./examples/demo $(DEMO_FLAGS)
+demo:
+	@$(GO) run ./internal/kubebin/cmd/kubebin >&2
+	@$(GO) run ./examples/demo $(DEMO_FLAGS)
