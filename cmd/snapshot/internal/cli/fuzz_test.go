@@ -10,7 +10,10 @@ import (
 // FuzzOpen feeds arbitrary bytes to the file-opening path of the commands
 // (open, validate, list resources, read objects, verify): every input must
 // give a success or a documented exit code with an error message, never a
-// panic, a crash or a hang.
+// panic, a crash or a hang. Inputs are bbolt files of tens of KB, which the
+// fuzzer minimises slowly; bound that:
+//
+//	go test ./cmd/snapshot/internal/cli -run '^$' -fuzz FuzzOpen -fuzztime 2m -fuzzminimizetime 10x
 func FuzzOpen(f *testing.F) {
 	dir := f.TempDir()
 	seed := func(name string) []byte {
