@@ -305,9 +305,10 @@ func (d *demo) runController(ctx context.Context, name string) (RunResult, error
 	stats := filepath.Join(d.dir, name+"-stats.json")
 	begin := time.Now()
 	p, err := StartProcess(ProcessOptions{
-		Command: d.o.Controller,
-		Args:    []string{"--kubeconfig", d.kcfg, "--cache-file", d.cache, "--stats-file", stats, "--event-log", "-"},
-		LogFile: filepath.Join(d.dir, name+"-controller.log"),
+		Command:     d.o.Controller,
+		Args:        []string{"--kubeconfig", d.kcfg, "--cache-file", d.cache, "--stats-file", stats, "--event-log", "-"},
+		LogFile:     filepath.Join(d.dir, name+"-controller.log"),
+		SysProcAttr: childSysProcAttr(),
 	})
 	if err != nil {
 		return r, err
