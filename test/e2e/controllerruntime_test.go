@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -33,7 +34,13 @@ func TestControllerRuntime(t *testing.T) {
 	cmd.Dir = filepath.Join("..", "..", "examples", "controller-runtime")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("go %v in %s: %v\n%s", args, cmd.Dir, err, out)
+		hint := ""
+		if bytes.Contains(out, []byte("go mod tidy")) || bytes.Contains(out, []byte("missing go.sum entry")) {
+			// The example's module replaces warmcache with this
+			// checkout: a dependency added here must reach its go.mod.
+			hint = "\n(warmcache's go.mod changed: run `go mod tidy` in " + cmd.Dir + ")"
+		}
+		t.Fatalf("go %v in %s: %v%s\n%s", args, cmd.Dir, err, hint, out)
 	}
 	t.Logf("go %v in %s:\n%s", args, cmd.Dir, lastLines(out, 20))
 }
