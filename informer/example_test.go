@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -63,7 +64,7 @@ func ExampleFactory() {
 	lw := src.Endpoint(corev1.SchemeGroupVersion.WithKind("Pod"), "")
 
 	for run := 1; run <= 2; run++ {
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		f, err := informer.NewFactory(ctx, informer.FactoryOptions{Path: filepath.Join(dir, "cache.db")})
 		if err != nil {
 			panic(err)

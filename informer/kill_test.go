@@ -83,6 +83,7 @@ func TestKillAndResume(t *testing.T) {
 		exited := make(chan error, 1)
 		go func() { exited <- cmd.Wait() }()
 		if k%2 == 1 {
+			waitStart := time.Now()
 			syncedBefore := countLines(logPath + ".synced")
 			err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 60*time.Second, true, func(context.Context) (bool, error) {
 				select {
@@ -95,6 +96,7 @@ func TestKillAndResume(t *testing.T) {
 			if err != nil {
 				t.Fatalf("child %d: %v", k, err)
 			}
+			t.Logf("child %d synced after %v", k, time.Since(waitStart))
 		}
 		delay := time.Duration(rng.Intn(600)) * time.Millisecond
 		if k%2 == 1 {
@@ -200,8 +202,12 @@ func churn(ctx context.Context, t *testing.T, src *fakesource.Source, next int, 
 			case <-tick.C:
 			}
 		}
+		addPercent := 30
+		if len(live) > 800 {
+			addPercent = 10 // keep the source around its initial size
+		}
 		switch r := rng.Intn(100); {
-		case r < 30 || len(live) < 10:
+		case r < addPercent || len(live) < 10:
 			name := fmt.Sprintf("p%04d", next)
 			next++
 			if _, err := src.Add(pod(name, "")); err != nil {
@@ -233,9 +239,9 @@ func churn(ctx context.Context, t *testing.T, src *fakesource.Source, next int, 
 		}
 		switch {
 		case quiet.Load():
-		case op%3000 == 2999:
+		case op%9000 == 8999:
 			src.Restart()
-		case op%2000 == 1999:
+		case op%6000 == 5999:
 			if err := src.Compact(src.ResourceVersion()); err != nil {
 				t.Error(err)
 				return
