@@ -160,7 +160,11 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 		return e.inf, nil
 	}
 	var infPtr atomic.Pointer[Informer]
-	st, err := f.openStore(ctx, gvr, example, scope, func(err error) {
+	// The store is opened with every index the informer will have, so a
+	// warm start finds the index set it recorded and keeps its entries
+	// instead of rebuilding them by decoding every object.
+	allIndexers := mergeIndexers(f.opts.Informer.Indexers, indexers)
+	st, err := f.openStore(ctx, gvr, example, scope, allIndexers, func(err error) {
 		if inf := infPtr.Load(); inf != nil {
 			inf.ReportCorruption(err)
 		}
@@ -177,7 +181,7 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 	if f.opts.MetricsFor != nil {
 		o.Metrics = f.opts.MetricsFor(name)
 	}
-	o.Indexers = mergeIndexers(o.Indexers, indexers)
+	o.Indexers = allIndexers
 	inf, err := New(lw, example, o)
 	if err != nil {
 		_ = st.Close()
@@ -215,9 +219,9 @@ func addMissingIndexers(inf *Informer, indexers cache.Indexers) error {
 
 // openStore opens the store of one informer: a bolt resource whose
 // identity records gvr, the kind and the scope, or a memory store.
-func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, scope Scope, onCorruption func(error)) (store.Store, error) {
+func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, scope Scope, indexers cache.Indexers, onCorruption func(error)) (store.Store, error) {
 	if f.db == nil {
-		return memory.New(memory.Options{})
+		return memory.New(memory.Options{Indexers: indexers})
 	}
 	c, err := codec.ForObject(f.opts.Scheme, example)
 	if err != nil {
@@ -235,6 +239,7 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 			Namespace: scope.Namespace, LabelSelector: scope.LabelSelector, FieldSelector: scope.FieldSelector, Shard: scope.Shard,
 		},
 		Codec:        c,
+		Indexers:     indexers,
 		OnCorruption: onCorruption,
 	})
 }
