@@ -44,7 +44,10 @@ type Options struct {
 	ResyncPeriod time.Duration
 
 	// Indexers are added to the store (AddIndexers) unless it has an index
-	// of that name already. Default: none.
+	// of that name already. Open a bolt store with the same indexers
+	// (bolt.ResourceOptions.Indexers, as the Factory does): adding them
+	// afterwards decodes every stored object, and a store opened with
+	// another index set rebuilds its index entries. Default: none.
 	Indexers cache.Indexers
 
 	// ObjectDescription describes the objects in logs and in the
