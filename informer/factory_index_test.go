@@ -1,0 +1,64 @@
+package informer
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/warmcache/warmcache/store/bolt"
+)
+
+// A warm start must find the index set it recorded: opening the store
+// without the informer's indexers would make bolt drop the index entries
+// and rebuild them by decoding every object.
+func TestFactoryWarmStartKeepsIndexes(t *testing.T) {
+	src := newSource(t, "a", "b")
+	srv := serveSource(t, src)
+	path := filepath.Join(t.TempDir(), "f.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	byName := cache.Indexers{"byName": func(obj interface{}) ([]string, error) {
+		return []string{obj.(*corev1.Pod).Name}, nil
+	}}
+	run := func() string {
+		l := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+		f, err := NewFactory(ctx, FactoryOptions{
+			Path:       path,
+			Bolt:       bolt.Options{Sync: bolt.UnsafeNoSync},
+			RESTConfig: &rest.Config{Host: srv.URL},
+			Informer:   Options{Indexers: byName},
+			Logger:     &l,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inf, err := f.ForResource(ctx, podsGVR, "Pod", Scope{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Start(ctx)
+		for name, ok := range f.WaitForCacheSync(ctx) {
+			if !ok {
+				t.Fatalf("%s did not sync", name)
+			}
+		}
+		if keys, err := inf.GetIndexer().IndexKeys("byName", "a"); err != nil || len(keys) != 1 {
+			t.Fatalf("IndexKeys(byName, a) = %v, %v", keys, err)
+		}
+		if err := f.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+		return l.GetSink().(ktesting.Underlier).GetBuffer().String()
+	}
+	run()
+	if logs := run(); strings.Contains(logs, "Rebuilding the index entries") {
+		t.Fatalf("warm start rebuilt the indexes:\n%s", logs)
+	}
+}
