@@ -125,13 +125,15 @@ func (s *Store) ScanParallel(ctx context.Context, n int, fn store.ScanFunc) erro
 // sent as a final chunk. It returns when ctx is done.
 func (s *Store) readChunks(ctx context.Context, op string, slots chan struct{}, order, work chan<- *rawChunk) {
 	var after []byte
+	size := 0 // bytes of the previous chunk: the next one's capacity
 	for {
 		select {
 		case slots <- struct{}{}:
 		case <-ctx.Done():
 			return
 		}
-		c := &rawChunk{done: make(chan struct{})}
+		c := &rawChunk{done: make(chan struct{}), buf: make([]byte, 0, size+size/8),
+			keys: make([][]byte, 0, scanChunk), envs: make([][]byte, 0, scanChunk)}
 		last := true
 		c.err = s.readLive(op, func(g *generation) error {
 			cur := g.items.Cursor()
@@ -167,6 +169,7 @@ func (s *Store) readChunks(ctx context.Context, op string, slots chan struct{}, 
 			c.envs[i] = c.buf[off+kl : off+kl+vl : off+kl+vl]
 			off += kl + vl
 		}
+		size = len(c.buf)
 		if len(c.keys) > 0 {
 			after = append(after[:0], c.keys[len(c.keys)-1]...)
 		}
