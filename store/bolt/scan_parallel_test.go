@@ -232,3 +232,31 @@ func BenchmarkScanParallel(b *testing.B) {
 		})
 	}
 }
+
+// TestScanParallelCloseDuringScan checks that fn runs outside any read
+// transaction: closing the file from fn (bbolt's Close waits for open
+// transactions) neither deadlocks nor loses the error, and the scan
+// returns ErrClosed once the chunks already read are delivered.
+func TestScanParallelCloseDuringScan(t *testing.T) {
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
+	s := openPods(t, db, namespaceIndexers())
+	list := make([]interface{}, 10*scanChunk) // more than the chunks read ahead
+	for i := range list {
+		list[i] = mkPod("ns", fmt.Sprintf("p%04d", i), "1")
+	}
+	must(t, s.Replace(list, "1"))
+	calls := 0
+	err := s.ScanParallel(context.Background(), 2, func(string, interface{}) error {
+		calls++
+		if calls == 1 {
+			must(t, db.Close())
+		}
+		return nil
+	})
+	if !errors.Is(err, ErrClosed) {
+		t.Errorf("ScanParallel = %v, want ErrClosed", err)
+	}
+	if calls < 1 || calls >= len(list) {
+		t.Errorf("fn called %d times, want at least once and fewer than %d", calls, len(list))
+	}
+}
