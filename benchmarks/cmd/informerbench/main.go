@@ -180,7 +180,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	title := fmt.Sprintf("warmcache informer vs client-go SharedIndexInformer: %d podgen pods over HTTP (%s), %d updates, bolt %v\n%s",
 		o.n, o.contentType, results[0].Updates, o.sync, m)
 	t := informerbench.Table(title, results)
-	if l := m.Label(); l != "" {
+	if l := machine.RunLabel(m, after); l != "" {
 		t.Note("%s", l)
 	}
 	if after.HasLoad {

@@ -155,7 +155,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	title := fmt.Sprintf("warmcache stores vs client-go cache.NewIndexer: %d podgen pods decoded from protobuf, batches of %d, bolt %v\n%s",
 		o.n, o.batch, o.sync, m)
 	t := storebench.Table(title, results)
-	if l := m.Label(); l != "" {
+	if l := machine.RunLabel(m, after); l != "" {
 		t.Note("%s", l)
 	}
 	if after.HasLoad {

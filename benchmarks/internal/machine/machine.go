@@ -79,3 +79,23 @@ func (i Info) Label() string {
 	}
 	return fmt.Sprintf("MEASURED UNDER LOAD: 1-minute load average %.2f on %d CPUs before the run; figures are pessimistic and noisy", i.Load1, i.NumCPU)
 }
+
+// busyAfter reports whether, after a run that kept every CPU busy itself
+// (adding about NumCPU to the load average), the 1-minute load average
+// shows other processes at work too: at least half the CPUs more.
+func (i Info) busyAfter() bool {
+	return i.HasLoad && i.Load1 >= float64(i.NumCPU)*3/2
+}
+
+// RunLabel returns "" when the machine was quiet before a run (before) and
+// stayed so during it (after, read at its end), and otherwise a warning to
+// print beside the figures.
+func RunLabel(before, after Info) string {
+	if l := before.Label(); l != "" {
+		return l
+	}
+	if after.busyAfter() {
+		return fmt.Sprintf("MEASURED UNDER LOAD: 1-minute load average %.2f on %d CPUs at the end of the run, more than the run itself accounts for; figures are pessimistic and noisy", after.Load1, after.NumCPU)
+	}
+	return ""
+}

@@ -60,3 +60,25 @@ func TestReadDescribesThisProcess(t *testing.T) {
 		t.Errorf("String() = %q lacks the platform", i.String())
 	}
 }
+
+func TestRunLabel(t *testing.T) {
+	quiet := Info{NumCPU: 2, HasLoad: true, Load1: 0.4}
+	tests := []struct {
+		name          string
+		before, after Info
+		busy          bool
+	}{
+		{"quiet before, only this run after", quiet, Info{NumCPU: 2, HasLoad: true, Load1: 2.4}, false},
+		{"busy before", Info{NumCPU: 2, HasLoad: true, Load1: 1.5}, quiet, true},
+		{"others started during the run", quiet, Info{NumCPU: 2, HasLoad: true, Load1: 5.4}, true},
+		{"unknown load", Info{NumCPU: 2}, Info{NumCPU: 2}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			label := RunLabel(tt.before, tt.after)
+			if tt.busy != strings.Contains(label, "UNDER LOAD") {
+				t.Errorf("RunLabel = %q, want busy %v", label, tt.busy)
+			}
+		})
+	}
+}
