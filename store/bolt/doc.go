@@ -92,6 +92,13 @@
 //	Apply, batches of 100         72 µs CPU per pod             1.1 µs CPU per pod
 //	Apply, one pod per commit     0.35 ms CPU, 2.7 ms wall      2.3 µs CPU
 //
+// On a quiet machine at 100k pods (go run ./benchmarks/cmd/storebench),
+// GetByKey p50 is 17-19 µs (p99 48-60 µs) and batched adds with the
+// default sync policy reach 10.5k-11.5k pods/s, about 64 µs CPU per pod of
+// which two thirds is bbolt's commit (page writes, fdatasync, node spill)
+// and 14% the protobuf encode; with UnsafeNoSync and 500 pods per batch,
+// 10k pods, about 27k pods/s.
+//
 // A uniform GetByKey is mostly the protobuf decode of the pod (about 20 µs);
 // a hit in the decoded-object cache costs the read transaction and a hash
 // of the stored bytes. Writes sort each batch by key (bbolt inserts in key
