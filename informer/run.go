@@ -138,7 +138,7 @@ func (i *Informer) newReflector(q *deltafifo.Queue) (*reflector.Reflector, error
 	}
 	i.mu.Unlock()
 	ro.ResumeFrom = i.resumeFrom
-	return reflector.New(i.lw, i.example, sink{q}, ro)
+	return reflector.New(i.lw, i.example, q, ro)
 }
 
 // resumeFrom tells the reflector where the store stands; after a
