@@ -128,8 +128,9 @@ type ResourceOptions struct {
 	// held and concurrently with each other; they must be deterministic
 	// and must not call the store. Default: none.
 	Indexers cache.Indexers
-	// KeyFunc computes an object's key. Default:
-	// cache.DeletionHandlingMetaNamespaceKeyFunc.
+	// KeyFunc computes an object's key. It is called concurrently (a
+	// large batch is prepared on every core) and must be deterministic.
+	// Default: cache.DeletionHandlingMetaNamespaceKeyFunc.
 	KeyFunc cache.KeyFunc
 	// IndexVersion is recorded with the index names. Change it when an
 	// index function changes meaning under the same name: the stored

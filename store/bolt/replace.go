@@ -107,7 +107,8 @@ func (r *replaceTx) Add(ctx context.Context, objs ...interface{}) error {
 		return s.errorf(op, err)
 	}
 	ops := make([]prepared, len(objs))
-	for i, obj := range objs {
+	errs := forEachParallel(len(objs), func(i int) error {
+		obj := objs[i]
 		key, err := s.key(obj)
 		if err != nil {
 			return s.errorf(op, err)
@@ -120,6 +121,10 @@ func (r *replaceTx) Add(ctx context.Context, objs ...interface{}) error {
 		if err := ops[i].computeValues(r.ix); err != nil {
 			return s.errorf(op, err)
 		}
+		return nil
+	})
+	if err := firstError(errs); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -198,12 +198,12 @@ func (s *Store) apply(ctx context.Context, op string, txns []cache.Transaction, 
 		return err
 	}
 	ops := make([]prepared, len(txns))
-	for i, t := range txns {
-		p, err := s.prepare(op, i, t)
-		if err != nil {
-			return err
-		}
-		ops[i] = p
+	errs := forEachParallel(len(txns), func(i int) (err error) {
+		ops[i], err = s.prepare(op, i, txns[i])
+		return err
+	})
+	if err := firstError(errs); err != nil {
+		return err
 	}
 	newRV, setRV := rv, rv != ""
 	if !setRV && len(txns) > 0 {
@@ -259,14 +259,18 @@ func (s *Store) Transaction(txns ...cache.Transaction) *cache.TransactionError {
 		return fail(err)
 	}
 	var errs []error
-	ops := make([]prepared, 0, len(txns))
-	for i, t := range txns {
-		p, err := s.prepare("transaction", i, t)
-		if err != nil {
-			errs = append(errs, err)
+	all := make([]prepared, len(txns))
+	failed := forEachParallel(len(txns), func(i int) (err error) {
+		all[i], err = s.prepare("transaction", i, txns[i])
+		return err
+	})
+	ops := all[:0]
+	for i := range all {
+		if failed != nil && failed[i] != nil {
+			errs = append(errs, failed[i])
 			continue
 		}
-		ops = append(ops, p)
+		ops = append(ops, all[i])
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
