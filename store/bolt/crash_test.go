@@ -370,6 +370,22 @@ const crashTimeout = 30 * time.Second
 func crashCheck(t *testing.T, path string, w *crashWorld) store.State {
 	t.Helper()
 	ctx := context.Background()
+	// The child wrote with SyncOnClose and was killed, not closed: its
+	// file is trusted in this boot of the machine only.
+	if st := mustSyncState(t, path); st.State != stateOpen {
+		t.Errorf("state file after a kill = %+v, want open", st)
+	}
+	func() {
+		prev := bootID
+		defer func() { bootID = prev }()
+		bootID = func() (string, error) { return "a later boot", nil }
+		if db, err := Open(ctx, path, Options{ReadOnly: true}); !errors.Is(err, ErrUnflushed) {
+			t.Errorf("Open of a killed writer's file after a restart = %v, want ErrUnflushed", err)
+			if err == nil {
+				_ = db.Close()
+			}
+		}
+	}()
 	db, s, err := crashOpen(ctx, path)
 	if err != nil {
 		t.Fatalf("reopen after kill: %v", err)

@@ -58,10 +58,17 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		logger = klog.FromContext(ctx)
 	}
 	logger = logger.WithValues("file", path)
+	boot, bootErr := bootID()
+	if bootErr != nil && opts.Sync == SyncOnClose && !opts.ReadOnly {
+		logger.Info("Cannot tell restarts of the machine apart: flushing every commit (SyncNoFreelist) instead of on close", "err", bootErr)
+		opts.Sync = SyncNoFreelist
+	}
+	newFile := false
 	if err := validateFile(ctx, path); err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			// bbolt creates it, or reports it for a read-only open.
+			newFile = true
 		case errors.Is(err, fs.ErrPermission), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 			return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
 		case errors.Is(err, ErrCorrupt):
@@ -75,6 +82,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
 	}
 	db := &DB{bolt: bdb, path: path, opts: opts, logger: logger, stores: map[string]*Store{}}
+	if err := db.startSyncState(newFile, boot); err != nil {
+		_ = bdb.Close()
+		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	}
 	if err := db.checkFormat(); err != nil {
 		_ = bdb.Close()
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
@@ -93,11 +104,40 @@ func openBolt(path string, opts Options) (bdb *bbolt.DB, err error) {
 	return bbolt.Open(path, opts.FileMode, &bbolt.Options{
 		Timeout:        opts.Timeout,
 		ReadOnly:       opts.ReadOnly,
-		NoSync:         opts.Sync == UnsafeNoSync,
-		NoGrowSync:     opts.Sync == UnsafeNoSync,
-		NoFreelistSync: opts.Sync == SyncNoFreelist,
+		NoSync:         opts.Sync == UnsafeNoSync || opts.Sync == SyncOnClose,
+		NoGrowSync:     opts.Sync == UnsafeNoSync || opts.Sync == SyncOnClose,
+		NoFreelistSync: opts.Sync == SyncNoFreelist || opts.Sync == SyncOnClose,
 		FreelistType:   bbolt.FreelistMapType,
 	})
+}
+
+// startSyncState checks the state file of an existing file (see
+// syncstate.go) and, for a read-write DB, records the policy it writes
+// with: SyncOnClose records "open" with the boot id before the first
+// unflushed commit; the flushing policies flush what an earlier SyncOnClose
+// writer may have left unflushed and remove the state file, since each of
+// their commits is durable. The file must be locked.
+func (db *DB) startSyncState(newFile bool, boot string) error {
+	if !newFile {
+		if err := trustSyncState(db.path, boot); err != nil {
+			return err
+		}
+	}
+	if db.opts.ReadOnly {
+		return nil
+	}
+	switch db.opts.Sync {
+	case SyncOnClose:
+		return writeSyncState(db.path, syncState{State: stateOpen, Boot: boot})
+	case SyncNoFreelist, SyncFull:
+		if !newFile {
+			if err := db.bolt.Sync(); err != nil {
+				return fmt.Errorf("flush: %w", classify(err))
+			}
+		}
+		return removeSyncState(db.path)
+	}
+	return nil // UnsafeNoSync promises nothing and records nothing
 }
 
 // checkFormat checks the format marker, writing it into a new (empty) file.
@@ -181,6 +221,18 @@ func (db *DB) Close() error {
 	for _, s := range stores {
 		errs = append(errs, s.close(false))
 	}
+	if db.opts.Sync == SyncOnClose && !db.opts.ReadOnly {
+		// Flush, then say so: the state file must never claim a flush
+		// that failed.
+		st := syncState{State: stateClosed}
+		if err := db.bolt.Sync(); err != nil {
+			errs = append(errs, fmt.Errorf("bolt: close %s: flush: %w", db.path, classify(err)))
+			st.State = stateUnflushed
+		}
+		if err := writeSyncState(db.path, st); err != nil {
+			errs = append(errs, fmt.Errorf("bolt: close %s: %w", db.path, err))
+		}
+	}
 	if err := db.bolt.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("bolt: close %s: %w", db.path, err))
 	}
@@ -224,11 +276,30 @@ func (db *DB) update(op string, fn func(*bbolt.Tx) error) (err error) {
 // MoveAside renames the file at path to a new name beside it
 // (path.corrupt-<UTC timestamp>) and returns that name, so that a corrupt
 // or foreign file is kept for inspection while a new one is created at
-// path. The file must not be open.
+// path. Its state file (path.state, see SyncOnClose), if any, moves with
+// it. The file must not be open.
 func MoveAside(path string) (string, error) {
 	dst := fmt.Sprintf("%s.corrupt-%s", path, time.Now().UTC().Format("20060102T150405.000000000Z"))
 	if err := os.Rename(path, dst); err != nil {
 		return "", fmt.Errorf("bolt: move aside %s: %w", path, classify(err))
 	}
+	err := os.Rename(path+stateSuffix, dst+stateSuffix)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return dst, fmt.Errorf("bolt: move aside %s: %w", path+stateSuffix, classify(err))
+	}
 	return dst, nil
+}
+
+// Remove deletes the file at path and its state file (path.state, see
+// SyncOnClose); a missing file is not an error. The file must not be open.
+// Deleting only the file is safe too: Open ignores a state file whose file
+// is gone.
+func Remove(path string) error {
+	var errs []error
+	for _, p := range []string{path, path + stateSuffix} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("bolt: remove %s: %w", p, classify(err)))
+		}
+	}
+	return errors.Join(errs...)
 }

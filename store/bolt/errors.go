@@ -27,6 +27,14 @@ var (
 	// aside (see MoveAside) and rebuilds it from the apiserver.
 	ErrCorrupt = errors.New("cache file is corrupt")
 
+	// ErrUnflushed is returned by Open for a file written with
+	// SyncOnClose whose writer neither closed it nor outlived the
+	// machine: its last commits were never flushed and the machine
+	// restarted, so it may be torn. It matches ErrCorrupt: the caller
+	// moves the file aside (MoveAside, which moves its state file too) and
+	// rebuilds it.
+	ErrUnflushed = fmt.Errorf("%w: not flushed before the machine restarted", ErrCorrupt)
+
 	// ErrUnsupportedVersion is returned by Open for a file written by a
 	// newer warmcache, whose format this one does not know. The error is a
 	// *VersionError, which also matches ErrCorrupt: such a file is

@@ -63,7 +63,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&impls, "impl", strings.Join(storebench.Impls, ","), "comma-separated implementations to measure, the baseline first")
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory for the bolt store's file")
 	fs.IntVar(&o.batch, "batch", storebench.DefaultBatchSize, "objects per write and per Replace page")
-	fs.StringVar(&sync, "bolt-sync", "full", "bolt durability policy: full, nofreelist or unsafe-nosync")
+	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: onclose (the store's default), nofreelist, full or unsafe-nosync")
 	fs.IntVar(&o.updates, "updates", 0, "number of updates measured (default min(n, 20000))")
 	fs.IntVar(&o.getSamples, "get-samples", 0, "number of GetByKey lookups (default 20000)")
 	fs.IntVar(&o.indexSamples, "index-samples", 0, "number of ByIndex lookups (default 50)")
@@ -77,6 +77,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("%w: -n and -batch must be positive, sample counts not negative", errUsage)
 	}
 	switch sync {
+	case "onclose":
+		o.sync = bolt.SyncOnClose
 	case "full":
 		o.sync = bolt.SyncFull
 	case "nofreelist":
@@ -84,7 +86,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	case "unsafe-nosync":
 		o.sync = bolt.UnsafeNoSync
 	default:
-		return o, fmt.Errorf("%w: -bolt-sync %q: want full, nofreelist or unsafe-nosync", errUsage, sync)
+		return o, fmt.Errorf("%w: -bolt-sync %q: want onclose, nofreelist, full or unsafe-nosync", errUsage, sync)
 	}
 	for _, name := range strings.Split(impls, ",") {
 		name = strings.TrimSpace(name)

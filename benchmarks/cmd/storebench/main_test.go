@@ -23,7 +23,7 @@ func TestRun(t *testing.T) {
 			args: []string{"-n", "120", "-impl", "client-go,bolt", "-batch", "50", "-get-samples", "20", "-index-samples", "2", "-dir", t.TempDir()},
 			code: exitOK,
 			stdout: []string{
-				"120 podgen pods", "bolt SyncFull",
+				"120 podgen pods", "bolt SyncOnClose",
 				"client-go", "bolt/client-go",
 				"heap bytes/pod", "add pods/s (batched)", "add CPU µs/pod", "GetByKey p50 µs", "Replace s",
 				"bolt <= 0.05x client-go",

@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 
@@ -59,8 +58,8 @@ const ProtobufContentType = "application/vnd.kubernetes.protobuf"
 type Options struct {
 	// Dir holds the bolt store's file. Required for Bolt.
 	Dir string
-	// BoltSync is the bolt store's durability policy. Default
-	// bolt.SyncFull, the store's default.
+	// BoltSync is the bolt store's durability policy. Default (zero):
+	// bolt.SyncOnClose, the store's default.
 	BoltSync bolt.SyncPolicy
 	// ContentType is the clients' content type. Default
 	// ProtobufContentType.
@@ -223,7 +222,7 @@ func RemoveBoltFile(opts Options) error {
 	if opts.Dir == "" {
 		return nil
 	}
-	if err := os.Remove(opts.BoltPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := bolt.Remove(opts.BoltPath()); err != nil {
 		return fmt.Errorf("informerbench: %w", err)
 	}
 	return nil

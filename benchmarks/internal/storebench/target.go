@@ -37,8 +37,8 @@ type Options struct {
 	// Dir holds the bolt store's file. Required for Bolt; the file is
 	// removed by Target.Close.
 	Dir string
-	// BoltSync is the bolt store's durability policy. Default
-	// bolt.SyncFull, the store's default.
+	// BoltSync is the bolt store's durability policy. Default (zero):
+	// bolt.SyncOnClose, the store's default.
 	BoltSync bolt.SyncPolicy
 	// BatchSize is the number of objects per write and per Replace page.
 	// Default DefaultBatchSize.
@@ -107,7 +107,7 @@ func Open(ctx context.Context, impl string, opts Options) (*Target, error) {
 			Indexers: Indexers(),
 		})
 		if err != nil {
-			return nil, fmt.Errorf("storebench: open %s: %w", impl, errors.Join(err, db.Close(), os.Remove(t.path)))
+			return nil, fmt.Errorf("storebench: open %s: %w", impl, errors.Join(err, db.Close(), bolt.Remove(t.path)))
 		}
 		t.Indexer, t.ws, t.db = s, s, db
 	default:
@@ -157,9 +157,7 @@ func (t *Target) Close() error {
 		errs = append(errs, t.db.Close())
 	}
 	if t.path != "" {
-		if err := os.Remove(t.path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
-		}
+		errs = append(errs, bolt.Remove(t.path))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("storebench: close %s: %w", t.Name, err)

@@ -1,0 +1,215 @@
+package bolt
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// withBoot makes bootID return id (or fail, for "") until the test ends.
+func withBoot(t *testing.T, id string) {
+	t.Helper()
+	prev := bootID
+	t.Cleanup(func() { bootID = prev })
+	bootID = func() (string, error) {
+		if id == "" {
+			return "", errors.New("no boot id here")
+		}
+		return id, nil
+	}
+}
+
+func mustSyncState(t *testing.T, path string) syncState {
+	t.Helper()
+	st, ok, err := readSyncState(path)
+	if err != nil || !ok {
+		t.Fatalf("state file of %s: ok %v, err %v", path, ok, err)
+	}
+	return st
+}
+
+// writeOne opens path with opts, stores one pod at RV 1 and returns the
+// DB, still open.
+func writeOne(t *testing.T, path string, opts Options) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := openPods(t, db, nil)
+	if err := s.Add(mkPod("ns", "a", "1")); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// abandon closes db the way a killed process leaves it: the bbolt file is
+// released, the state file keeps what Open wrote.
+func abandon(t *testing.T, db *DB) {
+	t.Helper()
+	b, err := os.ReadFile(db.path + stateSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(db.path+stateSuffix, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSyncOnCloseStates(t *testing.T) {
+	ctx := context.Background()
+	withBoot(t, "boot-1")
+	path := tempPath(t)
+	db := writeOne(t, path, Options{})
+	if st := mustSyncState(t, path); st.State != stateOpen || st.Boot != "boot-1" || st.PID != os.Getpid() {
+		t.Fatalf("state while open = %+v, want open in boot-1 by this process", st)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := mustSyncState(t, path); st.State != stateClosed {
+		t.Fatalf("state after Close = %+v, want closed", st)
+	}
+
+	// A closed file is trusted after a restart of the machine.
+	withBoot(t, "boot-2")
+	db = openDB(t, path, Options{})
+	if _, ok, _ := openPods(t, db, nil).GetByKey("ns/a"); !ok {
+		t.Fatal("closed file lost its object across a restart")
+	}
+	abandon(t, db)
+
+	// Abandoned (the process died): trusted in the same boot...
+	db = openDB(t, path, Options{ReadOnly: true})
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// ...and refused after a restart, read-only or not, without touching
+	// the file or its state.
+	withBoot(t, "boot-3")
+	before, _ := os.ReadFile(path + stateSuffix)
+	for _, ro := range []bool{true, false} {
+		_, err := Open(ctx, path, Options{ReadOnly: ro})
+		if !errors.Is(err, ErrUnflushed) || !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("Open(ReadOnly %v) after a restart = %v, want ErrUnflushed and ErrCorrupt", ro, err)
+		}
+	}
+	if after, _ := os.ReadFile(path + stateSuffix); string(after) != string(before) {
+		t.Fatalf("a refused Open changed the state file: %s -> %s", before, after)
+	}
+
+	// The caller moves it aside, state file included, and starts afresh.
+	moved, err := MoveAside(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(moved + stateSuffix); err != nil {
+		t.Fatalf("state file not moved with the file: %v", err)
+	}
+	db = openDB(t, path, Options{})
+	if n := len(openPods(t, db, nil).ListKeys()); n != 0 {
+		t.Fatalf("new file holds %d objects", n)
+	}
+}
+
+func TestSyncStateRefusesUnknownStates(t *testing.T) {
+	withBoot(t, "boot-1")
+	for name, content := range map[string]string{
+		"garbage":                   "{not json",
+		"unflushed":                 `{"state":"unflushed"}`,
+		"unknown":                   `{"state":"maybe"}`,
+		"open, no boot id recorded": `{"state":"open"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := tempPath(t)
+			if err := writeOne(t, path, Options{}).Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path+stateSuffix, []byte(content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Open(context.Background(), path, Options{}); !errors.Is(err, ErrUnflushed) {
+				t.Fatalf("Open = %v, want ErrUnflushed", err)
+			}
+		})
+	}
+}
+
+// A flushing policy takes over a file an earlier SyncOnClose writer left
+// open: it flushes and drops the state file, so the file is trusted after a
+// restart (every commit from then on is flushed).
+func TestFlushingPolicyTakesOverState(t *testing.T) {
+	withBoot(t, "boot-1")
+	for _, sync := range []SyncPolicy{SyncNoFreelist, SyncFull} {
+		t.Run(sync.String(), func(t *testing.T) {
+			path := tempPath(t)
+			abandon(t, writeOne(t, path, Options{}))
+			db := openDB(t, path, Options{Sync: sync})
+			if _, err := os.Stat(path + stateSuffix); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("state file after a %v open: %v, want none", sync, err)
+			}
+			if err := openPods(t, db, nil).Add(mkPod("ns", "b", "2")); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			withBoot(t, "boot-2")
+			db = openDB(t, path, Options{})
+			if n := len(openPods(t, db, nil).ListKeys()); n != 2 {
+				t.Fatalf("%d objects after the restart, want 2", n)
+			}
+		})
+	}
+}
+
+// Without a boot id SyncOnClose cannot tell a dead process from a dead
+// machine: it flushes every commit instead and keeps no state file.
+func TestSyncOnCloseWithoutBootID(t *testing.T) {
+	withBoot(t, "")
+	path := tempPath(t)
+	if err := writeOne(t, path, Options{}).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path + stateSuffix); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("state file without a boot id: %v, want none", err)
+	}
+}
+
+// A state file beside a file that does not exist describes nothing: a new
+// file starts with its own.
+func TestStaleStateFileOfMissingFile(t *testing.T) {
+	withBoot(t, "boot-2")
+	path := filepath.Join(t.TempDir(), "cache.db")
+	if err := os.WriteFile(path+stateSuffix, []byte(`{"state":"open","boot":"boot-1"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := openDB(t, path, Options{})
+	if st := mustSyncState(t, path); st.State != stateOpen || st.Boot != "boot-2" {
+		t.Fatalf("state of the new file = %+v", st)
+	}
+	_ = db
+}
+
+func TestRemoveTakesTheStateFile(t *testing.T) {
+	path := tempPath(t)
+	if err := writeOne(t, path, Options{}).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + stateSuffix} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after Remove: %v, want it gone", p, err)
+		}
+	}
+	if err := Remove(path); err != nil {
+		t.Errorf("Remove of a missing file = %v, want nil", err)
+	}
+}
