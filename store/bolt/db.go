@@ -82,11 +82,22 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
 	}
 	db := &DB{bolt: bdb, path: path, opts: opts, logger: logger, stores: map[string]*Store{}}
-	if err := db.startSyncState(newFile, boot); err != nil {
-		_ = bdb.Close()
-		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	// Check before writing anything, the state file included: a file that
+	// is refused is left as it was found.
+	if !newFile {
+		if err := trustSyncState(path, boot); err != nil {
+			_ = bdb.Close()
+			return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+		}
 	}
-	if err := db.checkFormat(); err != nil {
+	present, err := db.checkFormat()
+	if err == nil && !opts.ReadOnly {
+		err = db.startSyncState(newFile, boot)
+		if err == nil && !present {
+			err = db.update("write format marker", writeFormat)
+		}
+	}
+	if err != nil {
 		_ = bdb.Close()
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
@@ -111,21 +122,12 @@ func openBolt(path string, opts Options) (bdb *bbolt.DB, err error) {
 	})
 }
 
-// startSyncState checks the state file of an existing file (see
-// syncstate.go) and, for a read-write DB, records the policy it writes
-// with: SyncOnClose records "open" with the boot id before the first
-// unflushed commit; the flushing policies flush what an earlier SyncOnClose
-// writer may have left unflushed and remove the state file, since each of
-// their commits is durable. The file must be locked.
+// startSyncState records the policy a read-write DB writes with, before
+// its first commit (see syncstate.go): SyncOnClose records "open" with the
+// boot id; the flushing policies flush what an earlier SyncOnClose writer
+// may have left unflushed and remove the state file, since each of their
+// commits is durable. The file must be locked and its state trusted.
 func (db *DB) startSyncState(newFile bool, boot string) error {
-	if !newFile {
-		if err := trustSyncState(db.path, boot); err != nil {
-			return err
-		}
-	}
-	if db.opts.ReadOnly {
-		return nil
-	}
 	switch db.opts.Sync {
 	case SyncOnClose:
 		return writeSyncState(db.path, syncState{State: stateOpen, Boot: boot})
@@ -140,9 +142,10 @@ func (db *DB) startSyncState(newFile bool, boot string) error {
 	return nil // UnsafeNoSync promises nothing and records nothing
 }
 
-// checkFormat checks the format marker, writing it into a new (empty) file.
-func (db *DB) checkFormat() error {
-	check := func(tx *bbolt.Tx) error {
+// checkFormat checks the format marker without writing; present is false
+// for a new (empty) file, which has none yet.
+func (db *DB) checkFormat() (present bool, err error) {
+	err = db.view("check format", func(tx *bbolt.Tx) error {
 		marker := tx.Bucket(markerBucket)
 		if marker == nil {
 			var foreign []string
@@ -153,19 +156,9 @@ func (db *DB) checkFormat() error {
 			if len(foreign) > 0 {
 				return fmt.Errorf("%w: not a warmcache file (bbolt buckets %q and no format marker)", ErrCorrupt, foreign)
 			}
-			if !tx.Writable() {
-				return nil // an empty file opened read-only: no resources
-			}
-			b, err := tx.CreateBucket(markerBucket)
-			if err != nil {
-				return err
-			}
-			v, err := msgpack.Marshal(&fileFormat{Magic: formatMagic, Version: formatVersion, Created: time.Now().UnixNano()})
-			if err != nil {
-				return err
-			}
-			return b.Put(formatKey, v)
+			return nil
 		}
+		present = true
 		var f fileFormat
 		if err := msgpack.Unmarshal(marker.Get(formatKey), &f); err != nil {
 			return fmt.Errorf("%w: unreadable format marker: %w", ErrCorrupt, err)
@@ -179,23 +172,21 @@ func (db *DB) checkFormat() error {
 			return fmt.Errorf("%w: invalid format version %d", ErrCorrupt, f.Version)
 		}
 		return nil
-	}
-	if db.opts.ReadOnly {
-		return db.view("check format", check)
-	}
-	// Do not write to a file that has the marker already: a read-write
-	// Open of a sound file writes nothing.
-	var present bool
-	if err := db.view("check format", func(tx *bbolt.Tx) error {
-		present = tx.Bucket(markerBucket) != nil
-		if present {
-			return check(tx)
-		}
-		return nil
-	}); err != nil || present {
+	})
+	return present, err
+}
+
+// writeFormat writes the format marker into a new file.
+func writeFormat(tx *bbolt.Tx) error {
+	b, err := tx.CreateBucket(markerBucket)
+	if err != nil {
 		return err
 	}
-	return db.update("write format marker", check)
+	v, err := msgpack.Marshal(&fileFormat{Magic: formatMagic, Version: formatVersion, Created: time.Now().UnixNano()})
+	if err != nil {
+		return err
+	}
+	return b.Put(formatKey, v)
 }
 
 // Path returns the file's path as given to Open.

@@ -57,9 +57,10 @@
 //     runs it after every kill.
 //  5. The disk is a cache: Open validates the file before bbolt maps it (a
 //     truncated or garbage file would crash bbolt) and returns ErrCorrupt
-//     for a damaged, foreign or newer (a *VersionError) file, which the
-//     caller moves aside (MoveAside) and rebuilds; panics inside bbolt
-//     become ErrCorrupt. A full disk returns ErrDiskFull and a read-only
+//     for a damaged, foreign or newer (a *VersionError) file, and for a
+//     file a SyncOnClose writer left unflushed when the machine restarted
+//     (ErrUnflushed), which the caller moves aside (MoveAside) and
+//     rebuilds; panics inside bbolt become ErrCorrupt. A full disk returns ErrDiskFull and a read-only
 //     one ErrReadOnly; the failed transaction leaves the previous content
 //     and RV intact. A read that finds an object it cannot decode skips
 //     it, marks the resource incomplete in the file (the next start
@@ -107,32 +108,59 @@
 // # Durability and the sync policy
 //
 // Writes are group commits: the informer applies what its queue holds as
-// one Apply, one transaction, one flush. Measured (BenchmarkCommit, a commit
-// carrying only an RV, on the same 10k-pod file after one relist; the
-// freed generation leaves about 44,000 free pages):
+// one Apply, one transaction. What a commit costs beyond that depends on
+// where its pages go. A relist arrives in key order and fills leaves one
+// after the other (about 6 KB written per pod); watch events arrive in any
+// order, and each rewrites a leaf that holds two to four other pods, an
+// index leaf and a reverse-map leaf (19-29 KB written per pod at 100k
+// pods). Flushing those scattered pages is what made every commit slow:
+// two fdatasyncs of several MB each. Measured at 100k podgen pods, batches
+// of 500 in watch order, 2 cores (the figures of the policies below; see
+// the README for the storebench table):
+//
+//	SyncNoFreelist  adds 8.9k/s, updates 13.2k/s (two fdatasyncs per commit)
+//	SyncOnClose     adds 15.3k/s, updates 26k/s (no flush per commit)
+//
+// SyncOnClose is the default. It rests on what a crash can do to a file:
+//
+//   - A process crash (SIGKILL, OOM, panic) loses nothing, flushed or not:
+//     every committed transaction has been written to the kernel, which
+//     writes it out. The crash test kills a writer 22 times and checks
+//     every invariant after each.
+//   - A power loss or kernel crash can tear an unflushed file: the kernel
+//     writes dirty pages in any order, so the meta page of a commit can
+//     reach the disk while pages it points to do not, and the file then
+//     holds a valid-looking tree with stale pages that the next start
+//     would trust.
+//
+// So SyncOnClose keeps a state file beside the cache file (path.state,
+// written durably: temporary file, fsync, rename, fsync of the directory):
+// "open" with the kernel's boot id before the first unflushed commit,
+// "closed" after Close flushed the file. A file still "open" from another
+// boot of the machine may be torn, and Open refuses it with ErrUnflushed
+// (an ErrCorrupt): the caller moves it aside and relists, as for any
+// damaged file. A cache can afford that relist after a machine crash; it
+// cannot afford to serve a torn file, and it should not pay for a flush per
+// commit to avoid a relist that a machine crash costs anyway in a new pod.
+// The state file is outside the bbolt file because a torn bbolt file can
+// show stale pages, and no stale page may ever claim a clean close.
+//
+// SyncNoFreelist and SyncFull flush every commit (bbolt writes the data
+// pages, flushes, then writes and flushes the meta page), so a commit that
+// returned survives a power loss: for files that are not a cache of
+// something else. Measured (BenchmarkCommit, a commit carrying only an RV,
+// on a 10k-pod file after one relist; the freed generation leaves about
+// 44,000 free pages):
 //
 //	SyncFull        3.6-5.5 ms per commit (writes the 355 KB freelist, 2 fdatasyncs)
 //	SyncNoFreelist  0.6-1.9 ms per commit (2 fdatasyncs)
 //	UnsafeNoSync    0.8-2.5 ms per commit (writes the freelist, no flush)
 //
-// An fdatasync on this disk costs about 2.7 ms alone; a batch of 100 pods
-// pays it once. SyncNoFreelist costs at Open instead (BenchmarkOpen, a
-// file of 150 MB, file check included: 71-120 ms against 57-61 ms): bbolt
-// rebuilds the freelist by walking the file. SyncNoFreelist is the
-// default, as in etcd.
-//
-// Why not UnsafeNoSync, since the watch resumes from the persisted RV and a
-// lost tail of batches is replayed? Because of what is lost. A process
-// crash (SIGKILL, OOM, panic) loses nothing even without flushing: every
-// committed transaction has been written to the kernel, which writes it
-// out. A power loss or kernel crash without flushing does not lose a tail:
-// the kernel writes dirty pages in any order, so the meta page of the last
-// commit can reach the disk while pages it points to do not, and the file
-// then holds a valid-looking tree with stale or garbage pages — items that
-// do not match their RV or their index entries, which the next start would
-// trust. A flush before the meta page (bbolt's order) makes a crash lose at
-// most the commit in flight, which the watch replays: the loss the design
-// can absorb. UnsafeNoSync is therefore only for files on a tmpfs.
+// SyncOnClose and SyncNoFreelist do not write bbolt's freelist, which a
+// read-write Open rebuilds by walking the file instead (BenchmarkOpen, a
+// file of 150 MB, file check included: 71-120 ms against 57-61 ms).
+// UnsafeNoSync flushes nothing and records nothing: only for files on a
+// tmpfs, or tests.
 //
 // Deleting the generation a relist replaced is one DeleteBucket, measured
 // at 150 ms for 10k podgen pods; deleting the keys in bounded chunks took

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	bbolt "go.etcd.io/bbolt"
 )
 
 // withBoot makes bootID return id (or fail, for "") until the test ends.
@@ -211,5 +213,21 @@ func TestRemoveTakesTheStateFile(t *testing.T) {
 	}
 	if err := Remove(path); err != nil {
 		t.Errorf("Remove of a missing file = %v, want nil", err)
+	}
+}
+
+// A refused file is left as it was found: no state file appears beside a
+// foreign bbolt file.
+func TestRefusedFileGetsNoStateFile(t *testing.T) {
+	path := tempPath(t)
+	rawUpdate(t, path, func(tx *bbolt.Tx) error {
+		_, err := tx.CreateBucket([]byte("someone-else"))
+		return err
+	})
+	if _, err := Open(context.Background(), path, Options{}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open of a foreign bbolt file = %v, want ErrCorrupt", err)
+	}
+	if _, err := os.Stat(path + stateSuffix); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("state file beside a refused file: %v, want none", err)
 	}
 }

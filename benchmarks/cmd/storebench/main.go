@@ -45,7 +45,7 @@ type options struct {
 	n            int
 	impls        []string
 	dir          string
-	batch        int
+	batch, page  int
 	sync         bolt.SyncPolicy
 	updates      int
 	getSamples   int
@@ -62,7 +62,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.n, "n", 100000, "number of pods")
 	fs.StringVar(&impls, "impl", strings.Join(storebench.Impls, ","), "comma-separated implementations to measure, the baseline first")
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory for the bolt store's file")
-	fs.IntVar(&o.batch, "batch", storebench.DefaultBatchSize, "objects per write and per Replace page")
+	fs.IntVar(&o.batch, "batch", storebench.DefaultBatchSize, "objects per write (the informer's batch)")
+	fs.IntVar(&o.page, "page", storebench.DefaultPageSize, "objects per Replace page (the reflector's page size)")
 	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: onclose (the store's default), nofreelist, full or unsafe-nosync")
 	fs.IntVar(&o.updates, "updates", 0, "number of updates measured (default min(n, 20000))")
 	fs.IntVar(&o.getSamples, "get-samples", 0, "number of GetByKey lookups (default 20000)")
@@ -73,8 +74,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
-	if o.n <= 0 || o.batch <= 0 || o.updates < 0 || o.getSamples < 0 || o.indexSamples < 0 {
-		return o, fmt.Errorf("%w: -n and -batch must be positive, sample counts not negative", errUsage)
+	if o.n <= 0 || o.batch <= 0 || o.page <= 0 || o.updates < 0 || o.getSamples < 0 || o.indexSamples < 0 {
+		return o, fmt.Errorf("%w: -n, -batch and -page must be positive, sample counts not negative", errUsage)
 	}
 	switch sync {
 	case "onclose":
@@ -133,7 +134,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	}
 	fmt.Fprintf(stderr, "storebench: %d pods, %.0f protobuf bytes each, in %v\n", o.n, float64(c.Bytes())/float64(o.n), time.Since(start).Round(time.Millisecond))
 	ro := storebench.RunOptions{
-		Options:      storebench.Options{Dir: o.dir, BoltSync: o.sync, BatchSize: o.batch},
+		Options:      storebench.Options{Dir: o.dir, BoltSync: o.sync, BatchSize: o.batch, PageSize: o.page},
 		Updates:      o.updates,
 		GetSamples:   o.getSamples,
 		IndexSamples: o.indexSamples,
@@ -154,8 +155,8 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 		runtime.GC()
 	}
 	after := machine.Read()
-	title := fmt.Sprintf("warmcache stores vs client-go cache.NewIndexer: %d podgen pods decoded from protobuf, batches of %d, bolt %v\n%s",
-		o.n, o.batch, o.sync, m)
+	title := fmt.Sprintf("warmcache stores vs client-go cache.NewIndexer: %d podgen pods decoded from protobuf, batches of %d, Replace pages of %d, bolt %v\n%s",
+		o.n, o.batch, o.page, o.sync, m)
 	t := storebench.Table(title, results)
 	if l := machine.RunLabel(m, after); l != "" {
 		t.Note("%s", l)

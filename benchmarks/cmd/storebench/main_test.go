@@ -25,7 +25,7 @@ func TestRun(t *testing.T) {
 			stdout: []string{
 				"120 podgen pods", "bolt SyncOnClose",
 				"client-go", "bolt/client-go",
-				"heap bytes/pod", "add pods/s (batched)", "add CPU µs/pod", "GetByKey p50 µs", "Replace s",
+				"heap bytes/pod", "add pods/s (batched, watch order)", "relist pods/s (Replace, key order)", "add CPU µs/pod", "GetByKey p50 µs", "Replace s",
 				"bolt <= 0.05x client-go",
 			},
 		},

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -41,6 +42,8 @@ type Corpus struct {
 	buf  []byte
 	off  []int // pod i is buf[off[i]:off[i+1]]
 	keys []string
+	// byKey lists the pods in key order, as the apiserver lists them.
+	byKey []int
 }
 
 // NewCorpus generates pods 0..n-1 and encodes them. The generated pods are
@@ -67,7 +70,26 @@ func NewCorpus(n int) (*Corpus, error) {
 		c.keys[i] = p.Namespace + "/" + p.Name
 	}
 	c.buf = c.buf[:len(c.buf):len(c.buf)]
+	c.byKey = make([]int, n)
+	for i := range c.byKey {
+		c.byKey[i] = i
+	}
+	slices.SortFunc(c.byKey, func(a, b int) int { return strings.Compare(c.keys[a], c.keys[b]) })
 	return c, nil
+}
+
+// ListOrder returns pods 0..n-1 in key order, the order of a list from the
+// apiserver (etcd returns keys sorted). Generation order, in which Load
+// and Update write, spreads consecutive pods over the key space, as watch
+// events are.
+func (c *Corpus) ListOrder(n int) []int {
+	out := make([]int, 0, n)
+	for _, i := range c.byKey {
+		if i < n {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // Len returns the number of pods.

@@ -22,9 +22,11 @@ type Timer interface {
 	StopTimer()
 }
 
-// Load adds pods 0..n-1 of c to t in batches of t's batch size, as an
-// informer's initial list does. The timer runs only during the writes; it must be stopped on entry and
-// is stopped on return.
+// Load adds pods 0..n-1 of c to t in batches of t's batch size, in
+// generation order: consecutive pods fall anywhere in the key space, as
+// watch ADDED events do (a list arrives in key order: see Replace). The
+// timer runs only during the writes; it must be stopped on entry and is
+// stopped on return.
 func Load(ctx context.Context, t *Target, c *Corpus, n int, tm Timer) error {
 	if n <= 0 || n > c.Len() {
 		return fmt.Errorf("%w: load %d pods from a corpus of %d", ErrInvalidArgument, n, c.Len())
@@ -151,16 +153,18 @@ func podsInNamespace(n, ns int) int {
 }
 
 // Replace replaces the content of t with pods 0..n-1 of c at generation
-// gen, as a relist does: client-go's store gets the whole list in one
-// Replace call (its only way), warmcache's stores get it in pages through
-// BeginReplace, as warmcache's informer writes a relist. The timer runs
-// only during store calls; for client-go the list is decoded before.
+// gen, as a relist does: in key order (Corpus.ListOrder), client-go's
+// store in one Replace call (its only way), warmcache's stores in pages of
+// t's page size through BeginReplace, as warmcache's informer writes a
+// relist. The timer runs only during store calls; for client-go the list
+// is decoded before.
 func Replace(ctx context.Context, t *Target, c *Corpus, n, gen int, tm Timer) error {
 	if n <= 0 || n > c.Len() || gen <= 0 {
 		return fmt.Errorf("%w: replace with %d pods, generation %d", ErrInvalidArgument, n, gen)
 	}
 	rv := strconv.Itoa(n + gen*n)
-	decode := func(i int) (interface{}, error) { return c.Updated(i, gen, rv) }
+	order := c.ListOrder(n)
+	decode := func(i int) (interface{}, error) { return c.Updated(order[i], gen, rv) }
 	if t.ws == nil {
 		list := make([]interface{}, n)
 		for i := range list {
@@ -184,10 +188,10 @@ func Replace(ctx context.Context, t *Target, c *Corpus, n, gen int, tm Timer) er
 	if err != nil {
 		return fmt.Errorf("storebench: %s begin replace: %w", t.Name, err)
 	}
-	page := make([]interface{}, 0, t.batchSize)
-	for start := 0; start < n; start += t.batchSize {
+	page := make([]interface{}, 0, t.pageSize)
+	for start := 0; start < n; start += t.pageSize {
 		page = page[:0]
-		for i := start; i < min(start+t.batchSize, n); i++ {
+		for i := start; i < min(start+t.pageSize, n); i++ {
 			p, err := decode(i)
 			if err != nil {
 				_ = r.Abort()

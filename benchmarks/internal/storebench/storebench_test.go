@@ -313,7 +313,7 @@ func TestMeasureAndTable(t *testing.T) {
 
 	tab := Table("t", results)
 	rows := tab.Rows()
-	if len(rows) != 11 {
+	if len(rows) != 12 {
 		t.Fatalf("%d rows", len(rows))
 	}
 	targets := 0
@@ -325,13 +325,31 @@ func TestMeasureAndTable(t *testing.T) {
 			}
 		}
 	}
-	if targets != 4 {
-		t.Errorf("%d targets, want 4", targets)
+	if targets != 5 {
+		t.Errorf("%d targets, want 5", targets)
 	}
 	if !rows[0].Met() {
 		t.Errorf("bolt heap %.0f vs client-go %.0f should meet the 1/20 target", bolt, cg)
 	}
 	if noBolt := Table("t", results[:2]); noBolt.Rows()[0].Target != nil {
 		t.Error("a table without bolt has targets")
+	}
+}
+
+func TestListOrder(t *testing.T) {
+	n := testCorpus.Len() - 7
+	order := testCorpus.ListOrder(n)
+	if len(order) != n {
+		t.Fatalf("ListOrder(%d) has %d pods", n, len(order))
+	}
+	seen := map[int]bool{}
+	for j, i := range order {
+		if i < 0 || i >= n || seen[i] {
+			t.Fatalf("ListOrder(%d)[%d] = %d: out of range or repeated", n, j, i)
+		}
+		seen[i] = true
+		if j > 0 && testCorpus.Key(order[j-1]) >= testCorpus.Key(i) {
+			t.Fatalf("keys out of order at %d: %q, %q", j, testCorpus.Key(order[j-1]), testCorpus.Key(i))
+		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/informer"
+	"github.com/warmcache/warmcache/reflector"
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/codec"
@@ -29,8 +31,12 @@ var Impls = []string{ClientGo, Memory, Bolt}
 var ErrUnknownImpl = errors.New("storebench: unknown implementation")
 
 // DefaultBatchSize is the default Options.BatchSize: the informer's
-// default batch (informer.DefaultBatchSize) and the reflector's page size.
-const DefaultBatchSize = 500
+// default batch, the most keys it applies in one write.
+const DefaultBatchSize = informer.DefaultBatchSize
+
+// DefaultPageSize is the default Options.PageSize: the reflector's page
+// size, the objects of one Replace page.
+const DefaultPageSize = reflector.DefaultPageSize
 
 // Options configures Open.
 type Options struct {
@@ -40,9 +46,12 @@ type Options struct {
 	// BoltSync is the bolt store's durability policy. Default (zero):
 	// bolt.SyncOnClose, the store's default.
 	BoltSync bolt.SyncPolicy
-	// BatchSize is the number of objects per write and per Replace page.
-	// Default DefaultBatchSize.
+	// BatchSize is the number of objects per write. Default
+	// DefaultBatchSize.
 	BatchSize int
+	// PageSize is the number of objects per Replace page. Default
+	// DefaultPageSize.
+	PageSize int
 }
 
 // Target is one store under test, with the namespace index
@@ -53,6 +62,7 @@ type Target struct {
 	// Indexer is the store.
 	Indexer   cache.Indexer
 	batchSize int
+	pageSize  int
 	// ws is the warmcache store (nil for client-go); Apply and
 	// BeginReplace are used on it, as the informer uses them.
 	ws     store.Store
@@ -68,13 +78,16 @@ func Indexers() cache.Indexers {
 
 // Open opens an empty store of the named implementation.
 func Open(ctx context.Context, impl string, opts Options) (*Target, error) {
-	if opts.BatchSize < 0 {
-		return nil, fmt.Errorf("%w: batch size %d", ErrInvalidArgument, opts.BatchSize)
+	if opts.BatchSize < 0 || opts.PageSize < 0 {
+		return nil, fmt.Errorf("%w: batch size %d, page size %d", ErrInvalidArgument, opts.BatchSize, opts.PageSize)
 	}
 	if opts.BatchSize == 0 {
 		opts.BatchSize = DefaultBatchSize
 	}
-	t := &Target{Name: impl, batchSize: opts.BatchSize}
+	if opts.PageSize == 0 {
+		opts.PageSize = DefaultPageSize
+	}
+	t := &Target{Name: impl, batchSize: opts.BatchSize, pageSize: opts.PageSize}
 	switch impl {
 	case ClientGo:
 		t.Indexer = cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, Indexers())
