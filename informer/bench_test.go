@@ -165,7 +165,7 @@ func replayOnce(b *testing.B, path string, n int) uint64 {
 }
 
 // BenchmarkApplyDeltas measures the live-event path on a bbolt file with
-// fsync on every commit (bolt.SyncFull): n pod updates pushed into the
+// the store's default sync policy: n pod updates pushed into the
 // queue and applied in batches of at most BatchSize keys (one transaction
 // each), with one handler. Every update is for a distinct key, so nothing
 // is coalesced: it shows what group commit buys.

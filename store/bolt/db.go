@@ -130,7 +130,17 @@ func openBolt(path string, opts Options) (bdb *bbolt.DB, err error) {
 func (db *DB) startSyncState(newFile bool, boot string) error {
 	switch db.opts.Sync {
 	case SyncOnClose:
-		return writeSyncState(db.path, syncState{State: stateOpen, Boot: boot})
+		err := writeState(db.path, syncState{State: stateOpen, Boot: boot})
+		if err == nil {
+			return nil
+		}
+		// The directory does not take the state file (full, read-only):
+		// flush every commit instead. No transaction has begun, so the
+		// bbolt options may still change.
+		db.logger.Error(err, "Cannot record the cache file's state: flushing every commit (SyncNoFreelist) instead of on close")
+		db.opts.Sync = SyncNoFreelist
+		db.bolt.NoSync, db.bolt.NoGrowSync = false, false
+		return nil
 	case SyncNoFreelist, SyncFull:
 		if !newFile {
 			if err := db.bolt.Sync(); err != nil {

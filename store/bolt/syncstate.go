@@ -104,6 +104,9 @@ func trustSyncState(path, boot string) error {
 	return fmt.Errorf("%w: state file %s records unknown state %q", ErrUnflushed, path+stateSuffix, st.State)
 }
 
+// writeState is writeSyncState, a variable so that tests can make it fail.
+var writeState = writeSyncState
+
 // writeSyncState records st beside path durably: when it returns nil, the
 // state file holds st even if the machine stops the next instant.
 func writeSyncState(path string, st syncState) error {

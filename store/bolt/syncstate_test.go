@@ -231,3 +231,29 @@ func TestRefusedFileGetsNoStateFile(t *testing.T) {
 		t.Fatalf("state file beside a refused file: %v, want none", err)
 	}
 }
+
+// When the state file cannot be written, Open falls back to flushing every
+// commit, so the file never depends on a state nobody recorded.
+func TestSyncOnCloseFallsBackWhenStateCannotBeWritten(t *testing.T) {
+	withBoot(t, "boot-1")
+	prev := writeState
+	t.Cleanup(func() { writeState = prev })
+	writeState = func(string, syncState) error { return ErrDiskFull }
+	path := tempPath(t)
+	db := writeOne(t, path, Options{})
+	if db.opts.Sync != SyncNoFreelist || db.bolt.NoSync {
+		t.Fatalf("policy after a failed state write: %v (bbolt NoSync %v), want SyncNoFreelist flushing", db.opts.Sync, db.bolt.NoSync)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path + stateSuffix); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("state file: %v, want none", err)
+	}
+	writeState = prev
+	withBoot(t, "boot-2")
+	db = openDB(t, path, Options{})
+	if n := len(openPods(t, db, nil).ListKeys()); n != 1 {
+		t.Fatalf("%d objects after a restart, want 1", n)
+	}
+}
