@@ -94,11 +94,12 @@
 //	Apply, one pod per commit     0.35 ms CPU, 2.7 ms wall      2.3 µs CPU
 //
 // On a quiet machine at 100k pods (go run ./benchmarks/cmd/storebench),
-// GetByKey p50 is 17-19 µs (p99 48-60 µs) and batched adds with the
-// default sync policy reach 10.5k-11.5k pods/s, about 64 µs CPU per pod of
-// which two thirds is bbolt's commit (page writes, fdatasync, node spill)
-// and 14% the protobuf encode; with UnsafeNoSync and 500 pods per batch,
-// 10k pods, about 27k pods/s.
+// GetByKey p50 is 16-19 µs (p99 43-60 µs). Writes with the default policy,
+// batches of 500: a relist in key order 92k pods/s, updates in watch order
+// 39k pods/s, adds in watch order 24k pods/s (28k with batches of 2,000),
+// about 50 µs CPU per added pod, most of it bbolt's commit (node spill,
+// page writes) and the protobuf encode, which large batches spread over
+// every core.
 //
 // A uniform GetByKey is mostly the protobuf decode of the pod (about 20 µs);
 // a hit in the decoded-object cache costs the read transaction and a hash
@@ -115,11 +116,12 @@
 // index leaf and a reverse-map leaf (19-29 KB written per pod at 100k
 // pods). Flushing those scattered pages is what made every commit slow:
 // two fdatasyncs of several MB each. Measured at 100k podgen pods, batches
-// of 500 in watch order, 2 cores (the figures of the policies below; see
-// the README for the storebench table):
+// of 500 in watch order, relists in pages of 500, 2 cores (go run
+// ./benchmarks/cmd/storebench -bolt-sync ...):
 //
-//	SyncNoFreelist  adds 8.9k/s, updates 13.2k/s (two fdatasyncs per commit)
-//	SyncOnClose     adds 15.3k/s, updates 26k/s (no flush per commit)
+//	SyncNoFreelist  adds 11.8k/s, updates 15.7k/s, relist 49k/s (two fdatasyncs per commit)
+//	SyncFull        adds 12.3k/s, updates 15.9k/s, relist 51k/s
+//	SyncOnClose     adds 23.8k/s, updates 38.8k/s, relist 92k/s (no flush per commit)
 //
 // SyncOnClose is the default. It rests on what a crash can do to a file:
 //
