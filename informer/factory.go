@@ -30,8 +30,10 @@ import (
 type FactoryOptions struct {
 	// Path is the bbolt file that holds every informer's store, one
 	// resource per identity (resource and scope). A corrupt or foreign
-	// file is moved aside (bolt.MoveAside) and a new one created. Default
-	// "": in-memory stores, nothing survives a restart.
+	// file, or one left unflushed across a restart of the machine
+	// (bolt.ErrUnflushed), is moved aside (bolt.MoveAside) and a new one
+	// created. Shutdown flushes it (bolt.SyncOnClose). Default "":
+	// in-memory stores, nothing survives a restart.
 	Path string
 	// Bolt configures the file (sync policy, lock timeout). Its Logger
 	// defaults to Logger. Default: bolt's defaults.
@@ -84,9 +86,10 @@ type factoryEntry struct {
 }
 
 // NewFactory opens the cache file (when opts.Path is set) and returns a
-// factory. A file that is corrupt or not a warmcache file is moved aside
-// with a log line and replaced by a new one (invariant 5); other open
-// errors (bolt.ErrLocked, bolt.ErrReadOnly) are returned.
+// factory. A file that is corrupt, not a warmcache file, or left unflushed
+// across a restart of the machine is moved aside with a log line and
+// replaced by a new one (invariant 5); other open errors (bolt.ErrLocked,
+// bolt.ErrReadOnly) are returned.
 func NewFactory(ctx context.Context, opts FactoryOptions) (*Factory, error) {
 	logger := klog.FromContext(ctx)
 	if opts.Logger != nil {

@@ -81,7 +81,8 @@
 //	3  not found (file, resource, object or index)
 //	4  file locked by a running process: use snapshot backup to read its cache
 //	5  not a readable warmcache file (empty, truncated, garbage, a bbolt file
-//	   of another program) or written by a newer warmcache
+//	   of another program, left unflushed across a restart of the machine:
+//	   see --unsafe-ignore-state) or written by a newer warmcache
 //	6  verify found problems
 //	7  diff --exit-code found differences
 //

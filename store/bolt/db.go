@@ -34,17 +34,32 @@ type DB struct {
 	mu     sync.Mutex
 	stores map[string]*Store // by bucket name, open stores only
 	closed bool
+
+	// writeGate is read-locked by every write transaction (update) and
+	// write-locked by Close, which sets closing under it: once Close has
+	// flushed the file and recorded it closed, no commit can follow.
+	writeGate sync.RWMutex
+	closing   bool
+	// file identifies the file Open locked, so that Close records the
+	// state of this file only, not of one created at path since.
+	file os.FileInfo
 }
 
-// Open opens the warmcache file at path, creating it (and nothing else: the
-// directory must exist) unless opts.ReadOnly.
+// Open opens the warmcache file at path, creating it unless opts.ReadOnly
+// (the directory must exist). A read-write Open also records the file's
+// state beside it (path.state, see SyncOnClose) before its first commit,
+// or, for a flushing policy, flushes the file and removes that state file;
+// a read-only Open writes nothing.
 //
 // Errors: ErrLocked when the lock is not obtained within opts.Timeout;
 // ErrCorrupt for a file that is truncated, garbage, or a bbolt file that is
-// not a warmcache file; a *VersionError (ErrUnsupportedVersion, ErrCorrupt)
-// for a file of a newer format; ErrReadOnly for a file or directory that
-// cannot be written (unless opts.ReadOnly); fs.ErrNotExist for a missing
-// file opened read-only; ErrInvalidOptions. On error nothing is left open.
+// not a warmcache file; ErrUnflushed (an ErrCorrupt) for a file left
+// unflushed across a restart of the machine, or whose state file is
+// unreadable; a *VersionError (ErrUnsupportedVersion, ErrCorrupt) for a
+// file of a newer format; ErrReadOnly for a file or directory that cannot
+// be written (unless opts.ReadOnly); fs.ErrNotExist for a missing file
+// opened read-only; ErrInvalidOptions. A refused file is left as it was
+// found. On error nothing is left open.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -63,12 +78,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		logger.Info("Cannot tell restarts of the machine apart: flushing every commit (SyncNoFreelist) instead of on close", "err", bootErr)
 		opts.Sync = SyncNoFreelist
 	}
-	newFile := false
 	if err := validateFile(ctx, path); err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			// bbolt creates it, or reports it for a read-only open.
-			newFile = true
 		case errors.Is(err, fs.ErrPermission), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 			return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
 		case errors.Is(err, ErrCorrupt):
@@ -83,23 +96,25 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	db := &DB{bolt: bdb, path: path, opts: opts, logger: logger, stores: map[string]*Store{}}
 	// Check before writing anything, the state file included: a file that
-	// is refused is left as it was found.
-	if !newFile {
-		if err := trustSyncState(path, boot); err != nil {
-			_ = bdb.Close()
-			return nil, fmt.Errorf("bolt: open %s: %w", path, err)
-		}
+	// is refused is left as it was found. Whether the file is new is
+	// decided here, under the lock: another process may have created it
+	// since validateFile looked.
+	empty, present, err := db.checkFormat()
+	if err == nil && !empty && !opts.UnsafeIgnoreState {
+		err = trustSyncState(path, boot)
 	}
-	present, err := db.checkFormat()
 	if err == nil && !opts.ReadOnly {
-		err = db.startSyncState(newFile, boot)
+		db.file, err = os.Stat(path)
+		if err == nil {
+			err = db.startSyncState(boot)
+		}
 		if err == nil && !present {
 			err = db.update("write format marker", writeFormat)
 		}
 	}
 	if err != nil {
 		_ = bdb.Close()
-		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+		return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
 	}
 	return db, nil
 }
@@ -113,49 +128,65 @@ func openBolt(path string, opts Options) (bdb *bbolt.DB, err error) {
 		}
 	}()
 	return bbolt.Open(path, opts.FileMode, &bbolt.Options{
-		Timeout:        opts.Timeout,
-		ReadOnly:       opts.ReadOnly,
-		NoSync:         opts.Sync == UnsafeNoSync || opts.Sync == SyncOnClose,
-		NoGrowSync:     opts.Sync == UnsafeNoSync || opts.Sync == SyncOnClose,
-		NoFreelistSync: opts.Sync == SyncNoFreelist || opts.Sync == SyncOnClose,
+		Timeout:    opts.Timeout,
+		ReadOnly:   opts.ReadOnly,
+		NoSync:     opts.Sync == UnsafeNoSync || opts.Sync == SyncOnClose,
+		NoGrowSync: opts.Sync == UnsafeNoSync || opts.Sync == SyncOnClose,
+		// Always at first: otherwise bbolt commits a freelist inside Open,
+		// before the file's state was checked. startSyncState turns it
+		// off for the policies that write the freelist.
+		NoFreelistSync: true,
 		FreelistType:   bbolt.FreelistMapType,
 	})
 }
 
 // startSyncState records the policy a read-write DB writes with, before
-// its first commit (see syncstate.go): SyncOnClose records "open" with the
-// boot id; the flushing policies flush what an earlier SyncOnClose writer
-// may have left unflushed and remove the state file, since each of their
-// commits is durable. The file must be locked and its state trusted.
-func (db *DB) startSyncState(newFile bool, boot string) error {
+// its first commit (see syncstate.go): SyncOnClose and UnsafeNoSync record
+// "open" with the boot id (only SyncOnClose ever records "closed"); the
+// flushing policies flush what an earlier unflushed writer may have left
+// and remove the state file, since each of their commits is durable. The
+// file must be locked and its state trusted; no transaction has begun, so
+// bbolt's options may still change.
+func (db *DB) startSyncState(boot string) error {
+	mode := db.opts.FileMode
 	switch db.opts.Sync {
 	case SyncOnClose:
-		err := writeState(db.path, syncState{State: stateOpen, Boot: boot})
+		err := writeState(db.path, syncState{State: stateOpen, Boot: boot}, mode)
 		if err == nil {
 			return nil
 		}
 		// The directory does not take the state file (full, read-only):
-		// flush every commit instead. No transaction has begun, so the
-		// bbolt options may still change.
+		// flush every commit instead.
 		db.logger.Error(err, "Cannot record the cache file's state: flushing every commit (SyncNoFreelist) instead of on close")
 		db.opts.Sync = SyncNoFreelist
 		db.bolt.NoSync, db.bolt.NoGrowSync = false, false
-		return nil
-	case SyncNoFreelist, SyncFull:
-		if !newFile {
-			if err := db.bolt.Sync(); err != nil {
-				return fmt.Errorf("flush: %w", classify(err))
-			}
+		if err := db.bolt.Sync(); err != nil {
+			return fmt.Errorf("flush: %w", classify(err))
 		}
-		return removeSyncState(db.path)
+		_ = removeSyncState(db.path) // best effort: a state left behind only costs a relist
+		return nil
+	case UnsafeNoSync:
+		db.bolt.NoFreelistSync = false
+		if err := writeState(db.path, syncState{State: stateOpen, Boot: boot}, mode); err != nil {
+			db.logger.Error(err, "Cannot record the cache file's state; with UnsafeNoSync a restart of the machine may leave it torn unnoticed")
+		}
+		return nil
 	}
-	return nil // UnsafeNoSync promises nothing and records nothing
+	db.bolt.NoFreelistSync = db.opts.Sync == SyncNoFreelist
+	if err := db.bolt.Sync(); err != nil {
+		return fmt.Errorf("flush: %w", classify(err))
+	}
+	return removeSyncState(db.path)
 }
 
-// checkFormat checks the format marker without writing; present is false
-// for a new (empty) file, which has none yet.
-func (db *DB) checkFormat() (present bool, err error) {
+// checkFormat checks the format marker without writing. empty is true for
+// a file without any bucket (new, or created and never written), present
+// when the marker is there.
+func (db *DB) checkFormat() (empty, present bool, err error) {
 	err = db.view("check format", func(tx *bbolt.Tx) error {
+		c := tx.Cursor()
+		first, _ := c.First()
+		empty = first == nil
 		marker := tx.Bucket(markerBucket)
 		if marker == nil {
 			var foreign []string
@@ -183,7 +214,7 @@ func (db *DB) checkFormat() (present bool, err error) {
 		}
 		return nil
 	})
-	return present, err
+	return empty, present, err
 }
 
 // writeFormat writes the format marker into a new file.
@@ -222,19 +253,37 @@ func (db *DB) Close() error {
 	for _, s := range stores {
 		errs = append(errs, s.close(false))
 	}
+	// No commit may follow the flush: wait for the running ones (a
+	// Resource being opened writes outside any store's lock) and refuse
+	// later ones.
+	db.writeGate.Lock()
+	defer db.writeGate.Unlock()
+	db.closing = true
 	if db.opts.Sync == SyncOnClose && !db.opts.ReadOnly {
-		// Flush, then say so: the state file must never claim a flush
-		// that failed.
-		st := syncState{State: stateClosed}
-		if err := db.bolt.Sync(); err != nil {
-			errs = append(errs, fmt.Errorf("bolt: close %s: flush: %w", db.path, classify(err)))
-			st.State = stateUnflushed
-		}
-		if err := writeSyncState(db.path, st); err != nil {
-			errs = append(errs, fmt.Errorf("bolt: close %s: %w", db.path, err))
-		}
+		errs = append(errs, db.recordClosed())
 	}
 	if err := db.bolt.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("bolt: close %s: %w", db.path, err))
+	}
+	return errors.Join(errs...)
+}
+
+// recordClosed flushes the file and records it closed, or unflushed if the
+// flush failed: the state file never claims a flush that did not happen.
+// It records nothing if path no longer names the file Open locked (moved
+// aside by someone else): that state file describes another file now.
+func (db *DB) recordClosed() error {
+	if fi, err := os.Stat(db.path); err != nil || db.file == nil || !os.SameFile(fi, db.file) {
+		db.logger.Info("The cache file was moved or replaced while open; leaving the state file at its path alone")
+		return nil
+	}
+	var errs []error
+	st := syncState{State: stateClosed}
+	if err := db.bolt.Sync(); err != nil {
+		errs = append(errs, fmt.Errorf("bolt: close %s: flush: %w", db.path, classify(err)))
+		st.State = stateUnflushed
+	}
+	if err := writeState(db.path, st, db.opts.FileMode); err != nil {
 		errs = append(errs, fmt.Errorf("bolt: close %s: %w", db.path, err))
 	}
 	return errors.Join(errs...)
@@ -264,6 +313,11 @@ func (db *DB) view(op string, fn func(*bbolt.Tx) error) (err error) {
 func (db *DB) update(op string, fn func(*bbolt.Tx) error) (err error) {
 	if db.opts.ReadOnly {
 		return fmt.Errorf("%s: %w", op, ErrReadOnly)
+	}
+	db.writeGate.RLock()
+	defer db.writeGate.RUnlock()
+	if db.closing {
+		return fmt.Errorf("%s: %w", op, ErrClosed)
 	}
 	defer func() {
 		if r := recover(); r != nil {

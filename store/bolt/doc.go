@@ -161,8 +161,9 @@
 // SyncOnClose and SyncNoFreelist do not write bbolt's freelist, which a
 // read-write Open rebuilds by walking the file instead (BenchmarkOpen, a
 // file of 150 MB, file check included: 71-120 ms against 57-61 ms).
-// UnsafeNoSync flushes nothing and records nothing: only for files on a
-// tmpfs, or tests.
+// UnsafeNoSync flushes nothing, not even on Close, and its files are
+// refused after a restart of the machine: only for files on a tmpfs, or
+// tests.
 //
 // Deleting the generation a relist replaced is one DeleteBucket, measured
 // at 150 ms for 10k podgen pods; deleting the keys in bounded chunks took

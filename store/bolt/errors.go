@@ -27,12 +27,13 @@ var (
 	// aside (see MoveAside) and rebuilds it from the apiserver.
 	ErrCorrupt = errors.New("cache file is corrupt")
 
-	// ErrUnflushed is returned by Open for a file written with
-	// SyncOnClose whose writer neither closed it nor outlived the
-	// machine: its last commits were never flushed and the machine
-	// restarted, so it may be torn. It matches ErrCorrupt: the caller
-	// moves the file aside (MoveAside, which moves its state file too) and
-	// rebuilds it.
+	// ErrUnflushed is returned by Open for a file whose state file (see
+	// SyncOnClose) does not vouch for it: written without flushing and
+	// not closed before the machine restarted (or the boot id that tells
+	// cannot be read), a flush that failed, or a state file that is
+	// unreadable or records an unknown state. Such a file may be torn. It
+	// matches ErrCorrupt: the caller moves the file aside (MoveAside,
+	// which moves its state file too) and rebuilds it.
 	ErrUnflushed = fmt.Errorf("%w: not flushed before the machine restarted", ErrCorrupt)
 
 	// ErrUnsupportedVersion is returned by Open for a file written by a

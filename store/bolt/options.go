@@ -33,6 +33,10 @@ type Options struct {
 	Sync SyncPolicy
 	// FileMode is the permission of a file Open creates. Default: 0600.
 	FileMode os.FileMode
+	// UnsafeIgnoreState opens, read-only, a file whose state file says it
+	// may be torn (ErrUnflushed), to inspect it: its content may be wrong
+	// in ways no check detects. Only valid with ReadOnly. Default: false.
+	UnsafeIgnoreState bool
 	// Codecs resolves a codec name recorded in the file to a codec, for
 	// Verify and OpenRecorded on resources whose Go types the caller does
 	// not know (the snapshot CLI). Default: nil, in which case Verify
@@ -75,10 +79,12 @@ const (
 	// the freelist (bbolt's default), so that Open does not read the
 	// whole file.
 	SyncFull
-	// UnsafeNoSync never flushes and keeps no state file: a power loss or
+	// UnsafeNoSync never flushes, not even on Close: a power loss or
 	// kernel crash can leave a torn file whose meta page points at pages
-	// that never reached the disk, and nothing detects it. Use it only
-	// for files on a tmpfs or for tests.
+	// that never reached the disk. It records the file "open" in the
+	// state file like SyncOnClose and never "closed", so such a file is
+	// refused after a restart of the machine, however it ended. Use it
+	// only for files on a tmpfs or for tests.
 	UnsafeNoSync
 )
 
@@ -107,6 +113,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: negative Timeout %v", ErrInvalidOptions, o.Timeout)
 	case o.Sync < SyncOnClose || o.Sync > UnsafeNoSync:
 		return o, fmt.Errorf("%w: unknown Sync policy %v", ErrInvalidOptions, o.Sync)
+	case o.UnsafeIgnoreState && !o.ReadOnly:
+		return o, fmt.Errorf("%w: UnsafeIgnoreState needs ReadOnly", ErrInvalidOptions)
 	}
 	if o.Timeout == 0 {
 		o.Timeout = defaultTimeout

@@ -9,8 +9,9 @@ import (
 // Encoding is most of the CPU a write spends outside bbolt's commit (about
 // 10 µs for a podgen pod in protobuf) and needs no lock, so a large batch
 // is encoded on every core: on 2 cores this takes a quarter off a batch of
-// 500 pods (BenchmarkApply). Below parallelMin items the goroutines cost
-// more than they save.
+// 500 pods (BenchmarkApply). Each goroutine gets at least parallelMin
+// items (so a batch is split from 2*parallelMin on): below that the
+// goroutines cost more than they save.
 const (
 	parallelMin   = 64
 	parallelChunk = 16 // items a worker claims at a time
@@ -21,8 +22,9 @@ const (
 // failed, indexed like the items (nil if none failed). fn must be safe to
 // call concurrently for distinct i. Every item is processed even after a
 // failure, so that the outcome does not depend on scheduling. A panic in fn
-// is raised again in the caller's goroutine, as a sequential loop would
-// raise it, instead of ending the process from a worker.
+// is raised again in the caller's goroutine (the first one recovered, if
+// several items panic), as a sequential loop would raise it, instead of
+// ending the process from a worker.
 func forEachParallel(n int, fn func(i int) error) []error {
 	workers := min(runtime.GOMAXPROCS(0), n/parallelMin)
 	var errs []error

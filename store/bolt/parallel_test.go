@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,7 +12,15 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
+// withProcs runs the parallel path even on a machine with one CPU.
+func withProcs(t *testing.T, n int) {
+	t.Helper()
+	prev := runtime.GOMAXPROCS(n)
+	t.Cleanup(func() { runtime.GOMAXPROCS(prev) })
+}
+
 func TestForEachParallel(t *testing.T) {
+	withProcs(t, 4)
 	for _, n := range []int{0, 1, parallelMin - 1, parallelMin * 2, 1000} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			var calls atomic.Int64
@@ -50,6 +59,7 @@ func TestForEachParallel(t *testing.T) {
 }
 
 func TestForEachParallelPanicReachesCaller(t *testing.T) {
+	withProcs(t, 4)
 	defer func() {
 		if r := recover(); r != "boom" {
 			t.Fatalf("recovered %v, want the worker's panic value", r)
@@ -68,6 +78,7 @@ func TestForEachParallelPanicReachesCaller(t *testing.T) {
 // the middle must still fail the whole batch with that object's error and
 // leave the store as it was.
 func TestApplyLargeBatchFailsWhole(t *testing.T) {
+	withProcs(t, 4)
 	db := openDB(t, tempPath(t), Options{})
 	s := openPods(t, db, namespaceIndexers())
 	ctx := context.Background()

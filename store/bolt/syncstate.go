@@ -95,6 +95,9 @@ func trustSyncState(path, boot string) error {
 		return nil
 	case st.State == stateOpen && boot != "" && st.Boot == boot:
 		return nil
+	case st.State == stateOpen && boot == "":
+		return fmt.Errorf("%w: written without flushing by process %d since %s and not closed, and the boot id that tells whether the machine restarted since cannot be read: it may be torn",
+			ErrUnflushed, st.PID, st.Time.Format(time.RFC3339))
 	case st.State == stateOpen:
 		return fmt.Errorf("%w: written without flushing by process %d since %s and not closed before the machine restarted (boot id %q, now %q): it may be torn",
 			ErrUnflushed, st.PID, st.Time.Format(time.RFC3339), st.Boot, boot)
@@ -107,9 +110,10 @@ func trustSyncState(path, boot string) error {
 // writeState is writeSyncState, a variable so that tests can make it fail.
 var writeState = writeSyncState
 
-// writeSyncState records st beside path durably: when it returns nil, the
-// state file holds st even if the machine stops the next instant.
-func writeSyncState(path string, st syncState) error {
+// writeSyncState records st beside path durably, with the cache file's
+// mode: when it returns nil, the state file holds st even if the machine
+// stops the next instant.
+func writeSyncState(path string, st syncState, mode os.FileMode) error {
 	st.PID, st.Time = os.Getpid(), time.Now().UTC()
 	b, err := json.Marshal(st)
 	if err != nil {
@@ -117,7 +121,7 @@ func writeSyncState(path string, st syncState) error {
 	}
 	dst := path + stateSuffix
 	tmp := dst + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
 	if err != nil {
 		return fmt.Errorf("write state file: %w", classify(err))
 	}

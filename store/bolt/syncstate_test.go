@@ -1,11 +1,15 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 )
@@ -238,7 +242,7 @@ func TestSyncOnCloseFallsBackWhenStateCannotBeWritten(t *testing.T) {
 	withBoot(t, "boot-1")
 	prev := writeState
 	t.Cleanup(func() { writeState = prev })
-	writeState = func(string, syncState) error { return ErrDiskFull }
+	writeState = func(string, syncState, os.FileMode) error { return ErrDiskFull }
 	path := tempPath(t)
 	db := writeOne(t, path, Options{})
 	if db.opts.Sync != SyncNoFreelist || db.bolt.NoSync {
@@ -255,5 +259,151 @@ func TestSyncOnCloseFallsBackWhenStateCannotBeWritten(t *testing.T) {
 	db = openDB(t, path, Options{})
 	if n := len(openPods(t, db, nil).ListKeys()); n != 1 {
 		t.Fatalf("%d objects after a restart, want 1", n)
+	}
+}
+
+// UnsafeNoSync records that its file is open unflushed and never that it
+// was closed: after a restart of the machine its file is refused.
+func TestUnsafeNoSyncNeverClaimsClosed(t *testing.T) {
+	withBoot(t, "boot-1")
+	path := tempPath(t)
+	if err := writeOne(t, path, Options{}).Close(); err != nil { // "closed" by SyncOnClose
+		t.Fatal(err)
+	}
+	if err := writeOne(t, path, Options{Sync: UnsafeNoSync}).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := mustSyncState(t, path); st.State != stateOpen || st.Boot != "boot-1" {
+		t.Fatalf("state after an UnsafeNoSync Close = %+v, want open in boot-1", st)
+	}
+	withBoot(t, "boot-2")
+	if _, err := Open(context.Background(), path, Options{ReadOnly: true}); !errors.Is(err, ErrUnflushed) {
+		t.Fatalf("Open after a restart = %v, want ErrUnflushed", err)
+	}
+}
+
+// Whether a file is new is decided under the lock: a file another process
+// created since Open looked is checked like any other.
+func TestStateCheckedForFileCreatedAfterTheLook(t *testing.T) {
+	withBoot(t, "boot-1")
+	path := tempPath(t)
+	if err := writeOne(t, path, Options{}).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path+stateSuffix, []byte(`{"state":"unflushed"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prev := validateFile
+	t.Cleanup(func() { validateFile = prev })
+	validateFile = func(context.Context, string) error { return fs.ErrNotExist } // "not there yet"
+	for _, sync := range []SyncPolicy{SyncOnClose, SyncNoFreelist, SyncFull, UnsafeNoSync} {
+		if _, err := Open(context.Background(), path, Options{Sync: sync}); !errors.Is(err, ErrUnflushed) {
+			t.Fatalf("Open(%v) of a file whose state is unflushed = %v, want ErrUnflushed", sync, err)
+		}
+	}
+}
+
+// A refused file is left byte for byte as it was found, whatever the
+// policy of the Open that refused it (bbolt writes a freelist inside its
+// own Open for SyncFull and UnsafeNoSync unless told not to).
+func TestRefusedFileUnchangedByAnyPolicy(t *testing.T) {
+	withBoot(t, "boot-1")
+	path := tempPath(t)
+	abandon(t, writeOne(t, path, Options{}))
+	before, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withBoot(t, "boot-2")
+	for _, sync := range []SyncPolicy{SyncOnClose, SyncNoFreelist, SyncFull, UnsafeNoSync} {
+		if _, err := Open(context.Background(), path, Options{Sync: sync}); !errors.Is(err, ErrUnflushed) {
+			t.Fatalf("Open(%v) = %v, want ErrUnflushed", sync, err)
+		}
+		if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
+			t.Fatalf("a refused Open(%v) changed the file", sync)
+		}
+	}
+}
+
+func TestStateFileTakesTheFileMode(t *testing.T) {
+	withBoot(t, "boot-1")
+	path := tempPath(t)
+	db := writeOne(t, path, Options{FileMode: 0o640})
+	defer func() { _ = db.Close() }()
+	fi, err := os.Stat(path + stateSuffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o640 {
+		t.Fatalf("state file mode %v, want 0640 like the file", fi.Mode().Perm())
+	}
+}
+
+// A DB whose file was moved aside while it was open (by another process
+// that found it unusable) does not record its state over the new file's.
+func TestCloseLeavesAnotherFilesState(t *testing.T) {
+	withBoot(t, "boot-1")
+	path := tempPath(t)
+	first := writeOne(t, path, Options{})
+	if _, err := MoveAside(path); err != nil {
+		t.Fatal(err)
+	}
+	second := writeOne(t, path, Options{})
+	defer func() { _ = second.Close() }()
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := mustSyncState(t, path); st.State != stateOpen {
+		t.Fatalf("state of the second file after the first closed = %+v, want open", st)
+	}
+}
+
+// Close records the file closed only after the last commit: a write that
+// is running when Close starts commits before the flush, and none starts
+// after it.
+func TestCloseWaitsForRunningWrites(t *testing.T) {
+	withBoot(t, "boot-1")
+	path := tempPath(t)
+	db := writeOne(t, path, Options{})
+	entered, release := make(chan struct{}), make(chan struct{})
+	wrote := make(chan error, 1)
+	go func() {
+		wrote <- db.update("slow write", func(tx *bbolt.Tx) error {
+			close(entered)
+			<-release
+			b, err := tx.CreateBucketIfNotExists([]byte("late"))
+			if err != nil {
+				return err
+			}
+			return b.Put([]byte("k"), []byte("v"))
+		})
+	}()
+	<-entered
+	closed := make(chan error, 1)
+	go func() { closed <- db.Close() }()
+	for !db.isClosed() {
+		runtime.Gosched()
+	}
+	// Close has begun and must now wait for the running write: the state
+	// must not say closed while the write is uncommitted.
+	deadline := time.Now().Add(200 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if st, _, _ := readSyncState(path); st.State == stateClosed {
+			t.Fatal("state recorded closed while a write was still running")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(release)
+	if err := <-wrote; err != nil {
+		t.Fatalf("running write: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.update("after close", func(*bbolt.Tx) error { return nil }); !errors.Is(err, ErrClosed) {
+		t.Fatalf("write after Close = %v, want ErrClosed", err)
+	}
+	if st := mustSyncState(t, path); st.State != stateClosed {
+		t.Fatalf("state after Close = %+v, want closed", st)
 	}
 }

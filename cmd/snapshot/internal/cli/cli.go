@@ -115,9 +115,13 @@ func Run(ctx context.Context, env Env, args []string) (code int) {
 type commonOptions struct {
 	// LockTimeout bounds the wait for a file's lock.
 	LockTimeout time.Duration
+	// UnsafeIgnoreState reads a file its state file says may be torn.
+	UnsafeIgnoreState bool
 }
 
-func (c *commonOptions) open() openOptions { return openOptions{Timeout: c.LockTimeout} }
+func (c *commonOptions) open() openOptions {
+	return openOptions{Timeout: c.LockTimeout, UnsafeIgnoreState: c.UnsafeIgnoreState}
+}
 
 func newRootCommand(env *Env) *cobra.Command {
 	common := &commonOptions{}
@@ -150,6 +154,8 @@ Data goes to standard output; errors, warnings and progress bars to standard err
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%v", err) })
 	root.PersistentFlags().DurationVar(&common.LockTimeout, "lock-timeout", time.Second,
 		"how long to wait for the file's lock before giving up (exit code 4); 0 tries once")
+	root.PersistentFlags().BoolVar(&common.UnsafeIgnoreState, "unsafe-ignore-state", false,
+		"read a file left unflushed across a restart of the machine (it may be torn: what it shows may be wrong)")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
 		if common.LockTimeout < 0 {
 			return usageErrorf("--lock-timeout must not be negative")

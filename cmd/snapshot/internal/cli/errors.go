@@ -29,8 +29,9 @@ const (
 	// has it open for writing); read it with `snapshot backup` instead.
 	ExitLocked = 4
 	// ExitCorrupt: the file is not a readable warmcache file (empty,
-	// truncated, garbage, a bbolt file of another program) or was written
-	// by a newer warmcache.
+	// truncated, garbage, a bbolt file of another program, left unflushed
+	// across a restart of the machine) or was written by a newer
+	// warmcache.
 	ExitCorrupt = 5
 	// ExitProblems: verify found inconsistencies.
 	ExitProblems = 6
@@ -45,7 +46,7 @@ const exitCodesHelp = `Exit codes:
   2  usage error (bad command line, selector or output format; FILE is a directory)
   3  not found (file, resource, object or index)
   4  file locked by a running process: use 'snapshot backup' to read its cache
-  5  not a readable warmcache file (empty, truncated, garbage, foreign) or written by a newer warmcache
+  5  not a readable warmcache file (empty, truncated, garbage, foreign, unflushed) or written by a newer warmcache
   6  verify found problems
   7  diff --exit-code found differences`
 

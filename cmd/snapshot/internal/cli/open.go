@@ -31,6 +31,9 @@ type snapshotFile struct {
 type openOptions struct {
 	// Timeout bounds the wait for the lock.
 	Timeout time.Duration
+	// UnsafeIgnoreState opens a file its state file does not vouch for
+	// (bolt.Options.UnsafeIgnoreState).
+	UnsafeIgnoreState bool
 	// Codecs resolves recorded codec names. Default: codec.ByName with
 	// client-go's scheme.
 	Codecs bolt.CodecResolver
@@ -73,7 +76,7 @@ func openSnapshot(ctx context.Context, env *Env, path string, opts openOptions) 
 		opts.Codecs = resolveCodec
 	}
 	logger, diag := newDiagLogger(env.Stderr)
-	db, err := bolt.Open(ctx, path, bolt.Options{ReadOnly: true, Timeout: opts.Timeout, Logger: logger, Codecs: opts.Codecs})
+	db, err := bolt.Open(ctx, path, bolt.Options{ReadOnly: true, Timeout: opts.Timeout, Logger: logger, Codecs: opts.Codecs, UnsafeIgnoreState: opts.UnsafeIgnoreState})
 	if err != nil {
 		_ = lock.Close()
 		return nil, explainOpenError(path, err)
@@ -98,6 +101,10 @@ func explainOpenError(path string, err error) error {
 	case errors.As(err, &verr):
 		return withHint(fmt.Errorf("%s was written by a newer warmcache (%w)", path, err),
 			"Use the snapshot command of the warmcache release that wrote the file.")
+	case errors.Is(err, bolt.ErrUnflushed):
+		return withHint(fmt.Errorf("%s may be torn: %w", path, err),
+			"A controller moves such a file aside and rebuilds its cache from the API server.\n"+
+				"To look at it anyway, give --unsafe-ignore-state: what it shows may be wrong.")
 	case errors.Is(err, bolt.ErrCorrupt):
 		return withHint(fmt.Errorf("%s is not a readable warmcache cache file: %w", path, err),
 			"A controller moves such a file aside and rebuilds its cache from the API server; only the cache is lost.")

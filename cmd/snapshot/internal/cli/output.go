@@ -54,11 +54,16 @@ func tempPath(out string) (string, error) {
 
 // installFile moves the finished file tmp to out and flushes the directory.
 // Without force it fails, atomically, when out exists (a hard link never
-// replaces a file); with force it replaces out.
+// replaces a file); with force it replaces out and removes the state file
+// the replaced cache file may have had (out.state, see bolt.SyncOnClose),
+// which describes the old file, not the copy.
 func installFile(tmp, out string, force bool) error {
 	if force {
 		if err := os.Rename(tmp, out); err != nil {
 			return fmt.Errorf("move %s to %s: %w", tmp, out, err)
+		}
+		if err := os.Remove(out + ".state"); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("remove the state file of the replaced %s: %w", out, err)
 		}
 		return syncDir(filepath.Dir(out))
 	}
