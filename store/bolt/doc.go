@@ -95,8 +95,9 @@
 //
 // On a quiet machine at 100k pods (go run ./benchmarks/cmd/storebench),
 // GetByKey p50 is 16-19 µs (p99 43-60 µs). Writes with the default policy,
-// batches of 500: a relist in key order 92k pods/s, updates in watch order
-// 39k pods/s, adds in watch order 24k pods/s (28k with batches of 2,000),
+// batches of 500, spread of six runs: a relist in key order 60k-92k pods/s,
+// updates in watch order 32k-39k pods/s, adds in watch order 20k-24k pods/s
+// (28k with batches of 2,000),
 // about 50 µs CPU per added pod, most of it bbolt's commit (node spill,
 // page writes) and the protobuf encode, which large batches spread over
 // every core.
