@@ -43,6 +43,8 @@ type DB struct {
 	// file identifies the file Open locked, so that Close records the
 	// state of this file only, not of one created at path since.
 	file os.FileInfo
+	// flusher flushes a SyncOnClose file periodically; nil otherwise.
+	flusher *flusher
 }
 
 // Open opens the warmcache file at path, creating it unless opts.ReadOnly
@@ -115,6 +117,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err != nil {
 		_ = bdb.Close()
 		return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
+	}
+	if db.opts.Sync == SyncOnClose && !opts.ReadOnly && opts.FlushInterval > 0 {
+		db.flusher = startFlusher(db, opts.FlushInterval)
 	}
 	return db, nil
 }
@@ -253,6 +258,9 @@ func (db *DB) Close() error {
 	for _, s := range stores {
 		errs = append(errs, s.close(false))
 	}
+	if db.flusher != nil {
+		db.flusher.stop()
+	}
 	// No commit may follow the flush: wait for the running ones (a
 	// Resource being opened writes outside any store's lock) and refuse
 	// later ones.
@@ -279,8 +287,14 @@ func (db *DB) recordClosed() error {
 	}
 	var errs []error
 	st := syncState{State: stateClosed}
-	if err := db.bolt.Sync(); err != nil {
+	if err := flushFile(db.bolt); err != nil {
 		errs = append(errs, fmt.Errorf("bolt: close %s: flush: %w", db.path, classify(err)))
+		st.State = stateUnflushed
+	}
+	if db.flusher != nil && db.flusher.failed.Load() {
+		// The kernel reports a lost write once: a flush that succeeds
+		// after a failed one does not vouch for the file.
+		errs = append(errs, fmt.Errorf("bolt: close %s: an earlier flush failed", db.path))
 		st.State = stateUnflushed
 	}
 	if err := writeState(db.path, st, db.opts.FileMode); err != nil {

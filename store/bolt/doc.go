@@ -146,7 +146,11 @@
 // cannot afford to serve a torn file, and it should not pay for a flush per
 // commit to avoid a relist that a machine crash costs anyway in a new pod.
 // The state file is outside the bbolt file because a torn bbolt file can
-// show stale pages, and no stale page may ever claim a clean close.
+// show stale pages, and no stale page may ever claim a clean close. A
+// background flush every Options.FlushInterval (30s) finds a write error
+// of the disk, which the kernel reports only to the next fsync, and records
+// the file "unflushed" at once, so that even a restart in the same boot
+// relists instead of trusting pages that never reached the disk.
 //
 // SyncNoFreelist and SyncFull flush every commit (bbolt writes the data
 // pages, flushes, then writes and flushes the meta page), so a commit that

@@ -31,6 +31,11 @@ type Options struct {
 	// Sync is the durability policy of commits; see SyncPolicy. Default:
 	// SyncOnClose.
 	Sync SyncPolicy
+	// FlushInterval is, under SyncOnClose, how often the file is flushed
+	// in the background, so that a write error of the disk is found and
+	// recorded (the next start relists) within that time instead of at
+	// Close. Default (0): 30s; negative: never.
+	FlushInterval time.Duration
 	// FileMode is the permission of a file Open creates. Default: 0600.
 	FileMode os.FileMode
 	// UnsafeIgnoreState opens, read-only, a file whose state file says it
@@ -104,6 +109,7 @@ func (p SyncPolicy) String() string {
 
 const (
 	defaultTimeout        = time.Second
+	defaultFlushInterval  = 30 * time.Second
 	defaultDecodedObjects = 256
 )
 
@@ -118,6 +124,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Timeout == 0 {
 		o.Timeout = defaultTimeout
+	}
+	if o.FlushInterval == 0 {
+		o.FlushInterval = defaultFlushInterval
 	}
 	if o.FileMode == 0 {
 		o.FileMode = 0o600
