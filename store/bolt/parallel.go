@@ -8,8 +8,8 @@ import (
 
 // Encoding is most of the CPU a write spends outside bbolt's commit (about
 // 10 µs for a podgen pod in protobuf) and needs no lock, so a large batch
-// is encoded on every core: on 2 cores this takes a quarter off a batch of
-// 500 pods (BenchmarkApply). Each goroutine gets at least parallelMin
+// is encoded on every core: on 2 cores, writing 100k podgen pods in key
+// order in batches of 500 went from 32k to 42k pods/s. Each goroutine gets at least parallelMin
 // items (so a batch is split from 2*parallelMin on): below that the
 // goroutines cost more than they save.
 const (

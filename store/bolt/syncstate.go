@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/warmcache/warmcache/internal/fsync"
 )
 
 // A file written with SyncOnClose has a state file beside it, path +
@@ -136,7 +138,7 @@ func writeSyncState(path string, st syncState, mode os.FileMode) error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("write state file: %w", classify(err))
 	}
-	return syncDir(filepath.Dir(path))
+	return syncDir(path)
 }
 
 // removeSyncState removes the state file beside path, if any, durably.
@@ -148,20 +150,13 @@ func removeSyncState(path string) error {
 	if err != nil {
 		return fmt.Errorf("remove state file: %w", classify(err))
 	}
-	return syncDir(filepath.Dir(path))
+	return syncDir(path)
 }
 
-// syncDir flushes a directory, so that a rename or removal in it survives a
-// restart of the machine.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, classify(err))
-	}
-	serr := d.Sync()
-	cerr := d.Close()
-	if err := errors.Join(serr, cerr); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, classify(err))
+// syncDir flushes the directory of path.
+func syncDir(path string) error {
+	if err := fsync.Dir(filepath.Dir(path)); err != nil {
+		return classify(err)
 	}
 	return nil
 }

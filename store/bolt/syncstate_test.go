@@ -36,6 +36,23 @@ func mustSyncState(t *testing.T, path string) syncState {
 	return st
 }
 
+// noStateFile fails the test if path has a state file.
+func noStateFile(t *testing.T, path, when string) {
+	t.Helper()
+	if _, err := os.Stat(path + stateSuffix); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("state file %s: %v, want none", when, err)
+	}
+}
+
+// objectsAfterRestart simulates a restart of the machine into boot, opens
+// path with the default policy and returns the number of pods it holds.
+func objectsAfterRestart(t *testing.T, path, boot string) int {
+	t.Helper()
+	withBoot(t, boot)
+	db := openDB(t, path, Options{})
+	return len(openPods(t, db, nil).ListKeys())
+}
+
 // writeOne opens path with opts, stores one pod at RV 1 and returns the
 // DB, still open.
 func writeOne(t *testing.T, path string, opts Options) *DB {
@@ -156,18 +173,14 @@ func TestFlushingPolicyTakesOverState(t *testing.T) {
 			path := tempPath(t)
 			abandon(t, writeOne(t, path, Options{}))
 			db := openDB(t, path, Options{Sync: sync})
-			if _, err := os.Stat(path + stateSuffix); !errors.Is(err, os.ErrNotExist) {
-				t.Fatalf("state file after a %v open: %v, want none", sync, err)
-			}
+			noStateFile(t, path, "after a "+sync.String()+" open")
 			if err := openPods(t, db, nil).Add(mkPod("ns", "b", "2")); err != nil {
 				t.Fatal(err)
 			}
 			if err := db.Close(); err != nil {
 				t.Fatal(err)
 			}
-			withBoot(t, "boot-2")
-			db = openDB(t, path, Options{})
-			if n := len(openPods(t, db, nil).ListKeys()); n != 2 {
+			if n := objectsAfterRestart(t, path, "boot-2"); n != 2 {
 				t.Fatalf("%d objects after the restart, want 2", n)
 			}
 		})
@@ -182,9 +195,7 @@ func TestSyncOnCloseWithoutBootID(t *testing.T) {
 	if err := writeOne(t, path, Options{}).Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(path + stateSuffix); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("state file without a boot id: %v, want none", err)
-	}
+	noStateFile(t, path, "without a boot id")
 }
 
 // A state file beside a file that does not exist describes nothing: a new
@@ -231,9 +242,7 @@ func TestRefusedFileGetsNoStateFile(t *testing.T) {
 	if _, err := Open(context.Background(), path, Options{}); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("Open of a foreign bbolt file = %v, want ErrCorrupt", err)
 	}
-	if _, err := os.Stat(path + stateSuffix); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("state file beside a refused file: %v, want none", err)
-	}
+	noStateFile(t, path, "beside a refused file")
 }
 
 // When the state file cannot be written, Open falls back to flushing every
@@ -251,13 +260,9 @@ func TestSyncOnCloseFallsBackWhenStateCannotBeWritten(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(path + stateSuffix); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("state file: %v, want none", err)
-	}
+	noStateFile(t, path, "after a failed state write")
 	writeState = prev
-	withBoot(t, "boot-2")
-	db = openDB(t, path, Options{})
-	if n := len(openPods(t, db, nil).ListKeys()); n != 1 {
+	if n := objectsAfterRestart(t, path, "boot-2"); n != 1 {
 		t.Fatalf("%d objects after a restart, want 1", n)
 	}
 }

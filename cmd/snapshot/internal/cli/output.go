@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/warmcache/warmcache/internal/fsync"
 )
 
 // checkOutputPath checks, before any work, that out can be written: it is
@@ -65,7 +67,7 @@ func installFile(tmp, out string, force bool) error {
 		if err := os.Remove(out + ".state"); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove the state file of the replaced %s: %w", out, err)
 		}
-		return syncDir(filepath.Dir(out))
+		return fsync.Dir(filepath.Dir(out))
 	}
 	err := os.Link(tmp, out)
 	switch {
@@ -86,18 +88,5 @@ func installFile(tmp, out string, force bool) error {
 			return fmt.Errorf("remove %s: %w", tmp, err)
 		}
 	}
-	return syncDir(filepath.Dir(out))
-}
-
-// syncDir flushes a directory, so that a rename in it survives a crash.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	defer func() { _ = d.Close() }()
-	if err := d.Sync(); err != nil && !errors.Is(err, syscall.EINVAL) {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
+	return fsync.Dir(filepath.Dir(out))
 }
