@@ -24,7 +24,8 @@ func TestUndecodableItem(t *testing.T) {
 	must(t, db.Close())
 	rawUpdate(t, path, func(tx *bbolt.Tx) error {
 		_, g := rawLive(t, tx)
-		return g.items.Put([]byte("ns/b"), encodeEnvelope("2", "", []byte("not protobuf")))
+		setEnvelope(t, g, "ns/b", encodeEnvelope("2", "", []byte("not protobuf")))
+		return nil
 	})
 
 	db = openDB(t, path, Options{Sync: UnsafeNoSync})

@@ -426,7 +426,11 @@ func crashCheck(t *testing.T, path string, w *crashWorld) store.State {
 			if !ok {
 				return fmt.Errorf("RV %d: %s is stored but deleted at or before it", rv, key)
 			}
-			got, err := envelopeRV(v)
+			env, err := g.envelopeOf(k, v)
+			got := ""
+			if err == nil {
+				got, err = envelopeRV(env)
+			}
 			if err != nil || key != crashKey(id) || got != strconv.Itoa(m) {
 				return fmt.Errorf("RV %d: %s stored at RV %s (%v), want %d", rv, key, got, err, m)
 			}

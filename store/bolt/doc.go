@@ -18,16 +18,21 @@
 //	                              index names and version, RV, state,
 //	                              object count, staged generation, times
 //	  live                        8-byte number of the live generation
-//	  gen/<n>/items/   key     -> msgpack [rv, uid, payload]
-//	  gen/<n>/reverse/ key     -> msgpack {index name: [values]}
+//	  gen/<n>/items/   key     -> 8-byte blob id + msgpack {index name: [values]}
+//	  gen/<n>/blobs/   blob id -> msgpack [rv, uid, payload]
 //	  gen/<n>/index/<name>/ value 0x00 key -> empty
 //
 // An item's envelope carries its RV and UID beside the codec's payload, so
-// ResourceVersionOf and relist diffs never decode objects. Index entries
+// ResourceVersionOf and relist diffs never decode objects. Envelopes live
+// in their own bucket under ids given in the order items are added, so
+// that a write in watch order (keys anywhere in the key space) rewrites a
+// leaf of small item entries and appends its envelope rather than
+// rewriting a leaf of two to four neighbouring envelopes. Index entries
 // are composite keys found with one cursor seek per value (no bucket per
-// value); the reverse entry lets an update or delete remove the old entries
-// without decoding the old object. A 0x00 or 0x01 inside an indexed value is
-// escaped, so any string can be indexed.
+// value); the index values recorded in the item entry (its reverse entry)
+// let an update or delete remove the old entries without decoding the old
+// object, and an update that keeps them writes the envelope only. A 0x00 or
+// 0x01 inside an indexed value is escaped, so any string can be indexed.
 //
 // # Invariants
 //

@@ -166,6 +166,28 @@ func rawLive(t testing.TB, tx *bbolt.Tx) (*bbolt.Bucket, *generation) {
 	return res, g
 }
 
+// rawEnvelope returns the envelope of item key of g.
+func rawEnvelope(t testing.TB, g *generation, key string) []byte {
+	t.Helper()
+	env, err := g.envelope([]byte(key))
+	if err != nil || env == nil {
+		t.Fatalf("envelope of %q: %v (found %t)", key, err, env != nil)
+	}
+	return env
+}
+
+// setEnvelope replaces the envelope of item key of g, which must exist.
+func setEnvelope(t testing.TB, g *generation, key string, env []byte) {
+	t.Helper()
+	v := g.items.Get([]byte(key))
+	if v == nil {
+		t.Fatalf("no item %q", key)
+	}
+	id, _, err := splitItemEntry(v)
+	must(t, err)
+	must(t, g.blobs.Put(append([]byte(nil), id...), env))
+}
+
 // rawMeta rewrites the pods resource's meta with fn.
 func rawMeta(t testing.TB, path string, fn func(m *resourceMeta)) {
 	t.Helper()

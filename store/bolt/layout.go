@@ -21,11 +21,19 @@ import (
 //	  live   -> 8-byte big-endian generation number
 //	  gen/                         generations of the content
 //	    <8-byte gen>/
-//	      items/    key -> envelope [rv, uid, payload]
-//	      reverse/  key -> msgpack map index name -> values
+//	      items/    key -> 8-byte blob id + reverse entry (msgpack map index
+//	                       name -> values; empty without values)
+//	      blobs/    8-byte blob id -> envelope [rv, uid, payload]
 //	      index/
 //	        <name>/ escaped(value) 0x00 key -> empty
 //
+// Envelopes live apart from the keys so that a write in watch order (keys
+// spread over the key space) rewrites a leaf of small item entries and
+// appends its envelope, instead of rewriting a leaf of neighbouring
+// envelopes: at 100k pods that halves the bytes a random add writes. A
+// blob id is the blobs bucket's sequence when the item was added, and an
+// update rewrites the envelope under the same id.
+
 // A Replace stages a new generation and Commit moves the live pointer to it
 // in one transaction; the old generation is deleted afterwards.
 
@@ -34,9 +42,10 @@ const (
 	// formatVersion is the version of the file layout.
 	formatVersion = 1
 	// schemaVersion is the version of a resource's layout and encodings
-	// (envelope, reverse entries, index keys). A resource recorded with
-	// another schema version is discarded.
-	schemaVersion = 1
+	// (item entries, envelopes, reverse entries, index keys). A resource
+	// recorded with another schema version is discarded. Version 1 kept
+	// envelopes in the items bucket and reverse entries in their own.
+	schemaVersion = 2
 	// formatMagic marks a warmcache file.
 	formatMagic = "warmcache"
 )
@@ -48,7 +57,7 @@ var (
 	liveKey      = []byte("live")
 	genBucket    = []byte("gen")
 	itemsBucket  = []byte("items")
-	revBucket    = []byte("reverse")
+	blobsBucket  = []byte("blobs")
 	indexBucket  = []byte("index")
 )
 
@@ -144,11 +153,16 @@ func liveGenOf(res *bbolt.Bucket) (uint64, error) {
 // generation is the set of buckets of one generation of a resource's
 // content, open in one transaction.
 type generation struct {
-	b       *bbolt.Bucket
-	items   *bbolt.Bucket
-	reverse *bbolt.Bucket
-	index   *bbolt.Bucket
+	b     *bbolt.Bucket
+	items *bbolt.Bucket
+	blobs *bbolt.Bucket
+	index *bbolt.Bucket
 }
+
+// blobsFill is the fill percent of the blobs bucket's pages: envelopes are
+// appended in id order, so full pages stay full (bbolt's default of half
+// suits keys inserted anywhere).
+const blobsFill = 0.9
 
 // openGeneration returns generation gen of res, or an error if a bucket is
 // missing.
@@ -161,10 +175,11 @@ func openGeneration(res *bbolt.Bucket, gen uint64) (*generation, error) {
 	if g.b == nil {
 		return nil, fmt.Errorf("generation %d missing", gen)
 	}
-	g.items, g.reverse, g.index = g.b.Bucket(itemsBucket), g.b.Bucket(revBucket), g.b.Bucket(indexBucket)
-	if g.items == nil || g.reverse == nil || g.index == nil {
+	g.items, g.blobs, g.index = g.b.Bucket(itemsBucket), g.b.Bucket(blobsBucket), g.b.Bucket(indexBucket)
+	if g.items == nil || g.blobs == nil || g.index == nil {
 		return nil, fmt.Errorf("generation %d is missing a bucket", gen)
 	}
+	g.blobs.FillPercent = blobsFill
 	return g, nil
 }
 
@@ -192,9 +207,10 @@ func createGeneration(res *bbolt.Bucket, gen uint64, indexes []string) (*generat
 	if g.items, err = b.CreateBucket(itemsBucket); err != nil {
 		return nil, err
 	}
-	if g.reverse, err = b.CreateBucket(revBucket); err != nil {
+	if g.blobs, err = b.CreateBucket(blobsBucket); err != nil {
 		return nil, err
 	}
+	g.blobs.FillPercent = blobsFill
 	if g.index, err = b.CreateBucket(indexBucket); err != nil {
 		return nil, err
 	}
@@ -325,7 +341,7 @@ func readLen(p []byte, fix, tag16, tag32 byte) (int, []byte, error) {
 }
 
 func decodeReverse(b []byte) (map[string][]string, error) {
-	if b == nil {
+	if len(b) == 0 {
 		return nil, nil
 	}
 	fail := func(err error) (map[string][]string, error) {

@@ -156,7 +156,12 @@ func (s *Store) GetByKey(key string) (item interface{}, exists bool, err error) 
 		if v == nil {
 			return nil
 		}
-		item, bad = s.readItem(k, v, true)
+		env, err := g.envelopeOf(k, v)
+		if err != nil {
+			bad = err
+			return nil
+		}
+		item, bad = s.readItem(k, env, true)
 		exists = bad == nil
 		return nil
 	})
@@ -181,7 +186,11 @@ func (s *Store) List() []interface{} {
 		out = make([]interface{}, 0, s.sizeHint())
 		c := g.items.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			obj, err := s.readItem(k, v, false)
+			env, err := g.envelopeOf(k, v)
+			var obj interface{}
+			if err == nil {
+				obj, err = s.readItem(k, env, false)
+			}
 			if err != nil {
 				bad = append(bad, keyError{string(k), err})
 				continue
@@ -221,9 +230,9 @@ func (s *Store) ListKeys() []string {
 // key, read from the item's envelope without decoding the object.
 func (s *Store) ResourceVersionOf(key string) (rv string, exists bool, err error) {
 	err = s.readLive("resource version of", func(g *generation) error {
-		v := g.items.Get([]byte(key))
-		if v == nil {
-			return nil
+		v, err := g.envelope([]byte(key))
+		if err != nil || v == nil {
+			return err
 		}
 		exists = true
 		if rv, err = envelopeRV(v); err != nil {
@@ -281,7 +290,11 @@ func (s *Store) getKeys(g *generation, keys []string) ([]interface{}, []keyError
 			bad = append(bad, keyError{key, fmt.Errorf("%w: index entry for %q without an item", ErrCorrupt, key)})
 			continue
 		}
-		obj, err := s.readItem(k, v, false)
+		env, err := g.envelopeOf(k, v)
+		var obj interface{}
+		if err == nil {
+			obj, err = s.readItem(k, env, false)
+		}
 		if err != nil {
 			bad = append(bad, keyError{key, err})
 			continue
@@ -494,7 +507,7 @@ type keyObject struct {
 
 // scan is the chunked loop of Scan and ScanIndex. start positions a cursor
 // after the last key of the previous chunk (nil first); item maps a cursor
-// entry to an item key and envelope (nil key: the end).
+// entry to an item key and item entry (nil key: the end).
 func (s *Store) scan(ctx context.Context, op string,
 	start func(g *generation, after []byte) (*bbolt.Cursor, []byte, []byte, error),
 	item func(g *generation, k, v []byte) ([]byte, []byte, error),
@@ -525,7 +538,11 @@ func (s *Store) scan(ctx context.Context, op string,
 					done = false
 					break
 				}
-				obj, err := s.readItem(key, env, false)
+				env, err = g.envelopeOf(key, env)
+				var obj interface{}
+				if err == nil {
+					obj, err = s.readItem(key, env, false)
+				}
 				if err != nil {
 					bad = &keyError{string(key), err}
 					return nil

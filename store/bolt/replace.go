@@ -198,7 +198,11 @@ func (r *replaceTx) Vanished(ctx context.Context, fn store.ScanFunc) error {
 					return nil
 				}
 				after = append(after[:0], lk...)
-				obj, err := s.decodeItem(string(lk), lv)
+				env, err := live.envelopeOf(lk, lv)
+				var obj interface{}
+				if err == nil {
+					obj, err = s.decodeItem(string(lk), env)
+				}
 				if err != nil {
 					bad = append(bad, keyError{string(lk), err})
 					continue

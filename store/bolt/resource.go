@@ -285,15 +285,10 @@ func (s *Store) rebuildIndexesLocked(ctx context.Context, indexVersion string) e
 	ix := s.indexers.Load()
 	names := ix.names()
 	err := s.writeLiveLocked("rebuild indexes", func(g *generation, m *resourceMeta) error {
-		for _, b := range [][]byte{indexBucket, revBucket} {
-			if err := g.b.DeleteBucket(b); err != nil && !errors.Is(err, bberrors.ErrBucketNotFound) {
-				return err
-			}
-		}
-		var err error
-		if g.reverse, err = g.b.CreateBucket(revBucket); err != nil {
+		if err := g.b.DeleteBucket(indexBucket); err != nil && !errors.Is(err, bberrors.ErrBucketNotFound) {
 			return err
 		}
+		var err error
 		if g.index, err = g.b.CreateBucket(indexBucket); err != nil {
 			return err
 		}
@@ -316,13 +311,13 @@ func (s *Store) rebuildIndexesLocked(ctx context.Context, indexVersion string) e
 		var bad []keyError
 		err := s.writeLiveLocked("rebuild indexes", func(g *generation, m *resourceMeta) error {
 			var err error
-			w := writer{g: g, names: names}
+			w := writer{g: g, names: names, refile: true}
 			after, done, bad, err = s.reindex(&w, ix, after, rebuildChunk)
 			if err != nil {
 				return err
 			}
 			for _, b := range bad {
-				if err := g.items.Delete([]byte(b.key)); err != nil {
+				if err := g.deleteItem([]byte(b.key)); err != nil {
 					return err
 				}
 				m.Objects--
@@ -352,17 +347,24 @@ const rebuildChunk = 1000
 
 // reindex files up to n items of w's generation that follow the key after
 // (from the first if nil) under the indexes of ix, which must be w's names,
-// leaving the items untouched. It returns the last key handled, whether the
-// end was reached, and the items that could not be decoded (not indexed).
+// leaving the envelopes untouched. It returns the last key handled, whether
+// the end was reached, and the items that could not be decoded (not
+// indexed). The items are read first and written after, since a write
+// would invalidate the cursor.
 func (s *Store) reindex(w *writer, ix *indexSet, after []byte, n int) ([]byte, bool, []keyError, error) {
 	var bad []keyError
+	var todo []prepared
 	c := w.g.items.Cursor()
 	k, v := seekAfter(c, after)
 	for i := 0; k != nil && i < n; k, v = c.Next() {
 		i++
 		key := string(k)
 		after = append(after[:0:0], k...)
-		obj, err := s.decodeItem(key, v)
+		env, err := w.g.envelopeOf(k, v)
+		var obj interface{}
+		if err == nil {
+			obj, err = s.decodeItem(key, env)
+		}
 		if err != nil {
 			bad = append(bad, keyError{key, err})
 			continue
@@ -371,11 +373,16 @@ func (s *Store) reindex(w *writer, ix *indexSet, after []byte, n int) ([]byte, b
 		if err := p.computeValues(ix); err != nil {
 			return nil, false, nil, err
 		}
-		if _, err := w.put(key, nil, p.values); err != nil {
+		p.obj = nil
+		todo = append(todo, p)
+	}
+	end := k == nil
+	for i := range todo {
+		if _, err := w.put(todo[i].key, nil, todo[i].values); err != nil {
 			return nil, false, nil, err
 		}
 	}
-	return after, k == nil, bad, nil
+	return after, end, bad, nil
 }
 
 // AddIndexers adds indexes and files every stored object under them, in one

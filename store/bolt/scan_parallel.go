@@ -19,7 +19,9 @@ type rawChunk struct {
 	envs [][]byte // envelopes, aliasing buf
 	buf  []byte
 
-	// Set by the decoder before done is closed.
+	// Set by the decoder before done is closed; bad may also be set by
+	// the reader, for an item whose envelope cannot be read, which ends
+	// the chunk and the scan.
 	objs []keyObject
 	bad  *keyError
 
@@ -143,9 +145,14 @@ func (s *Store) readChunks(ctx context.Context, op string, slots chan struct{}, 
 					last = false
 					break
 				}
+				env, err := g.envelopeOf(k, v)
+				if err != nil {
+					c.bad = &keyError{string(k), err}
+					break
+				}
 				start := len(c.buf)
 				c.buf = append(c.buf, k...)
-				c.buf = append(c.buf, v...)
+				c.buf = append(c.buf, env...)
 				c.keys = append(c.keys, c.buf[start:start+len(k)])
 				c.envs = append(c.envs, c.buf[start+len(k):])
 			}

@@ -167,7 +167,8 @@ func TestScanParallelCorruptItem(t *testing.T) {
 			must(t, db.Close())
 			rawUpdate(t, path, func(tx *bbolt.Tx) error {
 				_, g := rawLive(t, tx)
-				return g.items.Put([]byte(bad), encodeEnvelope("1", "", []byte("not protobuf")))
+				setEnvelope(t, g, bad, encodeEnvelope("1", "", []byte("not protobuf")))
+				return nil
 			})
 
 			db = openDB(t, path, Options{Sync: UnsafeNoSync})

@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -21,19 +22,21 @@ const (
 	ProblemMeta ProblemKind = "meta"
 	// ProblemLayout: a bucket of the layout is missing or unexpected.
 	ProblemLayout ProblemKind = "layout"
-	// ProblemItem: an item's envelope or payload does not decode, or the
-	// payload's resourceVersion differs from the envelope's.
+	// ProblemItem: an item's entry is malformed, its envelope is missing
+	// or shared with another item, its envelope or payload does not
+	// decode, or the payload's resourceVersion differs from the envelope's.
 	ProblemItem ProblemKind = "item"
 	// ProblemIndexWithoutItem: an index entry names a key with no item.
 	ProblemIndexWithoutItem ProblemKind = "index-without-item"
 	// ProblemIndexWithoutReverse: an index entry is not in its item's
-	// reverse entry.
+	// reverse entry (the index values recorded in the item entry).
 	ProblemIndexWithoutReverse ProblemKind = "index-without-reverse"
-	// ProblemReverseWithoutIndex: a reverse entry names an index entry
-	// that does not exist, or an index that is not recorded.
+	// ProblemReverseWithoutIndex: an item's reverse entry does not decode,
+	// names an index entry that does not exist, or an index that is not
+	// recorded.
 	ProblemReverseWithoutIndex ProblemKind = "reverse-without-index"
-	// ProblemReverseWithoutItem: a reverse entry has no item.
-	ProblemReverseWithoutItem ProblemKind = "reverse-without-item"
+	// ProblemBlobWithoutItem: an envelope is referenced by no item.
+	ProblemBlobWithoutItem ProblemKind = "blob-without-item"
 	// ProblemIndexValues: an index function applied to the decoded item
 	// yields other values than those recorded (only checked for resources
 	// open with Resource on the DB, whose functions are known).
@@ -71,8 +74,9 @@ func (p Problem) String() string {
 
 // Verify checks every resource of the file against invariant 4 and reports
 // each inconsistency to report: every index entry has its item and agrees
-// with the item's reverse entry; every reverse entry has its item and its
-// index entries; every item decodes and its envelope's resourceVersion is
+// with the item's reverse entry; every reverse entry has its index
+// entries; every item has an envelope of its own and every envelope an
+// item; every item decodes and its envelope's resourceVersion is
 // the decoded object's; for resources open on db, the index functions give
 // the recorded values; the recorded object count is the number of items.
 // The live generation is checked; a staged Replace is not.
@@ -161,37 +165,41 @@ func (v *verifier) resource(res *bbolt.Bucket, resolve CodecResolver) error {
 	}); err != nil {
 		return err
 	}
-	n, err := v.items(g, indexes)
+	n, ids, err := v.items(g, indexes)
 	if err != nil {
 		return err
 	}
 	if n != m.Objects {
 		v.problem(ProblemCount, "", "", "", "meta records %d objects, %d items stored", m.Objects, n)
 	}
-	if err := v.reverse(g); err != nil {
+	if err := v.blobs(g, ids); err != nil {
 		return err
 	}
 	return v.indexEntries(g, indexes)
 }
 
-// items checks every item and its reverse entry; it returns the count.
-func (v *verifier) items(g *generation, indexes map[string]*bbolt.Bucket) (int64, error) {
+// items checks every item, its reverse entry and its envelope; it returns
+// the count and the sorted blob ids the items refer to.
+func (v *verifier) items(g *generation, indexes map[string]*bbolt.Bucket) (int64, []uint64, error) {
 	var n int64
+	var ids []uint64
+	owner := map[uint64]string{} // ids seen more than once, to name both items
 	c := g.items.Cursor()
 	for k, val := c.First(); k != nil; k, val = c.Next() {
 		n++
 		if n%1024 == 0 {
 			if err := v.ctx.Err(); err != nil {
-				return n, err
+				return n, nil, err
 			}
 		}
 		key := string(k)
-		env, err := decodeEnvelope(val)
+		idb, revb, err := splitItemEntry(val)
 		if err != nil {
 			v.problem(ProblemItem, key, "", "", "%v", err)
 			continue
 		}
-		rev, err := decodeReverse(g.reverse.Get(k))
+		ids = append(ids, binary.BigEndian.Uint64(idb))
+		rev, err := decodeReverse(revb)
 		if err != nil {
 			v.problem(ProblemReverseWithoutIndex, key, "", "", "%v", err)
 		}
@@ -206,6 +214,16 @@ func (v *verifier) items(g *generation, indexes map[string]*bbolt.Bucket) (int64
 					v.problem(ProblemReverseWithoutIndex, key, name, value, "index entry missing")
 				}
 			}
+		}
+		envb, err := g.envelopeOf(k, val)
+		if err != nil {
+			v.problem(ProblemItem, key, "", "", "%v", err)
+			continue
+		}
+		env, err := decodeEnvelope(envb)
+		if err != nil {
+			v.problem(ProblemItem, key, "", "", "%v", err)
+			continue
 		}
 		if v.codec == nil {
 			continue
@@ -232,15 +250,54 @@ func (v *verifier) items(g *generation, indexes map[string]*bbolt.Bucket) (int64
 			}
 		}
 	}
-	return n, nil
+	slices.Sort(ids)
+	for i := 1; i < len(ids); i++ {
+		if ids[i] == ids[i-1] {
+			owner[ids[i]] = ""
+		}
+	}
+	if len(owner) > 0 {
+		v.sharedEnvelopes(g, owner)
+	}
+	return n, slices.Compact(ids), nil
 }
 
-// reverse checks that every reverse entry has an item.
-func (v *verifier) reverse(g *generation) error {
-	c := g.reverse.Cursor()
+// sharedEnvelopes reports the items whose envelope id is in shared.
+func (v *verifier) sharedEnvelopes(g *generation, shared map[uint64]string) {
+	c := g.items.Cursor()
+	for k, val := c.First(); k != nil; k, val = c.Next() {
+		idb, _, err := splitItemEntry(val)
+		if err != nil {
+			continue
+		}
+		id := binary.BigEndian.Uint64(idb)
+		first, ok := shared[id]
+		switch {
+		case !ok:
+		case first == "":
+			shared[id] = string(k)
+		default:
+			v.problem(ProblemItem, string(k), "", "", "envelope %d shared with item %q", id, first)
+		}
+	}
+}
+
+// blobs checks that every envelope belongs to an item; ids are the sorted,
+// distinct blob ids of the items.
+func (v *verifier) blobs(g *generation, ids []uint64) error {
+	c := g.blobs.Cursor()
+	i := 0
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
-		if g.items.Get(k) == nil {
-			v.problem(ProblemReverseWithoutItem, string(k), "", "", "reverse entry without an item")
+		if len(k) != blobIDLen {
+			v.problem(ProblemBlobWithoutItem, "", "", "", "malformed blob id %x", k)
+			continue
+		}
+		id := binary.BigEndian.Uint64(k)
+		for i < len(ids) && ids[i] < id {
+			i++
+		}
+		if i == len(ids) || ids[i] != id {
+			v.problem(ProblemBlobWithoutItem, "", "", "", "envelope %d referenced by no item", id)
 		}
 	}
 	return v.ctx.Err()
@@ -272,7 +329,7 @@ func (v *verifier) indexEntries(g *generation, indexes map[string]*bbolt.Bucket)
 				v.problem(ProblemIndexWithoutItem, key, name, value, "index entry without an item")
 				continue
 			}
-			rev, err := decodeReverse(g.reverse.Get([]byte(key)))
+			rev, err := itemReverse(g.items.Get([]byte(key)))
 			if err != nil || !slices.Contains(rev[name], value) {
 				v.problem(ProblemIndexWithoutReverse, key, name, value, "index entry not in the item's reverse entry")
 			}

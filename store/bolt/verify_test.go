@@ -32,23 +32,47 @@ func TestVerifyDetects(t *testing.T) {
 			_, g := rawLive(t, tx)
 			must(t, g.index.Bucket([]byte(cache.NamespaceIndex)).Delete(indexKey("ns", "ns/b")))
 		}, ProblemReverseWithoutIndex, "ns/b"},
-		{"reverse entry without item", func(t *testing.T, tx *bbolt.Tx) {
+		{"envelope without item", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
 			must(t, g.items.Delete([]byte("ns/c")))
-		}, ProblemReverseWithoutItem, "ns/c"},
+		}, ProblemBlobWithoutItem, ""},
+		{"item without envelope", func(t *testing.T, tx *bbolt.Tx) {
+			_, g := rawLive(t, tx)
+			id, _, err := splitItemEntry(g.items.Get([]byte("ns/c")))
+			must(t, err)
+			must(t, g.blobs.Delete(append([]byte(nil), id...)))
+		}, ProblemItem, "ns/c"},
+		{"envelope shared by two items", func(t *testing.T, tx *bbolt.Tx) {
+			_, g := rawLive(t, tx)
+			ida, _, err := splitItemEntry(g.items.Get([]byte("ns/a")))
+			must(t, err)
+			_, revb, err := splitItemEntry(g.items.Get([]byte("ns/b")))
+			must(t, err)
+			must(t, g.items.Put([]byte("ns/b"), appendItemEntry(nil, ida, revb)))
+		}, ProblemItem, "ns/b"},
+		{"item entry shorter than a blob id", func(t *testing.T, tx *bbolt.Tx) {
+			_, g := rawLive(t, tx)
+			must(t, g.items.Put([]byte("ns/b"), []byte{1, 2, 3}))
+		}, ProblemItem, "ns/b"},
+		{"reverse entry does not decode", func(t *testing.T, tx *bbolt.Tx) {
+			_, g := rawLive(t, tx)
+			id, _, err := splitItemEntry(g.items.Get([]byte("ns/b")))
+			must(t, err)
+			must(t, g.items.Put([]byte("ns/b"), appendItemEntry(nil, id, []byte{0x81, 0xa1})))
+		}, ProblemReverseWithoutIndex, "ns/b"},
 		{"envelope RV differs from the object's", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			env, err := decodeEnvelope(g.items.Get([]byte("ns/a")))
+			env, err := decodeEnvelope(rawEnvelope(t, g, "ns/a"))
 			must(t, err)
-			must(t, g.items.Put([]byte("ns/a"), encodeEnvelope("999", env.uid, env.payload)))
+			setEnvelope(t, g, "ns/a", encodeEnvelope("999", env.uid, env.payload))
 		}, ProblemItem, "ns/a"},
 		{"payload does not decode", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			must(t, g.items.Put([]byte("ns/b"), encodeEnvelope("2", "", []byte("garbage"))))
+			setEnvelope(t, g, "ns/b", encodeEnvelope("2", "", []byte("garbage")))
 		}, ProblemItem, "ns/b"},
 		{"envelope does not decode", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			must(t, g.items.Put([]byte("ns/b"), []byte{0x93, 0xa1}))
+			setEnvelope(t, g, "ns/b", []byte{0x93, 0xa1})
 		}, ProblemItem, "ns/b"},
 		{"wrong count", func(t *testing.T, tx *bbolt.Tx) {
 			res, _ := rawLive(t, tx)

@@ -136,6 +136,9 @@ type writer struct {
 	g     *generation
 	names []string // index names, aligned with prepared.values
 	idx   []*bbolt.Bucket
+	// refile ignores the index values recorded in item entries: an index
+	// rebuild files every item again into emptied index buckets.
+	refile bool
 }
 
 func (w *writer) indexBucket(i int) (*bbolt.Bucket, error) {
@@ -170,16 +173,31 @@ func (w *writer) apply(p *prepared) (int64, error) {
 
 // put stores env under key and files key under values, removing the index
 // entries the previous object had and the new one has not (read from the
-// reverse entry, without decoding the previous object). A nil env leaves
-// the item as it is and only re-files it.
+// item entry, without decoding the previous object). A nil env leaves the
+// envelope as it is and only re-files the item. An update whose index
+// values are unchanged rewrites the envelope only.
 func (w *writer) put(key string, env []byte, values [][]string) (added bool, err error) {
 	k := []byte(key)
-	added = w.g.items.Get(k) == nil
-	old, err := decodeReverse(w.g.reverse.Get(k))
-	if err != nil {
-		return false, fmt.Errorf("%w: key %q: %w", ErrCorrupt, key, err)
+	cur := w.g.items.Get(k)
+	added = cur == nil
+	var id []byte
+	var old map[string][]string
+	if !added {
+		var rev []byte
+		if id, rev, err = splitItemEntry(cur); err == nil {
+			old, err = decodeReverse(rev)
+		}
+		if err != nil {
+			return false, fmt.Errorf("%w: key %q: %w", ErrCorrupt, key, err)
+		}
+		id = append([]byte(nil), id...)
+		if w.refile {
+			old = nil
+		}
+	} else if env == nil {
+		return false, fmt.Errorf("re-file %q: %w", key, errNoItem)
 	}
-	changed := false
+	changed := added || w.refile
 	for i, name := range w.names {
 		var nv []string
 		if values != nil {
@@ -209,31 +227,34 @@ func (w *writer) put(key string, env []byte, values [][]string) (added bool, err
 			}
 		}
 	}
+	if added {
+		if id, err = w.g.nextBlobID(); err != nil {
+			return false, err
+		}
+	}
 	if env != nil {
-		if err := w.g.items.Put(k, env); err != nil {
+		if err := w.g.blobs.Put(id, env); err != nil {
 			return false, err
 		}
 	}
 	if !changed {
 		return added, nil
 	}
-	rev, ok, err := encodeReverse(w.names, values)
+	rev, _, err := encodeReverse(w.names, values)
 	if err != nil {
 		return false, err
 	}
-	if !ok {
-		return added, w.g.reverse.Delete(k)
-	}
-	return added, w.g.reverse.Put(k, rev)
+	return added, w.g.items.Put(k, appendItemEntry(make([]byte, 0, blobIDLen+len(rev)), id, rev))
 }
 
-// remove deletes key, its index entries and its reverse entry.
+// remove deletes key, its envelope and its index entries.
 func (w *writer) remove(key string) (bool, error) {
 	k := []byte(key)
-	if w.g.items.Get(k) == nil {
+	cur := w.g.items.Get(k)
+	if cur == nil {
 		return false, nil
 	}
-	old, err := decodeReverse(w.g.reverse.Get(k))
+	old, err := itemReverse(cur)
 	if err != nil {
 		return false, fmt.Errorf("%w: key %q: %w", ErrCorrupt, key, err)
 	}
@@ -251,8 +272,5 @@ func (w *writer) remove(key string) (bool, error) {
 			}
 		}
 	}
-	if err := w.g.reverse.Delete(k); err != nil {
-		return false, err
-	}
-	return true, w.g.items.Delete(k)
+	return true, w.g.deleteItem(k)
 }

@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -50,6 +51,7 @@ type options struct {
 	updates      int
 	getSamples   int
 	indexSamples int
+	cpuProfile   string
 }
 
 var errUsage = errors.New("usage")
@@ -68,6 +70,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.updates, "updates", 0, "number of updates measured (default min(n, 20000))")
 	fs.IntVar(&o.getSamples, "get-samples", 0, "number of GetByKey lookups (default 20000)")
 	fs.IntVar(&o.indexSamples, "index-samples", 0, "number of ByIndex lookups (default 50)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
 		return o, errUsage
 	}
@@ -117,6 +120,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "storebench: -cpuprofile:", err)
+			return exitFail
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			if err := f.Close(); err != nil {
+				fmt.Fprintln(stderr, "storebench: -cpuprofile:", err)
+			}
+		}()
+	}
 	if err := measureAll(ctx, o, args, stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "storebench:", err)
 		return exitFail

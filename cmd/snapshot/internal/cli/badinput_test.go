@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -124,7 +125,7 @@ func corruptItemFile(t *testing.T, dir string) string {
 	p := filepath.Join(dir, "item.db")
 	writeFixture(t, p, fixtureOptions{podsOnly: true})
 	mutate(t, p, func(tx *bbolt.Tx) error {
-		return liveGeneration(t, tx, podsID).Bucket([]byte("items")).Put([]byte("ns-001/app-1-00000001-x7k2p"), []byte("\x93\xa11\xa1u\xc4\x03abc"))
+		return setEnvelope(t, tx, podsID, "ns-001/app-1-00000001-x7k2p", []byte("\x93\xa11\xa1u\xc4\x03abc"))
 	})
 	return p
 }
@@ -181,7 +182,7 @@ func TestBadInput(t *testing.T) {
 		{"truncated file", truncatedFile, []string{"list", "FILE", "pods", "-A"}, ExitCorrupt, []string{"not a readable warmcache cache file"}},
 		{"bbolt file of another program", foreignFile, []string{"verify", "FILE"}, ExitCorrupt, []string{"not a warmcache file", "settings"}},
 		{"newer file format", newerFormatFile, []string{"info", "FILE"}, ExitCorrupt, []string{"written by a newer warmcache", "file format version 2 is newer than supported version 1"}},
-		{"newer resource schema", newerSchemaFile, []string{"list", "FILE", "pods", "-A"}, ExitCorrupt, []string{"resource schema version 2 is newer than supported version 1"}},
+		{"newer resource schema", newerSchemaFile, []string{"list", "FILE", "pods", "-A"}, ExitCorrupt, []string{fmt.Sprintf("resource schema version %d is newer than supported version %d", bolt.SchemaVersion+1, bolt.SchemaVersion)}},
 		{"newer resource schema, export", newerSchemaFile, []string{"export", "FILE", "pods"}, ExitCorrupt, []string{"newer"}},
 		{"unknown codec", unknownCodecFile, []string{"get", "FILE", "pods", "app-1-00000001-x7k2p", "-n", "ns-001"}, ExitCorrupt, []string{`unknown codec name: "zstd-proto"`}},
 		{"corrupt item", corruptItemFile, []string{"list", "FILE", "pods", "-A", "-o", "name"}, ExitCorrupt, []string{"ns-001/app-1-00000001-x7k2p"}},

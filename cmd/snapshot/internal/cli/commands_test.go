@@ -69,7 +69,7 @@ func TestVerifyFindsProblems(t *testing.T) {
 			return liveGeneration(t, tx, podsID).Bucket([]byte("items")).Delete(victim)
 		}, []string{
 			`pods: index-without-item key "ns-001/app-1-00000001-x7k2p" index "namespace" value "ns-001"`,
-			`pods: reverse-without-item key "ns-001/app-1-00000001-x7k2p"`,
+			"pods: blob-without-item: envelope ",
 			"pods: count: meta records 6 objects, 5 items stored",
 		}},
 		{"index entry deleted", func(t *testing.T, tx *bbolt.Tx) error {
@@ -79,10 +79,10 @@ func TestVerifyFindsProblems(t *testing.T) {
 			return liveGeneration(t, tx, podsID).Bucket([]byte("index")).Bucket([]byte("nodeName")).Put(append([]byte("node-9999\x00"), victim...), nil)
 		}, []string{`pods: index-without-reverse key "ns-001/app-1-00000001-x7k2p" index "nodeName" value "node-9999"`}},
 		{"payload garbage", func(t *testing.T, tx *bbolt.Tx) error {
-			return liveGeneration(t, tx, podsID).Bucket([]byte("items")).Put(victim, []byte("\x93\xa11\xa1u\xc4\x03abc"))
+			return setEnvelope(t, tx, podsID, string(victim), []byte("\x93\xa11\xa1u\xc4\x03abc"))
 		}, []string{`pods: item key "ns-001/app-1-00000001-x7k2p": payload does not decode`}},
 		{"envelope garbage", func(t *testing.T, tx *bbolt.Tx) error {
-			return liveGeneration(t, tx, deployID).Bucket([]byte("items")).Put([]byte("ns-000/web-0"), []byte("junk"))
+			return setEnvelope(t, tx, deployID, "ns-000/web-0", []byte("junk"))
 		}, []string{`deployments.apps: item key "ns-000/web-0": malformed item envelope`}},
 		{"count wrong", func(t *testing.T, tx *bbolt.Tx) error {
 			return editMeta(t, tx, nodesID, map[string]interface{}{"objects": 7})

@@ -251,6 +251,18 @@ func liveGeneration(t testing.TB, tx *bbolt.Tx, id bolt.Identity) *bbolt.Bucket 
 	return gen
 }
 
+// setEnvelope replaces the envelope (in the live generation's blobs
+// bucket) of the item stored under key, which must exist.
+func setEnvelope(t testing.TB, tx *bbolt.Tx, id bolt.Identity, key string, env []byte) error {
+	t.Helper()
+	gen := liveGeneration(t, tx, id)
+	entry := gen.Bucket([]byte("items")).Get([]byte(key))
+	if len(entry) < 8 {
+		t.Fatalf("no item %q in %s", key, id)
+	}
+	return gen.Bucket([]byte("blobs")).Put(append([]byte(nil), entry[:8]...), env)
+}
+
 // editMeta rewrites fields of a resource's meta (msgpack, by name).
 func editMeta(t testing.TB, tx *bbolt.Tx, id bolt.Identity, fields map[string]interface{}) error {
 	t.Helper()
