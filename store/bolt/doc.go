@@ -99,13 +99,13 @@
 //	Apply, one pod per commit     0.35 ms CPU, 2.7 ms wall      2.3 µs CPU
 //
 // On a quiet machine at 100k pods (go run ./benchmarks/cmd/storebench),
-// GetByKey p50 is 16-19 µs (p99 43-60 µs). Writes with the default policy,
-// batches of 500, spread of six runs: a relist in key order 60k-92k pods/s,
-// updates in watch order 32k-39k pods/s, adds in watch order 20k-24k pods/s
-// (28k with batches of 2,000),
-// about 50 µs CPU per added pod, most of it bbolt's commit (node spill,
-// page writes) and the protobuf encode, which large batches spread over
-// every core.
+// GetByKey p50 is 18-21 µs. Writes with the default policy, batches of 500,
+// spread of six runs: a relist in key order 58k-79k pods/s, updates in
+// watch order 32k-46k pods/s, adds in watch order 30k-37k pods/s (16k-23k
+// with the schema 1 layout, where envelopes sat in the item leaves), about
+// 35 µs CPU per added pod, most of it bbolt's commit (node spill, page
+// writes) and the protobuf encode, which large batches spread over every
+// core.
 //
 // A uniform GetByKey is mostly the protobuf decode of the pod (about 20 µs);
 // a hit in the decoded-object cache costs the read transaction and a hash
@@ -117,17 +117,17 @@
 // Writes are group commits: the informer applies what its queue holds as
 // one Apply, one transaction. What a commit costs beyond that depends on
 // where its pages go. A relist arrives in key order and fills leaves one
-// after the other (about 6 KB written per pod); watch events arrive in any
-// order, and each rewrites a leaf that holds two to four other pods, an
-// index leaf and a reverse-map leaf (19-29 KB written per pod at 100k
-// pods). Flushing those scattered pages is what made every commit slow:
-// two fdatasyncs of several MB each. Measured at 100k podgen pods, batches
-// of 500 in watch order, relists in pages of 500, 2 cores (go run
-// ./benchmarks/cmd/storebench -bolt-sync ...):
+// after the other; watch events arrive in any order, and each rewrites a
+// leaf of item entries and an index leaf somewhere in the file, and
+// appends (an add) or rewrites (an update) its envelope. Flushing those
+// scattered pages is what makes every commit slow: two fdatasyncs of
+// several MB each. Measured at 100k podgen pods, batches of 500 in watch
+// order, relists in pages of 500, 2 cores, one run each in the same
+// minutes (go run ./benchmarks/cmd/storebench -bolt-sync ...):
 //
-//	SyncNoFreelist  adds 11.8k/s, updates 15.7k/s, relist 49k/s (two fdatasyncs per commit)
-//	SyncFull        adds 12.3k/s, updates 15.9k/s, relist 51k/s
-//	SyncOnClose     adds 23.8k/s, updates 38.8k/s, relist 92k/s (no flush per commit)
+//	SyncNoFreelist  adds 22k/s, updates 20k/s, relist 49k/s (two fdatasyncs per commit)
+//	SyncFull        adds 20k/s, updates 18k/s, relist 47k/s
+//	SyncOnClose     adds 38k/s, updates 39k/s, relist 72k/s (no flush per commit)
 //
 // SyncOnClose is the default. It rests on what a crash can do to a file:
 //
