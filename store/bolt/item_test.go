@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -147,4 +148,52 @@ func TestRandomWritesKeepLayout(t *testing.T) {
 			verifyClean(t, db)
 		}
 	}
+}
+
+// TestCompactedFileKeepsBlobIDs checks that a compacted copy (DB.CompactTo,
+// the snapshot CLI's compact) keeps the blobs bucket's sequence: the copy
+// takes new items without reusing the ids of those it holds.
+func TestCompactedFileKeepsBlobIDs(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db := openDB(t, filepath.Join(dir, "cache.db"), Options{Sync: UnsafeNoSync})
+	s := openPods(t, db, nodeIndexers())
+	for i := range 20 {
+		must(t, s.Add(mkPod("ns", "p"+strconv.Itoa(i), strconv.Itoa(i+1))))
+	}
+	for i := range 10 {
+		must(t, s.Delete(mkPod("ns", "p"+strconv.Itoa(2*i), "")))
+	}
+	out := filepath.Join(dir, "compact.db")
+	if _, err := db.CompactTo(ctx, out); err != nil {
+		t.Fatal(err)
+	}
+
+	db2 := openDB(t, out, Options{Sync: UnsafeNoSync})
+	s2 := openPods(t, db2, nodeIndexers())
+	for i := range 10 {
+		must(t, s2.Add(mkPod("ns", "q"+strconv.Itoa(i), strconv.Itoa(100+i))))
+	}
+	verifyClean(t, db2)
+	got := podsOf(t, s2.List())
+	if len(got) != 20 {
+		t.Fatalf("%d pods in the compacted file after 10 adds, want 20", len(got))
+	}
+	for i := range 10 {
+		odd, added := "ns/p"+strconv.Itoa(2*i+1), "ns/q"+strconv.Itoa(i)
+		if rv := rvOfPod(got[odd]); rv != strconv.Itoa(2*i+2) {
+			t.Errorf("%s has RV %q after the adds, want %d", odd, rv, 2*i+2)
+		}
+		if rv := rvOfPod(got[added]); rv != strconv.Itoa(100+i) {
+			t.Errorf("%s has RV %q, want %d", added, rv, 100+i)
+		}
+	}
+}
+
+// rvOfPod returns p's resourceVersion, "<missing>" for nil.
+func rvOfPod(p *corev1.Pod) string {
+	if p == nil {
+		return "<missing>"
+	}
+	return p.ResourceVersion
 }
