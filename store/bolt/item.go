@@ -50,6 +50,23 @@ func (g *generation) nextBlobID() ([]byte, error) {
 	return binary.BigEndian.AppendUint64(make([]byte, 0, blobIDLen), seq), nil
 }
 
+// checkSequence returns an error if the blobs bucket's sequence is below
+// the largest envelope id in use: the next add would overwrite another
+// item's envelope. Open and Verify check it.
+func (g *generation) checkSequence() error {
+	k, _ := g.blobs.Cursor().Last()
+	if k == nil {
+		return nil
+	}
+	if len(k) != blobIDLen {
+		return fmt.Errorf("malformed envelope id %x", k)
+	}
+	if last, seq := binary.BigEndian.Uint64(k), g.blobs.Sequence(); seq < last {
+		return fmt.Errorf("envelope sequence %d is below the largest envelope id %d", seq, last)
+	}
+	return nil
+}
+
 // envelopeOf returns the envelope of item key with entry v, aliasing the
 // transaction's memory. A malformed entry or a missing envelope is an
 // error wrapping ErrCorrupt.

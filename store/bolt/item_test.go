@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -196,4 +197,53 @@ func rvOfPod(p *corev1.Pod) string {
 		return "<missing>"
 	}
 	return p.ResourceVersion
+}
+
+// TestRebuildRewritesDamagedReverseEntry checks that an index rebuild
+// (another index set) files every item afresh: an item entry whose index
+// values do not decode is rewritten, not a reason to fail every open.
+func TestRebuildRewritesDamagedReverseEntry(t *testing.T) {
+	ctx := context.Background()
+	path := tempPath(t)
+	db, err := Open(ctx, path, Options{Sync: UnsafeNoSync})
+	must(t, err)
+	s := openPods(t, db, namespaceIndexers())
+	must(t, s.Replace([]interface{}{mkPod("ns", "a", "1"), mkPod("ns", "b", "2")}, "2"))
+	must(t, db.Close())
+	rawUpdate(t, path, func(tx *bbolt.Tx) error {
+		_, g := rawLive(t, tx)
+		id, _, err := splitItemEntry(g.items.Get([]byte("ns/b")))
+		must(t, err)
+		return g.items.Put([]byte("ns/b"), appendItemEntry(nil, id, []byte{0x81, 0xa1}))
+	})
+
+	db = openDB(t, path, Options{Sync: UnsafeNoSync})
+	s = openPods(t, db, nodeIndexers()) // one more index: a rebuild
+	keys, err := s.IndexKeys("node", "node-1")
+	must(t, err)
+	slices.Sort(keys)
+	if !slices.Equal(keys, []string{"ns/a", "ns/b"}) {
+		t.Errorf("IndexKeys(node, node-1) after the rebuild = %q, want [ns/a ns/b]", keys)
+	}
+	verifyClean(t, db)
+}
+
+// TestAddRefusesUsedEnvelopeID checks that an add never writes over an
+// envelope in use, should the sequence have gone back while the file was
+// open: it fails with ErrCorrupt and the other item keeps its object.
+func TestAddRefusesUsedEnvelopeID(t *testing.T) {
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
+	s := openPods(t, db, namespaceIndexers())
+	must(t, s.Add(mkPod("ns", "a", "1")))
+	s.mu.Lock()
+	err := s.writeLiveLocked("test", func(g *generation, _ *resourceMeta) error { return g.blobs.SetSequence(0) })
+	s.mu.Unlock()
+	must(t, err)
+	if err := s.Add(mkPod("ns", "z", "2")); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("Add over a used envelope id = %v, want ErrCorrupt", err)
+	}
+	got, ok, err := s.GetByKey("ns/a")
+	if err != nil || !ok || got.(*corev1.Pod).Name != "a" {
+		t.Errorf("GetByKey(ns/a) = %v, %t, %v; want pod a", got, ok, err)
+	}
 }

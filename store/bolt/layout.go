@@ -282,10 +282,13 @@ func splitIndexKey(k []byte) (value, key string, err error) {
 // Reverse entries map index name to the (deduplicated, sorted) values the
 // object is filed under, as a msgpack map of str to array of str with the
 // names in order; indexes with no value are left out, and an object with no
-// value at all has no reverse entry. Like the envelope they are encoded by
-// hand: they are written and read for every write.
+// value at all has an empty reverse entry. Like the envelope they are
+// encoded by hand: they are written and read for every write.
 
 func encodeReverse(names []string, values [][]string) ([]byte, bool, error) {
+	if values == nil {
+		return nil, false, nil // no values for any index
+	}
 	n, size := 0, 5
 	for i, name := range names {
 		if len(values[i]) > 0 {

@@ -186,6 +186,23 @@ func TestMismatchDiscards(t *testing.T) {
 				return tx.Bucket([]byte(podsID.String())).Put(metaKey, []byte{0xc1})
 			})
 		}, reason: "metadata unreadable"},
+		{name: "schema 1 layout", damage: func(t *testing.T, path string) {
+			rawMeta(t, path, func(m *resourceMeta) { m.Schema = 1 })
+			rawUpdate(t, path, func(tx *bbolt.Tx) error {
+				_, g := rawLive(t, tx)
+				if err := g.b.DeleteBucket(blobsBucket); err != nil {
+					return err
+				}
+				_, err := g.b.CreateBucket([]byte("reverse"))
+				return err
+			})
+		}, reason: "schema version 1 recorded"},
+		{name: "envelope sequence behind", damage: func(t *testing.T, path string) {
+			rawUpdate(t, path, func(tx *bbolt.Tx) error {
+				_, g := rawLive(t, tx)
+				return g.blobs.SetSequence(0)
+			})
+		}, reason: "envelope sequence 0 is below"},
 		{name: "live generation missing", damage: func(t *testing.T, path string) {
 			rawUpdate(t, path, func(tx *bbolt.Tx) error {
 				return tx.Bucket([]byte(podsID.String())).Put(liveKey, genName(99))

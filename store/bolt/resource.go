@@ -163,6 +163,16 @@ func indexMismatch(m *resourceMeta, names []string, version string) string {
 	return ""
 }
 
+// checkLive returns an error if the live generation of res is missing a
+// bucket or its envelope sequence is behind.
+func checkLive(res *bbolt.Bucket) error {
+	g, err := openLive(res)
+	if err != nil {
+		return err
+	}
+	return g.checkSequence()
+}
+
 // repair brings the resource's bucket into a usable state in one write
 // transaction: creates it, discards mismatching data, deletes staged and
 // replaced generations.
@@ -175,7 +185,7 @@ func (s *Store) repair(tx *bbolt.Tx, want []string, indexVersion string) (openFi
 		if err != nil {
 			reason = fmt.Sprintf("metadata unreadable: %v", err)
 		} else if reason = s.mismatch(&m); reason == "" {
-			if _, err := openLive(res); err != nil {
+			if err := checkLive(res); err != nil {
 				reason = fmt.Sprintf("live data unreadable: %v", err)
 			}
 		}
@@ -262,7 +272,7 @@ func (s *Store) inspectReadOnly(tx *bbolt.Tx, want []string, indexVersion string
 		reason = indexMismatch(&m, want, indexVersion)
 	}
 	if reason == "" {
-		if _, err := openLive(res); err != nil {
+		if err := checkLive(res); err != nil {
 			reason = err.Error()
 		}
 	}
@@ -434,13 +444,19 @@ func (s *Store) AddIndexers(newIndexers cache.Indexers) error {
 				return err
 			}
 		}
+		// One transaction, read and written a chunk at a time so that
+		// memory stays bounded.
 		w := writer{g: g, names: names}
-		_, _, bad, err := s.reindex(&w, next, nil, int(^uint(0)>>1))
-		if err != nil {
-			return err
-		}
-		if len(bad) > 0 {
-			return bad[0].err
+		var after []byte
+		for done := false; !done; {
+			var bad []keyError
+			var err error
+			if after, done, bad, err = s.reindex(&w, next, after, rebuildChunk); err != nil {
+				return err
+			}
+			if len(bad) > 0 {
+				return bad[0].err
+			}
 		}
 		m.Indexes = names
 		return nil

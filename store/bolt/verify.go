@@ -17,10 +17,12 @@ type ProblemKind string
 
 // The kinds of Problem.
 const (
-	// ProblemMeta: the resource's metadata is unreadable or names another
-	// identity than its bucket.
+	// ProblemMeta: the resource's metadata is unreadable, names another
+	// identity than its bucket, or records another schema version (the
+	// rest of the resource is then not checked).
 	ProblemMeta ProblemKind = "meta"
-	// ProblemLayout: a bucket of the layout is missing or unexpected.
+	// ProblemLayout: a bucket of the layout is missing or unexpected, or
+	// the envelope sequence is behind the envelope ids in use.
 	ProblemLayout ProblemKind = "layout"
 	// ProblemItem: an item's entry is malformed, its envelope is missing
 	// or shared with another item, its envelope or payload does not
@@ -37,6 +39,12 @@ const (
 	ProblemReverseWithoutIndex ProblemKind = "reverse-without-index"
 	// ProblemBlobWithoutItem: an envelope is referenced by no item.
 	ProblemBlobWithoutItem ProblemKind = "blob-without-item"
+	// ProblemReverseWithoutItem was reported for a reverse entry without
+	// an item.
+	//
+	// Deprecated: since schema version 2 reverse entries are part of the
+	// item entries and this problem cannot occur; it is never reported.
+	ProblemReverseWithoutItem ProblemKind = "reverse-without-item"
 	// ProblemIndexValues: an index function applied to the decoded item
 	// yields other values than those recorded (only checked for resources
 	// open with Resource on the DB, whose functions are known).
@@ -130,6 +138,12 @@ func (v *verifier) resource(res *bbolt.Bucket, resolve CodecResolver) error {
 	if m.Identity.String() != v.name {
 		v.problem(ProblemMeta, "", "", "", "meta records identity %s", m.Identity)
 	}
+	if m.Schema != schemaVersion {
+		// Another layout: nothing below would mean anything. Opening
+		// the resource discards it (a newer one: the file is refused).
+		v.problem(ProblemMeta, "", "", "", "schema version %d recorded, this binary reads %d; a writer discards the resource and relists", m.Schema, schemaVersion)
+		return nil
+	}
 	g, err := openLive(res)
 	if err != nil {
 		v.problem(ProblemLayout, "", "", "", "live generation: %v", err)
@@ -174,6 +188,9 @@ func (v *verifier) resource(res *bbolt.Bucket, resolve CodecResolver) error {
 	}
 	if err := v.blobs(g, ids); err != nil {
 		return err
+	}
+	if err := g.checkSequence(); err != nil {
+		v.problem(ProblemLayout, "", "", "", "%v", err)
 	}
 	return v.indexEntries(g, indexes)
 }
@@ -265,7 +282,11 @@ func (v *verifier) items(g *generation, indexes map[string]*bbolt.Bucket) (int64
 // sharedEnvelopes reports the items whose envelope id is in shared.
 func (v *verifier) sharedEnvelopes(g *generation, shared map[uint64]string) {
 	c := g.items.Cursor()
+	var i int
 	for k, val := c.First(); k != nil; k, val = c.Next() {
+		if i++; i%1024 == 0 && v.ctx.Err() != nil {
+			return
+		}
 		idb, _, err := splitItemEntry(val)
 		if err != nil {
 			continue
@@ -286,8 +307,13 @@ func (v *verifier) sharedEnvelopes(g *generation, shared map[uint64]string) {
 // distinct blob ids of the items.
 func (v *verifier) blobs(g *generation, ids []uint64) error {
 	c := g.blobs.Cursor()
-	i := 0
+	i, seen := 0, 0
 	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		if seen++; seen%1024 == 0 {
+			if err := v.ctx.Err(); err != nil {
+				return err
+			}
+		}
 		if len(k) != blobIDLen {
 			v.problem(ProblemBlobWithoutItem, "", "", "", "malformed blob id %x", k)
 			continue

@@ -83,6 +83,19 @@ func TestVerifyDetects(t *testing.T) {
 			must(t, err)
 			must(t, res.Put(metaKey, b))
 		}, ProblemCount, ""},
+		{"envelope sequence behind", func(t *testing.T, tx *bbolt.Tx) {
+			_, g := rawLive(t, tx)
+			must(t, g.blobs.SetSequence(1))
+		}, ProblemLayout, ""},
+		{"older schema", func(t *testing.T, tx *bbolt.Tx) {
+			res, _ := rawLive(t, tx)
+			m, err := decodeMeta(res.Get(metaKey))
+			must(t, err)
+			m.Schema = 1
+			b, err := encodeMeta(&m)
+			must(t, err)
+			must(t, res.Put(metaKey, b))
+		}, ProblemMeta, ""},
 		{"unrecorded index bucket", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
 			_, err := g.index.CreateBucket([]byte("stray"))

@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -184,16 +185,17 @@ func (w *writer) put(key string, env []byte, values [][]string) (added bool, err
 	var old map[string][]string
 	if !added {
 		var rev []byte
-		if id, rev, err = splitItemEntry(cur); err == nil {
+		id, rev, err = splitItemEntry(cur)
+		if err == nil && !w.refile {
+			// A re-file ignores the recorded values (the index buckets
+			// were emptied), so a damaged reverse entry is rewritten
+			// rather than stopping an index rebuild.
 			old, err = decodeReverse(rev)
 		}
 		if err != nil {
 			return false, fmt.Errorf("%w: key %q: %w", ErrCorrupt, key, err)
 		}
 		id = append([]byte(nil), id...)
-		if w.refile {
-			old = nil
-		}
 	} else if env == nil {
 		return false, fmt.Errorf("re-file %q: %w", key, errNoItem)
 	}
@@ -230,6 +232,11 @@ func (w *writer) put(key string, env []byte, values [][]string) (added bool, err
 	if added {
 		if id, err = w.g.nextBlobID(); err != nil {
 			return false, err
+		}
+		if w.g.blobs.Get(id) != nil {
+			// The sequence went back (a damaged file): writing would
+			// give another item's envelope to this key.
+			return false, fmt.Errorf("%w: key %q: new envelope id %d is in use", ErrCorrupt, key, binary.BigEndian.Uint64(id))
 		}
 	}
 	if env != nil {

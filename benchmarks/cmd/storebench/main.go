@@ -122,10 +122,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
-		if err == nil {
-			err = pprof.StartCPUProfile(f)
-		}
 		if err != nil {
+			fmt.Fprintln(stderr, "storebench: -cpuprofile:", err)
+			return exitFail
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			_ = f.Close()
 			fmt.Fprintln(stderr, "storebench: -cpuprofile:", err)
 			return exitFail
 		}

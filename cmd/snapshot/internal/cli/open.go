@@ -150,8 +150,9 @@ func checkReadable(path string, info bolt.ResourceInfo) error {
 		return withHint(fmt.Errorf("%s: %s: %w", path, displayName(info), &bolt.VersionError{What: "resource schema", Found: info.Schema, Supported: bolt.SchemaVersion}),
 			"Use the snapshot command of the warmcache release that wrote the file.")
 	case info.Schema != bolt.SchemaVersion:
-		return mark(bolt.ErrCorrupt, "%s: %s: resource schema version %d is not readable (this snapshot reads version %d)",
-			path, displayName(info), info.Schema, bolt.SchemaVersion)
+		return withHint(mark(bolt.ErrCorrupt, "%s: %s: resource schema version %d is not readable (this snapshot reads version %d)",
+			path, displayName(info), info.Schema, bolt.SchemaVersion),
+			"An older release wrote it; the next start of a controller built with this release discards the resource and relists it. Use the snapshot command of the older release to read it.")
 	}
 	return nil
 }

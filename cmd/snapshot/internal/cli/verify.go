@@ -35,12 +35,14 @@ func newVerifyCommand(env *Env, common *commonOptions) *cobra.Command {
     and state, sorted index names, the recorded object count equal to the items;
   - a codec this snapshot knows for every resource (a resource it cannot decode is a
     problem: it was not checked);
-  - every item: its envelope and payload decode, and the payload's resourceVersion is
-    the envelope's;
+  - every item: it has an envelope of its own, its envelope and payload decode, and the
+    payload's resourceVersion is the envelope's;
+  - every envelope belongs to an item, and the envelope sequence is ahead of every id;
   - every index entry against its item and the item's reverse entry, and back.
 
 Each problem found is printed on standard output; the command then exits with code 6.
-It reads every object, streaming: memory stays flat, time grows with the file.`,
+It reads every object, streaming: memory grows by 8 bytes per object (the envelope
+ids it cross-checks), time with the file.`,
 		Example:           `  snapshot verify cache.db && echo consistent`,
 		Args:              usageArgs(cobra.ExactArgs(1)),
 		ValidArgsFunction: completeFiles(1),
