@@ -107,8 +107,8 @@ func reportCPU(b *testing.B, start time.Duration) {
 // object, for batch sizes and sync policies.
 func BenchmarkApply(b *testing.B) {
 	for _, tgt := range benchTargets {
-		for _, sync := range []SyncPolicy{SyncFull, SyncNoFreelist, UnsafeNoSync} {
-			if tgt.name == "client-go" && sync != SyncFull {
+		for _, sync := range []SyncPolicy{SyncOnClose, SyncFull, SyncNoFreelist, UnsafeNoSync} {
+			if tgt.name == "client-go" && sync != SyncOnClose {
 				continue
 			}
 			for _, batch := range []int{1, 10, 100, 500, 1000} {
@@ -214,8 +214,8 @@ func BenchmarkByIndexNamespace(b *testing.B) {
 // them already (cache.Store's Replace: pages of 1000, one transaction each).
 func BenchmarkReplace(b *testing.B) {
 	for _, tgt := range benchTargets {
-		for _, sync := range []SyncPolicy{SyncFull, UnsafeNoSync} {
-			if tgt.name == "client-go" && sync != SyncFull {
+		for _, sync := range []SyncPolicy{SyncOnClose, SyncFull, UnsafeNoSync} {
+			if tgt.name == "client-go" && sync != SyncOnClose {
 				continue
 			}
 			name := tgt.name
@@ -248,7 +248,7 @@ func BenchmarkReplace(b *testing.B) {
 // pods after a relist, whose freed generation leaves a long freelist that
 // SyncFull rewrites at every commit.
 func BenchmarkCommit(b *testing.B) {
-	for _, sync := range []SyncPolicy{SyncFull, SyncNoFreelist, UnsafeNoSync} {
+	for _, sync := range []SyncPolicy{SyncOnClose, SyncFull, SyncNoFreelist, UnsafeNoSync} {
 		s := benchTargets[0].open(b, sync).(*Store)
 		benchFill(b, s)
 		benchFill(b, s) // a relist: the first generation is freed
@@ -269,7 +269,7 @@ func BenchmarkCommit(b *testing.B) {
 // per sync policy: SyncNoFreelist rebuilds the freelist by reading every
 // page of the file.
 func BenchmarkOpen(b *testing.B) {
-	for _, sync := range []SyncPolicy{SyncFull, SyncNoFreelist} {
+	for _, sync := range []SyncPolicy{SyncOnClose, SyncFull, SyncNoFreelist} {
 		path := tempPath(b)
 		db, err := Open(context.Background(), path, Options{Sync: sync})
 		if err != nil {

@@ -84,19 +84,19 @@
 // function outside any transaction, so it may read the store and a long
 // scan never pins the file's old pages.
 //
-// Measured with the package benchmarks (go test -run '^$' -bench .),
-// 10,000 podgen pods (8 KB of JSON, 4.7 KB in protobuf) listed in key
-// order, on a 2-core VM shared with other heavy jobs (load average 10-13):
-// wall times are pessimistic, so CPU time per operation (cpu-ns/op, GC
-// included) is given too. client-go ran in the same conditions.
+// Measured with the package benchmarks (go test -run '^$' -bench .
+// -count 3), 10,000 podgen pods (8 KB of JSON, 4.7 KB in protobuf) listed
+// in key order, writes with the default sync policy, on a quiet 2-core VM; CPU time per
+// operation (cpu-ns/op, GC included) is given beside wall time, since the
+// encode and decode run on both cores. client-go ran in the same process.
 //
-//	                              bolt                          client-go cache.NewIndexer
-//	GetByKey, uniform keys        p50 22-33 µs                  p50 0.08-0.3 µs
-//	GetByKey, 200 hot keys        p50 2.2-4.4 µs                p50 0.07 µs
-//	ByIndex(namespace), 200 pods  10 ms CPU (21 ms wall)        24 µs CPU
-//	Replace of 10k pods           0.59 s CPU (1.3 s wall)       16 ms CPU (56 ms wall)
-//	Apply, batches of 100         72 µs CPU per pod             1.1 µs CPU per pod
-//	Apply, one pod per commit     0.35 ms CPU, 2.7 ms wall      2.3 µs CPU
+//	                                 bolt                             client-go cache.NewIndexer
+//	GetByKey, uniform keys           p50 19-20 µs                     p50 0.07 µs
+//	GetByKey, 200 hot keys           p50 2.0 µs                       p50 0.05 µs
+//	ByIndex(namespace), 200 pods     7.0 ms CPU (4.7 ms wall)         8-9 µs CPU
+//	Replace of 10k pods              0.32 s CPU (0.18 s wall)         9 ms CPU (8 ms wall)
+//	Apply (updates), batches of 100  47 µs CPU per pod (35 µs wall)   0.4 µs CPU per pod
+//	Apply (updates), one per commit  86 µs CPU (62 µs wall)           1.4 µs CPU
 //
 // On a quiet machine at 100k pods (go run ./benchmarks/cmd/storebench),
 // GetByKey p50 is 18-21 µs. Writes with the default policy, batches of 500,
@@ -170,8 +170,9 @@
 //	UnsafeNoSync    0.8-2.5 ms per commit (writes the freelist, no flush)
 //
 // SyncOnClose and SyncNoFreelist do not write bbolt's freelist, which a
-// read-write Open rebuilds by walking the file instead (BenchmarkOpen, a
-// file of 150 MB, file check included: 71-120 ms against 57-61 ms).
+// read-write Open rebuilds by walking the file instead (BenchmarkOpen, 10k
+// pods relisted twice, file check included: 29-31 ms and 24-27 ms against
+// 13-14 ms for SyncFull).
 // UnsafeNoSync flushes nothing, not even on Close, and its files are
 // refused after a restart of the machine: only for files on a tmpfs, or
 // tests.
