@@ -86,9 +86,10 @@
 //
 // Measured with the package benchmarks (go test -run '^$' -bench .
 // -count 3), 10,000 podgen pods (8 KB of JSON, 4.7 KB in protobuf) listed
-// in key order, writes with the default sync policy, on a quiet 2-core VM; CPU time per
-// operation (cpu-ns/op, GC included) is given beside wall time, since the
-// encode and decode run on both cores. client-go ran in the same process.
+// in key order, writes with the default sync policy, on a quiet 2-core VM;
+// CPU time per operation (cpu-ns/op, GC included) is given beside wall
+// time, since the encode and decode run on both cores. client-go ran in the
+// same process.
 //
 //	                                 bolt                             client-go cache.NewIndexer
 //	GetByKey, uniform keys           p50 19-20 µs                     p50 0.07 µs
