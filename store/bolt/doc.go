@@ -100,13 +100,12 @@
 //	Apply (updates), one per commit  86 µs CPU (62 µs wall)           1.4 µs CPU
 //
 // On a quiet machine at 100k pods (go run ./benchmarks/cmd/storebench),
-// GetByKey p50 is 18-21 µs. Writes with the default policy, batches of 500,
-// spread of six runs: a relist in key order 58k-79k pods/s, updates in
-// watch order 32k-46k pods/s, adds in watch order 30k-37k pods/s (16k-23k
-// with the schema 1 layout, where envelopes sat in the item leaves), about
-// 35 µs CPU per added pod, most of it bbolt's commit (node spill, page
-// writes) and the protobuf encode, which large batches spread over every
-// core.
+// GetByKey p50 is 17.5-20 µs. Writes with the default policy, batches of
+// 500, spread of six runs: a relist in key order 68k-81k pods/s, updates in
+// watch order 37k-44k pods/s, adds in watch order 36k-40k pods/s (16k-24k
+// with the schema 1 layout, where envelopes sat in the item leaves), 31-35
+// µs CPU per added pod, most of it bbolt's commit (node spill, page writes)
+// and the protobuf encode, which large batches spread over every core.
 //
 // A uniform GetByKey is mostly the protobuf decode of the pod (about 20 µs);
 // a hit in the decoded-object cache costs the read transaction and a hash
