@@ -148,8 +148,9 @@ func openBolt(path string, opts Options) (bdb *bbolt.DB, err error) {
 // startSyncState records the policy a read-write DB writes with, before
 // its first commit (see syncstate.go): SyncOnClose and UnsafeNoSync record
 // "open" with the boot id (only SyncOnClose ever records "closed"); the
-// flushing policies flush what an earlier unflushed writer may have left
-// and remove the state file, since each of their commits is durable. The
+// flushing policies, if a state file is there, flush what an earlier
+// unflushed writer may have left and remove it, since each of their
+// commits is durable. The
 // file must be locked and its state trusted; no transaction has begun, so
 // bbolt's options may still change.
 func (db *DB) startSyncState(boot string) error {
@@ -178,6 +179,9 @@ func (db *DB) startSyncState(boot string) error {
 		return nil
 	}
 	db.bolt.NoFreelistSync = db.opts.Sync == SyncNoFreelist
+	if _, err := os.Lstat(StatePath(db.path)); errors.Is(err, fs.ErrNotExist) {
+		return nil // the last writer flushed every commit: nothing to take over
+	}
 	if err := db.bolt.Sync(); err != nil {
 		return fmt.Errorf("flush: %w", classify(err))
 	}
@@ -352,9 +356,9 @@ func MoveAside(path string) (string, error) {
 	if err := os.Rename(path, dst); err != nil {
 		return "", fmt.Errorf("bolt: move aside %s: %w", path, classify(err))
 	}
-	err := os.Rename(path+stateSuffix, dst+stateSuffix)
+	err := os.Rename(StatePath(path), StatePath(dst))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return dst, fmt.Errorf("bolt: move aside %s: %w", path+stateSuffix, classify(err))
+		return dst, fmt.Errorf("bolt: move aside %s: %w", StatePath(path), classify(err))
 	}
 	return dst, nil
 }
@@ -365,7 +369,7 @@ func MoveAside(path string) (string, error) {
 // is gone.
 func Remove(path string) error {
 	var errs []error
-	for _, p := range []string{path, path + stateSuffix} {
+	for _, p := range []string{path, StatePath(path)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("bolt: remove %s: %w", p, classify(err)))
 		}

@@ -188,6 +188,13 @@ func setEnvelope(t testing.TB, g *generation, key string, env []byte) {
 	must(t, g.blobs.Put(append([]byte(nil), id...), env))
 }
 
+// appendItemEntry appends the item entry of blob id with raw reverse entry
+// rev, to write damaged entries.
+func appendItemEntry(dst, id, rev []byte) []byte {
+	dst = append(dst, id...)
+	return append(dst, rev...)
+}
+
 // rawMeta rewrites the pods resource's meta with fn.
 func rawMeta(t testing.TB, path string, fn func(m *resourceMeta)) {
 	t.Helper()

@@ -16,12 +16,6 @@ import (
 // blobIDLen is the length of a blob id.
 const blobIDLen = 8
 
-// appendItemEntry appends the item entry of blob id with reverse entry rev.
-func appendItemEntry(dst, id, rev []byte) []byte {
-	dst = append(dst, id...)
-	return append(dst, rev...)
-}
-
 // splitItemEntry returns the blob id and the reverse entry of an item entry.
 // Both alias v.
 func splitItemEntry(v []byte) (id, rev []byte, err error) {
@@ -52,7 +46,8 @@ func (g *generation) nextBlobID() ([]byte, error) {
 
 // checkSequence returns an error if the blobs bucket's sequence is below
 // the largest envelope id in use: the next add would overwrite another
-// item's envelope. Open and Verify check it.
+// item's envelope. Open, Verify and the first add of each write
+// transaction check it.
 func (g *generation) checkSequence() error {
 	k, _ := g.blobs.Cursor().Last()
 	if k == nil {

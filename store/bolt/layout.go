@@ -285,9 +285,11 @@ func splitIndexKey(k []byte) (value, key string, err error) {
 // value at all has an empty reverse entry. Like the envelope they are
 // encoded by hand: they are written and read for every write.
 
-func encodeReverse(names []string, values [][]string) ([]byte, bool, error) {
+// appendReverse appends the reverse entry of values to dst; nothing when
+// no index has a value (values may be nil).
+func appendReverse(dst []byte, names []string, values [][]string) []byte {
 	if values == nil {
-		return nil, false, nil // no values for any index
+		return dst
 	}
 	n, size := 0, 5
 	for i, name := range names {
@@ -300,9 +302,9 @@ func encodeReverse(names []string, values [][]string) ([]byte, bool, error) {
 		}
 	}
 	if n == 0 {
-		return nil, false, nil
+		return dst
 	}
-	b := appendLen(make([]byte, 0, size), n, 0x80, 0xde, 0xdf)
+	b := appendLen(slices.Grow(dst, size), n, 0x80, 0xde, 0xdf)
 	for i, name := range names {
 		if len(values[i]) == 0 {
 			continue
@@ -313,7 +315,7 @@ func encodeReverse(names []string, values [][]string) ([]byte, bool, error) {
 			b = appendStr(b, v)
 		}
 	}
-	return b, true, nil
+	return b
 }
 
 // appendLen appends a msgpack map or array header: fix (n < 16), 16-bit or

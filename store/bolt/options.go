@@ -3,6 +3,7 @@ package bolt
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -105,6 +106,35 @@ func (p SyncPolicy) String() string {
 		return "UnsafeNoSync"
 	}
 	return fmt.Sprintf("SyncPolicy(%d)", int(p))
+}
+
+// syncPolicyNames are the names ParseSyncPolicy accepts, in the order of
+// SyncPolicyNames.
+var syncPolicyNames = []struct {
+	name   string
+	policy SyncPolicy
+}{{"onclose", SyncOnClose}, {"nofreelist", SyncNoFreelist}, {"full", SyncFull}, {"unsafe-nosync", UnsafeNoSync}}
+
+// SyncPolicyNames lists the names ParseSyncPolicy accepts, the default
+// (SyncOnClose) first, for a command-line flag's help.
+func SyncPolicyNames() []string {
+	out := make([]string, len(syncPolicyNames))
+	for i, n := range syncPolicyNames {
+		out[i] = n.name
+	}
+	return out
+}
+
+// ParseSyncPolicy returns the policy named by a command-line flag:
+// "onclose", "nofreelist", "full" or "unsafe-nosync". Another name returns
+// an error wrapping ErrInvalidOptions.
+func ParseSyncPolicy(name string) (SyncPolicy, error) {
+	for _, n := range syncPolicyNames {
+		if n.name == name {
+			return n.policy, nil
+		}
+	}
+	return 0, fmt.Errorf("%w: sync policy %q: want one of %s", ErrInvalidOptions, name, strings.Join(SyncPolicyNames(), ", "))
 }
 
 const (

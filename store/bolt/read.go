@@ -68,6 +68,17 @@ func (s *Store) readItem(k, v []byte, fill bool) (interface{}, error) {
 	return obj, err
 }
 
+// readEntry is readItem of the envelope that item entry v of key k refers
+// to in g: a malformed entry or a missing envelope is an error wrapping
+// ErrCorrupt, like an envelope that does not decode.
+func (s *Store) readEntry(g *generation, k, v []byte, fill bool) (interface{}, error) {
+	env, err := g.envelopeOf(k, v)
+	if err != nil {
+		return nil, err
+	}
+	return s.readItem(k, env, fill)
+}
+
 // keyError is an item that failed to decode.
 type keyError struct {
 	key string
@@ -156,12 +167,7 @@ func (s *Store) GetByKey(key string) (item interface{}, exists bool, err error) 
 		if v == nil {
 			return nil
 		}
-		env, err := g.envelopeOf(k, v)
-		if err != nil {
-			bad = err
-			return nil
-		}
-		item, bad = s.readItem(k, env, true)
+		item, bad = s.readEntry(g, k, v, true)
 		exists = bad == nil
 		return nil
 	})
@@ -186,11 +192,7 @@ func (s *Store) List() []interface{} {
 		out = make([]interface{}, 0, s.sizeHint())
 		c := g.items.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			env, err := g.envelopeOf(k, v)
-			var obj interface{}
-			if err == nil {
-				obj, err = s.readItem(k, env, false)
-			}
+			obj, err := s.readEntry(g, k, v, false)
 			if err != nil {
 				bad = append(bad, keyError{string(k), err})
 				continue
@@ -290,11 +292,7 @@ func (s *Store) getKeys(g *generation, keys []string) ([]interface{}, []keyError
 			bad = append(bad, keyError{key, fmt.Errorf("%w: index entry for %q without an item", ErrCorrupt, key)})
 			continue
 		}
-		env, err := g.envelopeOf(k, v)
-		var obj interface{}
-		if err == nil {
-			obj, err = s.readItem(k, env, false)
-		}
+		obj, err := s.readEntry(g, k, v, false)
 		if err != nil {
 			bad = append(bad, keyError{key, err})
 			continue
@@ -527,7 +525,7 @@ func (s *Store) scan(ctx context.Context, op string,
 				return err
 			}
 			for ; k != nil; k, v = c.Next() {
-				key, env, err := item(g, k, v)
+				key, entry, err := item(g, k, v)
 				if err != nil {
 					return err
 				}
@@ -538,11 +536,7 @@ func (s *Store) scan(ctx context.Context, op string,
 					done = false
 					break
 				}
-				env, err = g.envelopeOf(key, env)
-				var obj interface{}
-				if err == nil {
-					obj, err = s.readItem(key, env, false)
-				}
+				obj, err := s.readEntry(g, key, entry, false)
 				if err != nil {
 					bad = &keyError{string(key), err}
 					return nil

@@ -198,11 +198,7 @@ func (r *replaceTx) Vanished(ctx context.Context, fn store.ScanFunc) error {
 					return nil
 				}
 				after = append(after[:0], lk...)
-				env, err := live.envelopeOf(lk, lv)
-				var obj interface{}
-				if err == nil {
-					obj, err = s.decodeItem(string(lk), env)
-				}
+				obj, err := s.readEntry(live, lk, lv, false)
 				if err != nil {
 					bad = append(bad, keyError{string(lk), err})
 					continue

@@ -370,11 +370,7 @@ func (s *Store) reindex(w *writer, ix *indexSet, after []byte, n int) ([]byte, b
 		i++
 		key := string(k)
 		after = append(after[:0:0], k...)
-		env, err := w.g.envelopeOf(k, v)
-		var obj interface{}
-		if err == nil {
-			obj, err = s.decodeItem(key, env)
-		}
+		obj, err := s.readEntry(w.g, k, v, false)
 		if err != nil {
 			bad = append(bad, keyError{key, err})
 			continue

@@ -1,7 +1,6 @@
 package bolt
 
 import (
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -140,6 +139,9 @@ type writer struct {
 	// refile ignores the index values recorded in item entries: an index
 	// rebuild files every item again into emptied index buckets.
 	refile bool
+	// sequenceChecked: the envelope sequence was found ahead of every id
+	// in use, so the ids given out in this transaction are free.
+	sequenceChecked bool
 }
 
 func (w *writer) indexBucket(i int) (*bbolt.Bucket, error) {
@@ -230,13 +232,17 @@ func (w *writer) put(key string, env []byte, values [][]string) (added bool, err
 		}
 	}
 	if added {
+		if !w.sequenceChecked {
+			// Once per transaction, not per add: a sequence that went
+			// back (a damaged file) would give another item's envelope
+			// to this key.
+			if err := w.g.checkSequence(); err != nil {
+				return false, fmt.Errorf("%w: key %q: %w", ErrCorrupt, key, err)
+			}
+			w.sequenceChecked = true
+		}
 		if id, err = w.g.nextBlobID(); err != nil {
 			return false, err
-		}
-		if w.g.blobs.Get(id) != nil {
-			// The sequence went back (a damaged file): writing would
-			// give another item's envelope to this key.
-			return false, fmt.Errorf("%w: key %q: new envelope id %d is in use", ErrCorrupt, key, binary.BigEndian.Uint64(id))
 		}
 	}
 	if env != nil {
@@ -247,11 +253,8 @@ func (w *writer) put(key string, env []byte, values [][]string) (added bool, err
 	if !changed {
 		return added, nil
 	}
-	rev, _, err := encodeReverse(w.names, values)
-	if err != nil {
-		return false, err
-	}
-	return added, w.g.items.Put(k, appendItemEntry(make([]byte, 0, blobIDLen+len(rev)), id, rev))
+	// Clip: the entry must not share memory with id, the envelope's key.
+	return added, w.g.items.Put(k, appendReverse(slices.Clip(id), w.names, values))
 }
 
 // remove deletes key, its envelope and its index entries.

@@ -64,7 +64,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.updates, "updates", 0, "number of updates of the events/s measurement (default min(n, 50000))")
 	fs.StringVar(&impls, "impl", strings.Join(informerbench.Impls, ","), "comma-separated informers to measure, the baseline first")
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory for the bolt store's file")
-	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: onclose (the store's default), nofreelist, full or unsafe-nosync")
+	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: "+strings.Join(bolt.SyncPolicyNames(), ", ")+" (the first is the store's default)")
 	fs.StringVar(&encoding, "encoding", "protobuf", "wire encoding: protobuf or json")
 	if err := fs.Parse(args); err != nil {
 		return o, errUsage
@@ -75,17 +75,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if o.n <= 0 || o.updates < 0 {
 		return o, fmt.Errorf("%w: -n must be positive and -updates not negative", errUsage)
 	}
-	switch sync {
-	case "onclose":
-		o.sync = bolt.SyncOnClose
-	case "full":
-		o.sync = bolt.SyncFull
-	case "nofreelist":
-		o.sync = bolt.SyncNoFreelist
-	case "unsafe-nosync":
-		o.sync = bolt.UnsafeNoSync
-	default:
-		return o, fmt.Errorf("%w: -bolt-sync %q: want onclose, nofreelist, full or unsafe-nosync", errUsage, sync)
+	var err error
+	if o.sync, err = bolt.ParseSyncPolicy(sync); err != nil {
+		return o, fmt.Errorf("%w: -bolt-sync: %w", errUsage, err)
 	}
 	switch encoding {
 	case "protobuf":

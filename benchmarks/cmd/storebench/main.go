@@ -66,7 +66,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory for the bolt store's file")
 	fs.IntVar(&o.batch, "batch", storebench.DefaultBatchSize, "objects per write (the informer's batch)")
 	fs.IntVar(&o.page, "page", storebench.DefaultPageSize, "objects per Replace page (the reflector's page size)")
-	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: onclose (the store's default), nofreelist, full or unsafe-nosync")
+	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: "+strings.Join(bolt.SyncPolicyNames(), ", ")+" (the first is the store's default)")
 	fs.IntVar(&o.updates, "updates", 0, "number of updates measured (default min(n, 20000))")
 	fs.IntVar(&o.getSamples, "get-samples", 0, "number of GetByKey lookups (default 20000)")
 	fs.IntVar(&o.indexSamples, "index-samples", 0, "number of ByIndex lookups (default 50)")
@@ -80,17 +80,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if o.n <= 0 || o.batch <= 0 || o.page <= 0 || o.updates < 0 || o.getSamples < 0 || o.indexSamples < 0 {
 		return o, fmt.Errorf("%w: -n, -batch and -page must be positive, sample counts not negative", errUsage)
 	}
-	switch sync {
-	case "onclose":
-		o.sync = bolt.SyncOnClose
-	case "full":
-		o.sync = bolt.SyncFull
-	case "nofreelist":
-		o.sync = bolt.SyncNoFreelist
-	case "unsafe-nosync":
-		o.sync = bolt.UnsafeNoSync
-	default:
-		return o, fmt.Errorf("%w: -bolt-sync %q: want onclose, nofreelist, full or unsafe-nosync", errUsage, sync)
+	var err error
+	if o.sync, err = bolt.ParseSyncPolicy(sync); err != nil {
+		return o, fmt.Errorf("%w: -bolt-sync: %w", errUsage, err)
 	}
 	for _, name := range strings.Split(impls, ",") {
 		name = strings.TrimSpace(name)
