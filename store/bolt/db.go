@@ -76,10 +76,6 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	logger = logger.WithValues("file", path)
 	boot, bootErr := bootID()
-	if bootErr != nil && opts.Sync == SyncOnClose && !opts.ReadOnly {
-		logger.Info("Cannot tell restarts of the machine apart: flushing every commit (SyncNoFreelist) instead of on close", "err", bootErr)
-		opts.Sync = SyncNoFreelist
-	}
 	if err := validateFile(ctx, path); err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -108,7 +104,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err == nil && !opts.ReadOnly {
 		db.file, err = os.Stat(path)
 		if err == nil {
-			err = db.startSyncState(boot)
+			err = db.startSyncState(boot, bootErr)
 		}
 		if err == nil && !present {
 			err = db.update("write format marker", writeFormat)
@@ -152,18 +148,21 @@ func openBolt(path string, opts Options) (bdb *bbolt.DB, err error) {
 // unflushed writer may have left and remove it, since each of their
 // commits is durable. The
 // file must be locked and its state trusted; no transaction has begun, so
-// bbolt's options may still change.
-func (db *DB) startSyncState(boot string) error {
+// bbolt's options may still change. SyncOnClose falls back to
+// SyncNoFreelist when it cannot keep its promise: without a boot id
+// (bootErr) a dead process and a restarted machine look alike, and without
+// a state file nothing records either.
+func (db *DB) startSyncState(boot string, bootErr error) error {
 	mode := db.opts.FileMode
 	switch db.opts.Sync {
 	case SyncOnClose:
-		err := writeState(db.path, syncState{State: stateOpen, Boot: boot}, mode)
+		err := bootErr
 		if err == nil {
-			return nil
+			if err = writeState(db.path, syncState{State: stateOpen, Boot: boot}, mode); err == nil {
+				return nil
+			}
 		}
-		// The directory does not take the state file (full, read-only):
-		// flush every commit instead.
-		db.logger.Error(err, "Cannot record the cache file's state: flushing every commit (SyncNoFreelist) instead of on close")
+		db.logger.Error(err, "Cannot record the cache file's state with the machine's boot id: flushing every commit (SyncNoFreelist) instead of on close")
 		db.opts.Sync = SyncNoFreelist
 		db.bolt.NoSync, db.bolt.NoGrowSync = false, false
 		if err := db.bolt.Sync(); err != nil {
