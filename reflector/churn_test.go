@@ -103,7 +103,7 @@ func TestChurnConverges(t *testing.T) {
 					src.FailLists(1, randomRequestError(rng))
 				}
 			}
-			sink.waitFor(t, "the model to equal the source", func([]string) bool { return sink.converged(src) })
+			sink.waitConverged(t, src)
 			sink.checkModel(t, src)
 		})
 	}

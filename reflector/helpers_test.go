@@ -323,11 +323,28 @@ func modelDiff(items map[string]string, src *fakesource.Source) string {
 	return strings.Join(diffs, "; ")
 }
 
-// converged reports whether the model equals the source.
-func (s *recorder) converged(src *fakesource.Source) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.staged == nil && modelDiff(s.items, src) == ""
+// waitConverged waits until the model equals src with no relist staged
+// and returns the calls recorded at that moment. The calls are read in the
+// same critical section as the model: a copy taken before the check could
+// lack the last calls that made the model converge.
+func (s *recorder) waitConverged(t *testing.T, src *fakesource.Source) []string {
+	t.Helper()
+	deadline := time.After(testTimeout)
+	for {
+		s.mu.Lock()
+		done := s.staged == nil && modelDiff(s.items, src) == ""
+		calls := append([]string(nil), s.calls...)
+		ch := s.notify
+		s.mu.Unlock()
+		if done {
+			return calls
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("timed out waiting for the model to equal the source; sink calls:\n%s", strings.Join(calls, "\n"))
+		}
+	}
 }
 
 // count counts calls starting with prefix.

@@ -279,7 +279,7 @@ func TestWatchFailuresRewatchOrRelist(t *testing.T) {
 			}
 			mustAdd(t, src, pod("y")) // 4: a relist after the backoff lists it
 			h.clk.Step(d)
-			calls := sink.waitFor(t, "convergence", func([]string) bool { return sink.converged(src) })
+			calls := sink.waitConverged(t, src)
 			if tc.wantRelist == (count(calls, "Add y@4") == 1) {
 				t.Fatalf("sink calls = %v: y pushed by a watch although relisting, or by a relist although not", calls)
 			}
