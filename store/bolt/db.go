@@ -50,8 +50,8 @@ type DB struct {
 // Open opens the warmcache file at path, creating it unless opts.ReadOnly
 // (the directory must exist). A read-write Open also records the file's
 // state beside it (path.state, see SyncOnClose) before its first commit,
-// or, for a flushing policy, flushes the file and removes that state file;
-// a read-only Open writes nothing.
+// or, for a flushing policy, flushes the file and removes that state file
+// if there is one; a read-only Open writes nothing.
 //
 // Errors: ErrLocked when the lock is not obtained within opts.Timeout;
 // ErrCorrupt for a file that is truncated, garbage, or a bbolt file that is
