@@ -261,16 +261,28 @@ func (s *recorder) snapshot() []string {
 	return append([]string(nil), s.calls...)
 }
 
-// waitFor waits until cond holds for the calls so far.
+// waitFor waits until cond holds for the calls recorded so far and returns
+// them. cond runs with the recorder locked (it must not call the
+// recorder), so that what it checks and the calls returned are one
+// moment's.
 func (s *recorder) waitFor(t *testing.T, what string, cond func(calls []string) bool) []string {
+	t.Helper()
+	return s.waitLocked(t, what, func() bool { return cond(s.calls) })
+}
+
+// waitLocked waits until cond, evaluated with s.mu held after every
+// recorded call, holds, and returns a copy of the calls taken in the same
+// critical section.
+func (s *recorder) waitLocked(t *testing.T, what string, cond func() bool) []string {
 	t.Helper()
 	deadline := time.After(testTimeout)
 	for {
 		s.mu.Lock()
+		done := cond()
 		calls := append([]string(nil), s.calls...)
 		ch := s.notify
 		s.mu.Unlock()
-		if cond(calls) {
+		if done {
 			return calls
 		}
 		select {
@@ -324,27 +336,12 @@ func modelDiff(items map[string]string, src *fakesource.Source) string {
 }
 
 // waitConverged waits until the model equals src with no relist staged
-// and returns the calls recorded at that moment. The calls are read in the
-// same critical section as the model: a copy taken before the check could
-// lack the last calls that made the model converge.
+// and returns the calls recorded at that moment.
 func (s *recorder) waitConverged(t *testing.T, src *fakesource.Source) []string {
 	t.Helper()
-	deadline := time.After(testTimeout)
-	for {
-		s.mu.Lock()
-		done := s.staged == nil && modelDiff(s.items, src) == ""
-		calls := append([]string(nil), s.calls...)
-		ch := s.notify
-		s.mu.Unlock()
-		if done {
-			return calls
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("timed out waiting for the model to equal the source; sink calls:\n%s", strings.Join(calls, "\n"))
-		}
-	}
+	return s.waitLocked(t, "the model to equal the source", func() bool {
+		return s.staged == nil && modelDiff(s.items, src) == ""
+	})
 }
 
 // count counts calls starting with prefix.
