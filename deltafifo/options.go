@@ -3,6 +3,8 @@ package deltafifo
 import (
 	"fmt"
 
+	"github.com/warmcache/warmcache/store"
+
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
@@ -43,8 +45,10 @@ type Options struct {
 	Name string
 
 	// KeyFunc computes an object's key. A cache.DeletedFinalStateUnknown
-	// always has its own Key, whatever KeyFunc does. Default
-	// cache.DeletionHandlingMetaNamespaceKeyFunc.
+	// always has its own Key, whatever KeyFunc does; an error or panic
+	// is a cache.KeyError (store.KeyOf). A consumer that keeps the
+	// objects in a store passes the store's KeyFunc. Default
+	// store.DefaultKeyFunc.
 	KeyFunc cache.KeyFunc
 
 	// KnownObjects is the consumer's store, read by Resync. Default nil:
@@ -94,7 +98,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Name = DefaultName
 	}
 	if o.KeyFunc == nil {
-		o.KeyFunc = cache.DeletionHandlingMetaNamespaceKeyFunc
+		o.KeyFunc = store.DefaultKeyFunc
 	}
 	if o.Logger.GetSink() == nil {
 		o.Logger = klog.Background()

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"sync"
 
+	"github.com/warmcache/warmcache/store"
+
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
@@ -239,11 +241,7 @@ func (q *Queue) keyOf(obj interface{}) (string, error) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		return d.Key, nil
 	}
-	key, err := q.opts.KeyFunc(obj)
-	if err != nil {
-		return "", cache.KeyError{Obj: obj, Err: err}
-	}
-	return key, nil
+	return store.KeyOf(q.opts.KeyFunc, obj)
 }
 
 // resourceVersioned is implemented by every metav1.Object.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/warmcache/warmcache/deltafifo"
 	"github.com/warmcache/warmcache/store"
-	"github.com/warmcache/warmcache/store/bolt"
 )
 
 // errDropped is returned by write when it gave up on a write that a
@@ -122,7 +121,7 @@ func (l *loop) handle(ctx context.Context, b deltafifo.Batch) error {
 // fails (disk full, read-only file): nothing popped is dropped. The
 // failure is logged, reported by Err and the Healthy metric until a write
 // succeeds. It gives up on ctx's end, on a closed store (the error is
-// returned: the informer stops) and on corrupt data (bolt.ErrCorrupt: the
+// returned: the informer stops) and on corrupt data (store.ErrCorrupt: the
 // informer relists, which rewrites everything, so the write is dropped and
 // errDropped returned).
 func (l *loop) write(ctx context.Context, op string, n int, fn func() error) error {
@@ -146,7 +145,7 @@ func (l *loop) write(ctx context.Context, op string, n int, fn func() error) err
 		switch {
 		case errors.Is(err, store.ErrClosed):
 			return werr
-		case errors.Is(err, bolt.ErrCorrupt):
+		case errors.Is(err, store.ErrCorrupt):
 			l.i.ReportCorruption(werr)
 			return errDropped
 		}

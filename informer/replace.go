@@ -61,7 +61,7 @@ func (l *loop) relistPage(ctx context.Context, b deltafifo.Batch) error {
 	}
 	if !rep.fresh {
 		for _, obj := range b.Objects {
-			key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+			key, err := store.KeyOf(l.st.KeyFunc(), obj)
 			if err != nil {
 				continue // the store's Add reports it
 			}

@@ -71,6 +71,7 @@ func (i *Informer) start(logger klog.Logger) (*deltafifo.Queue, error) {
 	}
 	q, err := deltafifo.New(deltafifo.Options{
 		Name:                   i.name,
+		KeyFunc:                i.store.KeyFunc(),
 		KnownObjects:           i.store,
 		Capacity:               i.opts.QueueCapacity,
 		Transformer:            i.transform,

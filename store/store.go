@@ -80,6 +80,12 @@ type Store interface {
 	// returns an error wrapping ErrIndexNotFound.
 	ScanIndex(ctx context.Context, indexName, indexedValue string, fn ScanFunc) error
 
+	// KeyFunc returns the store's key function. The queue and the
+	// informer key objects with it, so that a store configured with its
+	// own key function keys relist diffs and deltas the same way. Call it
+	// through KeyOf, which turns its panics into errors.
+	KeyFunc() cache.KeyFunc
+
 	// ResourceVersionOf returns the resourceVersion of the object stored
 	// under key without decoding it.
 	ResourceVersionOf(key string) (rv string, exists bool, err error)
@@ -146,4 +152,17 @@ var (
 	ErrReplaceInProgress = errors.New("a replace is already in progress")
 	// ErrReplaceDone is returned by Replace methods after Commit or Abort.
 	ErrReplaceDone = errors.New("replace already committed or aborted")
+	// ErrCorrupt is returned when stored data cannot be read back: a
+	// persistent store's file or one of its objects is damaged. The
+	// store marks itself incomplete, so that the next start relists; an
+	// informer that meets it relists at once. The disk is a cache, never
+	// the source of truth.
+	ErrCorrupt = errors.New("cache file is corrupt")
+	// ErrIndexFunc wraps an error returned by an index function, or a
+	// panic in it; the function's own error is wrapped too. The write is
+	// not applied.
+	ErrIndexFunc = errors.New("index function failed")
+	// ErrTransactionType is returned for a cache.Transaction whose Type
+	// is not Add, Update or Delete. Nothing of the batch is applied.
+	ErrTransactionType = errors.New("unknown transaction type")
 )

@@ -25,7 +25,9 @@ var (
 	// file: truncated, garbage, a bbolt file of someone else, or a page
 	// bbolt cannot read. The disk is a cache: the caller moves the file
 	// aside (see MoveAside) and rebuilds it from the apiserver.
-	ErrCorrupt = errors.New("cache file is corrupt")
+	//
+	// It is store.ErrCorrupt, the contract's corruption error.
+	ErrCorrupt = store.ErrCorrupt
 
 	// ErrUnflushed is returned by Open for a file whose state file (see
 	// SyncOnClose) does not vouch for it: written without flushing and
@@ -69,13 +71,12 @@ var (
 	// file does not hold.
 	ErrResourceNotFound = errors.New("resource not found in cache file")
 
-	// ErrIndexFunc wraps an error returned by an index function; the
-	// function's own error is wrapped too. The write is not applied.
-	ErrIndexFunc = errors.New("index function failed")
+	// ErrIndexFunc is store.ErrIndexFunc: an index function failed or
+	// panicked. The write is not applied.
+	ErrIndexFunc = store.ErrIndexFunc
 
-	// ErrTransactionType is returned for a cache.Transaction whose Type is
-	// not Add, Update or Delete.
-	ErrTransactionType = errors.New("unknown transaction type")
+	// ErrTransactionType is store.ErrTransactionType.
+	ErrTransactionType = store.ErrTransactionType
 
 	// ErrEncode wraps an error of the codec's Encode (for example an
 	// object that is not a runtime.Object). The write is not applied.

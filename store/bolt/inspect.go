@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/warmcache/warmcache/store"
+
 	bbolt "go.etcd.io/bbolt"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/store/codec"
 )
@@ -141,7 +142,7 @@ func (db *DB) OpenRecorded(ctx context.Context, id Identity, c codec.Codec) (*St
 		list[i] = indexer{name: n}
 	}
 	s := &Store{db: db, id: id, name: name, bname: []byte(name), codec: c, readOnly: true, objects: newObjectCache(defaultDecodedObjects)}
-	s.keyFunc = cache.DeletionHandlingMetaNamespaceKeyFunc
+	s.keyFunc = store.DefaultKeyFunc
 	s.logger = db.logger.WithValues("resource", name)
 	s.indexers.Store(newIndexSet(list))
 	s.meta = m

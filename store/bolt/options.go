@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/warmcache/warmcache/store"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -191,7 +193,7 @@ type ResourceOptions struct {
 	Indexers cache.Indexers
 	// KeyFunc computes an object's key. It is called concurrently (a
 	// large batch is prepared on every core) and must be deterministic.
-	// Default: cache.DeletionHandlingMetaNamespaceKeyFunc.
+	// Default: store.DefaultKeyFunc.
 	KeyFunc cache.KeyFunc
 	// IndexVersion is recorded with the index names. Change it when an
 	// index function changes meaning under the same name: the stored
@@ -229,7 +231,7 @@ func (o ResourceOptions) withDefaults() (ResourceOptions, error) {
 		}
 	}
 	if o.KeyFunc == nil {
-		o.KeyFunc = cache.DeletionHandlingMetaNamespaceKeyFunc
+		o.KeyFunc = store.DefaultKeyFunc
 	}
 	if o.DecodedObjects == 0 {
 		o.DecodedObjects = defaultDecodedObjects

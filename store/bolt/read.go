@@ -132,20 +132,12 @@ func (s *Store) sizeHint() int {
 	return int(min(max(s.status.Load().meta.Objects, 0), 1<<20))
 }
 
-// key calls the key function. Its error, or a panic in it (client-go's key
-// functions dereference a typed nil pointer such as (*corev1.Pod)(nil)),
-// is returned as a cache.KeyError, so bad input never crashes the process.
-func (s *Store) key(obj interface{}) (key string, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			key, err = "", cache.KeyError{Obj: obj, Err: fmt.Errorf("key function panicked: %v", r)}
-		}
-	}()
-	if key, err = s.keyFunc(obj); err != nil {
-		return "", cache.KeyError{Obj: obj, Err: err}
-	}
-	return key, nil
-}
+// key calls the key function through store.KeyOf: its error or panic is
+// a cache.KeyError, so bad input never crashes the process.
+func (s *Store) key(obj interface{}) (string, error) { return store.KeyOf(s.keyFunc, obj) }
+
+// KeyFunc returns the store's key function.
+func (s *Store) KeyFunc() cache.KeyFunc { return s.keyFunc }
 
 // Get returns the object stored under obj's key.
 func (s *Store) Get(obj interface{}) (item interface{}, exists bool, err error) {

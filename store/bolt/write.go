@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/warmcache/warmcache/store"
+
 	bbolt "go.etcd.io/bbolt"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -92,9 +94,9 @@ func indexValuesOf(x indexer, key string, obj interface{}) ([]string, error) {
 	if x.fn == nil {
 		return nil, fmt.Errorf("index %q: %w", x.name, ErrNoIndexFunc)
 	}
-	vs, err := x.fn(obj)
+	vs, err := store.IndexValuesOf(x.name, x.fn, key, obj)
 	if err != nil {
-		return nil, fmt.Errorf("%w: index %q, key %q: %w", ErrIndexFunc, x.name, key, err)
+		return nil, err
 	}
 	if len(vs) <= 1 {
 		return vs, nil

@@ -1,9 +1,10 @@
 package memory
 
 import (
-	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/warmcache/warmcache/store"
 
 	"k8s.io/client-go/tools/cache"
 )
@@ -73,19 +74,12 @@ func indexValues(slab [][]string, indexers []indexer, key string, obj interface{
 	return values, rest, nil
 }
 
-// indexValuesOf calls one index function. A panic in it (typically a type
-// assertion meeting an unexpected object) is returned as an error like any
-// other failure, so that it neither crashes the process nor leaves the
-// store's lock held.
-func indexValuesOf(ix indexer, key string, obj interface{}) (values []string, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: index %q, key %q: panic: %v", ErrIndexFunc, ix.name, key, r)
-		}
-	}()
-	v, err := ix.fn(obj)
+// indexValuesOf calls one index function through store.IndexValuesOf (an
+// error or panic wraps ErrIndexFunc) and dedupes what it returns.
+func indexValuesOf(ix indexer, key string, obj interface{}) ([]string, error) {
+	v, err := store.IndexValuesOf(ix.name, ix.fn, key, obj)
 	if err != nil {
-		return nil, fmt.Errorf("%w: index %q, key %q: %w", ErrIndexFunc, ix.name, key, err)
+		return nil, err
 	}
 	return dedupe(v), nil
 }

@@ -35,21 +35,20 @@ import (
 // Errors of this package, in addition to those of package store. They are
 // wrapped with the operation and key; test with errors.Is.
 var (
-	// ErrIndexFunc wraps an error returned by an index function; the
-	// index function's own error is wrapped too.
-	ErrIndexFunc = errors.New("index function failed")
+	// ErrIndexFunc is store.ErrIndexFunc: an index function failed or
+	// panicked.
+	ErrIndexFunc = store.ErrIndexFunc
 	// ErrInvalidIndexer is returned by New and AddIndexers for a nil
 	// index function.
 	ErrInvalidIndexer = errors.New("invalid indexer")
-	// ErrTransactionType is returned for a cache.Transaction whose Type is
-	// not Add, Update or Delete.
-	ErrTransactionType = errors.New("unknown transaction type")
+	// ErrTransactionType is store.ErrTransactionType.
+	ErrTransactionType = store.ErrTransactionType
 )
 
 // Options configures New.
 type Options struct {
 	// KeyFunc computes the key of an object. It is called without the
-	// store's lock held. Default: cache.DeletionHandlingMetaNamespaceKeyFunc.
+	// store's lock held. Default: store.DefaultKeyFunc.
 	KeyFunc cache.KeyFunc
 	// Indexers are the indexes the store starts with; more can be added
 	// with AddIndexers. Every function must be non-nil, deterministic and
@@ -100,7 +99,7 @@ var _ store.Store = (*Store)(nil)
 func New(opts Options) (*Store, error) {
 	s := &Store{keyFunc: opts.KeyFunc, indexPos: map[string]int{}}
 	if s.keyFunc == nil {
-		s.keyFunc = cache.DeletionHandlingMetaNamespaceKeyFunc
+		s.keyFunc = store.DefaultKeyFunc
 	}
 	added, err := validIndexers("new", opts.Indexers)
 	if err != nil {
@@ -137,20 +136,12 @@ func (s *Store) keyOf(op string, obj interface{}) (string, error) {
 	return key, nil
 }
 
-// key calls the key function. Its error, or a panic in it (client-go's
-// key functions dereference a typed nil pointer), is returned as a
+// key calls the key function through store.KeyOf: its error or panic is a
 // cache.KeyError.
-func (s *Store) key(obj interface{}) (key string, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			key, err = "", cache.KeyError{Obj: obj, Err: fmt.Errorf("key function panicked: %v", r)}
-		}
-	}()
-	if key, err = s.keyFunc(obj); err != nil {
-		return "", cache.KeyError{Obj: obj, Err: err}
-	}
-	return key, nil
-}
+func (s *Store) key(obj interface{}) (string, error) { return store.KeyOf(s.keyFunc, obj) }
+
+// KeyFunc returns the store's key function.
+func (s *Store) KeyFunc() cache.KeyFunc { return s.keyFunc }
 
 // rvOf returns obj's resourceVersion and whether obj has object metadata.
 // Only objects with metadata move the store's resourceVersion, as in
