@@ -78,7 +78,7 @@ func TestApplyFailureRetriedAndSurfaced(t *testing.T) {
 	}
 	h := startHarness(t, inf)
 	h.relist("10", pod("a", "1"))
-	rec.waitFor(t, 1)
+	rec.WaitFor(t, 1)
 	fs.mu.Lock()
 	fs.failures = 5
 	fs.mu.Unlock()
@@ -97,7 +97,7 @@ func TestApplyFailureRetriedAndSurfaced(t *testing.T) {
 	if !errors.Is(sawErr, ErrStoreWrite) || !errors.Is(sawErr, bolt.ErrDiskFull) {
 		t.Fatalf("Err = %v, want ErrStoreWrite wrapping ErrDiskFull", sawErr)
 	}
-	got := rec.waitFor(t, 2)
+	got := rec.WaitFor(t, 2)
 	equalEvents(t, got, []event{"add ns/a@1 initial=true", "update ns/a@1 -> ns/a@11"})
 	if err := inf.Err(); err != nil {
 		t.Fatalf("Err after a successful write: %v", err)

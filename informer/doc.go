@@ -64,13 +64,13 @@
 // (wrapping ErrStoreWrite), the store_healthy metric is 0, the store
 // serves its last committed state and the queue fills, which stalls the
 // watch. Data the store cannot decode (a bolt store calls its
-// OnCorruption hook, which should call ReportCorruption; the Factory wires
-// it) makes the informer relist, which rewrites the content.
+// OnCorruption hook, which should call ReportCorruption; package factory
+// wires it) makes the informer relist, which rewrites the content.
 //
 // # Ownership
 //
 // The informer does not own the store given in Options: the caller closes
-// it after Run has returned. A Factory owns its file and stores and closes
-// them in Shutdown. Objects handed to handlers and returned by the store
+// it after Run has returned. A factory.Factory owns its file and stores and
+// closes them in Shutdown. Objects handed to handlers and returned by the store
 // are shared: nobody may mutate them (invariant 6).
 package informer

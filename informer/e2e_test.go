@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -150,27 +148,6 @@ func sameAsSource(t *testing.T, st cache.Store, src *fakesource.Source) {
 	}
 }
 
-// diffMaps describes up to 10 differences between got and want ("" if
-// none).
-func diffMaps(got, want map[string]string) string {
-	var out []string
-	for k, w := range want {
-		if g, ok := got[k]; !ok || g != w {
-			out = append(out, fmt.Sprintf("%s: got %q (present %v), want %q", k, g, ok, w))
-		}
-	}
-	for k, g := range got {
-		if _, ok := want[k]; !ok {
-			out = append(out, fmt.Sprintf("%s: got %q, want absent", k, g))
-		}
-	}
-	sort.Strings(out)
-	if len(out) > 10 {
-		out = append(out[:10], fmt.Sprintf("... %d more", len(out)-10))
-	}
-	return strings.Join(out, "; ")
-}
-
 // waitStoreMatches polls until the store equals the source.
 func waitStoreMatches(t *testing.T, st cache.Store, src *fakesource.Source) {
 	t.Helper()
@@ -193,20 +170,6 @@ func storeEquals(st cache.Store, src *fakesource.Source) bool {
 		}
 	}
 	return true
-}
-
-// normalizeInitial replaces the isInInitialList flag of an add by "?".
-func normalizeInitial(e event) event {
-	if i := strings.LastIndex(string(e), " initial="); i >= 0 && strings.HasPrefix(string(e), "add ") {
-		return e[:i] + " initial=?"
-	}
-	return e
-}
-
-func sortedEvents(es []event) []event {
-	out := append([]event(nil), es...)
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
 }
 
 func mustRV(t *testing.T) func(rv string, err error) string {
@@ -238,7 +201,7 @@ func TestWarmStartResumesWithoutList(t *testing.T) {
 				rec1 := newRecorder()
 				r1 := runInformer(t, ep, Options{Store: st}, rec1)
 				r1.waitSynced(t)
-				rec1.waitFor(t, 3)
+				rec1.WaitFor(t, 3)
 				r1.stop()
 				closeStore()
 				before := src.Stats()
@@ -262,7 +225,7 @@ func TestWarmStartResumesWithoutList(t *testing.T) {
 				rec2 := newRecorder()
 				r2 := runInformer(t, ep, Options{Store: st}, rec2)
 				r2.waitSynced(t)
-				got := rec2.waitFor(t, 6)
+				got := rec2.WaitFor(t, 6)
 				aRV := getPod(t, src, "a").ResourceVersion
 				replay := []event{
 					event("add ns/a@" + aRV + " initial=true"),
@@ -300,7 +263,7 @@ func TestWarmStartResumesWithoutList(t *testing.T) {
 					t.Fatalf("%d lists on a warm start, want 0", lists)
 				}
 				r2.stop()
-				if extra := rec2.snapshot(); len(extra) != 6 {
+				if extra := rec2.Snapshot(); len(extra) != 6 {
 					t.Fatalf("unexpected extra events: %q", extra[6:])
 				}
 			})

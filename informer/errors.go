@@ -5,7 +5,7 @@ import "errors"
 // Errors of this package. They are wrapped with the operation and, where
 // there is one, the key or the store's own error; test with errors.Is.
 var (
-	// ErrInvalidOptions is returned by New and NewFactory for options that
+	// ErrInvalidOptions is returned by New for options that
 	// cannot work (no store, a negative size, a nil index function).
 	ErrInvalidOptions = errors.New("informer: invalid options")
 	// ErrStarted is returned by methods that must be called before Run
@@ -22,7 +22,4 @@ var (
 	// keeps retrying with backoff and reports the error through Err until
 	// a write succeeds; nothing is dropped.
 	ErrStoreWrite = errors.New("informer: store write failed")
-	// ErrFactory is returned by Factory methods for a resource that cannot
-	// be served (unknown kind, no client for it, a codec error).
-	ErrFactory = errors.New("informer: factory")
 )

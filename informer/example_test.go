@@ -3,9 +3,6 @@ package informer_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,37 +48,4 @@ func Example() {
 	// add a initial: true
 	// add b initial: true
 	// listed 2
-}
-
-// A factory keeps every informer's cache in one bbolt file: the second
-// run starts warm, from the file, without listing.
-func ExampleFactory() {
-	dir, _ := os.MkdirTemp("", "warmcache-example")
-	defer os.RemoveAll(dir)
-	src, _ := fakesource.New(fakesource.Options{})
-	_, _ = src.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "a"}})
-	podsGVR := corev1.SchemeGroupVersion.WithResource("pods")
-	lw := src.Endpoint(corev1.SchemeGroupVersion.WithKind("Pod"), "")
-
-	for run := 1; run <= 2; run++ {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		f, err := informer.NewFactory(ctx, informer.FactoryOptions{Path: filepath.Join(dir, "cache.db")})
-		if err != nil {
-			panic(err)
-		}
-		inf, err := f.InformerFor(ctx, podsGVR, &corev1.Pod{}, lw, informer.Scope{}, nil)
-		if err != nil {
-			panic(err)
-		}
-		f.Start(ctx)
-		f.WaitForCacheSync(ctx)
-		fmt.Printf("run %d: %d pods, lists so far: %d\n", run, len(inf.GetStore().ListKeys()), src.Stats().Lists+src.Stats().WatchLists)
-		cancel()
-		if err := f.Shutdown(); err != nil {
-			panic(err)
-		}
-	}
-	// Output:
-	// run 1: 1 pods, lists so far: 1
-	// run 2: 1 pods, lists so far: 1
 }

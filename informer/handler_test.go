@@ -27,7 +27,7 @@ func TestColdStartInitialListAndLiveEvents(t *testing.T) {
 	h.must(h.q.Update(h.ctx, pod("a", "12")))
 	h.must(h.q.Delete(h.ctx, pod("b", "13")))
 	h.waitIdle("14")
-	equalEvents(t, rec.snapshot(), []event{
+	equalEvents(t, rec.Snapshot(), []event{
 		"add ns/a@5 initial=true",
 		"add ns/b@7 initial=true",
 		"add ns/c@11 initial=false",
@@ -49,7 +49,7 @@ func TestColdStartInitialListAndLiveEvents(t *testing.T) {
 func TestRegistrationSyncedWaitsForDelivery(t *testing.T) {
 	inf := newTestInformer(t, Options{})
 	rec := newRecorder()
-	rec.block = make(chan struct{})
+	rec.Block = make(chan struct{})
 	reg, err := inf.AddEventHandler(rec)
 	if err != nil {
 		t.Fatal(err)
@@ -60,12 +60,12 @@ func TestRegistrationSyncedWaitsForDelivery(t *testing.T) {
 	if reg.HasSynced() {
 		t.Fatal("registration synced while its initial adds are undelivered")
 	}
-	rec.block <- struct{}{}
-	rec.waitFor(t, 1)
+	rec.Block <- struct{}{}
+	rec.WaitFor(t, 1)
 	if reg.HasSynced() {
 		t.Fatal("registration synced with one initial add undelivered")
 	}
-	rec.block <- struct{}{}
+	rec.Block <- struct{}{}
 	<-reg.HasSyncedChecker().Done()
 }
 
@@ -94,7 +94,7 @@ func TestOrderingPerObject(t *testing.T) {
 	}
 	h.waitIdle("1000")
 	for _, r := range recs {
-		got := r.snapshot()
+		got := r.Snapshot()
 		if len(got) != 80 {
 			t.Fatalf("got %d events, want 80", len(got))
 		}
@@ -126,7 +126,7 @@ func TestStaleAndUnknownEventsSkipped(t *testing.T) {
 	}
 	h := startHarness(t, inf)
 	h.relist("10", pod("a", "5"), pod("b", "9"))
-	rec.waitFor(t, 2)
+	rec.WaitFor(t, 2)
 	// Replays of events the store holds (as after a crash resume), and a
 	// delete for a key it does not hold, produce nothing.
 	h.must(h.q.Update(h.ctx, pod("a", "4")))
@@ -135,7 +135,7 @@ func TestStaleAndUnknownEventsSkipped(t *testing.T) {
 	h.must(h.q.Delete(h.ctx, pod("zz", "11")))
 	h.must(h.q.Update(h.ctx, pod("a", "12")))
 	h.waitIdle("13")
-	equalEvents(t, rec.snapshot(), []event{
+	equalEvents(t, rec.Snapshot(), []event{
 		"add ns/a@5 initial=true",
 		"add ns/b@9 initial=true",
 		"update ns/a@5 -> ns/a@12",
@@ -155,7 +155,7 @@ func TestDeletedFinalStateUnknownDelete(t *testing.T) {
 	h.relist("10", pod("a", "5"))
 	h.must(h.q.Delete(h.ctx, cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: pod("a", "5")}))
 	h.waitIdle("11")
-	equalEvents(t, rec.snapshot(), []event{
+	equalEvents(t, rec.Snapshot(), []event{
 		"add ns/a@5 initial=true",
 		"delete dfsu(ns/a@5)",
 	})
@@ -174,7 +174,7 @@ func TestRelistNotifiesOnlyChanges(t *testing.T) {
 	h.relist("10", pod("a", "1"), pod("b", "2"), pod("c", "3"))
 	h.relist("20", pod("a", "1"), pod("b", "15"), pod("d", "16"))
 	h.waitBatch(func(b deltafifo.Batch) bool { return b.Kind == deltafifo.KindReplaceEnd && b.ResourceVersion == "20" })
-	equalEvents(t, rec.snapshot(), []event{
+	equalEvents(t, rec.Snapshot(), []event{
 		"add ns/a@1 initial=true",
 		"add ns/b@2 initial=true",
 		"add ns/c@3 initial=true",
@@ -200,7 +200,7 @@ func TestRelistAbortKeepsContent(t *testing.T) {
 	h.waitBatch(func(b deltafifo.Batch) bool { return b.Kind == deltafifo.KindReplacePage })
 	h.must(h.q.AbortReplace())
 	h.waitIdle("11")
-	equalEvents(t, rec.snapshot(), []event{"add ns/a@1 initial=true"})
+	equalEvents(t, rec.Snapshot(), []event{"add ns/a@1 initial=true"})
 	if got := fmt.Sprint(sortedKeys(inf.GetStore())); got != "[ns/a]" {
 		t.Fatalf("store keys %s", got)
 	}
@@ -219,7 +219,7 @@ func TestHandlerAddedLateGetsCurrentState(t *testing.T) {
 	h.must(h.q.Update(h.ctx, pod("a", "11")))
 	h.waitIdle("12")
 	<-reg.HasSyncedChecker().Done()
-	equalEvents(t, rec.snapshot(), []event{
+	equalEvents(t, rec.Snapshot(), []event{
 		"add ns/a@1 initial=true",
 		"add ns/b@2 initial=true",
 		"update ns/a@1 -> ns/a@11",
@@ -246,7 +246,7 @@ func TestHandlerAddedFromHandler(t *testing.T) {
 	h.relist("10", pod("a", "1"), pod("b", "2"), pod("c", "3"))
 	reg := <-added
 	<-reg.HasSyncedChecker().Done()
-	equalEvents(t, inner.snapshot(), []event{
+	equalEvents(t, inner.Snapshot(), []event{
 		"add ns/a@1 initial=true",
 		"add ns/b@2 initial=true",
 		"add ns/c@3 initial=true",
@@ -265,7 +265,7 @@ func TestRemoveEventHandler(t *testing.T) {
 	}
 	h := startHarness(t, inf)
 	h.relist("10", pod("a", "1"))
-	removed.waitFor(t, 1)
+	removed.WaitFor(t, 1)
 	if err := inf.RemoveEventHandler(reg); err != nil {
 		t.Fatal(err)
 	}
@@ -274,10 +274,10 @@ func TestRemoveEventHandler(t *testing.T) {
 	}
 	h.must(h.q.Update(h.ctx, pod("a", "11")))
 	h.waitIdle("12")
-	if got := len(removed.snapshot()); got != 1 {
+	if got := len(removed.Snapshot()); got != 1 {
 		t.Fatalf("removed handler got %d events, want 1", got)
 	}
-	if got := len(kept.snapshot()); got != 2 {
+	if got := len(kept.Snapshot()); got != 2 {
 		t.Fatalf("kept handler got %d events, want 2", got)
 	}
 	if err := inf.RemoveEventHandler(struct {
@@ -335,7 +335,7 @@ func TestIncompleteStoreRelistNotifiesEverything(t *testing.T) {
 	h := startHarness(t, inf)
 	h.relist("10", pod("a", "5"), pod("b", "7"))
 	<-reg.HasSyncedChecker().Done()
-	equalEvents(t, sortedEvents(rec.snapshot()), []event{
+	equalEvents(t, sortedEvents(rec.Snapshot()), []event{
 		"add ns/a@5 initial=true",
 		"add ns/b@7 initial=true",
 	})

@@ -2,7 +2,6 @@ package informer
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/internal/handlertest"
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/memory"
 )
@@ -32,80 +32,20 @@ func pod(name, rv string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
 }
 
-// event is one recorded notification, formatted for comparison.
-type event string
+// The recorder and its events are internal/handlertest's.
+type (
+	event    = handlertest.Event
+	recorder = handlertest.Recorder
+)
 
-func describeObj(obj interface{}) string {
-	switch o := obj.(type) {
-	case cache.DeletedFinalStateUnknown:
-		return "dfsu(" + o.Key + "@" + rvOf(o.Obj) + ")"
-	case nil:
-		return "nil"
-	}
-	key, _ := cache.MetaNamespaceKeyFunc(obj)
-	return key + "@" + rvOf(obj)
-}
-
-// recorder is a handler that records what it is told, in order.
-type recorder struct {
-	mu     sync.Mutex
-	events []event
-	// changed is closed and replaced on every event.
-	changed chan struct{}
-	// block, when set, is received from before each notification returns.
-	block chan struct{}
-}
-
-func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
-
-func (r *recorder) record(e event) {
-	if r.block != nil {
-		<-r.block
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, e)
-	close(r.changed)
-	r.changed = make(chan struct{})
-}
-
-func (r *recorder) OnAdd(obj interface{}, initial bool) {
-	r.record(event(fmt.Sprintf("add %s initial=%v", describeObj(obj), initial)))
-}
-
-func (r *recorder) OnUpdate(old, new interface{}) {
-	r.record(event(fmt.Sprintf("update %s -> %s", describeObj(old), describeObj(new))))
-}
-
-func (r *recorder) OnDelete(obj interface{}) {
-	r.record(event("delete " + describeObj(obj)))
-}
-
-// snapshot returns the events so far.
-func (r *recorder) snapshot() []event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]event(nil), r.events...)
-}
-
-// waitFor waits until at least n events were recorded and returns them.
-func (r *recorder) waitFor(t *testing.T, n int) []event {
-	t.Helper()
-	timeout := time.After(30 * time.Second)
-	for {
-		r.mu.Lock()
-		got, ch := append([]event(nil), r.events...), r.changed
-		r.mu.Unlock()
-		if len(got) >= n {
-			return got
-		}
-		select {
-		case <-ch:
-		case <-timeout:
-			t.Fatalf("timed out waiting for %d events; got %d: %q", n, len(got), got)
-		}
-	}
-}
+var (
+	newRecorder      = handlertest.NewRecorder
+	describeObj      = handlertest.Describe
+	equalEvents      = func(t *testing.T, got, want []event) { t.Helper(); handlertest.EqualEvents(t, got, want) }
+	diffMaps         = handlertest.DiffMaps
+	sortedEvents     = handlertest.SortedEvents
+	normalizeInitial = handlertest.NormalizeInitial
+)
 
 // harness runs an informer's processing loop on a queue the test pushes
 // to by hand (no reflector).
@@ -241,17 +181,5 @@ func (h *harness) waitListenersIdle() {
 	})
 	if err != nil {
 		h.t.Fatalf("listeners not idle: %v", err)
-	}
-}
-
-func equalEvents(t *testing.T, got, want []event) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("got %d events, want %d:\ngot  %q\nwant %q", len(got), len(want), got, want)
-	}
-	for i := range got {
-		if got[i] != want[i] {
-			t.Fatalf("event %d: got %q, want %q\nall: %q", i, got[i], want[i], got)
-		}
 	}
 }

@@ -299,7 +299,7 @@ func (i *Informer) Run(stopCh <-chan struct{}) {
 
 // ReportCorruption tells the informer that its store found data it cannot
 // decode: the informer relists (a bolt store's ResourceOptions.OnCorruption
-// should call it; the Factory does). Reports made before that relist has
+// should call it; package factory does). Reports made before that relist has
 // begun do nothing more. It does not block.
 func (i *Informer) ReportCorruption(err error) {
 	i.mu.Lock()

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -289,10 +291,11 @@ func killChildMain() int {
 		return fail("open: %v", err)
 	}
 	defer db.Close()
-	lw, err := TypedListWatch(&rest.Config{Host: url}, nil, podsGVR, Scope{})
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: url})
 	if err != nil {
-		return fail("list watch: %v", err)
+		return fail("client: %v", err)
 	}
+	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "", fields.Everything())
 	inf, err := New(lw, &corev1.Pod{}, Options{Store: st, Logger: &logger, BatchSize: 4,
 		Reflector: reflectorOptionsForKill()})
 	if err != nil {

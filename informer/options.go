@@ -45,7 +45,7 @@ type Options struct {
 
 	// Indexers are added to the store (AddIndexers) unless it has an index
 	// of that name already. Open a bolt store with the same indexers
-	// (bolt.ResourceOptions.Indexers, as the Factory does): adding them
+	// (bolt.ResourceOptions.Indexers, as package factory does): adding them
 	// afterwards decodes every stored object, and a store opened with
 	// another index set rebuilds its index entries. Default: none.
 	Indexers cache.Indexers

@@ -58,7 +58,7 @@ func TestCorruptionTriggersRelist(t *testing.T) {
 	r := runInformer(t, src.Endpoint(podGVK, ""), Options{Store: st}, rec)
 	infPtr.Store(r.inf)
 	r.waitSynced(t)
-	rec.waitFor(t, 3)
+	rec.WaitFor(t, 3)
 	before := src.Stats()
 
 	bc.broken.Store(true)
@@ -75,7 +75,7 @@ func TestCorruptionTriggersRelist(t *testing.T) {
 	}
 	bc.broken.Store(false)
 	waitStoreMatches(t, st, src)
-	got := rec.waitFor(t, 4)
+	got := rec.WaitFor(t, 4)
 	if want := event("update ns/a@" + aOld + " -> ns/a@" + aNew); got[3] != want {
 		t.Fatalf("after the relist got %q, want %q", got[3:], want)
 	}
@@ -106,11 +106,11 @@ func TestResyncPerHandler(t *testing.T) {
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	defer func() { cancel(); <-done }()
-	syncing.waitFor(t, 2)
-	quiet.waitFor(t, 2)
+	syncing.WaitFor(t, 2)
+	quiet.WaitFor(t, 2)
 	// The resync ticker may not be created yet: step until it fires.
-	stepUntil(t, clk, func() bool { return len(syncing.snapshot()) >= 4 })
-	got := sortedEvents(syncing.snapshot()[2:4])
+	stepUntil(t, clk, func() bool { return len(syncing.Snapshot()) >= 4 })
+	got := sortedEvents(syncing.Snapshot()[2:4])
 	aRV, bRV := getPod(t, src, "a").ResourceVersion, getPod(t, src, "b").ResourceVersion
 	equalEvents(t, got, []event{
 		event(fmt.Sprintf("update ns/a@%s -> ns/a@%s", aRV, aRV)),
@@ -124,8 +124,8 @@ func TestResyncPerHandler(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(quiet.snapshot()); n != 2 {
-		t.Fatalf("handler without resync got %d events: %q", n, quiet.snapshot())
+	if n := len(quiet.Snapshot()); n != 2 {
+		t.Fatalf("handler without resync got %d events: %q", n, quiet.Snapshot())
 	}
 }
 
@@ -275,7 +275,7 @@ func TestWarmStartReplayFailsMidway(t *testing.T) {
 	// replay, which stopped at the damaged item, the rest from the relist
 	// (a relist that re-added everything would repeat the first chunk, one
 	// that diffed only by resourceVersion would miss the rest).
-	got := rec.snapshot()
+	got := rec.Snapshot()
 	var want []event
 	for _, name := range append(names, "victim", "z") {
 		want = append(want, event("add ns/"+name+"@"+getPod(t, src, name).ResourceVersion+" initial=true"))

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"sync/atomic"
 
+	"github.com/warmcache/warmcache/factory"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
@@ -22,8 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-
-	"github.com/warmcache/warmcache/informer"
 )
 
 const (
@@ -82,7 +82,7 @@ func runWith(ctx context.Context, cfg config, onSynced func(*result)) (*result, 
 	if err != nil {
 		return nil, err
 	}
-	f, err := informer.NewFactory(ctx, informer.FactoryOptions{Path: cfg.cacheFile, Scheme: scheme})
+	f, err := factory.New(ctx, factory.Options{Path: cfg.cacheFile, Scheme: scheme})
 	if err != nil {
 		return nil, err
 	}

@@ -4,17 +4,17 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/warmcache/warmcache/factory"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-
-	"github.com/warmcache/warmcache/informer"
 )
 
 // errScope reports cache options whose scopes warmcache cannot record.
 var errScope = errors.New("controller-runtime example: cache options")
 
-// scopeOf returns, for informer.Factory.NewInformerFunc, the scope
+// scopeOf returns, for factory.Factory.NewInformerFunc, the scope
 // controller-runtime's cache applies to each kind, derived from the same
 // cache.Options (DefaultNamespaces, DefaultLabelSelector,
 // DefaultFieldSelector and ByObject's Label and Field): the identity the
@@ -24,7 +24,7 @@ var errScope = errors.New("controller-runtime example: cache options")
 // It refuses options it cannot describe: more than one namespace (the
 // cache then builds one informer per namespace for the same kind, and the
 // NewInformer hook cannot tell them apart) and per-object namespaces.
-func scopeOf(opts cache.Options, s *runtime.Scheme) (func(runtime.Object) informer.Scope, error) {
+func scopeOf(opts cache.Options, s *runtime.Scheme) (func(runtime.Object) factory.Scope, error) {
 	var namespace string
 	switch len(opts.DefaultNamespaces) {
 	case 0:
@@ -38,14 +38,14 @@ func scopeOf(opts cache.Options, s *runtime.Scheme) (func(runtime.Object) inform
 	default:
 		return nil, fmt.Errorf("%w: %d namespaces: each gets its own informer of the same kind, which the NewInformer hook cannot tell apart; use one namespace or all", errScope, len(opts.DefaultNamespaces))
 	}
-	base := informer.Scope{Namespace: namespace}
+	base := factory.Scope{Namespace: namespace}
 	if opts.DefaultLabelSelector != nil {
 		base.LabelSelector = opts.DefaultLabelSelector.String()
 	}
 	if opts.DefaultFieldSelector != nil {
 		base.FieldSelector = opts.DefaultFieldSelector.String()
 	}
-	byKind := map[string]informer.Scope{}
+	byKind := map[string]factory.Scope{}
 	for obj, bo := range opts.ByObject {
 		if len(bo.Namespaces) > 0 {
 			return nil, fmt.Errorf("%w: ByObject namespaces are not supported", errScope)
@@ -63,7 +63,7 @@ func scopeOf(opts cache.Options, s *runtime.Scheme) (func(runtime.Object) inform
 		}
 		byKind[gvk.String()] = sc
 	}
-	return func(example runtime.Object) informer.Scope {
+	return func(example runtime.Object) factory.Scope {
 		if gvk, err := apiutil.GVKForObject(example, s); err == nil {
 			if sc, ok := byKind[gvk.String()]; ok {
 				return sc

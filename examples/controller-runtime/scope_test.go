@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/warmcache/warmcache/factory"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -12,8 +14,6 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/warmcache/warmcache/informer"
 )
 
 func TestScopeOf(t *testing.T) {
@@ -25,20 +25,20 @@ func TestScopeOf(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
 		opts           cache.Options
-		pod, configMap informer.Scope
+		pod, configMap factory.Scope
 		wantErr        error
 	}{
 		{name: "everything", opts: cache.Options{}},
 		{
 			name: "one namespace",
 			opts: cache.Options{DefaultNamespaces: map[string]cache.Config{"ns": {}}},
-			pod:  informer.Scope{Namespace: "ns"}, configMap: informer.Scope{Namespace: "ns"},
+			pod:  factory.Scope{Namespace: "ns"}, configMap: factory.Scope{Namespace: "ns"},
 		},
 		{
 			name:      "default selectors",
 			opts:      cache.Options{DefaultLabelSelector: sel, DefaultFieldSelector: fields.OneTermEqualSelector("metadata.name", "x")},
-			pod:       informer.Scope{LabelSelector: "team=a", FieldSelector: "metadata.name=x"},
-			configMap: informer.Scope{LabelSelector: "team=a", FieldSelector: "metadata.name=x"},
+			pod:       factory.Scope{LabelSelector: "team=a", FieldSelector: "metadata.name=x"},
+			configMap: factory.Scope{LabelSelector: "team=a", FieldSelector: "metadata.name=x"},
 		},
 		{
 			name: "a selector for one kind",
@@ -46,7 +46,7 @@ func TestScopeOf(t *testing.T) {
 				DefaultNamespaces: map[string]cache.Config{"ns": {}},
 				ByObject:          map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: sel}},
 			},
-			pod: informer.Scope{Namespace: "ns"}, configMap: informer.Scope{Namespace: "ns", LabelSelector: "team=a"},
+			pod: factory.Scope{Namespace: "ns"}, configMap: factory.Scope{Namespace: "ns", LabelSelector: "team=a"},
 		},
 		{
 			name:    "two namespaces",

@@ -4,9 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/warmcache/warmcache/factory"
+
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/informer/metrics"
 )
 
@@ -18,7 +19,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	f, err := informer.NewFactory(context.Background(), informer.FactoryOptions{MetricsFor: set.For})
+	f, err := factory.New(context.Background(), factory.Options{MetricsFor: set.For})
 	if err != nil {
 		panic(err)
 	}

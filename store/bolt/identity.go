@@ -5,8 +5,7 @@ import (
 	"net/url"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
+	"github.com/warmcache/warmcache/store"
 )
 
 // Identity names what a resource's data is a cache of: the resource, and
@@ -49,21 +48,11 @@ func (id Identity) canonical() (Identity, error) {
 	if id.Version == "" || id.Resource == "" {
 		return Identity{}, fmt.Errorf("%w: identity %+v: Version and Resource are required", ErrInvalidOptions, id)
 	}
-	if s := strings.TrimSpace(id.LabelSelector); s != "" {
-		sel, err := labels.Parse(s)
-		if err != nil {
-			return Identity{}, fmt.Errorf("%w: identity label selector %q: %w", ErrInvalidOptions, id.LabelSelector, err)
-		}
-		id.LabelSelector = sel.String()
-	} else {
-		id.LabelSelector = ""
+	sc, err := store.Scope{Namespace: id.Namespace, LabelSelector: id.LabelSelector, FieldSelector: id.FieldSelector, Shard: id.Shard}.Canonical()
+	if err != nil {
+		return Identity{}, fmt.Errorf("%w: identity: %w", ErrInvalidOptions, err)
 	}
-	id.FieldSelector = strings.TrimSpace(id.FieldSelector)
-	if id.FieldSelector != "" {
-		if _, err := fields.ParseSelector(id.FieldSelector); err != nil {
-			return Identity{}, fmt.Errorf("%w: identity field selector %q: %w", ErrInvalidOptions, id.FieldSelector, err)
-		}
-	}
+	id.LabelSelector, id.FieldSelector = sc.LabelSelector, sc.FieldSelector
 	return id, nil
 }
 

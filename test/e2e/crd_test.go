@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warmcache/warmcache/factory"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -17,7 +19,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/store/bolt"
 )
 
@@ -93,7 +94,7 @@ func listWidgets(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns st
 // start.
 func runWidgetInformer(ctx context.Context, t *testing.T, c *cluster, file, ns string, want state) (events []event, warm bool) {
 	t.Helper()
-	f, err := informer.NewFactory(ctx, informer.FactoryOptions{Path: file, RESTConfig: c.env.RestConfig()})
+	f, err := factory.New(ctx, factory.Options{Path: file, RESTConfig: c.env.RestConfig()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func runWidgetInformer(ctx context.Context, t *testing.T, c *cluster, file, ns s
 			t.Errorf("shut down: %v", err)
 		}
 	}()
-	inf, err := f.ForDynamic(ctx, widgetGVR, informer.Scope{Namespace: ns})
+	inf, err := f.ForDynamic(ctx, widgetGVR, factory.Scope{Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 // Package controller is the workqueue example: client-go's sample-controller
 // pattern on a warmcache informer whose cache lives in a bbolt file.
 //
-// A pod informer from an informer.Factory feeds event handlers that only
+// A pod informer from an factory.Factory feeds event handlers that only
 // enqueue keys into a rate-limited workqueue; workers take keys off the
 // queue and read the pod from the lister (corelisters.PodLister on the
 // informer's store), never from the event. Run measures what a restart

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/warmcache/warmcache/factory"
+
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -94,7 +96,7 @@ func run(ctx context.Context, cfg Config, start time.Time, st *Stats) (err error
 	events := newEventLog(logger, cfg.EventLog)
 	defer func() { st.Events = counts.snapshot(); st.Reconciles = c.reconciles.Load() }()
 
-	f, err := informer.NewFactory(ctx, informer.FactoryOptions{Path: cfg.CacheFile, RESTConfig: rc, MetricsFor: set.For})
+	f, err := factory.New(ctx, factory.Options{Path: cfg.CacheFile, RESTConfig: rc, MetricsFor: set.For})
 	if err != nil {
 		return err
 	}
@@ -110,8 +112,8 @@ func run(ctx context.Context, cfg Config, start time.Time, st *Stats) (err error
 		}
 	}()
 	pods := corev1.SchemeGroupVersion.WithResource("pods")
-	scope := informer.Scope{Namespace: cfg.Namespace}
-	lw, err := informer.TypedListWatch(rc, nil, pods, scope)
+	scope := factory.Scope{Namespace: cfg.Namespace}
+	lw, err := factory.TypedListWatch(rc, nil, pods, scope)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package informer
+package factory
 
 import (
 	"context"
@@ -72,7 +72,7 @@ func TestRealAPIServerWarmStartAndExpiry(t *testing.T) {
 	run := func(n int) []event {
 		t.Helper()
 		l := ktesting.NewLogger(t, ktesting.NewConfig())
-		f, err := NewFactory(ctx, FactoryOptions{Path: path, RESTConfig: env.RestConfig(), Logger: &l, Bolt: bolt.Options{Sync: bolt.UnsafeNoSync}})
+		f, err := New(ctx, Options{Path: path, RESTConfig: env.RestConfig(), Logger: &l, Bolt: bolt.Options{Sync: bolt.UnsafeNoSync}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func TestRealAPIServerWarmStartAndExpiry(t *testing.T) {
 		if !cache.WaitFor(ctx, "", inf.HasSyncedChecker(), reg.HasSyncedChecker()) {
 			t.Fatal("not synced")
 		}
-		got := rec.waitFor(t, n)
+		got := rec.WaitFor(t, n)
 		if listsAtSync, err = env.ListRequests(ctx, "configmaps"); err != nil {
 			t.Fatal(err)
 		}

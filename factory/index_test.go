@@ -1,4 +1,4 @@
-package informer
+package factory
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/store/bolt"
 )
 
@@ -29,11 +30,11 @@ func TestFactoryWarmStartKeepsIndexes(t *testing.T) {
 	}}
 	run := func() string {
 		l := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
-		f, err := NewFactory(ctx, FactoryOptions{
+		f, err := New(ctx, Options{
 			Path:       path,
 			Bolt:       bolt.Options{Sync: bolt.UnsafeNoSync},
 			RESTConfig: &rest.Config{Host: srv.URL},
-			Informer:   Options{Indexers: byName},
+			Informer:   informer.Options{Indexers: byName},
 			Logger:     &l,
 		})
 		if err != nil {

@@ -1,4 +1,4 @@
-package informer
+package factory
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/store/bolt"
 )
 
@@ -24,7 +25,7 @@ var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
 func newFactory(t *testing.T, path, host string) *Factory {
 	t.Helper()
 	l := ktesting.NewLogger(t, ktesting.NewConfig())
-	f, err := NewFactory(context.Background(), FactoryOptions{
+	f, err := New(context.Background(), Options{
 		Path:       path,
 		Bolt:       bolt.Options{Sync: bolt.UnsafeNoSync},
 		RESTConfig: &rest.Config{Host: host},
@@ -130,7 +131,7 @@ func TestFactoryMovesCorruptFileAside(t *testing.T) {
 func TestFactoryErrors(t *testing.T) {
 	f := newFactory(t, "", "")
 	ctx := context.Background()
-	if _, err := f.ForResource(ctx, podsGVR, "NoSuchKind", Scope{}); !errors.Is(err, ErrFactory) {
+	if _, err := f.ForResource(ctx, podsGVR, "NoSuchKind", Scope{}); !errors.Is(err, ErrResource) {
 		t.Fatalf("unknown kind: %v", err)
 	}
 	if _, err := f.ForResource(ctx, podsGVR, "Pod", Scope{LabelSelector: "=="}); !errors.Is(err, ErrInvalidOptions) {
@@ -139,7 +140,7 @@ func TestFactoryErrors(t *testing.T) {
 	if err := f.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.InformerFor(ctx, podsGVR, &corev1.Pod{}, nopLW, Scope{}, nil); !errors.Is(err, ErrStopped) {
+	if _, err := f.InformerFor(ctx, podsGVR, &corev1.Pod{}, nopLW, Scope{}, nil); !errors.Is(err, informer.ErrStopped) {
 		t.Fatalf("after shutdown: %v", err)
 	}
 }
@@ -160,7 +161,7 @@ func TestFactoryNewInformerHook(t *testing.T) {
 	si := newInformer(lw, &corev1.Pod{}, time.Minute, cache.Indexers{"byName": func(obj interface{}) ([]string, error) {
 		return []string{obj.(*corev1.Pod).Name}, nil
 	}})
-	inf, ok := si.(*Informer)
+	inf, ok := si.(*informer.Informer)
 	if !ok {
 		t.Fatalf("hook returned %T, want a warmcache informer", si)
 	}
@@ -178,7 +179,7 @@ func TestFactoryNewInformerHook(t *testing.T) {
 	}
 	// A second informer of the same scope would share a store with
 	// another ListerWatcher: it falls back to client-go's.
-	if _, ok := newInformer(lw, &corev1.Pod{}, 0, nil).(*Informer); ok {
+	if _, ok := newInformer(lw, &corev1.Pod{}, 0, nil).(*informer.Informer); ok {
 		t.Fatal("a second informer of the same scope got the same store")
 	}
 	cancel()

@@ -1,4 +1,4 @@
-package informer
+package factory
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/informer"
 )
 
 // NewInformerFunc is the signature of controller-runtime's
@@ -42,7 +44,7 @@ func (f *Factory) NewInformerFunc(ctx context.Context, scopeOf func(example runt
 	}
 }
 
-func (f *Factory) hookInformer(ctx context.Context, lw cache.ListerWatcher, example runtime.Object, resync time.Duration, indexers cache.Indexers, scopeOf func(runtime.Object) Scope) (*Informer, error) {
+func (f *Factory) hookInformer(ctx context.Context, lw cache.ListerWatcher, example runtime.Object, resync time.Duration, indexers cache.Indexers, scopeOf func(runtime.Object) Scope) (*informer.Informer, error) {
 	var gvk schema.GroupVersionKind
 	if u, ok := example.(*unstructured.Unstructured); ok {
 		gvk = u.GroupVersionKind()
@@ -50,31 +52,28 @@ func (f *Factory) hookInformer(ctx context.Context, lw cache.ListerWatcher, exam
 		gvk = gvks[0]
 	}
 	if gvk.Kind == "" || gvk.Version == "" {
-		return nil, fmt.Errorf("%w: no kind for %T", ErrFactory, example)
+		return nil, fmt.Errorf("%w: no kind for %T", ErrResource, example)
 	}
 	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
 	scope := Scope{}
 	if scopeOf != nil {
 		scope = scopeOf(example)
 	}
-	scope, err := scope.canonical()
+	scope, err := scope.Canonical()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	name := scope.name(gvr)
+	name := nameOf(gvr, scope)
 	f.mu.Lock()
 	_, exists := f.informers[name]
 	f.mu.Unlock()
 	if exists {
-		return nil, fmt.Errorf("%w: an informer for %s exists already; its ListerWatcher may differ", ErrFactory, name)
+		return nil, fmt.Errorf("%w: an informer for %s exists already; its ListerWatcher may differ", ErrResource, name)
 	}
-	inf, err := f.InformerFor(ctx, gvr, example, lw, scope, indexers)
+	inf, err := f.informerFor(ctx, gvr, example, lw, scope, indexers, &resync)
 	if err != nil {
 		return nil, err
 	}
-	inf.mu.Lock()
-	inf.resyncCheckPeriod, inf.defaultResync = resync, resync
-	inf.mu.Unlock()
 	f.mu.Lock()
 	f.started[name] = true // run by the caller
 	f.mu.Unlock()

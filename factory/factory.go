@@ -1,4 +1,4 @@
-package informer
+package factory
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,15 +20,16 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/codec"
 	"github.com/warmcache/warmcache/store/memory"
 )
 
-// FactoryOptions configures NewFactory. The zero value gives a factory of
+// Options configures New. The zero value gives a factory of
 // in-memory informers that needs a ListerWatcher for each (InformerFor).
-type FactoryOptions struct {
+type Options struct {
 	// Path is the bbolt file that holds every informer's store, one
 	// resource per identity (resource and scope). A corrupt or foreign
 	// file, or one left unflushed across a restart of the machine
@@ -47,15 +49,15 @@ type FactoryOptions struct {
 	// Scheme knows the typed kinds of ForResource and their codecs.
 	// Default: client-go's kubernetes scheme.
 	Scheme *runtime.Scheme
-	// Informer is the template of every informer's Options (resync
+	// Informer is the template of every informer's options (resync
 	// period, batch size, reflector options, ...); its Store, Name and
-	// Metrics are set by the factory. Default: the Options defaults.
-	Informer Options
+	// Metrics are set by the factory. Default: informer.Options' defaults.
+	Informer informer.Options
 	// MetricsFor, when set, returns the Metrics of the informer of that
 	// name (for example a metrics.Set's For). Default: no metrics.
-	MetricsFor func(name string) Metrics
+	MetricsFor func(name string) informer.Metrics
 	// Logger receives the factory's log lines. Default: klog.FromContext
-	// of NewFactory's context.
+	// of New's context.
 	Logger *klog.Logger
 }
 
@@ -66,7 +68,7 @@ type FactoryOptions struct {
 // A Factory owns its file and its informers' stores: Shutdown stops the
 // informers and closes them. All methods are safe for concurrent use.
 type Factory struct {
-	opts   FactoryOptions
+	opts   Options
 	db     *bolt.DB // nil for in-memory stores
 	logger klog.Logger
 
@@ -81,16 +83,16 @@ type Factory struct {
 }
 
 type factoryEntry struct {
-	inf   *Informer
+	inf   *informer.Informer
 	store store.Store
 }
 
-// NewFactory opens the cache file (when opts.Path is set) and returns a
+// New opens the cache file (when opts.Path is set) and returns a
 // factory. A file that is corrupt, not a warmcache file, or left unflushed
 // across a restart of the machine is moved aside with a log line and
 // replaced by a new one (invariant 5); other open errors (bolt.ErrLocked,
 // bolt.ErrReadOnly) are returned.
-func NewFactory(ctx context.Context, opts FactoryOptions) (*Factory, error) {
+func New(ctx context.Context, opts Options) (*Factory, error) {
 	logger := klog.FromContext(ctx)
 	if opts.Logger != nil {
 		logger = *opts.Logger
@@ -99,12 +101,12 @@ func NewFactory(ctx context.Context, opts FactoryOptions) (*Factory, error) {
 		opts.Scheme = scheme.Scheme
 	}
 	if opts.Informer.Store != nil {
-		return nil, fmt.Errorf("%w: FactoryOptions.Informer.Store is set by the factory", ErrInvalidOptions)
+		return nil, fmt.Errorf("%w: Options.Informer.Store is set by the factory", ErrInvalidOptions)
 	}
 	if opts.Dynamic == nil && opts.RESTConfig != nil {
 		d, err := dynamic.NewForConfig(opts.RESTConfig)
 		if err != nil {
-			return nil, fmt.Errorf("%w: dynamic client: %w", ErrFactory, err)
+			return nil, fmt.Errorf("%w: dynamic client: %w", ErrResource, err)
 		}
 		opts.Dynamic = d
 	}
@@ -140,19 +142,28 @@ func (f *Factory) DB() *bolt.DB { return f.db }
 // it does not exist. The store's codec is chosen for example (codec.ForObject)
 // and the identity recorded in the file is gvr, example's kind and scope.
 // lw must apply scope itself. Indexers are added to the informer's store.
-func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, lw cache.ListerWatcher, scope Scope, indexers cache.Indexers) (*Informer, error) {
-	scope, err := scope.canonical()
+func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, lw cache.ListerWatcher, scope Scope, indexers cache.Indexers) (*informer.Informer, error) {
+	return f.informerFor(ctx, gvr, example, lw, scope, indexers, nil)
+}
+
+// informerFor is InformerFor; a non-nil resync sets the new informer's
+// resync period.
+func (f *Factory) informerFor(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, lw cache.ListerWatcher, scope Scope, indexers cache.Indexers, resync *time.Duration) (*informer.Informer, error) {
+	scope, err := scope.Canonical()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if gvr.Version == "" || gvr.Resource == "" {
 		return nil, fmt.Errorf("%w: resource %v needs a version and a resource", ErrInvalidOptions, gvr)
 	}
-	name := scope.name(gvr)
+	name := nameOf(gvr, scope)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.shutdown {
-		return nil, fmt.Errorf("informer %s: %w: factory shut down", name, ErrStopped)
+		return nil, fmt.Errorf("informer %s: %w: factory shut down", name, informer.ErrStopped)
 	}
 	if e, ok := f.informers[name]; ok {
 		if len(indexers) > 0 {
@@ -162,7 +173,7 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 		}
 		return e.inf, nil
 	}
-	var infPtr atomic.Pointer[Informer]
+	var infPtr atomic.Pointer[informer.Informer]
 	// The store is opened with every index the informer will have, so a
 	// warm start finds the index set it recorded and keeps its entries
 	// instead of rebuilding them by decoding every object.
@@ -185,7 +196,10 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 		o.Metrics = f.opts.MetricsFor(name)
 	}
 	o.Indexers = allIndexers
-	inf, err := New(lw, example, o)
+	if resync != nil {
+		o.ResyncPeriod = *resync
+	}
+	inf, err := informer.New(lw, example, o)
 	if err != nil {
 		_ = st.Close()
 		return nil, err
@@ -206,7 +220,7 @@ func mergeIndexers(a, b cache.Indexers) cache.Indexers {
 	return out
 }
 
-func addMissingIndexers(inf *Informer, indexers cache.Indexers) error {
+func addMissingIndexers(inf *informer.Informer, indexers cache.Indexers) error {
 	have := inf.GetIndexer().GetIndexers()
 	missing := cache.Indexers{}
 	for k, v := range indexers {
@@ -228,7 +242,7 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 	}
 	c, err := codec.ForObject(f.opts.Scheme, example)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrFactory, err)
+		return nil, fmt.Errorf("%w: %w", ErrResource, err)
 	}
 	kind := ""
 	if u, ok := example.(*unstructured.Unstructured); ok {
@@ -252,7 +266,7 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 // Scheme), listed and watched through a REST client built from
 // RESTConfig. An empty kind is guessed from the kinds Scheme registers for
 // gvr's group version (the one whose lowercase plural is gvr.Resource).
-func (f *Factory) ForResource(ctx context.Context, gvr schema.GroupVersionResource, kind string, scope Scope) (*Informer, error) {
+func (f *Factory) ForResource(ctx context.Context, gvr schema.GroupVersionResource, kind string, scope Scope) (*informer.Informer, error) {
 	if kind == "" {
 		for k := range f.opts.Scheme.KnownTypes(gvr.GroupVersion()) {
 			if plural, _ := meta.UnsafeGuessKindToResource(gvr.GroupVersion().WithKind(k)); plural == gvr {
@@ -263,11 +277,11 @@ func (f *Factory) ForResource(ctx context.Context, gvr schema.GroupVersionResour
 	}
 	example, err := f.opts.Scheme.New(gvr.GroupVersion().WithKind(kind))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s kind %q: %w", ErrFactory, gvr, kind, err)
+		return nil, fmt.Errorf("%w: %s kind %q: %w", ErrResource, gvr, kind, err)
 	}
-	scope, err = scope.canonical()
+	scope, err = scope.Canonical()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	lw, err := TypedListWatch(f.opts.RESTConfig, f.opts.Scheme, gvr, scope)
 	if err != nil {
@@ -279,13 +293,13 @@ func (f *Factory) ForResource(ctx context.Context, gvr schema.GroupVersionResour
 // ForDynamic returns the informer of gvr's objects as
 // *unstructured.Unstructured (custom resources), stored with
 // codec.Unstructured.
-func (f *Factory) ForDynamic(ctx context.Context, gvr schema.GroupVersionResource, scope Scope) (*Informer, error) {
+func (f *Factory) ForDynamic(ctx context.Context, gvr schema.GroupVersionResource, scope Scope) (*informer.Informer, error) {
 	if f.opts.Dynamic == nil {
-		return nil, fmt.Errorf("%w: %s: no dynamic client (set RESTConfig or Dynamic)", ErrFactory, gvr)
+		return nil, fmt.Errorf("%w: %s: no dynamic client (set RESTConfig or Dynamic)", ErrResource, gvr)
 	}
-	scope, err := scope.canonical()
+	scope, err := scope.Canonical()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	return f.InformerFor(ctx, gvr, &unstructured.Unstructured{}, DynamicListWatch(f.opts.Dynamic, gvr, scope), scope, nil)
 }
@@ -346,11 +360,23 @@ func (f *Factory) Shutdown() error {
 		f.cancel()
 	}
 	entries := f.informers
+	var idle []*informer.Informer
+	for name, e := range entries {
+		if !f.started[name] {
+			idle = append(idle, e.inf)
+		}
+	}
 	f.mu.Unlock()
+	// An informer never run stops at once on a done context: it ends
+	// stopped (AddEventHandler returns ErrStopped), as a run one does.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, inf := range idle {
+		inf.RunWithContext(done)
+	}
 	f.wg.Wait()
 	var errs []error
 	for _, e := range entries {
-		e.inf.stop()
 		if err := e.store.Close(); err != nil {
 			errs = append(errs, err)
 		}

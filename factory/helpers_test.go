@@ -1,0 +1,64 @@
+package factory
+
+import (
+	"net/http/httptest"
+	"testing"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/internal/fakeapi"
+	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/handlertest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type event = handlertest.Event
+
+var (
+	newRecorder      = handlertest.NewRecorder
+	diffMaps         = handlertest.DiffMaps
+	sortedEvents     = handlertest.SortedEvents
+	normalizeInitial = handlertest.NormalizeInitial
+	equalEvents      = func(t *testing.T, got, want []event) { t.Helper(); handlertest.EqualEvents(t, got, want) }
+)
+
+// pod returns a pod ns/name at resourceVersion rv.
+func pod(name, rv string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
+}
+
+// newSource returns a fake source holding pods ns/<name>.
+func newSource(t *testing.T, names ...string) *fakesource.Source {
+	t.Helper()
+	src, err := fakesource.New(fakesource.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if _, err := src.Add(pod(n, "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return src
+}
+
+// serveSource serves the pods of src over HTTP as kube-apiserver does.
+func serveSource(t *testing.T, src *fakesource.Source) *httptest.Server {
+	t.Helper()
+	h, err := fakeapi.NewHandler(fakeapi.Options{Source: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// nopLW is a ListerWatcher for informers whose reflector never runs.
+var nopLW = &cache.ListWatch{}
+
+var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")

@@ -1,0 +1,47 @@
+package factory
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+)
+
+// TypedListWatch returns a ListerWatcher for the typed resource gvr in
+// scope, through a REST client built from config for gvr's group version
+// with client-go's kubernetes scheme (or s, if not nil).
+func TypedListWatch(config *rest.Config, s *runtime.Scheme, gvr schema.GroupVersionResource, scope Scope) (cache.ListerWatcher, error) {
+	if config == nil {
+		return nil, fmt.Errorf("%w: no REST config for %s", ErrResource, gvr)
+	}
+	c, err := restClientFor(config, s, gvr.GroupVersion())
+	if err != nil {
+		return nil, fmt.Errorf("%w: REST client for %s: %w", ErrResource, gvr, err)
+	}
+	return cache.NewFilteredListWatchFromClient(c, gvr.Resource, scope.Namespace, func(o *metav1.ListOptions) { tweak(scope, o) }), nil
+}
+
+// DynamicListWatch returns a ListerWatcher of unstructured objects of gvr
+// in scope.
+func DynamicListWatch(client dynamic.Interface, gvr schema.GroupVersionResource, scope Scope) cache.ListerWatcher {
+	var ri dynamic.ResourceInterface = client.Resource(gvr)
+	if scope.Namespace != "" {
+		ri = client.Resource(gvr).Namespace(scope.Namespace)
+	}
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			tweak(scope, &o)
+			return ri.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			tweak(scope, &o)
+			return ri.Watch(ctx, o)
+		},
+	}
+}
