@@ -2,6 +2,7 @@ package informer
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/tools/cache"
@@ -95,6 +96,14 @@ func (i *Informer) RemoveEventHandler(handle cache.ResourceEventHandlerRegistrat
 	if !ok {
 		return fmt.Errorf("informer %s: remove event handler %T: %w", i.name, handle, ErrInvalidRegistration)
 	}
+	// A late handler not served yet leaves the late list now: handlers
+	// added and removed in a loop must not pile up there.
+	i.mu.Lock()
+	i.late = slices.DeleteFunc(i.late, func(x *listener) bool { return x == l })
+	if len(i.late) == 0 {
+		i.late = nil
+	}
+	i.mu.Unlock()
 	i.proc.remove(l)
 	return nil
 }

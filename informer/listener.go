@@ -159,6 +159,13 @@ func (l *listener) stop() {
 	}
 }
 
+// isStopped reports whether stop was called.
+func (l *listener) isStopped() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stopped
+}
+
 func (l *listener) wakeRoomLocked() {
 	if l.room != nil {
 		close(l.room)
