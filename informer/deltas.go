@@ -133,25 +133,22 @@ func (l *loop) applyDeltas(ctx context.Context, b deltafifo.Batch) error {
 	return nil
 }
 
-// storedState reads key's stored state: with withObject (handlers need
-// the old object) the object itself, in one read; otherwise only its
-// resourceVersion, without decoding it.
+// storedState reads key's stored state: its resourceVersion as the store
+// recorded it (store.ResourceVersionOf, not read from the shared object,
+// which a mutating handler may have changed) and, with withObject
+// (handlers need the old object), the object itself.
 func (l *loop) storedState(key string, withObject bool) (keyState, error) {
-	if withObject {
-		obj, exists, err := l.st.GetByKey(key)
-		if err != nil {
-			return keyState{}, l.readFailed("get", key, err)
-		}
-		if !exists {
-			return keyState{}, nil
-		}
-		return keyState{exists: true, rv: rvOf(obj), obj: obj, loaded: true}, nil
-	}
 	rv, exists, err := l.st.ResourceVersionOf(key)
 	if err != nil {
 		return keyState{}, l.readFailed("read resourceVersion", key, err)
 	}
-	return keyState{exists: exists, rv: rv}, nil
+	s := keyState{exists: exists, rv: rv}
+	if exists && withObject {
+		if _, err := l.load(key, &s); err != nil {
+			return keyState{}, err
+		}
+	}
+	return s, nil
 }
 
 // load returns the object of an existing key's state, reading it from the

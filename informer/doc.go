@@ -24,8 +24,9 @@
 // skipped, and so is a delete for a key the store does not hold. Handlers
 // are told only what changed the store, which is also what client-go's
 // DeltaFIFO lets through. Only the keys of the batch are read: their
-// stored objects when handlers need the old object, otherwise only their
-// resourceVersions (store.ResourceVersionOf, no decoding).
+// resourceVersions as the store recorded them (store.ResourceVersionOf, no
+// decoding, unaffected by a handler that mutates its object) and, when
+// handlers need the old object, the stored objects.
 //
 // # Relists
 //
