@@ -158,7 +158,7 @@ func (i *Informer) AddIndexers(indexers cache.Indexers) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.stopped {
-		return fmt.Errorf("informer %s: add indexers: %w", i.name, ErrStopped)
+		return &stoppedError{fmt.Sprintf("informer %s: indexer was not added because it has stopped already", i.name)}
 	}
 	return i.store.AddIndexers(indexers)
 }
