@@ -1,6 +1,7 @@
 package informer
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,9 +10,11 @@ import (
 
 // A handler that (wrongly) changes the resourceVersion of the object it is
 // handed must not make the informer drop the object's delete as stale:
-// events are compared with the resourceVersion the store recorded.
+// events are compared with the resourceVersion the store recorded. The
+// mutation detector reports the mutation.
 func TestDeleteAfterHandlerMutatedResourceVersion(t *testing.T) {
-	inf := newTestInformer(t, Options{})
+	var reports []string
+	inf := newTestInformer(t, Options{DetectMutations: true, OnMutation: func(r string) { reports = append(reports, r) }})
 	deleted := make(chan string, 1)
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj interface{}) {
@@ -36,5 +39,9 @@ func TestDeleteAfterHandlerMutatedResourceVersion(t *testing.T) {
 		}
 	default:
 		t.Fatal("the handler was not told of the delete")
+	}
+	h.stop()
+	if len(reports) != 1 || !strings.Contains(reports[0], `+  "resourceVersion": "999"`) {
+		t.Fatalf("mutation reports %q, want one showing the resourceVersion set to 999", reports)
 	}
 }

@@ -119,6 +119,7 @@ func (l *loop) replay(ctx context.Context, ls []*listener, kind string) (string,
 		if err := pace(ctx, ls, bound); err != nil {
 			return err
 		}
+		l.i.detector.watch(obj)
 		nt := note{kind: noteAdd, new: obj, initial: true}
 		for _, h := range ls {
 			h.add(nt)
