@@ -73,5 +73,8 @@
 // The informer does not own the store given in Options: the caller closes
 // it after Run has returned. A factory.Factory owns its file and stores and
 // closes them in Shutdown. Objects handed to handlers and returned by the store
-// are shared: nobody may mutate them (invariant 6).
+// are shared: nobody may mutate them (invariant 6). Tests check that with
+// the mutation detector (Options.DetectMutations, or client-go's switch
+// KUBE_CACHE_MUTATION_DETECTOR=true): it keeps a copy of every object handed
+// out and panics with a diff when one changes.
 package informer
