@@ -8,7 +8,7 @@ import (
 	"github.com/warmcache/warmcache/store/codec"
 )
 
-// podsIdentity is the identity the workqueue example records for its pods
+// podsIdentity is the identity the controller records for its pods
 // informer in namespace ns.
 func podsIdentity(ns string) bolt.Identity {
 	return bolt.Identity{Version: "v1", Resource: "pods", Kind: "Pod", Namespace: ns}
