@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/warmcache/warmcache/internal/democtl"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/codec"
 )
@@ -59,7 +60,7 @@ func readCache(ctx context.Context, t *testing.T, path string, id bolt.Identity)
 	}
 	out.items = state{}
 	err = s.Scan(ctx, func(key string, obj interface{}) error {
-		out.items[key] = resourceVersionOf(obj)
+		out.items[key] = democtl.ResourceVersion(obj)
 		return nil
 	})
 	if err != nil {
