@@ -4,11 +4,12 @@ import (
 	"context"
 	"testing"
 
+	"github.com/warmcache/warmcache/internal/democtl"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/codec"
 )
 
-// podsIdentity is the identity the workqueue example records for its pods
+// podsIdentity is the identity the controller records for its pods
 // informer in namespace ns.
 func podsIdentity(ns string) bolt.Identity {
 	return bolt.Identity{Version: "v1", Resource: "pods", Kind: "Pod", Namespace: ns}
@@ -59,7 +60,7 @@ func readCache(ctx context.Context, t *testing.T, path string, id bolt.Identity)
 	}
 	out.items = state{}
 	err = s.Scan(ctx, func(key string, obj interface{}) error {
-		out.items[key] = resourceVersionOf(obj)
+		out.items[key] = democtl.ResourceVersion(obj)
 		return nil
 	})
 	if err != nil {

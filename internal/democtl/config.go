@@ -1,18 +1,22 @@
-// Package controller is the workqueue example: client-go's sample-controller
-// pattern on a warmcache informer whose cache lives in a bbolt file.
+// Package democtl is the controller that `make demo` and the end-to-end
+// tests (test/e2e) run as a child process: the workqueue pattern of
+// examples/workqueue on a warmcache informer, instrumented to report what a
+// restart costs.
 //
-// A pod informer from an factory.Factory feeds event handlers that only
-// enqueue keys into a rate-limited workqueue; workers take keys off the
-// queue and read the pod from the lister (corelisters.PodLister on the
-// informer's store), never from the event. Run measures what a restart
-// costs: time until the informer has synced and every initial event was
-// delivered, the events delivered by type, the LIST and WATCH requests
-// the informer made (its Prometheus metrics), the bytes it received (a
-// counting RoundTripper on the REST config) and the peak and steady heap.
+// A pod informer from a factory.Factory feeds event handlers that count
+// each event, log it as a JSON line (Event) and enqueue its key into a
+// rate-limited workqueue; workers take keys off the queue and read the pod
+// from the lister (corelisters.PodLister on the informer's store) and the
+// node index. Run measures time until the informer has synced and every
+// initial event was delivered, the events delivered by type, the LIST and
+// WATCH requests the informer made (its Prometheus metrics), the bytes it
+// received (a counting RoundTripper on the REST config) and the peak and
+// steady heap, and writes them as Stats.
 //
-// The command in the parent directory wraps Run with flags; the end-to-end
-// tests (test/e2e) and `make demo` run that command as a child process.
-package controller
+// Main wraps Run with the flags the demo and the tests drive; the command
+// in cmd/democtl runs Main, and the end-to-end tests re-execute their own
+// binary into it.
+package democtl
 
 import (
 	"errors"
@@ -26,12 +30,12 @@ import (
 // Errors of this package, wrapped with the operation; test with errors.Is.
 var (
 	// ErrInvalidConfig reports a Config that cannot work.
-	ErrInvalidConfig = errors.New("controller: invalid config")
+	ErrInvalidConfig = errors.New("democtl: invalid config")
 	// ErrSync reports that the informer did not sync before Run's context
 	// ended.
-	ErrSync = errors.New("controller: informer did not sync")
+	ErrSync = errors.New("democtl: informer did not sync")
 	// ErrStats reports that the stats file could not be written.
-	ErrStats = errors.New("controller: cannot write stats")
+	ErrStats = errors.New("democtl: cannot write stats")
 )
 
 // Defaults of Config.

@@ -1,4 +1,4 @@
-package controller
+package democtl
 
 import (
 	"context"
@@ -19,7 +19,7 @@ const (
 	ExitUsage = 2 // bad flags
 )
 
-// Main is the workqueue command: it parses args (without the program
+// Main is the democtl command: it parses args (without the program
 // name), runs the controller until ctx is done and returns the exit code.
 // The event log "-" goes to stdout; diagnostics go to stderr.
 //
@@ -34,7 +34,7 @@ const (
 //
 // plus klog's flags (-v and friends).
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("workqueue", flag.ContinueOnError)
+	fs := flag.NewFlagSet("democtl", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var (
 		kubeconfig = fs.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then in-cluster config)")
@@ -54,7 +54,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "workqueue: unexpected arguments %q\n", fs.Args())
+		fmt.Fprintf(stderr, "democtl: unexpected arguments %q\n", fs.Args())
 		return ExitUsage
 	}
 	logger := klog.NewKlogr()
@@ -65,7 +65,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	rules.ExplicitPath = *kubeconfig
 	rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		fmt.Fprintf(stderr, "workqueue: load kubeconfig: %v\n", err)
+		fmt.Fprintf(stderr, "democtl: load kubeconfig: %v\n", err)
 		return ExitUsage
 	}
 	cfg.RESTConfig = rc
@@ -76,7 +76,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	default:
 		f, err := os.Create(eventLog)
 		if err != nil {
-			fmt.Fprintf(stderr, "workqueue: event log: %v\n", err)
+			fmt.Fprintf(stderr, "democtl: event log: %v\n", err)
 			return ExitUsage
 		}
 		defer f.Close()

@@ -1,4 +1,4 @@
-package controller
+package democtl
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Stats is what one run of the controller measured. It is written as JSON
@@ -158,18 +159,7 @@ func heapObjects() uint64 {
 // start samples every interval until ctx is done; stop waits for it.
 func (h *heapSampler) start(ctx context.Context, interval time.Duration) {
 	h.sample()
-	h.wg.Go(func() {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				h.sample()
-			}
-		}
-	})
+	h.wg.Go(func() { wait.UntilWithContext(ctx, func(context.Context) { h.sample() }, interval) })
 }
 
 func (h *heapSampler) sample() {

@@ -1,4 +1,4 @@
-package controller
+package democtl
 
 import (
 	"context"
@@ -108,7 +108,7 @@ func run(ctx context.Context, cfg Config, start time.Time, st *Stats) (err error
 			}
 		}
 		if serr := f.Shutdown(); serr != nil {
-			err = errors.Join(err, fmt.Errorf("controller: shut down the informers: %w", serr))
+			err = errors.Join(err, fmt.Errorf("democtl: shut down the informers: %w", serr))
 		}
 	}()
 	pods := corev1.SchemeGroupVersion.WithResource("pods")

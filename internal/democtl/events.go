@@ -1,4 +1,4 @@
-package controller
+package democtl
 
 import (
 	"encoding/json"
@@ -95,13 +95,13 @@ func (h *handler) OnAdd(obj interface{}, isInInitialList bool) {
 		h.counts.adds.Add(1)
 	}
 	key := h.enqueue(obj)
-	h.log.write(Event{Type: "add", Key: key, ResourceVersion: resourceVersion(obj), Initial: isInInitialList})
+	h.log.write(Event{Type: "add", Key: key, ResourceVersion: ResourceVersion(obj), Initial: isInInitialList})
 }
 
 func (h *handler) OnUpdate(oldObj, newObj interface{}) {
 	h.counts.updates.Add(1)
 	key := h.enqueue(newObj)
-	h.log.write(Event{Type: "update", Key: key, ResourceVersion: resourceVersion(newObj), OldResourceVersion: resourceVersion(oldObj)})
+	h.log.write(Event{Type: "update", Key: key, ResourceVersion: ResourceVersion(newObj), OldResourceVersion: ResourceVersion(oldObj)})
 }
 
 func (h *handler) OnDelete(obj interface{}) {
@@ -111,7 +111,7 @@ func (h *handler) OnDelete(obj interface{}) {
 		h.counts.unknown.Add(1)
 	}
 	key := h.enqueue(obj)
-	h.log.write(Event{Type: "delete", Key: key, ResourceVersion: resourceVersion(obj), FinalStateUnknown: unknown})
+	h.log.write(Event{Type: "delete", Key: key, ResourceVersion: ResourceVersion(obj), FinalStateUnknown: unknown})
 }
 
 func (h *handler) enqueue(obj interface{}) string {
@@ -124,9 +124,10 @@ func (h *handler) enqueue(obj interface{}) string {
 	return key
 }
 
-// resourceVersion returns the resourceVersion of obj, or of the last known
-// state inside a DeletedFinalStateUnknown.
-func resourceVersion(obj interface{}) string {
+// ResourceVersion returns the resourceVersion of obj, or of the last known
+// state inside a DeletedFinalStateUnknown ("" for an object without
+// metadata), as Event records it.
+func ResourceVersion(obj interface{}) string {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
