@@ -59,6 +59,7 @@ func Run(t *testing.T, newStore func(t *testing.T, indexers cache.Indexers) stor
 		{"State", stateTests},
 		{"Replace", replaceTests},
 		{"Scan", scanTests},
+		{"Select", selectTests},
 		{"Close", closeTests},
 		{"Concurrency", concurrencyTests},
 	}
