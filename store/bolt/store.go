@@ -20,10 +20,13 @@ import (
 // cache.Indexer and cache.TransactionStore whose objects live in the bbolt
 // file. All methods are safe for concurrent use.
 //
-// Ownership: objects passed to the Store are encoded and not retained; a
-// read decodes a new object, which the caller may keep. Callers must still
-// treat returned objects as shared and not mutate them (the store.Store
-// contract, so that a cache of decoded objects can be added later).
+// Ownership: objects passed to the Store are encoded and not retained.
+// Objects a read returns are shared: a point read (Get, GetByKey) may
+// return the object another caller got from the store's cache of decoded
+// objects (ResourceOptions.DecodedObjects). The store never mutates an
+// object after handing it out, and callers must not mutate it either
+// (invariant 6, the store.Store contract); a caller that needs to change
+// one changes a deep copy.
 //
 // Consistency: every write (Add, Update, Delete, Transaction, Apply,
 // Bookmark, a Replace's Commit) is one bbolt transaction that also records
@@ -223,6 +226,15 @@ func (s *Store) apply(ctx context.Context, op string, txns []cache.Transaction, 
 			return s.errorf(op, err)
 		}
 	}
+	return s.commitLocked(op, ix, ops, newRV, setRV)
+}
+
+// commitLocked applies ops, whose index values were computed with ix, in
+// one write transaction that also records rv when setRV (invariant 1: the
+// resourceVersion is written with the batch it follows, never ahead of
+// it). ops is reordered by key. It is the one write path of Apply, Add,
+// Update, Delete and Transaction. s.mu must be held.
+func (s *Store) commitLocked(op string, ix *indexSet, ops []prepared, rv string, setRV bool) error {
 	sortByKey(ops)
 	return s.writeLiveLocked(op, func(g *generation, m *resourceMeta) error {
 		w := writer{g: g, names: ix.names()}
@@ -234,7 +246,7 @@ func (s *Store) apply(ctx context.Context, op string, txns []cache.Transaction, 
 			m.Objects += delta
 		}
 		if setRV {
-			m.RV = newRV
+			m.RV = rv
 		}
 		return nil
 	})
@@ -289,22 +301,7 @@ func (s *Store) Transaction(txns ...cache.Transaction) *cache.TransactionError {
 	succeeded := make([]int, 0, len(kept))
 	if len(kept) > 0 {
 		newRV, setRV := rvOf(kept[len(kept)-1].obj)
-		sortByKey(kept)
-		err := s.writeLiveLocked("transaction", func(g *generation, m *resourceMeta) error {
-			w := writer{g: g, names: ix.names()}
-			for i := range kept {
-				delta, err := w.apply(&kept[i])
-				if err != nil {
-					return err
-				}
-				m.Objects += delta
-			}
-			if setRV {
-				m.RV = newRV
-			}
-			return nil
-		})
-		if err != nil {
+		if err := s.commitLocked("transaction", ix, kept, newRV, setRV); err != nil {
 			return fail(err)
 		}
 		for _, p := range kept {
