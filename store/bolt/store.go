@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 	"github.com/warmcache/warmcache/store/codec"
 )
 
@@ -81,15 +82,15 @@ type Store struct {
 	// held for the duration of a write transaction; lock order: mu, then
 	// bbolt's own locks. It is never held while calling a ScanFunc.
 	mu      sync.Mutex
-	meta    resourceMeta // as last committed
-	replace *replaceTx   // the open Replace, nil if none
+	meta    layout.Meta // as last committed
+	replace *replaceTx  // the open Replace, nil if none
 }
 
 var _ store.Store = (*Store)(nil)
 
 // status is what State reports without a transaction.
 type status struct {
-	meta              resourceMeta
+	meta              layout.Meta
 	relistInterrupted bool
 	discarded         string
 }
@@ -125,10 +126,10 @@ func (s *indexSet) names() []string {
 }
 
 // setMetaLocked records m as committed. s.mu must be held.
-func (s *Store) setMetaLocked(m resourceMeta) {
+func (s *Store) setMetaLocked(m layout.Meta) {
 	s.meta = m
 	old := s.status.Load()
-	st := &status{meta: m.clone()}
+	st := &status{meta: m.Clone()}
 	if old != nil {
 		st.relistInterrupted, st.discarded = old.relistInterrupted, old.discarded
 	}
@@ -236,7 +237,7 @@ func (s *Store) apply(ctx context.Context, op string, txns []cache.Transaction, 
 // Update, Delete and Transaction. s.mu must be held.
 func (s *Store) commitLocked(op string, ix *indexSet, ops []prepared, rv string, setRV bool) error {
 	sortByKey(ops)
-	return s.writeLiveLocked(op, func(g *generation, m *resourceMeta) error {
+	return s.writeLiveLocked(op, func(g *layout.Generation, m *layout.Meta) error {
 		w := writer{g: g, names: ix.names()}
 		for i := range ops {
 			delta, err := w.apply(&ops[i])
@@ -336,7 +337,7 @@ func (s *Store) recordRV(rv string) error {
 	if s.closed.Load() {
 		return s.errClosed("bookmark")
 	}
-	return s.writeLiveLocked("bookmark", func(_ *generation, m *resourceMeta) error {
+	return s.writeLiveLocked("bookmark", func(_ *layout.Generation, m *layout.Meta) error {
 		m.RV = rv
 		return nil
 	})
@@ -395,7 +396,7 @@ func (s *Store) State() (store.State, error) {
 	st := s.status.Load()
 	return store.State{
 		ResourceVersion:   st.meta.RV,
-		Complete:          st.meta.State == StateComplete,
+		Complete:          st.meta.State == layout.StateComplete,
 		RelistInterrupted: st.relistInterrupted,
 		Discarded:         st.discarded,
 		Objects:           int(st.meta.Objects),
