@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	bbolt "go.etcd.io/bbolt"
@@ -23,8 +22,7 @@ import (
 // the snapshot CLI's verify: the file's structure (filecheck, what
 // inspect.CheckFile runs) and its content (check.Tx, what inspect.Verify
 // runs) with the codecs resolved by name. A test that damages a file on
-// purpose opts out with skipFileCheck; uncheckedDir is for files that are
-// not bolt files at all.
+// purpose opts out with damagedPath or uncheckedDir.
 
 // Problem, ProblemKind and the kinds are those check.Tx reports, under the
 // names inspect.Verify gives them.
@@ -63,26 +61,6 @@ func verifyDB(ctx context.Context, db *DB, codecs func(string) (codec.Codec, err
 	return db.view("verify", func(tx *bbolt.Tx) error { return check.Tx(ctx, tx, opts) })
 }
 
-// skipped holds the path prefixes whose files are not checked.
-var skipped sync.Map // string -> struct{}
-
-// skipFileCheck opts the files whose path starts with prefix out of the
-// end-of-test check, for a test that damages them on purpose.
-func skipFileCheck(t testing.TB, prefix string) {
-	t.Helper()
-	skipped.Store(prefix, struct{}{})
-	t.Cleanup(func() { skipped.Delete(prefix) })
-}
-
-func isSkipped(path string) bool {
-	skip := false
-	skipped.Range(func(k, _ any) bool {
-		skip = strings.HasPrefix(path, k.(string))
-		return !skip
-	})
-	return skip
-}
-
 // checkedDir returns a new test directory whose bolt files are checked when
 // the test ends.
 func checkedDir(t testing.TB) string {
@@ -96,7 +74,14 @@ func checkedDir(t testing.TB) string {
 // for files that are not bolt files, or are damaged on purpose.
 func uncheckedDir(t testing.TB) string { return t.TempDir() }
 
-// checkFiles checks every file of dir but state files and opted-out ones.
+// damagedPath is tempPath for a test that damages its file on purpose: the
+// file is not checked when the test ends.
+func damagedPath(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(uncheckedDir(t), "cache.db")
+}
+
+// checkFiles checks every file of dir but state files and temporary ones.
 func checkFiles(t testing.TB, dir string) {
 	t.Helper()
 	entries, err := os.ReadDir(dir)
@@ -106,7 +91,7 @@ func checkFiles(t testing.TB, dir string) {
 	}
 	for _, e := range entries {
 		path := filepath.Join(dir, e.Name())
-		if !e.Type().IsRegular() || strings.HasSuffix(path, layout.StateSuffix) || strings.HasSuffix(path, ".tmp") || isSkipped(path) {
+		if !e.Type().IsRegular() || strings.HasSuffix(path, layout.StateSuffix) || strings.HasSuffix(path, ".tmp") {
 			continue
 		}
 		checkFile(t, path)

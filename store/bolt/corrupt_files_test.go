@@ -80,7 +80,7 @@ func corruptResourceOptions() ResourceOptions {
 func buildCorruptBase(t *testing.T, opts Options) []byte {
 	t.Helper()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "base.db")
+	path := filepath.Join(uncheckedDir(t), "base.db")
 	opts.Logger = ktesting.NewLogger(t, ktesting.NewConfig())
 	db, err := Open(ctx, path, opts)
 	if err != nil {
@@ -135,7 +135,7 @@ type corruptLayout struct {
 
 func corruptLayoutOf(t *testing.T, data []byte) corruptLayout {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "layout.db")
+	path := filepath.Join(uncheckedDir(t), "layout.db")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +377,7 @@ func corruptRewriteMarker(t *testing.T, base, value []byte) []byte {
 // bbolt and returns the result.
 func corruptRawBolt(t *testing.T, data []byte, fn func(*bbolt.Tx) error) []byte {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "raw.db")
+	path := filepath.Join(uncheckedDir(t), "raw.db")
 	if data != nil {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
@@ -514,8 +514,8 @@ func TestCorruptFiles(t *testing.T) {
 	if len(vs) < 50 {
 		t.Fatalf("%d variants, want at least 50", len(vs))
 	}
-	childManifest := corruptMaterialize(t, vs, t.TempDir())
-	dir := t.TempDir()
+	childManifest := corruptMaterialize(t, vs, uncheckedDir(t))
+	dir := uncheckedDir(t)
 	corruptMaterialize(t, vs, dir)
 
 	t.Run("in process", func(t *testing.T) {

@@ -193,7 +193,7 @@ func TestRebuildRewritesDamagedReverseEntry(t *testing.T) {
 // envelope in use, should the sequence have gone back while the file was
 // open: it fails with ErrCorrupt and the other item keeps its object.
 func TestAddRefusesUsedEnvelopeID(t *testing.T) {
-	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
+	db := openDB(t, damagedPath(t), Options{Sync: UnsafeNoSync})
 	s := openPods(t, db, namespaceIndexers())
 	must(t, s.Add(mkPod("ns", "a", "1")))
 	s.mu.Lock()

@@ -55,7 +55,7 @@ func TestLocked(t *testing.T) {
 // refused with a clear error and never crash the process.
 func TestOpenRejects(t *testing.T) {
 	sound := func(t *testing.T) string {
-		path := tempPath(t)
+		path := damagedPath(t)
 		db, err := Open(context.Background(), path, Options{Sync: UnsafeNoSync})
 		if err != nil {
 			t.Fatal(err)
@@ -76,7 +76,7 @@ func TestOpenRejects(t *testing.T) {
 		text string
 	}{
 		{"garbage", func(t *testing.T) string {
-			path := tempPath(t)
+			path := damagedPath(t)
 			if err := os.WriteFile(path, []byte(strings.Repeat("not a bbolt file ", 1000)), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -94,15 +94,15 @@ func TestOpenRejects(t *testing.T) {
 			return path
 		}, ErrCorrupt, ""},
 		{"short", func(t *testing.T) string {
-			path := tempPath(t)
+			path := damagedPath(t)
 			if err := os.WriteFile(path, []byte{1, 2, 3}, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			return path
 		}, ErrCorrupt, ""},
-		{"directory", func(t *testing.T) string { return t.TempDir() }, ErrCorrupt, ""},
+		{"directory", func(t *testing.T) string { return uncheckedDir(t) }, ErrCorrupt, ""},
 		{"foreign bbolt file", func(t *testing.T) string {
-			path := tempPath(t)
+			path := damagedPath(t)
 			rawUpdate(t, path, func(tx *bbolt.Tx) error {
 				_, err := tx.CreateBucket([]byte("someone-elses"))
 				return err

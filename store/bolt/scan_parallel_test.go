@@ -156,7 +156,7 @@ func TestScanParallelCorruptItem(t *testing.T) {
 	for _, n := range []int{1, 2, 4} {
 		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
 			ctx := context.Background()
-			path := tempPath(t)
+			path := damagedPath(t)
 			db, err := Open(ctx, path, Options{Sync: UnsafeNoSync})
 			must(t, err)
 			s := openPods(t, db, namespaceIndexers())

@@ -204,7 +204,7 @@ func TestSyncOnCloseWithoutBootID(t *testing.T) {
 // file starts with its own.
 func TestStaleStateFileOfMissingFile(t *testing.T) {
 	withBoot(t, "boot-2")
-	path := filepath.Join(t.TempDir(), "cache.db")
+	path := filepath.Join(checkedDir(t), "cache.db")
 	if err := os.WriteFile(path+layout.StateSuffix, []byte(`{"state":"open","boot":"boot-1"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestRemoveTakesTheStateFile(t *testing.T) {
 // A refused file is left as it was found: no state file appears beside a
 // foreign bbolt file.
 func TestRefusedFileGetsNoStateFile(t *testing.T) {
-	path := tempPath(t)
+	path := damagedPath(t)
 	rawUpdate(t, path, func(tx *bbolt.Tx) error {
 		_, err := tx.CreateBucket([]byte("someone-else"))
 		return err

@@ -106,7 +106,7 @@ func TestVerifyDetects(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			path := tempPath(t)
+			path := damagedPath(t)
 			db, err := Open(ctx, path, Options{Sync: UnsafeNoSync})
 			must(t, err)
 			s := openPods(t, db, namespaceIndexers())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -74,7 +75,56 @@ func must(t testing.TB, err error) {
 	}
 }
 
-func tempPath(t testing.TB) string { return filepath.Join(t.TempDir(), "cache.db") }
+// tempPath returns a path for a new file in a test directory. As in package
+// bolt's tests, every file of the directory is checked when the test ends,
+// after the test's own cleanups closed its DBs: CheckFile and Verify must
+// find no problem.
+func tempPath(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	t.Cleanup(func() {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Errorf("end-of-test check: %v", err)
+			return
+		}
+		for _, e := range entries {
+			if e.Type().IsRegular() && filepath.Ext(e.Name()) == ".db" {
+				checkFile(t, filepath.Join(dir, e.Name()))
+			}
+		}
+	})
+	return filepath.Join(dir, "cache.db")
+}
+
+// checkFile fails t on any problem CheckFile or Verify finds in the file
+// at path.
+func checkFile(t testing.TB, path string) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := bolt.Open(ctx, path, bolt.Options{ReadOnly: true, UnsafeIgnoreState: true})
+	if err != nil {
+		t.Errorf("end-of-test check of %s: %v", filepath.Base(path), err)
+		return
+	}
+	defer func() { _ = db.Close() }()
+	if err := inspect.CheckFile(ctx, path); err != nil {
+		t.Errorf("end-of-test check of %s: %v", filepath.Base(path), err)
+		return
+	}
+	resolve := func(name string) (codec.Codec, error) {
+		if name == (podJSON{}).Name() {
+			return podJSON{}, nil
+		}
+		return byName(name)
+	}
+	err = inspect.Verify(ctx, db, resolve, func(p inspect.Problem) {
+		t.Errorf("end-of-test check of %s: %v", filepath.Base(path), p)
+	})
+	if err != nil {
+		t.Errorf("end-of-test check of %s: %v", filepath.Base(path), err)
+	}
+}
 
 // openDB opens path and closes it at the end of the test.
 func openDB(t testing.TB, path string, opts bolt.Options) *bolt.DB {

@@ -93,8 +93,9 @@ func TestResourcesAndOpenRecorded(t *testing.T) {
 // takes new items without reusing the ids of those it holds.
 func TestCompactedFileKeepsBlobIDs(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	db := openDB(t, filepath.Join(dir, "cache.db"), bolt.Options{Sync: bolt.UnsafeNoSync})
+	path := tempPath(t)
+	dir := filepath.Dir(path)
+	db := openDB(t, path, bolt.Options{Sync: bolt.UnsafeNoSync})
 	s := openPods(t, db, nodeIndexers())
 	for i := range 20 {
 		must(t, s.Add(mkPod("ns", "p"+strconv.Itoa(i), strconv.Itoa(i+1))))
