@@ -438,7 +438,7 @@ const scanChunk = 256
 // cannot be decoded stops the scan with an error wrapping ErrCorrupt and
 // marks the resource incomplete.
 func (s *Store) Scan(ctx context.Context, fn store.ScanFunc) error {
-	return s.scan(ctx, "scan", func(g *layout.Generation, after []byte) (*bbolt.Cursor, []byte, []byte, error) {
+	return s.scan(ctx, "scan", func(g *layout.Generation, after []byte) (cursor, []byte, []byte, error) {
 		c := g.Items.Cursor()
 		k, v := seekAfter(c, after)
 		return c, k, v, nil
@@ -453,7 +453,7 @@ func (s *Store) ScanIndex(ctx context.Context, indexName, indexedValue string, f
 		return err
 	}
 	prefix := layout.AppendIndexPrefix(nil, indexedValue)
-	return s.scan(ctx, "scan index", func(g *layout.Generation, after []byte) (*bbolt.Cursor, []byte, []byte, error) {
+	return s.scan(ctx, "scan index", func(g *layout.Generation, after []byte) (cursor, []byte, []byte, error) {
 		b, err := openIndex(g, indexName)
 		if err != nil {
 			return nil, nil, nil, err
@@ -478,9 +478,19 @@ func (s *Store) ScanIndex(ctx context.Context, indexName, indexedValue string, f
 	}, fn)
 }
 
+// cursor is what seekAfter and scan need of a cursor: a *bbolt.Cursor over
+// an index bucket or a layout.ItemCursor over an items bucket.
+type cursor interface {
+	First() ([]byte, []byte)
+	Next() ([]byte, []byte)
+	Seek(seek []byte) ([]byte, []byte)
+}
+
 // seekAfter positions c on the first key greater than after (the first key
-// if after is nil).
-func seekAfter(c *bbolt.Cursor, after []byte) ([]byte, []byte) {
+// if after is nil). The empty object key, which a nil after cannot name,
+// is always the first key: a chunked loop has moved past it before its
+// after is set from a later key, since every chunk holds more than one.
+func seekAfter(c cursor, after []byte) ([]byte, []byte) {
 	if after == nil {
 		return c.First()
 	}
@@ -500,7 +510,7 @@ type keyObject struct {
 // after the last key of the previous chunk (nil first); item maps a cursor
 // entry to an item key and item entry (nil key: the end).
 func (s *Store) scan(ctx context.Context, op string,
-	start func(g *layout.Generation, after []byte) (*bbolt.Cursor, []byte, []byte, error),
+	start func(g *layout.Generation, after []byte) (cursor, []byte, []byte, error),
 	item func(g *layout.Generation, k, v []byte) ([]byte, []byte, error),
 	fn store.ScanFunc,
 ) error {

@@ -64,7 +64,7 @@ type Store struct {
 	keyFunc   cache.KeyFunc
 	onCorrupt func(error)
 	logger    klog.Logger
-	// readOnly is set for stores of a read-only DB and for OpenRecorded.
+	// readOnly is set for stores of a read-only DB and for inspect.OpenRecorded.
 	readOnly bool
 	// objects caches decoded objects for point reads; nil if disabled.
 	objects *objectCache
@@ -96,7 +96,7 @@ type status struct {
 }
 
 // indexer is one named index function; fn is nil for stores opened with
-// OpenRecorded, which know index names only.
+// inspect.OpenRecorded, which know index names only.
 type indexer struct {
 	name string
 	fn   cache.IndexFunc
@@ -407,7 +407,7 @@ func (s *Store) State() (store.State, error) {
 func (s *Store) Identity() Identity { return s.id }
 
 // GetIndexers returns a copy of the store's indexers (nil after Close). For
-// a store opened with OpenRecorded the functions are nil.
+// a store opened with inspect.OpenRecorded the functions are nil.
 func (s *Store) GetIndexers() cache.Indexers {
 	if s.closed.Load() {
 		return nil

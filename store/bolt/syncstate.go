@@ -37,7 +37,7 @@ import (
 // the bbolt file on purpose: a torn bbolt file can show stale pages, and a
 // stale page must never be able to claim the file was closed cleanly.
 
-// The state file's path is layout.layout.StatePath(path): path + ".state".
+// The state file's path is layout.StatePath(path): path + ".state".
 
 // States recorded in the state file.
 const (

@@ -43,9 +43,11 @@ const (
 	FormatVersion = 1
 	// SchemaVersion is the version of a resource's layout and encodings
 	// (item entries, envelopes, reverse entries, index keys). A resource
-	// recorded with another schema version is discarded. Version 1 kept
-	// envelopes in the items bucket and reverse entries in their own.
-	SchemaVersion = 2
+	// recorded with another schema version is discarded (and relisted by
+	// its informer). Version 1 kept envelopes in the items bucket and
+	// reverse entries in their own; version 2 stored object keys as they
+	// are and so could not hold the empty key (see EncodeItemKey).
+	SchemaVersion = 3
 	// Magic marks a warmcache file.
 	Magic = "warmcache"
 )
@@ -155,10 +157,10 @@ func LiveGen(res *bbolt.Bucket) (uint64, error) {
 }
 
 // Generation is the set of buckets of one Generation of a resource's
-// content, open in one transaction.
+// content, open in one transaction: valid only while it lasts.
 type Generation struct {
 	B     *bbolt.Bucket
-	Items *bbolt.Bucket
+	Items ItemBucket
 	Blobs *bbolt.Bucket
 	Index *bbolt.Bucket
 }
@@ -179,8 +181,8 @@ func OpenGeneration(res *bbolt.Bucket, gen uint64) (*Generation, error) {
 	if g.B == nil {
 		return nil, fmt.Errorf("Generation %d missing", gen)
 	}
-	g.Items, g.Blobs, g.Index = g.B.Bucket(ItemsBucket), g.B.Bucket(BlobsBucket), g.B.Bucket(IndexBucket)
-	if g.Items == nil || g.Blobs == nil || g.Index == nil {
+	g.Items.B, g.Blobs, g.Index = g.B.Bucket(ItemsBucket), g.B.Bucket(BlobsBucket), g.B.Bucket(IndexBucket)
+	if g.Items.B == nil || g.Blobs == nil || g.Index == nil {
 		return nil, fmt.Errorf("Generation %d is missing a bucket", gen)
 	}
 	g.Blobs.FillPercent = BlobsFill
@@ -208,7 +210,7 @@ func CreateGeneration(res *bbolt.Bucket, gen uint64, indexes []string) (*Generat
 		return nil, fmt.Errorf("create Generation %d: %w", gen, err)
 	}
 	g := &Generation{B: b}
-	if g.Items, err = b.CreateBucket(ItemsBucket); err != nil {
+	if g.Items.B, err = b.CreateBucket(ItemsBucket); err != nil {
 		return nil, err
 	}
 	if g.Blobs, err = b.CreateBucket(BlobsBucket); err != nil {
@@ -350,6 +352,8 @@ func readLen(p []byte, fix, tag16, tag32 byte) (int, []byte, error) {
 	return 0, nil, fmt.Errorf("unexpected msgpack tag 0x%02x", p[0])
 }
 
+// DecodeReverse decodes a reverse entry: index name to the values the
+// object is filed under (nil for an empty entry). The strings are copies.
 func DecodeReverse(b []byte) (map[string][]string, error) {
 	if len(b) == 0 {
 		return nil, nil
