@@ -21,8 +21,8 @@
 //
 // Ownership: objects passed to a Store belong to it afterwards and objects
 // returned by it are shared; neither the store nor its callers may mutate
-// them (as in client-go). A bolt store decodes a fresh object per read, but
-// callers must not rely on that.
+// them (as in client-go). A bolt store may hand the same decoded object to
+// several readers (it keeps a cache of decoded objects for point reads).
 package store
 
 import (

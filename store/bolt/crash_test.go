@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
 // The crash test: a child process (this test binary, role "crash") applies
@@ -416,8 +417,8 @@ func crashCheck(t *testing.T, path string, w *crashWorld) store.State {
 	// every item decodes to an object of its envelope's RV, and the
 	// content of an object is a function of its key and RV.
 	seen := 0
-	if err := s.readLive("check", func(g *generation) error {
-		c := g.items.Cursor()
+	if err := s.readLive("check", func(g *layout.Generation) error {
+		c := g.Items.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			seen++
 			key := string(k)
@@ -426,10 +427,10 @@ func crashCheck(t *testing.T, path string, w *crashWorld) store.State {
 			if !ok {
 				return fmt.Errorf("RV %d: %s is stored but deleted at or before it", rv, key)
 			}
-			env, err := g.envelopeOf(k, v)
+			env, err := g.EnvelopeOf(k, v)
 			got := ""
 			if err == nil {
-				got, err = envelopeRV(env)
+				got, err = layout.EnvelopeRV(env)
 			}
 			if err != nil || key != crashKey(id) || got != strconv.Itoa(m) {
 				return fmt.Errorf("RV %d: %s stored at RV %s (%v), want %d", rv, key, got, err, m)

@@ -9,6 +9,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
 // replaceTx is an open relist: a staging generation written by Add, one
@@ -47,7 +48,7 @@ func (s *Store) BeginReplace(ctx context.Context) (store.Replace, error) {
 		return nil, s.errorf(op, store.ErrReplaceInProgress)
 	}
 	r := &replaceTx{s: s, ix: s.indexers.Load()}
-	m := s.meta.clone()
+	m := s.meta.Clone()
 	err := s.db.update(op, func(tx *bbolt.Tx) error {
 		res := tx.Bucket(s.bname)
 		if res == nil {
@@ -56,10 +57,10 @@ func (s *Store) BeginReplace(ctx context.Context) (store.Replace, error) {
 		r.gen = m.NextGen
 		m.NextGen++
 		m.Staging = r.gen
-		if _, err := createGeneration(res, r.gen, r.ix.names()); err != nil {
+		if _, err := layout.CreateGeneration(res, r.gen, r.ix.names()); err != nil {
 			return err
 		}
-		return putMeta(res, &m)
+		return layout.PutMeta(res, &m)
 	})
 	if err != nil {
 		return nil, s.errorf(op, err)
@@ -83,13 +84,13 @@ func (r *replaceTx) openErrLocked(op string) error {
 
 // writeStagingLocked runs fn on the staging generation in a write
 // transaction. s.mu must be held.
-func (r *replaceTx) writeStagingLocked(op string, fn func(res *bbolt.Bucket, g *generation) error) error {
+func (r *replaceTx) writeStagingLocked(op string, fn func(res *bbolt.Bucket, g *layout.Generation) error) error {
 	return r.s.db.update(op, func(tx *bbolt.Tx) error {
 		res := tx.Bucket(r.s.bname)
 		if res == nil {
 			return fmt.Errorf("%w: resource bucket missing", ErrCorrupt)
 		}
-		g, err := openGeneration(res, r.gen)
+		g, err := layout.OpenGeneration(res, r.gen)
 		if err != nil {
 			return fmt.Errorf("%w: staging: %w", ErrCorrupt, err)
 		}
@@ -136,7 +137,7 @@ func (r *replaceTx) Add(ctx context.Context, objs ...interface{}) error {
 	}
 	sortByKey(ops)
 	var added int64
-	err := r.writeStagingLocked(op, func(_ *bbolt.Bucket, g *generation) error {
+	err := r.writeStagingLocked(op, func(_ *bbolt.Bucket, g *layout.Generation) error {
 		w := writer{g: g, names: r.ix.names()}
 		for i := range ops {
 			delta, err := w.apply(&ops[i])
@@ -177,12 +178,12 @@ func (r *replaceTx) Vanished(ctx context.Context, fn store.ScanFunc) error {
 		chunk := make([]keyObject, 0, scanChunk)
 		var bad []keyError
 		done := true
-		err := s.readLive(op, func(live *generation) error {
-			staged, err := openGeneration(live.b.Tx().Bucket(s.bname), r.gen)
+		err := s.readLive(op, func(live *layout.Generation) error {
+			staged, err := layout.OpenGeneration(live.B.Tx().Bucket(s.bname), r.gen)
 			if err != nil {
 				return fmt.Errorf("%w: staging: %w", ErrCorrupt, err)
 			}
-			lc, sc := live.items.Cursor(), staged.items.Cursor()
+			lc, sc := live.Items.Cursor(), staged.Items.Cursor()
 			lk, lv := seekAfter(lc, after)
 			sk, _ := sc.Seek(lk)
 			for ; lk != nil; lk, lv = lc.Next() {
@@ -243,20 +244,20 @@ func (r *replaceTx) Commit(ctx context.Context, rv string) error {
 	if err := r.openErrLocked(op); err != nil {
 		return err
 	}
-	m := s.meta.clone()
+	m := s.meta.Clone()
 	var old uint64
-	err := r.writeStagingLocked(op, func(res *bbolt.Bucket, _ *generation) error {
+	err := r.writeStagingLocked(op, func(res *bbolt.Bucket, _ *layout.Generation) error {
 		var err error
-		if old, err = liveGenOf(res); err != nil {
+		if old, err = layout.LiveGen(res); err != nil {
 			return fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
-		if err := res.Put(liveKey, genName(r.gen)); err != nil {
+		if err := res.Put(layout.LiveKey, layout.GenName(r.gen)); err != nil {
 			return err
 		}
 		now := time.Now().UnixNano()
-		m.RV, m.State, m.Reason = rv, StateComplete, ""
+		m.RV, m.State, m.Reason = rv, layout.StateComplete, ""
 		m.Objects, m.Staging, m.Relisted = r.objects, 0, now
-		return putMeta(res, &m)
+		return layout.PutMeta(res, &m)
 	})
 	if err != nil {
 		return s.errorf(op, err)
@@ -287,11 +288,11 @@ func (s *Store) deleteGenerationLocked(gen uint64) error {
 		if res == nil {
 			return fmt.Errorf("%w: resource bucket missing", ErrCorrupt)
 		}
-		gens := res.Bucket(genBucket)
+		gens := res.Bucket(layout.GenBucket)
 		if gens == nil {
 			return fmt.Errorf("%w: generations bucket missing", ErrCorrupt)
 		}
-		return gens.DeleteBucket(genName(gen))
+		return gens.DeleteBucket(layout.GenName(gen))
 	})
 }
 
@@ -312,19 +313,19 @@ func (r *replaceTx) Abort() error {
 // abortLocked deletes r's staging generation and clears it from the meta.
 // s.mu must be held and r no longer be s.replace.
 func (s *Store) abortLocked(r *replaceTx) error {
-	m := s.meta.clone()
+	m := s.meta.Clone()
 	err := s.db.update("replace abort", func(tx *bbolt.Tx) error {
 		res := tx.Bucket(s.bname)
 		if res == nil {
 			return fmt.Errorf("%w: resource bucket missing", ErrCorrupt)
 		}
-		if gens := res.Bucket(genBucket); gens != nil && gens.Bucket(genName(r.gen)) != nil {
-			if err := gens.DeleteBucket(genName(r.gen)); err != nil {
+		if gens := res.Bucket(layout.GenBucket); gens != nil && gens.Bucket(layout.GenName(r.gen)) != nil {
+			if err := gens.DeleteBucket(layout.GenName(r.gen)); err != nil {
 				return err
 			}
 		}
 		m.Staging = 0
-		return putMeta(res, &m)
+		return layout.PutMeta(res, &m)
 	})
 	if err != nil {
 		return s.errorf("replace abort", err)

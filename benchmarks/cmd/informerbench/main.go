@@ -34,6 +34,7 @@ import (
 	"github.com/warmcache/warmcache/benchmarks/internal/apiproc"
 	"github.com/warmcache/warmcache/benchmarks/internal/informerbench"
 	"github.com/warmcache/warmcache/benchmarks/internal/machine"
+	"github.com/warmcache/warmcache/benchmarks/internal/syncflag"
 	"github.com/warmcache/warmcache/store/bolt"
 )
 
@@ -64,7 +65,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.updates, "updates", 0, "number of updates of the events/s measurement (default min(n, 50000))")
 	fs.StringVar(&impls, "impl", strings.Join(informerbench.Impls, ","), "comma-separated informers to measure, the baseline first")
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory for the bolt store's file")
-	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: "+strings.Join(bolt.SyncPolicyNames(), ", ")+" (the first is the store's default)")
+	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: "+strings.Join(syncflag.Names(), ", ")+" (the first is the store's default)")
 	fs.StringVar(&encoding, "encoding", "protobuf", "wire encoding: protobuf or json")
 	if err := fs.Parse(args); err != nil {
 		return o, errUsage
@@ -76,7 +77,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("%w: -n must be positive and -updates not negative", errUsage)
 	}
 	var err error
-	if o.sync, err = bolt.ParseSyncPolicy(sync); err != nil {
+	if o.sync, err = syncflag.Parse(sync); err != nil {
 		return o, fmt.Errorf("%w: -bolt-sync: %w", errUsage, err)
 	}
 	switch encoding {

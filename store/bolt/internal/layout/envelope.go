@@ -1,4 +1,4 @@
-package bolt
+package layout
 
 import (
 	"encoding/binary"
@@ -16,7 +16,8 @@ import (
 // The payload is always written with a bin32 header, so that its length can
 // be filled in after the codec appended it.
 
-var errEnvelope = errors.New("malformed item envelope")
+// ErrEnvelope is wrapped by the errors of a malformed envelope.
+var ErrEnvelope = errors.New("malformed item envelope")
 
 const (
 	mpFixArray3 = 0x93
@@ -28,37 +29,38 @@ const (
 	mpBin32     = 0xc6
 )
 
-// appendEnvelopeHeader appends the array header, rv, uid and a bin32 header
+// AppendEnvelopeHeader appends the array header, rv, uid and a bin32 header
 // with a zero length; it returns the buffer and the offset of the length.
-// The caller appends the payload and calls finishEnvelope.
-func appendEnvelopeHeader(dst []byte, rv, uid string) ([]byte, int) {
+// The caller appends the payload and calls FinishEnvelope.
+func AppendEnvelopeHeader(dst []byte, rv, uid string) ([]byte, int) {
 	dst = append(dst, mpFixArray3)
-	dst = appendStr(dst, rv)
-	dst = appendStr(dst, uid)
+	dst = AppendStr(dst, rv)
+	dst = AppendStr(dst, uid)
 	dst = append(dst, mpBin32, 0, 0, 0, 0)
 	return dst, len(dst) - 4
 }
 
-// finishEnvelope fills in the payload length; the payload starts at lenOff+4.
-func finishEnvelope(buf []byte, lenOff int) error {
+// FinishEnvelope fills in the payload length; the payload starts at lenOff+4.
+func FinishEnvelope(buf []byte, lenOff int) error {
 	n := len(buf) - lenOff - 4
 	if uint64(n) > 1<<32-1 {
-		return fmt.Errorf("%w: payload of %d bytes is too large", errEnvelope, n)
+		return fmt.Errorf("%w: payload of %d bytes is too large", ErrEnvelope, n)
 	}
 	binary.BigEndian.PutUint32(buf[lenOff:], uint32(n))
 	return nil
 }
 
-// encodeEnvelope returns a complete envelope (used by tests and tools that
+// EncodeEnvelope returns a complete envelope (used by tests and tools that
 // hold an encoded payload already).
-func encodeEnvelope(rv, uid string, payload []byte) []byte {
-	buf, off := appendEnvelopeHeader(make([]byte, 0, len(rv)+len(uid)+len(payload)+16), rv, uid)
+func EncodeEnvelope(rv, uid string, payload []byte) []byte {
+	buf, off := AppendEnvelopeHeader(make([]byte, 0, len(rv)+len(uid)+len(payload)+16), rv, uid)
 	buf = append(buf, payload...)
-	_ = finishEnvelope(buf, off) // cannot fail for in-memory payloads
+	_ = FinishEnvelope(buf, off) // cannot fail for in-memory payloads
 	return buf
 }
 
-func appendStr(dst []byte, s string) []byte {
+// AppendStr appends s as a msgpack str.
+func AppendStr(dst []byte, s string) []byte {
 	n := len(s)
 	switch {
 	case n < 32:
@@ -73,55 +75,55 @@ func appendStr(dst []byte, s string) []byte {
 	return append(dst, s...)
 }
 
-// envelope is a decoded envelope. payload aliases the decoded buffer: when
+// Envelope is a decoded envelope. payload aliases the decoded buffer: when
 // it comes from bbolt it is valid only inside the transaction.
-type envelope struct {
-	rv, uid string
-	payload []byte
+type Envelope struct {
+	RV, UID string
+	Payload []byte
 }
 
-// decodeEnvelope parses buf. rv and uid are copied; payload aliases buf.
-func decodeEnvelope(buf []byte) (envelope, error) {
-	var e envelope
+// DecodeEnvelope parses buf. rv and uid are copied; payload aliases buf.
+func DecodeEnvelope(buf []byte) (Envelope, error) {
+	var e Envelope
 	if len(buf) < 1 || buf[0] != mpFixArray3 {
-		return e, fmt.Errorf("%w: not a 3-element array", errEnvelope)
+		return e, fmt.Errorf("%w: not a 3-element array", ErrEnvelope)
 	}
 	p := buf[1:]
-	rv, p, err := readRaw(p, false)
+	rv, p, err := ReadRaw(p, false)
 	if err != nil {
-		return e, fmt.Errorf("%w: resourceVersion: %w", errEnvelope, err)
+		return e, fmt.Errorf("%w: resourceVersion: %w", ErrEnvelope, err)
 	}
-	uid, p, err := readRaw(p, false)
+	uid, p, err := ReadRaw(p, false)
 	if err != nil {
-		return e, fmt.Errorf("%w: uid: %w", errEnvelope, err)
+		return e, fmt.Errorf("%w: uid: %w", ErrEnvelope, err)
 	}
-	payload, p, err := readRaw(p, true)
+	payload, p, err := ReadRaw(p, true)
 	if err != nil {
-		return e, fmt.Errorf("%w: payload: %w", errEnvelope, err)
+		return e, fmt.Errorf("%w: payload: %w", ErrEnvelope, err)
 	}
 	if len(p) != 0 {
-		return e, fmt.Errorf("%w: %d trailing bytes", errEnvelope, len(p))
+		return e, fmt.Errorf("%w: %d trailing bytes", ErrEnvelope, len(p))
 	}
-	e.rv, e.uid, e.payload = string(rv), string(uid), payload
+	e.RV, e.UID, e.Payload = string(rv), string(uid), payload
 	return e, nil
 }
 
-// envelopeRV returns the resourceVersion of an envelope without looking at
+// EnvelopeRV returns the resourceVersion of an envelope without looking at
 // the rest.
-func envelopeRV(buf []byte) (string, error) {
+func EnvelopeRV(buf []byte) (string, error) {
 	if len(buf) < 1 || buf[0] != mpFixArray3 {
-		return "", fmt.Errorf("%w: not a 3-element array", errEnvelope)
+		return "", fmt.Errorf("%w: not a 3-element array", ErrEnvelope)
 	}
-	rv, _, err := readRaw(buf[1:], false)
+	rv, _, err := ReadRaw(buf[1:], false)
 	if err != nil {
-		return "", fmt.Errorf("%w: resourceVersion: %w", errEnvelope, err)
+		return "", fmt.Errorf("%w: resourceVersion: %w", ErrEnvelope, err)
 	}
 	return string(rv), nil
 }
 
-// readRaw reads one str (bin when wantBin) and returns its bytes and the
+// ReadRaw reads one str (bin when wantBin) and returns its bytes and the
 // rest of p.
-func readRaw(p []byte, wantBin bool) (data, rest []byte, err error) {
+func ReadRaw(p []byte, wantBin bool) (data, rest []byte, err error) {
 	if len(p) == 0 {
 		return nil, nil, errors.New("truncated")
 	}

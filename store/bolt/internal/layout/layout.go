@@ -1,4 +1,4 @@
-package bolt
+package layout
 
 import (
 	"bytes"
@@ -12,13 +12,13 @@ import (
 	bbolt "go.etcd.io/bbolt"
 )
 
-// File layout (see doc.go for the prose):
+// File layout (see package bolt's doc.go for the prose):
 //
 //	warmcache                      format marker bucket
-//	  format -> msgpack fileFormat
+//	  format -> msgpack FileFormat
 //	res;g=..;v=..;r=..;...         one bucket per resource (Identity.String)
-//	  meta   -> msgpack resourceMeta
-//	  live   -> 8-byte big-endian generation number
+//	  meta   -> msgpack Meta
+//	  live   -> 8-byte big-endian Generation number
 //	  gen/                         generations of the content
 //	    <8-byte gen>/
 //	      items/    key -> 8-byte blob id + reverse entry (msgpack map index
@@ -34,86 +34,88 @@ import (
 // blob id is the blobs bucket's sequence when the item was added, and an
 // update rewrites the envelope under the same id.
 
-// A Replace stages a new generation and Commit moves the live pointer to it
-// in one transaction; the old generation is deleted afterwards.
+// A Replace stages a new Generation and Commit moves the live pointer to it
+// in one transaction; the old Generation is deleted afterwards.
 
-// Versions of what this package writes.
+// Versions of what package bolt writes.
 const (
-	// formatVersion is the version of the file layout.
-	formatVersion = 1
-	// schemaVersion is the version of a resource's layout and encodings
+	// FormatVersion is the version of the file layout.
+	FormatVersion = 1
+	// SchemaVersion is the version of a resource's layout and encodings
 	// (item entries, envelopes, reverse entries, index keys). A resource
-	// recorded with another schema version is discarded. Version 1 kept
-	// envelopes in the items bucket and reverse entries in their own.
-	schemaVersion = 2
-	// formatMagic marks a warmcache file.
-	formatMagic = "warmcache"
+	// recorded with another schema version is discarded (and relisted by
+	// its informer). Version 1 kept envelopes in the items bucket and
+	// reverse entries in their own; version 2 stored object keys as they
+	// are and so could not hold the empty key (see EncodeItemKey).
+	SchemaVersion = 3
+	// Magic marks a warmcache file.
+	Magic = "warmcache"
 )
 
+// Names of the buckets and keys of the layout.
 var (
-	markerBucket = []byte("warmcache")
-	formatKey    = []byte("format")
-	metaKey      = []byte("meta")
-	liveKey      = []byte("live")
-	genBucket    = []byte("gen")
-	itemsBucket  = []byte("items")
-	blobsBucket  = []byte("blobs")
-	indexBucket  = []byte("index")
+	MarkerBucket = []byte("warmcache")
+	FormatKey    = []byte("format")
+	MetaKey      = []byte("meta")
+	LiveKey      = []byte("live")
+	GenBucket    = []byte("gen")
+	ItemsBucket  = []byte("items")
+	BlobsBucket  = []byte("blobs")
+	IndexBucket  = []byte("index")
 )
 
-// fileFormat is the value of warmcache/format.
-type fileFormat struct {
+// FileFormat is the value of warmcache/format.
+type FileFormat struct {
 	Magic   string `msgpack:"magic"`
 	Version int    `msgpack:"version"`
 	Created int64  `msgpack:"created"` // unix nanoseconds
 }
 
-// ResourceState is the recorded health of a resource's data.
-type ResourceState string
+// State is the recorded health of a resource's data.
+type State string
 
 const (
 	// StateNew: no Replace was ever committed; the items (if any) are
 	// incremental changes only.
-	StateNew ResourceState = "new"
+	StateNew State = "new"
 	// StateComplete: the items are a complete picture of the server at
 	// the recorded resourceVersion.
-	StateComplete ResourceState = "complete"
+	StateComplete State = "complete"
 	// StateIncomplete: the items were complete once but something was
 	// lost since (an item that does not decode); a relist is needed.
-	StateIncomplete ResourceState = "incomplete"
-	// StateRelisting is reported by Resources (never recorded as such)
-	// for a resource with a staged, uncommitted Replace.
-	StateRelisting ResourceState = "relisting"
+	StateIncomplete State = "incomplete"
 )
 
-// resourceMeta is the value of <resource>/meta. Fields are encoded by name,
+// Meta is the value of <resource>/meta. Fields are encoded by name,
 // so that tools can read it.
-type resourceMeta struct {
-	Schema       int           `msgpack:"schema"`
-	Identity     Identity      `msgpack:"identity"`
-	Codec        string        `msgpack:"codec"`
-	TypeHash     string        `msgpack:"typeHash,omitempty"` // typeFingerprint of the decoded type
-	Indexes      []string      `msgpack:"indexes"`            // sorted
-	IndexVersion string        `msgpack:"indexVersion"`
-	IndexBuild   bool          `msgpack:"indexBuild"` // an index rebuild is under way
-	RV           string        `msgpack:"rv"`
-	State        ResourceState `msgpack:"state"`
-	Reason       string        `msgpack:"reason,omitempty"` // why incomplete
-	Objects      int64         `msgpack:"objects"`
-	Staging      uint64        `msgpack:"staging"` // generation of an open Replace, 0 if none
-	NextGen      uint64        `msgpack:"nextGen"`
-	Created      int64         `msgpack:"created"`  // unix nanoseconds
-	Updated      int64         `msgpack:"updated"`  // last write
-	Relisted     int64         `msgpack:"relisted"` // last committed Replace
+type Meta struct {
+	Schema       int      `msgpack:"schema"`
+	Identity     Identity `msgpack:"identity"`
+	Codec        string   `msgpack:"codec"`
+	TypeHash     string   `msgpack:"typeHash,omitempty"` // typeFingerprint of the decoded type
+	Indexes      []string `msgpack:"indexes"`            // sorted
+	IndexVersion string   `msgpack:"indexVersion"`
+	IndexBuild   bool     `msgpack:"indexBuild"` // an index rebuild is under way
+	RV           string   `msgpack:"rv"`
+	State        State    `msgpack:"state"`
+	Reason       string   `msgpack:"reason,omitempty"` // why incomplete
+	Objects      int64    `msgpack:"objects"`
+	Staging      uint64   `msgpack:"staging"` // Generation of an open Replace, 0 if none
+	NextGen      uint64   `msgpack:"nextGen"`
+	Created      int64    `msgpack:"created"`  // unix nanoseconds
+	Updated      int64    `msgpack:"updated"`  // last write
+	Relisted     int64    `msgpack:"relisted"` // last committed Replace
 }
 
-func (m *resourceMeta) clone() resourceMeta {
+// Clone returns a copy of m that shares no memory with it.
+func (m *Meta) Clone() Meta {
 	c := *m
 	c.Indexes = slices.Clone(m.Indexes)
 	return c
 }
 
-func encodeMeta(m *resourceMeta) ([]byte, error) {
+// EncodeMeta encodes m.
+func EncodeMeta(m *Meta) ([]byte, error) {
 	b, err := msgpack.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("encode resource meta: %w", err)
@@ -121,101 +123,105 @@ func encodeMeta(m *resourceMeta) ([]byte, error) {
 	return b, nil
 }
 
-func decodeMeta(b []byte) (resourceMeta, error) {
-	var m resourceMeta
+// DecodeMeta decodes the value of a resource's meta key.
+func DecodeMeta(b []byte) (Meta, error) {
+	var m Meta
 	if err := msgpack.Unmarshal(b, &m); err != nil {
 		return m, fmt.Errorf("decode resource meta: %w", err)
 	}
 	return m, nil
 }
 
-func putMeta(res *bbolt.Bucket, m *resourceMeta) error {
+// PutMeta stamps m with the time of this write and stores it in res.
+func PutMeta(res *bbolt.Bucket, m *Meta) error {
 	m.Updated = time.Now().UnixNano()
-	b, err := encodeMeta(m)
+	b, err := EncodeMeta(m)
 	if err != nil {
 		return err
 	}
-	return res.Put(metaKey, b)
+	return res.Put(MetaKey, b)
 }
 
-func genName(gen uint64) []byte {
+// GenName is the bucket name of generation gen.
+func GenName(gen uint64) []byte {
 	return binary.BigEndian.AppendUint64(nil, gen)
 }
 
-func liveGenOf(res *bbolt.Bucket) (uint64, error) {
-	v := res.Get(liveKey)
+// LiveGen returns the live generation number recorded in res.
+func LiveGen(res *bbolt.Bucket) (uint64, error) {
+	v := res.Get(LiveKey)
 	if len(v) != 8 {
-		return 0, errors.New("live generation pointer missing or malformed")
+		return 0, errors.New("live Generation pointer missing or malformed")
 	}
 	return binary.BigEndian.Uint64(v), nil
 }
 
-// generation is the set of buckets of one generation of a resource's
-// content, open in one transaction.
-type generation struct {
-	b     *bbolt.Bucket
-	items *bbolt.Bucket
-	blobs *bbolt.Bucket
-	index *bbolt.Bucket
+// Generation is the set of buckets of one Generation of a resource's
+// content, open in one transaction: valid only while it lasts.
+type Generation struct {
+	B     *bbolt.Bucket
+	Items ItemBucket
+	Blobs *bbolt.Bucket
+	Index *bbolt.Bucket
 }
 
-// blobsFill is the fill percent of the blobs bucket's pages: envelopes are
+// BlobsFill is the fill percent of the blobs bucket's pages: envelopes are
 // appended in id order, so full pages stay full (bbolt's default of half
 // suits keys inserted anywhere).
-const blobsFill = 0.9
+const BlobsFill = 0.9
 
-// openGeneration returns generation gen of res, or an error if a bucket is
+// OpenGeneration returns Generation gen of res, or an error if a bucket is
 // missing.
-func openGeneration(res *bbolt.Bucket, gen uint64) (*generation, error) {
-	gens := res.Bucket(genBucket)
+func OpenGeneration(res *bbolt.Bucket, gen uint64) (*Generation, error) {
+	gens := res.Bucket(GenBucket)
 	if gens == nil {
 		return nil, errors.New("generations bucket missing")
 	}
-	g := &generation{b: gens.Bucket(genName(gen))}
-	if g.b == nil {
-		return nil, fmt.Errorf("generation %d missing", gen)
+	g := &Generation{B: gens.Bucket(GenName(gen))}
+	if g.B == nil {
+		return nil, fmt.Errorf("Generation %d missing", gen)
 	}
-	g.items, g.blobs, g.index = g.b.Bucket(itemsBucket), g.b.Bucket(blobsBucket), g.b.Bucket(indexBucket)
-	if g.items == nil || g.blobs == nil || g.index == nil {
-		return nil, fmt.Errorf("generation %d is missing a bucket", gen)
+	g.Items.B, g.Blobs, g.Index = g.B.Bucket(ItemsBucket), g.B.Bucket(BlobsBucket), g.B.Bucket(IndexBucket)
+	if g.Items.B == nil || g.Blobs == nil || g.Index == nil {
+		return nil, fmt.Errorf("Generation %d is missing a bucket", gen)
 	}
-	g.blobs.FillPercent = blobsFill
+	g.Blobs.FillPercent = BlobsFill
 	return g, nil
 }
 
-// openLive returns the live generation of res.
-func openLive(res *bbolt.Bucket) (*generation, error) {
-	gen, err := liveGenOf(res)
+// OpenLive returns the live Generation of res.
+func OpenLive(res *bbolt.Bucket) (*Generation, error) {
+	gen, err := LiveGen(res)
 	if err != nil {
 		return nil, err
 	}
-	return openGeneration(res, gen)
+	return OpenGeneration(res, gen)
 }
 
-// createGeneration creates generation gen of res with an index bucket per
+// CreateGeneration creates Generation gen of res with an index bucket per
 // name. It fails if it exists.
-func createGeneration(res *bbolt.Bucket, gen uint64, indexes []string) (*generation, error) {
-	gens, err := res.CreateBucketIfNotExists(genBucket)
+func CreateGeneration(res *bbolt.Bucket, gen uint64, indexes []string) (*Generation, error) {
+	gens, err := res.CreateBucketIfNotExists(GenBucket)
 	if err != nil {
 		return nil, err
 	}
-	b, err := gens.CreateBucket(genName(gen))
+	b, err := gens.CreateBucket(GenName(gen))
 	if err != nil {
-		return nil, fmt.Errorf("create generation %d: %w", gen, err)
+		return nil, fmt.Errorf("create Generation %d: %w", gen, err)
 	}
-	g := &generation{b: b}
-	if g.items, err = b.CreateBucket(itemsBucket); err != nil {
+	g := &Generation{B: b}
+	if g.Items.B, err = b.CreateBucket(ItemsBucket); err != nil {
 		return nil, err
 	}
-	if g.blobs, err = b.CreateBucket(blobsBucket); err != nil {
+	if g.Blobs, err = b.CreateBucket(BlobsBucket); err != nil {
 		return nil, err
 	}
-	g.blobs.FillPercent = blobsFill
-	if g.index, err = b.CreateBucket(indexBucket); err != nil {
+	g.Blobs.FillPercent = BlobsFill
+	if g.Index, err = b.CreateBucket(IndexBucket); err != nil {
 		return nil, err
 	}
 	for _, name := range indexes {
-		if _, err := g.index.CreateBucket([]byte(name)); err != nil {
+		if _, err := g.Index.CreateBucket([]byte(name)); err != nil {
 			return nil, fmt.Errorf("create index bucket %q: %w", name, err)
 		}
 	}
@@ -227,8 +233,8 @@ func createGeneration(res *bbolt.Bucket, gen uint64, indexes []string) (*generat
 // 0x01 0x01 and 0x01 as 0x01 0x02. Values without those bytes are stored
 // as is, so the layout reads as <value>\x00<key>.
 
-// appendIndexPrefix appends escaped(value) 0x00.
-func appendIndexPrefix(dst []byte, value string) []byte {
+// AppendIndexPrefix appends escaped(value) 0x00.
+func AppendIndexPrefix(dst []byte, value string) []byte {
 	for i := 0; i < len(value); i++ {
 		switch c := value[i]; c {
 		case 0x00:
@@ -242,13 +248,14 @@ func appendIndexPrefix(dst []byte, value string) []byte {
 	return append(dst, 0x00)
 }
 
-func indexKey(value, key string) []byte {
-	b := appendIndexPrefix(make([]byte, 0, len(value)+len(key)+2), value)
+// IndexKey is the index entry key of object key under value.
+func IndexKey(value, key string) []byte {
+	b := AppendIndexPrefix(make([]byte, 0, len(value)+len(key)+2), value)
 	return append(b, key...)
 }
 
-// splitIndexKey returns the value and object key of an index key.
-func splitIndexKey(k []byte) (value, key string, err error) {
+// SplitIndexKey returns the value and object key of an index key.
+func SplitIndexKey(k []byte) (value, key string, err error) {
 	i := bytes.IndexByte(k, 0x00)
 	if i < 0 {
 		return "", "", errors.New("index key without separator")
@@ -285,9 +292,9 @@ func splitIndexKey(k []byte) (value, key string, err error) {
 // value at all has an empty reverse entry. Like the envelope they are
 // encoded by hand: they are written and read for every write.
 
-// appendReverse appends the reverse entry of values to dst; nothing when
+// AppendReverse appends the reverse entry of values to dst; nothing when
 // no index has a value (values may be nil).
-func appendReverse(dst []byte, names []string, values [][]string) []byte {
+func AppendReverse(dst []byte, names []string, values [][]string) []byte {
 	if values == nil {
 		return dst
 	}
@@ -309,10 +316,10 @@ func appendReverse(dst []byte, names []string, values [][]string) []byte {
 		if len(values[i]) == 0 {
 			continue
 		}
-		b = appendStr(b, name)
+		b = AppendStr(b, name)
 		b = appendLen(b, len(values[i]), 0x90, 0xdc, 0xdd)
 		for _, v := range values[i] {
-			b = appendStr(b, v)
+			b = AppendStr(b, v)
 		}
 	}
 	return b
@@ -345,7 +352,9 @@ func readLen(p []byte, fix, tag16, tag32 byte) (int, []byte, error) {
 	return 0, nil, fmt.Errorf("unexpected msgpack tag 0x%02x", p[0])
 }
 
-func decodeReverse(b []byte) (map[string][]string, error) {
+// DecodeReverse decodes a reverse entry: index name to the values the
+// object is filed under (nil for an empty entry). The strings are copies.
+func DecodeReverse(b []byte) (map[string][]string, error) {
 	if len(b) == 0 {
 		return nil, nil
 	}
@@ -362,7 +371,7 @@ func decodeReverse(b []byte) (map[string][]string, error) {
 	m := make(map[string][]string, n)
 	for range n {
 		var name []byte
-		if name, p, err = readRaw(p, false); err != nil {
+		if name, p, err = ReadRaw(p, false); err != nil {
 			return fail(err)
 		}
 		var k int
@@ -375,7 +384,7 @@ func decodeReverse(b []byte) (map[string][]string, error) {
 		vs := make([]string, k)
 		for i := range vs {
 			var v []byte
-			if v, p, err = readRaw(p, false); err != nil {
+			if v, p, err = ReadRaw(p, false); err != nil {
 				return fail(err)
 			}
 			vs[i] = string(v)
