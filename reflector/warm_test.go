@@ -42,7 +42,7 @@ func TestWarmStartWatchesWithoutListing(t *testing.T) {
 			if w.ResourceVersion != "4" || !w.AllowWatchBookmarks || w.SendInitialEvents != nil || w.ResourceVersionMatch != "" {
 				t.Fatalf("watch options = %+v, want RV 4 with bookmarks", w)
 			}
-			if got := h.r.LastSyncResourceVersion(); got != "6" {
+			if got := h.stoppedRV(); got != "6" {
 				t.Fatalf("LastSyncResourceVersion = %s, want 6", got)
 			}
 			sink.checkModel(t, src)
