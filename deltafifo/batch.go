@@ -93,7 +93,8 @@ type Batch struct {
 
 	// IsInInitialList is true for the batches of the initial relist (the
 	// replace begun before anything that completes the initial sync was
-	// pushed); handlers are told so on their Add notifications.
+	// pushed, when Options.InitialResourceVersion is empty); handlers are
+	// told so on their Add notifications.
 	IsInInitialList bool
 }
 

@@ -96,7 +96,11 @@
 // Delete (client-go's semantic). The batches of the initial relist (one
 // begun before anything completing the initial sync was pushed; a relist
 // retried after an aborted initial one is initial too) have
-// IsInInitialList set.
+// IsInInitialList set. A queue whose consumer already holds state
+// (Options.InitialResourceVersion set: a warm start) has no initial
+// relist: the consumer's state was its initial list, so a relist that
+// completes its sync (after a 410) delivers changes, not the initial
+// list.
 //
 // # Close
 //

@@ -74,7 +74,11 @@ type Options struct {
 	// holds (on a warm start, the store's persisted one). Until an event
 	// with a resourceVersion is pushed it is the queue's last
 	// resourceVersion, so KindDeltas batches carry it rather than an empty
-	// one. Default "".
+	// one. A consumer with state has had its initial list (on a warm
+	// start, the stored objects): when it is set, no replace is the
+	// initial list, so a relist, even one before the initial sync
+	// completes (a 410 on the resumed watch), has IsInInitialList false,
+	// as client-go flags a relist after its first. Default "".
 	InitialResourceVersion string
 
 	// Logger receives the queue's log lines, with Name added. Default

@@ -46,7 +46,10 @@
 // while the reflector resumes the watch from the persisted resourceVersion
 // instead of listing. HasSynced becomes true once the replay is done and
 // either the watch resumed (the queue's Synced marker) or the relist that
-// followed a 410 was committed.
+// followed a 410 was committed. The replay is the initial list: that
+// relist notifies only what changed, and its adds, like the adds of any
+// later relist, have isInInitialList false (client-go flags only its
+// first list).
 //
 // # Replays are paced, live events are not
 //
