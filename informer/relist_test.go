@@ -84,12 +84,16 @@ func TestRelistChangesWithObjects(t *testing.T) {
 			h.relist("10", a, b, c, e)
 			b2, d := labelled("b", "15", "b-new"), labelled("d", "16", "d")
 			h.relist("20", labelled("a", "1", "a1"), b2, d, labelled("e", "4", "e"))
-			h.waitBatch(func(bt deltafifo.Batch) bool { return bt.Kind == deltafifo.KindReplaceEnd && bt.ResourceVersion == "20" })
+			h.waitBatch(func(bt deltafifo.Batch) bool {
+				return bt.Kind == deltafifo.KindReplaceEnd && bt.ResourceVersion == "20"
+			})
 			// A third relist diffs against the second's content: the
 			// retained content of the second was released, not kept.
 			d3 := labelled("d", "21", "d3")
 			h.relist("30", labelled("a", "1", "a1"), b2, d3)
-			h.waitBatch(func(bt deltafifo.Batch) bool { return bt.Kind == deltafifo.KindReplaceEnd && bt.ResourceVersion == "30" })
+			h.waitBatch(func(bt deltafifo.Batch) bool {
+				return bt.Kind == deltafifo.KindReplaceEnd && bt.ResourceVersion == "30"
+			})
 
 			got := rec.snapshot()
 			want := []objEvent{
