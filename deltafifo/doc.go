@@ -13,8 +13,8 @@
 // list page or per chunk of a WatchList stream) and EndReplace (or
 // AbortReplace when the list fails), and on a warm start MarkSynced once
 // its watch from the persisted resourceVersion is established. Resync
-// queues Sync deltas for the consumer's known objects (client-go's
-// periodic resync).
+// queues Sync deltas, which carry keys only, for the consumer's known
+// objects (client-go's periodic resync).
 //
 // The queue is bounded: Options.Capacity limits the number of queued
 // deltas plus queued page objects. A push that does not fit blocks until

@@ -222,7 +222,7 @@ func TestHasSynced(t *testing.T) {
 		name: "a bookmark or a resync first does not complete the sync",
 		steps: []step{
 			{do: "bookmark"}, {do: "resync"}, {do: "begin"}, {do: "end"},
-			{do: "pop", wantBatch: "Deltas rv=2 k[Sync:k/9]"},
+			{do: "pop", wantBatch: "Deltas rv=2 k[Sync:k]"},
 			{do: "pop", wantBatch: "ReplaceBegin initial"},
 			{do: "pop", wantBatch: "ReplaceEnd rv=3 initial", wantSynced: true},
 		},

@@ -23,21 +23,29 @@
 // the stored one (k8s.io/apimachinery/pkg/util/resourceversion) is
 // skipped, and so is a delete for a key the store does not hold. Handlers
 // are told only what changed the store, which is also what client-go's
-// DeltaFIFO lets through. Only the keys of the batch are read: their
-// stored objects when handlers need the old object, otherwise only their
-// resourceVersions (store.ResourceVersionOf, no decoding).
+// DeltaFIFO lets through. Only the keys of the batch are read, and of
+// each only its resourceVersion (store.ResourceVersionOf, no decoding);
+// the stored object is decoded only when a notification needs it (the old
+// object of an update, a resync: Sync deltas carry keys only), once, past
+// the store's cache of decoded objects (store.GetUncached), so that the
+// writer never evicts what listers read. Deletes and skipped replays
+// decode nothing.
 //
 // # Relists
 //
 // A relist (a cold start, or a 410 on a warm one) is staged into a
-// store.Replace page by page and committed atomically (invariant 2). Each
-// listed object is compared with the stored resourceVersion: new keys
-// become adds, changed ones updates (the old object is kept for OnUpdate),
-// unchanged ones produce nothing; keys that vanished become deletes
-// carrying cache.DeletedFinalStateUnknown with the last stored state.
-// Handlers are notified after the commit. A relist into an empty store
-// (a cold start) remembers nothing and streams the committed content as
-// adds.
+// store.Replace page by page and committed atomically (invariant 2).
+// Nothing is read or remembered per listed object meanwhile. After the
+// commit the store streams the differences between the content it
+// replaced (retained until then: in the file for a bolt store) and the new
+// one (store.Replace.Changes), in key order: new keys become adds, keys
+// with another resourceVersion updates (the replaced object is OnUpdate's
+// old one), unchanged ones produce nothing, and keys that vanished become
+// deletes carrying cache.DeletedFinalStateUnknown with the last stored
+// state. The replaced content is released once the handlers have been
+// handed everything, so a relist holds a bounded number of objects
+// however many changed. A relist into an empty store (a cold start)
+// streams the committed content as adds.
 //
 // # Warm start
 //

@@ -235,14 +235,14 @@ func TestWarmStartResumesWithoutList(t *testing.T) {
 				equalEvents(t, got[:3], replay)
 				var changes []event
 				if expire {
-					// The relist diff: only what changed. The replay was
-					// the initial list, so the relist's add is not, whether
-					// or not the reflector saw the watch established (and
-					// pushed MarkSynced) before the 410.
+					// The relist diff: only what changed, in key order. The
+					// replay was the initial list, so the relist's add is
+					// not, whether or not the reflector saw the watch
+					// established (and pushed MarkSynced) before the 410.
 					changes = []event{
-						event("add ns/d@" + dRV + " initial=false"),
 						event("update ns/b@" + bOld + " -> ns/b@" + bNew),
 						event("delete dfsu(ns/c@" + cOld + ")"),
+						event("add ns/d@" + dRV + " initial=false"),
 					}
 				} else {
 					changes = []event{

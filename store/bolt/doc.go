@@ -46,10 +46,13 @@
 //     generation and records it in meta; each Replace.Add writes a page
 //     into it in its own transaction (memory bounded by a page); Commit
 //     moves the live pointer and writes the RV and the complete state in
-//     one transaction, then deletes the old generation. An open that finds
-//     a staged generation deletes it and reports State().RelistInterrupted
-//     with the previous content and RV intact. Vanished merge-walks the
-//     live and staged keys.
+//     one transaction, and keeps the replaced generation until Release
+//     deletes it, so that Changes can merge-walk the two and stream the
+//     differences to handlers without holding them on the heap. An open
+//     that finds a staged generation deletes it and reports
+//     State().RelistInterrupted with the previous content and RV intact;
+//     it deletes a retained one too (the committed content is whole).
+//     Vanished merge-walks the live and staged keys.
 //  3. The file describes itself: a resource recorded with another schema
 //     version, identity, codec or fingerprint of the decoded Go type (its
 //     fields, types and tags: decoding drops the fields a binary's types do

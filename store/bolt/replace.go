@@ -22,6 +22,9 @@ type replaceTx struct {
 	// AddIndexers is refused while a Replace is open.
 	ix      *indexSet
 	objects int64 // objects staged so far
+	// old is the generation Commit replaced, retained for Changes until
+	// Release; 0 before Commit.
+	old uint64
 }
 
 var _ store.Replace = (*replaceTx)(nil)
@@ -30,7 +33,8 @@ var _ store.Replace = (*replaceTx)(nil)
 // the resource's meta so that a crash before Commit is found by the next
 // open (State().RelistInterrupted) and its staged data deleted. Readers see
 // the previous content until Commit. A second BeginReplace while one is
-// open returns an error wrapping store.ErrReplaceInProgress.
+// open returns an error wrapping store.ErrReplaceInProgress; one after a
+// Commit first deletes the generation that Commit retained.
 func (s *Store) BeginReplace(ctx context.Context) (store.Replace, error) {
 	const op = "begin replace"
 	if err := ctx.Err(); err != nil {
@@ -47,6 +51,7 @@ func (s *Store) BeginReplace(ctx context.Context) (store.Replace, error) {
 	if s.replace != nil {
 		return nil, s.errorf(op, store.ErrReplaceInProgress)
 	}
+	s.releaseLocked()
 	r := &replaceTx{s: s, ix: s.indexers.Load()}
 	m := s.meta.Clone()
 	err := s.db.update(op, func(tx *bbolt.Tx) error {
@@ -229,10 +234,11 @@ func (r *replaceTx) Vanished(ctx context.Context, fn store.ScanFunc) error {
 }
 
 // Commit makes the staged generation live and records rv and the complete
-// state, in one write transaction; the old generation is deleted in a
-// second one (a crash between the two leaves it for the next open to
-// delete). A failed commit leaves the previous content, rv and the Replace
-// open: the caller may retry or Abort.
+// state, in one write transaction. The replaced generation stays in the
+// file, for Changes, until Release deletes it (a crash before that leaves
+// it for the next open to delete; nothing reads it then). A failed commit
+// leaves the previous content, rv and the Replace open: the caller may
+// retry or Abort.
 func (r *replaceTx) Commit(ctx context.Context, rv string) error {
 	const op = "replace commit"
 	s := r.s
@@ -263,13 +269,11 @@ func (r *replaceTx) Commit(ctx context.Context, rv string) error {
 		return s.errorf(op, err)
 	}
 	s.replace = nil
+	r.old, s.retained = old, r
 	s.setMetaLocked(m)
 	st := *s.status.Load()
 	st.relistInterrupted = false
 	s.status.Store(&st)
-	if err := s.deleteGenerationLocked(old); err != nil {
-		s.logger.Error(err, "Failed to delete the replaced generation; the next open deletes it", "generation", old)
-	}
 	return nil
 }
 
@@ -296,14 +300,23 @@ func (s *Store) deleteGenerationLocked(gen uint64) error {
 	})
 }
 
-// Abort discards the staged objects; the content is unchanged. It is a
-// no-op after Commit, Abort or Close. If the staged data cannot be deleted
-// now (disk full), the Replace is still ended and the next open deletes it.
+// Abort discards the staged objects; the content is unchanged. After
+// Commit it releases the retained generation, as Release does. It is a
+// no-op after Release, Abort or Close. If the staged data cannot be
+// deleted now (disk full), the Replace is still ended and the next open
+// deletes it.
 func (r *replaceTx) Abort() error {
 	s := r.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.replace != r || s.closed.Load() {
+	if s.closed.Load() {
+		return nil
+	}
+	if s.retained == r {
+		s.releaseLocked()
+		return nil
+	}
+	if s.replace != r {
 		return nil
 	}
 	s.replace = nil

@@ -78,12 +78,16 @@ type Store struct {
 	// every commit under mu.
 	status atomic.Pointer[status]
 
-	// mu serialises this store's writes and guards meta and replace. It is
-	// held for the duration of a write transaction; lock order: mu, then
-	// bbolt's own locks. It is never held while calling a ScanFunc.
+	// mu serialises this store's writes and guards meta, replace and
+	// retained. It is held for the duration of a write transaction; lock
+	// order: mu, then bbolt's own locks. It is never held while calling a
+	// ScanFunc.
 	mu      sync.Mutex
 	meta    layout.Meta // as last committed
 	replace *replaceTx  // the open Replace, nil if none
+	// retained is the committed Replace whose replaced generation is kept
+	// in the file until its Release, nil if none.
+	retained *replaceTx
 }
 
 var _ store.Store = (*Store)(nil)
@@ -371,7 +375,11 @@ func (s *Store) Replace(list []interface{}, rv string) error {
 		}
 		list = list[n:]
 	}
-	return r.Commit(ctx, rv)
+	if err := r.Commit(ctx, rv); err != nil {
+		_ = r.Abort()
+		return err
+	}
+	return r.Release()
 }
 
 // replacePage is the number of objects cache.Store's Replace writes per
@@ -437,6 +445,7 @@ func (s *Store) close(unregister bool) error {
 	r := s.replace
 	s.replace = nil
 	s.objects.clear()
+	s.releaseLocked()
 	var err error
 	if r != nil && !s.readOnly {
 		err = s.abortLocked(r)
