@@ -3,7 +3,7 @@ GO ?= go
 PKGS ?= ./...
 BENCHTIME ?= 1x
 
-.PHONY: test test-unit vet fmt fmt-check bench
+.PHONY: test test-unit vet fmt fmt-check bench stress
 
 ## test: vet, then every test with the race detector.
 test: vet fmt-check
@@ -12,6 +12,13 @@ test: vet fmt-check
 ## test-unit: the quick loop (-short skips the slow crash and end-to-end suites).
 test-unit: vet
 	$(GO) test -race -short -count=1 $(PKGS)
+
+## stress: every test -race -count=$(STRESS_COUNT) while a second go test loads
+## the machine (test/stress.sh); -short by default (STRESS_FLAGS= to include the
+## crash and end-to-end suites). A failure is a flake: fix it at its cause.
+STRESS_COUNT ?= 20
+stress:
+	bash test/stress.sh $(STRESS_COUNT) $(PKGS)
 
 vet:
 	$(GO) vet $(PKGS)

@@ -69,7 +69,8 @@ type Batch struct {
 	// segment, oldest first (client-go DeltaFIFO semantics: consecutive
 	// deletes deduplicated). Delta types are cache.Added, cache.Updated,
 	// cache.Deleted and cache.Sync; a Deleted delta's object may be a
-	// cache.DeletedFinalStateUnknown.
+	// cache.DeletedFinalStateUnknown, and a Sync delta's object is its key,
+	// a cache.ExplicitKey (the consumer notifies with the object it holds).
 	Deltas []cache.Deltas
 
 	// Objects are the listed objects of a KindReplacePage batch, with the
@@ -93,7 +94,8 @@ type Batch struct {
 
 	// IsInInitialList is true for the batches of the initial relist (the
 	// replace begun before anything that completes the initial sync was
-	// pushed); handlers are told so on their Add notifications.
+	// pushed, when Options.InitialResourceVersion is empty); handlers are
+	// told so on their Add notifications.
 	IsInInitialList bool
 }
 

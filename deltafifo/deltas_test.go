@@ -2,7 +2,6 @@ package deltafifo_test
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"testing"
 
@@ -185,14 +184,14 @@ func TestResync(t *testing.T) {
 	}{{
 		name:  "every known key gets a Sync delta, in ListKeys order",
 		known: &known{pods: []*corev1.Pod{pod("a", "1"), pod("b", "2")}},
-		want:  []string{"Deltas rv=10 a[Sync:a/1] b[Sync:b/2]"},
+		want:  []string{"Deltas rv=10 a[Sync:a] b[Sync:b]"},
 	}, {
 		name:  "keys with queued deltas are skipped",
 		known: &known{pods: []*corev1.Pod{pod("a", "1"), pod("b", "2"), pod("c", "3")}},
 		before: func(t *testing.T, q *deltafifo.Queue) {
 			must(t, q.Update(ctx, pod("b", "11")))
 		},
-		want: []string{"Deltas rv=11 b[Updated:b/11(t)] a[Sync:a/1] c[Sync:c/3]"},
+		want: []string{"Deltas rv=11 b[Updated:b/11(t)] a[Sync:a] c[Sync:c]"},
 	}, {
 		name:  "keys with deltas queued in an earlier segment are skipped",
 		known: &known{pods: []*corev1.Pod{pod("a", "1"), pod("b", "2")}},
@@ -200,25 +199,23 @@ func TestResync(t *testing.T) {
 			must(t, q.Update(ctx, pod("a", "11")))
 			must(t, q.MarkSynced(ctx))
 		},
-		want: []string{"Deltas rv=11 a[Updated:a/11(t)]", "Synced", "Deltas rv=11 b[Sync:b/2]"},
+		want: []string{"Deltas rv=11 a[Updated:a/11(t)]", "Synced", "Deltas rv=11 b[Sync:b]"},
 	}, {
 		name:  "a second resync does not duplicate queued Syncs",
 		known: &known{pods: []*corev1.Pod{pod("a", "1")}},
 		before: func(t *testing.T, q *deltafifo.Queue) {
 			must(t, q.Resync(ctx))
 		},
-		want: []string{"Deltas rv=10 a[Sync:a/1]"},
-	}, {
-		name:  "lookup errors and vanished keys are skipped",
-		known: &known{pods: []*corev1.Pod{pod("a", "1"), pod("b", "2"), pod("c", "3")}, errKey: "ns/a", gone: "ns/b"},
-		want:  []string{"Deltas rv=10 c[Sync:c/3]"},
+		want: []string{"Deltas rv=10 a[Sync:a]"},
 	}, {
 		name:  "nothing happens while a replace is open",
 		known: &known{pods: []*corev1.Pod{pod("a", "1")}},
 		before: func(t *testing.T, q *deltafifo.Queue) {
 			must(t, q.BeginReplace(ctx))
 		},
-		want: []string{"ReplaceBegin initial"},
+		// The queue starts with InitialResourceVersion: no replace is
+		// the initial list.
+		want: []string{"ReplaceBegin"},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -300,18 +297,26 @@ func TestLongLivedSegment(t *testing.T) {
 	}
 }
 
-// unkeyable is a KnownObjects holding an object no key function accepts.
-type unkeyable struct{}
+// keysOnly is a KnownObjects whose keys no object has: Resync queues them
+// as they are, without reading objects.
+type keysOnly []string
 
-func (unkeyable) ListKeys() []string { return []string{"ns/a"} }
-func (unkeyable) GetByKey(string) (interface{}, bool, error) {
-	return 42, true, nil
-}
+func (k keysOnly) ListKeys() []string { return k }
 
-func TestResyncKeyError(t *testing.T) {
-	q := newQueue(t, deltafifo.Options{KnownObjects: unkeyable{}})
-	var ke cache.KeyError
-	if err := q.Resync(context.Background()); !errors.As(err, &ke) {
-		t.Fatalf("Resync = %v, want a cache.KeyError", err)
+// TestResyncKeysOnly checks that Sync deltas carry their key only, as a
+// cache.ExplicitKey, whatever the key function would make of an object.
+func TestResyncKeysOnly(t *testing.T) {
+	q := newQueue(t, deltafifo.Options{KnownObjects: keysOnly{"a", "ns/b/c"}})
+	if err := q.Resync(context.Background()); err != nil {
+		t.Fatalf("Resync: %v", err)
+	}
+	b := pop(t, q, 10)
+	if len(b.Keys) != 2 || b.Keys[0] != "a" || b.Keys[1] != "ns/b/c" {
+		t.Fatalf("Resync queued %s, want keys a and ns/b/c", describe(b))
+	}
+	for i, ds := range b.Deltas {
+		if len(ds) != 1 || ds[0].Type != cache.Sync || ds[0].Object != cache.ExplicitKey(b.Keys[i]) {
+			t.Errorf("deltas of %s = %v, want one Sync carrying the key", b.Keys[i], ds)
+		}
 	}
 }

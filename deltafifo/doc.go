@@ -13,8 +13,8 @@
 // list page or per chunk of a WatchList stream) and EndReplace (or
 // AbortReplace when the list fails), and on a warm start MarkSynced once
 // its watch from the persisted resourceVersion is established. Resync
-// queues Sync deltas for the consumer's known objects (client-go's
-// periodic resync).
+// queues Sync deltas, which carry keys only, for the consumer's known
+// objects (client-go's periodic resync).
 //
 // The queue is bounded: Options.Capacity limits the number of queued
 // deltas plus queued page objects. A push that does not fit blocks until
@@ -96,7 +96,11 @@
 // Delete (client-go's semantic). The batches of the initial relist (one
 // begun before anything completing the initial sync was pushed; a relist
 // retried after an aborted initial one is initial too) have
-// IsInInitialList set.
+// IsInInitialList set. A queue whose consumer already holds state
+// (Options.InitialResourceVersion set: a warm start) has no initial
+// relist: the consumer's state was its initial list, so a relist that
+// completes its sync (after a 410) delivers changes, not the initial
+// list.
 //
 // # Close
 //

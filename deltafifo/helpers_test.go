@@ -53,6 +53,8 @@ func describeObj(obj interface{}) string {
 			return "tomb:" + p.ResourceVersion
 		}
 		return "tomb:-"
+	case cache.ExplicitKey:
+		return strings.TrimPrefix(string(o), "ns/")
 	case *corev1.Pod:
 		s := o.Name + "/" + o.ResourceVersion
 		if o.Labels["transformed"] == "yes" {
@@ -137,11 +139,10 @@ func equalLines(t *testing.T, what string, got, want []string) {
 	}
 }
 
-// known is a KnownObjects over a fixed list of pods, in order.
+// known is a KnownObjects over a fixed list of pods, in order. Resync
+// reads their keys only.
 type known struct {
-	pods   []*corev1.Pod
-	errKey string // GetByKey fails for this key
-	gone   string // GetByKey reports this key missing
+	pods []*corev1.Pod
 }
 
 func (k *known) ListKeys() []string {
@@ -150,19 +151,4 @@ func (k *known) ListKeys() []string {
 		keys[i] = p.Namespace + "/" + p.Name
 	}
 	return keys
-}
-
-func (k *known) GetByKey(key string) (interface{}, bool, error) {
-	if key == k.errKey {
-		return nil, false, errors.New("lookup failed")
-	}
-	if key == k.gone {
-		return nil, false, nil
-	}
-	for _, p := range k.pods {
-		if p.Namespace+"/"+p.Name == key {
-			return p, true, nil
-		}
-	}
-	return nil, false, nil
 }

@@ -15,15 +15,14 @@ const DefaultCapacity = 10000
 // DefaultName is the name of a queue whose Options.Name is empty.
 const DefaultName = "deltafifo"
 
-// KnownObjects lists and gets the objects the consumer already holds (its
-// store). Resync reads it; it is called without the queue's lock held and
-// must be safe for concurrent use. A warmcache store.Store and a client-go
-// cache.Store satisfy it.
+// KnownObjects lists the keys of the objects the consumer already holds
+// (its store). Resync reads it; it is called without the queue's lock held
+// and must be safe for concurrent use. A warmcache store.Store and a
+// client-go cache.Store satisfy it. The objects themselves are never read:
+// Sync deltas carry keys (see Queue.Resync).
 type KnownObjects interface {
 	// ListKeys returns the keys of every known object.
 	ListKeys() []string
-	// GetByKey returns the object stored under key, or exists=false.
-	GetByKey(key string) (item interface{}, exists bool, err error)
 }
 
 // Metrics receives the queue's metrics. Its methods are called with the
@@ -74,7 +73,11 @@ type Options struct {
 	// holds (on a warm start, the store's persisted one). Until an event
 	// with a resourceVersion is pushed it is the queue's last
 	// resourceVersion, so KindDeltas batches carry it rather than an empty
-	// one. Default "".
+	// one. A consumer with state has had its initial list (on a warm
+	// start, the stored objects): when it is set, no replace is the
+	// initial list, so a relist, even one before the initial sync
+	// completes (a 410 on the resumed watch), has IsInInitialList false,
+	// as client-go flags a relist after its first. Default "".
 	InitialResourceVersion string
 
 	// Logger receives the queue's log lines, with Name added. Default

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -120,23 +119,25 @@ func (q *Queue) MarkSynced(ctx context.Context) error {
 	return nil
 }
 
-// Resync queues a cache.Sync delta for every object of KnownObjects whose
-// key has no delta queued (client-go's DeltaFIFO semantic: a key with
-// queued deltas is skipped, since KnownObjects may hold an older state).
-// It does nothing without KnownObjects, or while a replace is open (the
-// store is about to be replaced; Resync stops early if a replace begins
-// while it runs). Sync deltas carry no resourceVersion and the Transformer
-// is not applied to them.
+// Resync queues a cache.Sync delta for every key of KnownObjects that has
+// no delta queued (client-go's DeltaFIFO semantic: a key with queued
+// deltas is skipped, since KnownObjects may hold an older state). It does
+// nothing without KnownObjects, or while a replace is open (the store is
+// about to be replaced; Resync stops early if a replace begins while it
+// runs).
 //
-// KnownObjects is read without the queue's lock. Because popped batches
-// may not be applied yet, a Sync delta's object can be older than what the
-// consumer holds when it applies it: the consumer must treat Sync as
-// "notify with the stored object" and never write a Sync delta's object to
-// its store.
+// A Sync delta carries its key only, as a cache.ExplicitKey: the consumer
+// notifies its handlers with the object it holds when it applies the
+// delta (popped batches may not be applied yet, so an object read here
+// could be older than the consumer's), so the queue never reads the known
+// objects themselves, and a resync decodes each object of a persistent
+// store once, in the consumer, rather than twice. A key the consumer no
+// longer holds by then is skipped by it. Sync deltas carry no
+// resourceVersion and the Transformer is not applied to them.
 //
-// Resync blocks while the queue is full, so it must not be called from the
-// consumer's goroutine. Lookup errors are logged and the key skipped. It
-// returns an error wrapping a cache.KeyError, ErrClosed or ctx's error.
+// KnownObjects is read without the queue's lock. Resync blocks while the
+// queue is full, so it must not be called from the consumer's goroutine.
+// It returns an error wrapping ErrClosed or ctx's error.
 func (q *Queue) Resync(ctx context.Context) error {
 	if q.opts.KnownObjects == nil {
 		return nil
@@ -149,16 +150,7 @@ func (q *Queue) Resync(ctx context.Context) error {
 		return nil
 	}
 	for _, k := range q.opts.KnownObjects.ListKeys() {
-		obj, exists, err := q.opts.KnownObjects.GetByKey(k)
-		if err != nil {
-			utilruntime.HandleErrorWithLogger(q.logger, err, "Unable to queue object for sync", "key", k)
-			continue
-		}
-		if !exists {
-			q.logger.V(4).Info("Key vanished from known objects, not queuing it for sync", "key", k)
-			continue
-		}
-		stop, err := q.syncKey(ctx, obj)
+		stop, err := q.syncKey(ctx, k)
 		if err != nil || stop {
 			return err
 		}
@@ -172,13 +164,9 @@ func (q *Queue) replaceIsOpen() bool {
 	return q.replaceOpen
 }
 
-// syncKey queues a Sync delta for obj unless its key has deltas queued.
-// stop is true when a replace began.
-func (q *Queue) syncKey(ctx context.Context, obj interface{}) (stop bool, err error) {
-	_, key, _, err := q.prepare(obj, false)
-	if err != nil {
-		return true, fmt.Errorf("resync: %w", err)
-	}
+// syncKey queues a Sync delta for key unless it has deltas queued. stop
+// is true when a replace began.
+func (q *Queue) syncKey(ctx context.Context, key string) (stop bool, err error) {
 	if err := ctx.Err(); err != nil {
 		return true, fmt.Errorf("resync %q: %w", key, err)
 	}
@@ -194,7 +182,7 @@ func (q *Queue) syncKey(ctx context.Context, obj interface{}) (stop bool, err er
 	if q.queuedLocked(key) {
 		return false, nil
 	}
-	q.addDeltaLocked(key, cache.Delta{Type: cache.Sync, Object: obj}, "")
+	q.addDeltaLocked(key, cache.Delta{Type: cache.Sync, Object: cache.ExplicitKey(key)}, "")
 	return false, nil
 }
 

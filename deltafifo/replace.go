@@ -14,7 +14,9 @@ import (
 // nothing. The replace calls must come from one goroutine.
 //
 // The replace is the initial list (its batches have IsInInitialList set)
-// if nothing that completes the initial sync was pushed before it.
+// if the consumer started without state (Options.InitialResourceVersion
+// empty) and nothing that completes the initial sync was pushed before
+// it.
 //
 // It blocks while the queue is full. It returns an error wrapping
 // ErrReplaceInProgress, ErrClosed or ctx's error.
@@ -30,7 +32,7 @@ func (q *Queue) BeginReplace(ctx context.Context) error {
 	q.replaceOpen = true
 	q.replaceBegun = true
 	q.replaceGen++
-	q.replaceInitial = !q.syncPointPushed
+	q.replaceInitial = !q.syncPointPushed && q.opts.InitialResourceVersion == ""
 	q.pushLocked(q.replaceSegmentLocked(KindReplaceBegin), 0)
 	return nil
 }

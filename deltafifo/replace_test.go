@@ -154,8 +154,11 @@ func TestHasSynced(t *testing.T) {
 		"abort":    func(q *deltafifo.Queue) error { return q.AbortReplace() },
 	}
 	tests := []struct {
-		name  string
-		steps []step
+		name string
+		// initialRV is Options.InitialResourceVersion: the consumer's
+		// state on a warm start.
+		initialRV string
+		steps     []step
 	}{{
 		name: "initial list: synced when its end is popped",
 		steps: []step{
@@ -186,6 +189,25 @@ func TestHasSynced(t *testing.T) {
 			{do: "pop", wantBatch: "ReplaceBegin", wantSynced: true},
 		},
 	}, {
+		name:      "warm start: a relist after a 410 completes the sync but is not initial",
+		initialRV: "1",
+		steps: []step{
+			{do: "begin"}, {do: "page"}, {do: "end"},
+			{do: "pop", wantBatch: "ReplaceBegin"},
+			{do: "pop", wantBatch: "ReplacePage b/1"},
+			{do: "pop", wantBatch: "ReplaceEnd rv=3", wantSynced: true},
+		},
+	}, {
+		name:      "warm start: a relist retried after an aborted one is not initial",
+		initialRV: "1",
+		steps: []step{
+			{do: "begin"}, {do: "pop", wantBatch: "ReplaceBegin"},
+			{do: "abort"}, {do: "begin"}, {do: "end"},
+			{do: "pop", wantBatch: "ReplaceAbort"},
+			{do: "pop", wantBatch: "ReplaceBegin"},
+			{do: "pop", wantBatch: "ReplaceEnd rv=3", wantSynced: true},
+		},
+	}, {
 		name: "a relist retried after an aborted initial one is initial",
 		steps: []step{
 			{do: "begin"}, {do: "pop", wantBatch: "ReplaceBegin initial"},
@@ -200,14 +222,14 @@ func TestHasSynced(t *testing.T) {
 		name: "a bookmark or a resync first does not complete the sync",
 		steps: []step{
 			{do: "bookmark"}, {do: "resync"}, {do: "begin"}, {do: "end"},
-			{do: "pop", wantBatch: "Deltas rv=2 k[Sync:k/9]"},
+			{do: "pop", wantBatch: "Deltas rv=2 k[Sync:k]"},
 			{do: "pop", wantBatch: "ReplaceBegin initial"},
 			{do: "pop", wantBatch: "ReplaceEnd rv=3 initial", wantSynced: true},
 		},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			q := newQueue(t, deltafifo.Options{KnownObjects: &known{pods: []*corev1.Pod{pod("k", "9")}}})
+			q := newQueue(t, deltafifo.Options{KnownObjects: &known{pods: []*corev1.Pod{pod("k", "9")}}, InitialResourceVersion: tc.initialRV})
 			checker := q.HasSyncedChecker()
 			if q.HasSynced() || cache.IsDone(checker) {
 				t.Fatal("a new queue is synced")

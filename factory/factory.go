@@ -7,7 +7,6 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -141,21 +140,16 @@ func (f *Factory) DB() *bolt.DB { return f.db }
 // with lw and example (a typed object, or *unstructured.Unstructured) if
 // it does not exist. The store's codec is chosen for example (codec.ForObject)
 // and the identity recorded in the file is gvr, example's kind and scope.
-// lw must apply scope itself. Indexers are added to the informer's store.
-func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, lw cache.ListerWatcher, scope Scope, indexers cache.Indexers) (*informer.Informer, error) {
-	return f.informerFor(ctx, gvr, example, lw, scope, indexers, nil)
-}
-
-// informerFor is InformerFor; a non-nil resync sets the new informer's
-// resync period.
-func (f *Factory) informerFor(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, lw cache.ListerWatcher, scope Scope, indexers cache.Indexers, resync *time.Duration) (*informer.Informer, error) {
+// lw must apply scope itself. The informer has indexers (with
+// WithIndexers' and client-go's namespace index) from its creation; an
+// existing informer gets the ones it lacks added.
+func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, lw cache.ListerWatcher, scope Scope, indexers cache.Indexers, opts ...InformerOption) (*informer.Informer, error) {
 	scope, err := scope.Canonical()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	if err != nil {
-		return nil, err
-	}
+	cfg := configOf(indexers, opts)
+	indexers = cfg.indexers
 	if gvr.Version == "" || gvr.Resource == "" {
 		return nil, fmt.Errorf("%w: resource %v needs a version and a resource", ErrInvalidOptions, gvr)
 	}
@@ -196,10 +190,13 @@ func (f *Factory) informerFor(ctx context.Context, gvr schema.GroupVersionResour
 		o.Metrics = f.opts.MetricsFor(name)
 	}
 	o.Indexers = allIndexers
-	if resync != nil {
-		o.ResyncPeriod = *resync
+	if cfg.resync != nil {
+		o.ResyncPeriod = *cfg.resync
 	}
 	inf, err := informer.New(lw, example, o)
+	if err == nil && cfg.transform != nil {
+		err = inf.SetTransform(cfg.transform)
+	}
 	if err != nil {
 		_ = st.Close()
 		return nil, err
@@ -266,7 +263,7 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 // Scheme), listed and watched through a REST client built from
 // RESTConfig. An empty kind is guessed from the kinds Scheme registers for
 // gvr's group version (the one whose lowercase plural is gvr.Resource).
-func (f *Factory) ForResource(ctx context.Context, gvr schema.GroupVersionResource, kind string, scope Scope) (*informer.Informer, error) {
+func (f *Factory) ForResource(ctx context.Context, gvr schema.GroupVersionResource, kind string, scope Scope, opts ...InformerOption) (*informer.Informer, error) {
 	if kind == "" {
 		for k := range f.opts.Scheme.KnownTypes(gvr.GroupVersion()) {
 			if plural, _ := meta.UnsafeGuessKindToResource(gvr.GroupVersion().WithKind(k)); plural == gvr {
@@ -287,13 +284,13 @@ func (f *Factory) ForResource(ctx context.Context, gvr schema.GroupVersionResour
 	if err != nil {
 		return nil, err
 	}
-	return f.InformerFor(ctx, gvr, example, lw, scope, nil)
+	return f.InformerFor(ctx, gvr, example, lw, scope, nil, opts...)
 }
 
 // ForDynamic returns the informer of gvr's objects as
 // *unstructured.Unstructured (custom resources), stored with
 // codec.Unstructured.
-func (f *Factory) ForDynamic(ctx context.Context, gvr schema.GroupVersionResource, scope Scope) (*informer.Informer, error) {
+func (f *Factory) ForDynamic(ctx context.Context, gvr schema.GroupVersionResource, scope Scope, opts ...InformerOption) (*informer.Informer, error) {
 	if f.opts.Dynamic == nil {
 		return nil, fmt.Errorf("%w: %s: no dynamic client (set RESTConfig or Dynamic)", ErrResource, gvr)
 	}
@@ -301,7 +298,7 @@ func (f *Factory) ForDynamic(ctx context.Context, gvr schema.GroupVersionResourc
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	return f.InformerFor(ctx, gvr, &unstructured.Unstructured{}, DynamicListWatch(f.opts.Dynamic, gvr, scope), scope, nil)
+	return f.InformerFor(ctx, gvr, &unstructured.Unstructured{}, DynamicListWatch(f.opts.Dynamic, gvr, scope), scope, nil, opts...)
 }
 
 // Start runs every informer not yet started, each on its own goroutine,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/bolt/inspect"
 )
 
 var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
@@ -90,7 +91,7 @@ func TestFactoryTypedAndDynamicInformersShareAFile(t *testing.T) {
 		if len(objs) != 1 || objs[0].(*unstructured.Unstructured).GetName() != "x" {
 			t.Fatalf("dynamic informer holds %v", objs)
 		}
-		res, err := f.DB().Resources(ctx)
+		res, err := inspect.Resources(ctx, f.DB())
 		if err != nil || len(res) != 3 {
 			t.Fatalf("file holds %d resources (%v), want 3 scopes", len(res), err)
 		}

@@ -19,11 +19,10 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type event = handlertest.Event
 
 var (
-	newRecorder      = handlertest.NewRecorder
-	diffMaps         = handlertest.DiffMaps
-	sortedEvents     = handlertest.SortedEvents
-	normalizeInitial = handlertest.NormalizeInitial
-	equalEvents      = func(t *testing.T, got, want []event) { t.Helper(); handlertest.EqualEvents(t, got, want) }
+	newRecorder  = handlertest.NewRecorder
+	diffMaps     = handlertest.DiffMaps
+	sortedEvents = handlertest.SortedEvents
+	equalEvents  = func(t *testing.T, got, want []event) { t.Helper(); handlertest.EqualEvents(t, got, want) }
 )
 
 // pod returns a pod ns/name at resourceVersion rv.

@@ -70,7 +70,7 @@ func (f *Factory) hookInformer(ctx context.Context, lw cache.ListerWatcher, exam
 	if exists {
 		return nil, fmt.Errorf("%w: an informer for %s exists already; its ListerWatcher may differ", ErrResource, name)
 	}
-	inf, err := f.informerFor(ctx, gvr, example, lw, scope, indexers, &resync)
+	inf, err := f.InformerFor(ctx, gvr, example, lw, scope, indexers, WithResyncPeriod(resync))
 	if err != nil {
 		return nil, err
 	}

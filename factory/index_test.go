@@ -63,3 +63,57 @@ func TestFactoryWarmStartKeepsIndexes(t *testing.T) {
 		t.Fatalf("warm start rebuilt the indexes:\n%s", logs)
 	}
 }
+
+// Indexers given to ForResource are the store's from its creation, with
+// client-go's namespace index added; a warm start keeps their entries and
+// the informer runs the transform given with it.
+func TestForResourceTakesIndexersAndTransform(t *testing.T) {
+	src := newSource(t, "a", "b")
+	srv := serveSource(t, src)
+	path := filepath.Join(t.TempDir(), "f.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	byName := cache.Indexers{"byName": func(obj interface{}) ([]string, error) {
+		return []string{obj.(*corev1.Pod).Name}, nil
+	}}
+	strip := func(obj interface{}) (interface{}, error) {
+		p := obj.(*corev1.Pod)
+		p.Annotations = map[string]string{"transformed": "yes"}
+		return p, nil
+	}
+	run := func() string {
+		l := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+		f, err := New(ctx, Options{Path: path, Bolt: bolt.Options{Sync: bolt.UnsafeNoSync}, RESTConfig: &rest.Config{Host: srv.URL}, Logger: &l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inf, err := f.ForResource(ctx, podsGVR, "Pod", Scope{}, WithIndexers(byName), WithTransform(strip))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := inf.GetIndexer().GetIndexers(); len(got) != 2 || got[cache.NamespaceIndex] == nil || got["byName"] == nil {
+			t.Fatalf("indexers = %v, want byName and the namespace index", got)
+		}
+		f.Start(ctx)
+		for name, ok := range f.WaitForCacheSync(ctx) {
+			if !ok {
+				t.Fatalf("%s did not sync", name)
+			}
+		}
+		if keys, err := inf.GetIndexer().IndexKeys(cache.NamespaceIndex, "ns"); err != nil || len(keys) != 2 {
+			t.Fatalf("IndexKeys(namespace, ns) = %v, %v", keys, err)
+		}
+		obj, ok, err := inf.GetIndexer().GetByKey("ns/a")
+		if err != nil || !ok || obj.(*corev1.Pod).Annotations["transformed"] != "yes" {
+			t.Fatalf("GetByKey(ns/a) = %v, %v, %v; want the transformed pod", obj, ok, err)
+		}
+		if err := f.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+		return l.GetSink().(ktesting.Underlier).GetBuffer().String()
+	}
+	run()
+	if logs := run(); strings.Contains(logs, "Rebuilding the index entries") {
+		t.Fatalf("warm start rebuilt the indexes:\n%s", logs)
+	}
+}

@@ -42,18 +42,22 @@ type pending struct {
 //     is one not newer than the stored object: its handlers never saw the
 //     object, or saw a newer one (client-go's DeltaFIFO drops such deletes
 //     too);
-//   - a Sync delta notifies OnUpdate(stored, stored) to the handlers due
+//   - a Sync delta (it carries the key only) notifies OnUpdate(stored,
+//     stored), the same object twice as in client-go, to the handlers due
 //     for a resync and writes nothing.
 //
-// Only the final state of each key is written. Old objects are read from
-// the store only for the keys of the batch, and only when handlers exist;
-// without handlers only the stored resourceVersions are read.
+// Only the final state of each key is written. The stored resourceVersion
+// of each key of the batch is read without decoding its object; the
+// stored object is decoded only for a notification that needs it (the old
+// object of an update, a resync) and only when handlers exist, once per
+// key, past the store's cache of decoded objects. Deletes and skipped
+// replays decode nothing.
 func (l *loop) applyDeltas(ctx context.Context, b deltafifo.Batch) error {
 	notify := l.i.proc.count() > 0
 	txns := make([]cache.Transaction, 0, len(b.Keys))
 	var notes []pending
 	for k, key := range b.Keys {
-		cur, err := l.storedState(key, notify)
+		cur, err := l.storedState(key)
 		if err != nil {
 			return err
 		}
@@ -133,31 +137,28 @@ func (l *loop) applyDeltas(ctx context.Context, b deltafifo.Batch) error {
 	return nil
 }
 
-// storedState reads key's stored state: its resourceVersion as the store
-// recorded it (store.ResourceVersionOf, not read from the shared object,
-// which a mutating handler may have changed) and, with withObject
-// (handlers need the old object), the object itself.
-func (l *loop) storedState(key string, withObject bool) (keyState, error) {
+// storedState reads key's stored resourceVersion as the store recorded it
+// (store.ResourceVersionOf: not read from the shared object, which a
+// mutating handler may have changed), without decoding the object: deletes
+// and replays not newer than the stored state never need it, and load
+// reads it when a notification does.
+func (l *loop) storedState(key string) (keyState, error) {
 	rv, exists, err := l.st.ResourceVersionOf(key)
 	if err != nil {
 		return keyState{}, l.readFailed("read resourceVersion", key, err)
 	}
-	s := keyState{exists: exists, rv: rv}
-	if exists && withObject {
-		if _, err := l.load(key, &s); err != nil {
-			return keyState{}, err
-		}
-	}
-	return s, nil
+	return keyState{exists: exists, rv: rv}, nil
 }
 
 // load returns the object of an existing key's state, reading it from the
-// store the first time.
+// store the first time. It reads past the store's cache of decoded
+// objects (store.GetUncached): the writer neither pays for nor evicts
+// what listers read.
 func (l *loop) load(key string, s *keyState) (interface{}, error) {
 	if s.loaded {
 		return s.obj, nil
 	}
-	obj, exists, err := l.st.GetByKey(key)
+	obj, exists, err := store.GetUncached(l.st, key)
 	if err != nil {
 		return nil, l.readFailed("get", key, err)
 	}

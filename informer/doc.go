@@ -23,22 +23,30 @@
 // the stored one (k8s.io/apimachinery/pkg/util/resourceversion) is
 // skipped, and so is a delete for a key the store does not hold. Handlers
 // are told only what changed the store, which is also what client-go's
-// DeltaFIFO lets through. Only the keys of the batch are read: their
-// resourceVersions as the store recorded them (store.ResourceVersionOf, no
-// decoding, unaffected by a handler that mutates its object) and, when
-// handlers need the old object, the stored objects.
+// DeltaFIFO lets through. Only the keys of the batch are read, and of
+// each only its resourceVersion as the store recorded it
+// (store.ResourceVersionOf, no decoding, unaffected by a handler that
+// mutates its object); the stored object is decoded only when a
+// notification needs it (the old object of an update, a resync: Sync
+// deltas carry keys only), once, past the store's cache of decoded objects
+// (store.GetUncached), so that the writer never evicts what listers read.
+// Deletes and skipped replays decode nothing.
 //
 // # Relists
 //
 // A relist (a cold start, or a 410 on a warm one) is staged into a
-// store.Replace page by page and committed atomically (invariant 2). Each
-// listed object is compared with the stored resourceVersion: new keys
-// become adds, changed ones updates (the old object is kept for OnUpdate),
-// unchanged ones produce nothing; keys that vanished become deletes
-// carrying cache.DeletedFinalStateUnknown with the last stored state.
-// Handlers are notified after the commit. A relist into an empty store
-// (a cold start) remembers nothing and streams the committed content as
-// adds.
+// store.Replace page by page and committed atomically (invariant 2).
+// Nothing is read or remembered per listed object meanwhile. After the
+// commit the store streams the differences between the content it
+// replaced (retained until then: in the file for a bolt store) and the new
+// one (store.Replace.Changes), in key order: new keys become adds, keys
+// with another resourceVersion updates (the replaced object is OnUpdate's
+// old one), unchanged ones produce nothing, and keys that vanished become
+// deletes carrying cache.DeletedFinalStateUnknown with the last stored
+// state. The replaced content is released once the handlers have been
+// handed everything, so a relist holds a bounded number of objects
+// however many changed. A relist into an empty store (a cold start)
+// streams the committed content as adds.
 //
 // # Warm start
 //
@@ -47,7 +55,10 @@
 // while the reflector resumes the watch from the persisted resourceVersion
 // instead of listing. HasSynced becomes true once the replay is done and
 // either the watch resumed (the queue's Synced marker) or the relist that
-// followed a 410 was committed.
+// followed a 410 was committed. The replay is the initial list: that
+// relist notifies only what changed, and its adds, like the adds of any
+// later relist, have isInInitialList false (client-go flags only its
+// first list).
 //
 // # Replays are paced, live events are not
 //

@@ -178,9 +178,10 @@ func TestRelistNotifiesOnlyChanges(t *testing.T) {
 		"add ns/a@1 initial=true",
 		"add ns/b@2 initial=true",
 		"add ns/c@3 initial=true",
-		"add ns/d@16 initial=false",
+		// The relist's changes, in key order.
 		"update ns/b@2 -> ns/b@15",
 		"delete dfsu(ns/c@3)",
+		"add ns/d@16 initial=false",
 	})
 	if got := fmt.Sprint(sortedKeys(inf.GetStore())); got != "[ns/a ns/b ns/d]" {
 		t.Fatalf("store keys %s", got)

@@ -50,12 +50,11 @@ type (
 )
 
 var (
-	newRecorder      = handlertest.NewRecorder
-	describeObj      = handlertest.Describe
-	equalEvents      = func(t *testing.T, got, want []event) { t.Helper(); handlertest.EqualEvents(t, got, want) }
-	diffMaps         = handlertest.DiffMaps
-	sortedEvents     = handlertest.SortedEvents
-	normalizeInitial = handlertest.NormalizeInitial
+	newRecorder  = handlertest.NewRecorder
+	describeObj  = handlertest.Describe
+	equalEvents  = func(t *testing.T, got, want []event) { t.Helper(); handlertest.EqualEvents(t, got, want) }
+	diffMaps     = handlertest.DiffMaps
+	sortedEvents = handlertest.SortedEvents
 )
 
 // harness runs an informer's processing loop on a queue the test pushes

@@ -25,6 +25,7 @@ import (
 	"github.com/warmcache/warmcache/internal/fakesource"
 	"github.com/warmcache/warmcache/reflector"
 	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/bolt/inspect"
 	"github.com/warmcache/warmcache/store/codec"
 )
 
@@ -144,8 +145,8 @@ func TestKillAndResume(t *testing.T) {
 	if rv := st.LastStoreSyncResourceVersion(); rv != target {
 		t.Fatalf("persisted RV %s, source %s", rv, target)
 	}
-	var problems []bolt.Problem
-	if err := db.Verify(ctx, func(p bolt.Problem) { problems = append(problems, p) }); err != nil {
+	var problems []inspect.Problem
+	if err := inspect.Verify(ctx, db, nil, func(p inspect.Problem) { problems = append(problems, p) }); err != nil {
 		t.Fatal(err)
 	}
 	if len(problems) > 0 {

@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"k8s.io/client-go/tools/cache"
@@ -10,25 +11,25 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-// relist is an open relist: the store's Replace, and what the handlers
-// must be told once it commits. Only keys are remembered, plus the old
-// objects of updates; a relist into an empty store (a cold start) remembers
-// nothing and streams the committed content instead.
+// relist is an open relist: the store's Replace and what the log line and
+// the notifications need. Nothing per object is remembered: once the
+// relist commits, the store streams the differences between the content
+// it replaced (retained until then, in the file for a persistent store)
+// and the new one (store.Replace.Changes), so that a relist holds a
+// bounded number of objects in memory however many changed.
 type relist struct {
 	r       store.Replace
 	initial bool
 	// fresh: the store was empty at the start, so every listed object is
-	// an add.
-	fresh   bool
-	added   []string
-	updated []updatedKey
-	listed  int
-	start   time.Time
+	// an add: the committed content is streamed as such.
+	fresh  bool
+	listed int
+	start  time.Time
 }
 
-type updatedKey struct {
-	key string
-	old interface{}
+// relistCounts counts a relist's notifications, for the log.
+type relistCounts struct {
+	added, updated, deleted int
 }
 
 // beginRelist opens a store replace, abandoning one left open.
@@ -49,44 +50,13 @@ func (l *loop) beginRelist(ctx context.Context, b deltafifo.Batch) error {
 	return nil
 }
 
-// relistPage stages listed objects and notes which of them changed: a key
-// the store lacks is an add, a key stored with another resourceVersion an
-// update (its old object kept for OnUpdate), an equal resourceVersion
-// nothing at all.
+// relistPage stages listed objects. What changed is found after the
+// commit (see endRelist), so nothing is read from the store here.
 func (l *loop) relistPage(ctx context.Context, b deltafifo.Batch) error {
 	rep := l.rep
 	if rep == nil {
 		l.logger.V(4).Info("Dropping a page of a relist that could not begin", "objects", len(b.Objects))
 		return nil
-	}
-	if !rep.fresh {
-		for _, obj := range b.Objects {
-			key, err := store.KeyOf(l.st.KeyFunc(), obj)
-			if err != nil {
-				continue // the store's Add reports it
-			}
-			if l.partial != nil && key > *l.partial {
-				// The handlers never got this key from the warm start.
-				rep.added = append(rep.added, key)
-				continue
-			}
-			rv, exists, err := l.st.ResourceVersionOf(key)
-			if err != nil {
-				l.abortRelist()
-				return l.readFailed("read resourceVersion", key, err)
-			}
-			switch {
-			case !exists:
-				rep.added = append(rep.added, key)
-			case rv != rvOf(obj):
-				old, _, err := l.st.GetByKey(key)
-				if err != nil {
-					l.abortRelist()
-					return l.readFailed("get", key, err)
-				}
-				rep.updated = append(rep.updated, updatedKey{key: key, old: old})
-			}
-		}
 	}
 	rep.listed += len(b.Objects)
 	err := l.write(ctx, "replace add", len(b.Objects), func() error { return rep.r.Add(ctx, b.Objects...) })
@@ -96,94 +66,102 @@ func (l *loop) relistPage(ctx context.Context, b deltafifo.Batch) error {
 	return err
 }
 
-// endRelist finds the vanished objects, commits the relist at the list's
-// resourceVersion and then (so that listers already see the new content)
-// notifies the handlers of what changed, paced.
+// endRelist commits the relist at the list's resourceVersion and then
+// (so that listers already see the new content) notifies the handlers of
+// what changed, paced, streamed from the store: a key the store lacked is
+// an add, a key stored with another resourceVersion an update (with the
+// replaced object as the old one), an equal resourceVersion nothing at
+// all, and a key the list lacked a deletion with its last stored state.
+// The replaced content is released afterwards, whatever happened.
 func (l *loop) endRelist(ctx context.Context, b deltafifo.Batch) error {
 	rep := l.rep
 	if rep == nil {
 		l.logger.V(4).Info("Ignoring the end of a relist that could not begin", "resourceVersion", b.ResourceVersion)
 		return nil
 	}
-	var deleted []cache.DeletedFinalStateUnknown
-	err := l.write(ctx, "replace vanished", 0, func() error {
-		deleted = deleted[:0]
-		return rep.r.Vanished(ctx, func(key string, obj interface{}) error {
-			if l.partial != nil && key > *l.partial {
-				return nil // the handlers never saw it
-			}
-			deleted = append(deleted, cache.DeletedFinalStateUnknown{Key: key, Obj: obj})
-			return nil
-		})
-	})
-	if err == nil {
-		err = l.write(ctx, "replace commit", 0, func() error { return rep.r.Commit(ctx, b.ResourceVersion) })
-	}
+	err := l.write(ctx, "replace commit", 0, func() error { return rep.r.Commit(ctx, b.ResourceVersion) })
 	if err != nil {
 		l.abortRelist()
 		return err
 	}
+	defer func() {
+		if err := rep.r.Release(); err != nil {
+			l.logger.Error(err, "Releasing the content a relist replaced failed")
+		}
+	}()
+	partial := l.partial
 	l.rep = nil
 	l.partial = nil
 	l.i.relistDone()
 	l.reportObjects()
+	c, err := l.notifyRelist(ctx, rep, partial)
 	l.logger.V(2).Info("Relist committed", "resourceVersion", b.ResourceVersion, "listed", rep.listed,
-		"added", len(rep.added), "updated", len(rep.updated), "deleted", len(deleted), "fresh", rep.fresh, "took", l.since(rep.start))
-	return l.notifyRelist(ctx, rep, deleted)
+		"added", c.added, "updated", c.updated, "deleted", c.deleted, "fresh", rep.fresh, "took", l.since(rep.start))
+	return err
 }
 
-func (l *loop) notifyRelist(ctx context.Context, rep *relist, deleted []cache.DeletedFinalStateUnknown) error {
+// notifyRelist tells the handlers what a committed relist changed. With
+// partial set, the handlers were told of the keys up to *partial only
+// (a warm start that stopped midway): changes are notified for those,
+// and every stored object after it is an add.
+func (l *loop) notifyRelist(ctx context.Context, rep *relist, partial *string) (relistCounts, error) {
+	var c relistCounts
 	ls := l.i.proc.active()
 	if len(ls) == 0 {
-		return nil
+		return c, nil
 	}
 	start := l.i.opts.Clock.Now()
 	bound := int64(l.i.opts.ReplayPending)
-	n := 0
 	send := func(nt note) error {
 		if err := pace(ctx, ls, bound); err != nil {
 			return err
 		}
 		l.i.proc.distribute(nt, false)
-		n++
 		return nil
 	}
-	if rep.fresh {
-		if err := l.scan(ctx, func(_ string, obj interface{}) error {
+	addsAfter := func(after *string) error {
+		return l.scan(ctx, func(key string, obj interface{}) error {
+			if after != nil && key <= *after {
+				return nil
+			}
+			c.added++
 			return send(note{kind: noteAdd, new: obj, initial: rep.initial})
-		}); err != nil {
-			return err
-		}
+		})
 	}
-	for _, key := range rep.added {
-		obj, exists, err := l.st.GetByKey(key)
-		if err != nil {
-			return l.readFailed("get", key, err)
-		}
-		if exists {
-			if err := send(note{kind: noteAdd, new: obj, initial: rep.initial}); err != nil {
-				return err
+	var err error
+	switch {
+	case rep.fresh:
+		err = addsAfter(nil)
+	case partial != nil && *partial == "":
+		err = addsAfter(partial)
+	default:
+		err = rep.r.Changes(ctx, func(ch store.Change) error {
+			if partial != nil && ch.Key > *partial {
+				return nil // the handlers never saw it: addsAfter tells them
 			}
-		}
-	}
-	for _, u := range rep.updated {
-		obj, exists, err := l.st.GetByKey(u.key)
-		if err != nil {
-			return l.readFailed("get", u.key, err)
-		}
-		if exists {
-			if err := send(note{kind: noteUpdate, old: u.old, new: obj}); err != nil {
-				return err
+			switch {
+			case ch.Old == nil:
+				c.added++
+				return send(note{kind: noteAdd, new: ch.New, initial: rep.initial})
+			case ch.New == nil:
+				c.deleted++
+				return send(note{kind: noteDelete, old: cache.DeletedFinalStateUnknown{Key: ch.Key, Obj: ch.Old}})
 			}
+			c.updated++
+			return send(note{kind: noteUpdate, old: ch.Old, new: ch.New})
+		})
+		if err == nil && partial != nil {
+			err = addsAfter(partial)
 		}
 	}
-	for _, d := range deleted {
-		if err := send(note{kind: noteDelete, old: d}); err != nil {
-			return err
+	if err != nil {
+		if errors.Is(err, store.ErrCorrupt) {
+			err = l.readFailed("relist changes", "", err)
 		}
+		return c, err
 	}
-	l.i.opts.Metrics.Replayed("relist", l.since(start), n)
-	return nil
+	l.i.opts.Metrics.Replayed("relist", l.since(start), c.added+c.updated+c.deleted)
+	return c, nil
 }
 
 // abortRelist discards the open relist, if any.

@@ -251,8 +251,8 @@ func TestUnexpectedObjectsAreDropped(t *testing.T) {
 	if count(calls, "Add untyped") != 0 {
 		t.Fatalf("object with an unexpected GVK reached the sink: %v", calls)
 	}
-	if h.r.LastSyncResourceVersion() != "4" {
-		t.Fatalf("LastSyncResourceVersion = %s", h.r.LastSyncResourceVersion())
+	if got := h.stoppedRV(); got != "4" {
+		t.Fatalf("LastSyncResourceVersion = %s, want 4", got)
 	}
 }
 

@@ -34,7 +34,7 @@ func TestColdStartWatchList(t *testing.T) {
 		o.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan || !o.AllowWatchBookmarks || o.TimeoutSeconds == nil {
 		t.Fatalf("watch-list options = %+v", o)
 	}
-	if got := h.r.LastSyncResourceVersion(); got != "7" {
+	if got := h.stoppedRV(); got != "7" {
 		t.Fatalf("LastSyncResourceVersion = %s, want 7", got)
 	}
 	sink.checkModel(t, src)

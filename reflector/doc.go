@@ -16,7 +16,9 @@
 //     most Options.PageSize objects, and EndReplace(rv); the Sink never
 //     needs the whole list in memory and the reflector never holds more
 //     than one page. It streams with WatchList (sendInitialEvents) when the
-//     server supports it and falls back to a paginated LIST otherwise.
+//     server supports it and falls back to a paginated LIST otherwise:
+//     as in client-go, any WatchList failure is followed at once by a
+//     LIST, with a log line saying why.
 //   - No hot loops. Every retry waits on one exponential backoff
 //     (client-go's defaults: 800ms doubling to 30s, jitter 1.0, reset
 //     after 2 minutes without trouble), 429 answers wait at least their

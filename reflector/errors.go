@@ -18,9 +18,13 @@ var (
 	// (400/422) or answered it like a legacy watch (a bookmark without the
 	// initial-events-end annotation, or a MODIFIED or DELETED event before
 	// it). The reflector falls back to LIST for the rest of its Run.
+	//
+	// This error, ErrWatchListIncomplete and every other error of a
+	// WatchList request are logged, not passed to the WatchErrorHandler:
+	// the relist goes on at once with a LIST, whose own errors are.
 	ErrWatchListUnsupported = errors.New("server does not support WatchList")
 	// ErrWatchListIncomplete: a WatchList stream closed before its
-	// initial-events-end bookmark.
+	// initial-events-end bookmark; that relist goes on with a LIST.
 	ErrWatchListIncomplete = errors.New("watch-list stream ended before its initial events were complete")
 	// ErrNoResourceVersion: a list response or the WatchList end bookmark
 	// carried no resourceVersion, so the reflector cannot watch from it.

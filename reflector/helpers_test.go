@@ -411,6 +411,16 @@ func runSink(t *testing.T, src *fakesource.Source, sink *recorder, s Sink, opts 
 	return h
 }
 
+// stoppedRV stops Run and returns LastSyncResourceVersion. The reflector
+// records an event's RV once the Sink accepted the event (client-go's
+// reflector sets it after its store's Add returns, and does not
+// synchronise it with the store's consumer), so a test that saw a call
+// reach the Sink can read the RV of that call only once Run has returned.
+func (h *harness) stoppedRV() string {
+	h.stop()
+	return h.r.LastSyncResourceVersion()
+}
+
 func newSource(t *testing.T, opts fakesource.Options, pods ...string) *fakesource.Source {
 	t.Helper()
 	src, err := fakesource.New(opts)

@@ -51,9 +51,13 @@ type WatchListPolicy int
 const (
 	// WatchListAuto streams relists with WatchList and falls back to a
 	// paginated LIST when the ListerWatcher reports it cannot
-	// (IsWatchListSemanticsUnSupported, as client-go checks) or the server
-	// rejects or ignores the request; the reflector then keeps using LIST
-	// for the rest of its Run.
+	// (IsWatchListSemanticsUnSupported, as client-go checks; no WatchList
+	// is tried), or when a WatchList request fails for any reason, as
+	// client-go's reflector does: the relist continues at once with a LIST.
+	// When the server rejected or ignored the request
+	// (ErrWatchListUnsupported) the reflector keeps using LIST for the
+	// rest of its Run; after any other error its next relist tries
+	// WatchList again.
 	WatchListAuto WatchListPolicy = iota
 	// WatchListOff always relists with a paginated LIST.
 	WatchListOff

@@ -209,6 +209,14 @@ func (r *Reflector) resume(ctx context.Context) bool {
 
 // relist pushes the complete current state into the Sink. It returns the
 // open watch to continue with after a WatchList, nil after a LIST.
+//
+// As in client-go, a WatchList that fails for any reason is followed at
+// once by a LIST, so that a source that cannot serve sendInitialEvents
+// (an aggregated API, a proxy, a custom ListerWatcher) still syncs; the
+// WatchList error is logged, and only the LIST's error, if any, is
+// returned. After a server's refusal (ErrWatchListUnsupported) every later
+// relist uses LIST; after any other error the next relist tries WatchList
+// again, as client-go's does.
 func (r *Reflector) relist(ctx context.Context) (watch.Interface, error) {
 	r.metrics.RelistStarted()
 	logger := klog.FromContext(ctx)
@@ -218,11 +226,17 @@ func (r *Reflector) relist(ctx context.Context) (watch.Interface, error) {
 			r.lastRelist = r.clock.Now()
 			return w, nil
 		}
-		if !errors.Is(err, ErrWatchListUnsupported) {
+		if ctx.Err() != nil {
 			return nil, err
 		}
-		logger.Info("WatchList is not supported; relisting with LIST from now on", "err", err)
-		r.watchListOff = true
+		if errors.Is(err, ErrWatchListUnsupported) {
+			logger.Info("WatchList is not supported; relisting with LIST from now on", "err", err)
+			r.watchListOff = true
+		} else {
+			logger.Info("WatchList failed; relisting with LIST", "err", err)
+		}
+		// The LIST opens a replace of its own once the server answers.
+		r.abortReplace(ctx)
 	}
 	if err := r.list(ctx); err != nil {
 		return nil, err

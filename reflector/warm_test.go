@@ -9,9 +9,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/warmcache/warmcache/internal/fakesource"
 )
@@ -42,7 +46,7 @@ func TestWarmStartWatchesWithoutListing(t *testing.T) {
 			if w.ResourceVersion != "4" || !w.AllowWatchBookmarks || w.SendInitialEvents != nil || w.ResourceVersionMatch != "" {
 				t.Fatalf("watch options = %+v, want RV 4 with bookmarks", w)
 			}
-			if got := h.r.LastSyncResourceVersion(); got != "6" {
+			if got := h.stoppedRV(); got != "6" {
 				t.Fatalf("LastSyncResourceVersion = %s, want 6", got)
 			}
 			sink.checkModel(t, src)
@@ -297,5 +301,70 @@ func TestWarmStartRewatchKeepsSyncPending(t *testing.T) {
 				t.Fatalf("handled errors = %v, want one %s", handled, tc.name)
 			}
 		})
+	}
+}
+
+// expiredResumeLW answers the watch from the persisted RV with a watch
+// whose 410 ERROR event is already waiting, and passes every other
+// request on.
+type expiredResumeLW struct {
+	cache.ListerWatcherWithContext
+	rv string
+}
+
+func (l expiredResumeLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	if opts.SendInitialEvents != nil || opts.ResourceVersion != l.rv {
+		return l.ListerWatcherWithContext.WatchWithContext(ctx, opts)
+	}
+	w := watch.NewFakeWithChanSize(1, false)
+	st := apierrors.NewResourceExpired("too old resource version").Status()
+	w.Error(&st)
+	return w, nil
+}
+
+// elapsedClock is a fake clock on which every timer has fired by the time
+// NewTimer returns.
+type elapsedClock struct{ *testingclock.FakeClock }
+
+func (c elapsedClock) NewTimer(d time.Duration) clock.Timer {
+	t := c.FakeClock.NewTimer(d)
+	c.Step(d)
+	return t
+}
+
+// TestWarmStartExpiredEventBeatsSettle: when the settle period of the
+// resumed watch ends while its 410 ERROR event is already waiting, the
+// 410 wins: no MarkSynced, and the relist's EndReplace completes the
+// sync. Both channels are ready when the reflector first waits, so a
+// plain select would push MarkSynced half the time; every round must
+// relist without it.
+func TestWarmStartExpiredEventBeatsSettle(t *testing.T) {
+	for round := range 20 {
+		src := newSource(t, fakesource.Options{}, "a", "b") // RV 3
+		sink := newRecorder()
+		sink.seed(src)
+		mustAdd(t, src, pod("c")) // 4
+		clk := elapsedClock{testingclock.NewFakeClock(time.Unix(10000, 0))}
+		r, err := New(expiredResumeLW{src.Endpoint(podGVK, ""), "3"}, &corev1.Pod{}, sink, Options{
+			ResumeFrom:        func() (string, bool) { return "3", true },
+			UseWatchList:      WatchListOff,
+			Clock:             clk,
+			WatchErrorHandler: func(context.Context, *cache.Reflector, error) {},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r.Run(ctx)
+		}()
+		calls := sink.waitCall(t, "EndReplace 4")
+		cancel()
+		<-done
+		if want := []string{"BeginReplace", "ReplacePage a,b,c", "EndReplace 4"}; !reflect.DeepEqual(calls, want) {
+			t.Fatalf("round %d: sink calls = %v, want %v: MarkSynced before the 410 that was waiting", round, calls, want)
+		}
 	}
 }

@@ -117,11 +117,19 @@ func (r *Reflector) consume(ctx context.Context, w watch.Interface, warm *bool) 
 			return n, ctx.Err()
 		case <-settled:
 			settled = nil
-			klog.FromContext(ctx).V(4).Info("Resumed watch stayed open without error; synced", "after", r.opts.ResumeSettle)
-			if err := r.markSynced(ctx, warm); err != nil {
-				return n, err
+			// An event already waiting decides first: select picks at
+			// random among ready cases, and a 410 that is there must not
+			// be preceded by MarkSynced. Any other event pushes
+			// MarkSynced below; a close leaves the sync pending.
+			select {
+			case ev, ok = <-w.ResultChan():
+			default:
+				klog.FromContext(ctx).V(4).Info("Resumed watch stayed open without error; synced", "after", r.opts.ResumeSettle)
+				if err := r.markSynced(ctx, warm); err != nil {
+					return n, err
+				}
+				continue
 			}
-			continue
 		case ev, ok = <-w.ResultChan():
 		}
 		if !ok {

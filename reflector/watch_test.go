@@ -46,7 +46,7 @@ func TestBookmarksReachTheSinkInOrder(t *testing.T) {
 	if !reflect.DeepEqual(calls, want) {
 		t.Fatalf("sink calls = %v, want %v", calls, want)
 	}
-	if got := h.r.LastSyncResourceVersion(); got != "6" {
+	if got := h.stoppedRV(); got != "6" {
 		t.Fatalf("LastSyncResourceVersion = %s, want 6", got)
 	}
 	sink.checkModel(t, src)
@@ -74,15 +74,19 @@ func TestRestartRewatchesThenRelists(t *testing.T) {
 			}
 			h := run(t, src, sink, Options{})
 			sink.waitCall(t, "EndReplace 3")
-			// The cluster stays healthy long enough for a 410 to relist at
-			// once.
-			h.clk.Step(DefaultBackoffReset)
 			mustAdd(t, src, pod("x")) // 4: the reflector blocks pushing it
 			select {
 			case <-entered:
 			case <-time.After(testTimeout):
 				t.Fatalf("Add x@4 not pushed within %v", testTimeout)
 			}
+			// The cluster stays healthy long enough for a 410 to relist at
+			// once. The clock moves only now that the reflector is
+			// watching: it notes when the relist completed after the Sink
+			// accepted EndReplace, so a step right after the test saw
+			// EndReplace could come before that note and make the 410 back
+			// off instead.
+			h.clk.Step(DefaultBackoffReset)
 			mustAdd(t, src, pod("y")) // 5: never delivered by the old watch
 			src.Restart()
 			close(release)

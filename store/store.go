@@ -10,8 +10,10 @@
 //   - State: the recorded RV and whether the stored items are a complete,
 //     consistent picture of the server at that RV.
 //   - BeginReplace: a relist written in bounded pages yet committed
-//     atomically (invariant 2), with the objects that vanished available
-//     before the commit so the caller can notify handlers of deletions.
+//     atomically (invariant 2); the replaced content is retained after the
+//     commit until the caller releases it, so that the differences (adds,
+//     updates with their old objects, deletions with their last state)
+//     can be streamed to handlers without holding them in memory.
 //   - Scan and ScanIndex: stream objects without materialising the whole set.
 //   - ResourceVersionOf: an object's RV without decoding it, for relist diffs.
 //
@@ -21,8 +23,8 @@
 //
 // Ownership: objects passed to a Store belong to it afterwards and objects
 // returned by it are shared; neither the store nor its callers may mutate
-// them (as in client-go). A bolt store decodes a fresh object per read, but
-// callers must not rely on that.
+// them (as in client-go). A bolt store may hand the same decoded object to
+// several readers (it keeps a cache of decoded objects for point reads).
 package store
 
 import (
@@ -64,9 +66,12 @@ type Store interface {
 	// BeginReplace starts a relist. The caller adds the listed objects in
 	// pages with Replace.Add, optionally reads Replace.Vanished, and ends
 	// with Commit (the new content and its RV become visible atomically)
-	// or Abort. Until Commit, readers see the previous content. At most
-	// one Replace may be open at a time; a second BeginReplace returns
-	// ErrReplaceInProgress. cache.Store's Replace is implemented with it.
+	// or Abort. Until Commit, readers see the previous content. After
+	// Commit the previous content is retained, for Replace.Changes, until
+	// Release (or Abort). At most one Replace may be open at a time; a
+	// second BeginReplace before Commit or Abort returns
+	// ErrReplaceInProgress, and one after Commit releases the retained
+	// content first. cache.Store's Replace is implemented with it.
 	BeginReplace(ctx context.Context) (Replace, error)
 
 	// Scan calls fn for every stored object, in key order, without
@@ -100,6 +105,13 @@ type ScanFunc func(key string, obj interface{}) error
 
 // Replace is an open relist; see Store.BeginReplace. Its methods are not
 // safe for concurrent use with each other.
+//
+// Its life: Add (any number of pages), Vanished (optional), then Commit or
+// Abort. Commit makes the new content live and retains the replaced one;
+// Changes then streams the differences between the two, and Release drops
+// the replaced content. A persistent store retains it in the file, not on
+// the heap, and a crash before Release leaves the committed content (the
+// retained one is dropped when the store is opened again).
 type Replace interface {
 	// Add stages listed objects. A persistent store writes each call in its
 	// own bounded transaction; memory stays proportional to one page.
@@ -109,11 +121,60 @@ type Replace interface {
 	// Add and before Commit.
 	Vanished(ctx context.Context, fn ScanFunc) error
 	// Commit makes the staged objects the store's content and rv its
-	// resourceVersion, atomically, and marks the state complete.
+	// resourceVersion, atomically, and marks the state complete. The
+	// replaced content is retained until Release or Abort.
 	Commit(ctx context.Context, rv string) error
-	// Abort discards the staged objects; the content is unchanged. Abort
-	// after Commit is a no-op.
+	// Changes calls fn, in key order, for every key whose stored object
+	// differs between the content Commit replaced and the current one:
+	// a key only in the current content (Old nil), a key in both with
+	// another resourceVersion (both set; equal resourceVersions are
+	// unchanged), a key only in the replaced content (New nil, Old its
+	// last state). Objects are read in bounded chunks, so that memory
+	// stays proportional to a chunk, and fn is called without locks held
+	// (it may read the store; writes made meanwhile may or may not be
+	// seen). An object of the replaced content that cannot be read is
+	// logged and skipped. It stops at the first error fn returns and
+	// returns it. Call it after Commit and before Release; otherwise it
+	// returns an error wrapping ErrReplaceDone.
+	Changes(ctx context.Context, fn ChangeFunc) error
+	// Release drops the content retained by Commit. It is a no-op before
+	// Commit (use Abort), after Release or Abort, and after Close.
+	Release() error
+	// Abort discards the staged objects; the content is unchanged. After
+	// Commit it does not undo the commit: it releases the retained
+	// content, as Release does. It is a no-op after Release or Close.
 	Abort() error
+}
+
+// Change is one difference between the content a Replace's Commit
+// replaced and the current one; see Replace.Changes. Old is nil for an
+// added key, New nil for a vanished one.
+type Change struct {
+	Key      string
+	Old, New interface{}
+}
+
+// ChangeFunc receives one Change.
+type ChangeFunc func(c Change) error
+
+// UncachedReader is implemented by stores that keep decoded objects for
+// readers (a persistent store's cache of point reads): GetByKeyUncached
+// returns the object stored under key like GetByKey, without adding to
+// that cache or changing which objects it keeps, so that a writer (the
+// informer reading the old object of an update) neither pays for nor
+// evicts what listers use. A store without such a cache returns what
+// GetByKey returns. Use it through GetUncached.
+type UncachedReader interface {
+	GetByKeyUncached(key string) (obj interface{}, exists bool, err error)
+}
+
+// GetUncached returns s's object under key through UncachedReader when s
+// implements it, or GetByKey.
+func GetUncached(s cache.KeyGetter, key string) (interface{}, bool, error) {
+	if u, ok := s.(UncachedReader); ok {
+		return u.GetByKeyUncached(key)
+	}
+	return s.GetByKey(key)
 }
 
 // State describes what a store holds.

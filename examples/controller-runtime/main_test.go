@@ -19,6 +19,7 @@ import (
 
 	"github.com/warmcache/warmcache/internal/testenv"
 	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/bolt/inspect"
 )
 
 func TestMain(m *testing.M) {
@@ -214,7 +215,7 @@ func TestManagerRestartsWarm(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	infos, err := db.Resources(ctx)
+	infos, err := inspect.Resources(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +223,7 @@ func TestManagerRestartsWarm(t *testing.T) {
 		t.Fatalf("the file holds %d resources, want the configmaps informer's: %+v", len(infos), infos)
 	}
 	id := infos[0].Identity
-	if id.Resource != "configmaps" || id.Namespace != ns || id.LabelSelector != selectLabel+"=true" || infos[0].State != bolt.StateComplete {
+	if id.Resource != "configmaps" || id.Namespace != ns || id.LabelSelector != selectLabel+"=true" || infos[0].State != inspect.StateComplete {
 		t.Errorf("recorded %+v, state %s; want configmaps in %s selected by %s=true, complete", id, infos[0].State, ns, selectLabel)
 	}
 }

@@ -1,7 +1,8 @@
 // Command demo is `make demo`: it shows what warmcache changes for a
 // controller that restarts. It builds (or reuses) kube-apiserver and etcd,
 // starts them on loopback, creates 20,000 realistic pods, runs the
-// workqueue example controller cold on an empty cache file, stops it,
+// workqueue controller (internal/democtl: the pattern of examples/workqueue,
+// instrumented) cold on an empty cache file, stops it,
 // changes 1% of the pods, runs it warm on the same file, and prints a
 // side-by-side table (time to synced, LIST requests counted by the
 // apiserver, bytes received, peak and steady heap, events delivered) and
@@ -30,7 +31,7 @@ func main() {
 	flag.IntVar(&o.Pods, "pods", demo.DefaultPods, "pods to create")
 	flag.Float64Var(&o.ChangeFraction, "change", demo.DefaultChangeFraction, "fraction of the pods changed between the runs")
 	flag.IntVar(&o.Workers, "workers", demo.DefaultWorkers, "concurrent requests when creating and changing pods")
-	flag.StringVar(&o.Controller, "controller", "", "a built examples/workqueue binary (default: go build it)")
+	flag.StringVar(&o.Controller, "controller", "", "a built internal/democtl/cmd/democtl binary (default: go build it)")
 	flag.BoolVar(&o.Keep, "keep", false, "keep the working directory (cache file, logs) instead of removing it")
 	flag.Parse()
 	if flag.NArg() > 0 {

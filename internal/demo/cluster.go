@@ -25,9 +25,9 @@ var (
 	ErrInvalidOptions = errors.New("demo: invalid options")
 	// ErrAPI reports a failed request to the apiserver.
 	ErrAPI = errors.New("demo: apiserver request failed")
-	// ErrController reports that the example controller failed: it could
+	// ErrController reports that the demo controller failed: it could
 	// not be built or started, exited with an error, or wrote no stats.
-	ErrController = errors.New("demo: example controller failed")
+	ErrController = errors.New("demo: controller failed")
 )
 
 // WriteKubeconfig writes a kubeconfig file at path that reaches the

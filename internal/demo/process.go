@@ -12,7 +12,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/warmcache/warmcache/examples/workqueue/controller"
+	"github.com/warmcache/warmcache/internal/democtl"
 )
 
 // ErrExited is returned by EventLog.WaitFor when the log is closed (the
@@ -21,8 +21,8 @@ var ErrExited = errors.New("demo: the controller process exited")
 
 // ProcessOptions configures StartProcess.
 type ProcessOptions struct {
-	// Command and Args run the workqueue example: its binary, or any
-	// program that runs controller.Main with Args (the end-to-end tests
+	// Command and Args run the demo controller: internal/democtl's
+	// command, or any program that runs democtl.Main with Args (the end-to-end tests
 	// re-execute their own binary). Command is required.
 	Command string
 	Args    []string
@@ -35,14 +35,14 @@ type ProcessOptions struct {
 	SysProcAttr *syscall.SysProcAttr
 }
 
-// EventLog collects controller.Events (from a process's event log or an
+// EventLog collects democtl.Events (from a process's event log or an
 // in-process handler) and lets a caller wait for a condition on them. The
 // zero value is not usable; use NewEventLog. Methods are safe for
 // concurrent use.
 type EventLog struct {
 	// mu guards the fields below.
 	mu      sync.Mutex
-	events  []controller.Event
+	events  []democtl.Event
 	changed chan struct{} // closed and replaced on every change
 	closed  bool
 	err     error // why it was closed; nil for a clean end
@@ -52,7 +52,7 @@ type EventLog struct {
 func NewEventLog() *EventLog { return &EventLog{changed: make(chan struct{})} }
 
 // Add appends an event.
-func (l *EventLog) Add(e controller.Event) {
+func (l *EventLog) Add(e democtl.Event) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.events = append(l.events, e)
@@ -80,16 +80,16 @@ func (l *EventLog) Err() error {
 }
 
 // Events returns a copy of the events so far.
-func (l *EventLog) Events() []controller.Event {
+func (l *EventLog) Events() []democtl.Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]controller.Event(nil), l.events...)
+	return append([]democtl.Event(nil), l.events...)
 }
 
 // WaitFor waits until pred holds for the events so far. It returns an
 // error wrapping ErrExited if the log is closed first, or ctx's cause.
 // pred is called with the lock held: it must not call the log.
-func (l *EventLog) WaitFor(ctx context.Context, pred func([]controller.Event) bool) error {
+func (l *EventLog) WaitFor(ctx context.Context, pred func([]democtl.Event) bool) error {
 	for {
 		l.mu.Lock()
 		ok := pred(l.events)
@@ -109,7 +109,7 @@ func (l *EventLog) WaitFor(ctx context.Context, pred func([]controller.Event) bo
 	}
 }
 
-// Process is a running workqueue example started with "--event-log -":
+// Process is a running demo controller started with "--event-log -":
 // its events are read from stdout into its EventLog as they come; the log
 // is closed with the exit status when the process ends. Methods are safe
 // for concurrent use.
@@ -153,7 +153,7 @@ func (p *Process) read(stdout io.Reader, logFile *os.File) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	var bad error
 	for sc.Scan() {
-		var e controller.Event
+		var e democtl.Event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			if bad == nil {
 				bad = fmt.Errorf("%w: event log line %q: %w", ErrController, sc.Text(), err)
@@ -191,7 +191,7 @@ func (p *Process) Kill() {
 // Fold applies events to a copy of state (key -> resourceVersion), as a
 // handler keeping its own map would: adds and updates set the key's
 // resourceVersion, deletes remove it.
-func Fold(state map[string]string, events []controller.Event) map[string]string {
+func Fold(state map[string]string, events []democtl.Event) map[string]string {
 	out := make(map[string]string, len(state))
 	for k, v := range state {
 		out[k] = v
@@ -212,7 +212,7 @@ func Fold(state map[string]string, events []controller.Event) map[string]string 
 // "synced" line was seen. It folds incrementally: each call looks only at
 // the events it has not seen, so waiting on a long log costs linear time.
 // The predicate must be used with one log only.
-func Converged(want map[string]string) func([]controller.Event) bool {
+func Converged(want map[string]string) func([]democtl.Event) bool {
 	view := map[string]string{}
 	seen := 0
 	synced := false
@@ -235,7 +235,7 @@ func Converged(want map[string]string) func([]controller.Event) bool {
 			differ--
 		}
 	}
-	return func(es []controller.Event) bool {
+	return func(es []democtl.Event) bool {
 		for _, e := range es[seen:] {
 			switch e.Type {
 			case "synced":

@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/warmcache/warmcache/examples/workqueue/controller"
+	"github.com/warmcache/warmcache/internal/democtl"
 )
 
 // helperEnv makes the test binary act as a controller process: it prints
@@ -49,11 +49,11 @@ func TestProcess(t *testing.T) {
 	ctx := context.Background()
 	t.Run("events are read as they come", func(t *testing.T) {
 		p := startHelper(t, "events")
-		err := p.WaitFor(ctx, func(es []controller.Event) bool { return len(es) == 2 && es[1].Type == "synced" })
+		err := p.WaitFor(ctx, func(es []democtl.Event) bool { return len(es) == 2 && es[1].Type == "synced" })
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := p.Events()[0]; got != (controller.Event{Type: "add", Key: "ns/a", ResourceVersion: "1", Initial: true}) {
+		if got := p.Events()[0]; got != (democtl.Event{Type: "add", Key: "ns/a", ResourceVersion: "1", Initial: true}) {
 			t.Errorf("first event %+v", got)
 		}
 		// SIGTERM kills the helper (it does not handle it): an exit error.
@@ -63,7 +63,7 @@ func TestProcess(t *testing.T) {
 	})
 	t.Run("a malformed line is an error", func(t *testing.T) {
 		p := startHelper(t, "garbage")
-		err := p.WaitFor(ctx, func([]controller.Event) bool { return false })
+		err := p.WaitFor(ctx, func([]democtl.Event) bool { return false })
 		if !errors.Is(err, ErrExited) {
 			t.Fatalf("WaitFor = %v, want ErrExited", err)
 		}
@@ -73,7 +73,7 @@ func TestProcess(t *testing.T) {
 	})
 	t.Run("an exit code is an error", func(t *testing.T) {
 		p := startHelper(t, "fail")
-		if err := p.WaitFor(ctx, func([]controller.Event) bool { return false }); !errors.Is(err, ErrExited) {
+		if err := p.WaitFor(ctx, func([]democtl.Event) bool { return false }); !errors.Is(err, ErrExited) {
 			t.Fatalf("WaitFor = %v, want ErrExited", err)
 		}
 	})
@@ -88,14 +88,14 @@ func TestEventLogWaitForEndsWithContext(t *testing.T) {
 	l := NewEventLog()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := l.WaitFor(ctx, func([]controller.Event) bool { return false }); !errors.Is(err, context.Canceled) {
+	if err := l.WaitFor(ctx, func([]democtl.Event) bool { return false }); !errors.Is(err, context.Canceled) {
 		t.Errorf("WaitFor = %v, want context.Canceled", err)
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- l.WaitFor(context.Background(), func(es []controller.Event) bool { return len(es) == 1 })
+		done <- l.WaitFor(context.Background(), func(es []democtl.Event) bool { return len(es) == 1 })
 	}()
-	l.Add(controller.Event{Type: "add", Key: "k"})
+	l.Add(democtl.Event{Type: "add", Key: "k"})
 	if err := <-done; err != nil {
 		t.Errorf("WaitFor = %v after the event came", err)
 	}
@@ -103,7 +103,7 @@ func TestEventLogWaitForEndsWithContext(t *testing.T) {
 
 func TestFold(t *testing.T) {
 	start := map[string]string{"a": "1", "b": "2"}
-	got := Fold(start, []controller.Event{
+	got := Fold(start, []democtl.Event{
 		{Type: "update", Key: "a", ResourceVersion: "3"},
 		{Type: "delete", Key: "b", ResourceVersion: "2"},
 		{Type: "add", Key: "c", ResourceVersion: "4"},
@@ -121,23 +121,23 @@ func TestFold(t *testing.T) {
 func TestConverged(t *testing.T) {
 	want := map[string]string{"a": "3", "c": "4"}
 	pred := Converged(want)
-	var es []controller.Event
-	step := func(e controller.Event, wantDone bool) {
+	var es []democtl.Event
+	step := func(e democtl.Event, wantDone bool) {
 		t.Helper()
 		es = append(es, e)
 		if got := pred(es); got != wantDone {
 			t.Fatalf("after %+v: converged = %v, want %v", e, got, wantDone)
 		}
 	}
-	step(controller.Event{Type: "add", Key: "a", ResourceVersion: "1", Initial: true}, false)
-	step(controller.Event{Type: "add", Key: "b", ResourceVersion: "2", Initial: true}, false)
-	step(controller.Event{Type: "add", Key: "c", ResourceVersion: "4", Initial: true}, false)
-	step(controller.Event{Type: "update", Key: "a", ResourceVersion: "3"}, false) // b is extra
-	step(controller.Event{Type: "delete", Key: "b", ResourceVersion: "2"}, false) // not synced yet
-	step(controller.Event{Type: "synced"}, true)
-	step(controller.Event{Type: "update", Key: "c", ResourceVersion: "5"}, false)
-	step(controller.Event{Type: "update", Key: "c", ResourceVersion: "4"}, true)
-	if !Converged(map[string]string{})([]controller.Event{{Type: "synced"}}) {
+	step(democtl.Event{Type: "add", Key: "a", ResourceVersion: "1", Initial: true}, false)
+	step(democtl.Event{Type: "add", Key: "b", ResourceVersion: "2", Initial: true}, false)
+	step(democtl.Event{Type: "add", Key: "c", ResourceVersion: "4", Initial: true}, false)
+	step(democtl.Event{Type: "update", Key: "a", ResourceVersion: "3"}, false) // b is extra
+	step(democtl.Event{Type: "delete", Key: "b", ResourceVersion: "2"}, false) // not synced yet
+	step(democtl.Event{Type: "synced"}, true)
+	step(democtl.Event{Type: "update", Key: "c", ResourceVersion: "5"}, false)
+	step(democtl.Event{Type: "update", Key: "c", ResourceVersion: "4"}, true)
+	if !Converged(map[string]string{})([]democtl.Event{{Type: "synced"}}) {
 		t.Error("an empty want did not converge on a synced line")
 	}
 }

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/warmcache/warmcache/examples/workqueue/controller"
+	"github.com/warmcache/warmcache/internal/democtl"
 	"github.com/warmcache/warmcache/internal/kubebin"
 	"github.com/warmcache/warmcache/internal/testenv"
 )
@@ -31,6 +31,9 @@ const (
 	DefaultChangeFraction = 0.01
 	DefaultWorkers        = 16
 )
+
+// controllerPackage is the command the demo builds and runs, cold then warm.
+const controllerPackage = "./internal/democtl/cmd/democtl"
 
 // Options configures Run. The zero value runs the full demo.
 type Options struct {
@@ -43,12 +46,12 @@ type Options struct {
 	// Workers is the number of concurrent requests that create and change
 	// pods. Default DefaultWorkers.
 	Workers int
-	// ModuleDir is warmcache's module root, where the example controller
-	// is built and the snapshot CLI run. Default: the module of the
+	// ModuleDir is warmcache's module root, where the controller is
+	// built and the snapshot CLI run. Default: the module of the
 	// working directory (go env GOMOD).
 	ModuleDir string
-	// Controller is a built workqueue example. Default: built into the
-	// working directory with go build.
+	// Controller is a built internal/democtl/cmd/democtl. Default: built
+	// into the working directory with go build.
 	Controller string
 	// Keep keeps the working directory (binaries, logs, cache file,
 	// control plane data) instead of removing it. Default false.
@@ -97,8 +100,8 @@ type demo struct {
 }
 
 // Run runs the demo: it builds (or reuses) kube-apiserver and etcd and the
-// workqueue example, starts a local control plane, creates the pods, runs
-// the example cold on an empty cache file, stops it, changes some pods,
+// demo controller (internal/democtl), starts a local control plane, creates
+// the pods, runs the controller cold on an empty cache file, stops it, changes some pods,
 // runs it warm on the same file, and writes the side-by-side table and the
 // snapshot CLI's view of the file to Out. Everything it started is
 // stopped, and its working directory removed (unless Keep), when it
@@ -135,7 +138,7 @@ func (d *demo) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	d.progress("[2/7] building the example controller (examples/workqueue)")
+	d.progress("[2/7] building the controller (internal/democtl, the workqueue example instrumented)")
 	if err := d.buildController(ctx); err != nil {
 		return err
 	}
@@ -162,7 +165,7 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.createPods(ctx); err != nil {
 		return err
 	}
-	d.progress("[5/7] running the example controller cold, on an empty cache file")
+	d.progress("[5/7] running the controller cold, on an empty cache file")
 	cold, err := d.runController(ctx, "cold")
 	if err != nil {
 		return err
@@ -182,7 +185,7 @@ func (d *demo) run(ctx context.Context) error {
 	}
 
 	d.progress("[7/7] done")
-	fmt.Fprintf(d.o.Out, "\nwarmcache demo: %d pods on a local kube-apiserver; the example controller (examples/workqueue)\n", d.o.Pods)
+	fmt.Fprintf(d.o.Out, "\nwarmcache demo: %d pods on a local kube-apiserver; the workqueue controller (internal/democtl)\n", d.o.Pods)
 	fmt.Fprintf(d.o.Out, "ran cold on an empty cache file, was stopped, %d pods changed, then it ran warm on the same file.\n\n", n)
 	if err := WriteTable(d.o.Out, cold, warm, fi.Size()); err != nil {
 		return err
@@ -213,11 +216,11 @@ func (d *demo) buildController(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	d.o.Controller = filepath.Join(d.dir, "workqueue")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", d.o.Controller, "./examples/workqueue")
+	d.o.Controller = filepath.Join(d.dir, "democtl")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", d.o.Controller, controllerPackage)
 	cmd.Dir = mod
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%w: go build ./examples/workqueue: %w\n%s", ErrController, err, out)
+		return fmt.Errorf("%w: go build %s: %w\n%s", ErrController, controllerPackage, err, out)
 	}
 	return nil
 }
@@ -289,7 +292,7 @@ func (d *demo) podRequests(ctx context.Context) (lists, streams float64, err err
 	return lists, streams, nil
 }
 
-// runController runs the example until its handler has seen every pod at
+// runController runs the controller until its handler has seen every pod at
 // its current resourceVersion and it has measured its steady heap, then
 // stops it and returns its stats.
 func (d *demo) runController(ctx context.Context, name string) (RunResult, error) {
@@ -320,7 +323,7 @@ func (d *demo) runController(ctx context.Context, name string) (RunResult, error
 	converged := Converged(want)
 	steady := false
 	seen := 0
-	err = p.WaitFor(ctx, func(es []controller.Event) bool {
+	err = p.WaitFor(ctx, func(es []democtl.Event) bool {
 		for _, e := range es[seen:] {
 			steady = steady || e.Type == "steady"
 		}
@@ -335,7 +338,7 @@ func (d *demo) runController(ctx context.Context, name string) (RunResult, error
 		return r, err
 	}
 	r.Wall = time.Since(begin)
-	if r.Stats, err = controller.ReadStats(stats); err != nil {
+	if r.Stats, err = democtl.ReadStats(stats); err != nil {
 		return r, err
 	}
 	lists, streams, err := d.podRequests(ctx)

@@ -7,14 +7,14 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/warmcache/warmcache/examples/workqueue/controller"
+	"github.com/warmcache/warmcache/internal/democtl"
 )
 
-// RunResult is what one run of the example controller measured: its own
+// RunResult is what one run of the demo controller measured: its own
 // stats, and the requests the apiserver counted for pods while it ran.
 type RunResult struct {
 	// Stats are the controller's stats file.
-	Stats controller.Stats
+	Stats democtl.Stats
 	// Lists and WatchLists are the LIST requests and completed WatchList
 	// streams for pods the apiserver served during the run (from its
 	// /metrics).

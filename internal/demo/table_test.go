@@ -4,17 +4,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/warmcache/warmcache/examples/workqueue/controller"
+	"github.com/warmcache/warmcache/internal/democtl"
 )
 
 func TestWriteTable(t *testing.T) {
-	cold := RunResult{WatchLists: 1, Stats: controller.Stats{
+	cold := RunResult{WatchLists: 1, Stats: democtl.Stats{
 		SyncedSeconds: 8.523, BytesReceived: 160 << 20, PeakHeapBytes: 80 << 20, SteadyHeapBytes: 12 << 20,
-		Events: controller.EventCounts{InitialAdds: 20000},
+		Events: democtl.EventCounts{InitialAdds: 20000},
 	}}
-	warm := RunResult{Stats: controller.Stats{
+	warm := RunResult{Stats: democtl.Stats{
 		SyncedSeconds: 0.9, BytesReceived: 1536 << 10, PeakHeapBytes: 30 << 20, SteadyHeapBytes: 11 << 20,
-		Events: controller.EventCounts{InitialAdds: 20000, Adds: 50, Updates: 150, Deletes: 50},
+		Events: democtl.EventCounts{InitialAdds: 20000, Adds: 50, Updates: 150, Deletes: 50},
 	}}
 	var b strings.Builder
 	if err := WriteTable(&b, cold, warm, 95<<20); err != nil {

@@ -149,11 +149,3 @@ func SortedEvents(es []Event) []Event {
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
 	return out
 }
-
-// NormalizeInitial replaces the isInInitialList flag of an add by "?".
-func NormalizeInitial(e Event) Event {
-	if i := strings.LastIndex(string(e), " initial="); i >= 0 && strings.HasPrefix(string(e), "add ") {
-		return e[:i] + " initial=?"
-	}
-	return e
-}

@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/warmcache/warmcache/internal/podgen"
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 	"github.com/warmcache/warmcache/store/codec"
 )
 
@@ -79,7 +80,7 @@ func corruptResourceOptions() ResourceOptions {
 func buildCorruptBase(t *testing.T, opts Options) []byte {
 	t.Helper()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "base.db")
+	path := filepath.Join(uncheckedDir(t), "base.db")
 	opts.Logger = ktesting.NewLogger(t, ktesting.NewConfig())
 	db, err := Open(ctx, path, opts)
 	if err != nil {
@@ -134,7 +135,7 @@ type corruptLayout struct {
 
 func corruptLayoutOf(t *testing.T, data []byte) corruptLayout {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "layout.db")
+	path := filepath.Join(uncheckedDir(t), "layout.db")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +301,7 @@ func foreignVariants(t *testing.T, base []byte, rng *rand.Rand) []corruptVariant
 		{Name: "directory instead of a file", Expect: corruptExpectCorrupt, Dir: true},
 		{Name: "bbolt file of another program", Expect: corruptExpectCorrupt, data: corruptForeignBolt(t)},
 	}
-	marker := func(name string, expect corruptExpect, f *fileFormat) {
+	marker := func(name string, expect corruptExpect, f *layout.FileFormat) {
 		v := []byte{0xc1} // never used by msgpack: unreadable
 		if f != nil {
 			var err error
@@ -310,9 +311,9 @@ func foreignVariants(t *testing.T, base []byte, rng *rand.Rand) []corruptVariant
 		}
 		vs = append(vs, corruptVariant{Name: name, Expect: expect, data: corruptRewriteMarker(t, base, v)})
 	}
-	marker("format version newer than supported", corruptExpectUnsupported, &fileFormat{Magic: formatMagic, Version: formatVersion + 1})
-	marker("format version older than any (0)", corruptExpectCorrupt, &fileFormat{Magic: formatMagic, Version: 0})
-	marker("format marker of another program", corruptExpectCorrupt, &fileFormat{Magic: "someone-else", Version: formatVersion})
+	marker("format version newer than supported", corruptExpectUnsupported, &layout.FileFormat{Magic: layout.Magic, Version: layout.FormatVersion + 1})
+	marker("format version older than any (0)", corruptExpectCorrupt, &layout.FileFormat{Magic: layout.Magic, Version: 0})
+	marker("format marker of another program", corruptExpectCorrupt, &layout.FileFormat{Magic: "someone-else", Version: layout.FormatVersion})
 	marker("format marker unreadable", corruptExpectCorrupt, nil)
 	return vs
 }
@@ -364,11 +365,11 @@ func corruptForeignBolt(t *testing.T) []byte {
 func corruptRewriteMarker(t *testing.T, base, value []byte) []byte {
 	t.Helper()
 	return corruptRawBolt(t, base, func(tx *bbolt.Tx) error {
-		b := tx.Bucket(markerBucket)
+		b := tx.Bucket(layout.MarkerBucket)
 		if b == nil {
 			return errors.New("base file has no format marker")
 		}
-		return b.Put(formatKey, value)
+		return b.Put(layout.FormatKey, value)
 	})
 }
 
@@ -376,7 +377,7 @@ func corruptRewriteMarker(t *testing.T, base, value []byte) []byte {
 // bbolt and returns the result.
 func corruptRawBolt(t *testing.T, data []byte, fn func(*bbolt.Tx) error) []byte {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "raw.db")
+	path := filepath.Join(uncheckedDir(t), "raw.db")
 	if data != nil {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
@@ -444,8 +445,8 @@ func checkCorruptVariant(ctx context.Context, v corruptVariant, path string, log
 			return fmt.Errorf("Open = %v, want ErrCorrupt, not ErrUnsupportedVersion", err)
 		case v.Expect == corruptExpectUnsupported && !errors.Is(err, ErrUnsupportedVersion):
 			return fmt.Errorf("Open = %v, want ErrUnsupportedVersion", err)
-		case v.Expect == corruptExpectUnsupported && (!errors.As(err, &ve) || ve.Found != formatVersion+1 || ve.Supported != formatVersion):
-			return fmt.Errorf("Open = %v, want a *VersionError for version %d", err, formatVersion+1)
+		case v.Expect == corruptExpectUnsupported && (!errors.As(err, &ve) || ve.Found != layout.FormatVersion+1 || ve.Supported != layout.FormatVersion):
+			return fmt.Errorf("Open = %v, want a *VersionError for version %d", err, layout.FormatVersion+1)
 		}
 		return nil
 	}
@@ -467,7 +468,7 @@ func checkCorruptVariant(ctx context.Context, v corruptVariant, path string, log
 		return fmt.Errorf("Apply: %w", err)
 	}
 	var problems []Problem
-	if err := db.Verify(ctx, func(p Problem) { problems = append(problems, p) }); err != nil {
+	if err := verifyDB(ctx, db, nil, func(p Problem) { problems = append(problems, p) }); err != nil {
 		return fmt.Errorf("Verify: %w", err)
 	}
 	if v.Expect == corruptExpectClean && len(problems) > 0 {
@@ -513,8 +514,8 @@ func TestCorruptFiles(t *testing.T) {
 	if len(vs) < 50 {
 		t.Fatalf("%d variants, want at least 50", len(vs))
 	}
-	childManifest := corruptMaterialize(t, vs, t.TempDir())
-	dir := t.TempDir()
+	childManifest := corruptMaterialize(t, vs, uncheckedDir(t))
+	dir := uncheckedDir(t)
 	corruptMaterialize(t, vs, dir)
 
 	t.Run("in process", func(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
 // TestUndecodableItem checks what reads do with an item that does not
@@ -24,7 +26,7 @@ func TestUndecodableItem(t *testing.T) {
 	must(t, db.Close())
 	rawUpdate(t, path, func(tx *bbolt.Tx) error {
 		_, g := rawLive(t, tx)
-		setEnvelope(t, g, "ns/b", encodeEnvelope("2", "", []byte("not protobuf")))
+		setEnvelope(t, g, "ns/b", layout.EncodeEnvelope("2", "", []byte("not protobuf")))
 		return nil
 	})
 
@@ -65,9 +67,8 @@ func TestUndecodableItem(t *testing.T) {
 	if st := mustState(t, s); st.Complete || st.RV != "3" {
 		t.Errorf("state after reopen = %+v, want incomplete at RV 3", st)
 	}
-	infos, err := db.Resources(ctx)
-	if err != nil || len(infos) != 1 || infos[0].State != StateIncomplete || !strings.Contains(infos[0].Reason, "ns/b") {
-		t.Errorf("Resources = %+v, %v; want incomplete naming ns/b", infos, err)
+	if infos := recorded(t, db); len(infos) != 1 || infos[0].State != layout.StateIncomplete || !strings.Contains(infos[0].Reason, "ns/b") {
+		t.Errorf("recorded resources = %+v; want incomplete naming ns/b", infos)
 	}
 	must(t, s.Replace([]interface{}{mkPod("ns", "a", "4")}, "4"))
 	if st := mustState(t, s); !st.Complete || st.RV != "4" {

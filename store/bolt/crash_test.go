@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
 // The crash test: a child process (this test binary, role "crash") applies
@@ -127,7 +128,8 @@ func crashOpen(ctx context.Context, path string) (*DB, *Store, error) {
 }
 
 // childCrash writes until it is killed, printing a line per step:
-// "apply RV", "replace-page RV N", "replace-vanished RV", "replace-commit RV".
+// "apply RV", "replace-page RV N", "replace-vanished RV", "replace-commit
+// RV", "replace-changes RV", "replace-release RV".
 func childCrash() error {
 	ctx := context.Background()
 	seed, _ := strconv.ParseUint(os.Getenv(envCrashSeed), 10, 64)
@@ -229,6 +231,25 @@ func crashRelist(ctx context.Context, s *Store, w *crashWorld, rng *rand.Rand, s
 		return err
 	}
 	say("replace-commit %d", w.rv)
+	// The replaced generation is retained until Release: a kill from here
+	// on must leave the committed content and no retained generation.
+	if err := r.Changes(ctx, func(c store.Change) error {
+		m, ok := w.objs[crashID(c.Key)]
+		switch {
+		case c.New == nil && ok:
+			return fmt.Errorf("change: %q deleted but in the listed state", c.Key)
+		case c.New != nil && (!ok || c.New.(*corev1.Pod).ResourceVersion != strconv.Itoa(m)):
+			return fmt.Errorf("change: %q at RV %s, want %d", c.Key, c.New.(*corev1.Pod).ResourceVersion, m)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	say("replace-changes %d", w.rv)
+	if err := r.Release(); err != nil {
+		return err
+	}
+	say("replace-release %d", w.rv)
 	return nil
 }
 
@@ -245,7 +266,7 @@ func TestCrash(t *testing.T) {
 	n0, kills := 50000, 22
 	switch {
 	case testing.Short():
-		n0, kills = 5000, 6
+		n0, kills = 5000, 7 // one kill per phase
 	case raceEnabled:
 		n0 = 20000 // the race detector slows the child and the checks tenfold
 	}
@@ -263,7 +284,7 @@ func TestCrash(t *testing.T) {
 	interrupted, pageKills := 0, 0
 	// The first kill lets the initial relist commit; the others cycle
 	// through the phases of the child's work.
-	phases := []string{"apply", "replace-page", "ready", "replace-vanished", "apply", "replace-commit"}
+	phases := []string{"apply", "replace-page", "ready", "replace-vanished", "apply", "replace-commit", "replace-changes"}
 	for k := range kills {
 		phase, after := "replace-commit", 1
 		if k > 0 {
@@ -416,8 +437,8 @@ func crashCheck(t *testing.T, path string, w *crashWorld) store.State {
 	// every item decodes to an object of its envelope's RV, and the
 	// content of an object is a function of its key and RV.
 	seen := 0
-	if err := s.readLive("check", func(g *generation) error {
-		c := g.items.Cursor()
+	if err := s.readLive("check", func(g *layout.Generation) error {
+		c := g.Items.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			seen++
 			key := string(k)
@@ -426,10 +447,10 @@ func crashCheck(t *testing.T, path string, w *crashWorld) store.State {
 			if !ok {
 				return fmt.Errorf("RV %d: %s is stored but deleted at or before it", rv, key)
 			}
-			env, err := g.envelopeOf(k, v)
+			env, err := g.EnvelopeOf(k, v)
 			got := ""
 			if err == nil {
-				got, err = envelopeRV(env)
+				got, err = layout.EnvelopeRV(env)
 			}
 			if err != nil || key != crashKey(id) || got != strconv.Itoa(m) {
 				return fmt.Errorf("RV %d: %s stored at RV %s (%v), want %d", rv, key, got, err, m)
@@ -444,6 +465,11 @@ func crashCheck(t *testing.T, path string, w *crashWorld) store.State {
 	}
 	if err := verifyErr(ctx, db); err != nil {
 		t.Errorf("Verify after kill: %v", err)
+	}
+	// A generation staged or retained (killed between Commit and Release)
+	// is deleted by the open.
+	if n := generations(t, s); n != 1 {
+		t.Errorf("RV %d: %d generations after reopen, want the live one only", rv, n)
 	}
 	return st
 }

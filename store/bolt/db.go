@@ -14,6 +14,8 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 	bbolt "go.etcd.io/bbolt"
 	"k8s.io/klog/v2"
+
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
 // DB is an open warmcache file. One file holds many resources (one file per
@@ -178,7 +180,7 @@ func (db *DB) startSyncState(boot string, bootErr error) error {
 		return nil
 	}
 	db.bolt.NoFreelistSync = db.opts.Sync == SyncNoFreelist
-	if _, err := os.Lstat(StatePath(db.path)); errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Lstat(layout.StatePath(db.path)); errors.Is(err, fs.ErrNotExist) {
 		return nil // the last writer flushed every commit: nothing to take over
 	}
 	if err := db.bolt.Sync(); err != nil {
@@ -195,7 +197,7 @@ func (db *DB) checkFormat() (empty, present bool, err error) {
 		c := tx.Cursor()
 		first, _ := c.First()
 		empty = first == nil
-		marker := tx.Bucket(markerBucket)
+		marker := tx.Bucket(layout.MarkerBucket)
 		if marker == nil {
 			var foreign []string
 			_ = tx.ForEach(func(name []byte, _ *bbolt.Bucket) error {
@@ -208,15 +210,15 @@ func (db *DB) checkFormat() (empty, present bool, err error) {
 			return nil
 		}
 		present = true
-		var f fileFormat
-		if err := msgpack.Unmarshal(marker.Get(formatKey), &f); err != nil {
+		var f layout.FileFormat
+		if err := msgpack.Unmarshal(marker.Get(layout.FormatKey), &f); err != nil {
 			return fmt.Errorf("%w: unreadable format marker: %w", ErrCorrupt, err)
 		}
 		switch {
-		case f.Magic != formatMagic:
+		case f.Magic != layout.Magic:
 			return fmt.Errorf("%w: not a warmcache file (magic %q)", ErrCorrupt, f.Magic)
-		case f.Version > formatVersion:
-			return &VersionError{What: "file format", Found: f.Version, Supported: formatVersion}
+		case f.Version > layout.FormatVersion:
+			return &VersionError{What: "file format", Found: f.Version, Supported: layout.FormatVersion}
 		case f.Version < 1:
 			return fmt.Errorf("%w: invalid format version %d", ErrCorrupt, f.Version)
 		}
@@ -227,15 +229,15 @@ func (db *DB) checkFormat() (empty, present bool, err error) {
 
 // writeFormat writes the format marker into a new file.
 func writeFormat(tx *bbolt.Tx) error {
-	b, err := tx.CreateBucket(markerBucket)
+	b, err := tx.CreateBucket(layout.MarkerBucket)
 	if err != nil {
 		return err
 	}
-	v, err := msgpack.Marshal(&fileFormat{Magic: formatMagic, Version: formatVersion, Created: time.Now().UnixNano()})
+	v, err := msgpack.Marshal(&layout.FileFormat{Magic: layout.Magic, Version: layout.FormatVersion, Created: time.Now().UnixNano()})
 	if err != nil {
 		return err
 	}
-	return b.Put(formatKey, v)
+	return b.Put(layout.FormatKey, v)
 }
 
 // Path returns the file's path as given to Open.
@@ -355,9 +357,9 @@ func MoveAside(path string) (string, error) {
 	if err := os.Rename(path, dst); err != nil {
 		return "", fmt.Errorf("bolt: move aside %s: %w", path, classify(err))
 	}
-	err := os.Rename(StatePath(path), StatePath(dst))
+	err := os.Rename(layout.StatePath(path), layout.StatePath(dst))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return dst, fmt.Errorf("bolt: move aside %s: %w", StatePath(path), classify(err))
+		return dst, fmt.Errorf("bolt: move aside %s: %w", layout.StatePath(path), classify(err))
 	}
 	return dst, nil
 }
@@ -368,7 +370,7 @@ func MoveAside(path string) (string, error) {
 // is gone.
 func Remove(path string) error {
 	var errs []error
-	for _, p := range []string{path, StatePath(path)} {
+	for _, p := range []string{path, layout.StatePath(path)} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("bolt: remove %s: %w", p, classify(err)))
 		}

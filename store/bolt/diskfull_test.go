@@ -191,7 +191,7 @@ func expectPods(s *Store, rv string, n int) error {
 // verifyErr runs Verify and returns its problems as an error.
 func verifyErr(ctx context.Context, db *DB) error {
 	var problems []error
-	if err := db.Verify(ctx, func(p Problem) { problems = append(problems, errors.New(p.String())) }); err != nil {
+	if err := verifyDB(ctx, db, nil, func(p Problem) { problems = append(problems, errors.New(p.String())) }); err != nil {
 		return err
 	}
 	return errors.Join(problems...)

@@ -19,6 +19,7 @@
 //	                              object count, staged generation, times
 //	  live                        8-byte number of the live generation
 //	  gen/<n>/items/   key     -> 8-byte blob id + msgpack {index name: [values]}
+//	                   (a key that is empty or starts with 0x00 gets a 0x00 prefix)
 //	  gen/<n>/blobs/   blob id -> msgpack [rv, uid, payload]
 //	  gen/<n>/index/<name>/ value 0x00 key -> empty
 //
@@ -45,10 +46,13 @@
 //     generation and records it in meta; each Replace.Add writes a page
 //     into it in its own transaction (memory bounded by a page); Commit
 //     moves the live pointer and writes the RV and the complete state in
-//     one transaction, then deletes the old generation. An open that finds
-//     a staged generation deletes it and reports State().RelistInterrupted
-//     with the previous content and RV intact. Vanished merge-walks the
-//     live and staged keys.
+//     one transaction, and keeps the replaced generation until Release
+//     deletes it, so that Changes can merge-walk the two and stream the
+//     differences to handlers without holding them on the heap. An open
+//     that finds a staged generation deletes it and reports
+//     State().RelistInterrupted with the previous content and RV intact;
+//     it deletes a retained one too (the committed content is whole).
+//     Vanished merge-walks the live and staged keys.
 //  3. The file describes itself: a resource recorded with another schema
 //     version, identity, codec or fingerprint of the decoded Go type (its
 //     fields, types and tags: decoding drops the fields a binary's types do
@@ -57,7 +61,7 @@
 //     (State().Discarded and a log line say why); other index names or
 //     IndexVersion rebuild the index entries from the items, in bounded
 //     transactions, resumed from scratch after a crash.
-//  4. Index entries agree with items: DB.Verify checks every entry both
+//  4. Index entries agree with items: inspect.Verify checks every entry both
 //     ways, every payload, every envelope RV and the counts; the crash test
 //     runs it after every kill.
 //  5. The disk is a cache: Open validates the file before bbolt maps it (a
@@ -188,13 +192,23 @@
 // at a time per file and any number of readers. A read-write DB holds an
 // exclusive lock on the file (ErrLocked for another DB, in this process or
 // another, after Options.Timeout); read-only DBs share it. Long read
-// transactions (Backup, List of a large resource, Verify) do not block
-// writers, except a writer that must grow the file, which waits for them.
+// transactions (Backup, List of a large resource, inspect.Verify) do not
+// block writers, except a writer that must grow the file, which waits for
+// them.
+//
+// # Upgrades
+//
+// A release that changes the layout of a resource bumps its schema
+// version; the first start of the new release discards each resource of
+// another version (invariant 3) and its informer relists it: one relist
+// per resource, the cost of a cold start, and nothing to do by hand.
+// A downgrade does the same the other way. Schema version 3 (the empty
+// object key, which version 2 could not store) is such a change.
 //
 // # Inspection
 //
-// DB.Resources lists what a file records; DB.OpenRecorded opens a
-// resource read-only with the codec named in the file (Options.Codecs) and
-// its recorded indexes; DB.Verify checks invariant 4; DB.Backup and
-// DB.BackupHandler copy the file while writes go on.
+// DB.Backup and DB.BackupHandler copy the file while writes go on. Package
+// store/bolt/inspect reads a file as a tool does: it lists what the file
+// records, opens a resource read-only with the codec named in the file and
+// its recorded indexes, and checks the file's structure and invariant 4.
 package bolt

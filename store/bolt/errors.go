@@ -67,7 +67,7 @@ var (
 	// identity is open on this DB and not yet closed.
 	ErrResourceInUse = errors.New("resource is already open")
 
-	// ErrResourceNotFound is returned by OpenRecorded for an identity the
+	// ErrResourceNotFound is returned by inspect.OpenRecorded for an identity the
 	// file does not hold.
 	ErrResourceNotFound = errors.New("resource not found in cache file")
 
@@ -83,7 +83,7 @@ var (
 	ErrEncode = errors.New("cannot encode object")
 
 	// ErrNoIndexFunc is returned by Index on a Store opened with
-	// OpenRecorded: the file records index names and entries, not the
+	// inspect.OpenRecorded: the file records index names and entries, not the
 	// functions that computed them.
 	ErrNoIndexFunc = errors.New("index function not available")
 )

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/bolt/inspect"
 	"github.com/warmcache/warmcache/store/codec"
 )
 
@@ -122,7 +123,7 @@ func ExampleDB_Backup() {
 		return
 	}
 	defer func() { _ = copyDB.Close() }()
-	infos, _ := copyDB.Resources(ctx)
+	infos, _ := inspect.Resources(ctx, copyDB)
 	for _, in := range infos {
 		fmt.Println(in.Identity.Resource, in.Identity.Namespace, in.ResourceVersion, in.State, in.Objects)
 	}

@@ -4,26 +4,28 @@ import (
 	"bytes"
 	"slices"
 	"testing"
+
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
 // FuzzEnvelope checks that decoding never panics and that what decodes
 // re-encodes to an envelope with the same fields.
 func FuzzEnvelope(f *testing.F) {
-	f.Add(encodeEnvelope("123", "uid", []byte("payload")))
-	f.Add(encodeEnvelope("", "", nil))
+	f.Add(layout.EncodeEnvelope("123", "uid", []byte("payload")))
+	f.Add(layout.EncodeEnvelope("", "", nil))
 	f.Add([]byte{0x93, 0xd9, 0x01, 'x', 0xa0, 0xc4, 0x00})
 	f.Add([]byte{0x93, 0xdb, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		env, err := decodeEnvelope(data)
+		env, err := layout.DecodeEnvelope(data)
 		if err != nil {
 			return
 		}
-		again, err := decodeEnvelope(encodeEnvelope(env.rv, env.uid, env.payload))
-		if err != nil || again.rv != env.rv || again.uid != env.uid || !bytes.Equal(again.payload, env.payload) {
+		again, err := layout.DecodeEnvelope(layout.EncodeEnvelope(env.RV, env.UID, env.Payload))
+		if err != nil || again.RV != env.RV || again.UID != env.UID || !bytes.Equal(again.Payload, env.Payload) {
 			t.Fatalf("re-encoding %+v gave %+v, %v", env, again, err)
 		}
-		if rv, err := envelopeRV(data); err != nil || rv != env.rv {
-			t.Fatalf("envelopeRV = %q, %v; decodeEnvelope %q", rv, err, env.rv)
+		if rv, err := layout.EnvelopeRV(data); err != nil || rv != env.RV {
+			t.Fatalf("layout.EnvelopeRV = %q, %v; layout.DecodeEnvelope %q", rv, err, env.RV)
 		}
 	})
 }
@@ -31,12 +33,12 @@ func FuzzEnvelope(f *testing.F) {
 // FuzzReverse checks that decoding a reverse entry never panics and that
 // encoding round-trips.
 func FuzzReverse(f *testing.F) {
-	b := appendReverse(nil, []string{"a", "namespace"}, [][]string{{"x", "y"}, {"default"}})
+	b := layout.AppendReverse(nil, []string{"a", "namespace"}, [][]string{{"x", "y"}, {"default"}})
 	f.Add(b)
 	f.Add([]byte{0x81, 0xa1, 'a', 0x91, 0xa0})
 	f.Add([]byte{0xdf, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := decodeReverse(data)
+		m, err := layout.DecodeReverse(data)
 		if err != nil {
 			return
 		}
@@ -49,11 +51,11 @@ func FuzzReverse(f *testing.F) {
 		for i, n := range names {
 			values[i] = m[n]
 		}
-		enc := appendReverse(nil, names, values)
+		enc := layout.AppendReverse(nil, names, values)
 		if len(enc) == 0 {
 			return // only empty value lists
 		}
-		m2, err := decodeReverse(enc)
+		m2, err := layout.DecodeReverse(enc)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,12 +74,12 @@ func FuzzIndexKey(f *testing.F) {
 	f.Add("a\x00b", "k", "a")
 	f.Add("\x01\x02", "\x00", "\x01")
 	f.Fuzz(func(t *testing.T, value, key, other string) {
-		k := indexKey(value, key)
-		v, gotKey, err := splitIndexKey(k)
+		k := layout.IndexKey(value, key)
+		v, gotKey, err := layout.SplitIndexKey(k)
 		if err != nil || v != value || gotKey != key {
-			t.Fatalf("split(indexKey(%q, %q)) = %q, %q, %v", value, key, v, gotKey, err)
+			t.Fatalf("split(layout.IndexKey(%q, %q)) = %q, %q, %v", value, key, v, gotKey, err)
 		}
-		if other != value && bytes.HasPrefix(k, appendIndexPrefix(nil, other)) {
+		if other != value && bytes.HasPrefix(k, layout.AppendIndexPrefix(nil, other)) {
 			t.Fatalf("the prefix of %q matches an entry of %q", other, value)
 		}
 	})

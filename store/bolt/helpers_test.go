@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 	"github.com/warmcache/warmcache/store/codec"
 )
 
@@ -57,10 +58,11 @@ func namespaceIndexers() cache.Indexers {
 	return cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
 }
 
-// tempPath returns a path for a new file in a test directory.
+// tempPath returns a path for a new file in a test directory; the file is
+// checked when the test ends (see checkedDir).
 func tempPath(t testing.TB) string {
 	t.Helper()
-	return filepath.Join(t.TempDir(), "cache.db")
+	return filepath.Join(checkedDir(t), "cache.db")
 }
 
 // openDB opens path and closes it at the end of the test.
@@ -96,11 +98,11 @@ func openPods(t testing.TB, db *DB, indexers cache.Indexers) *Store {
 	return s
 }
 
-// verifyClean runs Verify and fails the test on any problem.
+// verifyClean runs the content check (inspect.Verify) and fails the test on any problem.
 func verifyClean(t testing.TB, db *DB) {
 	t.Helper()
 	var problems []Problem
-	if err := db.Verify(context.Background(), func(p Problem) { problems = append(problems, p) }); err != nil {
+	if err := verifyDB(context.Background(), db, nil, func(p Problem) { problems = append(problems, p) }); err != nil {
 		t.Fatalf("Verify: %v", err)
 	}
 	for _, p := range problems {
@@ -153,13 +155,13 @@ func rawUpdate(t testing.TB, path string, fn func(tx *bbolt.Tx) error) {
 }
 
 // rawLive returns the live generation of the pods resource in tx.
-func rawLive(t testing.TB, tx *bbolt.Tx) (*bbolt.Bucket, *generation) {
+func rawLive(t testing.TB, tx *bbolt.Tx) (*bbolt.Bucket, *layout.Generation) {
 	t.Helper()
 	res := tx.Bucket([]byte(podsID.String()))
 	if res == nil {
 		t.Fatal("pods bucket missing")
 	}
-	g, err := openLive(res)
+	g, err := layout.OpenLive(res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,9 +169,9 @@ func rawLive(t testing.TB, tx *bbolt.Tx) (*bbolt.Bucket, *generation) {
 }
 
 // rawEnvelope returns the envelope of item key of g.
-func rawEnvelope(t testing.TB, g *generation, key string) []byte {
+func rawEnvelope(t testing.TB, g *layout.Generation, key string) []byte {
 	t.Helper()
-	env, err := g.envelope([]byte(key))
+	env, err := g.Lookup([]byte(key))
 	if err != nil || env == nil {
 		t.Fatalf("envelope of %q: %v (found %t)", key, err, env != nil)
 	}
@@ -177,15 +179,15 @@ func rawEnvelope(t testing.TB, g *generation, key string) []byte {
 }
 
 // setEnvelope replaces the envelope of item key of g, which must exist.
-func setEnvelope(t testing.TB, g *generation, key string, env []byte) {
+func setEnvelope(t testing.TB, g *layout.Generation, key string, env []byte) {
 	t.Helper()
-	v := g.items.Get([]byte(key))
+	v := g.Items.Get([]byte(key))
 	if v == nil {
 		t.Fatalf("no item %q", key)
 	}
-	id, _, err := splitItemEntry(v)
+	id, _, err := layout.SplitItemEntry(v)
 	must(t, err)
-	must(t, g.blobs.Put(append([]byte(nil), id...), env))
+	must(t, g.Blobs.Put(append([]byte(nil), id...), env))
 }
 
 // appendItemEntry appends the item entry of blob id with raw reverse entry
@@ -196,20 +198,20 @@ func appendItemEntry(dst, id, rev []byte) []byte {
 }
 
 // rawMeta rewrites the pods resource's meta with fn.
-func rawMeta(t testing.TB, path string, fn func(m *resourceMeta)) {
+func rawMeta(t testing.TB, path string, fn func(m *layout.Meta)) {
 	t.Helper()
 	rawUpdate(t, path, func(tx *bbolt.Tx) error {
 		res, _ := rawLive(t, tx)
-		m, err := decodeMeta(res.Get(metaKey))
+		m, err := layout.DecodeMeta(res.Get(layout.MetaKey))
 		if err != nil {
 			return err
 		}
 		fn(&m)
-		b, err := encodeMeta(&m)
+		b, err := layout.EncodeMeta(&m)
 		if err != nil {
 			return err
 		}
-		return res.Put(metaKey, b)
+		return res.Put(layout.MetaKey, b)
 	})
 }
 
@@ -223,6 +225,30 @@ func podsOf(t testing.TB, objs []interface{}) map[string]*corev1.Pod {
 			t.Fatalf("got %T, want a pod", o)
 		}
 		out[p.Namespace+"/"+p.Name] = p
+	}
+	return out
+}
+
+// recorded returns the meta of every resource recorded in db's file, in
+// bucket-name order (what inspect.Resources reports).
+func recorded(t testing.TB, db *DB) []layout.Meta {
+	t.Helper()
+	var out []layout.Meta
+	err := db.view("recorded", func(tx *bbolt.Tx) error {
+		return tx.ForEach(func(name []byte, res *bbolt.Bucket) error {
+			if !layout.IsResourceBucket(name) {
+				return nil
+			}
+			m, err := layout.DecodeMeta(res.Get(layout.MetaKey))
+			if err != nil {
+				return err
+			}
+			out = append(out, m)
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatalf("recorded resources: %v", err)
 	}
 	return out
 }

@@ -2,10 +2,9 @@ package bolt
 
 import (
 	"fmt"
-	"net/url"
-	"strings"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
 // Identity names what a resource's data is a cache of: the resource, and
@@ -39,10 +38,6 @@ type Identity struct {
 	Shard string `msgpack:"shard"`
 }
 
-// bucketPrefix starts the name of every resource bucket, so that resource
-// buckets never collide with the format marker bucket.
-const bucketPrefix = "res;"
-
 // canonical validates id and returns it with its selectors canonicalised.
 func (id Identity) canonical() (Identity, error) {
 	if id.Version == "" || id.Resource == "" {
@@ -59,25 +54,6 @@ func (id Identity) canonical() (Identity, error) {
 // String returns the identity's canonical string, which is also the name of
 // its bucket in the file: every field, escaped, in a fixed order, so that
 // distinct identities have distinct strings. Call it on a validated
-// identity (as returned by Resources); it does not canonicalise selectors.
-func (id Identity) String() string {
-	var b strings.Builder
-	b.WriteString(bucketPrefix)
-	for i, kv := range [...][2]string{
-		{"g", id.Group}, {"v", id.Version}, {"r", id.Resource}, {"k", id.Kind},
-		{"ns", id.Namespace}, {"l", id.LabelSelector}, {"f", id.FieldSelector}, {"s", id.Shard},
-	} {
-		if i > 0 {
-			b.WriteByte(';')
-		}
-		b.WriteString(kv[0])
-		b.WriteByte('=')
-		b.WriteString(url.QueryEscape(kv[1]))
-	}
-	return b.String()
-}
-
-// isResourceBucket reports whether a top-level bucket name is a resource's.
-func isResourceBucket(name []byte) bool {
-	return strings.HasPrefix(string(name), bucketPrefix)
-}
+// identity (as returned by Store.Identity); it does not canonicalise
+// selectors.
+func (id Identity) String() string { return layout.BucketName(layout.Identity(id)) }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
@@ -14,6 +13,8 @@ import (
 	bbolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
 // rawItem returns the item entry and envelope of key in the pods
@@ -22,12 +23,12 @@ func rawItem(t *testing.T, db *DB, key string) (entry, env []byte) {
 	t.Helper()
 	err := db.view("test", func(tx *bbolt.Tx) error {
 		_, g := rawLive(t, tx)
-		v := g.items.Get([]byte(key))
+		v := g.Items.Get([]byte(key))
 		if v == nil {
 			return fmt.Errorf("no item %q", key)
 		}
 		entry = bytes.Clone(v)
-		e, err := g.envelopeOf([]byte(key), v)
+		e, err := g.EnvelopeOf([]byte(key), v)
 		env = bytes.Clone(e)
 		return err
 	})
@@ -59,8 +60,8 @@ func TestUpdateKeepsBlobID(t *testing.T) {
 	moved.Spec.NodeName = "node-2"
 	must(t, s.Update(moved))
 	entry3, _ := rawItem(t, db, "ns/a")
-	if !bytes.Equal(entry3[:blobIDLen], entry1[:blobIDLen]) {
-		t.Errorf("blob id changed on update: %x, was %x", entry3[:blobIDLen], entry1[:blobIDLen])
+	if !bytes.Equal(entry3[:layout.BlobIDLen], entry1[:layout.BlobIDLen]) {
+		t.Errorf("blob id changed on update: %x, was %x", entry3[:layout.BlobIDLen], entry1[:layout.BlobIDLen])
 	}
 	if bytes.Equal(entry3, entry1) {
 		t.Error("update with new index values left the item entry's values")
@@ -151,46 +152,6 @@ func TestRandomWritesKeepLayout(t *testing.T) {
 	}
 }
 
-// TestCompactedFileKeepsBlobIDs checks that a compacted copy (DB.CompactTo,
-// the snapshot CLI's compact) keeps the blobs bucket's sequence: the copy
-// takes new items without reusing the ids of those it holds.
-func TestCompactedFileKeepsBlobIDs(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	db := openDB(t, filepath.Join(dir, "cache.db"), Options{Sync: UnsafeNoSync})
-	s := openPods(t, db, nodeIndexers())
-	for i := range 20 {
-		must(t, s.Add(mkPod("ns", "p"+strconv.Itoa(i), strconv.Itoa(i+1))))
-	}
-	for i := range 10 {
-		must(t, s.Delete(mkPod("ns", "p"+strconv.Itoa(2*i), "")))
-	}
-	out := filepath.Join(dir, "compact.db")
-	if _, err := db.CompactTo(ctx, out); err != nil {
-		t.Fatal(err)
-	}
-
-	db2 := openDB(t, out, Options{Sync: UnsafeNoSync})
-	s2 := openPods(t, db2, nodeIndexers())
-	for i := range 10 {
-		must(t, s2.Add(mkPod("ns", "q"+strconv.Itoa(i), strconv.Itoa(100+i))))
-	}
-	verifyClean(t, db2)
-	got := podsOf(t, s2.List())
-	if len(got) != 20 {
-		t.Fatalf("%d pods in the compacted file after 10 adds, want 20", len(got))
-	}
-	for i := range 10 {
-		odd, added := "ns/p"+strconv.Itoa(2*i+1), "ns/q"+strconv.Itoa(i)
-		if rv := rvOfPod(got[odd]); rv != strconv.Itoa(2*i+2) {
-			t.Errorf("%s has RV %q after the adds, want %d", odd, rv, 2*i+2)
-		}
-		if rv := rvOfPod(got[added]); rv != strconv.Itoa(100+i) {
-			t.Errorf("%s has RV %q, want %d", added, rv, 100+i)
-		}
-	}
-}
-
 // rvOfPod returns p's resourceVersion, "<missing>" for nil.
 func rvOfPod(p *corev1.Pod) string {
 	if p == nil {
@@ -212,9 +173,9 @@ func TestRebuildRewritesDamagedReverseEntry(t *testing.T) {
 	must(t, db.Close())
 	rawUpdate(t, path, func(tx *bbolt.Tx) error {
 		_, g := rawLive(t, tx)
-		id, _, err := splitItemEntry(g.items.Get([]byte("ns/b")))
+		id, _, err := layout.SplitItemEntry(g.Items.Get([]byte("ns/b")))
 		must(t, err)
-		return g.items.Put([]byte("ns/b"), appendItemEntry(nil, id, []byte{0x81, 0xa1}))
+		return g.Items.Put([]byte("ns/b"), appendItemEntry(nil, id, []byte{0x81, 0xa1}))
 	})
 
 	db = openDB(t, path, Options{Sync: UnsafeNoSync})
@@ -232,11 +193,11 @@ func TestRebuildRewritesDamagedReverseEntry(t *testing.T) {
 // envelope in use, should the sequence have gone back while the file was
 // open: it fails with ErrCorrupt and the other item keeps its object.
 func TestAddRefusesUsedEnvelopeID(t *testing.T) {
-	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
+	db := openDB(t, damagedPath(t), Options{Sync: UnsafeNoSync})
 	s := openPods(t, db, namespaceIndexers())
 	must(t, s.Add(mkPod("ns", "a", "1")))
 	s.mu.Lock()
-	err := s.writeLiveLocked("test", func(g *generation, _ *resourceMeta) error { return g.blobs.SetSequence(0) })
+	err := s.writeLiveLocked("test", func(g *layout.Generation, _ *layout.Meta) error { return g.Blobs.SetSequence(0) })
 	s.mu.Unlock()
 	must(t, err)
 	if err := s.Add(mkPod("ns", "z", "2")); !errors.Is(err, ErrCorrupt) {

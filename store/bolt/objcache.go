@@ -68,6 +68,24 @@ func (c *objectCache) get(key []byte, sum uint64) (interface{}, bool) {
 	return ent.obj, true
 }
 
+// peek is get without marking the entry as recently used: for writers,
+// whose reads must not decide what the cache keeps.
+func (c *objectCache) peek(key []byte, sum uint64) (interface{}, bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[string(key)]
+	if !ok {
+		return nil, false
+	}
+	if ent := e.Value.(*cacheEntry); ent.sum == sum {
+		return ent.obj, true
+	}
+	return nil, false
+}
+
 // put caches obj, decoded from an envelope with hash sum, under key.
 func (c *objectCache) put(key string, sum uint64, obj interface{}) {
 	if c == nil {

@@ -12,6 +12,8 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 	bbolt "go.etcd.io/bbolt"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
 // TestLocked checks that a second read-write Open of a file waits at most
@@ -53,7 +55,7 @@ func TestLocked(t *testing.T) {
 // refused with a clear error and never crash the process.
 func TestOpenRejects(t *testing.T) {
 	sound := func(t *testing.T) string {
-		path := tempPath(t)
+		path := damagedPath(t)
 		db, err := Open(context.Background(), path, Options{Sync: UnsafeNoSync})
 		if err != nil {
 			t.Fatal(err)
@@ -74,7 +76,7 @@ func TestOpenRejects(t *testing.T) {
 		text string
 	}{
 		{"garbage", func(t *testing.T) string {
-			path := tempPath(t)
+			path := damagedPath(t)
 			if err := os.WriteFile(path, []byte(strings.Repeat("not a bbolt file ", 1000)), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -92,15 +94,15 @@ func TestOpenRejects(t *testing.T) {
 			return path
 		}, ErrCorrupt, ""},
 		{"short", func(t *testing.T) string {
-			path := tempPath(t)
+			path := damagedPath(t)
 			if err := os.WriteFile(path, []byte{1, 2, 3}, 0o600); err != nil {
 				t.Fatal(err)
 			}
 			return path
 		}, ErrCorrupt, ""},
-		{"directory", func(t *testing.T) string { return t.TempDir() }, ErrCorrupt, ""},
+		{"directory", func(t *testing.T) string { return uncheckedDir(t) }, ErrCorrupt, ""},
 		{"foreign bbolt file", func(t *testing.T) string {
-			path := tempPath(t)
+			path := damagedPath(t)
 			rawUpdate(t, path, func(tx *bbolt.Tx) error {
 				_, err := tx.CreateBucket([]byte("someone-elses"))
 				return err
@@ -110,16 +112,16 @@ func TestOpenRejects(t *testing.T) {
 		{"wrong magic", func(t *testing.T) string {
 			path := sound(t)
 			rawUpdate(t, path, func(tx *bbolt.Tx) error {
-				v, _ := msgpack.Marshal(&fileFormat{Magic: "other", Version: 1})
-				return tx.Bucket(markerBucket).Put(formatKey, v)
+				v, _ := msgpack.Marshal(&layout.FileFormat{Magic: "other", Version: 1})
+				return tx.Bucket(layout.MarkerBucket).Put(layout.FormatKey, v)
 			})
 			return path
 		}, ErrCorrupt, "magic"},
 		{"newer format", func(t *testing.T) string {
 			path := sound(t)
 			rawUpdate(t, path, func(tx *bbolt.Tx) error {
-				v, _ := msgpack.Marshal(&fileFormat{Magic: formatMagic, Version: formatVersion + 1})
-				return tx.Bucket(markerBucket).Put(formatKey, v)
+				v, _ := msgpack.Marshal(&layout.FileFormat{Magic: layout.Magic, Version: layout.FormatVersion + 1})
+				return tx.Bucket(layout.MarkerBucket).Put(layout.FormatKey, v)
 			})
 			return path
 		}, ErrUnsupportedVersion, "newer than supported"},
@@ -143,8 +145,8 @@ func TestOpenRejects(t *testing.T) {
 		path := tests[len(tests)-1].make(t)
 		_, err := Open(context.Background(), path, Options{})
 		var ve *VersionError
-		if !errors.As(err, &ve) || ve.Found != formatVersion+1 || ve.Supported != formatVersion {
-			t.Errorf("Open = %v, want a *VersionError found %d supported %d", err, formatVersion+1, formatVersion)
+		if !errors.As(err, &ve) || ve.Found != layout.FormatVersion+1 || ve.Supported != layout.FormatVersion {
+			t.Errorf("Open = %v, want a *VersionError found %d supported %d", err, layout.FormatVersion+1, layout.FormatVersion)
 		}
 	})
 }
@@ -155,8 +157,8 @@ func TestOpenEmptyBolt(t *testing.T) {
 	path := tempPath(t)
 	rawUpdate(t, path, func(*bbolt.Tx) error { return nil })
 	db := openDB(t, path, Options{})
-	if infos, err := db.Resources(context.Background()); err != nil || len(infos) != 0 {
-		t.Errorf("Resources = %v, %v; want none", infos, err)
+	if infos := recorded(t, db); len(infos) != 0 {
+		t.Errorf("recorded resources = %v; want none", infos)
 	}
 	if _, err := Open(context.Background(), tempPath(t), Options{ReadOnly: true}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("read-only Open of a missing file = %v, want fs.ErrNotExist", err)

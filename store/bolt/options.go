@@ -3,7 +3,6 @@ package bolt
 import (
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/warmcache/warmcache/store"
@@ -45,17 +44,7 @@ type Options struct {
 	// may be torn (ErrUnflushed), to inspect it: its content may be wrong
 	// in ways no check detects. Only valid with ReadOnly. Default: false.
 	UnsafeIgnoreState bool
-	// Codecs resolves a codec name recorded in the file to a codec, for
-	// Verify and OpenRecorded on resources whose Go types the caller does
-	// not know (the snapshot CLI). Default: nil, in which case Verify
-	// decodes only the items of resources opened with Resource on this
-	// DB, and OpenRecorded needs the codec passed explicitly.
-	Codecs CodecResolver
 }
-
-// CodecResolver returns the codec recorded under name, or an error if it
-// does not know it.
-type CodecResolver func(name string) (codec.Codec, error)
 
 // SyncPolicy says how a commit reaches stable storage. See the package
 // documentation for the measurements behind the default.
@@ -108,35 +97,6 @@ func (p SyncPolicy) String() string {
 		return "UnsafeNoSync"
 	}
 	return fmt.Sprintf("SyncPolicy(%d)", int(p))
-}
-
-// syncPolicyNames are the names ParseSyncPolicy accepts, in the order of
-// SyncPolicyNames.
-var syncPolicyNames = []struct {
-	name   string
-	policy SyncPolicy
-}{{"onclose", SyncOnClose}, {"nofreelist", SyncNoFreelist}, {"full", SyncFull}, {"unsafe-nosync", UnsafeNoSync}}
-
-// SyncPolicyNames lists the names ParseSyncPolicy accepts, the default
-// (SyncOnClose) first, for a command-line flag's help.
-func SyncPolicyNames() []string {
-	out := make([]string, len(syncPolicyNames))
-	for i, n := range syncPolicyNames {
-		out[i] = n.name
-	}
-	return out
-}
-
-// ParseSyncPolicy returns the policy named by a command-line flag:
-// "onclose", "nofreelist", "full" or "unsafe-nosync". Another name returns
-// an error wrapping ErrInvalidOptions.
-func ParseSyncPolicy(name string) (SyncPolicy, error) {
-	for _, n := range syncPolicyNames {
-		if n.name == name {
-			return n.policy, nil
-		}
-	}
-	return 0, fmt.Errorf("%w: sync policy %q: want one of %s", ErrInvalidOptions, name, strings.Join(SyncPolicyNames(), ", "))
 }
 
 const (

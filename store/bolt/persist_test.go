@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
 func nodeIndexers() cache.Indexers {
@@ -169,43 +171,43 @@ func TestMismatchDiscards(t *testing.T) {
 	}{
 		{name: "codec", opts: func(o *ResourceOptions) { o.Codec = podJSON{} }, reason: "codec"},
 		{name: "schema", damage: func(t *testing.T, path string) {
-			rawMeta(t, path, func(m *resourceMeta) { m.Schema = schemaVersion + 1 })
+			rawMeta(t, path, func(m *layout.Meta) { m.Schema = layout.SchemaVersion + 1 })
 		}, reason: "schema version"},
 		{name: "identity", damage: func(t *testing.T, path string) {
-			rawMeta(t, path, func(m *resourceMeta) { m.Identity.Kind = "Other" })
+			rawMeta(t, path, func(m *layout.Meta) { m.Identity.Kind = "Other" })
 		}, reason: "identity"},
 		{name: "type fingerprint of an older binary", damage: func(t *testing.T, path string) {
-			rawMeta(t, path, func(m *resourceMeta) { m.TypeHash = "sha256:older" })
+			rawMeta(t, path, func(m *layout.Meta) { m.TypeHash = "sha256:older" })
 		}, reason: "type fingerprint"},
 		{name: "no type fingerprint recorded", damage: func(t *testing.T, path string) {
-			rawMeta(t, path, func(m *resourceMeta) { m.TypeHash = "" })
+			rawMeta(t, path, func(m *layout.Meta) { m.TypeHash = "" })
 		}, reason: "type fingerprint"},
 		{name: "type gained a field", opts: func(o *ResourceOptions) { o.Prototype = &podWithNewField{} }, reason: "type fingerprint"},
 		{name: "unreadable meta", damage: func(t *testing.T, path string) {
 			rawUpdate(t, path, func(tx *bbolt.Tx) error {
-				return tx.Bucket([]byte(podsID.String())).Put(metaKey, []byte{0xc1})
+				return tx.Bucket([]byte(podsID.String())).Put(layout.MetaKey, []byte{0xc1})
 			})
 		}, reason: "metadata unreadable"},
 		{name: "schema 1 layout", damage: func(t *testing.T, path string) {
-			rawMeta(t, path, func(m *resourceMeta) { m.Schema = 1 })
+			rawMeta(t, path, func(m *layout.Meta) { m.Schema = 1 })
 			rawUpdate(t, path, func(tx *bbolt.Tx) error {
 				_, g := rawLive(t, tx)
-				if err := g.b.DeleteBucket(blobsBucket); err != nil {
+				if err := g.B.DeleteBucket(layout.BlobsBucket); err != nil {
 					return err
 				}
-				_, err := g.b.CreateBucket([]byte("reverse"))
+				_, err := g.B.CreateBucket([]byte("reverse"))
 				return err
 			})
 		}, reason: "schema version 1 recorded"},
 		{name: "envelope sequence behind", damage: func(t *testing.T, path string) {
 			rawUpdate(t, path, func(tx *bbolt.Tx) error {
 				_, g := rawLive(t, tx)
-				return g.blobs.SetSequence(0)
+				return g.Blobs.SetSequence(0)
 			})
 		}, reason: "envelope sequence 0 is below"},
 		{name: "live generation missing", damage: func(t *testing.T, path string) {
 			rawUpdate(t, path, func(tx *bbolt.Tx) error {
-				return tx.Bucket([]byte(podsID.String())).Put(liveKey, genName(99))
+				return tx.Bucket([]byte(podsID.String())).Put(layout.LiveKey, layout.GenName(99))
 			})
 		}, reason: "live data unreadable"},
 	}
@@ -315,7 +317,7 @@ func TestIndexChangeRebuilds(t *testing.T) {
 				return
 			}
 			stale := 0
-			if err := db.Verify(ctx, func(p Problem) {
+			if err := verifyDB(ctx, db, nil, func(p Problem) {
 				if p.Kind == ProblemIndexValues {
 					stale++
 				}
@@ -326,10 +328,10 @@ func TestIndexChangeRebuilds(t *testing.T) {
 	}
 
 	t.Run("interrupted rebuild", func(t *testing.T) {
-		rawMeta(t, path, func(m *resourceMeta) { m.IndexBuild = true })
+		rawMeta(t, path, func(m *layout.Meta) { m.IndexBuild = true })
 		rawUpdate(t, path, func(tx *bbolt.Tx) error {
 			_, g := rawLive(t, tx)
-			return g.index.Bucket([]byte(cache.NamespaceIndex)).Delete(indexKey("ns-2", "ns-2/p-0002"))
+			return g.Index.Bucket([]byte(cache.NamespaceIndex)).Delete(layout.IndexKey("ns-2", "ns-2/p-0002"))
 		})
 		db, s := open(namespaceIndexers(), "")
 		defer func() { _ = db.Close() }()
@@ -383,9 +385,8 @@ func TestInterruptedReplace(t *testing.T) {
 	}
 	verifyClean(t, db2)
 	// The staged generation is gone from the file.
-	infos, err := db2.Resources(ctx)
-	if err != nil || len(infos) != 1 || infos[0].State != StateComplete {
-		t.Errorf("Resources = %+v, %v; want one complete resource", infos, err)
+	if infos := recorded(t, db2); len(infos) != 1 || infos[0].State != layout.StateComplete || infos[0].Staging != 0 {
+		t.Errorf("recorded resources = %+v; want one complete resource, nothing staged", infos)
 	}
 	// A committed Replace clears the flag.
 	if err := s2.Replace([]interface{}{mkPod("ns", "x", "20")}, "20"); err != nil {

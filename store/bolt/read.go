@@ -11,10 +11,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
 // readLive runs fn on the live generation in a read transaction.
-func (s *Store) readLive(op string, fn func(g *generation) error) error {
+func (s *Store) readLive(op string, fn func(g *layout.Generation) error) error {
 	if s.closed.Load() {
 		return s.errClosed(op)
 	}
@@ -23,7 +24,7 @@ func (s *Store) readLive(op string, fn func(g *generation) error) error {
 		if res == nil {
 			return fmt.Errorf("%w: resource bucket missing", ErrCorrupt)
 		}
-		g, err := openLive(res)
+		g, err := layout.OpenLive(res)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
@@ -38,11 +39,11 @@ func (s *Store) readLive(op string, fn func(g *generation) error) error {
 // decodeItem decodes an item's envelope and payload. v may alias a bbolt
 // page; the result does not.
 func (s *Store) decodeItem(key string, v []byte) (interface{}, error) {
-	env, err := decodeEnvelope(v)
+	env, err := layout.DecodeEnvelope(v)
 	if err != nil {
 		return nil, fmt.Errorf("%w: item %q: %w", ErrCorrupt, key, err)
 	}
-	obj, err := s.codec.Decode(env.payload)
+	obj, err := s.codec.Decode(env.Payload)
 	if err != nil {
 		return nil, fmt.Errorf("%w: item %q: codec %s: %w", ErrCorrupt, key, s.codec.Name(), err)
 	}
@@ -71,8 +72,8 @@ func (s *Store) readItem(k, v []byte, fill bool) (interface{}, error) {
 // readEntry is readItem of the envelope that item entry v of key k refers
 // to in g: a malformed entry or a missing envelope is an error wrapping
 // ErrCorrupt, like an envelope that does not decode.
-func (s *Store) readEntry(g *generation, k, v []byte, fill bool) (interface{}, error) {
-	env, err := g.envelopeOf(k, v)
+func (s *Store) readEntry(g *layout.Generation, k, v []byte, fill bool) (interface{}, error) {
+	env, err := g.EnvelopeOf(k, v)
 	if err != nil {
 		return nil, err
 	}
@@ -106,23 +107,23 @@ func (s *Store) corrupted(op string, bad []keyError) {
 func (s *Store) markIncomplete(reason string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed.Load() || s.meta.State != StateComplete {
+	if s.closed.Load() || s.meta.State != layout.StateComplete {
 		return
 	}
 	if s.readOnly {
-		m := s.meta.clone()
-		m.State, m.Reason = StateIncomplete, reason
+		m := s.meta.Clone()
+		m.State, m.Reason = layout.StateIncomplete, reason
 		s.setMetaLocked(m)
 		return
 	}
-	err := s.writeLiveLocked("mark incomplete", func(_ *generation, m *resourceMeta) error {
-		m.State, m.Reason = StateIncomplete, reason
+	err := s.writeLiveLocked("mark incomplete", func(_ *layout.Generation, m *layout.Meta) error {
+		m.State, m.Reason = layout.StateIncomplete, reason
 		return nil
 	})
 	if err != nil {
 		s.logger.Error(err, "Failed to record the resource as incomplete")
-		m := s.meta.clone()
-		m.State, m.Reason = StateIncomplete, reason
+		m := s.meta.Clone()
+		m.State, m.Reason = layout.StateIncomplete, reason
 		s.setMetaLocked(m)
 	}
 }
@@ -153,9 +154,9 @@ func (s *Store) Get(obj interface{}) (item interface{}, exists bool, err error) 
 // resource incomplete.
 func (s *Store) GetByKey(key string) (item interface{}, exists bool, err error) {
 	var bad error
-	err = s.readLive("get", func(g *generation) error {
+	err = s.readLive("get", func(g *layout.Generation) error {
 		k := []byte(key)
-		v := g.items.Get(k)
+		v := g.Items.Get(k)
 		if v == nil {
 			return nil
 		}
@@ -180,9 +181,9 @@ func (s *Store) GetByKey(key string) (item interface{}, exists bool, err error) 
 func (s *Store) List() []interface{} {
 	var out []interface{}
 	var bad []keyError
-	err := s.readLive("list", func(g *generation) error {
+	err := s.readLive("list", func(g *layout.Generation) error {
 		out = make([]interface{}, 0, s.sizeHint())
-		c := g.items.Cursor()
+		c := g.Items.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			obj, err := s.readEntry(g, k, v, false)
 			if err != nil {
@@ -208,9 +209,9 @@ func (s *Store) readFailed(op string, err error) {
 // ListKeys returns every stored key in order (nil after Close).
 func (s *Store) ListKeys() []string {
 	var out []string
-	err := s.readLive("list keys", func(g *generation) error {
+	err := s.readLive("list keys", func(g *layout.Generation) error {
 		out = make([]string, 0, s.sizeHint())
-		c := g.items.Cursor()
+		c := g.Items.Cursor()
 		for k, _ := c.First(); k != nil; k, _ = c.Next() {
 			out = append(out, string(k))
 		}
@@ -223,13 +224,13 @@ func (s *Store) ListKeys() []string {
 // ResourceVersionOf returns the resourceVersion of the object stored under
 // key, read from the item's envelope without decoding the object.
 func (s *Store) ResourceVersionOf(key string) (rv string, exists bool, err error) {
-	err = s.readLive("resource version of", func(g *generation) error {
-		v, err := g.envelope([]byte(key))
+	err = s.readLive("resource version of", func(g *layout.Generation) error {
+		v, err := g.Lookup([]byte(key))
 		if err != nil || v == nil {
 			return err
 		}
 		exists = true
-		if rv, err = envelopeRV(v); err != nil {
+		if rv, err = layout.EnvelopeRV(v); err != nil {
 			return fmt.Errorf("%w: item %q: %w", ErrCorrupt, key, err)
 		}
 		return nil
@@ -254,7 +255,7 @@ func (s *Store) indexFor(op, name string) (indexer, error) {
 // indexKeysIn appends to keys the object keys filed under value in b, in
 // key order.
 func indexKeysIn(b *bbolt.Bucket, value string, keys []string) ([]string, error) {
-	prefix := appendIndexPrefix(nil, value)
+	prefix := layout.AppendIndexPrefix(nil, value)
 	c := b.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		keys = append(keys, string(k[len(prefix):]))
@@ -263,8 +264,8 @@ func indexKeysIn(b *bbolt.Bucket, value string, keys []string) ([]string, error)
 }
 
 // openIndex returns the bucket of the named index in g.
-func openIndex(g *generation, name string) (*bbolt.Bucket, error) {
-	b := g.index.Bucket([]byte(name))
+func openIndex(g *layout.Generation, name string) (*bbolt.Bucket, error) {
+	b := g.Index.Bucket([]byte(name))
 	if b == nil {
 		return nil, fmt.Errorf("%w: index bucket %q missing", ErrCorrupt, name)
 	}
@@ -274,12 +275,12 @@ func openIndex(g *generation, name string) (*bbolt.Bucket, error) {
 // getKeys decodes the objects stored under keys, skipping (and returning)
 // those that fail. A key without an item is reported as corrupt too: the
 // index promised it.
-func (s *Store) getKeys(g *generation, keys []string) ([]interface{}, []keyError) {
+func (s *Store) getKeys(g *layout.Generation, keys []string) ([]interface{}, []keyError) {
 	out := make([]interface{}, 0, len(keys))
 	var bad []keyError
 	for _, key := range keys {
 		k := []byte(key)
-		v := g.items.Get(k)
+		v := g.Items.Get(k)
 		if v == nil {
 			bad = append(bad, keyError{key, fmt.Errorf("%w: index entry for %q without an item", ErrCorrupt, key)})
 			continue
@@ -307,7 +308,7 @@ func (s *Store) Index(indexName string, obj interface{}) ([]interface{}, error) 
 	}
 	var out []interface{}
 	var bad []keyError
-	err = s.readLive("index", func(g *generation) error {
+	err = s.readLive("index", func(g *layout.Generation) error {
 		b, err := openIndex(g, indexName)
 		if err != nil {
 			return err
@@ -338,7 +339,7 @@ func (s *Store) IndexKeys(indexName, indexedValue string) ([]string, error) {
 		return nil, err
 	}
 	keys := []string{}
-	err := s.readLive("index keys", func(g *generation) error {
+	err := s.readLive("index keys", func(g *layout.Generation) error {
 		b, err := openIndex(g, indexName)
 		if err != nil {
 			return err
@@ -361,7 +362,7 @@ func (s *Store) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
 	}
 	var out []interface{}
 	var bad []keyError
-	err := s.readLive("by index", func(g *generation) error {
+	err := s.readLive("by index", func(g *layout.Generation) error {
 		b, err := openIndex(g, indexName)
 		if err != nil {
 			return err
@@ -388,21 +389,21 @@ func (s *Store) ListIndexFuncValues(indexName string) []string {
 	if _, err := s.indexFor("list index values", indexName); err != nil {
 		return out
 	}
-	err := s.readLive("list index values", func(g *generation) error {
+	err := s.readLive("list index values", func(g *layout.Generation) error {
 		b, err := openIndex(g, indexName)
 		if err != nil {
 			return err
 		}
 		c := b.Cursor()
 		for k, _ := c.First(); k != nil; {
-			value, _, err := splitIndexKey(k)
+			value, _, err := layout.SplitIndexKey(k)
 			if err != nil {
 				return fmt.Errorf("%w: index %q: %w", ErrCorrupt, indexName, err)
 			}
 			out = append(out, value)
 			// Skip the other keys filed under value: seek past
 			// escaped(value) 0x00 with the smallest greater prefix.
-			next := appendIndexPrefix(nil, value)
+			next := layout.AppendIndexPrefix(nil, value)
 			next[len(next)-1] = 0x01
 			k, _ = c.Seek(next)
 		}
@@ -437,11 +438,11 @@ const scanChunk = 256
 // cannot be decoded stops the scan with an error wrapping ErrCorrupt and
 // marks the resource incomplete.
 func (s *Store) Scan(ctx context.Context, fn store.ScanFunc) error {
-	return s.scan(ctx, "scan", func(g *generation, after []byte) (*bbolt.Cursor, []byte, []byte, error) {
-		c := g.items.Cursor()
+	return s.scan(ctx, "scan", func(g *layout.Generation, after []byte) (cursor, []byte, []byte, error) {
+		c := g.Items.Cursor()
 		k, v := seekAfter(c, after)
 		return c, k, v, nil
-	}, func(_ *generation, k, v []byte) ([]byte, []byte, error) { return k, v, nil }, fn)
+	}, func(_ *layout.Generation, k, v []byte) ([]byte, []byte, error) { return k, v, nil }, fn)
 }
 
 // ScanIndex is Scan restricted to the objects whose values for indexName
@@ -451,8 +452,8 @@ func (s *Store) ScanIndex(ctx context.Context, indexName, indexedValue string, f
 	if _, err := s.indexFor("scan index", indexName); err != nil {
 		return err
 	}
-	prefix := appendIndexPrefix(nil, indexedValue)
-	return s.scan(ctx, "scan index", func(g *generation, after []byte) (*bbolt.Cursor, []byte, []byte, error) {
+	prefix := layout.AppendIndexPrefix(nil, indexedValue)
+	return s.scan(ctx, "scan index", func(g *layout.Generation, after []byte) (cursor, []byte, []byte, error) {
 		b, err := openIndex(g, indexName)
 		if err != nil {
 			return nil, nil, nil, err
@@ -464,12 +465,12 @@ func (s *Store) ScanIndex(ctx context.Context, indexName, indexedValue string, f
 		}
 		k, v := seekAfter(c, after)
 		return c, k, v, nil
-	}, func(g *generation, k, _ []byte) ([]byte, []byte, error) {
+	}, func(g *layout.Generation, k, _ []byte) ([]byte, []byte, error) {
 		if !bytes.HasPrefix(k, prefix) {
 			return nil, nil, nil
 		}
 		key := k[len(prefix):]
-		v := g.items.Get(key)
+		v := g.Items.Get(key)
 		if v == nil {
 			return nil, nil, fmt.Errorf("%w: index entry for %q without an item", ErrCorrupt, key)
 		}
@@ -477,9 +478,19 @@ func (s *Store) ScanIndex(ctx context.Context, indexName, indexedValue string, f
 	}, fn)
 }
 
+// cursor is what seekAfter and scan need of a cursor: a *bbolt.Cursor over
+// an index bucket or a layout.ItemCursor over an items bucket.
+type cursor interface {
+	First() ([]byte, []byte)
+	Next() ([]byte, []byte)
+	Seek(seek []byte) ([]byte, []byte)
+}
+
 // seekAfter positions c on the first key greater than after (the first key
-// if after is nil).
-func seekAfter(c *bbolt.Cursor, after []byte) ([]byte, []byte) {
+// if after is nil). The empty object key, which a nil after cannot name,
+// is always the first key: a chunked loop has moved past it before its
+// after is set from a later key, since every chunk holds more than one.
+func seekAfter(c cursor, after []byte) ([]byte, []byte) {
 	if after == nil {
 		return c.First()
 	}
@@ -499,8 +510,8 @@ type keyObject struct {
 // after the last key of the previous chunk (nil first); item maps a cursor
 // entry to an item key and item entry (nil key: the end).
 func (s *Store) scan(ctx context.Context, op string,
-	start func(g *generation, after []byte) (*bbolt.Cursor, []byte, []byte, error),
-	item func(g *generation, k, v []byte) ([]byte, []byte, error),
+	start func(g *layout.Generation, after []byte) (cursor, []byte, []byte, error),
+	item func(g *layout.Generation, k, v []byte) ([]byte, []byte, error),
 	fn store.ScanFunc,
 ) error {
 	var after []byte
@@ -511,7 +522,7 @@ func (s *Store) scan(ctx context.Context, op string,
 		chunk := make([]keyObject, 0, scanChunk)
 		var bad *keyError
 		done := true
-		err := s.readLive(op, func(g *generation) error {
+		err := s.readLive(op, func(g *layout.Generation) error {
 			c, k, v, err := start(g, after)
 			if err != nil {
 				return err

@@ -9,6 +9,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
 // replaceTx is an open relist: a staging generation written by Add, one
@@ -21,6 +22,9 @@ type replaceTx struct {
 	// AddIndexers is refused while a Replace is open.
 	ix      *indexSet
 	objects int64 // objects staged so far
+	// old is the generation Commit replaced, retained for Changes until
+	// Release; 0 before Commit.
+	old uint64
 }
 
 var _ store.Replace = (*replaceTx)(nil)
@@ -29,7 +33,8 @@ var _ store.Replace = (*replaceTx)(nil)
 // the resource's meta so that a crash before Commit is found by the next
 // open (State().RelistInterrupted) and its staged data deleted. Readers see
 // the previous content until Commit. A second BeginReplace while one is
-// open returns an error wrapping store.ErrReplaceInProgress.
+// open returns an error wrapping store.ErrReplaceInProgress; one after a
+// Commit first deletes the generation that Commit retained.
 func (s *Store) BeginReplace(ctx context.Context) (store.Replace, error) {
 	const op = "begin replace"
 	if err := ctx.Err(); err != nil {
@@ -46,8 +51,9 @@ func (s *Store) BeginReplace(ctx context.Context) (store.Replace, error) {
 	if s.replace != nil {
 		return nil, s.errorf(op, store.ErrReplaceInProgress)
 	}
+	s.releaseLocked()
 	r := &replaceTx{s: s, ix: s.indexers.Load()}
-	m := s.meta.clone()
+	m := s.meta.Clone()
 	err := s.db.update(op, func(tx *bbolt.Tx) error {
 		res := tx.Bucket(s.bname)
 		if res == nil {
@@ -56,10 +62,10 @@ func (s *Store) BeginReplace(ctx context.Context) (store.Replace, error) {
 		r.gen = m.NextGen
 		m.NextGen++
 		m.Staging = r.gen
-		if _, err := createGeneration(res, r.gen, r.ix.names()); err != nil {
+		if _, err := layout.CreateGeneration(res, r.gen, r.ix.names()); err != nil {
 			return err
 		}
-		return putMeta(res, &m)
+		return layout.PutMeta(res, &m)
 	})
 	if err != nil {
 		return nil, s.errorf(op, err)
@@ -83,13 +89,13 @@ func (r *replaceTx) openErrLocked(op string) error {
 
 // writeStagingLocked runs fn on the staging generation in a write
 // transaction. s.mu must be held.
-func (r *replaceTx) writeStagingLocked(op string, fn func(res *bbolt.Bucket, g *generation) error) error {
+func (r *replaceTx) writeStagingLocked(op string, fn func(res *bbolt.Bucket, g *layout.Generation) error) error {
 	return r.s.db.update(op, func(tx *bbolt.Tx) error {
 		res := tx.Bucket(r.s.bname)
 		if res == nil {
 			return fmt.Errorf("%w: resource bucket missing", ErrCorrupt)
 		}
-		g, err := openGeneration(res, r.gen)
+		g, err := layout.OpenGeneration(res, r.gen)
 		if err != nil {
 			return fmt.Errorf("%w: staging: %w", ErrCorrupt, err)
 		}
@@ -136,7 +142,7 @@ func (r *replaceTx) Add(ctx context.Context, objs ...interface{}) error {
 	}
 	sortByKey(ops)
 	var added int64
-	err := r.writeStagingLocked(op, func(_ *bbolt.Bucket, g *generation) error {
+	err := r.writeStagingLocked(op, func(_ *bbolt.Bucket, g *layout.Generation) error {
 		w := writer{g: g, names: r.ix.names()}
 		for i := range ops {
 			delta, err := w.apply(&ops[i])
@@ -177,12 +183,12 @@ func (r *replaceTx) Vanished(ctx context.Context, fn store.ScanFunc) error {
 		chunk := make([]keyObject, 0, scanChunk)
 		var bad []keyError
 		done := true
-		err := s.readLive(op, func(live *generation) error {
-			staged, err := openGeneration(live.b.Tx().Bucket(s.bname), r.gen)
+		err := s.readLive(op, func(live *layout.Generation) error {
+			staged, err := layout.OpenGeneration(live.B.Tx().Bucket(s.bname), r.gen)
 			if err != nil {
 				return fmt.Errorf("%w: staging: %w", ErrCorrupt, err)
 			}
-			lc, sc := live.items.Cursor(), staged.items.Cursor()
+			lc, sc := live.Items.Cursor(), staged.Items.Cursor()
 			lk, lv := seekAfter(lc, after)
 			sk, _ := sc.Seek(lk)
 			for ; lk != nil; lk, lv = lc.Next() {
@@ -228,10 +234,11 @@ func (r *replaceTx) Vanished(ctx context.Context, fn store.ScanFunc) error {
 }
 
 // Commit makes the staged generation live and records rv and the complete
-// state, in one write transaction; the old generation is deleted in a
-// second one (a crash between the two leaves it for the next open to
-// delete). A failed commit leaves the previous content, rv and the Replace
-// open: the caller may retry or Abort.
+// state, in one write transaction. The replaced generation stays in the
+// file, for Changes, until Release deletes it (a crash before that leaves
+// it for the next open to delete; nothing reads it then). A failed commit
+// leaves the previous content, rv and the Replace open: the caller may
+// retry or Abort.
 func (r *replaceTx) Commit(ctx context.Context, rv string) error {
 	const op = "replace commit"
 	s := r.s
@@ -243,32 +250,30 @@ func (r *replaceTx) Commit(ctx context.Context, rv string) error {
 	if err := r.openErrLocked(op); err != nil {
 		return err
 	}
-	m := s.meta.clone()
+	m := s.meta.Clone()
 	var old uint64
-	err := r.writeStagingLocked(op, func(res *bbolt.Bucket, _ *generation) error {
+	err := r.writeStagingLocked(op, func(res *bbolt.Bucket, _ *layout.Generation) error {
 		var err error
-		if old, err = liveGenOf(res); err != nil {
+		if old, err = layout.LiveGen(res); err != nil {
 			return fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
-		if err := res.Put(liveKey, genName(r.gen)); err != nil {
+		if err := res.Put(layout.LiveKey, layout.GenName(r.gen)); err != nil {
 			return err
 		}
 		now := time.Now().UnixNano()
-		m.RV, m.State, m.Reason = rv, StateComplete, ""
+		m.RV, m.State, m.Reason = rv, layout.StateComplete, ""
 		m.Objects, m.Staging, m.Relisted = r.objects, 0, now
-		return putMeta(res, &m)
+		return layout.PutMeta(res, &m)
 	})
 	if err != nil {
 		return s.errorf(op, err)
 	}
 	s.replace = nil
+	r.old, s.retained = old, r
 	s.setMetaLocked(m)
 	st := *s.status.Load()
 	st.relistInterrupted = false
 	s.status.Store(&st)
-	if err := s.deleteGenerationLocked(old); err != nil {
-		s.logger.Error(err, "Failed to delete the replaced generation; the next open deletes it", "generation", old)
-	}
 	return nil
 }
 
@@ -287,22 +292,31 @@ func (s *Store) deleteGenerationLocked(gen uint64) error {
 		if res == nil {
 			return fmt.Errorf("%w: resource bucket missing", ErrCorrupt)
 		}
-		gens := res.Bucket(genBucket)
+		gens := res.Bucket(layout.GenBucket)
 		if gens == nil {
 			return fmt.Errorf("%w: generations bucket missing", ErrCorrupt)
 		}
-		return gens.DeleteBucket(genName(gen))
+		return gens.DeleteBucket(layout.GenName(gen))
 	})
 }
 
-// Abort discards the staged objects; the content is unchanged. It is a
-// no-op after Commit, Abort or Close. If the staged data cannot be deleted
-// now (disk full), the Replace is still ended and the next open deletes it.
+// Abort discards the staged objects; the content is unchanged. After
+// Commit it releases the retained generation, as Release does. It is a
+// no-op after Release, Abort or Close. If the staged data cannot be
+// deleted now (disk full), the Replace is still ended and the next open
+// deletes it.
 func (r *replaceTx) Abort() error {
 	s := r.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.replace != r || s.closed.Load() {
+	if s.closed.Load() {
+		return nil
+	}
+	if s.retained == r {
+		s.releaseLocked()
+		return nil
+	}
+	if s.replace != r {
 		return nil
 	}
 	s.replace = nil
@@ -312,19 +326,19 @@ func (r *replaceTx) Abort() error {
 // abortLocked deletes r's staging generation and clears it from the meta.
 // s.mu must be held and r no longer be s.replace.
 func (s *Store) abortLocked(r *replaceTx) error {
-	m := s.meta.clone()
+	m := s.meta.Clone()
 	err := s.db.update("replace abort", func(tx *bbolt.Tx) error {
 		res := tx.Bucket(s.bname)
 		if res == nil {
 			return fmt.Errorf("%w: resource bucket missing", ErrCorrupt)
 		}
-		if gens := res.Bucket(genBucket); gens != nil && gens.Bucket(genName(r.gen)) != nil {
-			if err := gens.DeleteBucket(genName(r.gen)); err != nil {
+		if gens := res.Bucket(layout.GenBucket); gens != nil && gens.Bucket(layout.GenName(r.gen)) != nil {
+			if err := gens.DeleteBucket(layout.GenName(r.gen)); err != nil {
 				return err
 			}
 		}
 		m.Staging = 0
-		return putMeta(res, &m)
+		return layout.PutMeta(res, &m)
 	})
 	if err != nil {
 		return s.errorf("replace abort", err)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
 // Resource opens the store of one resource in db, creating it if the file
@@ -90,7 +91,7 @@ func (db *DB) unregister(s *Store) {
 
 // openFindings is what open learned about the recorded data.
 type openFindings struct {
-	meta              resourceMeta
+	meta              layout.Meta
 	discarded         string
 	relistInterrupted bool
 	rebuild           string // why the indexes need a rebuild, "" if not
@@ -120,7 +121,7 @@ func (s *Store) open(ctx context.Context, indexVersion string) error {
 	}
 	if f.relistInterrupted {
 		s.logger.Info("A relist was interrupted; its staged data was deleted and the previous content kept",
-			"resourceVersion", f.meta.RV, "complete", f.meta.State == StateComplete)
+			"resourceVersion", f.meta.RV, "complete", f.meta.State == layout.StateComplete)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -136,11 +137,11 @@ func (s *Store) open(ctx context.Context, indexVersion string) error {
 }
 
 // mismatch returns why recorded meta cannot be used for this store, or "".
-func (s *Store) mismatch(m *resourceMeta) string {
+func (s *Store) mismatch(m *layout.Meta) string {
 	switch {
-	case m.Schema != schemaVersion:
-		return fmt.Sprintf("schema version %d recorded, this binary uses %d", m.Schema, schemaVersion)
-	case m.Identity != s.id:
+	case m.Schema != layout.SchemaVersion:
+		return fmt.Sprintf("schema version %d recorded, this binary uses %d", m.Schema, layout.SchemaVersion)
+	case Identity(m.Identity) != s.id:
 		return fmt.Sprintf("identity %s recorded, want %s", m.Identity, s.id)
 	case m.Codec != s.codec.Name():
 		return fmt.Sprintf("codec %q recorded, want %q", m.Codec, s.codec.Name())
@@ -151,7 +152,7 @@ func (s *Store) mismatch(m *resourceMeta) string {
 }
 
 // indexMismatch returns why the recorded index entries cannot be used, or "".
-func indexMismatch(m *resourceMeta, names []string, version string) string {
+func indexMismatch(m *layout.Meta, names []string, version string) string {
 	switch {
 	case m.IndexBuild:
 		return "an index rebuild was interrupted"
@@ -166,11 +167,11 @@ func indexMismatch(m *resourceMeta, names []string, version string) string {
 // checkLive returns an error if the live generation of res is missing a
 // bucket or its envelope sequence is behind.
 func checkLive(res *bbolt.Bucket) error {
-	g, err := openLive(res)
+	g, err := layout.OpenLive(res)
 	if err != nil {
 		return err
 	}
-	return g.checkSequence()
+	return g.CheckSequence()
 }
 
 // repair brings the resource's bucket into a usable state in one write
@@ -181,7 +182,7 @@ func (s *Store) repair(tx *bbolt.Tx, want []string, indexVersion string) (openFi
 	res := tx.Bucket(s.bname)
 	if res != nil {
 		var reason string
-		m, err := decodeMeta(res.Get(metaKey))
+		m, err := layout.DecodeMeta(res.Get(layout.MetaKey))
 		if err != nil {
 			reason = fmt.Sprintf("metadata unreadable: %v", err)
 		} else if reason = s.mismatch(&m); reason == "" {
@@ -206,10 +207,10 @@ func (s *Store) repair(tx *bbolt.Tx, want []string, indexVersion string) (openFi
 		f.relistInterrupted = true
 		m.Staging = 0
 	}
-	live, _ := liveGenOf(res)
+	live, _ := layout.LiveGen(res)
 	// Delete every generation but the live one: a staged one (interrupted
 	// relist) or a replaced one whose deletion did not happen.
-	gens := res.Bucket(genBucket)
+	gens := res.Bucket(layout.GenBucket)
 	var stale [][]byte
 	if err := gens.ForEachBucket(func(k []byte) error {
 		if len(k) != 8 || binary.BigEndian.Uint64(k) != live {
@@ -229,7 +230,7 @@ func (s *Store) repair(tx *bbolt.Tx, want []string, indexVersion string) (openFi
 	}
 	f.rebuild = indexMismatch(m, want, indexVersion)
 	if f.relistInterrupted || len(stale) > 0 {
-		return f, putMeta(res, m)
+		return f, layout.PutMeta(res, m)
 	}
 	return f, nil
 }
@@ -241,18 +242,18 @@ func (s *Store) create(tx *bbolt.Tx, discarded string, want []string, indexVersi
 		return openFindings{}, err
 	}
 	now := time.Now().UnixNano()
-	m := resourceMeta{
-		Schema: schemaVersion, Identity: s.id, Codec: s.codec.Name(), TypeHash: s.typeHash,
-		Indexes: want, IndexVersion: indexVersion, State: StateNew,
+	m := layout.Meta{
+		Schema: layout.SchemaVersion, Identity: layout.Identity(s.id), Codec: s.codec.Name(), TypeHash: s.typeHash,
+		Indexes: want, IndexVersion: indexVersion, State: layout.StateNew,
 		NextGen: 2, Created: now,
 	}
-	if _, err := createGeneration(res, 1, want); err != nil {
+	if _, err := layout.CreateGeneration(res, 1, want); err != nil {
 		return openFindings{}, err
 	}
-	if err := res.Put(liveKey, genName(1)); err != nil {
+	if err := res.Put(layout.LiveKey, layout.GenName(1)); err != nil {
 		return openFindings{}, err
 	}
-	return openFindings{meta: m, discarded: discarded}, putMeta(res, &m)
+	return openFindings{meta: m, discarded: discarded}, layout.PutMeta(res, &m)
 }
 
 // inspectReadOnly is repair for a read-only DB: it writes nothing and fails
@@ -263,7 +264,7 @@ func (s *Store) inspectReadOnly(tx *bbolt.Tx, want []string, indexVersion string
 	if res == nil {
 		return f, fmt.Errorf("%w: %w (a read-only DB cannot create it)", ErrResourceNotFound, ErrReadOnly)
 	}
-	m, err := decodeMeta(res.Get(metaKey))
+	m, err := layout.DecodeMeta(res.Get(layout.MetaKey))
 	if err != nil {
 		return f, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
@@ -294,16 +295,16 @@ func (s *Store) inspectReadOnly(tx *bbolt.Tx, want []string, indexVersion string
 func (s *Store) rebuildIndexesLocked(ctx context.Context, indexVersion string) error {
 	ix := s.indexers.Load()
 	names := ix.names()
-	err := s.writeLiveLocked("rebuild indexes", func(g *generation, m *resourceMeta) error {
-		if err := g.b.DeleteBucket(indexBucket); err != nil && !errors.Is(err, bberrors.ErrBucketNotFound) {
+	err := s.writeLiveLocked("rebuild indexes", func(g *layout.Generation, m *layout.Meta) error {
+		if err := g.B.DeleteBucket(layout.IndexBucket); err != nil && !errors.Is(err, bberrors.ErrBucketNotFound) {
 			return err
 		}
 		var err error
-		if g.index, err = g.b.CreateBucket(indexBucket); err != nil {
+		if g.Index, err = g.B.CreateBucket(layout.IndexBucket); err != nil {
 			return err
 		}
 		for _, name := range names {
-			if _, err := g.index.CreateBucket([]byte(name)); err != nil {
+			if _, err := g.Index.CreateBucket([]byte(name)); err != nil {
 				return err
 			}
 		}
@@ -319,7 +320,7 @@ func (s *Store) rebuildIndexesLocked(ctx context.Context, indexVersion string) e
 			return err
 		}
 		var bad []keyError
-		err := s.writeLiveLocked("rebuild indexes", func(g *generation, m *resourceMeta) error {
+		err := s.writeLiveLocked("rebuild indexes", func(g *layout.Generation, m *layout.Meta) error {
 			var err error
 			w := writer{g: g, names: names, refile: true}
 			after, done, bad, err = s.reindex(&w, ix, after, rebuildChunk)
@@ -327,13 +328,13 @@ func (s *Store) rebuildIndexesLocked(ctx context.Context, indexVersion string) e
 				return err
 			}
 			for _, b := range bad {
-				if err := g.deleteItem([]byte(b.key)); err != nil {
+				if err := g.DeleteItem([]byte(b.key)); err != nil {
 					return err
 				}
 				m.Objects--
 			}
-			if len(bad) > 0 && m.State == StateComplete {
-				m.State = StateIncomplete
+			if len(bad) > 0 && m.State == layout.StateComplete {
+				m.State = layout.StateIncomplete
 				m.Reason = fmt.Sprintf("rebuild indexes: %d objects could not be decoded and were deleted", len(bad))
 			}
 			if done {
@@ -364,7 +365,7 @@ const rebuildChunk = 1000
 func (s *Store) reindex(w *writer, ix *indexSet, after []byte, n int) ([]byte, bool, []keyError, error) {
 	var bad []keyError
 	var todo []prepared
-	c := w.g.items.Cursor()
+	c := w.g.Items.Cursor()
 	k, v := seekAfter(c, after)
 	for i := 0; k != nil && i < n; k, v = c.Next() {
 		i++
@@ -434,9 +435,9 @@ func (s *Store) AddIndexers(newIndexers cache.Indexers) error {
 	}
 	next := newIndexSet(slices.Concat(cur.list, added))
 	names := next.names()
-	err := s.writeLiveLocked(op, func(g *generation, m *resourceMeta) error {
+	err := s.writeLiveLocked(op, func(g *layout.Generation, m *layout.Meta) error {
 		for _, x := range added {
-			if _, err := g.index.CreateBucket([]byte(x.name)); err != nil {
+			if _, err := g.Index.CreateBucket([]byte(x.name)); err != nil {
 				return err
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
 // maxScanParallelism caps the n of ScanParallel: more decoders than that
@@ -137,15 +138,15 @@ func (s *Store) readChunks(ctx context.Context, op string, slots chan struct{}, 
 		c := &rawChunk{done: make(chan struct{}), buf: make([]byte, 0, size+size/8),
 			keys: make([][]byte, 0, scanChunk), envs: make([][]byte, 0, scanChunk)}
 		last := true
-		c.err = s.readLive(op, func(g *generation) error {
-			cur := g.items.Cursor()
+		c.err = s.readLive(op, func(g *layout.Generation) error {
+			cur := g.Items.Cursor()
 			k, v := seekAfter(cur, after)
 			for ; k != nil; k, v = cur.Next() {
 				if len(c.keys) == scanChunk {
 					last = false
 					break
 				}
-				env, err := g.envelopeOf(k, v)
+				env, err := g.EnvelopeOf(k, v)
 				if err != nil {
 					c.bad = &keyError{string(k), err}
 					break

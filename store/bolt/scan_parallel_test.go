@@ -13,6 +13,7 @@ import (
 
 	"github.com/warmcache/warmcache/internal/podgen"
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
 // *Store implements informer.ParallelScanner (informer imports this
@@ -155,7 +156,7 @@ func TestScanParallelCorruptItem(t *testing.T) {
 	for _, n := range []int{1, 2, 4} {
 		t.Run(fmt.Sprintf("n=%d", n), func(t *testing.T) {
 			ctx := context.Background()
-			path := tempPath(t)
+			path := damagedPath(t)
 			db, err := Open(ctx, path, Options{Sync: UnsafeNoSync})
 			must(t, err)
 			s := openPods(t, db, namespaceIndexers())
@@ -167,7 +168,7 @@ func TestScanParallelCorruptItem(t *testing.T) {
 			must(t, db.Close())
 			rawUpdate(t, path, func(tx *bbolt.Tx) error {
 				_, g := rawLive(t, tx)
-				setEnvelope(t, g, bad, encodeEnvelope("1", "", []byte("not protobuf")))
+				setEnvelope(t, g, bad, layout.EncodeEnvelope("1", "", []byte("not protobuf")))
 				return nil
 			})
 

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 	"github.com/warmcache/warmcache/store/codec"
 )
 
@@ -20,10 +21,13 @@ import (
 // cache.Indexer and cache.TransactionStore whose objects live in the bbolt
 // file. All methods are safe for concurrent use.
 //
-// Ownership: objects passed to the Store are encoded and not retained; a
-// read decodes a new object, which the caller may keep. Callers must still
-// treat returned objects as shared and not mutate them (the store.Store
-// contract, so that a cache of decoded objects can be added later).
+// Ownership: objects passed to the Store are encoded and not retained.
+// Objects a read returns are shared: a point read (Get, GetByKey) may
+// return the object another caller got from the store's cache of decoded
+// objects (ResourceOptions.DecodedObjects). The store never mutates an
+// object after handing it out, and callers must not mutate it either
+// (invariant 6, the store.Store contract); a caller that needs to change
+// one changes a deep copy.
 //
 // Consistency: every write (Add, Update, Delete, Transaction, Apply,
 // Bookmark, a Replace's Commit) is one bbolt transaction that also records
@@ -60,7 +64,7 @@ type Store struct {
 	keyFunc   cache.KeyFunc
 	onCorrupt func(error)
 	logger    klog.Logger
-	// readOnly is set for stores of a read-only DB and for OpenRecorded.
+	// readOnly is set for stores of a read-only DB and for inspect.OpenRecorded.
 	readOnly bool
 	// objects caches decoded objects for point reads; nil if disabled.
 	objects *objectCache
@@ -74,25 +78,29 @@ type Store struct {
 	// every commit under mu.
 	status atomic.Pointer[status]
 
-	// mu serialises this store's writes and guards meta and replace. It is
-	// held for the duration of a write transaction; lock order: mu, then
-	// bbolt's own locks. It is never held while calling a ScanFunc.
+	// mu serialises this store's writes and guards meta, replace and
+	// retained. It is held for the duration of a write transaction; lock
+	// order: mu, then bbolt's own locks. It is never held while calling a
+	// ScanFunc.
 	mu      sync.Mutex
-	meta    resourceMeta // as last committed
-	replace *replaceTx   // the open Replace, nil if none
+	meta    layout.Meta // as last committed
+	replace *replaceTx  // the open Replace, nil if none
+	// retained is the committed Replace whose replaced generation is kept
+	// in the file until its Release, nil if none.
+	retained *replaceTx
 }
 
 var _ store.Store = (*Store)(nil)
 
 // status is what State reports without a transaction.
 type status struct {
-	meta              resourceMeta
+	meta              layout.Meta
 	relistInterrupted bool
 	discarded         string
 }
 
 // indexer is one named index function; fn is nil for stores opened with
-// OpenRecorded, which know index names only.
+// inspect.OpenRecorded, which know index names only.
 type indexer struct {
 	name string
 	fn   cache.IndexFunc
@@ -122,10 +130,10 @@ func (s *indexSet) names() []string {
 }
 
 // setMetaLocked records m as committed. s.mu must be held.
-func (s *Store) setMetaLocked(m resourceMeta) {
+func (s *Store) setMetaLocked(m layout.Meta) {
 	s.meta = m
 	old := s.status.Load()
-	st := &status{meta: m.clone()}
+	st := &status{meta: m.Clone()}
 	if old != nil {
 		st.relistInterrupted, st.discarded = old.relistInterrupted, old.discarded
 	}
@@ -223,8 +231,17 @@ func (s *Store) apply(ctx context.Context, op string, txns []cache.Transaction, 
 			return s.errorf(op, err)
 		}
 	}
+	return s.commitLocked(op, ix, ops, newRV, setRV)
+}
+
+// commitLocked applies ops, whose index values were computed with ix, in
+// one write transaction that also records rv when setRV (invariant 1: the
+// resourceVersion is written with the batch it follows, never ahead of
+// it). ops is reordered by key. It is the one write path of Apply, Add,
+// Update, Delete and Transaction. s.mu must be held.
+func (s *Store) commitLocked(op string, ix *indexSet, ops []prepared, rv string, setRV bool) error {
 	sortByKey(ops)
-	return s.writeLiveLocked(op, func(g *generation, m *resourceMeta) error {
+	return s.writeLiveLocked(op, func(g *layout.Generation, m *layout.Meta) error {
 		w := writer{g: g, names: ix.names()}
 		for i := range ops {
 			delta, err := w.apply(&ops[i])
@@ -234,7 +251,7 @@ func (s *Store) apply(ctx context.Context, op string, txns []cache.Transaction, 
 			m.Objects += delta
 		}
 		if setRV {
-			m.RV = newRV
+			m.RV = rv
 		}
 		return nil
 	})
@@ -289,22 +306,7 @@ func (s *Store) Transaction(txns ...cache.Transaction) *cache.TransactionError {
 	succeeded := make([]int, 0, len(kept))
 	if len(kept) > 0 {
 		newRV, setRV := rvOf(kept[len(kept)-1].obj)
-		sortByKey(kept)
-		err := s.writeLiveLocked("transaction", func(g *generation, m *resourceMeta) error {
-			w := writer{g: g, names: ix.names()}
-			for i := range kept {
-				delta, err := w.apply(&kept[i])
-				if err != nil {
-					return err
-				}
-				m.Objects += delta
-			}
-			if setRV {
-				m.RV = newRV
-			}
-			return nil
-		})
-		if err != nil {
+		if err := s.commitLocked("transaction", ix, kept, newRV, setRV); err != nil {
 			return fail(err)
 		}
 		for _, p := range kept {
@@ -339,7 +341,7 @@ func (s *Store) recordRV(rv string) error {
 	if s.closed.Load() {
 		return s.errClosed("bookmark")
 	}
-	return s.writeLiveLocked("bookmark", func(_ *generation, m *resourceMeta) error {
+	return s.writeLiveLocked("bookmark", func(_ *layout.Generation, m *layout.Meta) error {
 		m.RV = rv
 		return nil
 	})
@@ -373,7 +375,11 @@ func (s *Store) Replace(list []interface{}, rv string) error {
 		}
 		list = list[n:]
 	}
-	return r.Commit(ctx, rv)
+	if err := r.Commit(ctx, rv); err != nil {
+		_ = r.Abort()
+		return err
+	}
+	return r.Release()
 }
 
 // replacePage is the number of objects cache.Store's Replace writes per
@@ -398,7 +404,7 @@ func (s *Store) State() (store.State, error) {
 	st := s.status.Load()
 	return store.State{
 		ResourceVersion:   st.meta.RV,
-		Complete:          st.meta.State == StateComplete,
+		Complete:          st.meta.State == layout.StateComplete,
 		RelistInterrupted: st.relistInterrupted,
 		Discarded:         st.discarded,
 		Objects:           int(st.meta.Objects),
@@ -409,7 +415,7 @@ func (s *Store) State() (store.State, error) {
 func (s *Store) Identity() Identity { return s.id }
 
 // GetIndexers returns a copy of the store's indexers (nil after Close). For
-// a store opened with OpenRecorded the functions are nil.
+// a store opened with inspect.OpenRecorded the functions are nil.
 func (s *Store) GetIndexers() cache.Indexers {
 	if s.closed.Load() {
 		return nil
@@ -439,6 +445,7 @@ func (s *Store) close(unregister bool) error {
 	r := s.replace
 	s.replace = nil
 	s.objects.clear()
+	s.releaseLocked()
 	var err error
 	if r != nil && !s.readOnly {
 		err = s.abortLocked(r)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/warmcache/warmcache/internal/fsync"
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
 // A file written with SyncOnClose has a state file beside it, path +
@@ -36,13 +37,7 @@ import (
 // the bbolt file on purpose: a torn bbolt file can show stale pages, and a
 // stale page must never be able to claim the file was closed cleanly.
 
-// stateSuffix names the state file: path + stateSuffix.
-const stateSuffix = ".state"
-
-// StatePath returns the path of the state file that describes the cache
-// file at path (see SyncOnClose). A tool that replaces a cache file with
-// another (a copy, a compacted file) removes it: it describes the old file.
-func StatePath(path string) string { return path + stateSuffix }
+// The state file's path is layout.StatePath(path): path + ".state".
 
 // States recorded in the state file.
 const (
@@ -77,15 +72,15 @@ var bootID = func() (string, error) {
 // readSyncState returns the state recorded beside path; ok is false when
 // there is no state file.
 func readSyncState(path string) (st syncState, ok bool, err error) {
-	b, err := os.ReadFile(StatePath(path))
+	b, err := os.ReadFile(layout.StatePath(path))
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, false, nil
 	}
 	if err != nil {
-		return st, false, fmt.Errorf("read %s: %w", StatePath(path), err)
+		return st, false, fmt.Errorf("read %s: %w", layout.StatePath(path), err)
 	}
 	if err := json.Unmarshal(b, &st); err != nil {
-		return st, true, fmt.Errorf("%w: state file %s is unreadable: %w", ErrUnflushed, StatePath(path), err)
+		return st, true, fmt.Errorf("%w: state file %s is unreadable: %w", ErrUnflushed, layout.StatePath(path), err)
 	}
 	return st, true, nil
 }
@@ -111,7 +106,7 @@ func trustSyncState(path, boot string) error {
 	case st.State == stateUnflushed:
 		return fmt.Errorf("%w: flushing it failed at %s", ErrUnflushed, st.Time.Format(time.RFC3339))
 	}
-	return fmt.Errorf("%w: state file %s records unknown state %q", ErrUnflushed, StatePath(path), st.State)
+	return fmt.Errorf("%w: state file %s records unknown state %q", ErrUnflushed, layout.StatePath(path), st.State)
 }
 
 // writeState is writeSyncState, a variable so that tests can make it fail.
@@ -126,7 +121,7 @@ func writeSyncState(path string, st syncState, mode os.FileMode) error {
 	if err != nil {
 		return err
 	}
-	dst := StatePath(path)
+	dst := layout.StatePath(path)
 	tmp := dst + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
 	if err != nil {
@@ -148,7 +143,7 @@ func writeSyncState(path string, st syncState, mode os.FileMode) error {
 
 // removeSyncState removes the state file beside path, if any, durably.
 func removeSyncState(path string) error {
-	err := os.Remove(StatePath(path))
+	err := os.Remove(layout.StatePath(path))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

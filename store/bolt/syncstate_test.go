@@ -12,6 +12,8 @@ import (
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
 // withBoot makes bootID return id (or fail, for "") until the test ends.
@@ -39,7 +41,7 @@ func mustSyncState(t *testing.T, path string) syncState {
 // noStateFile fails the test if path has a state file.
 func noStateFile(t *testing.T, path, when string) {
 	t.Helper()
-	if _, err := os.Stat(path + stateSuffix); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(path + layout.StateSuffix); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("state file %s: %v, want none", when, err)
 	}
 }
@@ -72,14 +74,14 @@ func writeOne(t *testing.T, path string, opts Options) *DB {
 // released, the state file keeps what Open wrote.
 func abandon(t *testing.T, db *DB) {
 	t.Helper()
-	b, err := os.ReadFile(db.path + stateSuffix)
+	b, err := os.ReadFile(db.path + layout.StateSuffix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(db.path+stateSuffix, b, 0o600); err != nil {
+	if err := os.WriteFile(db.path+layout.StateSuffix, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -115,14 +117,14 @@ func TestSyncOnCloseStates(t *testing.T) {
 	// ...and refused after a restart, read-only or not, without touching
 	// the file or its state.
 	withBoot(t, "boot-3")
-	before, _ := os.ReadFile(path + stateSuffix)
+	before, _ := os.ReadFile(path + layout.StateSuffix)
 	for _, ro := range []bool{true, false} {
 		_, err := Open(ctx, path, Options{ReadOnly: ro})
 		if !errors.Is(err, ErrUnflushed) || !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("Open(ReadOnly %v) after a restart = %v, want ErrUnflushed and ErrCorrupt", ro, err)
 		}
 	}
-	if after, _ := os.ReadFile(path + stateSuffix); string(after) != string(before) {
+	if after, _ := os.ReadFile(path + layout.StateSuffix); string(after) != string(before) {
 		t.Fatalf("a refused Open changed the state file: %s -> %s", before, after)
 	}
 
@@ -131,7 +133,7 @@ func TestSyncOnCloseStates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(moved + stateSuffix); err != nil {
+	if _, err := os.Stat(moved + layout.StateSuffix); err != nil {
 		t.Fatalf("state file not moved with the file: %v", err)
 	}
 	db = openDB(t, path, Options{})
@@ -153,7 +155,7 @@ func TestSyncStateRefusesUnknownStates(t *testing.T) {
 			if err := writeOne(t, path, Options{}).Close(); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(path+stateSuffix, []byte(content), 0o600); err != nil {
+			if err := os.WriteFile(path+layout.StateSuffix, []byte(content), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := Open(context.Background(), path, Options{}); !errors.Is(err, ErrUnflushed) {
@@ -202,8 +204,8 @@ func TestSyncOnCloseWithoutBootID(t *testing.T) {
 // file starts with its own.
 func TestStaleStateFileOfMissingFile(t *testing.T) {
 	withBoot(t, "boot-2")
-	path := filepath.Join(t.TempDir(), "cache.db")
-	if err := os.WriteFile(path+stateSuffix, []byte(`{"state":"open","boot":"boot-1"}`), 0o600); err != nil {
+	path := filepath.Join(checkedDir(t), "cache.db")
+	if err := os.WriteFile(path+layout.StateSuffix, []byte(`{"state":"open","boot":"boot-1"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	db := openDB(t, path, Options{})
@@ -221,7 +223,7 @@ func TestRemoveTakesTheStateFile(t *testing.T) {
 	if err := Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{path, path + stateSuffix} {
+	for _, p := range []string{path, path + layout.StateSuffix} {
 		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s after Remove: %v, want it gone", p, err)
 		}
@@ -234,7 +236,7 @@ func TestRemoveTakesTheStateFile(t *testing.T) {
 // A refused file is left as it was found: no state file appears beside a
 // foreign bbolt file.
 func TestRefusedFileGetsNoStateFile(t *testing.T) {
-	path := tempPath(t)
+	path := damagedPath(t)
 	rawUpdate(t, path, func(tx *bbolt.Tx) error {
 		_, err := tx.CreateBucket([]byte("someone-else"))
 		return err
@@ -295,7 +297,7 @@ func TestStateCheckedForFileCreatedAfterTheLook(t *testing.T) {
 	if err := writeOne(t, path, Options{}).Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path+stateSuffix, []byte(`{"state":"unflushed"}`), 0o600); err != nil {
+	if err := os.WriteFile(path+layout.StateSuffix, []byte(`{"state":"unflushed"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	prev := validateFile
@@ -335,7 +337,7 @@ func TestStateFileTakesTheFileMode(t *testing.T) {
 	path := tempPath(t)
 	db := writeOne(t, path, Options{FileMode: 0o640})
 	defer func() { _ = db.Close() }()
-	fi, err := os.Stat(path + stateSuffix)
+	fi, err := os.Stat(path + layout.StateSuffix)
 	if err != nil {
 		t.Fatal(err)
 	}

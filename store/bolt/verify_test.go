@@ -8,6 +8,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 	"github.com/warmcache/warmcache/store/codec"
 )
 
@@ -22,53 +23,53 @@ func TestVerifyDetects(t *testing.T) {
 	}{
 		{"index entry without item", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			must(t, g.index.Bucket([]byte(cache.NamespaceIndex)).Put(indexKey("ns", "ns/ghost"), nil))
+			must(t, g.Index.Bucket([]byte(cache.NamespaceIndex)).Put(layout.IndexKey("ns", "ns/ghost"), nil))
 		}, ProblemIndexWithoutItem, "ns/ghost"},
 		{"index entry not in reverse", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			must(t, g.index.Bucket([]byte(cache.NamespaceIndex)).Put(indexKey("elsewhere", "ns/a"), nil))
+			must(t, g.Index.Bucket([]byte(cache.NamespaceIndex)).Put(layout.IndexKey("elsewhere", "ns/a"), nil))
 		}, ProblemIndexWithoutReverse, "ns/a"},
 		{"missing index entry", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			must(t, g.index.Bucket([]byte(cache.NamespaceIndex)).Delete(indexKey("ns", "ns/b")))
+			must(t, g.Index.Bucket([]byte(cache.NamespaceIndex)).Delete(layout.IndexKey("ns", "ns/b")))
 		}, ProblemReverseWithoutIndex, "ns/b"},
 		{"envelope without item", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			must(t, g.items.Delete([]byte("ns/c")))
+			must(t, g.Items.Delete([]byte("ns/c")))
 		}, ProblemBlobWithoutItem, ""},
 		{"item without envelope", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			id, _, err := splitItemEntry(g.items.Get([]byte("ns/c")))
+			id, _, err := layout.SplitItemEntry(g.Items.Get([]byte("ns/c")))
 			must(t, err)
-			must(t, g.blobs.Delete(append([]byte(nil), id...)))
+			must(t, g.Blobs.Delete(append([]byte(nil), id...)))
 		}, ProblemItem, "ns/c"},
 		{"envelope shared by two items", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			ida, _, err := splitItemEntry(g.items.Get([]byte("ns/a")))
+			ida, _, err := layout.SplitItemEntry(g.Items.Get([]byte("ns/a")))
 			must(t, err)
-			_, revb, err := splitItemEntry(g.items.Get([]byte("ns/b")))
+			_, revb, err := layout.SplitItemEntry(g.Items.Get([]byte("ns/b")))
 			must(t, err)
-			must(t, g.items.Put([]byte("ns/b"), appendItemEntry(nil, ida, revb)))
+			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry(nil, ida, revb)))
 		}, ProblemItem, "ns/b"},
 		{"item entry shorter than a blob id", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			must(t, g.items.Put([]byte("ns/b"), []byte{1, 2, 3}))
+			must(t, g.Items.Put([]byte("ns/b"), []byte{1, 2, 3}))
 		}, ProblemItem, "ns/b"},
 		{"reverse entry does not decode", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			id, _, err := splitItemEntry(g.items.Get([]byte("ns/b")))
+			id, _, err := layout.SplitItemEntry(g.Items.Get([]byte("ns/b")))
 			must(t, err)
-			must(t, g.items.Put([]byte("ns/b"), appendItemEntry(nil, id, []byte{0x81, 0xa1})))
+			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry(nil, id, []byte{0x81, 0xa1})))
 		}, ProblemReverseWithoutIndex, "ns/b"},
 		{"envelope RV differs from the object's", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			env, err := decodeEnvelope(rawEnvelope(t, g, "ns/a"))
+			env, err := layout.DecodeEnvelope(rawEnvelope(t, g, "ns/a"))
 			must(t, err)
-			setEnvelope(t, g, "ns/a", encodeEnvelope("999", env.uid, env.payload))
+			setEnvelope(t, g, "ns/a", layout.EncodeEnvelope("999", env.UID, env.Payload))
 		}, ProblemItem, "ns/a"},
 		{"payload does not decode", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			setEnvelope(t, g, "ns/b", encodeEnvelope("2", "", []byte("garbage")))
+			setEnvelope(t, g, "ns/b", layout.EncodeEnvelope("2", "", []byte("garbage")))
 		}, ProblemItem, "ns/b"},
 		{"envelope does not decode", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
@@ -76,36 +77,36 @@ func TestVerifyDetects(t *testing.T) {
 		}, ProblemItem, "ns/b"},
 		{"wrong count", func(t *testing.T, tx *bbolt.Tx) {
 			res, _ := rawLive(t, tx)
-			m, err := decodeMeta(res.Get(metaKey))
+			m, err := layout.DecodeMeta(res.Get(layout.MetaKey))
 			must(t, err)
 			m.Objects++
-			b, err := encodeMeta(&m)
+			b, err := layout.EncodeMeta(&m)
 			must(t, err)
-			must(t, res.Put(metaKey, b))
+			must(t, res.Put(layout.MetaKey, b))
 		}, ProblemCount, ""},
 		{"envelope sequence behind", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			must(t, g.blobs.SetSequence(1))
+			must(t, g.Blobs.SetSequence(1))
 		}, ProblemLayout, ""},
 		{"older schema", func(t *testing.T, tx *bbolt.Tx) {
 			res, _ := rawLive(t, tx)
-			m, err := decodeMeta(res.Get(metaKey))
+			m, err := layout.DecodeMeta(res.Get(layout.MetaKey))
 			must(t, err)
 			m.Schema = 1
-			b, err := encodeMeta(&m)
+			b, err := layout.EncodeMeta(&m)
 			must(t, err)
-			must(t, res.Put(metaKey, b))
+			must(t, res.Put(layout.MetaKey, b))
 		}, ProblemMeta, ""},
 		{"unrecorded index bucket", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			_, err := g.index.CreateBucket([]byte("stray"))
+			_, err := g.Index.CreateBucket([]byte("stray"))
 			must(t, err)
 		}, ProblemLayout, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
-			path := tempPath(t)
+			path := damagedPath(t)
 			db, err := Open(ctx, path, Options{Sync: UnsafeNoSync})
 			must(t, err)
 			s := openPods(t, db, namespaceIndexers())
@@ -114,11 +115,9 @@ func TestVerifyDetects(t *testing.T) {
 			rawUpdate(t, path, func(tx *bbolt.Tx) error { tc.damage(t, tx); return nil })
 
 			// Read-only, as the snapshot CLI would, with codecs by name.
-			db = openDB(t, path, Options{ReadOnly: true, Codecs: func(name string) (codec.Codec, error) {
-				return codec.ByName(nil, name)
-			}})
+			db = openDB(t, path, Options{ReadOnly: true})
 			var got []Problem
-			must(t, db.Verify(ctx, func(p Problem) { got = append(got, p) }))
+			must(t, verifyDB(ctx, db, func(name string) (codec.Codec, error) { return codec.ByName(nil, name) }, func(p Problem) { got = append(got, p) }))
 			found := slices.ContainsFunc(got, func(p Problem) bool { return p.Kind == tc.want && p.Key == tc.key })
 			if !found {
 				t.Errorf("Verify reported %v, want a %s problem for %q", got, tc.want, tc.key)
@@ -141,7 +140,7 @@ func TestVerifyClean(t *testing.T) {
 
 	db = openDB(t, path, Options{ReadOnly: true})
 	var got []Problem
-	must(t, db.Verify(ctx, func(p Problem) { got = append(got, p) }))
+	must(t, verifyDB(ctx, db, nil, func(p Problem) { got = append(got, p) }))
 	if len(got) != 1 || got[0].Kind != ProblemNotDecoded {
 		t.Errorf("Verify without a codec = %v, want one %s", got, ProblemNotDecoded)
 	}

@@ -1,16 +1,17 @@
 package bolt
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/warmcache/warmcache/store"
 
 	bbolt "go.etcd.io/bbolt"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
 // prepared is one write, encoded before any lock is taken.
@@ -54,12 +55,12 @@ func (s *Store) encode(obj interface{}) ([]byte, error) {
 	if m, err := meta.Accessor(obj); err == nil {
 		rv, uid = m.GetResourceVersion(), string(m.GetUID())
 	}
-	buf, off := appendEnvelopeHeader(make([]byte, 0, 1024), rv, uid)
+	buf, off := layout.AppendEnvelopeHeader(make([]byte, 0, 1024), rv, uid)
 	buf, err := s.codec.Encode(buf, ro)
 	if err != nil {
 		return nil, fmt.Errorf("%w with codec %s: %w", ErrEncode, s.codec.Name(), err)
 	}
-	if err := finishEnvelope(buf, off); err != nil {
+	if err := layout.FinishEnvelope(buf, off); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrEncode, err)
 	}
 	return buf, nil
@@ -94,37 +95,28 @@ func indexValuesOf(x indexer, key string, obj interface{}) ([]string, error) {
 	if x.fn == nil {
 		return nil, fmt.Errorf("index %q: %w", x.name, ErrNoIndexFunc)
 	}
-	vs, err := store.IndexValuesOf(x.name, x.fn, key, obj)
-	if err != nil {
-		return nil, err
-	}
-	if len(vs) <= 1 {
-		return vs, nil
-	}
-	vs = slices.Clone(vs)
-	slices.Sort(vs)
-	return slices.Compact(vs), nil
+	return layout.IndexValues(x.name, x.fn, key, obj)
 }
 
 // writeLiveLocked runs fn on the live generation in one write transaction
 // together with the resource's meta, which fn may change and which is
 // written in the same transaction (invariant 1). The in-memory meta is
 // updated only after the commit succeeded. s.mu must be held.
-func (s *Store) writeLiveLocked(op string, fn func(g *generation, m *resourceMeta) error) error {
-	m := s.meta.clone()
+func (s *Store) writeLiveLocked(op string, fn func(g *layout.Generation, m *layout.Meta) error) error {
+	m := s.meta.Clone()
 	err := s.db.update(op, func(tx *bbolt.Tx) error {
 		res := tx.Bucket(s.bname)
 		if res == nil {
 			return fmt.Errorf("%w: resource bucket missing", ErrCorrupt)
 		}
-		g, err := openLive(res)
+		g, err := layout.OpenLive(res)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
 		if err := fn(g, &m); err != nil {
 			return err
 		}
-		return putMeta(res, &m)
+		return layout.PutMeta(res, &m)
 	})
 	if err != nil {
 		return s.errorf(op, err)
@@ -135,7 +127,7 @@ func (s *Store) writeLiveLocked(op string, fn func(g *generation, m *resourceMet
 
 // writer applies prepared writes to one generation.
 type writer struct {
-	g     *generation
+	g     *layout.Generation
 	names []string // index names, aligned with prepared.values
 	idx   []*bbolt.Bucket
 	// refile ignores the index values recorded in item entries: an index
@@ -151,7 +143,7 @@ func (w *writer) indexBucket(i int) (*bbolt.Bucket, error) {
 		w.idx = make([]*bbolt.Bucket, len(w.names))
 	}
 	if w.idx[i] == nil {
-		b := w.g.index.Bucket([]byte(w.names[i]))
+		b := w.g.Index.Bucket([]byte(w.names[i]))
 		if b == nil {
 			return nil, fmt.Errorf("%w: index bucket %q missing", ErrCorrupt, w.names[i])
 		}
@@ -183,18 +175,18 @@ func (w *writer) apply(p *prepared) (int64, error) {
 // values are unchanged rewrites the envelope only.
 func (w *writer) put(key string, env []byte, values [][]string) (added bool, err error) {
 	k := []byte(key)
-	cur := w.g.items.Get(k)
+	cur := w.g.Items.Get(k)
 	added = cur == nil
 	var id []byte
 	var old map[string][]string
 	if !added {
 		var rev []byte
-		id, rev, err = splitItemEntry(cur)
+		id, rev, err = layout.SplitItemEntry(cur)
 		if err == nil && !w.refile {
 			// A re-file ignores the recorded values (the index buckets
 			// were emptied), so a damaged reverse entry is rewritten
 			// rather than stopping an index rebuild.
-			old, err = decodeReverse(rev)
+			old, err = layout.DecodeReverse(rev)
 		}
 		if err != nil {
 			return false, fmt.Errorf("%w: key %q: %w", ErrCorrupt, key, err)
@@ -220,14 +212,14 @@ func (w *writer) put(key string, env []byte, values [][]string) (added bool, err
 		}
 		for _, v := range ov {
 			if !slices.Contains(nv, v) {
-				if err := b.Delete(indexKey(v, key)); err != nil {
+				if err := b.Delete(layout.IndexKey(v, key)); err != nil {
 					return false, err
 				}
 			}
 		}
 		for _, v := range nv {
 			if !slices.Contains(ov, v) {
-				if err := b.Put(indexKey(v, key), nil); err != nil {
+				if err := b.Put(layout.IndexKey(v, key), nil); err != nil {
 					return false, err
 				}
 			}
@@ -238,17 +230,17 @@ func (w *writer) put(key string, env []byte, values [][]string) (added bool, err
 			// Once per transaction, not per add: a sequence that went
 			// back (a damaged file) would give another item's envelope
 			// to this key.
-			if err := w.g.checkSequence(); err != nil {
+			if err := w.g.CheckSequence(); err != nil {
 				return false, fmt.Errorf("%w: key %q: %w", ErrCorrupt, key, err)
 			}
 			w.sequenceChecked = true
 		}
-		if id, err = w.g.nextBlobID(); err != nil {
+		if id, err = w.g.NextBlobID(); err != nil {
 			return false, err
 		}
 	}
 	if env != nil {
-		if err := w.g.blobs.Put(id, env); err != nil {
+		if err := w.g.Blobs.Put(id, env); err != nil {
 			return false, err
 		}
 	}
@@ -256,17 +248,17 @@ func (w *writer) put(key string, env []byte, values [][]string) (added bool, err
 		return added, nil
 	}
 	// Clip: the entry must not share memory with id, the envelope's key.
-	return added, w.g.items.Put(k, appendReverse(slices.Clip(id), w.names, values))
+	return added, w.g.Items.Put(k, layout.AppendReverse(slices.Clip(id), w.names, values))
 }
 
 // remove deletes key, its envelope and its index entries.
 func (w *writer) remove(key string) (bool, error) {
 	k := []byte(key)
-	cur := w.g.items.Get(k)
+	cur := w.g.Items.Get(k)
 	if cur == nil {
 		return false, nil
 	}
-	old, err := itemReverse(cur)
+	old, err := layout.ItemReverse(cur)
 	if err != nil {
 		return false, fmt.Errorf("%w: key %q: %w", ErrCorrupt, key, err)
 	}
@@ -279,10 +271,14 @@ func (w *writer) remove(key string) (bool, error) {
 			return false, err
 		}
 		for _, v := range old[name] {
-			if err := b.Delete(indexKey(v, key)); err != nil {
+			if err := b.Delete(layout.IndexKey(v, key)); err != nil {
 				return false, err
 			}
 		}
 	}
-	return true, w.g.deleteItem(k)
+	return true, w.g.DeleteItem(k)
 }
+
+// errNoItem is returned by writer.put when asked to re-file a key that has
+// no item.
+var errNoItem = errors.New("no such item")

@@ -89,7 +89,10 @@ type Store struct {
 	complete bool
 	// replace is the open Replace, nil if none.
 	replace *replace
-	closed  bool
+	// retained is the committed Replace whose replaced content is kept
+	// until its Release, nil if none.
+	retained *replace
+	closed   bool
 }
 
 var _ store.Store = (*Store)(nil)
@@ -279,7 +282,11 @@ func (s *Store) Replace(list []interface{}, rv string) error {
 		_ = r.Abort()
 		return err
 	}
-	return r.Commit(ctx, rv)
+	if err := r.Commit(ctx, rv); err != nil {
+		_ = r.Abort()
+		return err
+	}
+	return r.Release()
 }
 
 // Resync does nothing, as in client-go; it returns ErrClosed after Close.
@@ -329,6 +336,7 @@ func (s *Store) Close() error {
 	s.indexers = nil
 	s.indexPos = map[string]int{}
 	s.replace = nil
+	s.releaseLocked()
 	s.rv = ""
 	return nil
 }

@@ -3,6 +3,8 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/warmcache/warmcache/store"
 )
@@ -18,11 +20,16 @@ type replace struct {
 	// store's at Commit.
 	indexers []indexer
 	staged   *content
+	// old is the content Commit replaced, kept for Changes until Release;
+	// nil before Commit and after Release. Nothing modifies it: writes
+	// go to the content Commit installed. Guarded by s.mu.
+	old *content
 }
 
 // BeginReplace starts a relist; see store.Store. Objects added to it are
 // indexed as they are staged, so Commit only swaps content. A second
-// BeginReplace while one is open returns store.ErrReplaceInProgress.
+// BeginReplace while one is open returns store.ErrReplaceInProgress; one
+// after a Commit releases the content that Commit retained.
 func (s *Store) BeginReplace(ctx context.Context) (store.Replace, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memory: begin replace: %w", err)
@@ -35,6 +42,7 @@ func (s *Store) BeginReplace(ctx context.Context) (store.Replace, error) {
 	if s.replace != nil {
 		return nil, fmt.Errorf("memory: begin replace: %w", store.ErrReplaceInProgress)
 	}
+	s.releaseLocked()
 	r := &replace{s: s, indexers: s.indexers, staged: newContent(len(s.indexers), len(s.cur.items))}
 	s.replace = r
 	return r, nil
@@ -108,6 +116,7 @@ func (r *replace) Vanished(ctx context.Context, fn store.ScanFunc) error {
 }
 
 // Commit installs the staged content and rv and marks the store complete.
+// The replaced content is kept for Changes until Release.
 func (r *replace) Commit(ctx context.Context, rv string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("memory: replace commit: %w", err)
@@ -118,16 +127,83 @@ func (r *replace) Commit(ctx context.Context, rv string) error {
 	if err := r.openErrLocked("commit"); err != nil {
 		return err
 	}
-	s.cur = r.staged
+	r.old, s.cur = s.cur, r.staged
 	s.rv = rv
 	s.complete = true
 	s.replace = nil
+	s.retained = r
 	r.staged = nil
 	return nil
 }
 
-// Abort discards the staged content. It is a no-op after Commit, Abort or
-// Close.
+// Changes calls fn, in key order, for every key that differs between the
+// content Commit replaced and the current one; see store.Replace. The
+// differences are collected under the store's read lock (pointers to
+// objects the store holds anyway) and fn is called without it.
+func (r *replace) Changes(ctx context.Context, fn store.ChangeFunc) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("memory: replace changes: %w", err)
+	}
+	s := r.s
+	s.mu.RLock()
+	switch {
+	case s.closed:
+		s.mu.RUnlock()
+		return errClosed("replace changes")
+	case s.retained != r:
+		s.mu.RUnlock()
+		return fmt.Errorf("memory: replace changes: %w", store.ErrReplaceDone)
+	}
+	var changes []store.Change
+	for k, e := range s.cur.items {
+		o, ok := r.old.items[k]
+		switch {
+		case !ok:
+			changes = append(changes, store.Change{Key: k, New: e.obj})
+		case !sameResourceVersion(o.obj, e.obj):
+			changes = append(changes, store.Change{Key: k, Old: o.obj, New: e.obj})
+		}
+	}
+	for k, o := range r.old.items {
+		if _, ok := s.cur.items[k]; !ok {
+			changes = append(changes, store.Change{Key: k, Old: o.obj})
+		}
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(changes, func(a, b store.Change) int { return strings.Compare(a.Key, b.Key) })
+	for _, c := range changes {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("memory: replace changes: %w", err)
+		}
+		if err := fn(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Release drops the content Commit retained. It is a no-op before
+// Commit, after Release or Abort, and after Close.
+func (r *replace) Release() error {
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.retained == r {
+		s.releaseLocked()
+	}
+	return nil
+}
+
+// releaseLocked drops the retained content, if any. s.mu must be held.
+func (s *Store) releaseLocked() {
+	if s.retained != nil {
+		s.retained.old = nil
+		s.retained = nil
+	}
+}
+
+// Abort discards the staged content, or after Commit releases the
+// retained content. It is a no-op after Release, Abort or Close.
 func (r *replace) Abort() error {
 	s := r.s
 	s.mu.Lock()
@@ -135,6 +211,17 @@ func (r *replace) Abort() error {
 	if s.replace == r {
 		s.replace = nil
 	}
+	if s.retained == r {
+		s.releaseLocked()
+	}
 	r.staged = nil
 	return nil
+}
+
+// sameResourceVersion reports whether a and b have the same
+// resourceVersion.
+func sameResourceVersion(a, b interface{}) bool {
+	ra, _ := rvOf(a)
+	rb, _ := rvOf(b)
+	return ra == rb
 }

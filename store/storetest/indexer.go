@@ -21,6 +21,7 @@ var indexerTests = []namedTest{
 	{"KeyErrors", testKeyErrors},
 	{"DeleteDeletedFinalStateUnknown", testDeleteDeletedFinalStateUnknown},
 	{"TypedLister", testTypedLister},
+	{"EmptyKey", testEmptyKey},
 }
 
 func testAddGetUpdateDelete(t *testing.T, h harness) {

@@ -58,7 +58,9 @@ func Run(t *testing.T, newStore func(t *testing.T, indexers cache.Indexers) stor
 		{"Apply", applyTests},
 		{"State", stateTests},
 		{"Replace", replaceTests},
+		{"Changes", changesTests},
 		{"Scan", scanTests},
+		{"Select", selectTests},
 		{"Close", closeTests},
 		{"Concurrency", concurrencyTests},
 	}

@@ -8,14 +8,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/warmcache/warmcache/examples/workqueue/controller"
 	"github.com/warmcache/warmcache/internal/demo"
+	"github.com/warmcache/warmcache/internal/democtl"
 )
 
-// event is one line of the workqueue example's event log.
-type event = controller.Event
+// event is one line of the controller's event log.
+type event = democtl.Event
 
-// child is one run of the workqueue example in a child process (the test
+// child is one run of the controller (democtl) in a child process (the test
 // binary re-executed, see TestMain).
 type child struct {
 	*demo.Process
@@ -29,7 +29,7 @@ type childOptions struct {
 	kubeconfig, cacheFile, namespace string
 }
 
-// startChild starts the example; the test's cleanup kills it if it is
+// startChild starts the controller; the test's cleanup kills it if it is
 // still running.
 func startChild(t *testing.T, o childOptions) *child {
 	t.Helper()
@@ -45,7 +45,7 @@ func startChild(t *testing.T, o childOptions) *child {
 	p, err := demo.StartProcess(demo.ProcessOptions{
 		Command:     os.Args[0],
 		Args:        args,
-		Env:         []string{childEnv + "=" + childWorkqueue},
+		Env:         []string{childEnv + "=" + childDemoctl},
 		LogFile:     c.logFile,
 		SysProcAttr: childSysProcAttr(),
 	})
@@ -56,7 +56,7 @@ func startChild(t *testing.T, o childOptions) *child {
 	t.Cleanup(func() {
 		c.Kill()
 		if t.Failed() {
-			t.Logf("example controller log (%s):\n%s", c.logFile, tail(c.logFile, 4096))
+			t.Logf("controller log (%s):\n%s", c.logFile, tail(c.logFile, 4096))
 		}
 	})
 	return c
@@ -81,7 +81,7 @@ func tail(path string, n int) string {
 func (c *child) waitFor(ctx context.Context, what string, pred func([]event) bool) {
 	c.t.Helper()
 	if err := c.WaitFor(ctx, pred); err != nil {
-		c.t.Fatalf("waiting for %s: %v; the example controller's log:\n%s", what, err, tail(c.logFile, 4096))
+		c.t.Fatalf("waiting for %s: %v; the controller's log:\n%s", what, err, tail(c.logFile, 4096))
 	}
 }
 
@@ -111,12 +111,12 @@ func (c *child) waitConverged(ctx context.Context, want state) {
 
 // stop sends SIGTERM, waits for a clean exit and returns the stats and the
 // events.
-func (c *child) stop() (controller.Stats, []event) {
+func (c *child) stop() (democtl.Stats, []event) {
 	c.t.Helper()
 	if err := c.Stop(); err != nil {
-		c.t.Fatalf("the example controller failed: %v; log:\n%s", err, tail(c.logFile, 4096))
+		c.t.Fatalf("the controller failed: %v; log:\n%s", err, tail(c.logFile, 4096))
 	}
-	st, err := controller.ReadStats(c.statsFile)
+	st, err := democtl.ReadStats(c.statsFile)
 	if err != nil {
 		c.t.Fatal(err)
 	}

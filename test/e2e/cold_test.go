@@ -9,7 +9,7 @@ import (
 // and a file of tens of megabytes.
 const coldPods = 5000
 
-// TestColdStart: the example starts on an empty cache file over 5,000
+// TestColdStart: the controller starts on an empty cache file over 5,000
 // pods, syncs, and both what its handler saw and what its file holds equal
 // a direct LIST.
 func TestColdStart(t *testing.T) {

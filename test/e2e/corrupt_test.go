@@ -13,7 +13,7 @@ import (
 
 // TestCorruptOrForeignCacheFile: a cache file that is not a readable
 // warmcache file is moved aside (kept, byte for byte, for inspection) with
-// a log line naming both paths; the example starts cold on a new file and
+// a log line naming both paths; the controller starts cold on a new file and
 // runs (invariant 5).
 func TestCorruptOrForeignCacheFile(t *testing.T) {
 	ctx := needEnv(t)

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/internal/democtl"
 	"github.com/warmcache/warmcache/store/bolt"
 )
 
@@ -132,7 +133,7 @@ func runWidgetInformer(ctx context.Context, t *testing.T, c *cluster, file, ns s
 func listerState(s cache.Store) state {
 	out := state{}
 	for _, obj := range s.List() {
-		out[keyOf(obj)] = resourceVersionOf(obj)
+		out[keyOf(obj)] = democtl.ResourceVersion(obj)
 	}
 	return out
 }

@@ -1,12 +1,14 @@
-// Package e2e holds warmcache's end-to-end tests: the example controllers
-// against a real kube-apiserver and etcd (internal/testenv), restarted,
-// killed and fed broken cache files. Requests are counted from the
-// apiserver's own /metrics, never from warmcache's code.
+// Package e2e holds warmcache's end-to-end tests: a workqueue controller
+// and the controller-runtime example against a real kube-apiserver and
+// etcd (internal/testenv), restarted, killed and fed broken cache files.
+// Requests are counted from the apiserver's own /metrics, never from
+// warmcache's code.
 //
-// The workqueue example (examples/workqueue) runs as a child process: the
-// test binary re-executes itself with WARMCACHE_E2E_CHILD=workqueue and runs
-// the example's Main, whose event log (one JSON line per delivered event)
-// comes back on stdout. The controller-runtime example is a nested module;
+// The workqueue controller (internal/democtl, the pattern of
+// examples/workqueue instrumented) runs as a child process: the test binary
+// re-executes itself with WARMCACHE_E2E_CHILD=democtl and runs
+// democtl.Main, whose event log (one JSON line per delivered event) comes
+// back on stdout. The controller-runtime example is a nested module;
 // TestControllerRuntime runs its tests with `go test` in its directory.
 //
 // The tests start etcd and kube-apiserver (built on first use by

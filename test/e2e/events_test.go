@@ -5,29 +5,29 @@ import (
 	"sort"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/internal/demo"
+	"github.com/warmcache/warmcache/internal/democtl"
 )
 
 // recorder is a cache.ResourceEventHandler that records events as the
-// workqueue example logs them.
+// controller (democtl) logs them.
 type recorder struct{ *demo.EventLog }
 
 func newRecorder() recorder { return recorder{demo.NewEventLog()} }
 
 func (r recorder) OnAdd(obj interface{}, initial bool) {
-	r.Add(event{Type: "add", Key: keyOf(obj), ResourceVersion: resourceVersionOf(obj), Initial: initial})
+	r.Add(event{Type: "add", Key: keyOf(obj), ResourceVersion: democtl.ResourceVersion(obj), Initial: initial})
 }
 
 func (r recorder) OnUpdate(oldObj, newObj interface{}) {
-	r.Add(event{Type: "update", Key: keyOf(newObj), ResourceVersion: resourceVersionOf(newObj), OldResourceVersion: resourceVersionOf(oldObj)})
+	r.Add(event{Type: "update", Key: keyOf(newObj), ResourceVersion: democtl.ResourceVersion(newObj), OldResourceVersion: democtl.ResourceVersion(oldObj)})
 }
 
 func (r recorder) OnDelete(obj interface{}) {
 	_, unknown := obj.(cache.DeletedFinalStateUnknown)
-	r.Add(event{Type: "delete", Key: keyOf(obj), ResourceVersion: resourceVersionOf(obj), FinalStateUnknown: unknown})
+	r.Add(event{Type: "delete", Key: keyOf(obj), ResourceVersion: democtl.ResourceVersion(obj), FinalStateUnknown: unknown})
 }
 
 func keyOf(obj interface{}) string {
@@ -36,17 +36,6 @@ func keyOf(obj interface{}) string {
 		return "<" + err.Error() + ">"
 	}
 	return k
-}
-
-func resourceVersionOf(obj interface{}) string {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return ""
-	}
-	return m.GetResourceVersion()
 }
 
 // split separates the adds flagged isInInitialList (the initial list or

@@ -4,11 +4,13 @@ import (
 	"context"
 	"testing"
 
+	"github.com/warmcache/warmcache/internal/democtl"
 	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/bolt/inspect"
 	"github.com/warmcache/warmcache/store/codec"
 )
 
-// podsIdentity is the identity the workqueue example records for its pods
+// podsIdentity is the identity the controller records for its pods
 // informer in namespace ns.
 func podsIdentity(ns string) bolt.Identity {
 	return bolt.Identity{Version: "v1", Resource: "pods", Kind: "Pod", Namespace: ns}
@@ -16,7 +18,7 @@ func podsIdentity(ns string) bolt.Identity {
 
 // cached is what a cache file holds for one resource.
 type cached struct {
-	info  bolt.ResourceInfo
+	info  inspect.ResourceInfo
 	items state
 }
 
@@ -25,21 +27,20 @@ type cached struct {
 // items) and returns the resource id's recorded state and items.
 func readCache(ctx context.Context, t *testing.T, path string, id bolt.Identity) cached {
 	t.Helper()
-	db, err := bolt.Open(ctx, path, bolt.Options{ReadOnly: true, Codecs: func(name string) (codec.Codec, error) {
-		return codec.ByName(nil, name)
-	}})
+	codecs := func(name string) (codec.Codec, error) { return codec.ByName(nil, name) }
+	db, err := bolt.Open(ctx, path, bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatalf("open the cache file: %v", err)
 	}
 	defer db.Close()
-	var problems []bolt.Problem
-	if err := db.Verify(ctx, func(p bolt.Problem) { problems = append(problems, p) }); err != nil {
+	var problems []inspect.Problem
+	if err := inspect.Verify(ctx, db, codecs, func(p inspect.Problem) { problems = append(problems, p) }); err != nil {
 		t.Fatalf("verify the cache file: %v", err)
 	}
 	for _, p := range problems {
 		t.Errorf("cache file problem: %s", p)
 	}
-	infos, err := db.Resources(ctx)
+	infos, err := inspect.Resources(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,13 +54,17 @@ func readCache(ctx context.Context, t *testing.T, path string, id bolt.Identity)
 	if !found {
 		t.Fatalf("the cache file holds no resource %v; it holds %+v", id, infos)
 	}
-	s, err := db.OpenRecorded(ctx, id, nil)
+	c, err := codecs(out.info.Codec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := inspect.OpenRecorded(ctx, db, id, c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out.items = state{}
 	err = s.Scan(ctx, func(key string, obj interface{}) error {
-		out.items[key] = resourceVersionOf(obj)
+		out.items[key] = democtl.ResourceVersion(obj)
 		return nil
 	})
 	if err != nil {

@@ -26,9 +26,9 @@ const (
 	killWindow = 3 * time.Second
 )
 
-// TestKillAtRandomMoments: the example is SIGKILLed at random moments
+// TestKillAtRandomMoments: the controller is SIGKILLed at random moments
 // while pods are created, updated and deleted. After each kill the churn
-// pauses, the example restarts on the same file, and its handler's view
+// pauses, the controller restarts on the same file, and its handler's view
 // converges to the server's pods; killed again once converged, its file
 // holds exactly the server's pods, complete, and passes Verify (invariants
 // 1, 2 and 4).

@@ -11,24 +11,24 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/warmcache/warmcache/examples/workqueue/controller"
+	"github.com/warmcache/warmcache/internal/democtl"
 	"github.com/warmcache/warmcache/internal/kubebin"
 )
 
-// childEnv, set to childWorkqueue, makes the test binary run the workqueue
-// example's Main with its arguments instead of the tests.
+// childEnv, set to childDemoctl, makes the test binary run democtl.Main
+// with its arguments instead of the tests.
 const (
-	childEnv       = "WARMCACHE_E2E_CHILD"
-	childWorkqueue = "workqueue"
+	childEnv     = "WARMCACHE_E2E_CHILD"
+	childDemoctl = "democtl"
 )
 
 // testTimeout bounds one test, a first build of the binaries included.
 const testTimeout = 20 * time.Minute
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == childWorkqueue {
+	if os.Getenv(childEnv) == childDemoctl {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := controller.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		code := democtl.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// TestMachineRestartAfterKill: the example writes its file without a flush
+// TestMachineRestartAfterKill: the controller writes its file without a flush
 // per commit (bolt.SyncOnClose, the default). Killed with SIGKILL, it
 // restarts warm: the kernel kept every write. Killed and followed by a
 // restart of the machine (simulated: the boot id its state file records is
@@ -29,7 +29,7 @@ func TestMachineRestartAfterKill(t *testing.T) {
 	// Same boot: warm.
 	second := startChild(t, opts)
 	if ev := second.waitSynced(ctx); !ev.WarmStart {
-		t.Fatal("after a SIGKILL in the same boot of the machine the example started cold")
+		t.Fatal("after a SIGKILL in the same boot of the machine the controller started cold")
 	}
 	second.Kill()
 

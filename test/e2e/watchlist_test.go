@@ -9,7 +9,7 @@ import (
 // watchListPods spans three list pages of 500.
 const watchListPods = 1100
 
-// TestColdStartStreamsWithWatchList: on a cold start the example's
+// TestColdStartStreamsWithWatchList: on a cold start the controller's
 // informer streams the initial list with WatchList when the apiserver
 // allows it (one sendInitialEvents watch, counted by the apiserver's
 // apiserver_watch_list_duration_seconds, and no LIST), and falls back to a

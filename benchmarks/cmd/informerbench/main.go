@@ -6,7 +6,7 @@
 //
 // Usage:
 //
-//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 50000] [-impl client-go,memory,bolt] [-dir DIR]
+//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 50000] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR]
 //
 // The server (internal/fakeapi on internal/fakesource, with -n podgen
 // pods) runs in a child process — this program started again — so that
@@ -14,6 +14,10 @@
 // the other against it. Events/s: the server applies -updates updates
 // while holding back the watch streams, then releases them; the figure is
 // the update notifications per second the informer's handler receives.
+// 410 relist: the server changes -relist percent of the pods while holding
+// back the watch streams, then restarts (history compacted), so that the
+// informer's resumed watch gets 410 Expired and it relists; the figures
+// run from the restart to the handler having been told of every change.
 //
 // The table goes to stdout, progress to stderr. Exit status: 0 on success,
 // 1 if a measurement failed, 2 for bad flags.
@@ -27,6 +31,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,6 +39,7 @@ import (
 	"github.com/warmcache/warmcache/benchmarks/internal/apiproc"
 	"github.com/warmcache/warmcache/benchmarks/internal/informerbench"
 	"github.com/warmcache/warmcache/benchmarks/internal/machine"
+	"github.com/warmcache/warmcache/benchmarks/internal/syncflag"
 	"github.com/warmcache/warmcache/store/bolt"
 )
 
@@ -51,6 +57,7 @@ type options struct {
 	dir         string
 	sync        bolt.SyncPolicy
 	contentType string
+	relists     []int
 }
 
 var errUsage = errors.New("usage")
@@ -59,12 +66,13 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("informerbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	var impls, sync, encoding string
+	var impls, sync, encoding, relists string
 	fs.IntVar(&o.n, "n", 100000, "number of pods")
 	fs.IntVar(&o.updates, "updates", 0, "number of updates of the events/s measurement (default min(n, 50000))")
 	fs.StringVar(&impls, "impl", strings.Join(informerbench.Impls, ","), "comma-separated informers to measure, the baseline first")
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory for the bolt store's file")
-	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: "+strings.Join(bolt.SyncPolicyNames(), ", ")+" (the first is the store's default)")
+	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: "+strings.Join(syncflag.Names(), ", ")+" (the first is the store's default)")
+	fs.StringVar(&relists, "relist", joinInts(informerbench.DefaultRelistPercents), "comma-separated percentages of pods changed before a forced 410 relist, one measurement each (empty: none)")
 	fs.StringVar(&encoding, "encoding", "protobuf", "wire encoding: protobuf or json")
 	if err := fs.Parse(args); err != nil {
 		return o, errUsage
@@ -76,7 +84,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("%w: -n must be positive and -updates not negative", errUsage)
 	}
 	var err error
-	if o.sync, err = bolt.ParseSyncPolicy(sync); err != nil {
+	if o.sync, err = syncflag.Parse(sync); err != nil {
 		return o, fmt.Errorf("%w: -bolt-sync: %w", errUsage, err)
 	}
 	switch encoding {
@@ -86,6 +94,17 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		o.contentType = "application/json"
 	default:
 		return o, fmt.Errorf("%w: -encoding %q: want protobuf or json", errUsage, encoding)
+	}
+	o.relists = []int{}
+	for _, f := range strings.Split(relists, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		pct, err := strconv.Atoi(f)
+		if err != nil || pct < 0 || pct > 100 {
+			return o, fmt.Errorf("%w: -relist %q: want percentages from 0 to 100", errUsage, f)
+		}
+		o.relists = append(o.relists, pct)
 	}
 	for _, name := range strings.Split(impls, ",") {
 		name = strings.TrimSpace(name)
@@ -125,6 +144,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
 // lockedWriter serialises writes to w.
 type lockedWriter struct {
 	mu sync.Mutex
@@ -155,8 +182,9 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	fmt.Fprintf(stderr, "informerbench: server at %s ready in %v\n", proc.URL, time.Since(start).Round(time.Millisecond))
 
 	ro := informerbench.RunOptions{
-		Options: informerbench.Options{Dir: dir, BoltSync: o.sync, ContentType: o.contentType},
-		Updates: o.updates,
+		Options:        informerbench.Options{Dir: dir, BoltSync: o.sync, ContentType: o.contentType},
+		Updates:        o.updates,
+		RelistPercents: o.relists,
 	}
 	var results []informerbench.Result
 	for i, impl := range o.impls {

@@ -31,6 +31,7 @@ import (
 
 	"github.com/warmcache/warmcache/benchmarks/internal/machine"
 	"github.com/warmcache/warmcache/benchmarks/internal/storebench"
+	"github.com/warmcache/warmcache/benchmarks/internal/syncflag"
 	"github.com/warmcache/warmcache/store/bolt"
 )
 
@@ -66,7 +67,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory for the bolt store's file")
 	fs.IntVar(&o.batch, "batch", storebench.DefaultBatchSize, "objects per write (the informer's batch)")
 	fs.IntVar(&o.page, "page", storebench.DefaultPageSize, "objects per Replace page (the reflector's page size)")
-	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: "+strings.Join(bolt.SyncPolicyNames(), ", ")+" (the first is the store's default)")
+	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: "+strings.Join(syncflag.Names(), ", ")+" (the first is the store's default)")
 	fs.IntVar(&o.updates, "updates", 0, "number of updates measured (default min(n, 20000))")
 	fs.IntVar(&o.getSamples, "get-samples", 0, "number of GetByKey lookups (default 20000)")
 	fs.IntVar(&o.indexSamples, "index-samples", 0, "number of ByIndex lookups (default 50)")
@@ -81,7 +82,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("%w: -n, -batch and -page must be positive, sample counts not negative", errUsage)
 	}
 	var err error
-	if o.sync, err = bolt.ParseSyncPolicy(sync); err != nil {
+	if o.sync, err = syncflag.Parse(sync); err != nil {
 		return o, fmt.Errorf("%w: -bolt-sync: %w", errUsage, err)
 	}
 	for _, name := range strings.Split(impls, ",") {

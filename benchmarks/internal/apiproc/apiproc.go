@@ -9,7 +9,8 @@
 // on a loopback port and a small control API for the benchmark: churn
 // (apply updates while the watch streams are held back), open (release
 // them, so that the informers receive the updates as fast as they can take
-// them, without waiting for the producer), compact and stats. The child
+// them, without waiting for the producer), compact, restart (410 for every
+// resumed watch) and stats. The child
 // exits when its standard input closes, so it never outlives the parent.
 package apiproc
 
@@ -154,6 +155,12 @@ func (p *Process) Open(ctx context.Context) error { return p.call(ctx, "open", n
 func (p *Process) Compact(ctx context.Context, rv string) error {
 	return p.call(ctx, "compact", url.Values{"rv": {rv}}, nil)
 }
+
+// Restart simulates an apiserver restart: every open watch ends and the
+// whole history is compacted, so that an informer resuming its watch gets
+// 410 Expired and relists. Watches held back by Churn stay held back until
+// Open.
+func (p *Process) Restart(ctx context.Context) error { return p.call(ctx, "restart", nil, nil) }
 
 // Stats are the server's counters.
 type Stats struct {

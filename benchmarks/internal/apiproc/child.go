@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/warmcache/warmcache/benchmarks/internal/measure"
 	"github.com/warmcache/warmcache/internal/fakeapi"
@@ -91,6 +92,7 @@ func serve(n int, in io.Reader, out io.Writer) error {
 	mux.HandleFunc(controlPrefix+"churn", c.churn)
 	mux.HandleFunc(controlPrefix+"open", c.open)
 	mux.HandleFunc(controlPrefix+"compact", c.compact)
+	mux.HandleFunc(controlPrefix+"restart", c.restart)
 	mux.HandleFunc(controlPrefix+"stats", c.stats)
 	mux.Handle("/", c.gate.wrap(h))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -120,8 +122,9 @@ type child struct {
 	src  *fakesource.Source
 	keys []podKey
 	gate *gate
-	// mu serialises control requests.
-	mu sync.Mutex
+	// mu serialises control requests and guards restarts.
+	mu       sync.Mutex
+	restarts int
 }
 
 func fail(w http.ResponseWriter, code int, format string, args ...interface{}) {
@@ -185,6 +188,25 @@ func (c *child) compact(w http.ResponseWriter, r *http.Request) {
 	}
 	// Give the memory of the dropped history back, so that the
 	// machine's memory is not held by a benchmark's past phases.
+	debug.FreeOSMemory()
+	writeJSON(w, struct{}{})
+}
+
+// restart simulates an apiserver restart: every open watch ends and the
+// whole history is compacted, so that a watch resuming from an older
+// resourceVersion gets 410 Expired and the informer relists. A ConfigMap,
+// which no pod watch sees, is written first, so that the compaction passes
+// the resourceVersion of a pod informer even when no pod changed.
+func (c *child) restart(w http.ResponseWriter, _ *http.Request) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.restarts++
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: fmt.Sprintf("restart-%d", c.restarts)}}
+	if _, err := c.src.Add(cm); err != nil {
+		fail(w, http.StatusInternalServerError, "add: %v", err)
+		return
+	}
+	c.src.Restart()
 	debug.FreeOSMemory()
 	writeJSON(w, struct{}{})
 }

@@ -235,6 +235,14 @@ type Counter struct {
 	mu                     sync.Mutex
 	adds, updates, deletes int
 	waiters                []*waiter
+	// marks are closed when an update's new object satisfies their
+	// predicate.
+	marks []*mark
+}
+
+type mark struct {
+	match func(obj interface{}) bool
+	ch    chan struct{}
 }
 
 type waiter struct {
@@ -249,7 +257,30 @@ var _ cache.ResourceEventHandler = (*Counter)(nil)
 func (c *Counter) OnAdd(interface{}, bool) { c.count(false) }
 
 // OnUpdate implements cache.ResourceEventHandler.
-func (c *Counter) OnUpdate(_, _ interface{}) { c.count(true) }
+func (c *Counter) OnUpdate(_, obj interface{}) {
+	c.count(true)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	kept := c.marks[:0]
+	for _, m := range c.marks {
+		if m.match(obj) {
+			close(m.ch)
+			continue
+		}
+		kept = append(kept, m)
+	}
+	c.marks = kept
+}
+
+// Mark returns a channel closed when the handler is told of an update
+// whose new object satisfies match (called with the Counter's lock held).
+func (c *Counter) Mark(match func(obj interface{}) bool) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := &mark{match: match, ch: make(chan struct{})}
+	c.marks = append(c.marks, m)
+	return m.ch
+}
 
 // OnDelete implements cache.ResourceEventHandler.
 func (c *Counter) OnDelete(interface{}) {

@@ -112,6 +112,14 @@ func TestMeasureEveryImpl(t *testing.T) {
 		if rq := r.Cold.Requests; rq.WatchLists != 1 || rq.Lists != 0 {
 			t.Errorf("%s: cold sync made %d lists and %d WatchLists", impl, rq.Lists, rq.WatchLists)
 		}
+		if len(r.Relists) != len(DefaultRelistPercents) {
+			t.Fatalf("%s: %d relists measured, want %d", impl, len(r.Relists), len(DefaultRelistPercents))
+		}
+		for j, rl := range r.Relists {
+			if pct := DefaultRelistPercents[j]; rl.Percent != pct || rl.Changed != testPods*pct/100 || rl.Duration <= 0 || rl.Heap.Peak == 0 {
+				t.Errorf("%s: relist %d: incomplete result %+v", impl, j, rl)
+			}
+		}
 		if (impl == Bolt) != (r.WarmReplay != nil && r.WarmNoHandler != nil) {
 			t.Errorf("%s: warm restarts %v %v", impl, r.WarmReplay, r.WarmNoHandler)
 		}
@@ -124,7 +132,7 @@ func TestMeasureEveryImpl(t *testing.T) {
 
 	tab := Table("t", results)
 	rows := tab.Rows()
-	if len(rows) != 11 {
+	if len(rows) != 11+2*len(DefaultRelistPercents) {
 		t.Fatalf("%d rows", len(rows))
 	}
 	for _, r := range rows {
@@ -138,6 +146,9 @@ func TestMeasureEveryImpl(t *testing.T) {
 	}
 	if v := rows[7].Values; !math.IsNaN(v[0]) || math.IsNaN(v[2]) {
 		t.Errorf("warm restart without handler %v: want client-go empty, bolt set", v)
+	}
+	if relist := rows[11]; relist.Values[2] != results[2].Relists[0].Duration.Seconds() {
+		t.Errorf("relist row %s %v: want bolt's first relist", relist.Metric, relist.Values)
 	}
 }
 

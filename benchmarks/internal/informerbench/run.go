@@ -166,7 +166,15 @@ type RunOptions struct {
 	// Updates is the number of updates of the events/s measurement.
 	// Default min(n, 50000).
 	Updates int
+	// RelistPercents are the relists measured after the churn: for each,
+	// that percentage of the pods changes during an outage that ends in
+	// 410 Expired (see Relist). Default DefaultRelistPercents; an empty
+	// non-nil slice measures none.
+	RelistPercents []int
 }
+
+// DefaultRelistPercents are the relists Measure runs by default.
+var DefaultRelistPercents = []int{0, 10, 100}
 
 // Result is what Measure found for one implementation.
 type Result struct {
@@ -180,11 +188,14 @@ type Result struct {
 	// a handler (every stored pod replayed to it) and without; zero for
 	// the other implementations, whose restart is a cold sync.
 	WarmReplay, WarmNoHandler *Warm
+	// Relists are the 410 relists, in RunOptions.RelistPercents order.
+	Relists []Relisted
 }
 
 // Measure runs, for impl, a cold sync of the server's n pods, the churn of
-// opts.Updates updates (generation gen) and, for Bolt, the two warm
-// restarts. It compacts the server's history afterwards.
+// opts.Updates updates (generation gen), the 410 relists of
+// opts.RelistPercents and, for Bolt, the two warm restarts. It compacts
+// the server's history afterwards.
 func Measure(ctx context.Context, proc *apiproc.Process, impl string, n, gen int, opts RunOptions) (Result, error) {
 	if opts.Updates <= 0 {
 		opts.Updates = min(n, 50000)
@@ -196,6 +207,19 @@ func Measure(ctx context.Context, proc *apiproc.Process, impl string, n, gen int
 	}
 	res.Cold = cold
 	res.Events, err = Churn(ctx, proc, inf, opts.Updates, gen)
+	if opts.RelistPercents == nil {
+		opts.RelistPercents = DefaultRelistPercents
+	}
+	for i, pct := range opts.RelistPercents {
+		if err != nil {
+			break
+		}
+		var r Relisted
+		// Generations of the relists' updates and markers follow the
+		// churn's, distinct per implementation too.
+		r, err = Relist(ctx, proc, inf, n, pct, gen*1000+2*i+1)
+		res.Relists = append(res.Relists, r)
+	}
 	rv := inf.ResourceVersion()
 	if err = errors.Join(err, inf.Stop()); err != nil {
 		return res, err
@@ -299,5 +323,21 @@ func Table(title string, results []Result) *measure.Table {
 	t.Add("update events/s", target(measure.Target{Value: TargetEventsRatio}),
 		col(func(r Result) float64 { return r.Events.PerSec })...)
 	t.Add("update CPU µs/event", nil, col(func(r Result) float64 { return measure.Micros(r.Events.CPU) })...)
+	relist := func(i int, f func(Relisted) float64) func(Result) float64 {
+		return func(r Result) float64 {
+			if i >= len(r.Relists) {
+				return math.NaN()
+			}
+			return f(r.Relists[i])
+		}
+	}
+	if len(results) > 0 {
+		for i, rl := range results[0].Relists {
+			t.Add(fmt.Sprintf("410 relist, %d%% changed s", rl.Percent), nil,
+				col(relist(i, func(r Relisted) float64 { return r.Duration.Seconds() }))...)
+			t.Add(fmt.Sprintf("410 relist, %d%% changed peak heap MB", rl.Percent), nil,
+				col(relist(i, func(r Relisted) float64 { return r.Heap.Peak / mb }))...)
+		}
+	}
 	return t
 }

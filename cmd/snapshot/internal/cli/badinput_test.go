@@ -19,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/bolt/inspect"
 	"github.com/warmcache/warmcache/store/codec"
 )
 
@@ -93,7 +94,7 @@ func newerFormatFile(t *testing.T, dir string) string {
 		if err := msgpack.Unmarshal(b.Get([]byte("format")), &m); err != nil {
 			return err
 		}
-		m["version"] = bolt.FormatVersion + 1
+		m["version"] = inspect.FormatVersion + 1
 		v, err := msgpack.Marshal(m)
 		if err != nil {
 			return err
@@ -107,7 +108,7 @@ func newerSchemaFile(t *testing.T, dir string) string {
 	p := filepath.Join(dir, "schema.db")
 	writeFixture(t, p, fixtureOptions{podsOnly: true})
 	mutate(t, p, func(tx *bbolt.Tx) error {
-		return editMeta(t, tx, podsID, map[string]interface{}{"schema": bolt.SchemaVersion + 1})
+		return editMeta(t, tx, podsID, map[string]interface{}{"schema": inspect.SchemaVersion + 1})
 	})
 	return p
 }
@@ -182,7 +183,7 @@ func TestBadInput(t *testing.T) {
 		{"truncated file", truncatedFile, []string{"list", "FILE", "pods", "-A"}, ExitCorrupt, []string{"not a readable warmcache cache file"}},
 		{"bbolt file of another program", foreignFile, []string{"verify", "FILE"}, ExitCorrupt, []string{"not a warmcache file", "settings"}},
 		{"newer file format", newerFormatFile, []string{"info", "FILE"}, ExitCorrupt, []string{"written by a newer warmcache", "file format version 2 is newer than supported version 1"}},
-		{"newer resource schema", newerSchemaFile, []string{"list", "FILE", "pods", "-A"}, ExitCorrupt, []string{fmt.Sprintf("resource schema version %d is newer than supported version %d", bolt.SchemaVersion+1, bolt.SchemaVersion)}},
+		{"newer resource schema", newerSchemaFile, []string{"list", "FILE", "pods", "-A"}, ExitCorrupt, []string{fmt.Sprintf("resource schema version %d is newer than supported version %d", inspect.SchemaVersion+1, inspect.SchemaVersion)}},
 		{"newer resource schema, export", newerSchemaFile, []string{"export", "FILE", "pods"}, ExitCorrupt, []string{"newer"}},
 		{"unknown codec", unknownCodecFile, []string{"get", "FILE", "pods", "app-1-00000001-x7k2p", "-n", "ns-001"}, ExitCorrupt, []string{`unknown codec name: "zstd-proto"`}},
 		{"corrupt item", corruptItemFile, []string{"list", "FILE", "pods", "-A", "-o", "name"}, ExitCorrupt, []string{"ns-001/app-1-00000001-x7k2p"}},

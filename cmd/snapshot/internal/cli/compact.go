@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/warmcache/warmcache/cmd/snapshot/internal/progress"
-	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/bolt/inspect"
 )
 
 // compactOptions is `snapshot compact FILE --output OUT`.
@@ -81,7 +81,7 @@ func (o *compactOptions) Run(ctx context.Context) (err error) {
 			_ = os.Remove(tmp)
 		}
 	}()
-	size, err := f.db.CompactTo(ctx, tmp)
+	size, err := inspect.CompactTo(ctx, f.db, tmp)
 	if err != nil {
 		return explainOpenError(o.File, err)
 	}
@@ -98,19 +98,19 @@ func (o *compactOptions) Run(ctx context.Context) (err error) {
 // checkCopy checks that the file at path is a sound warmcache file and,
 // when want is not nil, that it holds the resources of want with the same
 // object counts and resourceVersions.
-func checkCopy(ctx context.Context, env *Env, common *commonOptions, path string, want []bolt.ResourceInfo) error {
+func checkCopy(ctx context.Context, env *Env, common *commonOptions, path string, want []inspect.ResourceInfo) error {
 	c, err := openSnapshot(ctx, env, path, common.open())
 	if err != nil {
 		return err
 	}
 	defer func() { _ = c.Close() }()
-	if err := bolt.CheckFile(ctx, path); err != nil {
+	if err := inspect.CheckFile(ctx, path); err != nil {
 		return err
 	}
 	if want == nil {
 		return nil
 	}
-	summary := func(infos []bolt.ResourceInfo) []string {
+	summary := func(infos []inspect.ResourceInfo) []string {
 		out := make([]string, len(infos))
 		for i, info := range infos {
 			out[i] = fmt.Sprintf("%s objects=%d rv=%s problem=%q", info.Identity, info.Objects, info.ResourceVersion, info.Problem)

@@ -15,6 +15,7 @@ import (
 	"github.com/warmcache/warmcache/cmd/snapshot/internal/printers"
 	"github.com/warmcache/warmcache/cmd/snapshot/internal/textdiff"
 	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/bolt/inspect"
 )
 
 // diffOptions is `snapshot diff FILE1 FILE2 [RESOURCE]`.
@@ -77,7 +78,7 @@ func (o *diffOptions) Validate() error {
 
 // diffPair is one resource in the two files; a nil side is absent.
 type diffPair struct {
-	a, b *bolt.ResourceInfo
+	a, b *inspect.ResourceInfo
 }
 
 func (p diffPair) name() string {
@@ -148,7 +149,7 @@ func (o *diffOptions) pairs(fa, fb *snapshotFile) ([]diffPair, error) {
 	}
 	byID := map[string]*diffPair{}
 	var ids []string
-	add := func(infos []bolt.ResourceInfo, first bool) {
+	add := func(infos []inspect.ResourceInfo, first bool) {
 		for i := range infos {
 			if infos[i].Problem != "" {
 				continue
@@ -316,7 +317,7 @@ func (o *diffOptions) show(ctx context.Context, fa, fb *snapshotFile, p diffPair
 }
 
 // objectYAML returns the YAML of the object stored under key.
-func objectYAML(ctx context.Context, f *snapshotFile, info bolt.ResourceInfo, key string) (string, error) {
+func objectYAML(ctx context.Context, f *snapshotFile, info inspect.ResourceInfo, key string) (string, error) {
 	st, err := f.store(ctx, info, true)
 	if err != nil {
 		return "", err

@@ -19,6 +19,7 @@ import (
 
 	"github.com/warmcache/warmcache/cmd/snapshot/internal/progress"
 	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/bolt/inspect"
 )
 
 // metaFields are the field selector fields every resource supports.
@@ -93,7 +94,7 @@ func (f *filterOptions) validate() error {
 
 // checkFields returns a usage error for a field selector on fields the
 // resource does not support.
-func (f *filterOptions) checkFields(info bolt.ResourceInfo) error {
+func (f *filterOptions) checkFields(info inspect.ResourceInfo) error {
 	supported := supportedFields(info.Identity)
 	for _, r := range f.fields.Requirements() {
 		if !slices.Contains(supported, r.Field) {
@@ -106,7 +107,7 @@ func (f *filterOptions) checkFields(info bolt.ResourceInfo) error {
 
 // scope returns the namespace to list ("" with all true for every
 // namespace) for a resource recorded with info.
-func (f *filterOptions) scope(info bolt.ResourceInfo) (ns string, all bool) {
+func (f *filterOptions) scope(info inspect.ResourceInfo) (ns string, all bool) {
 	switch {
 	case f.AllNamespaces:
 		return "", true
@@ -195,7 +196,7 @@ func isNamespaced(first runtime.Object) bool {
 // recorded namespace index when there is one), one chunk in memory at a
 // time. bar advances for every object read; count counts the objects
 // yielded.
-func scanObjects(ctx context.Context, st *bolt.Store, info bolt.ResourceInfo, ns string, f *filterOptions, bar *progress.Bar, count *int) iter.Seq2[runtime.Object, error] {
+func scanObjects(ctx context.Context, st *bolt.Store, info inspect.ResourceInfo, ns string, f *filterOptions, bar *progress.Bar, count *int) iter.Seq2[runtime.Object, error] {
 	return func(yield func(runtime.Object, error) bool) {
 		stopped := false
 		fn := func(key string, obj interface{}) error {
@@ -237,12 +238,12 @@ func scanObjects(ctx context.Context, st *bolt.Store, info bolt.ResourceInfo, ns
 
 // usesNamespaceIndex reports whether scanObjects reads namespace ns through
 // the recorded namespace index.
-func usesNamespaceIndex(info bolt.ResourceInfo, ns string) bool {
+func usesNamespaceIndex(info inspect.ResourceInfo, ns string) bool {
 	return ns != "" && slices.Contains(info.Indexes, cache.NamespaceIndex)
 }
 
 // progressTotal is the number of objects scanObjects reads, when known.
-func progressTotal(info bolt.ResourceInfo, ns string) int64 {
+func progressTotal(info inspect.ResourceInfo, ns string) int64 {
 	if usesNamespaceIndex(info, ns) {
 		return 0 // only a namespace's objects: the bar counts
 	}

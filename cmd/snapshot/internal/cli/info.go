@@ -14,6 +14,7 @@ import (
 
 	"github.com/warmcache/warmcache/cmd/snapshot/internal/progress"
 	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/bolt/inspect"
 )
 
 // infoFormats are the output formats of info.
@@ -142,7 +143,7 @@ func (o *infoOptions) Run(ctx context.Context) (err error) {
 }
 
 // describe gathers what info reports about one resource.
-func (o *infoOptions) describe(ctx context.Context, f *snapshotFile, info bolt.ResourceInfo) (resourceInfo, error) {
+func (o *infoOptions) describe(ctx context.Context, f *snapshotFile, info inspect.ResourceInfo) (resourceInfo, error) {
 	id := info.Identity
 	r := resourceInfo{
 		Name: displayName(info), ID: id.String(),
@@ -244,7 +245,7 @@ func stateText(r *resourceInfo) string {
 	switch {
 	case r.Complete:
 		s = "complete"
-	case r.State == string(bolt.StateNew) || (r.State == string(bolt.StateRelisting) && r.ResourceVersion == ""):
+	case r.State == string(inspect.StateNew) || (r.State == string(inspect.StateRelisting) && r.ResourceVersion == ""):
 		s = "new (never completely listed)"
 	default:
 		s = "incomplete"

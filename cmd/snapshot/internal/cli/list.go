@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/warmcache/warmcache/cmd/snapshot/internal/printers"
-	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/bolt/inspect"
 )
 
 // checkOutput returns a usage error for a format not in allowed.
@@ -139,7 +139,7 @@ func (o *listOptions) Run(ctx context.Context) (err error) {
 
 // noneFound tells, on stderr, that nothing matched, as kubectl does, and
 // where the objects are when other namespaces hold them.
-func (o *listOptions) noneFound(info bolt.ResourceInfo, ns string, all bool) {
+func (o *listOptions) noneFound(info inspect.ResourceInfo, ns string, all bool) {
 	switch {
 	case all:
 		fmt.Fprintln(o.env.Stderr, "No resources found")

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/bolt/inspect"
 	"github.com/warmcache/warmcache/store/codec"
 )
 
@@ -22,7 +23,7 @@ type snapshotFile struct {
 	info      os.FileInfo
 	lock      *os.File // holds the shared flock
 	db        *bolt.DB
-	resources []bolt.ResourceInfo
+	resources []inspect.ResourceInfo
 	diag      *sinkState
 	stores    map[string]*bolt.Store // by identity string
 }
@@ -34,9 +35,6 @@ type openOptions struct {
 	// UnsafeIgnoreState opens a file its state file does not vouch for
 	// (bolt.Options.UnsafeIgnoreState).
 	UnsafeIgnoreState bool
-	// Codecs resolves recorded codec names. Default: codec.ByName with
-	// client-go's scheme.
-	Codecs bolt.CodecResolver
 }
 
 // resolveCodec is the default codec resolver: the codecs of store/codec
@@ -72,17 +70,14 @@ func openSnapshot(ctx context.Context, env *Env, path string, opts openOptions) 
 		_ = lock.Close()
 		return nil, explainOpenError(path, err)
 	}
-	if opts.Codecs == nil {
-		opts.Codecs = resolveCodec
-	}
 	logger, diag := newDiagLogger(env.Stderr)
-	db, err := bolt.Open(ctx, path, bolt.Options{ReadOnly: true, Timeout: opts.Timeout, Logger: logger, Codecs: opts.Codecs, UnsafeIgnoreState: opts.UnsafeIgnoreState})
+	db, err := bolt.Open(ctx, path, bolt.Options{ReadOnly: true, Timeout: opts.Timeout, Logger: logger, UnsafeIgnoreState: opts.UnsafeIgnoreState})
 	if err != nil {
 		_ = lock.Close()
 		return nil, explainOpenError(path, err)
 	}
 	f := &snapshotFile{path: path, info: fi, lock: lock, db: db, diag: diag, stores: map[string]*bolt.Store{}}
-	if f.resources, err = db.Resources(ctx); err != nil {
+	if f.resources, err = inspect.Resources(ctx, db); err != nil {
 		_ = f.Close()
 		return nil, explainOpenError(path, err)
 	}
@@ -141,17 +136,17 @@ func (c namesOnly) Decode([]byte) (runtime.Object, error) {
 
 // checkReadable returns an error for a resource whose objects this binary
 // cannot read: unreadable meta, or a schema version it does not know.
-func checkReadable(path string, info bolt.ResourceInfo) error {
+func checkReadable(path string, info inspect.ResourceInfo) error {
 	switch {
 	case info.Problem != "":
 		return withHint(mark(bolt.ErrCorrupt, "%s: resource metadata unreadable: %s", path, info.Problem),
 			"Run 'snapshot verify %s' for the whole picture.", path)
-	case info.Schema > bolt.SchemaVersion:
-		return withHint(fmt.Errorf("%s: %s: %w", path, displayName(info), &bolt.VersionError{What: "resource schema", Found: info.Schema, Supported: bolt.SchemaVersion}),
+	case info.Schema > inspect.SchemaVersion:
+		return withHint(fmt.Errorf("%s: %s: %w", path, displayName(info), &bolt.VersionError{What: "resource schema", Found: info.Schema, Supported: inspect.SchemaVersion}),
 			"Use the snapshot command of the warmcache release that wrote the file.")
-	case info.Schema != bolt.SchemaVersion:
+	case info.Schema != inspect.SchemaVersion:
 		return withHint(mark(bolt.ErrCorrupt, "%s: %s: resource schema version %d is not readable (this snapshot reads version %d)",
-			path, displayName(info), info.Schema, bolt.SchemaVersion),
+			path, displayName(info), info.Schema, inspect.SchemaVersion),
 			"An older release wrote it; the next start of a controller built with this release discards the resource and relists it. Use the snapshot command of the older release to read it.")
 	}
 	return nil
@@ -160,7 +155,7 @@ func checkReadable(path string, info bolt.ResourceInfo) error {
 // store opens the recorded resource. With decode false, a resource of an
 // unknown codec opens with namesOnly (keys, index values and RVs work;
 // decoding fails); with decode true an unknown codec is an error.
-func (f *snapshotFile) store(ctx context.Context, info bolt.ResourceInfo, decode bool) (*bolt.Store, error) {
+func (f *snapshotFile) store(ctx context.Context, info inspect.ResourceInfo, decode bool) (*bolt.Store, error) {
 	if err := checkReadable(f.path, info); err != nil {
 		return nil, err
 	}
@@ -176,7 +171,7 @@ func (f *snapshotFile) store(ctx context.Context, info bolt.ResourceInfo, decode
 	if s := f.stores[name]; s != nil {
 		return s, nil
 	}
-	s, err := f.db.OpenRecorded(ctx, info.Identity, c)
+	s, err := inspect.OpenRecorded(ctx, f.db, info.Identity, c)
 	if err != nil {
 		return nil, explainOpenError(f.path, err)
 	}

@@ -9,7 +9,7 @@ import (
 	"syscall"
 
 	"github.com/warmcache/warmcache/internal/fsync"
-	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/bolt/inspect"
 )
 
 // checkOutputPath checks, before any work, that out can be written: it is
@@ -65,7 +65,7 @@ func installFile(tmp, out string, force bool) error {
 		if err := os.Rename(tmp, out); err != nil {
 			return fmt.Errorf("move %s to %s: %w", tmp, out, err)
 		}
-		if err := os.Remove(bolt.StatePath(out)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(inspect.StatePath(out)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove the state file of the replaced %s: %w", out, err)
 		}
 		return fsync.Dir(filepath.Dir(out))

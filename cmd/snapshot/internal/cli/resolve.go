@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/bolt/inspect"
 )
 
 // shortName is a short name kubectl accepts for a built-in resource.
@@ -49,7 +50,7 @@ var shortNames = map[string][]shortName{
 
 // displayName is how commands name a recorded resource: resource[.group],
 // as kubectl does.
-func displayName(info bolt.ResourceInfo) string {
+func displayName(info inspect.ResourceInfo) string {
 	id := info.Identity
 	if id.Group == "" {
 		return id.Resource
@@ -76,7 +77,7 @@ func scopeString(id bolt.Identity) string {
 }
 
 // heldResources lists the resources of a file for error messages.
-func heldResources(infos []bolt.ResourceInfo) string {
+func heldResources(infos []inspect.ResourceInfo) string {
 	if len(infos) == 0 {
 		return "The file holds no resources"
 	}
@@ -104,7 +105,7 @@ func heldResources(infos []bolt.ResourceInfo) string {
 // When several resources of different groups match an unqualified name,
 // the core group wins, as in kubectl; any other ambiguity is an error
 // listing the candidates.
-func resolveResource(path string, infos []bolt.ResourceInfo, arg string) (bolt.ResourceInfo, error) {
+func resolveResource(path string, infos []inspect.ResourceInfo, arg string) (inspect.ResourceInfo, error) {
 	for _, info := range infos {
 		if info.Problem == "" && info.Identity.String() == arg {
 			return info, nil
@@ -112,7 +113,7 @@ func resolveResource(path string, infos []bolt.ResourceInfo, arg string) (bolt.R
 	}
 	lower := strings.ToLower(strings.TrimSpace(arg))
 	gvr, gr := schema.ParseResourceArg(lower)
-	var matches []bolt.ResourceInfo
+	var matches []inspect.ResourceInfo
 	for _, info := range infos {
 		if info.Problem != "" {
 			continue
@@ -127,7 +128,7 @@ func resolveResource(path string, infos []bolt.ResourceInfo, arg string) (bolt.R
 		matches = append(matches, info)
 	}
 	if len(matches) > 1 && gr.Group == "" {
-		var core []bolt.ResourceInfo
+		var core []inspect.ResourceInfo
 		for _, m := range matches {
 			if m.Identity.Group == "" {
 				core = append(core, m)
@@ -139,7 +140,7 @@ func resolveResource(path string, infos []bolt.ResourceInfo, arg string) (bolt.R
 	}
 	switch len(matches) {
 	case 0:
-		return bolt.ResourceInfo{}, withHint(mark(ErrNotFound, "resource %q not found in %s", arg, path),
+		return inspect.ResourceInfo{}, withHint(mark(ErrNotFound, "resource %q not found in %s", arg, path),
 			"%s (see 'snapshot info %s').", heldResources(infos), path)
 	case 1:
 		return matches[0], nil
@@ -148,7 +149,7 @@ func resolveResource(path string, infos []bolt.ResourceInfo, arg string) (bolt.R
 	for _, m := range matches {
 		lines = append(lines, fmt.Sprintf("  %s (%s, %s): %s", displayName(m), groupVersion(m.Identity), scopeString(m.Identity), m.Identity.String()))
 	}
-	return bolt.ResourceInfo{}, withHint(usageErrorf("resource %q matches %d resources in %s", arg, len(matches), path),
+	return inspect.ResourceInfo{}, withHint(usageErrorf("resource %q matches %d resources in %s", arg, len(matches), path),
 		"Name one by resource.version.group or by the ID 'snapshot info' prints:\n%s", strings.Join(lines, "\n"))
 }
 

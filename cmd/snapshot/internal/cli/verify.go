@@ -12,6 +12,7 @@ import (
 
 	"github.com/warmcache/warmcache/cmd/snapshot/internal/progress"
 	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/bolt/inspect"
 	"github.com/warmcache/warmcache/store/codec"
 )
 
@@ -82,7 +83,7 @@ func (o *verifyOptions) Run(ctx context.Context) (err error) {
 		}
 		return countingCodec{Codec: c, decoded: &decoded, bar: bar}, nil
 	}
-	f, err := openSnapshot(ctx, o.env, o.File, openOptions{Timeout: o.common.LockTimeout, Codecs: resolver})
+	f, err := openSnapshot(ctx, o.env, o.File, openOptions{Timeout: o.common.LockTimeout})
 	if err != nil {
 		return err
 	}
@@ -102,7 +103,7 @@ func (o *verifyOptions) Run(ctx context.Context) (err error) {
 	}
 
 	// The structure first: Verify must not walk a damaged tree.
-	if err := bolt.CheckFile(ctx, o.File); err != nil {
+	if err := inspect.CheckFile(ctx, o.File); err != nil {
 		if !errors.Is(err, bolt.ErrCorrupt) {
 			return err
 		}
@@ -119,7 +120,7 @@ func (o *verifyOptions) Run(ctx context.Context) (err error) {
 	}
 	bar = o.env.progressBar("verify", total, false)
 	defer bar.Finish()
-	err = f.db.Verify(ctx, func(p bolt.Problem) {
+	err = inspect.Verify(ctx, f.db, resolver, func(p inspect.Problem) {
 		name := names[p.Resource]
 		if name == "" {
 			name = p.Resource
@@ -141,13 +142,13 @@ func (o *verifyOptions) Run(ctx context.Context) (err error) {
 
 // metaProblems checks what the recorded metadata of one resource says
 // about itself; Verify checks it against the data.
-func metaProblems(info bolt.ResourceInfo) []string {
+func metaProblems(info inspect.ResourceInfo) []string {
 	var out []string
-	if info.Schema != bolt.SchemaVersion {
-		out = append(out, fmt.Sprintf("schema version %d, this snapshot reads %d: the resource's data cannot be checked reliably", info.Schema, bolt.SchemaVersion))
+	if info.Schema != inspect.SchemaVersion {
+		out = append(out, fmt.Sprintf("schema version %d, this snapshot reads %d: the resource's data cannot be checked reliably", info.Schema, inspect.SchemaVersion))
 	}
 	switch info.State {
-	case bolt.StateNew, bolt.StateComplete, bolt.StateIncomplete, bolt.StateRelisting:
+	case inspect.StateNew, inspect.StateComplete, inspect.StateIncomplete, inspect.StateRelisting:
 	default:
 		out = append(out, fmt.Sprintf("unknown state %q", info.State))
 	}
@@ -161,7 +162,7 @@ func metaProblems(info bolt.ResourceInfo) []string {
 }
 
 // problemText is a Problem without its resource.
-func problemText(p bolt.Problem) string {
+func problemText(p inspect.Problem) string {
 	s := string(p.Kind)
 	if p.Key != "" {
 		s += fmt.Sprintf(" key %q", p.Key)

@@ -1,0 +1,149 @@
+// Command readbench measures the read path of warmcache's stores side by
+// side with client-go's cache.NewIndexer, each loaded with the same
+// realistic pods and a namespace index: typed lister lists of every pod,
+// of a cluster-wide label selector, of a namespace and of a selector in a
+// namespace, through client-go's listers and through warmcache's
+// (package listers), then GetByKey over uniform and Zipf-skewed keys. For
+// each read it prints the median time, the transient heap (peak above the
+// settled heap, result live) and the bytes allocated.
+//
+// Usage:
+//
+//	go run ./benchmarks/cmd/readbench [-n 100000] [-impl client-go,memory,bolt] [-dir DIR] [-reps 3]
+//
+// The table goes to stdout, progress to stderr. Exit status: 0 on success,
+// 1 if a measurement failed, 2 for bad flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/warmcache/warmcache/benchmarks/internal/machine"
+	"github.com/warmcache/warmcache/benchmarks/internal/readbench"
+	"github.com/warmcache/warmcache/benchmarks/internal/storebench"
+)
+
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+type options struct {
+	n     int
+	impls []string
+	dir   string
+	reps  int
+	gets  int
+}
+
+var errUsage = errors.New("usage")
+
+func parse(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("readbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	var impls string
+	fs.IntVar(&o.n, "n", 100000, "number of pods")
+	fs.StringVar(&impls, "impl", strings.Join(storebench.Impls, ","), "comma-separated stores to measure, the baseline first")
+	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory for the bolt store's file")
+	fs.IntVar(&o.reps, "reps", 3, "repetitions of each list (the median is reported)")
+	fs.IntVar(&o.gets, "gets", 20000, "GetByKey lookups of each key distribution")
+	if err := fs.Parse(args); err != nil {
+		return o, errUsage
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.n <= 0 || o.reps <= 0 || o.gets <= 0 {
+		return o, fmt.Errorf("-n, -reps and -gets must be positive")
+	}
+	for _, s := range strings.Split(impls, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			o.impls = append(o.impls, s)
+		}
+	}
+	if len(o.impls) == 0 {
+		return o, fmt.Errorf("-impl names no store")
+	}
+	return o, nil
+}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parse(args, stderr)
+	if err != nil {
+		if err != errUsage {
+			fmt.Fprintln(stderr, "readbench:", err)
+		}
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := measureAll(ctx, o, args, stdout, stderr); err != nil {
+		fmt.Fprintln(stderr, "readbench:", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+func measureAll(ctx context.Context, o options, args []string, stdout, stderr io.Writer) error {
+	m := machine.Read()
+	fmt.Fprintf(stderr, "readbench: generating %d pods...\n", o.n)
+	c, err := storebench.NewCorpus(o.n)
+	if err != nil {
+		return err
+	}
+	var results []readbench.Result
+	for _, impl := range o.impls {
+		r, err := measureOne(ctx, impl, c, o, stderr)
+		if err != nil {
+			return err
+		}
+		results = append(results, r)
+		debug.FreeOSMemory()
+	}
+	after := machine.Read()
+	t := readbench.Table(fmt.Sprintf("reads of %d podgen pods, namespace index on every store\n%s", o.n, m), results)
+	if l := machine.RunLabel(m, after); l != "" {
+		t.Note("%s", l)
+	}
+	t.Note("[n] after a read: the objects it returned; ms and alloc: median of %d runs; heap: the largest peak above the settled heap", o.reps)
+	t.Note("command: go run ./benchmarks/cmd/readbench %s", strings.Join(args, " "))
+	return t.Write(stdout)
+}
+
+func measureOne(ctx context.Context, impl string, c *storebench.Corpus, o options, stderr io.Writer) (readbench.Result, error) {
+	fmt.Fprintf(stderr, "readbench: loading %s...\n", impl)
+	t, err := storebench.Open(ctx, impl, storebench.Options{Dir: o.dir})
+	if err != nil {
+		return readbench.Result{}, err
+	}
+	defer t.Close()
+	if err := storebench.Load(ctx, t, c, o.n, nopTimer{}); err != nil {
+		return readbench.Result{}, err
+	}
+	fmt.Fprintf(stderr, "readbench: measuring %s...\n", impl)
+	start := time.Now()
+	r, err := readbench.Measure(ctx, t, c, o.n, readbench.Options{Reps: o.reps, GetSamples: o.gets})
+	if err != nil {
+		return r, err
+	}
+	fmt.Fprintf(stderr, "readbench: %s done in %v\n", impl, time.Since(start).Round(time.Millisecond))
+	return r, nil
+}
+
+type nopTimer struct{}
+
+func (nopTimer) StartTimer() {}
+func (nopTimer) StopTimer()  {}

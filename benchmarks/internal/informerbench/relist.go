@@ -1,0 +1,130 @@
+package informerbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"github.com/warmcache/warmcache/benchmarks/internal/apiproc"
+	"github.com/warmcache/warmcache/benchmarks/internal/measure"
+)
+
+// Relisted is what Relist measured.
+type Relisted struct {
+	// Percent is the share of the pods the server changed during the
+	// outage, Changed their number.
+	Percent, Changed int
+	// Duration runs from the server's restart to the handler having been
+	// told of every change and of a marker update made after the relist's
+	// list began (so that every notification of the relist was
+	// delivered).
+	Duration time.Duration
+	// CPU is the CPU time this process used meanwhile.
+	CPU  time.Duration
+	Heap Heap
+	// Updates is the number of update notifications of the relist, the
+	// marker's excluded. client-go notifies every listed object (its
+	// handlers registered without a resync period still count as
+	// resyncing), warmcache the changed ones only.
+	Updates int
+}
+
+// relistPoll is how often Relist reads the server's counters while it
+// waits for the informer's list to begin.
+const relistPoll = 5 * time.Millisecond
+
+// Relist forces a 410 relist of the running informer inf (which has a
+// handler) with percent of the server's n pods changed: the server updates
+// them (generation gen) while the watch streams are held back, then
+// restarts (every watch ends and the history is compacted) and releases
+// the streams. The informer's watch resumes from a compacted
+// resourceVersion, gets 410 Expired and relists; its handler is told of
+// the changed pods only. Once the relist's list has begun, the server
+// updates a marker pod; the phase ends when the handler has seen the
+// marker, which comes after every notification of the relist.
+func Relist(ctx context.Context, proc *apiproc.Process, inf *Informer, n, percent, gen int) (Relisted, error) {
+	r := Relisted{Percent: percent, Changed: n * percent / 100}
+	if inf.Counter == nil || n <= 0 || percent < 0 || percent > 100 || gen <= 0 {
+		return r, fmt.Errorf("%w: relist of %d%% of %d pods, generation %d, on an informer with a handler", ErrInvalidArgument, percent, n, gen)
+	}
+	_, seen, _ := inf.Counter.Counts()
+	marked := inf.Counter.Mark(isGeneration(gen + 1))
+	if r.Changed > 0 {
+		if _, err := proc.Churn(ctx, r.Changed, gen); err != nil {
+			return r, errors.Join(err, proc.Open(ctx))
+		}
+	}
+	before, err := proc.Stats(ctx)
+	if err != nil {
+		return r, errors.Join(err, proc.Open(ctx))
+	}
+	base := measure.SettledHeap()
+	peak := measure.StartPeak(0)
+	defer peak.Stop()
+	var sw measure.Stopwatch
+	sw.StartTimer()
+	if err := errors.Join(proc.Restart(ctx), proc.Open(ctx)); err != nil {
+		return r, err
+	}
+	if err := waitList(ctx, proc, before); err != nil {
+		return r, err
+	}
+	// The list's snapshot is taken: the marker's update comes after it,
+	// through the watch, after every notification of the relist.
+	if _, err := proc.Churn(ctx, 1, gen+1); err != nil {
+		return r, errors.Join(err, proc.Open(ctx))
+	}
+	if err := proc.Open(ctx); err != nil {
+		return r, err
+	}
+	select {
+	case <-marked:
+	case <-ctx.Done():
+		return r, fmt.Errorf("informerbench: %s: waiting for the marker after a relist: %w", inf.Name, ctx.Err())
+	}
+	sw.StopTimer()
+	r.Duration, r.CPU = sw.Elapsed(), sw.CPU()
+	r.Heap.Peak = above(peak.Stop(), base)
+	r.Heap.Settled = above(measure.SettledHeap(), base)
+	_, updates, _ := inf.Counter.Counts()
+	r.Updates = updates - seen - 1
+	if r.Updates < r.Changed || (inf.Name != ClientGo && r.Updates != r.Changed) {
+		return r, fmt.Errorf("informerbench: %s: relist of %d changed pods notified %d updates", inf.Name, r.Changed, r.Updates)
+	}
+	return r, nil
+}
+
+// isGeneration returns a predicate true for objects annotated with
+// generation gen.
+func isGeneration(gen int) func(obj interface{}) bool {
+	want := strconv.Itoa(gen)
+	return func(obj interface{}) bool {
+		m, err := meta.Accessor(obj)
+		return err == nil && m.GetAnnotations()[apiproc.GenerationAnnotation] == want
+	}
+}
+
+// waitList waits until the server has received a list (or a WatchList
+// watch) since before.
+func waitList(ctx context.Context, proc *apiproc.Process, before apiproc.Stats) error {
+	t := time.NewTicker(relistPoll)
+	defer t.Stop()
+	for {
+		st, err := proc.Stats(ctx)
+		if err != nil {
+			return err
+		}
+		if st.Lists > before.Lists || st.WatchLists > before.WatchLists {
+			return nil
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return fmt.Errorf("informerbench: waiting for the relist: %w", ctx.Err())
+		}
+	}
+}

@@ -1,0 +1,243 @@
+// Package readbench measures the read path of a loaded store: typed lister
+// lists by namespace and label selector (through client-go's listers and
+// through warmcache's), and GetByKey with uniform and Zipf-skewed keys,
+// each with its time, its transient heap (peak above the settled heap)
+// and the bytes it allocated.
+package readbench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	clientcorelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/benchmarks/internal/measure"
+	"github.com/warmcache/warmcache/benchmarks/internal/storebench"
+	corelisters "github.com/warmcache/warmcache/listers/core/v1"
+)
+
+// Read is one measured read.
+type Read struct {
+	// Name describes the read, with the number of objects it returns.
+	Name string
+	// Time is the median duration of its repetitions.
+	Time time.Duration
+	// Heap is the largest transient heap of its repetitions: the peak
+	// heap while it ran (its result still live) above the settled heap
+	// before it.
+	Heap uint64
+	// Alloc is the median of the bytes each repetition allocated.
+	Alloc uint64
+	// Objects is the number of objects the read returned.
+	Objects int
+}
+
+// Options configures Measure.
+type Options struct {
+	// Reps is the number of repetitions of each list. Default 3.
+	Reps int
+	// GetSamples is the number of GetByKey lookups of each key
+	// distribution. Default 20000.
+	GetSamples int
+	// Namespace is the namespace of the namespace-scoped lists. Default
+	// "ns-007".
+	Namespace string
+	// ClusterSelector and NamespaceSelector select the pods of the
+	// cluster-wide and namespace-scoped selector lists. Defaults
+	// app.kubernetes.io/name=app-5 and app.kubernetes.io/name=app-7.
+	ClusterSelector, NamespaceSelector string
+	// Seed seeds the key choice. Default 1.
+	Seed uint64
+}
+
+func (o Options) withDefaults() Options {
+	if o.Reps <= 0 {
+		o.Reps = 3
+	}
+	if o.GetSamples <= 0 {
+		o.GetSamples = 20000
+	}
+	if o.Namespace == "" {
+		o.Namespace = "ns-007"
+	}
+	if o.ClusterSelector == "" {
+		o.ClusterSelector = "app.kubernetes.io/name=app-5"
+	}
+	if o.NamespaceSelector == "" {
+		o.NamespaceSelector = "app.kubernetes.io/name=app-7"
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	return o
+}
+
+// Result is what Measure found for one store.
+type Result struct {
+	Impl  string
+	Reads []Read
+	// GetUniform and GetZipf are GetByKey latencies over uniformly
+	// chosen keys and over Zipf-skewed keys (s = 1.1).
+	GetUniform, GetZipf *measure.Latencies
+}
+
+// lister is what both typed listers offer.
+type lister interface {
+	List(labels.Selector) ([]*corev1.Pod, error)
+	Pods(string) clientcorelisters.PodNamespaceLister
+}
+
+// Measure runs the reads on t, which holds pods 0..n-1 of c. The caller
+// must not allocate concurrently.
+func Measure(ctx context.Context, t *storebench.Target, c *storebench.Corpus, n int, opts Options) (Result, error) {
+	opts = opts.withDefaults()
+	cluster, err := labels.Parse(opts.ClusterSelector)
+	if err != nil {
+		return Result{}, fmt.Errorf("readbench: cluster selector: %w", err)
+	}
+	inNS, err := labels.Parse(opts.NamespaceSelector)
+	if err != nil {
+		return Result{}, fmt.Errorf("readbench: namespace selector: %w", err)
+	}
+	res := Result{Impl: t.Name}
+	for _, l := range []struct {
+		name string
+		l    lister
+	}{
+		{"client-go lister", clientcorelisters.NewPodLister(t.Indexer)},
+		{"warmcache lister", corelisters.NewPodLister(t.Indexer)},
+	} {
+		for _, r := range []struct {
+			what string
+			fn   func() ([]*corev1.Pod, error)
+		}{
+			{"List(everything)", func() ([]*corev1.Pod, error) { return l.l.List(labels.Everything()) }},
+			{"List(" + opts.ClusterSelector + ")", func() ([]*corev1.Pod, error) { return l.l.List(cluster) }},
+			{"Pods(" + opts.Namespace + ").List(everything)", func() ([]*corev1.Pod, error) { return l.l.Pods(opts.Namespace).List(labels.Everything()) }},
+			{"Pods(" + opts.Namespace + ").List(" + opts.NamespaceSelector + ")", func() ([]*corev1.Pod, error) { return l.l.Pods(opts.Namespace).List(inNS) }},
+		} {
+			if err := ctx.Err(); err != nil {
+				return res, err
+			}
+			read, err := measureRead(l.name+" "+r.what, opts.Reps, r.fn)
+			if err != nil {
+				return res, fmt.Errorf("readbench: %s %s: %w", t.Name, read.Name, err)
+			}
+			res.Reads = append(res.Reads, read)
+		}
+	}
+	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed))
+	zipf := rand.NewZipf(rand.New(rand.NewPCG(opts.Seed, opts.Seed+1)), 1.1, 1, uint64(n-1))
+	// Zipf ranks are spread over the key space, so that the hot keys are
+	// not neighbours in the file.
+	stride := measure.SpreadStride(n)
+	res.GetUniform, err = gets(t.Indexer, c, opts.GetSamples, func() int { return rng.IntN(n) })
+	if err == nil {
+		res.GetZipf, err = gets(t.Indexer, c, opts.GetSamples, func() int { return int(zipf.Uint64()) * stride % n })
+	}
+	return res, err
+}
+
+// measureRead runs fn reps times and returns its median time and
+// allocation and its largest transient heap.
+func measureRead(name string, reps int, fn func() ([]*corev1.Pod, error)) (Read, error) {
+	r := Read{Name: name}
+	times := make([]time.Duration, 0, reps)
+	allocs := make([]uint64, 0, reps)
+	for range reps {
+		settled := measure.SettledHeap()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		peak := measure.StartPeak(time.Millisecond)
+		start := time.Now()
+		pods, err := fn()
+		d := time.Since(start)
+		top := max(peak.Stop(), measure.HeapObjects())
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			return r, err
+		}
+		r.Objects = len(pods)
+		runtime.KeepAlive(pods)
+		times = append(times, d)
+		allocs = append(allocs, after.TotalAlloc-before.TotalAlloc)
+		if top > settled {
+			r.Heap = max(r.Heap, top-settled)
+		}
+	}
+	slices.Sort(times)
+	slices.Sort(allocs)
+	r.Time, r.Alloc = times[len(times)/2], allocs[len(allocs)/2]
+	r.Name = fmt.Sprintf("%s [%d]", r.Name, r.Objects)
+	return r, nil
+}
+
+func gets(idx cache.Indexer, c *storebench.Corpus, samples int, next func() int) (*measure.Latencies, error) {
+	lat := measure.NewLatencies(samples)
+	for range samples {
+		key := c.Key(next())
+		start := time.Now()
+		_, ok, err := idx.GetByKey(key)
+		lat.Add(time.Since(start))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("readbench: key %q is not stored", key)
+		}
+	}
+	return lat, nil
+}
+
+// Table returns the results side by side, the first as the baseline:
+// milliseconds, transient heap in MB and allocated MB for each read, then
+// GetByKey percentiles in microseconds.
+func Table(title string, results []Result) *measure.Table {
+	t := &measure.Table{Title: title}
+	for _, r := range results {
+		t.Columns = append(t.Columns, r.Impl)
+	}
+	if len(results) == 0 {
+		return t
+	}
+	for i, read := range results[0].Reads {
+		for _, unit := range []struct {
+			suffix string
+			value  func(Read) float64
+		}{
+			{" ms", func(r Read) float64 { return float64(r.Time) / float64(time.Millisecond) }},
+			{" heap MB", func(r Read) float64 { return float64(r.Heap) / (1 << 20) }},
+			{" alloc MB", func(r Read) float64 { return float64(r.Alloc) / (1 << 20) }},
+		} {
+			var vals []float64
+			for _, r := range results {
+				vals = append(vals, unit.value(r.Reads[i]))
+			}
+			t.Add(read.Name+unit.suffix, nil, vals...)
+		}
+	}
+	for _, g := range []struct {
+		name string
+		lat  func(Result) *measure.Latencies
+		p    float64
+	}{
+		{"GetByKey uniform p50 µs", func(r Result) *measure.Latencies { return r.GetUniform }, 50},
+		{"GetByKey uniform p99 µs", func(r Result) *measure.Latencies { return r.GetUniform }, 99},
+		{"GetByKey Zipf(1.1) p50 µs", func(r Result) *measure.Latencies { return r.GetZipf }, 50},
+		{"GetByKey Zipf(1.1) p99 µs", func(r Result) *measure.Latencies { return r.GetZipf }, 99},
+	} {
+		var vals []float64
+		for _, r := range results {
+			vals = append(vals, measure.Micros(g.lat(r).Percentile(g.p)))
+		}
+		t.Add(g.name, nil, vals...)
+	}
+	return t
+}

@@ -1,0 +1,56 @@
+package factory
+
+import (
+	"maps"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+)
+
+// An InformerOption configures an informer that ForResource, ForDynamic
+// or InformerFor creates. Indexers also apply to an informer that exists
+// already (the missing ones are added to it); the other options apply only
+// when the call creates the informer.
+type InformerOption func(*informerConfig)
+
+type informerConfig struct {
+	indexers  cache.Indexers
+	transform cache.TransformFunc
+	resync    *time.Duration
+}
+
+// WithIndexers gives the informer these indexes from its creation, so
+// that its store is opened with them: a warm start finds the index entries
+// it recorded instead of rebuilding them by decoding every object, which
+// AddIndexers after creation would do. Every informer also has client-go's
+// namespace index (cache.NamespaceIndex), as client-go's and
+// controller-runtime's informers do.
+func WithIndexers(indexers cache.Indexers) InformerOption {
+	return func(c *informerConfig) {
+		if c.indexers == nil {
+			c.indexers = cache.Indexers{}
+		}
+		maps.Copy(c.indexers, indexers)
+	}
+}
+
+// WithTransform sets the informer's transform (Informer.SetTransform)
+// before it can start.
+func WithTransform(fn cache.TransformFunc) InformerOption {
+	return func(c *informerConfig) { c.transform = fn }
+}
+
+// WithResyncPeriod sets the informer's resync period, replacing
+// Options.Informer.ResyncPeriod.
+func WithResyncPeriod(d time.Duration) InformerOption {
+	return func(c *informerConfig) { c.resync = &d }
+}
+
+func configOf(indexers cache.Indexers, opts []InformerOption) informerConfig {
+	c := informerConfig{indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}}
+	maps.Copy(c.indexers, indexers)
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}

@@ -1,0 +1,236 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
+)
+
+// changesWalk bounds the item entries Changes walks per read transaction,
+// changed or not, so that a transaction stays short when few keys changed.
+const changesWalk = 16 * scanChunk
+
+// Changes calls fn, in key order, for every key that differs between the
+// generation Commit replaced (retained in the file until Release) and the
+// live one; see store.Replace. It merge-walks the two generations' items
+// in chunks of at most scanChunk changes (changesWalk entries), each in its
+// own read transaction, compares resourceVersions from the envelopes
+// without decoding, decodes only the objects of changed keys (without
+// filling or reordering the decoded object cache) and calls fn outside any transaction.
+// A retained object that cannot be decoded is logged and skipped; a live
+// one stops Changes with an error wrapping ErrCorrupt and marks the
+// resource incomplete.
+func (r *replaceTx) Changes(ctx context.Context, fn store.ChangeFunc) error {
+	const op = "replace changes"
+	s := r.s
+	var after []byte
+	for {
+		if err := ctx.Err(); err != nil {
+			return s.errorf(op, err)
+		}
+		if err := r.retainedErr(op); err != nil {
+			return err
+		}
+		chunk := make([]store.Change, 0, scanChunk)
+		var bad []keyError
+		var liveBad *keyError
+		done := true
+		err := s.readLive(op, func(live *layout.Generation) error {
+			old, err := layout.OpenGeneration(live.B.Tx().Bucket(s.bname), r.old)
+			if err != nil {
+				if rerr := r.retainedErr(op); rerr != nil {
+					return rerr
+				}
+				return fmt.Errorf("%w: retained generation: %w", ErrCorrupt, err)
+			}
+			w := changeWalk{s: s, old: old, live: live}
+			done, liveBad = w.walk(after, func(c store.Change) { chunk = append(chunk, c) })
+			after, bad = w.after, w.bad
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, b := range bad {
+			s.logger.Error(b.err, "Skipping a replaced object that cannot be decoded; no change is reported for it", "key", b.key)
+		}
+		if liveBad != nil {
+			s.corrupted(op, []keyError{*liveBad})
+			return s.errorf(op, liveBad.err)
+		}
+		for _, c := range chunk {
+			if err := ctx.Err(); err != nil {
+				return s.errorf(op, err)
+			}
+			if err := fn(c); err != nil {
+				return err
+			}
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+// retainedErr returns nil while r's replaced generation is retained.
+func (r *replaceTx) retainedErr(op string) error {
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed.Load():
+		return s.errClosed(op)
+	case s.retained != r:
+		return s.errorf(op, store.ErrReplaceDone)
+	}
+	return nil
+}
+
+// changeWalk is one chunk of Changes' merge walk, in one read
+// transaction.
+type changeWalk struct {
+	s         *Store
+	old, live *layout.Generation
+	// after is the last key handled (nil: none yet).
+	after []byte
+	// bad are retained objects that did not decode.
+	bad []keyError
+}
+
+// walk calls add for the changes after after, up to scanChunk changes or
+// changesWalk entries. done is false when it stopped early; liveBad is a
+// live object that did not decode, which stops the walk.
+func (w *changeWalk) walk(after []byte, add func(store.Change)) (done bool, liveBad *keyError) {
+	w.after = after
+	oc, lc := w.old.Items.Cursor(), w.live.Items.Cursor()
+	ok, ov := seekAfter(oc, after)
+	lk, lv := seekAfter(lc, after)
+	changes := 0
+	for walked := 0; ok != nil || lk != nil; walked++ {
+		if changes == scanChunk || walked == changesWalk {
+			return false, nil
+		}
+		c := compareKeys(ok, lk)
+		switch {
+		case c < 0: // only in the replaced generation: vanished
+			if obj, err := w.read(w.old, ok, ov); err != nil {
+				w.bad = append(w.bad, keyError{string(ok), err})
+			} else {
+				add(store.Change{Key: string(ok), Old: obj})
+				changes++
+			}
+			w.after = append(w.after[:0], ok...)
+			ok, ov = oc.Next()
+		case c > 0: // only in the live generation: added
+			obj, err := w.read(w.live, lk, lv)
+			if err != nil {
+				return false, &keyError{string(lk), err}
+			}
+			add(store.Change{Key: string(lk), New: obj})
+			changes++
+			w.after = append(w.after[:0], lk...)
+			lk, lv = lc.Next()
+		default:
+			ch, changed, bad := w.both(ok, ov, lv)
+			if bad != nil {
+				return false, bad
+			}
+			if changed {
+				add(ch)
+				changes++
+			}
+			w.after = append(w.after[:0], lk...)
+			ok, ov = oc.Next()
+			lk, lv = lc.Next()
+		}
+	}
+	return true, nil
+}
+
+// read returns the object of item entry v of key k in g, without
+// touching the decoded object cache.
+func (w *changeWalk) read(g *layout.Generation, k, v []byte) (interface{}, error) {
+	env, err := g.EnvelopeOf(k, v)
+	if err != nil {
+		return nil, err
+	}
+	return w.s.readUncached(k, env)
+}
+
+// both compares key k, present in both generations with item entries ov
+// and lv: changed when the resourceVersions of its envelopes differ.
+func (w *changeWalk) both(k, ov, lv []byte) (ch store.Change, changed bool, liveBad *keyError) {
+	lenv, err := w.live.EnvelopeOf(k, lv)
+	if err != nil {
+		return ch, false, &keyError{string(k), err}
+	}
+	lrv, err := layout.EnvelopeRV(lenv)
+	if err != nil {
+		return ch, false, &keyError{string(k), fmt.Errorf("%w: item %q: %w", ErrCorrupt, k, err)}
+	}
+	oenv, err := w.old.EnvelopeOf(k, ov)
+	var orv string
+	if err == nil {
+		orv, err = layout.EnvelopeRV(oenv)
+	}
+	if err != nil {
+		w.bad = append(w.bad, keyError{string(k), err})
+		return ch, false, nil
+	}
+	if orv == lrv {
+		return ch, false, nil
+	}
+	oldObj, err := w.s.readUncached(k, oenv)
+	if err != nil {
+		w.bad = append(w.bad, keyError{string(k), err})
+		return ch, false, nil
+	}
+	newObj, err := w.s.readUncached(k, lenv)
+	if err != nil {
+		return ch, false, &keyError{string(k), err}
+	}
+	return store.Change{Key: string(k), Old: oldObj, New: newObj}, true, nil
+}
+
+// compareKeys compares two cursor keys, nil (the end) after every key.
+func compareKeys(a, b []byte) int {
+	switch {
+	case a == nil:
+		return 1
+	case b == nil:
+		return -1
+	}
+	return bytes.Compare(a, b)
+}
+
+// releaseLocked deletes the generation retained by the committed Replace,
+// if any, in one write transaction. A failure is logged: the next open
+// deletes it. s.mu must be held.
+func (s *Store) releaseLocked() {
+	r := s.retained
+	if r == nil {
+		return
+	}
+	s.retained = nil
+	if s.readOnly {
+		return
+	}
+	if err := s.deleteGenerationLocked(r.old); err != nil {
+		s.logger.Error(err, "Failed to delete the replaced generation; the next open deletes it", "generation", r.old)
+	}
+}
+
+// Release deletes the generation Commit replaced. It is a no-op before
+// Commit, after Release or Abort, and after Close.
+func (r *replaceTx) Release() error {
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.retained == r && !s.closed.Load() {
+		s.releaseLocked()
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+package layout
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// An item's value in the items bucket is an envelope: a msgpack array of
+// three elements [resourceVersion str, uid str, payload bin]. The RV and
+// UID are readable without decoding the payload (ResourceVersionOf, relist
+// diffs, Verify). The encoding is plain msgpack, readable by any msgpack
+// library; it is written by hand here so that the payload is encoded in
+// place (no copy) and decoded without copying it out of the bbolt page.
+//
+// The payload is always written with a bin32 header, so that its length can
+// be filled in after the codec appended it.
+
+// ErrEnvelope is wrapped by the errors of a malformed envelope.
+var ErrEnvelope = errors.New("malformed item envelope")
+
+const (
+	mpFixArray3 = 0x93
+	mpStr8      = 0xd9
+	mpStr16     = 0xda
+	mpStr32     = 0xdb
+	mpBin8      = 0xc4
+	mpBin16     = 0xc5
+	mpBin32     = 0xc6
+)
+
+// AppendEnvelopeHeader appends the array header, rv, uid and a bin32 header
+// with a zero length; it returns the buffer and the offset of the length.
+// The caller appends the payload and calls FinishEnvelope.
+func AppendEnvelopeHeader(dst []byte, rv, uid string) ([]byte, int) {
+	dst = append(dst, mpFixArray3)
+	dst = AppendStr(dst, rv)
+	dst = AppendStr(dst, uid)
+	dst = append(dst, mpBin32, 0, 0, 0, 0)
+	return dst, len(dst) - 4
+}
+
+// FinishEnvelope fills in the payload length; the payload starts at lenOff+4.
+func FinishEnvelope(buf []byte, lenOff int) error {
+	n := len(buf) - lenOff - 4
+	if uint64(n) > 1<<32-1 {
+		return fmt.Errorf("%w: payload of %d bytes is too large", ErrEnvelope, n)
+	}
+	binary.BigEndian.PutUint32(buf[lenOff:], uint32(n))
+	return nil
+}
+
+// EncodeEnvelope returns a complete envelope (used by tests and tools that
+// hold an encoded payload already).
+func EncodeEnvelope(rv, uid string, payload []byte) []byte {
+	buf, off := AppendEnvelopeHeader(make([]byte, 0, len(rv)+len(uid)+len(payload)+16), rv, uid)
+	buf = append(buf, payload...)
+	_ = FinishEnvelope(buf, off) // cannot fail for in-memory payloads
+	return buf
+}
+
+// AppendStr appends s as a msgpack str.
+func AppendStr(dst []byte, s string) []byte {
+	n := len(s)
+	switch {
+	case n < 32:
+		dst = append(dst, 0xa0|byte(n))
+	case n < 1<<8:
+		dst = append(dst, mpStr8, byte(n))
+	case n < 1<<16:
+		dst = append(dst, mpStr16, byte(n>>8), byte(n))
+	default:
+		dst = append(dst, mpStr32, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	}
+	return append(dst, s...)
+}
+
+// Envelope is a decoded envelope. payload aliases the decoded buffer: when
+// it comes from bbolt it is valid only inside the transaction.
+type Envelope struct {
+	RV, UID string
+	Payload []byte
+}
+
+// DecodeEnvelope parses buf. rv and uid are copied; payload aliases buf.
+func DecodeEnvelope(buf []byte) (Envelope, error) {
+	var e Envelope
+	if len(buf) < 1 || buf[0] != mpFixArray3 {
+		return e, fmt.Errorf("%w: not a 3-element array", ErrEnvelope)
+	}
+	p := buf[1:]
+	rv, p, err := ReadRaw(p, false)
+	if err != nil {
+		return e, fmt.Errorf("%w: resourceVersion: %w", ErrEnvelope, err)
+	}
+	uid, p, err := ReadRaw(p, false)
+	if err != nil {
+		return e, fmt.Errorf("%w: uid: %w", ErrEnvelope, err)
+	}
+	payload, p, err := ReadRaw(p, true)
+	if err != nil {
+		return e, fmt.Errorf("%w: payload: %w", ErrEnvelope, err)
+	}
+	if len(p) != 0 {
+		return e, fmt.Errorf("%w: %d trailing bytes", ErrEnvelope, len(p))
+	}
+	e.RV, e.UID, e.Payload = string(rv), string(uid), payload
+	return e, nil
+}
+
+// EnvelopeRV returns the resourceVersion of an envelope without looking at
+// the rest.
+func EnvelopeRV(buf []byte) (string, error) {
+	if len(buf) < 1 || buf[0] != mpFixArray3 {
+		return "", fmt.Errorf("%w: not a 3-element array", ErrEnvelope)
+	}
+	rv, _, err := ReadRaw(buf[1:], false)
+	if err != nil {
+		return "", fmt.Errorf("%w: resourceVersion: %w", ErrEnvelope, err)
+	}
+	return string(rv), nil
+}
+
+// ReadRaw reads one str (bin when wantBin) and returns its bytes and the
+// rest of p.
+func ReadRaw(p []byte, wantBin bool) (data, rest []byte, err error) {
+	if len(p) == 0 {
+		return nil, nil, errors.New("truncated")
+	}
+	tag := p[0]
+	var n uint64
+	var hdr int
+	switch {
+	case !wantBin && tag&0xe0 == 0xa0:
+		n, hdr = uint64(tag&0x1f), 1
+	case tag == mpStr8 && !wantBin, tag == mpBin8 && wantBin:
+		if len(p) < 2 {
+			return nil, nil, errors.New("truncated length")
+		}
+		n, hdr = uint64(p[1]), 2
+	case tag == mpStr16 && !wantBin, tag == mpBin16 && wantBin:
+		if len(p) < 3 {
+			return nil, nil, errors.New("truncated length")
+		}
+		n, hdr = uint64(binary.BigEndian.Uint16(p[1:])), 3
+	case tag == mpStr32 && !wantBin, tag == mpBin32 && wantBin:
+		if len(p) < 5 {
+			return nil, nil, errors.New("truncated length")
+		}
+		n, hdr = uint64(binary.BigEndian.Uint32(p[1:])), 5
+	default:
+		return nil, nil, fmt.Errorf("unexpected msgpack tag 0x%02x", tag)
+	}
+	if uint64(len(p)-hdr) < n {
+		return nil, nil, fmt.Errorf("length %d exceeds the %d bytes left", n, len(p)-hdr)
+	}
+	end := hdr + int(n)
+	return p[hdr:end:end], p[end:], nil
+}

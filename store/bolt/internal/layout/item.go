@@ -1,0 +1,105 @@
+package layout
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/warmcache/warmcache/store"
+)
+
+// An item entry (the value of items/<key>) is the 8-byte big-endian id of
+// the item's envelope in blobs/, followed by the item's reverse entry: the
+// index values it is filed under, empty for an item without any. Reading
+// an object takes two lookups; in exchange a write in watch order rewrites
+// leaves of small entries only, and an update whose index values did not
+// change leaves its item entry alone.
+
+// BlobIDLen is the length of a blob id.
+const BlobIDLen = 8
+
+// SplitItemEntry returns the blob id and the reverse entry of an item entry.
+// Both alias v.
+func SplitItemEntry(v []byte) (id, rev []byte, err error) {
+	if len(v) < BlobIDLen {
+		return nil, nil, fmt.Errorf("item entry of %d bytes, shorter than a blob id", len(v))
+	}
+	return v[:BlobIDLen], v[BlobIDLen:], nil
+}
+
+// ItemReverse decodes the reverse entry of an item entry.
+func ItemReverse(v []byte) (map[string][]string, error) {
+	_, rev, err := SplitItemEntry(v)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeReverse(rev)
+}
+
+// NextBlobID returns a new blob id of g, in increasing order: the envelopes
+// of a relist (added in key order) are appended, and so are those of adds.
+func (g *Generation) NextBlobID() ([]byte, error) {
+	seq, err := g.Blobs.NextSequence()
+	if err != nil {
+		return nil, err
+	}
+	return binary.BigEndian.AppendUint64(make([]byte, 0, BlobIDLen), seq), nil
+}
+
+// CheckSequence returns an error if the blobs bucket's sequence is below
+// the largest envelope id in use: the next add would overwrite another
+// item's envelope. Open, Verify and the first add of each write
+// transaction check it.
+func (g *Generation) CheckSequence() error {
+	k, _ := g.Blobs.Cursor().Last()
+	if k == nil {
+		return nil
+	}
+	if len(k) != BlobIDLen {
+		return fmt.Errorf("malformed envelope id %x", k)
+	}
+	if last, seq := binary.BigEndian.Uint64(k), g.Blobs.Sequence(); seq < last {
+		return fmt.Errorf("envelope sequence %d is below the largest envelope id %d", seq, last)
+	}
+	return nil
+}
+
+// EnvelopeOf returns the envelope of item key with entry v, aliasing the
+// transaction's memory. A malformed entry or a missing envelope is an
+// error wrapping store.ErrCorrupt.
+func (g *Generation) EnvelopeOf(key, v []byte) ([]byte, error) {
+	id, _, err := SplitItemEntry(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: item %q: %w", store.ErrCorrupt, key, err)
+	}
+	env := g.Blobs.Get(id)
+	if env == nil {
+		return nil, fmt.Errorf("%w: item %q: envelope %d missing", store.ErrCorrupt, key, binary.BigEndian.Uint64(id))
+	}
+	return env, nil
+}
+
+// Lookup returns the envelope stored under key, nil if there is no such
+// item.
+func (g *Generation) Lookup(key []byte) ([]byte, error) {
+	v := g.Items.Get(key)
+	if v == nil {
+		return nil, nil
+	}
+	return g.EnvelopeOf(key, v)
+}
+
+// DeleteItem deletes item key and its envelope (not its index entries).
+// A malformed entry is deleted all the same: its envelope, if any, is
+// left behind unreferenced, which inspect.Verify reports.
+func (g *Generation) DeleteItem(key []byte) error {
+	v := g.Items.Get(key)
+	if v == nil {
+		return nil
+	}
+	if id, _, err := SplitItemEntry(v); err == nil {
+		if err := g.Blobs.Delete(append([]byte(nil), id...)); err != nil {
+			return err
+		}
+	}
+	return g.Items.Delete(key)
+}

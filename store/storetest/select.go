@@ -1,0 +1,161 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/store"
+)
+
+var selectTests = []namedTest{
+	{"SelectionsMatchAFilteredScan", testSelectMatchesFilter},
+	{"SelectWithoutNamespaceIndex", testSelectWithoutNamespaceIndex},
+	{"SelectUnknownIndex", testSelectUnknownIndex},
+	{"SelectStopsAtCallbackError", testSelectStopsAtCallbackError},
+}
+
+// selectPods is a small population with labels of every shape a selector
+// tests: present, absent, several values.
+func selectPods() []*corev1.Pod {
+	var pods []*corev1.Pod
+	apps := []string{"a", "b", "c"}
+	for i, ns := range []string{"ns-1", "ns-2", "ns-3"} {
+		for j := range 6 {
+			opts := []podOpt{func(p *corev1.Pod) { p.Labels["app"] = apps[(i+j)%3] }}
+			if j%2 == 0 {
+				opts = append(opts, func(p *corev1.Pod) { p.Labels["tier"] = "web" })
+			}
+			if j%3 == 0 {
+				opts = append(opts, users("alice"))
+			}
+			pods = append(pods, mkPod(ns, "p"+string(rune('a'+j)), "1", opts...))
+		}
+	}
+	return pods
+}
+
+func mustSelector(t testing.TB, s string) labels.Selector {
+	t.Helper()
+	sel, err := labels.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sel
+}
+
+// want computes a selection's result by brute force.
+func want(pods []*corev1.Pod, sel store.Selection) []string {
+	var out []string
+	for _, p := range pods {
+		if sel.Namespace != "" && p.Namespace != sel.Namespace {
+			continue
+		}
+		if sel.Labels != nil && !sel.Labels.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		if sel.Index == indexUsers && !slices.Contains([]string{p.Annotations[annotationUsers]}, sel.Value) {
+			continue
+		}
+		out = append(out, p.Namespace+"/"+p.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func selectKeys(t *testing.T, s store.Store, sel store.Selection) []string {
+	t.Helper()
+	var keys []string
+	_, pushdown := s.(store.SelectStore)
+	var prev string
+	err := store.Select(context.Background(), s, sel, func(key string, obj interface{}) error {
+		k := keyOf(t, obj)
+		if pushdown {
+			if key != k {
+				t.Errorf("Select passed key %q for object %q", key, k)
+			}
+			if key <= prev && prev != "" {
+				t.Errorf("Select out of key order: %q after %q", key, prev)
+			}
+			prev = key
+		}
+		keys = append(keys, k)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Select(%+v): %v", sel, err)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func testSelectMatchesFilter(t *testing.T, h harness) {
+	s := h.open(t, nil)
+	pods := selectPods()
+	mustAdd(t, s, pods...)
+	for _, sel := range []store.Selection{
+		{},
+		{Labels: labels.Everything()},
+		{Namespace: "ns-2"},
+		{Namespace: "absent"},
+		{Labels: mustSelector(t, "app=a")},
+		{Labels: mustSelector(t, "app!=a")},
+		{Labels: mustSelector(t, "app in (a,b)")},
+		{Labels: mustSelector(t, "app notin (a,b)")},
+		{Labels: mustSelector(t, "tier")},
+		{Labels: mustSelector(t, "!tier")},
+		{Labels: mustSelector(t, "app=b,tier")},
+		{Labels: mustSelector(t, "app=zzz")},
+		{Namespace: "ns-1", Labels: mustSelector(t, "app=c,!tier")},
+		{Index: indexUsers, Value: "alice"},
+		{Index: indexUsers, Value: "alice", Namespace: "ns-3", Labels: mustSelector(t, "tier")},
+		{Index: indexNamespace, Value: "ns-1", Labels: mustSelector(t, "app in (b)")},
+	} {
+		got := selectKeys(t, s, sel)
+		exp := want(pods, sel)
+		if sel.Index == indexNamespace {
+			exp = want(pods, store.Selection{Namespace: sel.Value, Labels: sel.Labels})
+		}
+		if !slices.Equal(got, exp) {
+			t.Errorf("Select(ns=%q labels=%v index=%s=%s) = %q, want %q", sel.Namespace, sel.Labels, sel.Index, sel.Value, got, exp)
+		}
+	}
+}
+
+func testSelectWithoutNamespaceIndex(t *testing.T, h harness) {
+	s := h.open(t, cache.Indexers{indexUsers: usersIndexFunc})
+	pods := selectPods()
+	mustAdd(t, s, pods...)
+	sel := store.Selection{Namespace: "ns-3", Labels: mustSelector(t, "app=a")}
+	if got, exp := selectKeys(t, s, sel), want(pods, sel); !slices.Equal(got, exp) {
+		t.Errorf("Select without a namespace index = %q, want %q", got, exp)
+	}
+}
+
+func testSelectUnknownIndex(t *testing.T, h harness) {
+	s := h.open(t, nil)
+	mustAdd(t, s, selectPods()...)
+	err := store.Select(context.Background(), s, store.Selection{Index: "nope", Value: "x"}, func(string, interface{}) error { return nil })
+	if !errors.Is(err, store.ErrIndexNotFound) {
+		t.Fatalf("Select on an unknown index = %v, want ErrIndexNotFound", err)
+	}
+}
+
+func testSelectStopsAtCallbackError(t *testing.T, h harness) {
+	s := h.open(t, nil)
+	mustAdd(t, s, selectPods()...)
+	stop := errors.New("stop")
+	n := 0
+	err := store.Select(context.Background(), s, store.Selection{}, func(string, interface{}) error {
+		n++
+		return stop
+	})
+	if !errors.Is(err, stop) || n != 1 {
+		t.Fatalf("Select = %v after %d calls, want the callback's error after 1", err, n)
+	}
+}
