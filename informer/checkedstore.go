@@ -8,7 +8,8 @@ import (
 
 // checkedStore is the store GetStore and GetIndexer return while the
 // mutation detector is on: every object a read returns is watched by the
-// detector. Writes and everything else go to the store itself.
+// detector. Writes and everything else go to the store itself. It answers
+// store.Select and store.GetUncached as the store does.
 type checkedStore struct {
 	store.Store
 	d *mutationDetector
@@ -55,6 +56,19 @@ func (s *checkedStore) Scan(ctx context.Context, fn store.ScanFunc) error {
 	return s.Store.Scan(ctx, s.watchFn(fn))
 }
 
+// Select implements store.SelectStore: the store's own selection (or
+// store.Select's reading of it), every selected object watched.
+func (s *checkedStore) Select(ctx context.Context, sel store.Selection, fn store.ScanFunc) error {
+	return store.Select(ctx, s.Store, sel, s.watchFn(fn))
+}
+
+// GetByKeyUncached implements store.UncachedReader.
+func (s *checkedStore) GetByKeyUncached(key string) (interface{}, bool, error) {
+	item, ok, err := store.GetUncached(s.Store, key)
+	s.d.watch(item)
+	return item, ok, err
+}
+
 // ScanIndex implements store.Store.
 func (s *checkedStore) ScanIndex(ctx context.Context, indexName, indexedValue string, fn store.ScanFunc) error {
 	return s.Store.ScanIndex(ctx, indexName, indexedValue, s.watchFn(fn))
@@ -66,3 +80,8 @@ func (s *checkedStore) watchFn(fn store.ScanFunc) store.ScanFunc {
 		return fn(key, obj)
 	}
 }
+
+var (
+	_ store.SelectStore    = (*checkedStore)(nil)
+	_ store.UncachedReader = (*checkedStore)(nil)
+)

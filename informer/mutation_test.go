@@ -107,8 +107,9 @@ func testHandlerMutationReported(t *testing.T, sk storeKind, late bool) {
 }
 
 // An object returned by any read of GetStore or GetIndexer (directly, by
-// a typed lister, or streamed by Scan) and then mutated is reported; the
-// objects read alongside it and left alone are not.
+// a typed lister, streamed by Scan or store.Select, or by
+// store.GetUncached) and then mutated is reported; the objects read
+// alongside it and left alone are not.
 func TestMutationDetectorReportsMutatedReads(t *testing.T) {
 	podA := func(objs []interface{}) *corev1.Pod {
 		for _, o := range objs {
@@ -163,6 +164,15 @@ func TestMutationDetectorReportsMutatedReads(t *testing.T) {
 			return scanned(func(fn store.ScanFunc) error {
 				return inf.GetIndexer().(store.Store).Scan(context.Background(), fn)
 			})
+		}},
+		{"Select", func(inf *Informer) (*corev1.Pod, error) {
+			return scanned(func(fn store.ScanFunc) error {
+				return store.Select(context.Background(), inf.GetIndexer(), store.Selection{Namespace: "ns"}, fn)
+			})
+		}},
+		{"GetUncached", func(inf *Informer) (*corev1.Pod, error) {
+			o, _, err := store.GetUncached(inf.GetIndexer(), "ns/a")
+			return o.(*corev1.Pod), err
 		}},
 		{"ScanIndex", func(inf *Informer) (*corev1.Pod, error) {
 			return scanned(func(fn store.ScanFunc) error {
