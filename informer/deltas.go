@@ -137,9 +137,11 @@ func (l *loop) applyDeltas(ctx context.Context, b deltafifo.Batch) error {
 	return nil
 }
 
-// storedState reads key's stored resourceVersion, without decoding the
-// object: deletes and replays not newer than the stored state never need
-// it, and load reads it when a notification does.
+// storedState reads key's stored resourceVersion as the store recorded it
+// (store.ResourceVersionOf: not read from the shared object, which a
+// mutating handler may have changed), without decoding the object: deletes
+// and replays not newer than the stored state never need it, and load
+// reads it when a notification does.
 func (l *loop) storedState(key string) (keyState, error) {
 	rv, exists, err := l.st.ResourceVersionOf(key)
 	if err != nil {

@@ -24,12 +24,13 @@
 // skipped, and so is a delete for a key the store does not hold. Handlers
 // are told only what changed the store, which is also what client-go's
 // DeltaFIFO lets through. Only the keys of the batch are read, and of
-// each only its resourceVersion (store.ResourceVersionOf, no decoding);
-// the stored object is decoded only when a notification needs it (the old
-// object of an update, a resync: Sync deltas carry keys only), once, past
-// the store's cache of decoded objects (store.GetUncached), so that the
-// writer never evicts what listers read. Deletes and skipped replays
-// decode nothing.
+// each only its resourceVersion as the store recorded it
+// (store.ResourceVersionOf, no decoding, unaffected by a handler that
+// mutates its object); the stored object is decoded only when a
+// notification needs it (the old object of an update, a resync: Sync
+// deltas carry keys only), once, past the store's cache of decoded objects
+// (store.GetUncached), so that the writer never evicts what listers read.
+// Deletes and skipped replays decode nothing.
 //
 // # Relists
 //
@@ -83,5 +84,8 @@
 // The informer does not own the store given in Options: the caller closes
 // it after Run has returned. A factory.Factory owns its file and stores and
 // closes them in Shutdown. Objects handed to handlers and returned by the store
-// are shared: nobody may mutate them (invariant 6).
+// are shared: nobody may mutate them (invariant 6). Tests check that with
+// the mutation detector (Options.DetectMutations, or client-go's switch
+// KUBE_CACHE_MUTATION_DETECTOR=true): it keeps a copy of every object handed
+// out and panics with a diff when one changes.
 package informer

@@ -9,11 +9,13 @@ var (
 	// cannot work (no store, a negative size, a nil index function).
 	ErrInvalidOptions = errors.New("informer: invalid options")
 	// ErrStarted is returned by methods that must be called before Run
-	// (SetTransform, SetWatchErrorHandler) once it has started.
-	ErrStarted = errors.New("informer: already started")
-	// ErrStopped is returned by AddEventHandler and AddIndexers once the
-	// informer has stopped.
-	ErrStopped = errors.New("informer: stopped")
+	// (SetTransform, SetWatchErrorHandler) once it has started. Its text
+	// is client-go's.
+	ErrStarted = errors.New("informer has already started")
+	// ErrStopped is matched by the errors of AddEventHandler and
+	// AddIndexers once the informer has stopped, which are worded as
+	// client-go's ("... because it has stopped already").
+	ErrStopped = errors.New("informer has stopped already")
 	// ErrInvalidRegistration is returned by RemoveEventHandler for a handle
 	// that was not returned by this package.
 	ErrInvalidRegistration = errors.New("informer: invalid registration")
@@ -23,3 +25,10 @@ var (
 	// a write succeeds; nothing is dropped.
 	ErrStoreWrite = errors.New("informer: store write failed")
 )
+
+// stoppedError is a call refused by a stopped informer: its text is
+// client-go's for that call, and it matches ErrStopped.
+type stoppedError struct{ msg string }
+
+func (e *stoppedError) Error() string { return e.msg }
+func (e *stoppedError) Unwrap() error { return ErrStopped }

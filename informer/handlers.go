@@ -2,10 +2,10 @@ package informer
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 )
 
 // AddEventHandler adds a handler with the informer's default resync
@@ -32,7 +32,9 @@ func (i *Informer) AddEventHandlerWithResyncPeriod(handler cache.ResourceEventHa
 // goroutine: the call returns at once (HasSynced false until the replay
 // is delivered), so a handler may add handlers from its own callbacks.
 //
-// It returns an error wrapping ErrStopped once the informer has stopped.
+// It returns an error matching ErrStopped, worded as client-go's ("...
+// was not added to shared informer because it has stopped already"), once
+// the informer has stopped.
 func (i *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler, options cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
 	if handler == nil {
 		return nil, fmt.Errorf("informer %s: add event handler: %w: nil handler", i.name, ErrInvalidOptions)
@@ -40,7 +42,7 @@ func (i *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.stopped {
-		return nil, fmt.Errorf("informer %s: add event handler %T: %w", i.name, handler, ErrStopped)
+		return nil, i.handlerStopped(handler)
 	}
 	logger := i.logger()
 	if options.Logger != nil {
@@ -66,8 +68,7 @@ func (i *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler
 		}
 	}
 	name := fmt.Sprintf("%s + event handler %s", i.HasSyncedChecker().Name(), handlerName(handler))
-	l := newListener(klog.LoggerWithValues(logger, "handler", handlerName(handler)), handler, name,
-		resync, determineResyncPeriod(logger, resync, i.resyncCheckPeriod), i.opts.Clock.Now())
+	l := newListener(logger, handler, name, resync, determineResyncPeriod(logger, resync, i.resyncCheckPeriod), i.opts.Clock)
 	if !i.started {
 		i.proc.add(l, true)
 		return l, nil
@@ -77,7 +78,7 @@ func (i *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler
 	// until that replay is delivered.
 	l.tracker.Start()
 	if !i.proc.add(l, false) {
-		return nil, fmt.Errorf("informer %s: add event handler %T: %w", i.name, handler, ErrStopped)
+		return nil, i.handlerStopped(handler)
 	}
 	i.late = append(i.late, l)
 	if i.popCancel != nil {
@@ -95,8 +96,22 @@ func (i *Informer) RemoveEventHandler(handle cache.ResourceEventHandlerRegistrat
 	if !ok {
 		return fmt.Errorf("informer %s: remove event handler %T: %w", i.name, handle, ErrInvalidRegistration)
 	}
+	// A late handler not served yet leaves the late list now: handlers
+	// added and removed in a loop must not pile up there.
+	i.mu.Lock()
+	i.late = slices.DeleteFunc(i.late, func(x *listener) bool { return x == l })
+	if len(i.late) == 0 {
+		i.late = nil
+	}
+	i.mu.Unlock()
 	i.proc.remove(l)
 	return nil
+}
+
+// handlerStopped is the error of a handler added to a stopped informer,
+// worded as client-go's (the handler named by its type).
+func (i *Informer) handlerStopped(handler cache.ResourceEventHandler) error {
+	return &stoppedError{fmt.Sprintf("informer %s: handler %s was not added to shared informer because it has stopped already", i.name, handlerName(handler))}
 }
 
 // handlerName names a handler in logs.

@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"flag"
 	"os"
 	"sync"
 	"testing"
@@ -20,9 +21,19 @@ import (
 	"github.com/warmcache/warmcache/store/memory"
 )
 
+// TestMain runs every informer of the package's tests with the mutation
+// detector on (invariant 6), as client-go's tests run theirs, unless
+// KUBE_CACHE_MUTATION_DETECTOR says otherwise or benchmarks run (the
+// detector's copies would be measured with them).
 func TestMain(m *testing.M) {
 	if os.Getenv(envKillChild) != "" {
 		os.Exit(killChildMain())
+	}
+	flag.Parse()
+	if _, set := os.LookupEnv(EnvMutationDetector); !set && flag.Lookup("test.bench").Value.String() == "" {
+		if err := os.Setenv(EnvMutationDetector, "true"); err != nil {
+			panic(err)
+		}
 	}
 	goleak.VerifyTestMain(m)
 }
@@ -55,6 +66,8 @@ type harness struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	stopOnce sync.Once
 
 	mu      sync.Mutex
 	handled []deltafifo.Batch
@@ -113,11 +126,15 @@ func startHarness(t *testing.T, inf *Informer) *harness {
 	return h
 }
 
+// stop stops the loop and the informer (its handlers, and the mutation
+// detector's last check); calls after the first do nothing.
 func (h *harness) stop() {
-	h.cancel()
-	h.q.Close()
-	<-h.done
-	h.inf.stop()
+	h.stopOnce.Do(func() {
+		h.cancel()
+		h.q.Close()
+		<-h.done
+		h.inf.stop()
+	})
 }
 
 func (h *harness) must(err error) {

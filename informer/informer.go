@@ -32,6 +32,10 @@ type Informer struct {
 	store   store.Store
 	name    string
 	proc    *processor
+	// detector is the mutation detector, nil when off; reader is the store
+	// GetStore and GetIndexer return (checked by the detector when on).
+	detector *mutationDetector
+	reader   store.Store
 
 	// mu guards the fields below it.
 	mu                sync.Mutex
@@ -117,6 +121,13 @@ func New(lw cache.ListerWatcher, exampleObject runtime.Object, opts Options) (*I
 		resyncCheckPeriod: o.ResyncPeriod,
 		defaultResync:     o.ResyncPeriod,
 		synced:            make(chan struct{}),
+		reader:            o.Store,
+	}
+	if o.DetectMutations {
+		i.detector = newMutationDetector(o.Name, o.Clock, o.OnMutation)
+		i.proc.detector = i.detector
+		i.reader = &checkedStore{Store: o.Store, d: i.detector}
+		i.logger().V(1).Info("Warning: the mutation detector is on; it keeps a copy of every object handed out", "informer", o.Name)
 	}
 	// Validate the reflector options now rather than at Run.
 	if _, err := i.newReflector(nil); err != nil {
@@ -139,15 +150,17 @@ func describe(obj runtime.Object) string {
 	return reflect.TypeOf(obj).String()
 }
 
-// GetStore returns the informer's store (the store.Store of Options).
-// Callers must not write to it.
-func (i *Informer) GetStore() cache.Store { return i.store }
+// GetStore returns the informer's store (the store.Store of Options; with
+// Options.DetectMutations, a view of it whose reads the detector checks).
+// Callers must not write to it, nor mutate the objects it returns.
+func (i *Informer) GetStore() cache.Store { return i.reader }
 
-// GetIndexer returns the informer's store as a cache.Indexer; client-go's
-// typed listers work on it.
-func (i *Informer) GetIndexer() cache.Indexer { return i.store }
+// GetIndexer returns the informer's store as a cache.Indexer, as GetStore;
+// client-go's typed listers work on it.
+func (i *Informer) GetIndexer() cache.Indexer { return i.reader }
 
-// Store returns the informer's store.Store.
+// Store returns the informer's store.Store itself (never checked by the
+// mutation detector).
 func (i *Informer) Store() store.Store { return i.store }
 
 // AddIndexers adds indexes to the store. It fails once the informer has
@@ -158,7 +171,7 @@ func (i *Informer) AddIndexers(indexers cache.Indexers) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.stopped {
-		return fmt.Errorf("informer %s: add indexers: %w", i.name, ErrStopped)
+		return &stoppedError{fmt.Sprintf("informer %s: indexer was not added because it has stopped already", i.name)}
 	}
 	return i.store.AddIndexers(indexers)
 }

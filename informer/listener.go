@@ -11,7 +11,13 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/cache/synctrack"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
+
+// crashPause is how long a listener waits after its handler panicked
+// before it delivers the next notification, as client-go's
+// processorListener does.
+const crashPause = time.Second
 
 // noteKind says which handler method a notification calls.
 type noteKind uint8
@@ -43,7 +49,11 @@ type note struct {
 type listener struct {
 	handler cache.ResourceEventHandler
 	name    string
+	// logger is the handler's (HandlerOptions.Logger, else the
+	// informer's), unchanged, so that a panic is logged as client-go logs
+	// it.
 	logger  klog.Logger
+	clock   clock.Clock
 	tracker *synctrack.SingleFileTracker
 
 	// pending counts queued notifications plus the one being delivered.
@@ -64,6 +74,8 @@ type listener struct {
 	// done is closed when the delivering goroutine has returned (or at
 	// stop, if it never started).
 	done chan struct{}
+	// stopCh is closed by stop; it ends the pause after a panic.
+	stopCh chan struct{}
 
 	// resyncMu guards the resync fields (client-go's resyncLock).
 	resyncMu              sync.Mutex
@@ -74,18 +86,22 @@ type listener struct {
 
 var _ cache.ResourceEventHandlerRegistration = (*listener)(nil)
 
-func newListener(logger klog.Logger, handler cache.ResourceEventHandler, name string, requested, period time.Duration, now time.Time) *listener {
+// newListener returns a listener of handler; clk times its resyncs and
+// the pause after a panic.
+func newListener(logger klog.Logger, handler cache.ResourceEventHandler, name string, requested, period time.Duration, clk clock.Clock) *listener {
 	l := &listener{
 		handler:               handler,
 		name:                  name,
 		logger:                logger,
+		clock:                 clk,
 		tracker:               synctrack.NewSingleFileTracker(name),
 		done:                  make(chan struct{}),
+		stopCh:                make(chan struct{}),
 		requestedResyncPeriod: requested,
 		resyncPeriod:          period,
 	}
 	l.cond = sync.NewCond(&l.mu)
-	l.determineNextResync(now)
+	l.determineNextResync(clk.Now())
 	return l
 }
 
@@ -151,12 +167,20 @@ func (l *listener) stop() {
 		return
 	}
 	l.stopped = true
+	close(l.stopCh)
 	l.buf, l.head = nil, 0
 	l.cond.Broadcast()
 	l.wakeRoomLocked()
 	if !l.started {
 		close(l.done)
 	}
+}
+
+// isStopped reports whether stop was called.
+func (l *listener) isStopped() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stopped
 }
 
 func (l *listener) wakeRoomLocked() {
@@ -192,22 +216,45 @@ func (l *listener) delivered() {
 	l.mu.Unlock()
 }
 
+// run delivers notifications until the listener stops. After a handler
+// panicked (and utilruntime.ReallyCrash is off, so the process lives on)
+// it waits crashPause before delivering the next one, as client-go does:
+// a handler that panics on every notification does not spin.
 func (l *listener) run() {
 	defer close(l.done)
+	crashed := false
 	for {
 		n, ok := l.next()
 		if !ok {
 			return
 		}
-		l.deliver(n)
+		if crashed && !l.pause() {
+			return
+		}
+		crashed = !l.deliver(n)
 		l.delivered()
 	}
 }
 
-// deliver calls the handler. A panic is logged and the notification
-// skipped (utilruntime.HandleCrash re-panics unless configured not to, as
-// in client-go).
-func (l *listener) deliver(n note) {
+// pause waits crashPause on the listener's clock; it returns false if the
+// listener stopped meanwhile.
+func (l *listener) pause() bool {
+	t := l.clock.NewTimer(crashPause)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-l.stopCh:
+		return false
+	}
+}
+
+// deliver calls the handler and reports whether it returned. A panic is
+// handled by utilruntime.HandleCrashWithLogger with the handler's logger,
+// as in client-go: logged ("Observed a panic"), then re-raised unless
+// utilruntime.ReallyCrash is off, in which case the notification is
+// skipped. An initial-list add counts as delivered either way.
+func (l *listener) deliver(n note) (returned bool) {
 	defer func() {
 		if n.kind == noteAdd && n.initial {
 			l.tracker.Finished()
@@ -224,6 +271,7 @@ func (l *listener) deliver(n note) {
 	default:
 		utilruntime.HandleErrorWithLogger(l.logger, nil, "Unrecognized notification", "kind", fmt.Sprint(n.kind))
 	}
+	return true
 }
 
 // waitBelow blocks while more than bound notifications are pending (and

@@ -4,15 +4,15 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // A listener that is always a little behind keeps its buffer small and
 // delivers in order.
 func TestListenerBufferStaysBoundedUnderSteadyBacklog(t *testing.T) {
-	l := newListener(klog.Background(), newRecorder(), "test", 0, 0, time.Now())
+	l := newListener(klog.Background(), newRecorder(), "test", 0, 0, clock.RealClock{})
 	added, got := 0, 0
 	for round := 0; round < 10000; round++ {
 		for i := 0; i < 3; i++ {
@@ -48,7 +48,7 @@ func TestListenerBufferStaysBoundedUnderSteadyBacklog(t *testing.T) {
 }
 
 func TestListenerWaitBelow(t *testing.T) {
-	l := newListener(klog.Background(), newRecorder(), "test", 0, 0, time.Now())
+	l := newListener(klog.Background(), newRecorder(), "test", 0, 0, clock.RealClock{})
 	for i := 0; i < 10; i++ {
 		l.add(note{kind: noteAdd, new: i})
 	}

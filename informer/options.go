@@ -2,6 +2,8 @@ package informer
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 	"time"
 
 	"k8s.io/client-go/tools/cache"
@@ -104,8 +106,26 @@ type Options struct {
 	// informer. Default: the reflector's defaults.
 	Reflector reflector.Options
 
-	// Clock drives resync checks and retries. Default: the real clock.
+	// Clock drives resync checks, retries, the pause after a handler
+	// panicked and the mutation detector's checks. Default: the real
+	// clock.
 	Clock clock.WithTicker
+
+	// DetectMutations turns on the mutation detector, for tests
+	// (invariant 6): the informer keeps a deep copy of every object it
+	// hands to a handler or that GetStore and GetIndexer return (Store
+	// returns the store itself, unchecked), compares each with its copy
+	// every second (on Clock) and when it stops, and reports those that
+	// changed to OnMutation. It costs a copy of every object handed out,
+	// kept two to four minutes. Default: false, or true when the
+	// environment variable EnvMutationDetector (KUBE_CACHE_MUTATION_DETECTOR,
+	// client-go's switch) is true.
+	DetectMutations bool
+
+	// OnMutation receives the mutation detector's report of objects
+	// changed after they were handed out. Default: panic with the report,
+	// as client-go's detector does: a mutated cache cannot be trusted.
+	OnMutation func(report string)
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -153,6 +173,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
+	}
+	if !o.DetectMutations {
+		o.DetectMutations, _ = strconv.ParseBool(os.Getenv(EnvMutationDetector))
 	}
 	return o, nil
 }

@@ -33,6 +33,10 @@ type processor struct {
 	// are told at once.
 	synced bool
 	wg     sync.WaitGroup
+
+	// detector, when set (before the processor is used), watches every
+	// distributed object.
+	detector *mutationDetector
 }
 
 func newProcessor() *processor {
@@ -118,6 +122,7 @@ func (p *processor) count() int {
 // distribute queues n for every active listener; a sync notification only
 // for those due for a resync.
 func (p *processor) distribute(n note, sync bool) {
+	p.detector.watchNote(n)
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	for l, st := range p.listeners {

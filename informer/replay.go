@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 
@@ -55,13 +56,22 @@ func (l *loop) warmStart(ctx context.Context) error {
 // is the only writer, so nothing changes in between.
 func (l *loop) serveLate(ctx context.Context) error {
 	for {
+		// Handlers added and removed in a loop keep the list from
+		// emptying: check for the end at each one.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		l.i.mu.Lock()
 		if len(l.i.late) == 0 {
 			l.i.mu.Unlock()
 			return nil
 		}
 		h := l.i.late[0]
+		l.i.late[0] = nil
 		l.i.late = l.i.late[1:]
+		if len(l.i.late) == 0 {
+			l.i.late = nil // let the array go
+		}
 		l.i.mu.Unlock()
 		if !l.i.proc.activate(h) {
 			continue // removed meanwhile
@@ -80,6 +90,20 @@ func (l *loop) serveLate(ctx context.Context) error {
 	}
 }
 
+// errHandlersRemoved ends a replay whose handlers were all removed.
+var errHandlersRemoved = errors.New("every handler of the replay was removed")
+
+// allStopped reports whether every listener of ls has stopped (was
+// removed).
+func allStopped(ls []*listener) bool {
+	for _, h := range ls {
+		if !h.isStopped() {
+			return false
+		}
+	}
+	return true
+}
+
 // replay streams the store to ls as initial-list adds, waiting whenever a
 // handler has more than ReplayPending notifications pending. It returns
 // the last key replayed.
@@ -89,9 +113,13 @@ func (l *loop) replay(ctx context.Context, ls []*listener, kind string) (string,
 	n := 0
 	var last string
 	err := l.scan(ctx, func(key string, obj interface{}) error {
+		if allStopped(ls) {
+			return errHandlersRemoved
+		}
 		if err := pace(ctx, ls, bound); err != nil {
 			return err
 		}
+		l.i.detector.watch(obj)
 		nt := note{kind: noteAdd, new: obj, initial: true}
 		for _, h := range ls {
 			h.add(nt)
@@ -100,6 +128,10 @@ func (l *loop) replay(ctx context.Context, ls []*listener, kind string) (string,
 		last = key
 		return nil
 	})
+	if errors.Is(err, errHandlersRemoved) {
+		l.logger.V(4).Info("Replay stopped: its handlers were removed", "kind", kind, "objects", n)
+		return last, nil
+	}
 	if err != nil {
 		return last, err
 	}

@@ -49,6 +49,9 @@ func (i *Informer) RunWithContext(ctx context.Context) {
 	if period := i.checkPeriod(); period > 0 {
 		wg.Go(func() { i.runResync(ctx, q, period) })
 	}
+	if i.detector != nil {
+		wg.Go(func() { i.detector.run(ctx) })
+	}
 	<-ctx.Done()
 	q.Close()
 	wg.Wait()
@@ -86,13 +89,15 @@ func (i *Informer) start(logger klog.Logger) (*deltafifo.Queue, error) {
 	return q, nil
 }
 
-// stop marks the informer stopped and stops the handlers.
+// stop marks the informer stopped, stops the handlers and, with the
+// mutation detector on, checks the objects handed out a last time.
 func (i *Informer) stop() {
 	i.mu.Lock()
 	i.stopped = true
 	i.late = nil
 	i.mu.Unlock()
 	i.proc.stop()
+	i.detector.check()
 }
 
 func (i *Informer) checkPeriod() time.Duration {

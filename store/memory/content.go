@@ -26,6 +26,11 @@ type valueIndex map[string]map[string]struct{}
 // entry is one stored object and the values it is filed under.
 type entry struct {
 	obj interface{}
+	// rv is obj's resourceVersion when it was stored. ResourceVersionOf
+	// returns it rather than reading obj, which is shared with handlers: an
+	// object mutated by one (a bug) must not change what the store compares
+	// events with, as the bolt store's envelope does not change either.
+	rv string
 	// values[i] holds the deduplicated values of indexers[i] for obj. They
 	// are kept so that an update or delete removes the old index entries
 	// without calling index functions on the old object again.
@@ -102,11 +107,12 @@ func dedupe(values []string) []string {
 	return out
 }
 
-// put stores obj under key with its precomputed index values, moving the key
-// between index sets as needed.
+// put stores obj under key with its precomputed index values and its
+// resourceVersion as of now, moving the key between index sets as needed.
 func (c *content) put(key string, obj interface{}, values [][]string) {
 	e, exists := c.items[key]
-	c.items[key] = entry{obj: obj, values: values}
+	rv, _ := rvOf(obj)
+	c.items[key] = entry{obj: obj, rv: rv, values: values}
 	if !exists {
 		for i, vs := range values {
 			c.fileKey(i, key, vs)

@@ -310,8 +310,9 @@ func (s *Store) State() (store.State, error) {
 	return store.State{ResourceVersion: s.rv, Complete: s.complete, Objects: len(s.cur.items)}, nil
 }
 
-// ResourceVersionOf returns the resourceVersion of the object stored under
-// key ("" for an object without metadata).
+// ResourceVersionOf returns the resourceVersion the object stored under key
+// had when it was written ("" for an object without metadata), whatever a
+// holder of the shared object did to it since.
 func (s *Store) ResourceVersionOf(key string) (rv string, exists bool, err error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -322,8 +323,7 @@ func (s *Store) ResourceVersionOf(key string) (rv string, exists bool, err error
 	if !ok {
 		return "", false, nil
 	}
-	rv, _ = rvOf(e.obj)
-	return rv, true, nil
+	return e.rv, true, nil
 }
 
 // Close releases the content and aborts an open Replace. Other methods
