@@ -11,19 +11,24 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
 )
 
-// failingStore fails Apply while failures > 0, like a full disk.
+// failingStore fails Apply while failures > 0, like a full disk. With
+// lastFailure set, the Apply that returns the last failure first waits
+// until lastFailure is closed, so a test can look at the informer while
+// its writes are failing for as long as it needs.
 type failingStore struct {
 	store.Store
-	mu       sync.Mutex
-	failures int
-	applies  int
-	onApply  func(rv string)
+	mu          sync.Mutex
+	failures    int
+	applies     int
+	onApply     func(rv string)
+	lastFailure chan struct{}
 }
 
 var errDiskFull = fmt.Errorf("%w: %w", bolt.ErrDiskFull, syscall.ENOSPC)
@@ -33,7 +38,14 @@ func (s *failingStore) Apply(ctx context.Context, txns []cache.Transaction, rv s
 	s.applies++
 	if s.failures > 0 {
 		s.failures--
+		wait := s.lastFailure
+		if s.failures > 0 {
+			wait = nil
+		}
 		s.mu.Unlock()
+		if wait != nil {
+			<-wait
+		}
 		return fmt.Errorf("apply: %w", errDiskFull)
 	}
 	s.mu.Unlock()
@@ -79,20 +91,22 @@ func TestApplyFailureRetriedAndSurfaced(t *testing.T) {
 	h := startHarness(t, inf)
 	h.relist("10", pod("a", "1"))
 	rec.WaitFor(t, 1)
+	release := make(chan struct{})
 	fs.mu.Lock()
 	fs.failures = 5
+	fs.lastFailure = release
 	fs.mu.Unlock()
-	var sawErr error
 	h.must(h.q.Update(h.ctx, pod("a", "11")))
-	// While the write fails, Err reports it.
-	deadline := time.After(30 * time.Second)
-	for sawErr == nil {
+	// While the write fails, Err reports it: the last failure waits for
+	// this check, so the first four have been reported.
+	var sawErr error
+	err := wait.PollUntilContextTimeout(h.ctx, time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		sawErr = inf.Err()
-		select {
-		case <-deadline:
-			t.Fatal("Err never reported the failing write")
-		default:
-		}
+		return sawErr != nil, nil
+	})
+	close(release)
+	if err != nil {
+		t.Fatalf("Err never reported the failing write: %v", err)
 	}
 	if !errors.Is(sawErr, ErrStoreWrite) || !errors.Is(sawErr, bolt.ErrDiskFull) {
 		t.Fatalf("Err = %v, want ErrStoreWrite wrapping ErrDiskFull", sawErr)

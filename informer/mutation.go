@@ -116,20 +116,37 @@ func (d *mutationDetector) watchNote(n note) {
 }
 
 // check compares every watched object with its copy and reports those that
-// changed, once each. It drops the copies older than mutationRetain.
+// changed, once each. It drops the copies older than mutationRetain. The
+// comparisons run without d.mu held: watch, called for every object the
+// informer hands out, only waits for the snapshot of the watched set, so
+// a large set slows the check, never the pipeline.
 func (d *mutationDetector) check() {
 	if d == nil {
 		return
 	}
-	var changed []string
+	type pair struct{ obj, cp runtime.Object }
 	d.mu.Lock()
+	pairs := make([]pair, 0, len(d.old)+len(d.cur))
 	for _, m := range []map[runtime.Object]runtime.Object{d.old, d.cur} {
 		for o, cp := range m {
-			if !apiequality.Semantic.DeepEqual(o, cp) {
-				changed = append(changed, fmt.Sprintf("%T %s changed after it was handed out (- copy, + now):\n%s", o, describeMeta(o), diff.Diff(cp, o)))
-				delete(m, o)
-			}
+			pairs = append(pairs, pair{o, cp})
 		}
+	}
+	d.mu.Unlock()
+
+	var changed []string
+	var mutated []runtime.Object
+	for _, p := range pairs {
+		if !apiequality.Semantic.DeepEqual(p.obj, p.cp) {
+			changed = append(changed, fmt.Sprintf("%T %s changed after it was handed out (- copy, + now):\n%s", p.obj, describeMeta(p.obj), diff.Diff(p.cp, p.obj)))
+			mutated = append(mutated, p.obj)
+		}
+	}
+
+	d.mu.Lock()
+	for _, o := range mutated { // reported once
+		delete(d.old, o)
+		delete(d.cur, o)
 	}
 	if now := d.clock.Now(); now.Sub(d.rotated) >= mutationRetain {
 		d.old, d.cur, d.rotated = d.cur, map[runtime.Object]runtime.Object{}, now
