@@ -30,6 +30,14 @@ const (
 	// mutationRetain is how long copies are kept at least; they are
 	// dropped after twice that at most (client-go keeps them as long).
 	mutationRetain = 2 * time.Minute
+	// mutationCheckBudget is how many objects a periodic check compares
+	// at most: client-go compares every copy every second, which on a
+	// busy informer (thousands of events a minute, each copy kept two
+	// minutes) takes the CPU the pipeline needs. A periodic check
+	// compares a share of the watched objects, a different one each
+	// time (map order); the check when the informer stops compares them
+	// all.
+	mutationCheckBudget = 1000
 )
 
 // mutationDetector keeps a deep copy of every object the informer hands out
@@ -120,18 +128,35 @@ func (d *mutationDetector) watchNote(n note) {
 // comparisons run without d.mu held: watch, called for every object the
 // informer hands out, only waits for the snapshot of the watched set, so
 // a large set slows the check, never the pipeline.
-func (d *mutationDetector) check() {
+func (d *mutationDetector) check() { d.checkSome(-1) }
+
+// checkSome is check comparing at most budget objects (all when budget
+// is negative).
+func (d *mutationDetector) checkSome(budget int) {
 	if d == nil {
 		return
 	}
 	type pair struct{ obj, cp runtime.Object }
 	d.mu.Lock()
-	pairs := make([]pair, 0, len(d.old)+len(d.cur))
-	for _, m := range []map[runtime.Object]runtime.Object{d.old, d.cur} {
+	n := len(d.old) + len(d.cur)
+	if budget >= 0 && budget < n {
+		n = budget
+	}
+	pairs := make([]pair, 0, n)
+	take := func(m map[runtime.Object]runtime.Object, k int) {
 		for o, cp := range m {
+			if k == 0 {
+				return
+			}
 			pairs = append(pairs, pair{o, cp})
+			k--
 		}
 	}
+	// The recent copies and the older ones share the budget; what one
+	// set leaves unused goes to the other.
+	fromOld := min(len(d.old), n/2)
+	take(d.cur, n-fromOld)
+	take(d.old, n-len(pairs))
 	d.mu.Unlock()
 
 	var changed []string
@@ -167,7 +192,8 @@ func (d *mutationDetector) watched() int {
 	return len(d.cur) + len(d.old)
 }
 
-// run checks every mutationCheckPeriod until ctx is done.
+// run checks every mutationCheckPeriod, within mutationCheckBudget, until
+// ctx is done.
 func (d *mutationDetector) run(ctx context.Context) {
 	t := d.clock.NewTicker(mutationCheckPeriod)
 	defer t.Stop()
@@ -176,7 +202,7 @@ func (d *mutationDetector) run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C():
-			d.check()
+			d.checkSome(mutationCheckBudget)
 		}
 	}
 }

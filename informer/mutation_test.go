@@ -354,3 +354,46 @@ func TestMutationDetectorPanicsByDefault(t *testing.T) {
 	d.check()
 	t.Fatal("check did not panic")
 }
+
+// A periodic check compares a bounded share of the watched objects, the
+// recent and the older copies alike; the check at stop compares them all,
+// so nothing mutated goes unreported.
+func TestMutationDetectorCheckBudget(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	var sink reportSink
+	d := newMutationDetector("pods", clk, sink.report)
+	older, recent := pod("older", "1"), pod("recent", "1")
+	d.watch(older)
+	clk.Step(mutationRetain)
+	d.check() // rotates: older is an older copy now
+	d.watch(recent)
+	older.Labels = map[string]string{"mutated": "yes"}
+	recent.Labels = map[string]string{"mutated": "yes"}
+
+	d.checkSome(0)
+	if got := sink.snapshot(); len(got) != 0 {
+		t.Fatalf("a check with no budget reported %q", got)
+	}
+	d.checkSome(2)
+	got := sink.snapshot()
+	if len(got) != 1 || !strings.Contains(got[0], "ns/older") || !strings.Contains(got[0], "ns/recent") {
+		t.Fatalf("a check with a budget of 2 reported %q, want one report naming both", got)
+	}
+
+	// More watched than the budget: one check finds one of two mutated
+	// objects at most; the full check finds the rest.
+	a, b := pod("a", "1"), pod("b", "1")
+	d.watch(a)
+	d.watch(b)
+	a.Labels = map[string]string{"mutated": "yes"}
+	b.Labels = map[string]string{"mutated": "yes"}
+	d.checkSome(1)
+	if n := len(sink.snapshot()); n > 2 {
+		t.Fatalf("a check with a budget of 1 made %d reports", n-1)
+	}
+	d.check()
+	all := strings.Join(sink.snapshot()[1:], "\n")
+	if !strings.Contains(all, "ns/a") || !strings.Contains(all, "ns/b") {
+		t.Fatalf("after the full check, reports %q, want ns/a and ns/b", all)
+	}
+}

@@ -114,10 +114,12 @@ type Options struct {
 	// DetectMutations turns on the mutation detector, for tests
 	// (invariant 6): the informer keeps a deep copy of every object it
 	// hands to a handler or that GetStore and GetIndexer return (Store
-	// returns the store itself, unchecked), compares each with its copy
-	// every second (on Clock) and when it stops, and reports those that
-	// changed to OnMutation. It costs a copy of every object handed out,
-	// kept two to four minutes. Default: false, or true when the
+	// returns the store itself, unchecked), compares them with their
+	// copies every second (on Clock; up to a thousand copies a second, a
+	// different share each time, so that the check never takes the CPU
+	// the pipeline needs) and all of them when it stops, and reports those
+	// that changed to OnMutation. It costs a copy of every object handed
+	// out, kept two to four minutes. Default: false, or true when the
 	// environment variable EnvMutationDetector (KUBE_CACHE_MUTATION_DETECTOR,
 	// client-go's switch) is true.
 	DetectMutations bool
