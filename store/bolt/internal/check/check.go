@@ -1,6 +1,7 @@
 package check
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -41,6 +42,7 @@ const (
 	ReverseWithoutIndex = "reverse-without-index"
 	BlobWithoutItem     = "blob-without-item"
 	IndexValues         = "index-values"
+	SelectPart          = "select-part"
 	Count               = "count"
 	NotDecoded          = "not-decoded"
 )
@@ -194,13 +196,18 @@ func (v *verifier) items(g *layout.Generation, indexes map[string]*bbolt.Bucket)
 			}
 		}
 		key := string(k)
-		idb, revb, err := layout.SplitItemEntry(val)
+		idb, err := layout.ItemBlobID(val)
 		if err != nil {
 			v.problem(Item, key, "", "", "%v", err)
 			continue
 		}
 		ids = append(ids, binary.BigEndian.Uint64(idb))
-		rev, err := layout.DecodeReverse(revb)
+		entry, err := layout.ParseItemEntry(val)
+		if err != nil {
+			v.problem(SelectPart, key, "", "", "%v", err)
+			continue
+		}
+		rev, err := layout.DecodeReverse(entry.Reverse)
 		if err != nil {
 			v.problem(ReverseWithoutIndex, key, "", "", "%v", err)
 		}
@@ -236,6 +243,9 @@ func (v *verifier) items(g *layout.Generation, indexes map[string]*bbolt.Bucket)
 		}
 		if a, err := meta.Accessor(obj); err == nil && a.GetResourceVersion() != env.RV {
 			v.problem(Item, key, "", "", "envelope resourceVersion %q, object %q", env.RV, a.GetResourceVersion())
+		}
+		if want := layout.AppendSelectPart(nil, key, obj); !bytes.Equal(entry.Select, want) {
+			v.problem(SelectPart, key, "", "", "recorded namespace and labels %s, the object has %s", describeSelect(k, entry.Parsed), describeSelect(k, mustParseSelect(want)))
 		}
 		if v.ix == nil {
 			continue
@@ -346,4 +356,21 @@ func (v *verifier) indexEntries(g *layout.Generation, indexes map[string]*bbolt.
 		}
 	}
 	return nil
+}
+
+// describeSelect describes a select part of the item stored under key.
+func describeSelect(key []byte, p layout.SelectPart) string {
+	if !p.HasMeta {
+		return "no metadata"
+	}
+	return fmt.Sprintf("namespace %q labels %v", p.NamespaceOf(key), p.Labels.Map())
+}
+
+// mustParseSelect parses a select part AppendSelectPart wrote.
+func mustParseSelect(b []byte) layout.SelectPart {
+	p, _, err := layout.ParseSelectPart(b)
+	if err != nil {
+		panic(fmt.Sprintf("check: a select part just encoded does not parse: %v", err))
+	}
+	return p
 }
