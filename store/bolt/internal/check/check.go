@@ -202,26 +202,14 @@ func (v *verifier) items(g *layout.Generation, indexes map[string]*bbolt.Bucket)
 			continue
 		}
 		ids = append(ids, binary.BigEndian.Uint64(idb))
-		entry, err := layout.ParseItemEntry(val)
-		if err != nil {
-			v.problem(SelectPart, key, "", "", "%v", err)
-			continue
-		}
-		rev, err := layout.DecodeReverse(entry.Reverse)
-		if err != nil {
-			v.problem(ReverseWithoutIndex, key, "", "", "%v", err)
-		}
-		for name, values := range rev {
-			b := indexes[name]
-			if b == nil {
-				v.problem(ReverseWithoutIndex, key, name, "", "reverse entry names an index that is not recorded")
-				continue
-			}
-			for _, value := range values {
-				if b.Get(layout.IndexKey(value, key)) == nil {
-					v.problem(ReverseWithoutIndex, key, name, value, "index entry missing")
-				}
-			}
+		// An entry whose select part does not parse has no readable
+		// reverse entry either; its envelope is checked all the same.
+		entry, entryErr := layout.ParseItemEntry(val)
+		var rev map[string][]string
+		if entryErr != nil {
+			v.problem(SelectPart, key, "", "", "%v", entryErr)
+		} else {
+			rev = v.reverse(key, entry.Reverse, indexes)
 		}
 		envb, err := g.EnvelopeOf(k, val)
 		if err != nil {
@@ -244,10 +232,10 @@ func (v *verifier) items(g *layout.Generation, indexes map[string]*bbolt.Bucket)
 		if a, err := meta.Accessor(obj); err == nil && a.GetResourceVersion() != env.RV {
 			v.problem(Item, key, "", "", "envelope resourceVersion %q, object %q", env.RV, a.GetResourceVersion())
 		}
-		if want := layout.AppendSelectPart(nil, key, obj); !bytes.Equal(entry.Select, want) {
+		if want := layout.AppendSelectPart(nil, key, obj); entryErr == nil && !bytes.Equal(entry.Select, want) {
 			v.problem(SelectPart, key, "", "", "recorded namespace and labels %s, the object has %s", describeSelect(k, entry.Parsed), describeSelect(k, mustParseSelect(want)))
 		}
-		if v.ix == nil {
+		if v.ix == nil || entryErr != nil {
 			continue
 		}
 		for _, x := range v.ix {
@@ -271,6 +259,28 @@ func (v *verifier) items(g *layout.Generation, indexes map[string]*bbolt.Bucket)
 		v.sharedEnvelopes(g, owner)
 	}
 	return n, slices.Compact(ids), nil
+}
+
+// reverse decodes the reverse entry of the item stored under key and
+// checks that its index entries exist.
+func (v *verifier) reverse(key string, b []byte, indexes map[string]*bbolt.Bucket) map[string][]string {
+	rev, err := layout.DecodeReverse(b)
+	if err != nil {
+		v.problem(ReverseWithoutIndex, key, "", "", "%v", err)
+	}
+	for name, values := range rev {
+		b := indexes[name]
+		if b == nil {
+			v.problem(ReverseWithoutIndex, key, name, "", "reverse entry names an index that is not recorded")
+			continue
+		}
+		for _, value := range values {
+			if b.Get(layout.IndexKey(value, key)) == nil {
+				v.problem(ReverseWithoutIndex, key, name, value, "index entry missing")
+			}
+		}
+	}
+	return rev
 }
 
 // sharedEnvelopes reports the items whose envelope id is in shared.
