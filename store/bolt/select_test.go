@@ -436,3 +436,37 @@ func BenchmarkSelect(b *testing.B) {
 		})
 	}
 }
+
+// TestSelectAcrossTransactions checks that a walk longer than one read
+// transaction (selectExamine entries) resumes where it stopped, in each
+// source: every entry, a namespace's key range and an index.
+func TestSelectAcrossTransactions(t *testing.T) {
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
+	s := openPods(t, db, nodeIndexers())
+	n := 2*selectExamine + 100
+	pods := make([]*corev1.Pod, 0, n)
+	objs := make([]interface{}, 0, n)
+	for i := range n {
+		ns := "ns-a"
+		if i >= selectExamine/2 {
+			ns = "ns-b"
+		}
+		p := mkPod(ns, fmt.Sprintf("p%05d", i), "1")
+		if i%97 == 0 || i == selectExamine || i == selectExamine+1 {
+			p.Labels["rare"] = "yes"
+		}
+		pods = append(pods, p)
+		objs = append(objs, p)
+	}
+	must(t, s.Replace(objs, "1"))
+	for _, sel := range []store.Selection{
+		{Labels: parseSelector(t, "rare")},
+		{Namespace: "ns-b", Labels: parseSelector(t, "rare=yes")},
+		{Index: "node", Value: "node-1", Labels: parseSelector(t, "rare")},
+		{Namespace: "ns-b", Labels: parseSelector(t, "!rare")},
+	} {
+		if got, want := selectedKeys(t, s, sel), wantSelected(t, pods, sel); !slices.Equal(got, want) {
+			t.Errorf("Select(ns=%q labels=%v index=%s=%s) = %d keys, want %d", sel.Namespace, sel.Labels, sel.Index, sel.Value, len(got), len(want))
+		}
+	}
+}
