@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"runtime"
 
 	"k8s.io/client-go/tools/cache"
 
@@ -44,15 +43,16 @@ var errNoMetadata = errors.New("object has no metadata to select by namespace or
 // each filtered by the namespace and labels recorded in the entry. Any
 // label selector works (equality, set-based, exists, !key); the common
 // operators are evaluated on the entry's bytes without allocating.
-// An empty selection is ScanParallel.
 //
 // Entries are examined in read transactions of at most selectExamine
-// entries; up to scanChunk selected objects are copied out, decoded
-// outside the transaction on every core (an object in the decoded-object
-// cache is taken from it, without filling or reordering the cache, so a
-// bulk read never evicts what point reads keep) and passed to fn on the
-// calling goroutine. Like Scan, each chunk is a snapshot, fn may read the
-// store, and writes made during the walk may or may not be seen.
+// entries; the objects selected among them, up to scanChunk, are decoded
+// in that transaction on every core, from the stored bytes without copying
+// them (an object in the decoded-object cache is taken from it, without
+// filling or reordering the cache, so a bulk read never evicts what point
+// reads keep), and passed to fn on the calling goroutine outside any
+// transaction. Like Scan, each chunk is a snapshot, fn may read the store,
+// and writes made during the walk may or may not be seen; memory stays
+// proportional to a chunk beyond what fn keeps.
 //
 // Errors: an unknown index wraps store.ErrIndexNotFound; ctx's error is
 // returned wrapped; fn's first error is returned unchanged; an item entry
@@ -71,21 +71,13 @@ func (s *Store) Select(ctx context.Context, sel store.Selection, fn store.ScanFu
 			return err
 		}
 	}
-	m := newSelectMatcher(sel)
-	if sel.Index == "" && m.everything() {
-		return s.ScanParallel(ctx, runtime.GOMAXPROCS(0), fn)
-	}
-	src := s.selectSource(sel)
-	w := selectWalk{s: s, m: m, src: src}
+	w := selectWalk{s: s, m: newSelectMatcher(sel), src: s.selectSource(sel)}
 	for {
 		if err := ctx.Err(); err != nil {
 			return s.errorf(op, err)
 		}
 		chunk, done, err := w.next(op)
 		if err != nil {
-			return err
-		}
-		if err := s.decodeSelected(op, chunk); err != nil {
 			return err
 		}
 		for i := range chunk {
@@ -150,7 +142,7 @@ func isNamespaceKeyFunc(fn cache.KeyFunc) bool {
 }
 
 // selected is an object a Select passes to fn: obj when the decoded-object
-// cache had it, else env, copied out of the transaction, to decode.
+// cache had it, else decoded from env, which aliases the read transaction.
 type selected struct {
 	key string
 	env []byte
@@ -170,13 +162,14 @@ type selectWalk struct {
 }
 
 // next examines up to selectExamine entries after w's position in one read
-// transaction and returns the objects selected among them (at most
-// scanChunk) and whether the source is exhausted.
+// transaction, decodes the objects selected among them (at most scanChunk)
+// in that transaction on every core, as Scan decodes its chunk in its
+// transaction (no copy of the stored bytes), and returns them and whether
+// the source is exhausted.
 func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 	s := w.s
 	var bad *keyError
 	done = true
-	var buf []byte // the chunk's envelopes, one allocation per growth
 	err = s.readLive(op, func(g *layout.Generation) error {
 		c, k, v, err := w.start(g)
 		if err != nil {
@@ -218,10 +211,9 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 					continue
 				}
 			}
-			start := len(buf)
-			buf = append(buf, env...)
-			chunk = append(chunk, selected{key: string(key), env: buf[start:len(buf):len(buf)]})
+			chunk = append(chunk, selected{key: string(key), env: env})
 		}
+		bad = s.decodeSelected(chunk)
 		return nil
 	})
 	if err != nil {
@@ -230,15 +222,6 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 	if bad != nil {
 		s.corrupted(op, []keyError{*bad})
 		return nil, false, s.errorf(op, bad.err)
-	}
-	// The envelopes were sliced from buf while it grew: re-slice them
-	// from the final buffer so that the earlier allocations can go.
-	off := 0
-	for i := range chunk {
-		if n := len(chunk[i].env); n > 0 {
-			chunk[i].env = buf[off : off+n : off+n]
-			off += n
-		}
 	}
 	return chunk, done, nil
 }
@@ -289,10 +272,10 @@ func (w *selectWalk) item(g *layout.Generation, k, v []byte) ([]byte, []byte, er
 }
 
 // decodeSelected decodes the objects of chunk that the cache did not
-// hold, on every core. An object that does not decode (or whose codec
-// panics) marks the resource incomplete and returns an error wrapping
-// ErrCorrupt, the first in key order.
-func (s *Store) decodeSelected(op string, chunk []selected) error {
+// hold, on every core, and drops the references to the stored bytes. It
+// returns the first object, in key order, that does not decode (or whose
+// codec panics), with an error wrapping ErrCorrupt; nil if all decode.
+func (s *Store) decodeSelected(chunk []selected) *keyError {
 	errs := forEachParallel(len(chunk), func(i int) error {
 		c := &chunk[i]
 		if c.env == nil {
@@ -304,8 +287,7 @@ func (s *Store) decodeSelected(op string, chunk []selected) error {
 	})
 	for i, err := range errs {
 		if err != nil {
-			s.corrupted(op, []keyError{{chunk[i].key, err}})
-			return s.errorf(op, err)
+			return &keyError{chunk[i].key, err}
 		}
 	}
 	return nil
