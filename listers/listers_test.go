@@ -25,6 +25,8 @@ import (
 	appslisters "github.com/warmcache/warmcache/listers/apps/v1"
 	corelisters "github.com/warmcache/warmcache/listers/core/v1"
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/codec"
 	"github.com/warmcache/warmcache/store/memory"
 )
 
@@ -68,18 +70,21 @@ func names(pods []*corev1.Pod) []string {
 
 var selectors = []string{"", "app=app-1", "app!=app-1", "app in (app-1,app-2)", "app notin (app-1)", "tier", "!tier", "canary", "app=app-3,tier", "app=none"}
 
-// Our listers answer every selector as client-go's do, on a store that
-// pushes selections down, on client-go's own indexer, and on one without a
-// namespace index.
+// Our listers answer every selector as client-go's do, on the stores that
+// push selections down (memory, and bolt with and without a namespace
+// index), on client-go's own indexer, and on one without a namespace
+// index.
 func TestListersAnswerAsClientGo(t *testing.T) {
 	mem, err := memory.New(memory.Options{Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	indexers := map[string]cache.Indexer{
-		"memory store":              mem,
-		"client-go indexer":         cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
-		"without a namespace index": cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
+		"memory store":                mem,
+		"bolt store":                  openBolt(t, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
+		"bolt store without an index": openBolt(t, nil),
+		"client-go indexer":           cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}),
+		"without a namespace index":   cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{}),
 	}
 	pods := population()
 	for name, idx := range indexers {
@@ -121,6 +126,31 @@ func TestListersAnswerAsClientGo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// openBolt opens a pods store in a new bolt file, closed when the test
+// ends.
+func openBolt(t *testing.T, indexers cache.Indexers) *bolt.Store {
+	t.Helper()
+	ctx := context.Background()
+	db, err := bolt.Open(ctx, filepath.Join(t.TempDir(), "cache.db"), bolt.Options{Sync: bolt.UnsafeNoSync})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := db.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	s, err := db.Resource(ctx, bolt.ResourceOptions{
+		Identity: bolt.Identity{Version: "v1", Resource: "pods", Kind: "Pod"},
+		Codec:    codec.Protobuf(nil),
+		Indexers: indexers,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // countingStore records the selections pushed down and fails any read of

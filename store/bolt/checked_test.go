@@ -40,6 +40,7 @@ const (
 	ProblemReverseWithoutIndex = check.ReverseWithoutIndex
 	ProblemBlobWithoutItem     = check.BlobWithoutItem
 	ProblemIndexValues         = check.IndexValues
+	ProblemSelectPart          = check.SelectPart
 	ProblemCount               = check.Count
 	ProblemNotDecoded          = check.NotDecoded
 )

@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/store"
@@ -466,10 +467,39 @@ func crashCheck(t *testing.T, path string, w *crashWorld) store.State {
 	if err := verifyErr(ctx, db); err != nil {
 		t.Errorf("Verify after kill: %v", err)
 	}
+	crashCheckSelect(t, s, w, rv)
 	// A generation staged or retained (killed between Commit and Release)
 	// is deleted by the open.
 	if n := generations(t, s); n != 1 {
 		t.Errorf("RV %d: %d generations after reopen, want the live one only", rv, n)
 	}
 	return st
+}
+
+// crashCheckSelect checks that a selection by namespace and labels, read
+// from the item entries without decoding the others, selects what the
+// world holds at rv.
+func crashCheckSelect(t *testing.T, s *Store, w *crashWorld, rv int) {
+	t.Helper()
+	var want []string
+	for id, m := range w.objs {
+		if id%16 == 5 && m%7 == 3 {
+			want = append(want, crashKey(id))
+		}
+	}
+	slices.Sort(want)
+	var got []string
+	sel := store.Selection{Namespace: "ns-05", Labels: labels.SelectorFromSet(labels.Set{"m": "3"})}
+	if err := s.Select(context.Background(), sel, func(key string, obj interface{}) error {
+		if p := obj.(*corev1.Pod); p.Labels["m"] != "3" || p.Namespace != "ns-05" {
+			return fmt.Errorf("%s selected with labels %v in %s", key, p.Labels, p.Namespace)
+		}
+		got = append(got, key)
+		return nil
+	}); err != nil {
+		t.Errorf("RV %d: Select: %v", rv, err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("RV %d: Select(ns-05, m=3) = %d keys, want %d", rv, len(got), len(want))
+	}
 }

@@ -84,3 +84,42 @@ func FuzzIndexKey(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSelectPart checks that parsing a select part never panics, that the
+// labels of what parses can be read, and that the select part of any
+// namespace, key and label round-trips.
+func FuzzSelectPart(f *testing.F) {
+	p := mkPod("ns", "a", "1")
+	p.Labels["tier"] = "web"
+	f.Add(layout.AppendSelectPart(nil, "ns/a", p), "ns", "a", "k", "v")
+	f.Add(layout.AppendSelectPart(nil, "other", p), "", "x/y", "", "")
+	f.Add([]byte{0xc2}, "a", "b", "c", "d")
+	f.Add([]byte{0xc0, 0xdf, 0xff, 0xff, 0xff, 0xff}, "", "", "k", "")
+	f.Fuzz(func(t *testing.T, data []byte, ns, name, k, v string) {
+		if sp, rest, err := layout.ParseSelectPart(data); err == nil {
+			m := sp.Labels.Map()
+			if len(m) > sp.Labels.Len() || len(rest) > len(data) {
+				t.Fatalf("parsed %d labels of %d, %d bytes left of %d", len(m), sp.Labels.Len(), len(rest), len(data))
+			}
+			for key, val := range m {
+				if got, ok := sp.Labels.Lookup(key); !ok || (got != val && sp.Labels.Len() == len(m)) {
+					t.Fatalf("Lookup(%q) = %q, %t; Map has %q", key, got, ok, val)
+				}
+			}
+		}
+		pod := mkPod(ns, name, "1")
+		pod.Labels = map[string]string{k: v, "app": name}
+		key := ns + "/" + name
+		enc := layout.AppendSelectPart(nil, key, pod)
+		sp, rest, err := layout.ParseSelectPart(append(enc, 0x80))
+		if err != nil || !bytes.Equal(rest, []byte{0x80}) || !sp.HasMeta {
+			t.Fatalf("parse(%x) = %+v, rest %x, %v", enc, sp, rest, err)
+		}
+		if got := string(sp.NamespaceOf([]byte(key))); got != ns {
+			t.Fatalf("namespace %q, want %q", got, ns)
+		}
+		if got := sp.Labels.Map(); len(got) != len(pod.Labels) || got[k] != pod.Labels[k] || got["app"] != pod.Labels["app"] {
+			t.Fatalf("labels %v, want %v", got, pod.Labels)
+		}
+	})
+}

@@ -190,11 +190,22 @@ func setEnvelope(t testing.TB, g *layout.Generation, key string, env []byte) {
 	must(t, g.Blobs.Put(append([]byte(nil), id...), env))
 }
 
-// appendItemEntry appends the item entry of blob id with raw reverse entry
-// rev, to write damaged entries.
-func appendItemEntry(dst, id, rev []byte) []byte {
+// appendItemEntry appends the item entry of blob id with raw select part
+// sel and raw reverse entry rev, to write damaged entries.
+func appendItemEntry(dst, id, sel, rev []byte) []byte {
 	dst = append(dst, id...)
+	dst = append(dst, sel...)
 	return append(dst, rev...)
+}
+
+// itemEntry returns the parsed item entry of key in g, which must exist.
+func itemEntry(t testing.TB, g *layout.Generation, key string) layout.ItemEntry {
+	t.Helper()
+	e, err := layout.ParseItemEntry(g.Items.Get([]byte(key)))
+	if err != nil {
+		t.Fatalf("item entry of %q: %v", key, err)
+	}
+	return e
 }
 
 // rawMeta rewrites the pods resource's meta with fn.

@@ -173,9 +173,8 @@ func TestRebuildRewritesDamagedReverseEntry(t *testing.T) {
 	must(t, db.Close())
 	rawUpdate(t, path, func(tx *bbolt.Tx) error {
 		_, g := rawLive(t, tx)
-		id, _, err := layout.SplitItemEntry(g.Items.Get([]byte("ns/b")))
-		must(t, err)
-		return g.Items.Put([]byte("ns/b"), appendItemEntry(nil, id, []byte{0x81, 0xa1}))
+		b := itemEntry(t, g, "ns/b")
+		return g.Items.Put([]byte("ns/b"), appendItemEntry(nil, b.ID, b.Select, []byte{0x81, 0xa1}))
 	})
 
 	db = openDB(t, path, Options{Sync: UnsafeNoSync})

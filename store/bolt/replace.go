@@ -123,7 +123,7 @@ func (r *replaceTx) Add(ctx context.Context, objs ...interface{}) error {
 		if err != nil {
 			return s.errorf(fmt.Sprintf("%s: key %q", op, key), err)
 		}
-		ops[i] = prepared{pos: i, key: key, obj: obj, env: env}
+		ops[i] = prepared{pos: i, key: key, obj: obj, env: env, sel: layout.AppendSelectPart(nil, key, obj)}
 		if err := ops[i].computeValues(r.ix); err != nil {
 			return s.errorf(op, err)
 		}

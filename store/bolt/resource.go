@@ -376,7 +376,7 @@ func (s *Store) reindex(w *writer, ix *indexSet, after []byte, n int) ([]byte, b
 			bad = append(bad, keyError{key, err})
 			continue
 		}
-		p := prepared{key: key, obj: obj}
+		p := prepared{key: key, obj: obj, sel: layout.AppendSelectPart(nil, key, obj)}
 		if err := p.computeValues(ix); err != nil {
 			return nil, false, nil, err
 		}
@@ -385,7 +385,7 @@ func (s *Store) reindex(w *writer, ix *indexSet, after []byte, n int) ([]byte, b
 	}
 	end := k == nil
 	for i := range todo {
-		if _, err := w.put(todo[i].key, nil, todo[i].values); err != nil {
+		if _, err := w.put(todo[i].key, nil, todo[i].sel, todo[i].values); err != nil {
 			return nil, false, nil, err
 		}
 	}

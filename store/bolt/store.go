@@ -33,7 +33,7 @@ import (
 // Bookmark, a Replace's Commit) is one bbolt transaction that also records
 // the resulting resourceVersion (invariant 1). Reads see committed data
 // only. Get, List, ByIndex, IndexKeys and the like read one consistent
-// snapshot; Scan, ScanIndex and Replace.Vanished read in chunks of
+// snapshot; Scan, ScanIndex, Select and Replace.Vanished read in chunks of
 // scanChunk objects, each chunk a snapshot, and call their function outside
 // any transaction (so it may read the store), so they may observe writes
 // made during the scan.

@@ -45,11 +45,8 @@ func TestVerifyDetects(t *testing.T) {
 		}, ProblemItem, "ns/c"},
 		{"envelope shared by two items", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			ida, _, err := layout.SplitItemEntry(g.Items.Get([]byte("ns/a")))
-			must(t, err)
-			_, revb, err := layout.SplitItemEntry(g.Items.Get([]byte("ns/b")))
-			must(t, err)
-			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry(nil, ida, revb)))
+			a, b := itemEntry(t, g, "ns/a"), itemEntry(t, g, "ns/b")
+			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry(nil, a.ID, b.Select, b.Reverse)))
 		}, ProblemItem, "ns/b"},
 		{"item entry shorter than a blob id", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
@@ -57,10 +54,31 @@ func TestVerifyDetects(t *testing.T) {
 		}, ProblemItem, "ns/b"},
 		{"reverse entry does not decode", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			id, _, err := layout.SplitItemEntry(g.Items.Get([]byte("ns/b")))
-			must(t, err)
-			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry(nil, id, []byte{0x81, 0xa1})))
+			b := itemEntry(t, g, "ns/b")
+			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry(nil, b.ID, b.Select, []byte{0x81, 0xa1})))
 		}, ProblemReverseWithoutIndex, "ns/b"},
+		{"labels differ from the object's", func(t *testing.T, tx *bbolt.Tx) {
+			_, g := rawLive(t, tx)
+			b := itemEntry(t, g, "ns/b")
+			other := mkPod("ns", "b", "2")
+			other.Labels = map[string]string{"app": "other"}
+			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry(nil, b.ID, layout.AppendSelectPart(nil, "ns/b", other), b.Reverse)))
+		}, ProblemSelectPart, "ns/b"},
+		{"labels missing", func(t *testing.T, tx *bbolt.Tx) {
+			_, g := rawLive(t, tx)
+			b := itemEntry(t, g, "ns/b")
+			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry(nil, b.ID, []byte{0xc0, 0x80}, b.Reverse)))
+		}, ProblemSelectPart, "ns/b"},
+		{"namespace differs from the object's", func(t *testing.T, tx *bbolt.Tx) {
+			_, g := rawLive(t, tx)
+			b := itemEntry(t, g, "ns/b")
+			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry(nil, b.ID, layout.AppendSelectPart(nil, "ns/b", mkPod("elsewhere", "b", "2")), b.Reverse)))
+		}, ProblemSelectPart, "ns/b"},
+		{"select part does not parse", func(t *testing.T, tx *bbolt.Tx) {
+			_, g := rawLive(t, tx)
+			b := itemEntry(t, g, "ns/b")
+			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry(nil, b.ID, []byte{0xa5, 'x'}, b.Reverse)))
+		}, ProblemSelectPart, "ns/b"},
 		{"envelope RV differs from the object's", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
 			env, err := layout.DecodeEnvelope(rawEnvelope(t, g, "ns/a"))

@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -21,6 +22,7 @@ type prepared struct {
 	obj    interface{}
 	delete bool
 	env    []byte     // the item's envelope, for upserts
+	sel    []byte     // the item's select part, for upserts
 	values [][]string // per index of the indexSet used, for upserts
 }
 
@@ -42,6 +44,7 @@ func (s *Store) prepare(op string, pos int, t cache.Transaction) (prepared, erro
 	if p.env, err = s.encode(t.Object); err != nil {
 		return prepared{}, s.errorf(fmt.Sprintf("%s: transaction %d: key %q", op, pos, key), err)
 	}
+	p.sel = layout.AppendSelectPart(nil, key, t.Object)
 	return p, nil
 }
 
@@ -161,32 +164,39 @@ func (w *writer) apply(p *prepared) (int64, error) {
 		}
 		return 0, err
 	}
-	added, err := w.put(p.key, p.env, p.values)
+	added, err := w.put(p.key, p.env, p.sel, p.values)
 	if added {
 		return 1, err
 	}
 	return 0, err
 }
 
-// put stores env under key and files key under values, removing the index
-// entries the previous object had and the new one has not (read from the
-// item entry, without decoding the previous object). A nil env leaves the
-// envelope as it is and only re-files the item. An update whose index
-// values are unchanged rewrites the envelope only.
-func (w *writer) put(key string, env []byte, values [][]string) (added bool, err error) {
+// put stores env under key with select part sel and files key under
+// values, removing the index entries the previous object had and the new
+// one has not (read from the item entry, without decoding the previous
+// object). A nil env leaves the envelope as it is and only re-files the
+// item. An update whose select part and index values are unchanged
+// rewrites the envelope only.
+func (w *writer) put(key string, env, sel []byte, values [][]string) (added bool, err error) {
 	k := []byte(key)
 	cur := w.g.Items.Get(k)
 	added = cur == nil
 	var id []byte
 	var old map[string][]string
+	changed := added || w.refile
 	if !added {
-		var rev []byte
-		id, rev, err = layout.SplitItemEntry(cur)
-		if err == nil && !w.refile {
-			// A re-file ignores the recorded values (the index buckets
-			// were emptied), so a damaged reverse entry is rewritten
-			// rather than stopping an index rebuild.
-			old, err = layout.DecodeReverse(rev)
+		if w.refile {
+			// A re-file ignores the recorded select part and values
+			// (the index buckets were emptied) and writes both
+			// afresh, so a damaged entry is rewritten rather than
+			// stopping an index rebuild.
+			id, err = layout.ItemBlobID(cur)
+		} else {
+			var e layout.ItemEntry
+			if e, err = layout.ParseItemEntry(cur); err == nil {
+				id, changed = e.ID, !bytes.Equal(e.Select, sel)
+				old, err = layout.DecodeReverse(e.Reverse)
+			}
 		}
 		if err != nil {
 			return false, fmt.Errorf("%w: key %q: %w", ErrCorrupt, key, err)
@@ -195,7 +205,6 @@ func (w *writer) put(key string, env []byte, values [][]string) (added bool, err
 	} else if env == nil {
 		return false, fmt.Errorf("re-file %q: %w", key, errNoItem)
 	}
-	changed := added || w.refile
 	for i, name := range w.names {
 		var nv []string
 		if values != nil {
@@ -247,8 +256,9 @@ func (w *writer) put(key string, env []byte, values [][]string) (added bool, err
 	if !changed {
 		return added, nil
 	}
-	// Clip: the entry must not share memory with id, the envelope's key.
-	return added, w.g.Items.Put(k, layout.AppendReverse(slices.Clip(id), w.names, values))
+	// A new slice: the entry must not share memory with id, the
+	// envelope's key.
+	return added, w.g.Items.Put(k, layout.AppendItemEntry(make([]byte, 0, len(id)+len(sel)+64), id, sel, w.names, values))
 }
 
 // remove deletes key, its envelope and its index entries.

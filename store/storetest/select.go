@@ -18,6 +18,8 @@ var selectTests = []namedTest{
 	{"SelectWithoutNamespaceIndex", testSelectWithoutNamespaceIndex},
 	{"SelectUnknownIndex", testSelectUnknownIndex},
 	{"SelectStopsAtCallbackError", testSelectStopsAtCallbackError},
+	{"SelectWithoutLabelsAndTheEmptyKey", testSelectWithoutLabels},
+	{"SelectFollowsWrites", testSelectFollowsWrites},
 }
 
 // selectPods is a small population with labels of every shape a selector
@@ -49,7 +51,8 @@ func mustSelector(t testing.TB, s string) labels.Selector {
 	return sel
 }
 
-// want computes a selection's result by brute force.
+// want computes a selection's result by brute force (users index
+// values hold one user).
 func want(pods []*corev1.Pod, sel store.Selection) []string {
 	var out []string
 	for _, p := range pods {
@@ -62,7 +65,11 @@ func want(pods []*corev1.Pod, sel store.Selection) []string {
 		if sel.Index == indexUsers && !slices.Contains([]string{p.Annotations[annotationUsers]}, sel.Value) {
 			continue
 		}
-		out = append(out, p.Namespace+"/"+p.Name)
+		if sel.Index == indexNamespace && p.Namespace != sel.Value {
+			continue
+		}
+		k, _ := cache.DeletionHandlingMetaNamespaceKeyFunc(p)
+		out = append(out, k)
 	}
 	slices.Sort(out)
 	return out
@@ -158,4 +165,94 @@ func testSelectStopsAtCallbackError(t *testing.T, h harness) {
 	if !errors.Is(err, stop) || n != 1 {
 		t.Fatalf("Select = %v after %d calls, want the callback's error after 1", err, n)
 	}
+}
+
+// testSelectWithoutLabels: objects without labels (nil or empty), a
+// cluster-scoped object and the empty key are selected as client-go's
+// listers would select them, by every kind of selector.
+func testSelectWithoutLabels(t *testing.T, h harness) {
+	s := h.open(t, nil)
+	bare := mkPod("ns-1", "bare", "1", users("ernie"))
+	bare.Labels = nil
+	labelled := mkPod("ns-1", "labelled", "2", users("ernie"), func(p *corev1.Pod) { p.Labels["app"], p.Labels["tier"] = "a", "web" })
+	empty := mkPod("", "", "3", users("ernie"))
+	cluster := mkPod("", "node-like", "4", func(p *corev1.Pod) { p.Labels["app"] = "b" })
+	other := mkPod("ns-2", "other", "5", func(p *corev1.Pod) { p.Labels["app"] = "" })
+	pods := []*corev1.Pod{bare, labelled, empty, cluster, other}
+	mustAdd(t, s, pods...)
+	for _, sel := range []store.Selection{
+		{},
+		{Labels: mustSelector(t, "app")},
+		{Labels: mustSelector(t, "!app")},
+		{Labels: mustSelector(t, "app=")},
+		{Labels: mustSelector(t, "app!=a")},
+		{Labels: mustSelector(t, "app notin (a)")},
+		{Labels: mustSelector(t, "app in (a,b)")},
+		{Labels: mustSelector(t, "tier in (web),app")},
+		{Labels: labels.Nothing()},
+		{Namespace: "ns-1"},
+		{Namespace: "ns-1", Labels: mustSelector(t, "!tier")},
+		{Index: indexNamespace, Value: ""},
+		{Index: indexNamespace, Value: "", Labels: mustSelector(t, "!app")},
+		{Index: indexUsers, Value: "ernie", Labels: mustSelector(t, "!app")},
+		{Index: indexUsers, Value: "ernie", Namespace: "ns-1"},
+	} {
+		if got, exp := selectKeys(t, s, sel), want(pods, sel); !slices.Equal(got, exp) {
+			t.Errorf("Select(ns=%q labels=%v index=%s=%s) = %q, want %q", sel.Namespace, sel.Labels, sel.Index, sel.Value, got, exp)
+		}
+	}
+}
+
+// testSelectFollowsWrites: a selection sees the labels and namespaces of
+// the objects as last written, through updates that change labels or
+// leave them, deletes and a relist.
+func testSelectFollowsWrites(t *testing.T, h harness) {
+	s := h.open(t, nil)
+	pods := selectPods()
+	mustAdd(t, s, pods...)
+	check := func(stage string, pods []*corev1.Pod) {
+		t.Helper()
+		for _, sel := range []store.Selection{
+			{Labels: mustSelector(t, "app=a")},
+			{Labels: mustSelector(t, "!tier")},
+			{Namespace: "ns-2", Labels: mustSelector(t, "app in (b,z)")},
+			{Index: indexUsers, Value: "alice", Labels: mustSelector(t, "tier")},
+		} {
+			if got, exp := selectKeys(t, s, sel), want(pods, sel); !slices.Equal(got, exp) {
+				t.Errorf("%s: Select(ns=%q labels=%v index=%s=%s) = %q, want %q", stage, sel.Namespace, sel.Labels, sel.Index, sel.Value, got, exp)
+			}
+		}
+	}
+	check("added", pods)
+
+	// Relabel every third pod, bump the others' resourceVersion only.
+	for i, p := range pods {
+		p = withRV(p, "2")
+		if i%3 == 0 {
+			p.Labels = map[string]string{"app": "z"}
+		}
+		pods[i] = p
+		if err := s.Update(p); err != nil {
+			t.Fatalf("Update: %v", err)
+		}
+	}
+	check("updated", pods)
+
+	for _, p := range pods[:4] {
+		if err := s.Delete(p); err != nil {
+			t.Fatalf("Delete: %v", err)
+		}
+	}
+	pods = pods[4:]
+	check("deleted", pods)
+
+	relisted := selectPods()[:9]
+	objs := make([]interface{}, len(relisted))
+	for i, p := range relisted {
+		objs[i] = p
+	}
+	if err := s.Replace(objs, "9"); err != nil {
+		t.Fatalf("Replace: %v", err)
+	}
+	check("relisted", relisted)
 }

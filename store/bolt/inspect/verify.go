@@ -41,6 +41,10 @@ const (
 	// yields other values than those recorded (only checked for resources
 	// open with Resource on the DB, whose functions are known).
 	ProblemIndexValues ProblemKind = check.IndexValues
+	// ProblemSelectPart: an item entry's select part (the namespace and
+	// labels that selections read without decoding) does not parse or
+	// differs from the decoded item's.
+	ProblemSelectPart ProblemKind = check.SelectPart
 	// ProblemCount: the recorded number of objects differs from the
 	// number of items.
 	ProblemCount ProblemKind = check.Count
@@ -69,8 +73,8 @@ func (p Problem) String() string {
 // reports each inconsistency to report: every index entry has its item and
 // agrees with the item's reverse entry; every reverse entry has its index
 // entries; every item has an envelope of its own and every envelope an
-// item; every item decodes and its envelope's resourceVersion is the
-// decoded object's; for resources open on db with DB.Resource, the index
+// item; every item decodes, its envelope's resourceVersion is the decoded
+// object's and its entry records the object's namespace and labels; for resources open on db with DB.Resource, the index
 // functions give the recorded values; the recorded object count is the
 // number of items. Payloads are decoded with the codec of a store open on
 // db, else with the one codecs resolves from the recorded codec name

@@ -1,6 +1,7 @@
 package check
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -41,6 +42,7 @@ const (
 	ReverseWithoutIndex = "reverse-without-index"
 	BlobWithoutItem     = "blob-without-item"
 	IndexValues         = "index-values"
+	SelectPart          = "select-part"
 	Count               = "count"
 	NotDecoded          = "not-decoded"
 )
@@ -194,27 +196,20 @@ func (v *verifier) items(g *layout.Generation, indexes map[string]*bbolt.Bucket)
 			}
 		}
 		key := string(k)
-		idb, revb, err := layout.SplitItemEntry(val)
+		idb, err := layout.ItemBlobID(val)
 		if err != nil {
 			v.problem(Item, key, "", "", "%v", err)
 			continue
 		}
 		ids = append(ids, binary.BigEndian.Uint64(idb))
-		rev, err := layout.DecodeReverse(revb)
-		if err != nil {
-			v.problem(ReverseWithoutIndex, key, "", "", "%v", err)
-		}
-		for name, values := range rev {
-			b := indexes[name]
-			if b == nil {
-				v.problem(ReverseWithoutIndex, key, name, "", "reverse entry names an index that is not recorded")
-				continue
-			}
-			for _, value := range values {
-				if b.Get(layout.IndexKey(value, key)) == nil {
-					v.problem(ReverseWithoutIndex, key, name, value, "index entry missing")
-				}
-			}
+		// An entry whose select part does not parse has no readable
+		// reverse entry either; its envelope is checked all the same.
+		entry, entryErr := layout.ParseItemEntry(val)
+		var rev map[string][]string
+		if entryErr != nil {
+			v.problem(SelectPart, key, "", "", "%v", entryErr)
+		} else {
+			rev = v.reverse(key, entry.Reverse, indexes)
 		}
 		envb, err := g.EnvelopeOf(k, val)
 		if err != nil {
@@ -237,7 +232,10 @@ func (v *verifier) items(g *layout.Generation, indexes map[string]*bbolt.Bucket)
 		if a, err := meta.Accessor(obj); err == nil && a.GetResourceVersion() != env.RV {
 			v.problem(Item, key, "", "", "envelope resourceVersion %q, object %q", env.RV, a.GetResourceVersion())
 		}
-		if v.ix == nil {
+		if want := layout.AppendSelectPart(nil, key, obj); entryErr == nil && !bytes.Equal(entry.Select, want) {
+			v.problem(SelectPart, key, "", "", "recorded namespace and labels %s, the object has %s", describeSelect(k, entry.Parsed), describeSelect(k, mustParseSelect(want)))
+		}
+		if v.ix == nil || entryErr != nil {
 			continue
 		}
 		for _, x := range v.ix {
@@ -261,6 +259,28 @@ func (v *verifier) items(g *layout.Generation, indexes map[string]*bbolt.Bucket)
 		v.sharedEnvelopes(g, owner)
 	}
 	return n, slices.Compact(ids), nil
+}
+
+// reverse decodes the reverse entry of the item stored under key and
+// checks that its index entries exist.
+func (v *verifier) reverse(key string, b []byte, indexes map[string]*bbolt.Bucket) map[string][]string {
+	rev, err := layout.DecodeReverse(b)
+	if err != nil {
+		v.problem(ReverseWithoutIndex, key, "", "", "%v", err)
+	}
+	for name, values := range rev {
+		b := indexes[name]
+		if b == nil {
+			v.problem(ReverseWithoutIndex, key, name, "", "reverse entry names an index that is not recorded")
+			continue
+		}
+		for _, value := range values {
+			if b.Get(layout.IndexKey(value, key)) == nil {
+				v.problem(ReverseWithoutIndex, key, name, value, "index entry missing")
+			}
+		}
+	}
+	return rev
 }
 
 // sharedEnvelopes reports the items whose envelope id is in shared.
@@ -346,4 +366,21 @@ func (v *verifier) indexEntries(g *layout.Generation, indexes map[string]*bbolt.
 		}
 	}
 	return nil
+}
+
+// describeSelect describes a select part of the item stored under key.
+func describeSelect(key []byte, p layout.SelectPart) string {
+	if !p.HasMeta {
+		return "no metadata"
+	}
+	return fmt.Sprintf("namespace %q labels %v", p.NamespaceOf(key), p.Labels.Map())
+}
+
+// mustParseSelect parses a select part AppendSelectPart wrote.
+func mustParseSelect(b []byte) layout.SelectPart {
+	p, _, err := layout.ParseSelectPart(b)
+	if err != nil {
+		panic(fmt.Sprintf("check: a select part just encoded does not parse: %v", err))
+	}
+	return p
 }

@@ -2,8 +2,9 @@
 // package bolt, which reads and writes it, and package inspect, which
 // checks and describes it: the names of buckets and keys, the versions,
 // the encodings of the format marker, a resource's meta, item keys (which
-// let the empty object key be stored), item entries, envelopes, reverse
-// entries and index keys, and the generations of a resource's content.
+// let the empty object key be stored), item entries and their select
+// parts, envelopes, reverse entries and index keys, and the generations of
+// a resource's content.
 //
 // Byte slices read from bbolt alias the transaction's memory: every
 // function here that returns part of its input says so, and such bytes

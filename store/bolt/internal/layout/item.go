@@ -8,22 +8,66 @@ import (
 )
 
 // An item entry (the value of items/<key>) is the 8-byte big-endian id of
-// the item's envelope in blobs/, followed by the item's reverse entry: the
-// index values it is filed under, empty for an item without any. Reading
-// an object takes two lookups; in exchange a write in watch order rewrites
-// leaves of small entries only, and an update whose index values did not
-// change leaves its item entry alone.
+// the item's envelope in blobs/, followed by the item's select part (its
+// namespace and labels, see AppendSelectPart) and by its reverse entry:
+// the index values it is filed under, empty for an item without any.
+// Reading an object takes two lookups; in exchange a write in watch order
+// rewrites leaves of small entries only, an update whose labels and index
+// values did not change leaves its item entry alone, and a selection by
+// namespace, labels or index reads item entries only and decodes what it
+// selects.
 
 // BlobIDLen is the length of a blob id.
 const BlobIDLen = 8
 
+// ItemEntry is a parsed item entry. Its fields alias the entry.
+type ItemEntry struct {
+	// ID is the blob id of the item's envelope.
+	ID []byte
+	// Select is the raw select part, Reverse the raw reverse entry.
+	Select, Reverse []byte
+	// Parsed is the select part, parsed.
+	Parsed SelectPart
+}
+
+// AppendItemEntry appends the item entry of blob id with the encoded
+// select part sel and the reverse entry of values (see AppendReverse).
+func AppendItemEntry(dst, id, sel []byte, names []string, values [][]string) []byte {
+	dst = append(dst, id...)
+	dst = append(dst, sel...)
+	return AppendReverse(dst, names, values)
+}
+
+// ParseItemEntry splits an item entry into its parts, checking the select
+// part (not the reverse entry, which DecodeReverse checks).
+func ParseItemEntry(v []byte) (ItemEntry, error) {
+	if len(v) < BlobIDLen {
+		return ItemEntry{}, fmt.Errorf("item entry of %d bytes, shorter than a blob id", len(v))
+	}
+	p, rev, err := ParseSelectPart(v[BlobIDLen:])
+	if err != nil {
+		return ItemEntry{}, fmt.Errorf("item entry: %w", err)
+	}
+	return ItemEntry{ID: v[:BlobIDLen], Select: v[BlobIDLen : len(v)-len(rev)], Reverse: rev, Parsed: p}, nil
+}
+
 // SplitItemEntry returns the blob id and the reverse entry of an item entry.
 // Both alias v.
 func SplitItemEntry(v []byte) (id, rev []byte, err error) {
-	if len(v) < BlobIDLen {
-		return nil, nil, fmt.Errorf("item entry of %d bytes, shorter than a blob id", len(v))
+	e, err := ParseItemEntry(v)
+	if err != nil {
+		return nil, nil, err
 	}
-	return v[:BlobIDLen], v[BlobIDLen:], nil
+	return e.ID, e.Reverse, nil
+}
+
+// ItemBlobID returns the blob id of an item entry, aliasing v, without
+// looking at the rest.
+func ItemBlobID(v []byte) ([]byte, error) {
+	if len(v) < BlobIDLen {
+		return nil, fmt.Errorf("item entry of %d bytes, shorter than a blob id", len(v))
+	}
+	return v[:BlobIDLen], nil
 }
 
 // ItemReverse decodes the reverse entry of an item entry.
@@ -67,7 +111,7 @@ func (g *Generation) CheckSequence() error {
 // transaction's memory. A malformed entry or a missing envelope is an
 // error wrapping store.ErrCorrupt.
 func (g *Generation) EnvelopeOf(key, v []byte) ([]byte, error) {
-	id, _, err := SplitItemEntry(v)
+	id, err := ItemBlobID(v)
 	if err != nil {
 		return nil, fmt.Errorf("%w: item %q: %w", store.ErrCorrupt, key, err)
 	}
@@ -96,7 +140,7 @@ func (g *Generation) DeleteItem(key []byte) error {
 	if v == nil {
 		return nil
 	}
-	if id, _, err := SplitItemEntry(v); err == nil {
+	if id, err := ItemBlobID(v); err == nil {
 		if err := g.Blobs.Delete(append([]byte(nil), id...)); err != nil {
 			return err
 		}

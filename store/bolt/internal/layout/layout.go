@@ -21,8 +21,10 @@ import (
 //	  live   -> 8-byte big-endian Generation number
 //	  gen/                         generations of the content
 //	    <8-byte gen>/
-//	      items/    key -> 8-byte blob id + reverse entry (msgpack map index
-//	                       name -> values; empty without values)
+//	      items/    key -> 8-byte blob id + select part (namespace unless
+//	                       the key names it, labels) + reverse entry
+//	                       (msgpack map index name -> values; empty
+//	                       without values)
 //	      blobs/    8-byte blob id -> envelope [rv, uid, payload]
 //	      index/
 //	        <name>/ escaped(value) 0x00 key -> empty
@@ -46,8 +48,10 @@ const (
 	// recorded with another schema version is discarded (and relisted by
 	// its informer). Version 1 kept envelopes in the items bucket and
 	// reverse entries in their own; version 2 stored object keys as they
-	// are and so could not hold the empty key (see EncodeItemKey).
-	SchemaVersion = 3
+	// are and so could not hold the empty key (see EncodeItemKey);
+	// version 3 had no select part in item entries (see
+	// AppendSelectPart), so a selection decoded every object.
+	SchemaVersion = 4
 	// Magic marks a warmcache file.
 	Magic = "warmcache"
 )

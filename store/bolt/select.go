@@ -1,0 +1,305 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
+)
+
+var _ store.SelectStore = (*Store)(nil)
+
+// selectExamine bounds the item entries a Select examines per read
+// transaction, so that a selective read of a large store does not hold one
+// transaction (and bbolt's mmap lock against a growing file) for the whole
+// walk.
+const selectExamine = 4096
+
+// errNoMetadata is returned by Select for an object without metadata when
+// the selection asks for a namespace or labels, as store.Selection.Matches
+// fails for one.
+var errNoMetadata = errors.New("object has no metadata to select by namespace or labels")
+
+// Select calls fn for every object sel selects, in key order: selector
+// pushdown (store.SelectStore). It decides from item entries alone, which
+// keep each object's namespace and labels (see layout.AppendSelectPart),
+// and decodes only the objects it selects, so a selective read costs a
+// walk of small entries plus the decoding of what it returns:
+//
+//   - with an index part, the entries filed under the value in that
+//     index;
+//   - else with a namespace, under the default key function (whose keys
+//     start with "namespace/"), the key range of the namespace; under
+//     another key function the namespace index (cache.NamespaceIndex) if
+//     the store has one, else every entry;
+//   - else every entry;
+//
+// each filtered by the namespace and labels recorded in the entry. Any
+// label selector works (equality, set-based, exists, !key); the common
+// operators are evaluated on the entry's bytes without allocating.
+//
+// Entries are examined in read transactions of at most selectExamine
+// entries; the objects selected among them, up to scanChunk, are decoded
+// in that transaction on every core, from the stored bytes without copying
+// them (an object in the decoded-object cache is taken from it, without
+// filling or reordering the cache, so a bulk read never evicts what point
+// reads keep), and passed to fn on the calling goroutine outside any
+// transaction. Like Scan, each chunk is a snapshot, fn may read the store,
+// and writes made during the walk may or may not be seen; memory stays
+// proportional to a chunk beyond what fn keeps.
+//
+// Errors: an unknown index wraps store.ErrIndexNotFound; ctx's error is
+// returned wrapped; fn's first error is returned unchanged; an item entry
+// that does not parse or an object that does not decode stops the walk
+// with an error wrapping ErrCorrupt and marks the resource incomplete (an
+// index entry without its item wraps ErrCorrupt, as in ScanIndex); an
+// object without metadata fails a selection with a namespace or labels,
+// as store.Selection.Matches does.
+func (s *Store) Select(ctx context.Context, sel store.Selection, fn store.ScanFunc) error {
+	const op = "select"
+	if err := ctx.Err(); err != nil {
+		return s.errorf(op, err)
+	}
+	if sel.Index != "" {
+		if _, err := s.indexFor(op, sel.Index); err != nil {
+			return err
+		}
+	}
+	w := selectWalk{s: s, m: newSelectMatcher(sel), src: s.selectSource(sel)}
+	for {
+		if err := ctx.Err(); err != nil {
+			return s.errorf(op, err)
+		}
+		chunk, done, err := w.next(op)
+		if err != nil {
+			return err
+		}
+		for i := range chunk {
+			if err := ctx.Err(); err != nil {
+				return s.errorf(op, err)
+			}
+			if err := fn(chunk[i].key, chunk[i].obj); err != nil {
+				return err
+			}
+		}
+		if done {
+			return nil
+		}
+	}
+}
+
+// selectSource is where a Select finds its candidates: the items bucket,
+// optionally restricted to the keys starting with prefix, or an index
+// bucket's entries filed under one value.
+type selectSource struct {
+	index  string // "" for the items bucket
+	prefix []byte // item key prefix, or the index entry prefix
+}
+
+// selectSource chooses the smallest set of entries that holds every
+// object sel selects.
+func (s *Store) selectSource(sel store.Selection) selectSource {
+	switch {
+	case sel.Index != "":
+		return selectSource{index: sel.Index, prefix: layout.AppendIndexPrefix(nil, sel.Value)}
+	case sel.Namespace == "":
+		return selectSource{}
+	case isNamespaceKeyFunc(s.keyFunc):
+		return selectSource{prefix: append([]byte(sel.Namespace), '/')}
+	}
+	if _, ok := s.indexers.Load().pos[cache.NamespaceIndex]; ok {
+		return selectSource{index: cache.NamespaceIndex, prefix: layout.AppendIndexPrefix(nil, sel.Namespace)}
+	}
+	return selectSource{}
+}
+
+// namespaceKeyFuncs are the key functions whose keys of namespaced objects
+// all start with "namespace/".
+var namespaceKeyFuncs = []uintptr{
+	reflect.ValueOf(store.DefaultKeyFunc).Pointer(),
+	reflect.ValueOf(cache.MetaNamespaceKeyFunc).Pointer(),
+	reflect.ValueOf(cache.DeletionHandlingMetaNamespaceKeyFunc).Pointer(),
+}
+
+// isNamespaceKeyFunc reports whether fn is one of namespaceKeyFuncs.
+func isNamespaceKeyFunc(fn cache.KeyFunc) bool {
+	if fn == nil {
+		return false
+	}
+	p := reflect.ValueOf(fn).Pointer()
+	for _, q := range namespaceKeyFuncs {
+		if p == q {
+			return true
+		}
+	}
+	return false
+}
+
+// selected is an object a Select passes to fn: obj when the decoded-object
+// cache had it, else decoded from env, which aliases the read transaction.
+type selected struct {
+	key string
+	env []byte
+	obj interface{}
+}
+
+// selectWalk is the position of a Select in its source, across read
+// transactions.
+type selectWalk struct {
+	s   *Store
+	m   *selectMatcher
+	src selectSource
+	// pos is the last cursor key examined (an object key in the items
+	// bucket, an index key in an index), valid once started.
+	pos     []byte
+	started bool
+}
+
+// next examines up to selectExamine entries after w's position in one read
+// transaction, decodes the objects selected among them (at most scanChunk)
+// in that transaction on every core, as Scan decodes its chunk in its
+// transaction (no copy of the stored bytes), and returns them and whether
+// the source is exhausted.
+func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
+	s := w.s
+	var bad *keyError
+	done = true
+	err = s.readLive(op, func(g *layout.Generation) error {
+		c, k, v, err := w.start(g)
+		if err != nil {
+			return err
+		}
+		for examined := 0; k != nil; k, v = c.Next() {
+			key, entry, err := w.item(g, k, v)
+			if err != nil {
+				return err
+			}
+			if key == nil {
+				break
+			}
+			if examined == selectExamine || len(chunk) == scanChunk {
+				done = false
+				break
+			}
+			examined++
+			w.pos, w.started = append(w.pos[:0], k...), true
+			ok, err := w.m.matches(key, entry)
+			if err != nil {
+				if errors.Is(err, ErrCorrupt) {
+					bad = &keyError{string(key), err}
+					return nil
+				}
+				return err
+			}
+			if !ok {
+				continue
+			}
+			env, err := g.EnvelopeOf(key, entry)
+			if err != nil {
+				bad = &keyError{string(key), err}
+				return nil
+			}
+			if s.objects != nil {
+				if obj, ok := s.objects.peek(key, s.objects.sum(env)); ok {
+					chunk = append(chunk, selected{key: string(key), obj: obj})
+					continue
+				}
+			}
+			chunk = append(chunk, selected{key: string(key), env: env})
+		}
+		bad = s.decodeSelected(chunk)
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if bad != nil {
+		s.corrupted(op, []keyError{*bad})
+		return nil, false, s.errorf(op, bad.err)
+	}
+	return chunk, done, nil
+}
+
+// start positions a cursor of w's source after w's position (at the start
+// of the source if the walk has not started).
+func (w *selectWalk) start(g *layout.Generation) (cursor, []byte, []byte, error) {
+	var c cursor
+	if w.src.index == "" {
+		c = g.Items.Cursor()
+	} else {
+		b, err := openIndex(g, w.src.index)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		c = b.Cursor()
+	}
+	if !w.started {
+		if len(w.src.prefix) == 0 {
+			k, v := c.First()
+			return c, k, v, nil
+		}
+		k, v := c.Seek(w.src.prefix)
+		return c, k, v, nil
+	}
+	k, v := c.Seek(w.pos)
+	if k != nil && bytes.Equal(k, w.pos) {
+		k, v = c.Next()
+	}
+	return c, k, v, nil
+}
+
+// item maps a cursor entry of w's source to an object key and item entry;
+// a nil key is the end of the source.
+func (w *selectWalk) item(g *layout.Generation, k, v []byte) ([]byte, []byte, error) {
+	if !bytes.HasPrefix(k, w.src.prefix) {
+		return nil, nil, nil
+	}
+	if w.src.index == "" {
+		return k, v, nil
+	}
+	key := k[len(w.src.prefix):]
+	entry := g.Items.Get(key)
+	if entry == nil {
+		return nil, nil, fmt.Errorf("%w: index %q: entry for %q without an item", ErrCorrupt, w.src.index, key)
+	}
+	return key, entry, nil
+}
+
+// decodeSelected decodes the objects of chunk that the cache did not
+// hold, on every core, and drops the references to the stored bytes. It
+// returns the first object, in key order, that does not decode (or whose
+// codec panics), with an error wrapping ErrCorrupt; nil if all decode.
+func (s *Store) decodeSelected(chunk []selected) *keyError {
+	errs := forEachParallel(len(chunk), func(i int) error {
+		c := &chunk[i]
+		if c.env == nil {
+			return nil
+		}
+		obj, err := s.decodeRecovered(c.key, c.env)
+		c.obj, c.env = obj, nil
+		return err
+	})
+	for i, err := range errs {
+		if err != nil {
+			return &keyError{chunk[i].key, err}
+		}
+	}
+	return nil
+}
+
+// decodeRecovered is decodeItem with a panic turned into an error wrapping
+// ErrCorrupt.
+func (s *Store) decodeRecovered(key string, env []byte) (obj interface{}, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			obj, err = nil, fmt.Errorf("%w: item %q: codec %s panicked: %v", ErrCorrupt, key, s.codec.Name(), r)
+		}
+	}()
+	return s.decodeItem(key, env)
+}

@@ -1,0 +1,119 @@
+package bolt
+
+import (
+	"bytes"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+
+	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
+)
+
+// selectMatcher decides a store.Selection's namespace and label parts from
+// an item entry, without decoding the object.
+type selectMatcher struct {
+	namespace []byte // nil: any
+	all       bool   // the label part selects every object
+	// reqs are the label selector's requirements, evaluated on the
+	// entry's bytes; nil with a selector that does not list them
+	// (labels.Nothing, other implementations), which is asked itself.
+	reqs []labelReq
+	sel  labels.Selector
+	// ls is the entry being matched, reused so that passing it to sel
+	// (a labels.Labels) does not allocate per entry.
+	ls layout.Labels
+}
+
+// labelReq is one label requirement.
+type labelReq struct {
+	r      labels.Requirement
+	key    string
+	op     selection.Operator
+	values []string
+}
+
+func newSelectMatcher(sel store.Selection) *selectMatcher {
+	m := &selectMatcher{sel: sel.Labels, all: sel.Labels == nil || sel.Labels.Empty()}
+	if sel.Namespace != "" {
+		m.namespace = []byte(sel.Namespace)
+	}
+	if m.all {
+		return m
+	}
+	reqs, selectable := sel.Labels.Requirements()
+	if !selectable {
+		return m
+	}
+	m.reqs = make([]labelReq, 0, len(reqs))
+	for _, r := range reqs {
+		m.reqs = append(m.reqs, labelReq{r: r, key: r.Key(), op: r.Operator(), values: r.ValuesUnsorted()})
+	}
+	return m
+}
+
+// everything reports whether the matcher selects every object.
+func (m *selectMatcher) everything() bool { return m.namespace == nil && m.all }
+
+// matches reports whether the object stored under key with item entry v
+// is selected. A select part that does not parse is an error wrapping
+// ErrCorrupt; an object without metadata fails a selection with a
+// namespace or labels (errNoMetadata).
+func (m *selectMatcher) matches(key, v []byte) (bool, error) {
+	e, err := layout.ParseItemEntry(v)
+	if err != nil {
+		return false, fmt.Errorf("%w: item %q: %w", ErrCorrupt, key, err)
+	}
+	p := &e.Parsed
+	if m.everything() {
+		return true, nil
+	}
+	if !p.HasMeta {
+		return false, fmt.Errorf("key %q: %w", key, errNoMetadata)
+	}
+	if m.namespace != nil && !bytes.Equal(p.NamespaceOf(key), m.namespace) {
+		return false, nil
+	}
+	if m.all {
+		return true, nil
+	}
+	m.ls = p.Labels
+	if m.reqs == nil {
+		return m.sel.Matches(&m.ls), nil
+	}
+	for i := range m.reqs {
+		if !m.reqs[i].matches(&m.ls) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// matches is labels.Requirement.Matches on the entry's bytes for the
+// operators label selectors are made of; the others (numeric comparisons)
+// are left to the requirement.
+func (r *labelReq) matches(ls *layout.Labels) bool {
+	switch r.op {
+	case selection.In, selection.Equals, selection.DoubleEquals:
+		v, ok := ls.LookupRaw(r.key)
+		return ok && r.hasValue(v)
+	case selection.NotIn, selection.NotEquals:
+		v, ok := ls.LookupRaw(r.key)
+		return !ok || !r.hasValue(v)
+	case selection.Exists:
+		return ls.Has(r.key)
+	case selection.DoesNotExist:
+		return !ls.Has(r.key)
+	}
+	return r.r.Matches(ls)
+}
+
+func (r *labelReq) hasValue(v []byte) bool {
+	for _, x := range r.values {
+		if string(v) == x {
+			return true
+		}
+	}
+	return false
+}
