@@ -23,7 +23,7 @@ type rule struct {
 
 // library is what a controller imports; it never depends on test support,
 // examples, benchmarks or the CLI.
-var library = []string{"store", "store/codec", "store/memory", "store/bolt", "deltafifo", "reflector", "informer", "informer/metrics", "factory", "listers/..."}
+var library = []string{"store", "store/codec", "store/memory", "store/bolt", "deltafifo", "reflector", "informer", "informer/metrics", "factory", "informers", "listers/..."}
 
 var rules = []rule{
 	// The contract depends on nothing of ours.
@@ -46,6 +46,8 @@ var rules = []rule{
 	{pkg: "listers/...", allow: []string{"store", "listers"}},
 	// The wiring: the only library package that knows every store.
 	{pkg: "factory", allow: []string{"informer", "informer/metrics", "store", "store/codec", "store/memory", "store/bolt", "deltafifo", "reflector"}},
+	// client-go's SharedInformerFactory on the wiring.
+	{pkg: "informers", allow: []string{"factory"}},
 	// The CLI reads files through the library and its inspection package.
 	{pkg: "cmd/snapshot/...", allow: append([]string{"cmd/snapshot/...", "store/bolt/inspect", "internal/fsync"}, library...)},
 	// Benchmarks and examples use the library and the test support.

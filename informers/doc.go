@@ -1,0 +1,58 @@
+// Package informers is client-go's informers.SharedInformerFactory on a
+// warmcache file: controllers written against client-go's factory
+// (f.Core().V1().Pods().Informer() and Lister(), InformerFor, ForResource,
+// WaitForCacheSync, WithNamespace, WithTweakListOptions, WithTransform,
+// WithCustomResyncConfig) switch by changing the import and passing a
+// factory.Factory, and every generated typed informer of client-go then
+// gets a warmcache informer whose cache lives in that file and survives
+// restarts:
+//
+//	wf, err := factory.New(ctx, factory.Options{Path: "/var/cache/ctl/cache.db"})
+//	...
+//	f := informers.NewSharedInformerFactoryWithOptions(wf, client, 10*time.Minute, informers.WithNamespace("prod"))
+//	defer f.Shutdown() // stops the informers, flushes and closes the file
+//	pods := f.Core().V1().Pods()
+//	pods.Informer().AddEventHandler(handler)
+//	f.Start(ctx.Done())
+//	for typ, ok := range f.WaitForCacheSync(ctx.Done()) { ... }
+//
+// How a typed informer is built: InformerFor maps the Go type of its
+// object to the group/version/kind of client-go's scheme (the resource is
+// the kind's conventional plural, checked against client-go's own
+// ForResource by the tests) and lists and watches through the typed client
+// of the kubernetes.Interface the factory was given (any implementation,
+// client-go's fake clientset included). The informer's identity in the
+// file records the resource, the kind, the namespace of WithNamespace (for
+// namespaced resources) and the selectors the tweak sets, so that
+// factories of different scopes never share stored data.
+//
+// What a tweak may do: WithTweakListOptions' function is called once on an
+// empty metav1.ListOptions when an informer is created, and the label and
+// field selectors it sets are recorded as the informer's scope. It must
+// therefore be deterministic (the same selectors on every call) and set
+// only LabelSelector, FieldSelector, Limit or TimeoutSeconds. A tweak that
+// sets anything else (ResourceVersion, ResourceVersionMatch,
+// SendInitialEvents, Watch, AllowWatchBookmarks) would break the resume
+// from the persisted resourceVersion: such a factory serves its informers
+// from client-go's in-memory informer, with a log line saying why.
+//
+// Fallback: a type the factory cannot persist (a Go type unknown to
+// client-go's scheme, a client without a typed client for it, a store that
+// cannot be opened) gets the informer newFunc builds, client-go's, in
+// memory, with an error log line naming the type and the cause; Fallbacks
+// lists them. It is never silent.
+//
+// Listers: the typed Lister() of client-go's generated informers is
+// client-go's lister over the warmcache store (cache.Indexer). It works,
+// but its List decodes every object of the store on every call. The
+// listers of github.com/warmcache/warmcache/listers (same interfaces,
+// import path listers/<group>/<version>) hand the namespace and the label
+// selector to the store, which decodes only what matches:
+//
+//	podLister := corelisters.NewPodLister(f.Core().V1().Pods().Informer().GetIndexer())
+//
+// Lifetime: the Factory owns the factory.Factory it is given. Shutdown
+// stops every informer (those of this factory and any other of the
+// factory.Factory), waits for them, flushes and closes the file; the
+// stop channel of Start needs not be closed first.
+package informers

@@ -1,0 +1,321 @@
+package informers
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/informers/internalinterfaces"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/warmcache/warmcache/factory"
+)
+
+// A SharedInformerOption configures a Factory, as client-go's options of
+// the same names configure its factory.
+type SharedInformerOption func(*Factory)
+
+// WithNamespace limits the factory's informers of namespaced resources to
+// namespace (recorded in each informer's scope).
+func WithNamespace(namespace string) SharedInformerOption {
+	return func(f *Factory) { f.namespace = namespace }
+}
+
+// WithTweakListOptions sets the function applied to every list and watch
+// request. Its selectors are part of each informer's scope; see the
+// package documentation for what it may set.
+func WithTweakListOptions(tweak internalinterfaces.TweakListOptionsFunc) SharedInformerOption {
+	return func(f *Factory) { f.tweak = tweak }
+}
+
+// WithTransform sets a transform on every informer; the transformed object
+// is what the file stores.
+func WithTransform(transform cache.TransformFunc) SharedInformerOption {
+	return func(f *Factory) { f.transform = transform }
+}
+
+// WithCustomResyncConfig sets the resync period of the informers of the
+// given objects' types, replacing the default one.
+func WithCustomResyncConfig(resyncConfig map[metav1.Object]time.Duration) SharedInformerOption {
+	return func(f *Factory) {
+		for k, v := range resyncConfig {
+			f.customResync[reflect.TypeOf(k)] = v
+		}
+	}
+}
+
+// WithInformerName sets the name InformerName returns; Shutdown releases
+// it, as client-go's factory does.
+func WithInformerName(name *cache.InformerName) SharedInformerOption {
+	return func(f *Factory) { f.informerName = name }
+}
+
+// Factory implements client-go's informers.SharedInformerFactory (and so
+// internalinterfaces.SharedInformerFactory) on a factory.Factory: one
+// informer per Go type, each a warmcache informer whose store is a
+// resource of the factory.Factory's file (or, without a file, in memory).
+// All methods are safe for concurrent use.
+type Factory struct {
+	wf            *factory.Factory
+	client        kubernetes.Interface
+	defaultResync time.Duration
+	namespace     string
+	tweak         internalinterfaces.TweakListOptionsFunc
+	transform     cache.TransformFunc
+	customResync  map[reflect.Type]time.Duration
+	informerName  *cache.InformerName
+	logger        klog.Logger
+	// ctx bounds the creation of stores (opening a resource of the file).
+	ctx context.Context
+
+	// mu guards the fields below.
+	mu        sync.Mutex
+	informers map[reflect.Type]cache.SharedIndexInformer
+	fallback  map[reflect.Type]error // the informers that are client-go's, and why
+	started   map[reflect.Type]bool
+	cancel    context.CancelFunc // stops the fallback informers
+	shutdown  bool
+	wg        sync.WaitGroup // the fallback informers' goroutines
+}
+
+var _ clientinformers.SharedInformerFactory = (*Factory)(nil)
+
+// NewSharedInformerFactory returns a factory of informers for all
+// namespaces; see NewSharedInformerFactoryWithOptions.
+func NewSharedInformerFactory(wf *factory.Factory, client kubernetes.Interface, defaultResync time.Duration) *Factory {
+	return NewSharedInformerFactoryWithOptions(wf, client, defaultResync)
+}
+
+// NewSharedInformerFactoryWithOptions returns a factory whose informers
+// keep their caches in wf's file and list and watch through client, as
+// client-go's function of the same name, with which it shares its
+// options. The Factory owns wf from then on: its Shutdown shuts wf down.
+// Stores are opened with context.Background(); see
+// NewSharedInformerFactoryWithContext to bound them and give a logger.
+func NewSharedInformerFactoryWithOptions(wf *factory.Factory, client kubernetes.Interface, defaultResync time.Duration, options ...SharedInformerOption) *Factory {
+	return NewSharedInformerFactoryWithContext(context.Background(), wf, client, defaultResync, options...)
+}
+
+// NewSharedInformerFactoryWithContext is NewSharedInformerFactoryWithOptions
+// whose stores are opened with ctx and whose log lines go to
+// klog.FromContext(ctx).
+func NewSharedInformerFactoryWithContext(ctx context.Context, wf *factory.Factory, client kubernetes.Interface, defaultResync time.Duration, options ...SharedInformerOption) *Factory {
+	f := &Factory{
+		wf: wf, client: client, defaultResync: defaultResync, namespace: metav1.NamespaceAll,
+		customResync: map[reflect.Type]time.Duration{}, logger: klog.FromContext(ctx), ctx: context.WithoutCancel(ctx),
+		informers: map[reflect.Type]cache.SharedIndexInformer{}, fallback: map[reflect.Type]error{}, started: map[reflect.Type]bool{},
+	}
+	for _, o := range options {
+		o(f)
+	}
+	return f
+}
+
+// InformerName returns the name given by WithInformerName, or nil.
+func (f *Factory) InformerName() *cache.InformerName { return f.informerName }
+
+// InformerFor returns the informer of obj's type, creating it if needed:
+// a warmcache informer listing and watching obj's resource through the
+// factory's client, in the factory's namespace and tweak, with the
+// indexers of the informer newFunc builds (which is never run). When obj's
+// type cannot be persisted, the informer newFunc builds is used instead,
+// and an error is logged (see Fallbacks).
+//
+// newFunc's namespace and list options are not looked at: as with
+// client-go's generated informers, they must be the factory's.
+func (f *Factory) InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := reflect.TypeOf(obj)
+	if inf, ok := f.informers[t]; ok {
+		return inf
+	}
+	resync, ok := f.customResync[t]
+	if !ok {
+		resync = f.defaultResync
+	}
+	var indexers cache.Indexers
+	var clientGo cache.SharedIndexInformer
+	if newFunc != nil {
+		clientGo = newFunc(f.client, resync)
+		indexers = clientGo.GetIndexer().GetIndexers()
+	}
+	inf, err := f.warmInformerLocked(obj, resync, indexers)
+	if err != nil {
+		if clientGo == nil {
+			if r, rerr := resolve(obj); rerr == nil {
+				if lw, lerr := r.client.listWatch(f.client, f.namespace, f.tweak); lerr == nil {
+					clientGo = cache.NewSharedIndexInformer(lw, obj, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+				}
+			}
+		}
+		if clientGo == nil {
+			f.logger.Error(err, "Cannot build an informer for this type", "type", t.String())
+			return nil
+		}
+		f.logger.Error(err, "Cannot give this informer a persistent cache; using client-go's in-memory informer", "type", t.String())
+		if f.transform != nil {
+			_ = clientGo.SetTransform(f.transform)
+		}
+		f.fallback[t] = err
+		inf = clientGo
+	}
+	f.informers[t] = inf
+	return inf
+}
+
+// warmInformerLocked returns the warmcache informer of obj's type.
+func (f *Factory) warmInformerLocked(obj runtime.Object, resync time.Duration, indexers cache.Indexers) (cache.SharedIndexInformer, error) {
+	r, err := resolve(obj)
+	if err != nil {
+		return nil, err
+	}
+	labelSel, fieldSel, err := scopeOfTweak(f.tweak)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.gvr, err)
+	}
+	scope := factory.Scope{LabelSelector: labelSel, FieldSelector: fieldSel}
+	if r.client.namespaced {
+		scope.Namespace = f.namespace
+	}
+	lw, err := r.client.listWatch(f.client, scope.Namespace, f.tweak)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.gvr, err)
+	}
+	opts := []factory.InformerOption{factory.WithResyncPeriod(resync)}
+	if f.transform != nil {
+		opts = append(opts, factory.WithTransform(f.transform))
+	}
+	inf, err := f.wf.InformerFor(f.ctx, r.gvr, obj, lw, scope, indexers, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", r.gvr, err)
+	}
+	return inf, nil
+}
+
+// Fallbacks returns, by type, the informers that are client-go's in-memory
+// ones because their type could not be persisted, with the reason.
+func (f *Factory) Fallbacks() map[reflect.Type]error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[reflect.Type]error, len(f.fallback))
+	for t, err := range f.fallback {
+		out[t] = err
+	}
+	return out
+}
+
+// Start runs every informer not yet started until stopCh is closed or
+// Shutdown is called.
+func (f *Factory) Start(stopCh <-chan struct{}) {
+	f.StartWithContext(wait.ContextForChannel(stopCh))
+}
+
+// StartWithContext runs every informer not yet started until ctx is done
+// or Shutdown is called. The factory.Factory's informers run on the
+// context of its first Start.
+func (f *Factory) StartWithContext(ctx context.Context) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.shutdown {
+		return
+	}
+	f.wf.Start(ctx)
+	for t, inf := range f.informers {
+		if f.started[t] {
+			continue
+		}
+		f.started[t] = true
+		if _, ok := f.fallback[t]; !ok {
+			continue // run by f.wf
+		}
+		runCtx, cancel := context.WithCancel(ctx)
+		prev := f.cancel
+		f.cancel = func() {
+			if prev != nil {
+				prev()
+			}
+			cancel()
+		}
+		f.wg.Go(func() { inf.RunWithContext(runCtx) })
+	}
+}
+
+// Shutdown stops every informer, waits for them, and shuts the
+// factory.Factory down, which flushes and closes the file. An error of the
+// file is logged; Close returns it. Shutdown may be called more than once.
+func (f *Factory) Shutdown() {
+	if err := f.Close(); err != nil {
+		f.logger.Error(err, "Shutting the informer factory down")
+	}
+}
+
+// Close is Shutdown returning the error of closing the file.
+func (f *Factory) Close() error {
+	f.mu.Lock()
+	f.shutdown = true
+	cancel := f.cancel
+	f.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	f.wg.Wait()
+	err := f.wf.Shutdown()
+	f.informerName.Release()
+	return err
+}
+
+// WaitForCacheSync waits until every started informer has synced or
+// stopCh is closed, and returns each informer's state by type. A false
+// value means that informer's cache is not ready: check it.
+func (f *Factory) WaitForCacheSync(stopCh <-chan struct{}) map[reflect.Type]bool {
+	return f.WaitForCacheSyncWithContext(wait.ContextForChannel(stopCh)).Synced
+}
+
+// WaitForCacheSyncWithContext waits until every started informer has
+// synced or ctx is done; the result's Err is set if one has not.
+func (f *Factory) WaitForCacheSyncWithContext(ctx context.Context) cache.SyncResult {
+	f.mu.Lock()
+	infs := map[reflect.Type]cache.SharedIndexInformer{}
+	for t, inf := range f.informers {
+		if f.started[t] {
+			infs[t] = inf
+		}
+	}
+	f.mu.Unlock()
+	checkers := make([]cache.DoneChecker, 0, len(infs))
+	for _, inf := range infs {
+		checkers = append(checkers, inf.HasSyncedChecker())
+	}
+	cache.WaitFor(ctx, "", checkers...)
+	res := cache.SyncResult{Synced: make(map[reflect.Type]bool, len(infs))}
+	for t, inf := range infs {
+		res.Synced[t] = inf.HasSynced()
+		if !res.Synced[t] {
+			res.Err = context.Cause(ctx)
+		}
+	}
+	return res
+}
+
+// types returns the Go types of the factory's informers, sorted by name
+// (tests, logs).
+func (f *Factory) types() []reflect.Type {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]reflect.Type, 0, len(f.informers))
+	for t := range f.informers {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}

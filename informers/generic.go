@@ -1,0 +1,36 @@
+package informers
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+)
+
+// ForResource returns the informer of resource, as the typed informer of
+// its kind does (the same informer: one per Go type), with a generic
+// lister. A resource that is not one of client-go's scheme with a typed
+// client returns an error wrapping ErrUnknownType.
+func (f *Factory) ForResource(resource schema.GroupVersionResource) (clientinformers.GenericInformer, error) {
+	obj, r, err := resolveResource(resource)
+	if err != nil {
+		return nil, err
+	}
+	inf := f.InformerFor(obj, nil)
+	if inf == nil {
+		return nil, fmt.Errorf("%w: no informer for %v", ErrUnknownType, resource)
+	}
+	return &genericInformer{informer: inf, resource: r.gvr.GroupResource()}, nil
+}
+
+type genericInformer struct {
+	informer cache.SharedIndexInformer
+	resource schema.GroupResource
+}
+
+func (g *genericInformer) Informer() cache.SharedIndexInformer { return g.informer }
+
+func (g *genericInformer) Lister() cache.GenericLister {
+	return cache.NewGenericLister(g.informer.GetIndexer(), g.resource)
+}
