@@ -1,0 +1,169 @@
+package informers
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/informer"
+	"github.com/warmcache/warmcache/store/bolt"
+)
+
+var everything = labels.Everything()
+
+// identity returns the identity a warmcache informer's bolt store records.
+func identity(t *testing.T, path string, inf cache.SharedIndexInformer) bolt.Identity {
+	t.Helper()
+	wi, ok := inf.(*informer.Informer)
+	if !ok {
+		t.Fatalf("%s: informer is a %T, want a warmcache *informer.Informer", path, inf)
+	}
+	st, ok := wi.Store().(*bolt.Store)
+	if !ok {
+		t.Fatalf("%s: store is a %T, want a bolt store", path, wi.Store())
+	}
+	return st.Identity()
+}
+
+// Every typed informer of every group and version of client-go's factory
+// interface is a warmcache informer in the file, for the resource
+// client-go's own ForResource maps to the same informer, and it lists,
+// watches, syncs and answers its typed lister against an HTTP apiserver.
+func TestEveryTypedInformer(t *testing.T) {
+	resources := allResources(t)
+	srv := newServer(t, resources...)
+	for _, r := range resources {
+		ns := ""
+		if r.Namespaced {
+			ns = "ns"
+		}
+		srv.add(t, newObject(t, r.GroupVersionKind(), ns, "obj", nil))
+	}
+	logger, logs := newLogger(t)
+	f := newFactory(t, tempFile(t), srv.client, logger)
+	defer f.Shutdown()
+	clientGo := clientinformers.NewSharedInformerFactory(fake.NewClientset(), 0)
+
+	typed := typedInformers(f)
+	if len(typed) != len(resources) || len(typed) < 80 {
+		t.Fatalf("%d typed informers, %d typed clients: every typed informer needs a typed client", len(typed), len(resources))
+	}
+	clientGoTyped := map[string]cache.SharedIndexInformer{}
+	for _, ti := range typedInformers(clientGo) {
+		clientGoTyped[ti.path] = ti.informer()
+	}
+	for _, ti := range typed {
+		inf := ti.informer()
+		if again := ti.informer(); again != inf {
+			t.Errorf("%s: a second Informer() returned another informer", ti.path)
+		}
+		id := identity(t, ti.path, inf)
+		gvr := schema.GroupVersionResource{Group: id.Group, Version: id.Version, Resource: id.Resource}
+		gi, err := clientGo.ForResource(gvr)
+		if err != nil {
+			t.Errorf("%s: recorded as %v, which client-go's ForResource does not know: %v", ti.path, gvr, err)
+			continue
+		}
+		if gi.Informer() != clientGoTyped[ti.path] {
+			t.Errorf("%s: recorded as %v, which client-go maps to another informer", ti.path, gvr)
+		}
+		mine, err := f.ForResource(gvr)
+		if err != nil || mine.Informer() != inf {
+			t.Errorf("%s: ForResource(%v) = %v, %v; want the typed informer", ti.path, gvr, mine, err)
+		}
+	}
+	if fb := f.Fallbacks(); len(fb) != 0 {
+		t.Fatalf("fallbacks: %v\n%s", fb, logs())
+	}
+	syncAll(t, f)
+	for _, ti := range typed {
+		if n := ti.list(t); n != 1 {
+			t.Errorf("%s: Lister().List returned %d objects, want 1", ti.path, n)
+		}
+	}
+	gi, err := f.ForResource(corev1.SchemeGroupVersion.WithResource("pods"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs, err := gi.Lister().ByNamespace("ns").List(everything); err != nil || len(objs) != 1 {
+		t.Fatalf("generic lister: %v, %v", objs, err)
+	}
+	if len(f.WaitForCacheSync(t.Context().Done())) != len(typed) {
+		t.Fatal("WaitForCacheSync does not report every started informer")
+	}
+}
+
+func TestForResourceUnknown(t *testing.T) {
+	logger, _ := newLogger(t)
+	f := newFactory(t, "", fake.NewClientset(), logger)
+	defer f.Shutdown()
+	for _, gvr := range []string{"pods.v2.", "bindings.v1.", "widgets.v1.example.com"} {
+		parts := strings.SplitN(gvr, ".", 3)
+		r := corev1.SchemeGroupVersion.WithResource(parts[0])
+		r.Version, r.Group = parts[1], parts[2]
+		if _, err := f.ForResource(r); !errors.Is(err, ErrUnknownType) {
+			t.Errorf("ForResource(%v) = %v, want ErrUnknownType", r, err)
+		}
+	}
+}
+
+// widget is a type client-go's scheme does not know.
+type widget struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+}
+
+func (w *widget) DeepCopyObject() runtime.Object { c := *w; return &c }
+
+// A type that cannot be persisted gets newFunc's informer, with a log line
+// and its reason in Fallbacks; so does a tweak that sets more than
+// selectors.
+func TestFallbacks(t *testing.T) {
+	t.Run("unknown type", func(t *testing.T) {
+		logger, logs := newLogger(t)
+		f := newFactory(t, tempFile(t), fake.NewClientset(), logger)
+		defer f.Shutdown()
+		own := cache.NewSharedIndexInformer(&cache.ListWatch{}, &widget{}, 0, nil)
+		got := f.InformerFor(&widget{}, func(kubernetes.Interface, time.Duration) cache.SharedIndexInformer { return own })
+		if got != own {
+			t.Fatalf("InformerFor returned %T, want newFunc's informer", got)
+		}
+		if err := f.Fallbacks()[reflect.TypeFor[*widget]()]; !errors.Is(err, ErrUnknownType) {
+			t.Fatalf("fallback reason %v, want ErrUnknownType", err)
+		}
+		if !strings.Contains(logs(), "using client-go's in-memory informer") {
+			t.Fatalf("no log line for the fallback:\n%s", logs())
+		}
+	})
+	t.Run("tweak sets a resourceVersion", func(t *testing.T) {
+		srv := newServer(t)
+		srv.add(t, newObject(t, podGVK, "ns", "a", nil))
+		logger, logs := newLogger(t)
+		f := newFactory(t, tempFile(t), srv.client, logger, WithTweakListOptions(func(o *metav1.ListOptions) { o.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan }))
+		defer f.Shutdown()
+		inf := f.Core().V1().Pods().Informer()
+		if _, ok := inf.(*informer.Informer); ok {
+			t.Fatal("a tweak that sets resourceVersionMatch got a persistent informer")
+		}
+		if err := f.Fallbacks()[reflect.TypeFor[*corev1.Pod]()]; !errors.Is(err, ErrUnsupportedTweak) {
+			t.Fatalf("fallback reason %v, want ErrUnsupportedTweak", err)
+		}
+		if !strings.Contains(logs(), "using client-go's in-memory informer") {
+			t.Fatalf("no log line for the fallback:\n%s", logs())
+		}
+	})
+}
+
+var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")

@@ -1,0 +1,182 @@
+package informers
+
+import (
+	"sort"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/internal/fakeapi"
+)
+
+var nodes = fakeapi.Resource{GroupVersionResource: corev1.SchemeGroupVersion.WithResource("nodes"), Kind: "Node"}
+
+func podNames(t *testing.T, f *Factory) []string {
+	t.Helper()
+	pods, err := f.Core().V1().Pods().Lister().List(everything)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range pods {
+		names = append(names, p.Namespace+"/"+p.Name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func equalStrings(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s = %q, want %q", what, got, want)
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("%s = %q, want %q", what, got, want)
+		}
+	}
+}
+
+// WithNamespace restricts namespaced resources and is recorded in their
+// scope; cluster-scoped ones ignore it, as client-go's do.
+func TestWithNamespace(t *testing.T) {
+	srv := newServer(t, fakeapi.Pods, nodes)
+	srv.add(t, newObject(t, podGVK, "a", "p1", nil))
+	srv.add(t, newObject(t, podGVK, "b", "p2", nil))
+	srv.add(t, newObject(t, corev1.SchemeGroupVersion.WithKind("Node"), "", "n1", nil))
+	logger, _ := newLogger(t)
+	f := newFactory(t, tempFile(t), srv.client, logger, WithNamespace("a"))
+	defer f.Shutdown()
+	podInf, nodeInf := f.Core().V1().Pods().Informer(), f.Core().V1().Nodes().Informer()
+	syncAll(t, f)
+	equalStrings(t, "pods", podNames(t, f), []string{"a/p1"})
+	if id := identity(t, "pods", podInf); id.Namespace != "a" {
+		t.Fatalf("pods identity %+v, want namespace a", id)
+	}
+	if n, err := f.Core().V1().Nodes().Lister().List(everything); err != nil || len(n) != 1 {
+		t.Fatalf("nodes: %v, %v", n, err)
+	}
+	if id := identity(t, "nodes", nodeInf); id.Namespace != "" {
+		t.Fatalf("nodes identity %+v, want no namespace", id)
+	}
+}
+
+// A tweak's selectors are the informer's scope: two factories with
+// different tweaks on one file never see each other's data, and a
+// restart with the same tweak starts warm.
+func TestTweakIsPartOfTheScope(t *testing.T) {
+	srv := newServer(t)
+	srv.add(t, newObject(t, podGVK, "ns", "x1", map[string]string{"app": "x"}))
+	srv.add(t, newObject(t, podGVK, "ns", "y1", map[string]string{"app": "y"}))
+	srv.add(t, newObject(t, podGVK, "ns", "y2", map[string]string{"app": "y"}))
+	path := tempFile(t)
+	run := func(app string) []string {
+		logger, _ := newLogger(t)
+		f := newFactory(t, path, srv.client, logger, WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "app=" + app }))
+		defer f.Shutdown()
+		inf := f.Core().V1().Pods().Informer()
+		syncAll(t, f)
+		if id := identity(t, "pods", inf); id.LabelSelector != "app="+app {
+			t.Fatalf("identity %+v, want label selector app=%s", id, app)
+		}
+		return podNames(t, f)
+	}
+	equalStrings(t, "app=x", run("x"), []string{"ns/x1"})
+	equalStrings(t, "app=y", run("y"), []string{"ns/y1", "ns/y2"})
+	lists := srv.src.Stats().Lists + srv.src.Stats().WatchLists
+	equalStrings(t, "app=x again", run("x"), []string{"ns/x1"})
+	if again := srv.src.Stats().Lists + srv.src.Stats().WatchLists; again != lists {
+		t.Fatalf("the restart with the same tweak listed %d times, want a warm start", again-lists)
+	}
+}
+
+// A cold start lists, a warm start on the same file replays it and
+// resumes the watch without listing, and sees the changes made between.
+func TestWarmStartDoesNotList(t *testing.T) {
+	srv := newServer(t)
+	srv.add(t, newObject(t, podGVK, "ns", "a", nil))
+	path := tempFile(t)
+	run := func() []string {
+		logger, _ := newLogger(t)
+		f := newFactory(t, path, srv.client, logger)
+		defer f.Shutdown()
+		f.Core().V1().Pods().Informer()
+		syncAll(t, f)
+		return podNames(t, f)
+	}
+	equalStrings(t, "cold", run(), []string{"ns/a"})
+	lists := srv.src.Stats().Lists + srv.src.Stats().WatchLists
+	srv.add(t, newObject(t, podGVK, "ns", "b", nil))
+	logger, _ := newLogger(t)
+	f := newFactory(t, path, srv.client, logger)
+	defer f.Shutdown()
+	got := make(chan string, 4)
+	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { got <- obj.(*corev1.Pod).Name },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	syncAll(t, f)
+	seen := map[string]bool{}
+	for len(seen) < 2 {
+		select {
+		case n := <-got:
+			seen[n] = true
+		case <-t.Context().Done():
+			t.Fatal("no add for the pod created while stopped")
+		}
+	}
+	if again := srv.src.Stats().Lists + srv.src.Stats().WatchLists; again != lists {
+		t.Fatalf("the warm start listed %d times", again-lists)
+	}
+}
+
+// WithTransform transforms what is stored; WithCustomResyncConfig gives
+// one type its own resync period.
+func TestTransformAndResync(t *testing.T) {
+	srv := newServer(t, fakeapi.Pods, nodes)
+	srv.add(t, newObject(t, podGVK, "ns", "a", map[string]string{"big": "yes"}))
+	logger, _ := newLogger(t)
+	var transformed atomic.Int32
+	f := newFactory(t, tempFile(t), srv.client, logger,
+		WithTransform(func(obj any) (any, error) {
+			if m, ok := obj.(metav1.Object); ok {
+				m.SetLabels(map[string]string{"transformed": "yes"})
+				transformed.Add(1)
+			}
+			return obj, nil
+		}),
+		WithCustomResyncConfig(map[metav1.Object]time.Duration{&corev1.Pod{}: 20 * time.Millisecond}),
+	)
+	defer f.Shutdown()
+	resyncs := make(chan struct{}, 1)
+	if _, err := f.Core().V1().Pods().Informer().AddEventHandlerWithResyncPeriod(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(old, new any) {
+			if old.(*corev1.Pod).ResourceVersion == new.(*corev1.Pod).ResourceVersion {
+				select {
+				case resyncs <- struct{}{}:
+				default:
+				}
+			}
+		},
+	}, 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	syncAll(t, f)
+	p, err := f.Core().V1().Pods().Lister().Pods("ns").Get("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Labels["transformed"] != "yes" || transformed.Load() == 0 {
+		t.Fatalf("stored pod has labels %v, want the transformed ones", p.Labels)
+	}
+	select {
+	case <-resyncs:
+	case <-t.Context().Done():
+		t.Fatal("no resync with the custom period")
+	}
+}
