@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientinformers "k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
@@ -167,3 +168,59 @@ func TestFallbacks(t *testing.T) {
 }
 
 var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
+
+// InformerFor gives the warmcache informer the indexers of the informer
+// newFunc builds, as a controller that calls InformerFor with its own
+// indexers expects.
+func TestInformerForKeepsNewFuncIndexers(t *testing.T) {
+	srv := newServer(t)
+	srv.add(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}, Spec: corev1.PodSpec{NodeName: "n1"}})
+	logger, _ := newLogger(t)
+	f := newFactory(t, tempFile(t), srv.client, logger)
+	defer f.Shutdown()
+	byNode := func(obj any) ([]string, error) { return []string{obj.(*corev1.Pod).Spec.NodeName}, nil }
+	inf := f.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		return coreinformers.NewPodInformer(c, metav1.NamespaceAll, resync, cache.Indexers{"byNode": byNode})
+	})
+	if _, ok := inf.(*informer.Informer); !ok {
+		t.Fatalf("InformerFor returned a %T, want a warmcache informer", inf)
+	}
+	if f.Core().V1().Pods().Informer() != inf {
+		t.Fatal("the typed informer is not the one InformerFor created")
+	}
+	syncAll(t, f)
+	if objs, err := inf.GetIndexer().ByIndex("byNode", "n1"); err != nil || len(objs) != 1 {
+		t.Fatalf("ByIndex(byNode, n1) = %v, %v", objs, err)
+	}
+}
+
+// client-go's fake clientset serves as the client too, with in-memory
+// stores when the factory has no file.
+func TestFakeClientset(t *testing.T) {
+	client := fake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a"}})
+	logger, _ := newLogger(t)
+	f := newFactory(t, "", client, logger)
+	defer f.Shutdown()
+	added := make(chan string, 2)
+	if _, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { added <- obj.(*corev1.Pod).Name },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	syncAll(t, f)
+	equalStrings(t, "pods", podNames(t, f), []string{"ns/a"})
+	if _, err := client.CoreV1().Pods("ns").Create(t.Context(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "b"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	timeout := deadline(t)
+	for _, want := range []string{"a", "b"} {
+		select {
+		case got := <-added:
+			if got != want {
+				t.Fatalf("added %s, want %s", got, want)
+			}
+		case <-timeout.Done():
+			t.Fatalf("no add for %s", want)
+		}
+	}
+}

@@ -1,10 +1,12 @@
 package informers
 
 import (
+	"context"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,11 +82,19 @@ func newFactory(t *testing.T, path string, client kubernetes.Interface, logger k
 // tempFile is a cache file path in the test's directory.
 func tempFile(t *testing.T) string { return filepath.Join(t.TempDir(), "cache.db") }
 
+// deadline returns a context that ends when the test does or after a
+// minute, for waits that must fail rather than hang.
+func deadline(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // syncAll starts f and waits for every informer to sync.
 func syncAll(t *testing.T, f *Factory) {
 	t.Helper()
 	f.Start(t.Context().Done())
-	res := f.WaitForCacheSyncWithContext(t.Context())
+	res := f.WaitForCacheSyncWithContext(deadline(t))
 	if res.Err != nil {
 		t.Fatal(res.Err)
 	}

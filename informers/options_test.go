@@ -122,11 +122,12 @@ func TestWarmStartDoesNotList(t *testing.T) {
 	}
 	syncAll(t, f)
 	seen := map[string]bool{}
+	timeout := deadline(t)
 	for len(seen) < 2 {
 		select {
 		case n := <-got:
 			seen[n] = true
-		case <-t.Context().Done():
+		case <-timeout.Done():
 			t.Fatal("no add for the pod created while stopped")
 		}
 	}
@@ -176,7 +177,7 @@ func TestTransformAndResync(t *testing.T) {
 	}
 	select {
 	case <-resyncs:
-	case <-t.Context().Done():
+	case <-deadline(t).Done():
 		t.Fatal("no resync with the custom period")
 	}
 }
