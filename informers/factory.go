@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"sort"
 	"sync"
 	"time"
 
@@ -82,7 +81,7 @@ type Factory struct {
 	informers map[reflect.Type]cache.SharedIndexInformer
 	fallback  map[reflect.Type]error // the informers that are client-go's, and why
 	started   map[reflect.Type]bool
-	cancel    context.CancelFunc // stops the fallback informers
+	cancels   []context.CancelFunc // stop the fallback informers
 	shutdown  bool
 	wg        sync.WaitGroup // the fallback informers' goroutines
 }
@@ -239,13 +238,7 @@ func (f *Factory) StartWithContext(ctx context.Context) {
 			continue // run by f.wf
 		}
 		runCtx, cancel := context.WithCancel(ctx)
-		prev := f.cancel
-		f.cancel = func() {
-			if prev != nil {
-				prev()
-			}
-			cancel()
-		}
+		f.cancels = append(f.cancels, cancel)
 		f.wg.Go(func() { inf.RunWithContext(runCtx) })
 	}
 }
@@ -263,9 +256,10 @@ func (f *Factory) Shutdown() {
 func (f *Factory) Close() error {
 	f.mu.Lock()
 	f.shutdown = true
-	cancel := f.cancel
+	cancels := f.cancels
+	f.cancels = nil
 	f.mu.Unlock()
-	if cancel != nil {
+	for _, cancel := range cancels {
 		cancel()
 	}
 	f.wg.Wait()
@@ -305,17 +299,4 @@ func (f *Factory) WaitForCacheSyncWithContext(ctx context.Context) cache.SyncRes
 		}
 	}
 	return res
-}
-
-// types returns the Go types of the factory's informers, sorted by name
-// (tests, logs).
-func (f *Factory) types() []reflect.Type {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := make([]reflect.Type, 0, len(f.informers))
-	for t := range f.informers {
-		out = append(out, t)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
-	return out
 }

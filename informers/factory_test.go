@@ -152,7 +152,7 @@ func TestFallbacks(t *testing.T) {
 		srv := newServer(t)
 		srv.add(t, newObject(t, podGVK, "ns", "a", nil))
 		logger, logs := newLogger(t)
-		f := newFactory(t, tempFile(t), srv.client, logger, WithTweakListOptions(func(o *metav1.ListOptions) { o.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan }))
+		f := newFactory(t, tempFile(t), srv.client, logger, WithTweakListOptions(func(o *metav1.ListOptions) { o.ResourceVersion = "0" }))
 		defer f.Shutdown()
 		inf := f.Core().V1().Pods().Informer()
 		if _, ok := inf.(*informer.Informer); ok {
@@ -163,6 +163,13 @@ func TestFallbacks(t *testing.T) {
 		}
 		if !strings.Contains(logs(), "using client-go's in-memory informer") {
 			t.Fatalf("no log line for the fallback:\n%s", logs())
+		}
+		// The fallback runs with the factory and stops at its Shutdown.
+		syncAll(t, f)
+		equalStrings(t, "pods", podNames(t, f), []string{"ns/a"})
+		f.Shutdown()
+		if !inf.IsStopped() {
+			t.Fatal("the fallback informer still runs after Shutdown")
 		}
 	})
 }
