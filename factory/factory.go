@@ -152,7 +152,7 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 	if gvr.Version == "" || gvr.Resource == "" {
 		return nil, fmt.Errorf("%w: resource %v needs a version and a resource", ErrInvalidOptions, gvr)
 	}
-	name := nameOf(gvr, scope) + nameSuffix(example)
+	name := nameOf(gvr, scope) + nameSuffix(f.opts.Scheme, example)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.shutdown {

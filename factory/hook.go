@@ -56,7 +56,7 @@ func (f *Factory) hookInformer(ctx context.Context, lw cache.ListerWatcher, exam
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	name := nameOf(gvr, scope) + nameSuffix(example)
+	name := nameOf(gvr, scope) + nameSuffix(f.opts.Scheme, example)
 	f.mu.Lock()
 	_, exists := f.informers[name]
 	f.mu.Unlock()

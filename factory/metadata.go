@@ -22,6 +22,13 @@ import (
 // full-object informer of the same resource and scope.
 const MetadataKind = "PartialObjectMetadata"
 
+// UnstructuredKind is the kind an informer of *unstructured.Unstructured
+// objects records in its identity when its kind also has a Go type in the
+// factory's scheme (controller-runtime keeps both informers for one
+// kind): its data is never shared with the typed informer's. Unstructured
+// informers of other kinds (custom resources) record their own kind.
+const UnstructuredKind = "Unstructured"
+
 // metaScheme knows the meta.k8s.io/v1 types (PartialObjectMetadata), for
 // the protobuf codec of metadata-only stores.
 var metaScheme = func() *runtime.Scheme {
@@ -53,6 +60,9 @@ func codecFor(s *runtime.Scheme, example runtime.Object) (codec.Codec, error) {
 func kindOf(s *runtime.Scheme, example runtime.Object) string {
 	switch o := example.(type) {
 	case *unstructured.Unstructured:
+		if s.Recognizes(o.GroupVersionKind()) {
+			return UnstructuredKind
+		}
 		return o.GetKind()
 	case *metav1.PartialObjectMetadata:
 		return MetadataKind
@@ -79,11 +89,15 @@ func gvkOf(s *runtime.Scheme, example runtime.Object) schema.GroupVersionKind {
 	return schema.GroupVersionKind{}
 }
 
-// nameSuffix distinguishes a metadata-only informer's name from the
-// full-object informer's of the same resource and scope.
-func nameSuffix(example runtime.Object) string {
-	if isMetadata(example) {
+// nameSuffix distinguishes the name of a metadata-only informer, or of an
+// unstructured one of a typed kind, from the typed informer's of the same
+// resource and scope.
+func nameSuffix(s *runtime.Scheme, example runtime.Object) string {
+	switch kindOf(s, example) {
+	case MetadataKind:
 		return " metadata"
+	case UnstructuredKind:
+		return " unstructured"
 	}
 	return ""
 }
