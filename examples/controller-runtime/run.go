@@ -47,6 +47,11 @@ type config struct {
 type result struct {
 	// reconciles counts Reconcile calls, patched the ConfigMaps annotated.
 	reconciles, patched atomic.Int64
+	// listed is how many selected ConfigMaps the manager's client listed
+	// from the cache once it had synced (InNamespace and MatchingLabels,
+	// pushed down to the file by crcache: only those are decoded); -1 on
+	// an error.
+	listed atomic.Int64
 }
 
 // run runs a manager whose cache (crcache) keeps its informers in
@@ -94,7 +99,16 @@ func runWith(ctx context.Context, cfg config, onSynced func(*result)) (*result, 
 		return nil, fmt.Errorf("controller-runtime example: new controller: %w", err)
 	}
 	if onSynced != nil {
-		if err := mgr.Add(synced{mgr: mgr, fn: func() { onSynced(res) }}); err != nil {
+		list := func(ctx context.Context) {
+			var cms corev1.ConfigMapList
+			err := mgr.GetClient().List(ctx, &cms, client.InNamespace(cfg.namespace), client.MatchingLabels{selectLabel: "true"})
+			if err != nil {
+				res.listed.Store(-1)
+				return
+			}
+			res.listed.Store(int64(len(cms.Items)))
+		}
+		if err := mgr.Add(synced{mgr: mgr, fn: func(ctx context.Context) { list(ctx); onSynced(res) }}); err != nil {
 			return nil, err
 		}
 	}
@@ -107,12 +121,12 @@ func runWith(ctx context.Context, cfg config, onSynced func(*result)) (*result, 
 // synced is a runnable that calls fn once the manager's cache has synced.
 type synced struct {
 	mgr ctrl.Manager
-	fn  func()
+	fn  func(context.Context)
 }
 
 func (s synced) Start(ctx context.Context) error {
 	if s.mgr.GetCache().WaitForCacheSync(ctx) {
-		s.fn()
+		s.fn(ctx)
 	}
 	return nil
 }
