@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -70,5 +72,86 @@ func TestTagOptionsScopes(t *testing.T) {
 	}
 	if tagOf(func(o any) (any, error) { return o, nil }) != nil {
 		t.Error("an untagged transform has a tag")
+	}
+}
+
+// TestTagOptionsScopesByKind: the scopes the removed example scopeOf
+// derived, now per informer map: everything, one namespace, default
+// selectors, and a ByObject selector for one kind beside the default
+// namespace.
+func TestTagOptionsScopesByKind(t *testing.T) {
+	sel := labels.SelectorFromSet(labels.Set{"team": "a"})
+	mapper := meta.NewDefaultRESTMapper(nil)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("ConfigMap"), meta.RESTScopeNamespace)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("Node"), meta.RESTScopeRoot)
+	s := runtime.NewScheme()
+	if err := corev1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		opts cache.Options
+		// default map's scope per namespace ("" is the cluster-wide map),
+		// and the ConfigMap ByObject's scope per namespace.
+		defaults, configMaps map[string]factory.Scope
+	}{
+		{name: "everything", defaults: map[string]factory.Scope{"": {}}},
+		{
+			name:     "one namespace",
+			opts:     cache.Options{DefaultNamespaces: map[string]cache.Config{"ns": {}}},
+			defaults: map[string]factory.Scope{"": {}, "ns": {Namespace: "ns"}},
+		},
+		{
+			name:     "default selectors",
+			opts:     cache.Options{DefaultLabelSelector: sel, DefaultFieldSelector: fields.OneTermEqualSelector("metadata.name", "x")},
+			defaults: map[string]factory.Scope{"": {LabelSelector: "team=a", FieldSelector: "metadata.name=x"}},
+		},
+		{
+			name: "a selector for one kind",
+			opts: cache.Options{
+				DefaultNamespaces: map[string]cache.Config{"ns": {}},
+				ByObject:          map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: sel}},
+			},
+			defaults:   map[string]factory.Scope{"": {}, "ns": {Namespace: "ns"}},
+			configMaps: map[string]factory.Scope{"ns": {Namespace: "ns", LabelSelector: "team=a"}},
+		},
+		{
+			name: "a cluster-scoped kind's selector",
+			opts: cache.Options{
+				ByObject: map[client.Object]cache.ByObject{&corev1.Node{}: {Label: sel}},
+			},
+			defaults: map[string]factory.Scope{"": {}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.Scheme, tc.opts.Mapper = s, mapper
+			o, err := tagOptions(tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for ns, want := range tc.defaults {
+				fn := o.DefaultTransform
+				if ns != "" {
+					fn = o.DefaultNamespaces[ns].Transform
+				}
+				if tg := tagOf(fn); tg == nil || tg.scope != want {
+					t.Errorf("default map %q: tag %+v, want scope %+v", ns, tg, want)
+				}
+			}
+			for obj, b := range o.ByObject {
+				switch obj.(type) {
+				case *corev1.ConfigMap:
+					for ns, want := range tc.configMaps {
+						if tg := tagOf(b.Namespaces[ns].Transform); tg == nil || tg.scope != want {
+							t.Errorf("ConfigMaps in %q: tag %+v, want scope %+v", ns, tg, want)
+						}
+					}
+				case *corev1.Node:
+					if tg := tagOf(b.Transform); tg == nil || tg.scope != (factory.Scope{LabelSelector: "team=a"}) {
+						t.Errorf("Nodes: tag %+v, want the selector, no namespace", tg)
+					}
+				}
+			}
+		})
 	}
 }
