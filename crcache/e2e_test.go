@@ -3,6 +3,7 @@ package crcache
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"testing"
@@ -32,12 +33,22 @@ import (
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(klog.Background())
-	// controller-runtime's metadata ListerWatcher wraps each watch in
-	// watch.Filter (newGVKFixupWatcher), whose goroutine blocks forever
-	// sending an event that arrived after the reflector stopped reading
-	// and stopped the watch: an upstream leak, in controller-runtime's own
-	// cache as in this one.
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("k8s.io/apimachinery/pkg/watch.(*filteredWatch).loop"))
+	code := m.Run()
+	if bench != nil {
+		bench.stop()
+	}
+	if code == 0 {
+		// controller-runtime's metadata ListerWatcher wraps each watch in
+		// watch.Filter (newGVKFixupWatcher), whose goroutine blocks forever
+		// sending an event that arrived after the reflector stopped reading
+		// and stopped the watch: an upstream leak, in controller-runtime's
+		// own cache as in this one.
+		if err := goleak.Find(goleak.IgnoreTopFunction("k8s.io/apimachinery/pkg/watch.(*filteredWatch).loop")); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // startEnv starts etcd and kube-apiserver for one test.
