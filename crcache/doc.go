@@ -28,8 +28,18 @@
 // NewInformer (crcache sets it), the all-namespaces key "" in
 // DefaultNamespaces or ByObject.Namespaces, and Cache.RemoveInformer.
 //
-// Measured: see README.md "controller-runtime" and BenchmarkList in this
-// package.
+// Measured at 100k pods (podgen, 50 namespaces, 2 shared cores; three
+// runs of go test -run '^$' -bench BenchmarkList -benchmem -count 3 in this
+// directory), time and transient heap per client.List, crcache against
+// controller-runtime's default cache:
+//
+//	MatchingLabels cluster-wide (101 match)  79-133 ms, 3.6 MB   318-480 ms, 4.4 MB
+//	InNamespace (2,000)                      119-311 ms, 63 MB   137-163 ms, 24 MB
+//	InNamespace + MatchingLabels (3)         1.3-2.1 ms, 0.11 MB 0.7-2.3 ms, 0.10 MB
+//
+// A List of many objects costs more here (decode, then the deep copy
+// controller-runtime also makes); controller-runtime's cache holds every
+// object on the heap between Lists.
 //
 // This is its own Go module, so that warmcache's module does not depend
 // on controller-runtime.
