@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
 )
@@ -92,4 +93,31 @@ func TestMetadataInformerHasItsOwnIdentity(t *testing.T) {
 	if len(kinds) != 2 || kinds[0] != MetadataKind || kinds[1] != "Secret" {
 		t.Errorf("recorded kinds %v, want [%s Secret]", kinds, MetadataKind)
 	}
+}
+
+// TestHookServesMetadataInformers: controller-runtime's hook gives a
+// metadata-only example a persistent informer, not client-go's in-memory
+// fallback.
+func TestHookServesMetadataInformers(t *testing.T) {
+	f := newFactory(t, filepath.Join(t.TempDir(), "f.db"), "")
+	defer func() {
+		if err := f.Shutdown(); err != nil {
+			t.Error(err)
+		}
+	}()
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	inf := f.NewInformerFunc(context.Background(), nil)(nopLW, m, 0, nil)
+	if _, ok := inf.(*informer.Informer); !ok {
+		t.Fatalf("the hook returned %T, want a persistent *informer.Informer", inf)
+	}
+	full := f.NewInformerFunc(context.Background(), nil)(nopLW, &corev1.Secret{}, 0, nil)
+	if _, ok := full.(*informer.Informer); !ok || full == inf {
+		t.Fatalf("the full-object informer is %T (the metadata one: %v), want its own persistent informer", full, full == inf)
+	}
+	// Run by the caller: stop them before Shutdown.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	inf.RunWithContext(done)
+	full.RunWithContext(done)
 }
