@@ -3,6 +3,7 @@ package factory
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -130,15 +131,56 @@ func MetadataListWatch(client metadata.Interface, gvr schema.GroupVersionResourc
 			if err != nil {
 				return nil, err
 			}
-			return watch.Filter(w, func(e watch.Event) (watch.Event, bool) {
-				if m, ok := e.Object.(*metav1.PartialObjectMetadata); ok {
-					m.SetGroupVersionKind(gvk)
-				}
-				return e, true
-			}), nil
+			return newKindWatch(w, gvk), nil
 		},
 	}
 }
+
+// kindWatch sets the kind of each PartialObjectMetadata a watch delivers.
+// Unlike watch.Filter's, its goroutine ends on Stop even when nobody
+// reads the event it holds.
+type kindWatch struct {
+	in   watch.Interface
+	out  chan watch.Event
+	stop chan struct{}
+	once sync.Once
+}
+
+func newKindWatch(in watch.Interface, gvk schema.GroupVersionKind) *kindWatch {
+	w := &kindWatch{in: in, out: make(chan watch.Event), stop: make(chan struct{})}
+	go func() {
+		defer close(w.out)
+		for {
+			select {
+			case e, ok := <-in.ResultChan():
+				if !ok {
+					return
+				}
+				if m, ok := e.Object.(*metav1.PartialObjectMetadata); ok {
+					m.SetGroupVersionKind(gvk)
+				}
+				select {
+				case w.out <- e:
+				case <-w.stop:
+					return
+				}
+			case <-w.stop:
+				return
+			}
+		}
+	}()
+	return w
+}
+
+// Stop stops the underlying watch and the goroutine.
+func (w *kindWatch) Stop() {
+	w.once.Do(func() { close(w.stop) })
+	w.in.Stop()
+}
+
+// ResultChan returns the events, closed after Stop or the underlying
+// watch's end.
+func (w *kindWatch) ResultChan() <-chan watch.Event { return w.out }
 
 // ForMetadata returns the metadata-only informer of gvr's objects of kind
 // (for example "Secret" for secrets): its objects are
