@@ -2,6 +2,7 @@ package crcache
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,6 +25,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/warmcache/warmcache/factory"
 	"github.com/warmcache/warmcache/internal/testenv"
@@ -382,7 +384,8 @@ func resources(ctx context.Context, t *testing.T, path string) []inspect.Resourc
 // TestMetadataSecretsWarmStart: metadata-only Secrets in two namespaces
 // persist; a second cache on the same file lists no Secrets from the
 // apiserver (no LIST, no WatchList stream) and returns the current
-// Secrets, including one created while it was down.
+// Secrets, including one created while it was down. A manager given an
+// option crcache cannot serve fails to build.
 func TestMetadataSecretsWarmStart(t *testing.T) {
 	ctx, env, cs := startEnv(t)
 	seed(ctx, t, cs)
@@ -454,6 +457,17 @@ func TestMetadataSecretsWarmStart(t *testing.T) {
 		t.Errorf("the warm cache made %v LIST requests and %v WatchList streams of secrets, want none", lists-lists0, streams-streams0)
 	}
 	second.(*running).stop(t)
+
+	// A manager with options crcache cannot serve does not start.
+	_, err = ctrl.NewManager(env.RestConfig(), ctrl.Options{
+		Scheme:   s,
+		Cache:    cache.Options{DefaultNamespaces: map[string]cache.Config{"": {}, "a": {}}},
+		NewCache: NewCache(Options{Factory: factory.Options{Path: path}}),
+		Metrics:  metricsserver.Options{BindAddress: "0"},
+	})
+	if !errors.Is(err, ErrUnsupported) {
+		t.Errorf("NewManager with the all-namespaces key = %v, want an error wrapping ErrUnsupported", err)
+	}
 	for _, in := range resources(ctx, t, path) {
 		if in.Identity.Kind != factory.MetadataKind || in.State != inspect.StateComplete {
 			t.Errorf("resource %+v state %s, want metadata-only, complete", in.Identity, in.State)
