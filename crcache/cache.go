@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -58,6 +59,7 @@ type Cache struct {
 	f        *factory.Factory
 	registry *registry
 	runs     *runs
+	started  atomic.Bool
 }
 
 var _ cache.Cache = (*Cache)(nil)
@@ -115,7 +117,11 @@ func newCache(config *rest.Config, o cache.Options, opts Options) (*Cache, error
 
 // Start runs the informers until ctx is done (cache.Cache's Start), then
 // waits for them to stop and closes the cache file.
+// A second Start returns an error and leaves the running cache alone.
 func (c *Cache) Start(ctx context.Context) error {
+	if !c.started.CompareAndSwap(false, true) {
+		return errors.New("crcache: the cache was already started")
+	}
 	err := c.Cache.Start(ctx)
 	c.runs.close()
 	return errors.Join(err, c.f.Shutdown())
