@@ -155,3 +155,31 @@ func TestTagOptionsScopesByKind(t *testing.T) {
 		})
 	}
 }
+
+// TestTaggedTransformAppliesTheConfigs: a tagged transform answers the
+// probe without calling the config's transform, and hands every object to
+// it.
+func TestTaggedTransformAppliesTheConfigs(t *testing.T) {
+	calls := 0
+	user := func(o any) (any, error) {
+		calls++
+		cm := o.(*corev1.ConfigMap)
+		cm.Annotations = map[string]string{"transformed": "yes"}
+		return cm, nil
+	}
+	o, err := tagOptions(cache.Options{DefaultNamespaces: map[string]cache.Config{"a": {Transform: user}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := o.DefaultNamespaces["a"].Transform
+	if tg := tagOf(fn); tg == nil || tg.scope != (factory.Scope{Namespace: "a"}) || calls != 0 {
+		t.Fatalf("tag %+v after %d calls of the config's transform, want namespace a's and none", tg, calls)
+	}
+	out, err := fn(&corev1.ConfigMap{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.(*corev1.ConfigMap).Annotations["transformed"] != "yes" || calls != 1 {
+		t.Errorf("the config's transform ran %d times, object %+v", calls, out)
+	}
+}
