@@ -22,7 +22,6 @@ import (
 	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
-	"github.com/warmcache/warmcache/store/codec"
 	"github.com/warmcache/warmcache/store/memory"
 )
 
@@ -153,7 +152,7 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 	if gvr.Version == "" || gvr.Resource == "" {
 		return nil, fmt.Errorf("%w: resource %v needs a version and a resource", ErrInvalidOptions, gvr)
 	}
-	name := nameOf(gvr, scope)
+	name := nameOf(gvr, scope) + nameSuffix(f.opts.Scheme, example)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.shutdown {
@@ -237,16 +236,11 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 	if f.db == nil {
 		return memory.New(memory.Options{Indexers: indexers})
 	}
-	c, err := codec.ForObject(f.opts.Scheme, example)
+	c, err := codecFor(f.opts.Scheme, example)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrResource, err)
 	}
-	kind := ""
-	if u, ok := example.(*unstructured.Unstructured); ok {
-		kind = u.GetKind()
-	} else if gvks, _, err := f.opts.Scheme.ObjectKinds(example); err == nil && len(gvks) > 0 {
-		kind = gvks[0].Kind
-	}
+	kind := kindOf(f.opts.Scheme, example)
 	return f.db.Resource(ctx, bolt.ResourceOptions{
 		Identity: bolt.Identity{
 			Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: kind,

@@ -6,9 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/informer"
@@ -45,12 +43,7 @@ func (f *Factory) NewInformerFunc(ctx context.Context, scopeOf func(example runt
 }
 
 func (f *Factory) hookInformer(ctx context.Context, lw cache.ListerWatcher, example runtime.Object, resync time.Duration, indexers cache.Indexers, scopeOf func(runtime.Object) Scope) (*informer.Informer, error) {
-	var gvk schema.GroupVersionKind
-	if u, ok := example.(*unstructured.Unstructured); ok {
-		gvk = u.GroupVersionKind()
-	} else if gvks, _, err := f.opts.Scheme.ObjectKinds(example); err == nil && len(gvks) > 0 {
-		gvk = gvks[0]
-	}
+	gvk := gvkOf(f.opts.Scheme, example)
 	if gvk.Kind == "" || gvk.Version == "" {
 		return nil, fmt.Errorf("%w: no kind for %T", ErrResource, example)
 	}
@@ -63,7 +56,7 @@ func (f *Factory) hookInformer(ctx context.Context, lw cache.ListerWatcher, exam
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	name := nameOf(gvr, scope)
+	name := nameOf(gvr, scope) + nameSuffix(f.opts.Scheme, example)
 	f.mu.Lock()
 	_, exists := f.informers[name]
 	f.mu.Unlock()

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/warmcache/warmcache v0.0.0
+	github.com/warmcache/warmcache/crcache v0.0.0
 	go.uber.org/goleak v1.3.0
 	k8s.io/api v0.36.3
 	k8s.io/apimachinery v0.36.3
@@ -79,4 +80,7 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-replace github.com/warmcache/warmcache => ../..
+replace (
+	github.com/warmcache/warmcache => ../..
+	github.com/warmcache/warmcache/crcache => ../../crcache
+)

@@ -1,7 +1,8 @@
 // Command controller-runtime is a controller-runtime manager whose cache
-// builds its informers through warmcache (cache.Options.NewInformer), so
-// that they keep their objects in a bbolt file and a restart resumes from
-// it instead of listing again.
+// is warmcache's (one option: NewCache: crcache.NewCache(...)), so that
+// its informers keep their objects in a bbolt file, a restart resumes from
+// it instead of listing again, and the client's List decodes only what it
+// selects.
 //
 //	cd examples/controller-runtime
 //	go run . --kubeconfig ~/.kube/config --cache-file cm.db --namespace default
@@ -10,7 +11,8 @@
 // warmcache-example=true: it records a hash of each one's data in the
 // annotation warmcache.example/data-hash. It runs until SIGINT or SIGTERM.
 //
-// The example is its own Go module (with a replace of warmcache to ../..)
+// The example is its own Go module (with replaces of warmcache to ../.. and
+// of its crcache module to ../../crcache)
 // so that warmcache's module does not depend on controller-runtime. Its
 // test (go test in this directory) runs the manager against a real
 // kube-apiserver, restarts it, and checks that the restart lists nothing;

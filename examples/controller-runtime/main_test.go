@@ -169,8 +169,12 @@ func TestManagerRestartsWarm(t *testing.T) {
 	first := start(ctx, cfg)
 	first.waitSynced(ctx, t)
 	waitReconciled(ctx, t, cs, ns, want, others)
-	if res := first.stop(t); res.patched.Load() != n {
+	res := first.stop(t)
+	if res.patched.Load() != n {
 		t.Errorf("the first run patched %d ConfigMaps, want %d", res.patched.Load(), n)
+	}
+	if got := res.listed.Load(); got != n {
+		t.Errorf("the first run's client listed %d selected ConfigMaps from the cache, want %d", got, n)
 	}
 
 	// While the manager is down: 5 changed, 5 new, 5 deleted.
@@ -197,10 +201,13 @@ func TestManagerRestartsWarm(t *testing.T) {
 	second := start(ctx, cfg)
 	second.waitSynced(ctx, t)
 	waitReconciled(ctx, t, cs, ns, want, others)
-	res := second.stop(t)
+	res = second.stop(t)
 	lists, streams := requests(ctx, t, env)
 	if lists != lists0 || streams != streams0 {
 		t.Errorf("the restarted manager's cache made %v LIST requests and %v WatchList streams for configmaps, want none", lists-lists0, streams-streams0)
+	}
+	if got := res.listed.Load(); got != int64(len(want)) {
+		t.Errorf("the restarted manager's client listed %d selected ConfigMaps once synced, want %d", got, len(want))
 	}
 	if got := res.patched.Load(); got != 10 {
 		t.Errorf("the restarted manager patched %d ConfigMaps, want the 10 changed or new ones", got)

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync/atomic"
 
+	"github.com/warmcache/warmcache/crcache"
 	"github.com/warmcache/warmcache/factory"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -47,10 +47,16 @@ type config struct {
 type result struct {
 	// reconciles counts Reconcile calls, patched the ConfigMaps annotated.
 	reconciles, patched atomic.Int64
+	// listed is how many selected ConfigMaps the manager's client listed
+	// from the cache once it had synced (InNamespace and MatchingLabels,
+	// pushed down to the file by crcache: only those are decoded); -1 on
+	// an error.
+	listed atomic.Int64
 }
 
-// run runs a manager whose cache's informers live in cfg.cacheFile, with
-// the ConfigMap controller, until ctx is done; then it closes the file.
+// run runs a manager whose cache (crcache) keeps its informers in
+// cfg.cacheFile, with the ConfigMap controller, until ctx is done; the
+// cache closes the file when the manager stops.
 func run(ctx context.Context, cfg config) (*result, error) {
 	return runWith(ctx, cfg, nil)
 }
@@ -61,16 +67,15 @@ func runWith(ctx context.Context, cfg config, onSynced func(*result)) (*result, 
 	if cfg.rest == nil || cfg.cacheFile == "" {
 		return nil, errors.New("controller-runtime example: a REST config and a cache file are required")
 	}
-	logger := klog.FromContext(ctx)
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 
-	// The cache's options say what each informer lists; scopeOf derives
-	// from them the scope each store in the file records.
+	// The cache's options say what each informer lists; crcache keeps
+	// each informer in the file under that scope, and closes the file
+	// once the manager has stopped.
 	cacheOpts := cache.Options{
-		Scheme: scheme,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.ConfigMap{}: {Label: labels.SelectorFromSet(labels.Set{selectLabel: "true"})},
 		},
@@ -78,26 +83,10 @@ func runWith(ctx context.Context, cfg config, onSynced func(*result)) (*result, 
 	if cfg.namespace != "" {
 		cacheOpts.DefaultNamespaces = map[string]cache.Config{cfg.namespace: {}}
 	}
-	scopes, err := scopeOf(cacheOpts, scheme)
-	if err != nil {
-		return nil, err
-	}
-	f, err := factory.New(ctx, factory.Options{Path: cfg.cacheFile, Scheme: scheme})
-	if err != nil {
-		return nil, err
-	}
-	// Shut the factory down (closing the file) only after the manager,
-	// which runs the informers, has returned.
-	defer func() {
-		if err := f.Shutdown(); err != nil {
-			logger.Error(err, "Closing the cache file failed")
-		}
-	}()
-	cacheOpts.NewInformer = f.NewInformerFunc(ctx, scopes)
-
 	mgr, err := ctrl.NewManager(cfg.rest, ctrl.Options{
 		Scheme:     scheme,
 		Cache:      cacheOpts,
+		NewCache:   crcache.NewCache(crcache.Options{Factory: factory.Options{Path: cfg.cacheFile}}),
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(cfg.skipNameValidation)},
 	})
@@ -110,7 +99,16 @@ func runWith(ctx context.Context, cfg config, onSynced func(*result)) (*result, 
 		return nil, fmt.Errorf("controller-runtime example: new controller: %w", err)
 	}
 	if onSynced != nil {
-		if err := mgr.Add(synced{mgr: mgr, fn: func() { onSynced(res) }}); err != nil {
+		list := func(ctx context.Context) {
+			var cms corev1.ConfigMapList
+			err := mgr.GetClient().List(ctx, &cms, client.InNamespace(cfg.namespace), client.MatchingLabels{selectLabel: "true"})
+			if err != nil {
+				res.listed.Store(-1)
+				return
+			}
+			res.listed.Store(int64(len(cms.Items)))
+		}
+		if err := mgr.Add(synced{mgr: mgr, fn: func(ctx context.Context) { list(ctx); onSynced(res) }}); err != nil {
 			return nil, err
 		}
 	}
@@ -123,12 +121,12 @@ func runWith(ctx context.Context, cfg config, onSynced func(*result)) (*result, 
 // synced is a runnable that calls fn once the manager's cache has synced.
 type synced struct {
 	mgr ctrl.Manager
-	fn  func()
+	fn  func(context.Context)
 }
 
 func (s synced) Start(ctx context.Context) error {
 	if s.mgr.GetCache().WaitForCacheSync(ctx) {
-		s.fn()
+		s.fn(ctx)
 	}
 	return nil
 }

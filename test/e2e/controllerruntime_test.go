@@ -11,8 +11,8 @@ import (
 // TestControllerRuntime runs the controller-runtime example's tests:
 // the example is its own module (warmcache's module does not depend on
 // controller-runtime), so its tests run with `go test` in its directory.
-// They start a real apiserver, run a manager whose cache builds informers
-// through warmcache's NewInformer hook, restart it and check that it
+// They start a real apiserver, run a manager whose cache is warmcache's
+// (crcache.NewCache), restart it and check that it
 // resumed warm (no LIST, no WatchList of its resource) and reconciled
 // exactly what changed. The first run compiles controller-runtime
 // (minutes on two cores).

@@ -1,0 +1,114 @@
+package crcache
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/warmcache/warmcache/factory"
+	"github.com/warmcache/warmcache/store/bolt/inspect"
+)
+
+// TestMetadataSecretsWarmStart: metadata-only Secrets in two namespaces
+// persist; a second cache on the same file lists no Secrets from the
+// apiserver (no LIST, no WatchList stream) and returns the current
+// Secrets, including one created while it was down. A manager given an
+// option crcache cannot serve fails to build.
+func TestMetadataSecretsWarmStart(t *testing.T) {
+	ctx, env, cs := startEnv(t)
+	seed(ctx, t, cs)
+	s := newScheme(t)
+	path := filepath.Join(t.TempDir(), "cache.db")
+	opts := cache.Options{Scheme: s, DefaultNamespaces: map[string]cache.Config{"a": {}, "c": {}}}
+	newList := func() *metav1.PartialObjectMetadataList {
+		l := &metav1.PartialObjectMetadataList{}
+		l.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+		return l
+	}
+	names := func(c cache.Cache) []string {
+		l := newList()
+		if err := c.List(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range l.Items {
+			if m.Kind != "Secret" || m.APIVersion != "v1" {
+				t.Errorf("item %s/%s has TypeMeta %v", m.Namespace, m.Name, m.TypeMeta)
+			}
+			out = append(out, m.Namespace+"/"+m.Name)
+		}
+		sort.Strings(out)
+		return out
+	}
+	open := func() cache.Cache {
+		c, err := NewCache(Options{Factory: factory.Options{Path: path}})(env.RestConfig(), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The informer exists before Start, as a controller's watch
+		// creates it.
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		if _, err := c.GetInformer(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		return run(ctx, t, c)
+	}
+	first := open()
+	if got := names(first); len(got) != 8 {
+		t.Fatalf("cold: %d Secrets %v, want the 8 of a and c", len(got), got)
+	}
+	first.(*running).stop(t)
+	create(ctx, t, cs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "c", Name: "new"}})
+	lists0, err := env.ListRequests(ctx, "secrets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	streams0, err := env.MetricSum(ctx, "apiserver_watch_list_duration_seconds_count", map[string]string{"resource": "secrets"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := open()
+	var got []string
+	// The watch delivers c/new after the sync: an external event, polled
+	// with a deadline.
+	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		got = names(second)
+		return len(got) == 9, nil
+	})
+	if len(got) != 9 || got[len(got)-1] != "c/s-3" || got[4] != "c/new" {
+		t.Errorf("warm: Secrets %v, want the 8 and c/new", got)
+	}
+	lists, _ := env.ListRequests(ctx, "secrets")
+	streams, _ := env.MetricSum(ctx, "apiserver_watch_list_duration_seconds_count", map[string]string{"resource": "secrets"})
+	if lists != lists0 || streams != streams0 {
+		t.Errorf("the warm cache made %v LIST requests and %v WatchList streams of secrets, want none", lists-lists0, streams-streams0)
+	}
+	second.(*running).stop(t)
+
+	// A manager with options crcache cannot serve does not start.
+	_, err = ctrl.NewManager(env.RestConfig(), ctrl.Options{
+		Scheme:   s,
+		Cache:    cache.Options{DefaultNamespaces: map[string]cache.Config{"": {}, "a": {}}},
+		NewCache: NewCache(Options{Factory: factory.Options{Path: path}}),
+		Metrics:  metricsserver.Options{BindAddress: "0"},
+	})
+	if !errors.Is(err, ErrUnsupported) {
+		t.Errorf("NewManager with the all-namespaces key = %v, want an error wrapping ErrUnsupported", err)
+	}
+	for _, in := range resources(ctx, t, path) {
+		if in.Identity.Kind != factory.MetadataKind || in.State != inspect.StateComplete {
+			t.Errorf("resource %+v state %s, want metadata-only, complete", in.Identity, in.State)
+		}
+	}
+}
