@@ -55,7 +55,7 @@ func (r *Reflector) checkResume(ctx context.Context, rv string) resumeCheck {
 			"resourceVersion", rv, "serverResourceVersion", current)
 		return resumeAhead
 	case c == 0:
-		logger.V(4).Info("The stored resourceVersion is the server's current one; synced once the watch is open", "resourceVersion", rv)
+		logger.V(2).Info("The stored resourceVersion is the server's current one; synced once the watch is open", "resourceVersion", rv)
 		return resumeCurrent
 	}
 	return resumeBehind
