@@ -101,20 +101,21 @@ type Meta struct {
 	Indexes      []string `msgpack:"indexes"`            // sorted
 	IndexVersion string   `msgpack:"indexVersion"`
 	IndexBuild   bool     `msgpack:"indexBuild"` // an index rebuild is under way
+	RV           string   `msgpack:"rv"`
+	State        State    `msgpack:"state"`
+	Reason       string   `msgpack:"reason,omitempty"` // why incomplete
+	Objects      int64    `msgpack:"objects"`
+	Staging      uint64   `msgpack:"staging"` // Generation of an open Replace, 0 if none
+	NextGen      uint64   `msgpack:"nextGen"`
+	Created      int64    `msgpack:"created"`  // unix nanoseconds
+	Updated      int64    `msgpack:"updated"`  // last write
+	Relisted     int64    `msgpack:"relisted"` // last committed Replace
+
 	// Cluster identifies the cluster the data came from (package bolt's
 	// ResourceOptions.Cluster); TransformVersion the transform that shaped
 	// the stored objects. Either differing discards the data.
 	Cluster          string `msgpack:"cluster"`
 	TransformVersion string `msgpack:"transformVersion"`
-	RV               string `msgpack:"rv"`
-	State            State  `msgpack:"state"`
-	Reason           string `msgpack:"reason,omitempty"` // why incomplete
-	Objects          int64  `msgpack:"objects"`
-	Staging          uint64 `msgpack:"staging"` // Generation of an open Replace, 0 if none
-	NextGen          uint64 `msgpack:"nextGen"`
-	Created          int64  `msgpack:"created"`  // unix nanoseconds
-	Updated          int64  `msgpack:"updated"`  // last write
-	Relisted         int64  `msgpack:"relisted"` // last committed Replace
 }
 
 // Clone returns a copy of m that shares no memory with it.
