@@ -12,6 +12,15 @@
 // kind (UnstructuredKind) each have their own identity, apart from the
 // typed informer of the same resource and scope.
 //
+// Each resource in the file also records the cluster it came from
+// (Options.ClusterID: by default the UID of the kube-system namespace, one
+// GET when New opens the file) and the version of its transform
+// (WithTransformVersion). A resource recorded with another cluster or
+// transform version is discarded when its informer is created, with a log
+// line saying why, and relisted: not one of its objects reaches a handler
+// or the indexer. When the GET is forbidden the cluster is recorded as
+// unknown and New logs it; set Options.ClusterID then.
+//
 // Without Options.Path the stores live in memory (store/memory), like
 // client-go's.
 //

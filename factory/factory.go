@@ -57,6 +57,21 @@ type Options struct {
 	// Logger receives the factory's log lines. Default: klog.FromContext
 	// of New's context.
 	Logger *klog.Logger
+	// ClusterID identifies the cluster the file caches. It is recorded
+	// with every resource in the file, and a resource recorded with
+	// another ClusterID is discarded and relisted, with a log line, before
+	// any of its objects is served: a file reused after the cluster was
+	// recreated at the same address (kind delete/create, a rebuilt CI
+	// cluster) or pointed at another cluster is never served stale.
+	// Default: the UID of the kube-system namespace
+	// (ClusterIdentityNamespace), read with one GET through RESTConfig
+	// when New opens the file. When that GET fails (forbidden by RBAC,
+	// no RESTConfig) the identity is unknown (""), which New logs; the
+	// reflector's check of the stored resourceVersion against the
+	// server's (package reflector) still catches a recreated cluster whose
+	// resourceVersion is behind the file's. Set it, for example from a
+	// name the deployment knows, when the GET is not allowed.
+	ClusterID string
 }
 
 // Factory creates informers that share one cache file, starts them and
@@ -66,9 +81,10 @@ type Options struct {
 // A Factory owns its file and its informers' stores: Shutdown stops the
 // informers and closes them. All methods are safe for concurrent use.
 type Factory struct {
-	opts   Options
-	db     *bolt.DB // nil for in-memory stores
-	logger klog.Logger
+	opts    Options
+	db      *bolt.DB // nil for in-memory stores
+	logger  klog.Logger
+	cluster string // recorded with every resource; see Options.ClusterID
 
 	// mu guards the fields below.
 	mu        sync.Mutex
@@ -129,6 +145,7 @@ func New(ctx context.Context, opts Options) (*Factory, error) {
 		return nil, fmt.Errorf("informer: factory: %w", err)
 	}
 	f.db = db
+	f.cluster = clusterID(ctx, opts, logger)
 	return f, nil
 }
 
@@ -138,7 +155,8 @@ func (f *Factory) DB() *bolt.DB { return f.db }
 // InformerFor returns the informer of resource gvr in scope, creating it
 // with lw and example (a typed object, or *unstructured.Unstructured) if
 // it does not exist. The store's codec is chosen for example (codec.ForObject)
-// and the identity recorded in the file is gvr, example's kind and scope.
+// and the identity recorded in the file is gvr, example's kind and scope,
+// with the factory's cluster and WithTransformVersion's version.
 // lw must apply scope itself. The informer has indexers (with
 // WithIndexers' and client-go's namespace index) from its creation; an
 // existing informer gets the ones it lacks added.
@@ -171,7 +189,7 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 	// warm start finds the index set it recorded and keeps its entries
 	// instead of rebuilding them by decoding every object.
 	allIndexers := mergeIndexers(f.opts.Informer.Indexers, indexers)
-	st, err := f.openStore(ctx, gvr, example, scope, allIndexers, func(err error) {
+	st, err := f.openStore(ctx, gvr, example, scope, allIndexers, cfg.transformVersion, func(err error) {
 		if inf := infPtr.Load(); inf != nil {
 			inf.ReportCorruption(err)
 		}
@@ -231,8 +249,9 @@ func addMissingIndexers(inf *informer.Informer, indexers cache.Indexers) error {
 }
 
 // openStore opens the store of one informer: a bolt resource whose
-// identity records gvr, the kind and the scope, or a memory store.
-func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, scope Scope, indexers cache.Indexers, onCorruption func(error)) (store.Store, error) {
+// identity records gvr, the kind and the scope, and whose meta records the
+// cluster and the transform version, or a memory store.
+func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, scope Scope, indexers cache.Indexers, transformVersion string, onCorruption func(error)) (store.Store, error) {
 	if f.db == nil {
 		return memory.New(memory.Options{Indexers: indexers})
 	}
@@ -246,9 +265,11 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 			Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: kind,
 			Namespace: scope.Namespace, LabelSelector: scope.LabelSelector, FieldSelector: scope.FieldSelector, Shard: scope.Shard,
 		},
-		Codec:        c,
-		Indexers:     indexers,
-		OnCorruption: onCorruption,
+		Codec:            c,
+		Indexers:         indexers,
+		OnCorruption:     onCorruption,
+		Cluster:          f.cluster,
+		TransformVersion: transformVersion,
 	})
 }
 

@@ -14,9 +14,10 @@ import (
 type InformerOption func(*informerConfig)
 
 type informerConfig struct {
-	indexers  cache.Indexers
-	transform cache.TransformFunc
-	resync    *time.Duration
+	indexers         cache.Indexers
+	transform        cache.TransformFunc
+	transformVersion string
+	resync           *time.Duration
 }
 
 // WithIndexers gives the informer these indexes from its creation, so
@@ -35,9 +36,25 @@ func WithIndexers(indexers cache.Indexers) InformerOption {
 }
 
 // WithTransform sets the informer's transform (Informer.SetTransform)
-// before it can start.
+// before it can start. The objects stored in the file are the transformed
+// ones: when the function changes what it keeps or how it rewrites
+// objects, change WithTransformVersion too, or a warm start serves objects
+// shaped by the old function.
 func WithTransform(fn cache.TransformFunc) InformerOption {
 	return func(c *informerConfig) { c.transform = fn }
+}
+
+// WithTransformVersion records version as the version of the informer's
+// transform (WithTransform, or one set later with Informer.SetTransform)
+// in the file, as bolt.ResourceOptions.TransformVersion. Change it
+// whenever the transform changes meaning, as IndexVersion for an index
+// function: a warm start that finds another version recorded (adding,
+// removing or changing a transform included) discards the stored objects,
+// logs why, and relists, so that no object shaped by the old transform is
+// served. Default "": the informer has no transform, or one that never
+// changes.
+func WithTransformVersion(version string) InformerOption {
+	return func(c *informerConfig) { c.transformVersion = version }
 }
 
 // WithResyncPeriod sets the informer's resync period, replacing

@@ -282,7 +282,7 @@ func TestWarmStartReplayFailsMidway(t *testing.T) {
 	}
 	equalEvents(t, sortedEvents(got), sortedEvents(want))
 
-	if s := src.Stats(); s.Lists+s.WatchLists != 2 {
-		t.Fatalf("%d lists, want 2 (the cold start and the relist)", s.Lists+s.WatchLists)
+	if s := src.Stats(); s.Lists+s.WatchLists != 3 {
+		t.Fatalf("%d lists, want 3 (the cold start, the warm start's resume check and the relist)", s.Lists+s.WatchLists)
 	}
 }

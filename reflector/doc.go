@@ -5,13 +5,20 @@
 // tools/cache.Reflector, with what a persistent cache needs on top:
 //
 //   - Warm start. When Options.ResumeFrom reports a complete store at a
-//     resourceVersion (RV), the reflector does not list at all: it watches
-//     from that RV with bookmarks on and pushes MarkSynced once the watch
-//     has resumed, that is before its first event, or after it stayed
-//     open Options.ResumeSettle (1s) without an ERROR event. kube-apiserver
-//     accepts a watch from an expired RV and reports the 410 as its first
-//     event, at once; in that case the reflector pushes no MarkSynced and
-//     relists, and the relist's EndReplace completes the sync.
+//     resourceVersion (RV), the reflector does not relist: it reads the
+//     server's current RV with one consistent LIST of at most one object
+//     (the resume check, Options.ResumeCheck), then watches from the
+//     stored RV with bookmarks on and pushes MarkSynced once the watch has
+//     resumed, that is before its first event, or after it stayed open
+//     Options.ResumeSettle (1s) without an ERROR event, or at once when
+//     the stored RV is the server's current one. kube-apiserver accepts a
+//     watch from an expired RV and reports the 410 as its first event, at
+//     once; in that case the reflector pushes no MarkSynced and relists,
+//     and the relist's EndReplace completes the sync.
+//   - Never silently stale. A stored RV ahead of the server's (the cluster
+//     was recreated at the same address, or its etcd restored from an
+//     older backup) is never watched from: the reflector logs it and
+//     relists the most recent state (RV "").
 //   - Streaming relists. A relist is pushed as BeginReplace, pages of at
 //     most Options.PageSize objects, and EndReplace(rv); the Sink never
 //     needs the whole list in memory and the reflector never holds more
@@ -42,6 +49,39 @@
 //     while Options.MaxInternalErrorRetryDuration allows, relist otherwise;
 //   - TooLargeResourceVersion: relist from the most recent state (RV "");
 //   - anything else, including a Sink error: back off and relist.
+//
+// # What the apiserver says about a resume
+//
+// Measured against kube-apiserver v1.36.3 and etcd on loopback (the
+// binaries of internal/kubebin), with and without --watch-cache=false:
+//
+//   - A watch from an RV the server has not reached is accepted (HTTP 200
+//     in under 1ms) and sends nothing, no ERROR and no bookmark, until its
+//     timeout (8s asked, 8.0s measured), with or without the watch cache;
+//     a quiet timer alone would call it synced and serve the stale store.
+//   - A LIST with resourceVersionMatch=NotOlderThan at such an RV answers
+//     "Too large resource version" (504): at once without the watch cache,
+//     but with it only after the server waited for the RV and client-go
+//     retried the 504, 43s in all. Not a usable signal.
+//   - A consistent LIST (RV "") with limit=1 returns the server's current
+//     RV in about 2ms (1.8ms with the watch cache, 2.2ms without): one
+//     request, one object. This is the resume check.
+//   - A watch from the current RV with bookmarks gets its first bookmark
+//     only when the watch cache's bookmark timer fires (6.4s into a watch
+//     of 8s timeout), and none without the watch cache: bookmarks cannot
+//     tell a resumed watch is caught up.
+//   - sendInitialEvents=true streams every object and then the
+//     initial-events-end bookmark (4 objects in 3ms): a sync signal, but
+//     the price of a relist, which a warm start exists to avoid.
+//
+// So a warm start costs one LIST of at most one object (about 2ms), which
+// catches an RV ahead of the server's (the cluster recreated or restored)
+// and, when nothing was written since the stored RV, syncs at once instead
+// of after ResumeSettle. When the server moved on (the usual case on a
+// busy cluster: leases alone write every 10s) the resumed watch still
+// syncs on its first event or after ResumeSettle. A recreated cluster
+// whose RV has already passed the stored one is not caught here; package
+// factory records the cluster's identity for that.
 //
 // Lists follow client-go's relistResourceVersion: the first list asks for
 // RV "0" (any, served from the watch cache), later ones for the last RV

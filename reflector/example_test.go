@@ -56,7 +56,9 @@ func Example() {
 	pods := src.Endpoint(corev1.SchemeGroupVersion.WithKind("Pod"), "")
 	sink := printSink{events: make(chan string)}
 
-	// A warm start from RV 2: the store already holds pod a.
+	// A warm start from RV 2: the store already holds pod a. The server
+	// is at RV 3, so the one LIST (limit 1) that checks the stored RV
+	// finds it behind, not ahead: the watch resumes.
 	r, err := reflector.New(pods, &corev1.Pod{}, sink, reflector.Options{
 		ResumeFrom: func() (string, bool) { return "2", true },
 	})
@@ -76,5 +78,5 @@ func Example() {
 	// Output:
 	// MarkSynced
 	// Add b@3
-	// last RV: 3 lists: 0
+	// last RV: 3 lists: 1
 }

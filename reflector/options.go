@@ -63,6 +63,27 @@ const (
 	WatchListOff
 )
 
+// ResumeCheckPolicy says how a warm start checks the stored
+// resourceVersion against the server's before it resumes its watch.
+type ResumeCheckPolicy int
+
+const (
+	// ResumeCheckList reads the server's current resourceVersion with one
+	// consistent LIST of at most one object (ResourceVersion "", Limit 1)
+	// before the resumed watch. A stored RV ahead of it (the cluster was
+	// recreated, or its etcd restored from an older backup: kube-apiserver
+	// accepts a watch from an RV it has not reached and sends nothing)
+	// relists the most recent state instead of resuming, with a log line;
+	// a stored RV equal to it is synced as soon as the watch is open,
+	// without waiting ResumeSettle; a stored RV behind it resumes as
+	// without the check. A failed LIST is logged and the watch resumes
+	// unchecked.
+	ResumeCheckList ResumeCheckPolicy = iota
+	// ResumeCheckOff resumes the watch from the stored RV without asking
+	// the server (no LIST at all on a warm start).
+	ResumeCheckOff
+)
+
 // Options configures a Reflector. The zero value gives client-go's
 // behaviour.
 type Options struct {
@@ -92,6 +113,9 @@ type Options struct {
 	// still syncs promptly. It is measured on Clock. Default
 	// DefaultResumeSettle (1s).
 	ResumeSettle time.Duration
+	// ResumeCheck selects how a warm start checks the stored
+	// resourceVersion against the server's. Default ResumeCheckList.
+	ResumeCheck ResumeCheckPolicy
 	// PageSize is the Limit of list requests and the most objects one
 	// ReplacePage carries. Default DefaultPageSize (500).
 	PageSize int64
@@ -150,6 +174,8 @@ func (o Options) withDefaults(expectedType runtime.Object) (Options, error) {
 		return o, invalid("MinWatchTimeout %v is negative", o.MinWatchTimeout)
 	case o.MaxInternalErrorRetryDuration < 0:
 		return o, invalid("MaxInternalErrorRetryDuration %v is negative", o.MaxInternalErrorRetryDuration)
+	case o.ResumeCheck != ResumeCheckList && o.ResumeCheck != ResumeCheckOff:
+		return o, invalid("unknown ResumeCheck %d", o.ResumeCheck)
 	case o.ResumeSettle < 0:
 		return o, invalid("ResumeSettle %v is negative", o.ResumeSettle)
 	}

@@ -157,7 +157,21 @@ func (r *Reflector) Run(ctx context.Context) {
 	defer logger.V(3).Info("Stopping reflector")
 	defer r.abortReplace(ctx)
 
-	warm := r.resume(ctx)
+	warm, settle := r.resume(ctx), r.opts.ResumeSettle
+	if warm {
+		switch r.checkResume(ctx, r.LastSyncResourceVersion()) {
+		case resumeAhead:
+			// Relist the most recent state: a list not older than the
+			// stored RV would wait for the server to reach it.
+			warm = false
+			r.setRVUnavailable(true)
+		case resumeCurrent:
+			settle = 0
+		}
+	}
+	if warm {
+		r.metrics.Resumed()
+	}
 	needRelist := !warm
 	var w watch.Interface
 	for ctx.Err() == nil {
@@ -176,7 +190,7 @@ func (r *Reflector) Run(ctx context.Context) {
 			needRelist = false
 			warm = false // a relist completes the sync; no MarkSynced
 		}
-		err := r.watch(ctx, w, &warm)
+		err := r.watch(ctx, w, &warm, settle)
 		w = nil
 		if ctx.Err() != nil {
 			return
@@ -203,7 +217,6 @@ func (r *Reflector) resume(ctx context.Context) bool {
 		return false
 	}
 	logger.V(2).Info("Resuming watch from the stored resourceVersion", "resourceVersion", rv)
-	r.metrics.Resumed()
 	return true
 }
 

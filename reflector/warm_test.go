@@ -31,6 +31,7 @@ func TestWarmStartWatchesWithoutListing(t *testing.T) {
 			m := &countingMetrics{}
 			h := run(t, src, sink, Options{
 				ResumeFrom:   func() (string, bool) { return "4", true },
+				ResumeCheck:  ResumeCheckOff, // the resume mechanism itself; see resume_test.go
 				Metrics:      m,
 				UseWatchList: policy,
 			})
@@ -91,6 +92,7 @@ func TestWarmStartExpiredRelistsOnce(t *testing.T) {
 			var handled []error
 			h := run(t, src, sink, Options{
 				ResumeFrom:   func() (string, bool) { return "4", true },
+				ResumeCheck:  ResumeCheckOff, // the resume mechanism itself; see resume_test.go
 				UseWatchList: tc.policy,
 				WatchErrorHandler: func(_ context.Context, r *cache.Reflector, err error) {
 					if r.Name() != "*v1.Pod" {
@@ -197,6 +199,7 @@ func TestWarmStartSyncsOnceTheWatchResumed(t *testing.T) {
 			sink.seed(src)
 			h := run(t, src, sink, Options{
 				ResumeFrom:   func() (string, bool) { return "4", true },
+				ResumeCheck:  ResumeCheckOff, // the resume mechanism itself; see resume_test.go
 				ResumeSettle: settle,
 			})
 			// The settle timer is armed once the watch is open.
@@ -259,6 +262,7 @@ func TestWarmStartRewatchKeepsSyncPending(t *testing.T) {
 			var handled []error
 			opts := tc.opts
 			opts.ResumeFrom = func() (string, bool) { return "4", true }
+			opts.ResumeCheck = ResumeCheckOff // the settle timer itself; see resume_test.go
 			opts.ResumeSettle = settle
 			opts.UseWatchList = WatchListOff
 			opts.WatchErrorHandler = func(_ context.Context, _ *cache.Reflector, err error) {

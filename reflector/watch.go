@@ -23,7 +23,7 @@ import (
 // keeps watching across clean ends and transient errors. It returns when
 // the Sink must be relisted (with the reason) or ctx is done. On a warm
 // start (*warm true) each watch may push MarkSynced; see consume.
-func (r *Reflector) watch(ctx context.Context, w watch.Interface, warm *bool) error {
+func (r *Reflector) watch(ctx context.Context, w watch.Interface, warm *bool, settle time.Duration) error {
 	logger := klog.FromContext(ctx)
 	for {
 		if w == nil {
@@ -45,7 +45,7 @@ func (r *Reflector) watch(ctx context.Context, w watch.Interface, warm *bool) er
 			}
 		}
 		start := r.clock.Now()
-		n, err := r.consume(ctx, w, warm)
+		n, err := r.consume(ctx, w, warm, settle)
 		w = nil
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -100,11 +100,21 @@ func isInternal(err error) bool { return apierrors.IsInternalError(err) }
 // Delete or Bookmark of w, or once w has stayed open Options.ResumeSettle
 // without an ERROR event. A w that fails or closes first leaves *warm set
 // for the next watch; after a relist, Run clears it (EndReplace syncs).
-func (r *Reflector) consume(ctx context.Context, w watch.Interface, warm *bool) (int, error) {
+//
+// settle is Options.ResumeSettle, or 0 when the server's current
+// resourceVersion is the stored one (resumeCurrent): nothing is pending,
+// the RV cannot have expired, and w settles at once, unless an event is
+// already waiting, which decides first as after a timer.
+func (r *Reflector) consume(ctx context.Context, w watch.Interface, warm *bool, settle time.Duration) (int, error) {
 	defer w.Stop()
 	var settled <-chan time.Time
-	if *warm {
-		t := r.clock.NewTimer(r.opts.ResumeSettle)
+	switch {
+	case *warm && settle == 0:
+		now := make(chan time.Time)
+		close(now)
+		settled = now
+	case *warm:
+		t := r.clock.NewTimer(settle)
 		defer t.Stop()
 		settled = t.C()
 	}
@@ -124,7 +134,7 @@ func (r *Reflector) consume(ctx context.Context, w watch.Interface, warm *bool) 
 			select {
 			case ev, ok = <-w.ResultChan():
 			default:
-				klog.FromContext(ctx).V(4).Info("Resumed watch stayed open without error; synced", "after", r.opts.ResumeSettle)
+				klog.FromContext(ctx).V(4).Info("Resumed watch stayed open without error; synced", "after", settle)
 				if err := r.markSynced(ctx, warm); err != nil {
 					return n, err
 				}

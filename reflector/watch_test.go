@@ -168,7 +168,7 @@ func TestTooManyRequestsHonoursRetryAfter(t *testing.T) {
 		src.FailWatches(1, fakesource.Fault{Err: fakesource.TooManyRequests(7)})
 		sink := newRecorder()
 		sink.seed(src)
-		h := run(t, src, sink, Options{ResumeFrom: func() (string, bool) { return "2", true }})
+		h := run(t, src, sink, Options{ResumeFrom: func() (string, bool) { return "2", true }, ResumeCheck: ResumeCheckOff})
 		if d := h.clk.nextTimer(t); d != 7*time.Second {
 			t.Fatalf("waited %v after 429, want its Retry-After 7s", d)
 		}
@@ -221,7 +221,7 @@ func TestTooLargeResourceVersion(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			src := newSource(t, fakesource.Options{}, "a", "b") // RV 3
 			sink := newRecorder()
-			h := run(t, src, sink, Options{UseWatchList: tc.policy, ResumeFrom: func() (string, bool) { return "100", tc.complete }})
+			h := run(t, src, sink, Options{UseWatchList: tc.policy, ResumeFrom: func() (string, bool) { return "100", tc.complete }, ResumeCheck: ResumeCheckOff})
 			if tc.wantTimer {
 				h.clk.Step(h.clk.nextTimer(t))
 			}

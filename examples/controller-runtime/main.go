@@ -15,7 +15,7 @@
 // of its crcache module to ../../crcache)
 // so that warmcache's module does not depend on controller-runtime. Its
 // test (go test in this directory) runs the manager against a real
-// kube-apiserver, restarts it, and checks that the restart lists nothing;
+// kube-apiserver, restarts it, and checks that the restart does not relist;
 // warmcache's end-to-end suite (test/e2e, TestControllerRuntime) runs it.
 package main
 

@@ -93,7 +93,7 @@ func run(ctx context.Context, config *rest.Config, o options) (err error) {
 	f.Start(ctx)
 	// warmcache: on a warm start, synced means the stored pods were
 	// replayed to the handler (as initial-list adds) and the watch resumed
-	// from the stored resourceVersion, with no LIST.
+	// from the stored resourceVersion, without a relist.
 	for name, synced := range f.WaitForCacheSync(ctx) {
 		if !synced {
 			return fmt.Errorf("informer %s did not sync: %w", name, context.Cause(ctx))

@@ -229,7 +229,10 @@
 // object key, which version 2 could not store) and schema version 4 (the
 // namespace and labels in item entries, for Select) are such changes: a
 // file of schema 3 is relisted once on the first start of a release that
-// writes schema 4, and then selects without decoding.
+// writes schema 4, and then selects without decoding. Schema version 5
+// records the cluster and the transform version of each resource
+// (ResourceOptions.Cluster and TransformVersion); a file of schema 4 is
+// relisted once.
 //
 // # Inspection
 //

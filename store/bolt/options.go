@@ -159,6 +159,19 @@ type ResourceOptions struct {
 	// index function changes meaning under the same name: the stored
 	// index entries are then rebuilt from the items on open. Default: "".
 	IndexVersion string
+	// TransformVersion names the transform that shaped the stored objects
+	// (an informer's SetTransform). Change it whenever the transform
+	// changes what it keeps or how it rewrites objects: a resource
+	// recorded with another TransformVersion is discarded on open, with a
+	// log line, and relisted, never served shaped by the old transform.
+	// Default: "" (no transform, or one that never changes).
+	TransformVersion string
+	// Cluster identifies the cluster the data is a cache of (for example
+	// the UID of its kube-system namespace). A resource recorded with
+	// another Cluster is discarded on open, with a log line, and relisted:
+	// a file pointed at a recreated or another cluster is never served.
+	// Default: "" (unknown; a later open with a known cluster discards).
+	Cluster string
 	// DecodedObjects bounds the cache of decoded objects that serves
 	// repeated point reads (GetByKey, Get) without decoding; an entry is
 	// used only while the stored bytes are those it was decoded from.

@@ -182,6 +182,11 @@ func TestMismatchDiscards(t *testing.T) {
 		{name: "no type fingerprint recorded", damage: func(t *testing.T, path string) {
 			rawMeta(t, path, func(m *layout.Meta) { m.TypeHash = "" })
 		}, reason: "type fingerprint"},
+		{name: "transform version changed", opts: func(o *ResourceOptions) { o.TransformVersion = "strip-managed-fields" }, reason: `transform version "" recorded, want "strip-managed-fields"`},
+		{name: "another cluster", opts: func(o *ResourceOptions) { o.Cluster = "uid-2" }, reason: `cluster "" recorded, now connected to cluster "uid-2"`},
+		{name: "schema 4 without cluster or transform", damage: func(t *testing.T, path string) {
+			rawMeta(t, path, func(m *layout.Meta) { m.Schema = 4 })
+		}, reason: "schema version 4 recorded"},
 		{name: "type gained a field", opts: func(o *ResourceOptions) { o.Prototype = &podWithNewField{} }, reason: "type fingerprint"},
 		{name: "unreadable meta", damage: func(t *testing.T, path string) {
 			rawUpdate(t, path, func(tx *bbolt.Tx) error {
@@ -394,5 +399,52 @@ func TestInterruptedReplace(t *testing.T) {
 	}
 	if st := mustState(t, s2); st.Interrupted {
 		t.Errorf("RelistInterrupted still set after a committed Replace")
+	}
+}
+
+// TestRecordedVersionsKeep checks that reopening with the same Cluster and
+// TransformVersion keeps the data, and that changing either discards it.
+func TestRecordedVersionsKeep(t *testing.T) {
+	ctx := context.Background()
+	path := tempPath(t)
+	open := func(cluster, transform string) (*DB, *Store) {
+		db := openDB(t, path, Options{Sync: UnsafeNoSync})
+		s, err := db.Resource(ctx, ResourceOptions{Identity: podsID, Codec: podCodec, Cluster: cluster, TransformVersion: transform})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db, s
+	}
+	db, s := open("uid-1", "v1")
+	if err := s.Replace([]interface{}{mkPod("ns", "a", "5")}, "5"); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	steps := []struct {
+		cluster, transform string
+		reason             string // "" when the data is kept
+	}{
+		{"uid-1", "v1", ""},
+		{"uid-1", "v2", `transform version "v1" recorded, want "v2"`},
+		{"uid-1", "v2", ""},
+		{"uid-2", "v2", `cluster "uid-1" recorded, now connected to cluster "uid-2"`},
+	}
+	for i, step := range steps {
+		db, s := open(step.cluster, step.transform)
+		st := mustState(t, s)
+		if step.reason == "" {
+			if st.Discarded != "" || st.RV != "5" || st.Objects != 1 {
+				t.Errorf("step %d: state = %+v, want kept at RV 5 with 1 object", i, st)
+			}
+		} else if !strings.Contains(st.Discarded, step.reason) || st.Objects != 0 || len(s.ListKeys()) != 0 {
+			t.Errorf("step %d: state = %+v, want discarded for %q, empty", i, st, step.reason)
+		}
+		if st.Objects == 0 {
+			if err := s.Replace([]interface{}{mkPod("ns", "a", "5")}, "5"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		verifyClean(t, db)
+		_ = db.Close()
 	}
 }

@@ -50,6 +50,8 @@ func (db *DB) Resource(ctx context.Context, opts ResourceOptions) (*Store, error
 		name:      opts.Identity.String(),
 		codec:     opts.Codec,
 		typeHash:  typeFingerprint(opts.Prototype, opts.Identity),
+		cluster:   opts.Cluster,
+		transform: opts.TransformVersion,
 		keyFunc:   opts.KeyFunc,
 		onCorrupt: opts.OnCorruption,
 		readOnly:  db.opts.ReadOnly,
@@ -147,6 +149,10 @@ func (s *Store) mismatch(m *layout.Meta) string {
 		return fmt.Sprintf("codec %q recorded, want %q", m.Codec, s.codec.Name())
 	case m.TypeHash != s.typeHash:
 		return fmt.Sprintf("type fingerprint %q recorded, this binary's type has %q (its API types changed: stored objects may lack fields)", m.TypeHash, s.typeHash)
+	case m.Cluster != s.cluster:
+		return fmt.Sprintf("cluster %q recorded, now connected to cluster %q (the cluster was recreated or the file comes from another one)", m.Cluster, s.cluster)
+	case m.TransformVersion != s.transform:
+		return fmt.Sprintf("transform version %q recorded, want %q (the transform changed: stored objects were shaped by the old one)", m.TransformVersion, s.transform)
 	}
 	return ""
 }
@@ -244,6 +250,7 @@ func (s *Store) create(tx *bbolt.Tx, discarded string, want []string, indexVersi
 	now := time.Now().UnixNano()
 	m := layout.Meta{
 		Schema: layout.SchemaVersion, Identity: layout.Identity(s.id), Codec: s.codec.Name(), TypeHash: s.typeHash,
+		Cluster: s.cluster, TransformVersion: s.transform,
 		Indexes: want, IndexVersion: indexVersion, State: layout.StateNew,
 		NextGen: 2, Created: now,
 	}

@@ -61,6 +61,8 @@ type Store struct {
 	id        Identity
 	codec     codec.Codec
 	typeHash  string // typeFingerprint of the decoded type, recorded in meta
+	cluster   string // ResourceOptions.Cluster, recorded in meta
+	transform string // ResourceOptions.TransformVersion, recorded in meta
 	keyFunc   cache.KeyFunc
 	onCorrupt func(error)
 	logger    klog.Logger

@@ -198,8 +198,8 @@ func TestCustomResourceAcrossRestart(t *testing.T) {
 	lists0 := c.listRequests(ctx, t, widgetGVR.Resource)
 
 	events, warm = runWidgetInformer(ctx, t, c, file, ns, after)
-	if lists := c.listRequests(ctx, t, widgetGVR.Resource) - lists0; lists != 0 {
-		t.Errorf("the apiserver served %v LIST requests for widgets during the restart, want 0", lists)
+	if lists := c.listRequests(ctx, t, widgetGVR.Resource) - lists0; lists != 1 {
+		t.Errorf("the apiserver served %v LIST requests for widgets during the restart, want 1 (the resume check)", lists)
 	}
 	if !warm {
 		t.Error("the restart found no complete store in the file")

@@ -50,8 +50,9 @@ const (
 	// reverse entries in their own; version 2 stored object keys as they
 	// are and so could not hold the empty key (see EncodeItemKey);
 	// version 3 had no select part in item entries (see
-	// AppendSelectPart), so a selection decoded every object.
-	SchemaVersion = 4
+	// AppendSelectPart), so a selection decoded every object; version 4
+	// recorded neither the cluster nor the transform version in Meta.
+	SchemaVersion = 5
 	// Magic marks a warmcache file.
 	Magic = "warmcache"
 )
@@ -109,6 +110,12 @@ type Meta struct {
 	Created      int64    `msgpack:"created"`  // unix nanoseconds
 	Updated      int64    `msgpack:"updated"`  // last write
 	Relisted     int64    `msgpack:"relisted"` // last committed Replace
+
+	// Cluster identifies the cluster the data came from (package bolt's
+	// ResourceOptions.Cluster); TransformVersion the transform that shaped
+	// the stored objects. Either differing discards the data.
+	Cluster          string `msgpack:"cluster"`
+	TransformVersion string `msgpack:"transformVersion"`
 }
 
 // Clone returns a copy of m that shares no memory with it.
