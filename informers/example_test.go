@@ -51,5 +51,5 @@ func Example() {
 	}
 	// Output:
 	// run 1: 1 pods, lists so far: 1
-	// run 2: 1 pods, lists so far: 1
+	// run 2: 1 pods, lists so far: 2
 }
