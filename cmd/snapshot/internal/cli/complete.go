@@ -78,7 +78,7 @@ func completeFileResource(_ *Env, common *commonOptions) cobra.CompletionFunc {
 func completeFileResourceName(env *Env, common *commonOptions) cobra.CompletionFunc {
 	resource := completeFileResource(env, common)
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		if len(args) != 2 {
+		if len(args) < 2 {
 			return resource(cmd, args, toComplete)
 		}
 		ns, _ := cmd.Flags().GetString("namespace")
@@ -155,7 +155,11 @@ func completeDiffArgs(_ *Env, common *commonOptions) cobra.CompletionFunc {
 // registerCompletions completes -o with formats and, where the command has
 // it, -n with the namespaces of the file given as first argument.
 func registerCompletions(cmd *cobra.Command, _ *Env, common *commonOptions, formats []string) {
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
+	candidates := make([]string, len(formats))
+	for i, f := range formats {
+		candidates[i] = strings.TrimSuffix(f, "...") // jsonpath=... completes to jsonpath=
+	}
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(candidates, cobra.ShellCompDirectiveNoFileComp))
 	if cmd.Flags().Lookup("namespace") == nil {
 		return
 	}

@@ -29,6 +29,11 @@ func content(obj runtime.Object, opts *Options) (map[string]interface{}, error) 
 	if err != nil {
 		return nil, err
 	}
+	if !opts.ShowManagedFields {
+		if md, ok := m["metadata"].(map[string]interface{}); ok {
+			delete(md, "managedFields")
+		}
+	}
 	if opts.Transform != nil {
 		opts.Transform(m)
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
@@ -49,11 +50,14 @@ func (p *tablePrinter) Print(w io.Writer, objs iter.Seq2[runtime.Object, error])
 		if cols == nil {
 			cols = columnsFor(obj, p.opts)
 			if !p.opts.NoHeaders {
-				t.add(p.withNamespace("NAMESPACE", cols.header(p.wide)))
+				t.add(p.withNamespace("NAMESPACE", p.decorateHeader(cols.header(p.wide))))
 			}
 		}
 		row, err := cols.row(obj, p.wide, now)
 		if err != nil {
+			return err
+		}
+		if row, err = p.decorate(obj, row); err != nil {
 			return err
 		}
 		if p.opts.NamespaceColumn {
@@ -71,6 +75,41 @@ func (p *tablePrinter) Print(w io.Writer, objs iter.Seq2[runtime.Object, error])
 		}
 	}
 	return t.flush()
+}
+
+// decorateHeader adds the -L and --show-labels columns to a header.
+func (p *tablePrinter) decorateHeader(h []string) []string {
+	for _, l := range p.opts.LabelColumns {
+		h = append(h, strings.ToUpper(l))
+	}
+	if p.opts.ShowLabels {
+		h = append(h, "LABELS")
+	}
+	return h
+}
+
+// decorate adds the kind to the name cell (--show-kind) and the -L and
+// --show-labels columns to a row.
+func (p *tablePrinter) decorate(obj runtime.Object, row []string) ([]string, error) {
+	if p.opts.ShowKind && len(row) > 0 {
+		gvk := kindOf(obj, p.opts.Kind)
+		row[0] = strings.ToLower(gvk.GroupKind().String()) + "/" + row[0]
+	}
+	if len(p.opts.LabelColumns) == 0 && !p.opts.ShowLabels {
+		return row, nil
+	}
+	a, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, fmt.Errorf("labels of %T: %w", obj, err)
+	}
+	ls := a.GetLabels()
+	for _, l := range p.opts.LabelColumns {
+		row = append(row, ls[l])
+	}
+	if p.opts.ShowLabels {
+		row = append(row, labels.FormatLabels(ls))
+	}
+	return row, nil
 }
 
 func (p *tablePrinter) withNamespace(ns string, row []string) []string {

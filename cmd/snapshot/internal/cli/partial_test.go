@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/warmcache/warmcache/internal/podgen"
+)
+
+// damagedFile is a fixture of 600 pods (more than a scan chunk) whose
+// items 1, 300 and 599 do not decode.
+func damagedFile(t *testing.T) (path string, badKeys []string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "damaged.db")
+	writeFixture(t, path, fixtureOptions{pods: 600, podsOnly: true})
+	for _, i := range []int{1, 300, 599} {
+		p := podgen.Pod(i)
+		badKeys = append(badKeys, p.Namespace+"/"+p.Name)
+	}
+	keys := badKeys
+	mutate(t, path, func(tx *bbolt.Tx) error {
+		for _, k := range keys {
+			if err := setEnvelope(t, tx, podsID, k, []byte("\x93\xa11\xa1u\xc4\x03abc")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return path, badKeys
+}
+
+// TestDamagedFileGivesEveryReadableObject checks that list, export and
+// sorted lists print every object that can be read, then the keys that
+// cannot on stderr, and exit with ExitCorrupt.
+func TestDamagedFileGivesEveryReadableObject(t *testing.T) {
+	path, bad := damagedFile(t)
+	unchanged(t, path)
+	for _, tt := range []struct {
+		name string
+		args []string
+		// lines is the number of stdout lines wanted, each holding an
+		// object.
+		count func(stdout string) int
+	}{
+		{"list names", []string{"list", path, "pods", "-A", "-o", "name"}, func(s string) int { return strings.Count(s, "pod/") }},
+		{"list table", []string{"list", path, "pods", "-A", "--no-headers"}, func(s string) int { return strings.Count(s, "\n") }},
+		{"list one namespace", []string{"list", path, "pods", "-n", "ns-001", "-o", "name"}, func(s string) int { return strings.Count(s, "pod/") }},
+		{"list sorted", []string{"list", path, "pods", "-A", "-o", "name", "--sort-by", ".metadata.name"}, func(s string) int { return strings.Count(s, "pod/") }},
+		{"list json", []string{"list", path, "pods", "-A", "-o", "json"}, func(s string) int { return strings.Count(s, `"kind": "Pod"`) }},
+		{"export", []string{"export", path, "pods"}, func(s string) int { return strings.Count(s, "kind: Pod") }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := run(t, tt.args...)
+			if r.code != ExitCorrupt {
+				t.Errorf("exit %d, want %d; stderr:\n%s", r.code, ExitCorrupt, r.stderr)
+			}
+			want := 597
+			if tt.name == "list one namespace" {
+				want = 0
+				for i := range 600 {
+					if p := podgen.Pod(i); p.Namespace == "ns-001" && !slices.Contains(bad, p.Namespace+"/"+p.Name) {
+						want++
+					}
+				}
+			}
+			if got := tt.count(r.stdout); got != want {
+				t.Errorf("%d objects printed, want %d", got, want)
+			}
+			for _, k := range bad {
+				if tt.name == "list one namespace" && !strings.HasPrefix(k, "ns-001/") {
+					continue
+				}
+				if !strings.Contains(r.stderr, "  pods "+k+"\n") {
+					t.Errorf("stderr does not list %s:\n%s", k, r.stderr)
+				}
+				if strings.Contains(r.stdout, strings.SplitN(k, "/", 2)[1]+"\n") {
+					t.Errorf("stdout holds the damaged %s", k)
+				}
+			}
+			if !strings.Contains(r.stderr, "could not be read") || !strings.Contains(r.stderr, "error: ") {
+				t.Errorf("stderr does not report the damage:\n%s", r.stderr)
+			}
+		})
+	}
+}
+
+// TestUnreadableMetadataIsCorruptNotMissing checks that a resource whose
+// metadata cannot be read is reported as damage (exit 5), not as a
+// resource the file does not hold.
+func TestUnreadableMetadataIsCorruptNotMissing(t *testing.T) {
+	path := fixture(t, fixtureOptions{podsOnly: true})
+	mutate(t, path, func(tx *bbolt.Tx) error {
+		return tx.Bucket([]byte(podsID.String())).Put([]byte("meta"), []byte("garbage"))
+	})
+	unchanged(t, path)
+	r := run(t, "list", path, "pods", "-A")
+	if r.code != ExitCorrupt || !strings.Contains(r.stderr, "metadata of 1 resources is unreadable") {
+		t.Errorf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+}
