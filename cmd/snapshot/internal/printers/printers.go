@@ -83,6 +83,11 @@ type Options struct {
 	// LabelColumns adds a column per label key to tables, holding the
 	// label's value (kubectl get -L). Default none.
 	LabelColumns []string
+	// PrinterColumns are the additionalPrinterColumns of the objects' CRD:
+	// the table of a kind kubectl has no columns for shows NAME, these
+	// and AGE, as kubectl does for custom resources. Default none: NAME
+	// and AGE.
+	PrinterColumns []PrinterColumn
 	// Now is the clock of the AGE column. Default time.Now.
 	Now func() time.Time
 	// ShowManagedFields keeps metadata.managedFields in what is printed;

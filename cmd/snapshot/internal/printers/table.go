@@ -27,14 +27,25 @@ type columns interface {
 type tablePrinter struct {
 	opts Options
 	wide bool
+	// nameFirst is set when the first column is NAME (not for events).
+	nameFirst bool
 }
 
-// columnsFor returns the columns of a kind: pods get kubectl's pod columns,
-// everything else NAME and AGE.
+// columnsFor returns the columns of a kind: kubectl's for the built-in
+// kinds it knows, opts.Columns (a CRD's printer columns) for others, else
+// NAME and AGE.
 func columnsFor(obj runtime.Object, opts Options) columns {
 	gvk := kindOf(obj, opts.Kind)
 	if gvk.Group == "" && gvk.Kind == "Pod" {
 		return podColumns{}
+	}
+	if c, ok := builtinColumns[gvk.GroupKind()]; ok {
+		return c
+	}
+	if len(opts.PrinterColumns) > 0 {
+		if c, err := newCRDColumns(opts.PrinterColumns); err == nil {
+			return c
+		}
 	}
 	return genericColumns{}
 }
@@ -49,6 +60,7 @@ func (p *tablePrinter) Print(w io.Writer, objs iter.Seq2[runtime.Object, error])
 		}
 		if cols == nil {
 			cols = columnsFor(obj, p.opts)
+			p.nameFirst = cols.header(false)[0] == "NAME"
 			if !p.opts.NoHeaders {
 				t.add(p.withNamespace("NAMESPACE", p.decorateHeader(cols.header(p.wide))))
 			}
@@ -91,7 +103,7 @@ func (p *tablePrinter) decorateHeader(h []string) []string {
 // decorate adds the kind to the name cell (--show-kind) and the -L and
 // --show-labels columns to a row.
 func (p *tablePrinter) decorate(obj runtime.Object, row []string) ([]string, error) {
-	if p.opts.ShowKind && len(row) > 0 {
+	if p.opts.ShowKind && p.nameFirst && len(row) > 0 {
 		gvk := kindOf(obj, p.opts.Kind)
 		row[0] = strings.ToLower(gvk.GroupKind().String()) + "/" + row[0]
 	}
@@ -128,7 +140,16 @@ type tableWriter struct {
 	widths []int
 }
 
-func (t *tableWriter) add(row []string) { t.rows = append(t.rows, row) }
+// add holds row. A cell of several lines shows its first line and "...",
+// as kubectl's tables do.
+func (t *tableWriter) add(row []string) {
+	for i, c := range row {
+		if j := strings.IndexAny(c, "\r\n"); j >= 0 {
+			row[i] = c[:j] + "..."
+		}
+	}
+	t.rows = append(t.rows, row)
+}
 
 func (t *tableWriter) flush() error {
 	for _, row := range t.rows {
