@@ -99,7 +99,7 @@ func kindObjects() map[string][]runtime.Object {
 				Spec: corev1.PersistentVolumeSpec{Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("10Gi")},
 					AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany, corev1.ReadWriteOnce},
 					PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain, StorageClassName: "standard", VolumeMode: &fs,
-					ClaimRef:                      &corev1.ObjectReference{Namespace: "web", Name: "data"}},
+					ClaimRef: &corev1.ObjectReference{Namespace: "web", Name: "data"}},
 				Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound}},
 		},
 		"persistentvolumeclaims": {
