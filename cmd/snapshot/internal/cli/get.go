@@ -130,7 +130,7 @@ func (o *getOptions) Run(ctx context.Context) (err error) {
 		}
 	}
 	single := len(targets) == 1 && len(targets[0].names) == 1
-	if err := o.print(objs, targets, single); err != nil {
+	if err := o.print(ctx, f, objs, targets, single); err != nil {
 		return err
 	}
 	if len(missing) == 0 || o.IgnoreNotFound {
@@ -144,7 +144,7 @@ func (o *getOptions) Run(ctx context.Context) (err error) {
 
 // print writes the objects found: one document for them all, or for
 // tables one table per resource.
-func (o *getOptions) print(objs []found, targets []target, single bool) error {
+func (o *getOptions) print(ctx context.Context, f *snapshotFile, objs []found, targets []target, single bool) error {
 	if len(objs) == 0 {
 		return nil
 	}
@@ -167,7 +167,7 @@ func (o *getOptions) print(objs []found, targets []target, single bool) error {
 				}
 			}
 			first = false
-			p, err := o.Print.printer(o.env, f2kind(t), true, false, len(targets) > 1)
+			p, err := o.Print.printer(o.env, f2kind(t), true, false, len(targets) > 1, f.printerColumns(ctx, t.info))
 			if err != nil {
 				return err
 			}
@@ -177,7 +177,7 @@ func (o *getOptions) print(objs []found, targets []target, single bool) error {
 		}
 		return nil
 	}
-	p, err := o.Print.printer(o.env, f2kind(&targets[0]), !single, false, len(targets) > 1)
+	p, err := o.Print.printer(o.env, f2kind(&targets[0]), !single, false, len(targets) > 1, nil)
 	if err != nil {
 		return err
 	}

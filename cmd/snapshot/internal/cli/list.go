@@ -187,14 +187,14 @@ func (o *listOptions) objects(ctx context.Context, p *listPart, bar *progress.Ba
 
 // printEach prints each part with a printer of its own: tables one after
 // the other, separated by an empty line.
-func (o *listOptions) printEach(ctx context.Context, _ *snapshotFile, parts []listPart, bad *[]badKey) error {
+func (o *listOptions) printEach(ctx context.Context, f *snapshotFile, parts []listPart, bad *[]badKey) error {
 	printed := false
 	for i := range parts {
 		p := &parts[i]
 		if err := o.scope(ctx, p); err != nil {
 			return err
 		}
-		pr, err := o.Print.printer(o.env, kindOf(p.info.Identity), true, p.all && p.namespaced, len(parts) > 1)
+		pr, err := o.Print.printer(o.env, kindOf(p.info.Identity), true, p.all && p.namespaced, len(parts) > 1, f.printerColumns(ctx, p.info))
 		if err != nil {
 			return err
 		}
@@ -227,7 +227,7 @@ func (o *listOptions) printAll(ctx context.Context, _ *snapshotFile, parts []lis
 		}
 		warnIncomplete(o.env, parts[i].info)
 	}
-	pr, err := o.Print.printer(o.env, schema.GroupVersionKind{}, true, false, true)
+	pr, err := o.Print.printer(o.env, schema.GroupVersionKind{}, true, false, true, nil)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
@@ -25,7 +26,12 @@ type snapshotFile struct {
 	db        *bolt.DB
 	resources []inspect.ResourceInfo
 	diag      *sinkState
-	stores    map[string]*bolt.Store // by identity string
+	stores    map[string]*bolt.Store // by recorded identity string
+	// recorded maps the identity of a resource whose kind the CLI
+	// derived (see deriveKinds) to the identity the file records.
+	recorded map[string]bolt.Identity
+	// crds are the file's CRDs, read on first use (loadCRDs).
+	crds map[schema.GroupResource]crdDef
 }
 
 // openOptions configures openSnapshot.
@@ -76,11 +82,12 @@ func openSnapshot(ctx context.Context, env *Env, path string, opts openOptions) 
 		_ = lock.Close()
 		return nil, explainOpenError(path, err)
 	}
-	f := &snapshotFile{path: path, info: fi, lock: lock, db: db, diag: diag, stores: map[string]*bolt.Store{}}
+	f := &snapshotFile{path: path, info: fi, lock: lock, db: db, diag: diag, stores: map[string]*bolt.Store{}, recorded: map[string]bolt.Identity{}}
 	if f.resources, err = inspect.Resources(ctx, db); err != nil {
 		_ = f.Close()
 		return nil, explainOpenError(path, err)
 	}
+	f.deriveKinds(ctx)
 	return f, nil
 }
 
@@ -167,11 +174,15 @@ func (f *snapshotFile) store(ctx context.Context, info inspect.ResourceInfo, dec
 		}
 		c = namesOnly{name: info.Codec}
 	}
-	name := info.Identity.String()
+	id := info.Identity
+	if orig, ok := f.recorded[id.String()]; ok {
+		id = orig
+	}
+	name := id.String()
 	if s := f.stores[name]; s != nil {
 		return s, nil
 	}
-	s, err := inspect.OpenRecorded(ctx, f.db, info.Identity, c)
+	s, err := inspect.OpenRecorded(ctx, f.db, id, c)
 	if err != nil {
 		return nil, explainOpenError(f.path, err)
 	}

@@ -60,7 +60,7 @@ func (p *printOptions) isTable() bool {
 }
 
 // printer returns the printer of the options for objects of kind.
-func (p *printOptions) printer(env *Env, kind schema.GroupVersionKind, list, namespaceColumn, showKind bool) (printers.Printer, error) {
+func (p *printOptions) printer(env *Env, kind schema.GroupVersionKind, list, namespaceColumn, showKind bool, cols []printers.PrinterColumn) (printers.Printer, error) {
 	pr, err := printers.New(printers.Options{
 		Format:            p.Output,
 		Kind:              kind,
@@ -71,6 +71,7 @@ func (p *printOptions) printer(env *Env, kind schema.GroupVersionKind, list, nam
 		ShowLabels:        p.ShowLabels,
 		LabelColumns:      p.LabelColumns,
 		ShowManagedFields: p.ShowManagedFields,
+		PrinterColumns:    cols,
 		Now:               env.Now,
 	})
 	if err != nil {
