@@ -49,12 +49,20 @@ func completeFiles(n int) cobra.CompletionFunc {
 	}
 }
 
-// resourceNames lists the resources of a file as commands accept them.
+// resourceNames lists the resources of a file as commands accept them,
+// and for a resource recorded under several scopes the ID of each.
 func resourceNames(f *snapshotFile) []string {
 	var out []string
+	scopes := map[string]int{}
 	for _, info := range f.resources {
 		if info.Problem == "" {
 			out = append(out, displayName(info))
+			scopes[displayName(info)]++
+		}
+	}
+	for _, info := range f.resources {
+		if info.Problem == "" && scopes[displayName(info)] > 1 {
+			out = append(out, info.Identity.String())
 		}
 	}
 	return out

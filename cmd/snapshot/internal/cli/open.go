@@ -59,7 +59,7 @@ func openSnapshot(ctx context.Context, env *Env, path string, opts openOptions) 
 		return nil, withHint(mark(ErrNotFound, "file %s does not exist", path),
 			"Give the path of a warmcache cache file (the file a controller passes to bolt.Open).")
 	case err != nil:
-		return nil, fmt.Errorf("cannot read %s: %w", path, err)
+		return nil, fmt.Errorf("cannot read %s: %w", path, pathCause(err))
 	case fi.IsDir():
 		return nil, usageErrorf("%s is a directory, not a cache file", path)
 	case !fi.Mode().IsRegular():
@@ -70,7 +70,7 @@ func openSnapshot(ctx context.Context, env *Env, path string, opts openOptions) 
 	}
 	lock, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", path, err)
+		return nil, fmt.Errorf("cannot read %s: %w", path, pathCause(err))
 	}
 	if err := lockShared(ctx, lock, opts.Timeout); err != nil {
 		_ = lock.Close()
@@ -89,6 +89,17 @@ func openSnapshot(ctx context.Context, env *Env, path string, opts openOptions) 
 	}
 	f.deriveKinds(ctx)
 	return f, nil
+}
+
+// pathCause is the cause of a *fs.PathError, whose message would repeat
+// the path the caller already names; other errors are returned as they
+// are. The cause keeps matching fs.ErrNotExist, fs.ErrPermission, ....
+func pathCause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // explainOpenError turns an error of opening or first reading path into
@@ -147,7 +158,7 @@ func checkReadable(path string, info inspect.ResourceInfo) error {
 	switch {
 	case info.Problem != "":
 		return withHint(mark(bolt.ErrCorrupt, "%s: resource metadata unreadable: %s", path, info.Problem),
-			"Run 'snapshot verify %s' for the whole picture.", path)
+			"Run 'snapshot verify %s' for the whole picture.", shellQuote(path))
 	case info.Schema > inspect.SchemaVersion:
 		return withHint(fmt.Errorf("%s: %s: %w", path, displayName(info), &bolt.VersionError{What: "resource schema", Found: info.Schema, Supported: inspect.SchemaVersion}),
 			"Use the snapshot command of the warmcache release that wrote the file.")

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -100,5 +101,27 @@ func TestUnreadableMetadataIsCorruptNotMissing(t *testing.T) {
 	r := run(t, "list", path, "pods", "-A")
 	if r.code != ExitCorrupt || !strings.Contains(r.stderr, "metadata of 1 resources is unreadable") {
 		t.Errorf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+}
+
+// TestInterruptedExitCode checks that a command whose context is
+// cancelled (Ctrl-C) exits with 130, as a shell reports SIGINT.
+func TestInterruptedExitCode(t *testing.T) {
+	path := fixture(t, fixtureOptions{podsOnly: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var stdout, stderr strings.Builder
+	code := Run(ctx, Env{Stdout: &stdout, Stderr: &stderr}, []string{"list", path, "pods", "-A"})
+	if code != ExitInterrupted || !strings.Contains(stderr.String(), "error: interrupted") {
+		t.Errorf("exit %d, stderr %q; want %d and \"interrupted\"", code, stderr.String(), ExitInterrupted)
+	}
+}
+
+// TestErrorNamesPathOnce checks that an error about FILE names it once.
+func TestErrorNamesPathOnce(t *testing.T) {
+	path := filepath.Join(fixture(t, fixtureOptions{podsOnly: true}), "x.db")
+	r := run(t, "list", path, "pods")
+	if n := strings.Count(r.stderr, path); n != 1 {
+		t.Errorf("stderr names %s %d times:\n%s", path, n, r.stderr)
 	}
 }
