@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -123,5 +124,34 @@ func TestErrorNamesPathOnce(t *testing.T) {
 	r := run(t, "list", path, "pods")
 	if n := strings.Count(r.stderr, path); n != 1 {
 		t.Errorf("stderr names %s %d times:\n%s", path, n, r.stderr)
+	}
+}
+
+// TestVerifyReportsDamagedMetaPage checks that verify reports a meta page
+// bbolt silently replaces by the other one.
+func TestVerifyReportsDamagedMetaPage(t *testing.T) {
+	path := fixture(t, fixtureOptions{podsOnly: true})
+	pageSize := int64(os.Getpagesize())
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A byte of meta page 1's root bucket sequence, which its checksum
+	// covers; the page header stays intact (a torn write).
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, pageSize+16+24); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0xff
+	if _, err := f.WriteAt(b, pageSize+16+24); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	unchanged(t, path)
+	r := run(t, "verify", path)
+	if r.code != ExitProblems || !strings.Contains(r.stdout, "bbolt meta page 1 is damaged (checksum mismatch): the file is read through meta page 0") {
+		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 }
