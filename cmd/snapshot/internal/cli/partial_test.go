@@ -103,6 +103,11 @@ func TestUnreadableMetadataIsCorruptNotMissing(t *testing.T) {
 	if r.code != ExitCorrupt || !strings.Contains(r.stderr, "metadata of 1 resources is unreadable") {
 		t.Errorf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
+	// info prints what it can, then reports the damage.
+	r = run(t, "info", path)
+	if r.code != ExitCorrupt || !strings.Contains(r.stdout, "(unreadable)") || !strings.Contains(r.stderr, "the metadata of 1 resources is unreadable") {
+		t.Errorf("info: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
 }
 
 // TestInterruptedExitCode checks that a command whose context is
