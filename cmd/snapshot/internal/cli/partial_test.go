@@ -160,3 +160,60 @@ func TestVerifyReportsDamagedMetaPage(t *testing.T) {
 		t.Errorf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestListWarnsIncompleteCache checks that list says on stderr when the
+// cache is not a complete picture of the server, and still lists it.
+func TestListWarnsIncompleteCache(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		meta map[string]interface{}
+		want string
+	}{
+		{"never listed", map[string]interface{}{"state": "new", "rv": ""}, "warning: pods was never listed into this file"},
+		{"relist interrupted", map[string]interface{}{"staging": 9}, "warning: a relist of pods was interrupted"},
+		{"incomplete", map[string]interface{}{"state": "incomplete", "reason": "scan: 1 objects could not be decoded"},
+			"warning: pods is incomplete in this file (scan: 1 objects could not be decoded)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			path := fixture(t, fixtureOptions{podsOnly: true})
+			mutate(t, path, func(tx *bbolt.Tx) error { return editMeta(t, tx, podsID, tt.meta) })
+			unchanged(t, path)
+			for _, args := range [][]string{{"list", path, "pods", "-A", "-o", "name"}, {"list", path, "pods", "-n", "nowhere"}} {
+				r := run(t, args...)
+				if r.code != ExitOK || !strings.Contains(r.stderr, tt.want) {
+					t.Errorf("%q: exit %d, stderr %q; want a warning %q", args, r.code, r.stderr, tt.want)
+				}
+			}
+		})
+	}
+	// A complete cache gets no warning.
+	path := fixture(t, fixtureOptions{podsOnly: true})
+	if r := run(t, "list", path, "pods", "-A"); r.code != ExitOK || strings.Contains(r.stderr, "warning") {
+		t.Errorf("complete cache: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestNamespacePicksScope checks that -n picks, among several scopes of a
+// resource, the one recorded for that namespace, and that completion
+// offers the ID of each scope.
+func TestNamespacePicksScope(t *testing.T) {
+	path := twoScopesFile(t, t.TempDir())
+	unchanged(t, path)
+	r := run(t, "list", path, "pods", "-n", "ns-001", "-o", "name")
+	if r.code != ExitOK || r.stdout != "pod/scoped\n" {
+		t.Errorf("list -n ns-001: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, "get", path, "pod/scoped", "-n", "ns-001", "-o", "name")
+	if r.code != ExitOK || r.stdout != "pod/scoped\n" {
+		t.Errorf("get -n ns-001: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	// The ambiguity's hint quotes the IDs for the shell.
+	r = run(t, "list", path, "pods", "-A")
+	if r.code != ExitUsage || !strings.Contains(r.stderr, "'res;g=;v=v1;r=pods;k=Pod;ns=ns-001;l=;f=;s='") || !strings.Contains(r.stderr, "-n NAMESPACE") {
+		t.Errorf("ambiguity: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = run(t, "__complete", "list", path, "")
+	if !strings.Contains(r.stdout, "res;g=;v=v1;r=pods;k=Pod;ns=ns-001;l=;f=;s=\n") {
+		t.Errorf("completion does not offer the scoped ID:\n%s", r.stdout)
+	}
+}
