@@ -167,7 +167,7 @@ func (o *getOptions) print(ctx context.Context, f *snapshotFile, objs []found, t
 				}
 			}
 			first = false
-			p, err := o.Print.printer(o.env, f2kind(t), true, false, len(targets) > 1, f.printerColumns(ctx, t.info))
+			p, err := o.Print.printer(o.env, targetKind(t), true, false, len(targets) > 1, f.printerColumns(ctx, t.info))
 			if err != nil {
 				return err
 			}
@@ -177,7 +177,7 @@ func (o *getOptions) print(ctx context.Context, f *snapshotFile, objs []found, t
 		}
 		return nil
 	}
-	p, err := o.Print.printer(o.env, f2kind(&targets[0]), !single, false, len(targets) > 1, nil)
+	p, err := o.Print.printer(o.env, targetKind(&targets[0]), !single, false, len(targets) > 1, nil)
 	if err != nil {
 		return err
 	}

@@ -80,8 +80,8 @@ func (p *printOptions) printer(env *Env, kind schema.GroupVersionKind, list, nam
 	return pr, nil
 }
 
-// f2kind is the kind of a target's objects.
-func f2kind(t *target) schema.GroupVersionKind { return kindOf(t.info.Identity) }
+// targetKind is the kind of a target's objects.
+func targetKind(t *target) schema.GroupVersionKind { return kindOf(t.info.Identity) }
 
 // withKind returns obj as an unstructured object with its apiVersion and
 // kind set from info, for output that mixes resources.
