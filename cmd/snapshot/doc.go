@@ -21,20 +21,34 @@
 //	    codec, indexes with their number of values, bytes used; the file's size
 //	    and last write. Answers from recorded counts, without reading objects.
 //
-//	snapshot list FILE RESOURCE [-n NS | -A] [-l SELECTOR] [--field-selector F]
-//	              [-o table|wide|json|yaml|name] [--no-headers]
-//	    Objects as kubectl get lists them: pods as NAME READY STATUS RESTARTS
-//	    AGE (wide adds IP NODE NOMINATED NODE READINESS GATES), other resources
-//	    as NAME AGE, a NAMESPACE column with -A; json and yaml as a List.
+//	snapshot list FILE TYPE[,TYPE...] [-n NS | -A] [-l SELECTOR] [--field-selector F]
+//	              [-o FORMAT] [--no-headers] [--sort-by PATH] [--show-labels]
+//	              [-L KEY,...] [--show-kind] [--show-managed-fields]
+//	    Objects as kubectl get lists them, with kubectl's table columns for
+//	    pods, deployments, replicasets, statefulsets, daemonsets, services,
+//	    endpoints, endpointslices, nodes, namespaces, configmaps, secrets,
+//	    jobs, persistentvolumes, persistentvolumeclaims and events (wide adds
+//	    kubectl's wide columns), custom resources with their CRD's
+//	    additionalPrinterColumns when the file holds the CRD, others as NAME
+//	    AGE; a NAMESPACE column with -A; several types (pods,cm) one table
+//	    after the other, names prefixed with their kind. FORMAT is table,
+//	    wide, json, yaml (a List), name, jsonpath=TEMPLATE,
+//	    custom-columns=HEADER:PATH,... or go-template=TEMPLATE.
 //	    Without -n or -A: the namespace the resource was recorded for, else
-//	    "default". Field selectors: metadata.name, metadata.namespace, and for
-//	    pods spec.nodeName, spec.restartPolicy, spec.schedulerName,
-//	    spec.serviceAccountName, status.phase, status.podIP,
-//	    status.nominatedNodeName.
+//	    "default"; -A wins over -n, and -n picks the scope recorded for that
+//	    namespace among several. Field selectors: metadata.name,
+//	    metadata.namespace, and for pods spec.nodeName, spec.restartPolicy,
+//	    spec.schedulerName, spec.serviceAccountName, status.phase,
+//	    status.podIP, status.nominatedNodeName. managedFields are left out
+//	    unless --show-managed-fields.
 //
-//	snapshot get FILE RESOURCE NAME [-n NS] [-o yaml|json|table|wide|name]
-//	    One object, as YAML by default.
-//
+//	snapshot get FILE TYPE[,TYPE...] NAME... | TYPE/NAME... [-n NS] [-o FORMAT]
+//	             [--ignore-not-found] [--no-headers] [--show-labels] [-L KEY,...]
+//	    Objects by name, as YAML by default: one object as itself, several
+//	    as a List. TYPE/NAME arguments are what list -o name prints. Names not
+//	    found are reported after the objects found (exit code 3, or 0 with
+//	    --ignore-not-found).
+
 //	snapshot index FILE RESOURCE INDEX [VALUE] [--counts]
 //	    The values of an index and the keys filed under each.
 //
@@ -70,7 +84,11 @@
 // (pods), the singular (pod), a built-in short name (po, deploy, svc...),
 // qualified by group (deployments.apps) or version and group
 // (deployments.v1.apps), or the ID that info prints (needed only when a file
-// holds one resource under several scopes). Every command takes
+// holds one resource under several scopes; quote it for the shell, or pick
+// the namespace-scoped copy with -n). A custom resource cached by a dynamic
+// informer, recorded without a kind, gets it from its CRD in the file or from
+// its objects, so widget, Widget and widget.example.com find it. Every
+// command takes
 // --lock-timeout (default 1s), the wait for the file's lock.
 //
 // # Exit codes
@@ -82,9 +100,12 @@
 //	4  file locked by a running process: use snapshot backup to read its cache
 //	5  not a readable warmcache file (empty, truncated, garbage, a bbolt file
 //	   of another program, left unflushed across a restart of the machine:
-//	   see --unsafe-ignore-state) or written by a newer warmcache
+//	   see --unsafe-ignore-state), written by a newer warmcache, or damaged:
+//	   list, get and export print every object they can read, then the
+//	   keys they could not on standard error
 //	6  verify found problems
 //	7  diff --exit-code found differences
+//	130 interrupted (Ctrl-C)
 //
 // # Examples
 //
@@ -92,6 +113,10 @@
 //	snapshot list cache.db pods -n kube-system -o wide
 //	snapshot list cache.db deploy -A -l app=web -o yaml
 //	snapshot get cache.db pods web-0 -n web -o json
+//	snapshot list cache.db pods -A -o name | head -3 | xargs snapshot get cache.db -o name
+//	snapshot list cache.db pods,cm -n web
+//	snapshot list cache.db pods -A -o custom-columns=NAME:.metadata.name,NODE:.spec.nodeName --sort-by .spec.nodeName
+//	snapshot get cache.db nodes node-1 -o jsonpath='{.status.addresses[*].address}'
 //	snapshot index cache.db pods namespace --counts
 //	snapshot verify cache.db || echo "inconsistent"
 //	snapshot export cache.db configmaps -n web > web.yaml && kubectl apply -f web.yaml
@@ -100,6 +125,10 @@
 //	snapshot backup http://localhost:8080/debug/warmcache/backup --output copy.db
 //
 // list, export and verify stream objects from the file a chunk at a time:
-// the memory of list and export stays flat whatever the number of objects;
-// verify's grows by 8 bytes per object (the envelope ids it cross-checks).
+// the memory of list and export stays flat whatever the number of objects
+// (also with -o custom-columns); verify's grows by 8 bytes per object (the
+// envelope ids it cross-checks). --sort-by holds each object's key and sort
+// value, not the object, and reads the objects again in sorted order (one
+// lookup each); -o jsonpath and -o go-template hold the whole List, which
+// their templates address.
 package main

@@ -110,3 +110,34 @@ func compactInto(dst, src *bbolt.DB) (err error) {
 	}()
 	return bbolt.Compact(dst, src, compactTxMaxSize)
 }
+
+// MetaPage describes one of the two meta pages of a bbolt file, which
+// bbolt writes in turn: each names the root of one committed transaction.
+type MetaPage struct {
+	// Valid reports whether bbolt accepts the page; Problem says why
+	// not (a bad checksum, a torn write).
+	Valid   bool
+	Problem string
+	// TxID is the transaction the page records (when Valid).
+	TxID uint64
+}
+
+// MetaPages reports the two meta pages of the file at path and which one
+// bbolt reads the file through (-1: none). bbolt opens a file one of whose
+// meta pages is damaged through the other without a word, losing the last
+// transaction when the damaged page was the newer one; a tool reports it.
+// It does not lock the file (see CheckFile). Errors wrap bolt.ErrCorrupt
+// (no valid meta page), fs.ErrNotExist, or an I/O error.
+func MetaPages(path string) (pages [2]MetaPage, chosen int, err error) {
+	ms, chosen, err := filecheck.Metas(path)
+	if err != nil {
+		if errors.Is(err, filecheck.ErrCorrupt) {
+			return pages, -1, fmt.Errorf("inspect: meta pages of %s: %w: %w", path, bolt.ErrCorrupt, err)
+		}
+		return pages, -1, fmt.Errorf("inspect: meta pages of %s: %w", path, err)
+	}
+	for i, m := range ms {
+		pages[i] = MetaPage{Valid: m.Valid, Problem: m.Problem, TxID: m.TxID}
+	}
+	return pages, chosen, nil
+}

@@ -112,6 +112,9 @@ func checkFile(t testing.TB, path string) {
 		t.Errorf("end-of-test check of %s: %v", filepath.Base(path), err)
 		return
 	}
+	if pages, _, err := inspect.MetaPages(path); err != nil || !pages[0].Valid || !pages[1].Valid {
+		t.Errorf("end-of-test check of %s: meta pages %+v, %v", filepath.Base(path), pages, err)
+	}
 	resolve := func(name string) (codec.Codec, error) {
 		if name == (podJSON{}).Name() {
 			return podJSON{}, nil

@@ -141,14 +141,18 @@ func (o *backupOptions) Run(ctx context.Context) (err error) {
 	}
 	bar.Finish()
 	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("flush %s: %w", tmp.Name(), err)
+		return fmt.Errorf("flush the copy for %s: %w", o.Output, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp.Name(), err)
+		return fmt.Errorf("close the copy for %s: %w", o.Output, err)
 	}
 	if err := checkCopy(ctx, o.env, o.common, tmp.Name(), nil); err != nil {
 		if errors.Is(err, bolt.ErrCorrupt) {
-			return withHint(fmt.Errorf("the backup received from %s is not a valid warmcache file (nothing was written to %s): %w", o.URL, o.Output, err),
+			// The temporary file is gone and the advice on a
+			// damaged cache file does not apply: say what was
+			// received, without either.
+			detail := strings.ReplaceAll(err.Error(), tmp.Name(), "the received copy")
+			return withHint(mark(bolt.ErrCorrupt, "the backup received from %s is not a valid warmcache file (nothing was written to %s): %s", o.URL, o.Output, detail),
 				"Check that the URL serves bolt.DB.BackupHandler, then retry.")
 		}
 		return err

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -173,7 +174,36 @@ Data goes to standard output; errors, warnings and progress bars to standard err
 		newCompactCommand(env, common),
 		newBackupCommand(env, common),
 	)
+	// The completion scripts are bound to the output set before they are
+	// created.
+	root.SetOut(env.Stdout)
+	root.SetErr(env.Stderr)
+	strictCompletion(root)
 	return root
+}
+
+// strictCompletion makes `completion SHELL` fail for a shell cobra has no
+// script for, as kubectl does (exit code 1), instead of printing help.
+func strictCompletion(root *cobra.Command) {
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "completion" {
+			continue
+		}
+		var shells []string
+		for _, s := range c.Commands() {
+			shells = append(shells, s.Name())
+		}
+		c.Args = func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return withHint(fmt.Errorf("unsupported shell type %q", args[0]), "Supported shells: %s.", strings.Join(shells, ", "))
+			}
+			return nil
+		}
+		c.RunE = func(*cobra.Command, []string) error {
+			return usageErrorf("shell not specified: give one of %s", strings.Join(shells, ", "))
+		}
+	}
 }
 
 // usageArgs makes the errors of an argument validator usage errors.

@@ -49,12 +49,20 @@ func completeFiles(n int) cobra.CompletionFunc {
 	}
 }
 
-// resourceNames lists the resources of a file as commands accept them.
+// resourceNames lists the resources of a file as commands accept them,
+// and for a resource recorded under several scopes the ID of each.
 func resourceNames(f *snapshotFile) []string {
 	var out []string
+	scopes := map[string]int{}
 	for _, info := range f.resources {
 		if info.Problem == "" {
 			out = append(out, displayName(info))
+			scopes[displayName(info)]++
+		}
+	}
+	for _, info := range f.resources {
+		if info.Problem == "" && scopes[displayName(info)] > 1 {
+			out = append(out, info.Identity.String())
 		}
 	}
 	return out
@@ -78,7 +86,7 @@ func completeFileResource(_ *Env, common *commonOptions) cobra.CompletionFunc {
 func completeFileResourceName(env *Env, common *commonOptions) cobra.CompletionFunc {
 	resource := completeFileResource(env, common)
 	return func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-		if len(args) != 2 {
+		if len(args) < 2 {
 			return resource(cmd, args, toComplete)
 		}
 		ns, _ := cmd.Flags().GetString("namespace")
@@ -155,7 +163,11 @@ func completeDiffArgs(_ *Env, common *commonOptions) cobra.CompletionFunc {
 // registerCompletions completes -o with formats and, where the command has
 // it, -n with the namespaces of the file given as first argument.
 func registerCompletions(cmd *cobra.Command, _ *Env, common *commonOptions, formats []string) {
-	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
+	candidates := make([]string, len(formats))
+	for i, f := range formats {
+		candidates[i] = strings.TrimSuffix(f, "...") // jsonpath=... completes to jsonpath=
+	}
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(candidates, cobra.ShellCompDirectiveNoFileComp))
 	if cmd.Flags().Lookup("namespace") == nil {
 		return
 	}

@@ -41,7 +41,7 @@ func TestCompletion(t *testing.T) {
 		{"cluster-scoped names", []string{"get", path, "nodes", ""}, []string{"node-0000", "node-0001"}},
 		{"index names", []string{"index", path, "pods", ""}, []string{"namespace", "nodeName"}},
 		{"index values", []string{"index", path, "pods", "nodeName", "node-000"}, []string{"node-0000", "node-0001", "node-0002", "node-0003", "node-0004", "node-0005"}},
-		{"output formats", []string{"list", path, "pods", "-o", ""}, []string{"table", "wide", "json", "yaml", "name"}},
+		{"output formats", []string{"list", path, "pods", "-o", ""}, []string{"table", "wide", "json", "yaml", "name", "jsonpath=", "custom-columns=", "go-template="}},
 		{"export formats", []string{"export", path, "pods", "-o", ""}, []string{"yaml", "json"}},
 		{"namespaces", []string{"list", path, "deploy", "-n", ""}, []string{"ns-000", "ns-001"}},
 		{"diff resources", []string{"diff", path, path, "w"}, []string{"widgets.example.com"}},

@@ -113,6 +113,13 @@ func TestBackup(t *testing.T) {
 			if got := entries(t, dir); len(got) != 1 {
 				t.Errorf("files left in the output directory: %q", got)
 			}
+			// The temporary file is gone: naming it, or advice on a
+			// damaged cache file, would mislead.
+			for _, wrong := range []string{".tmp-", "moves such a file aside"} {
+				if strings.Contains(r.stderr, wrong) {
+					t.Errorf("stderr mentions %q:\n%s", wrong, r.stderr)
+				}
+			}
 		})
 	}
 }

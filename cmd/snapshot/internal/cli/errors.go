@@ -31,12 +31,17 @@ const (
 	// ExitCorrupt: the file is not a readable warmcache file (empty,
 	// truncated, garbage, a bbolt file of another program, left unflushed
 	// across a restart of the machine) or was written by a newer
-	// warmcache.
+	// warmcache, or objects in it could not be read (list, get and export
+	// then print every object they could read, and the keys of the others
+	// on stderr).
 	ExitCorrupt = 5
 	// ExitProblems: verify found inconsistencies.
 	ExitProblems = 6
 	// ExitDifferent: diff --exit-code found differences.
 	ExitDifferent = 7
+	// ExitInterrupted: the command was interrupted (Ctrl-C, SIGTERM), as
+	// a shell reports a command killed by SIGINT (128+2).
+	ExitInterrupted = 130
 )
 
 // exitCodesHelp documents the exit codes in --help.
@@ -46,9 +51,11 @@ const exitCodesHelp = `Exit codes:
   2  usage error (bad command line, selector or output format; FILE is a directory)
   3  not found (file, resource, object or index)
   4  file locked by a running process: use 'snapshot backup' to read its cache
-  5  not a readable warmcache file (empty, truncated, garbage, foreign, unflushed) or written by a newer warmcache
+  5  not a readable warmcache file (empty, truncated, garbage, foreign, unflushed), written by a newer warmcache,
+     or damaged: list, get and export print every object they can read, then the keys they could not
   6  verify found problems
-  7  diff --exit-code found differences`
+  7  diff --exit-code found differences
+  130  interrupted (Ctrl-C)`
 
 // Sentinel errors of the commands; ExitCode maps them (and the errors of
 // store/bolt) to exit codes.
@@ -71,6 +78,8 @@ func ExitCode(err error) int {
 	switch {
 	case err == nil:
 		return ExitOK
+	case errors.Is(err, context.Canceled):
+		return ExitInterrupted
 	case errors.Is(err, ErrUsage):
 		return ExitUsage
 	case errors.Is(err, ErrProblems):

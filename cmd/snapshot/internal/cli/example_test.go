@@ -36,15 +36,18 @@ func writeExampleCache(dir string) (string, error) {
 		return "", err
 	}
 	created := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	var pods []interface{}
 	for i, phase := range []corev1.PodPhase{corev1.PodRunning, corev1.PodPending} {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "web", Name: fmt.Sprintf("web-%d", i), ResourceVersion: fmt.Sprint(10 + i), CreationTimestamp: created},
 			Spec:       corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "app"}}},
 			Status:     corev1.PodStatus{Phase: phase, PodIP: fmt.Sprintf("10.0.0.%d", i+1)},
 		}
-		if err := s.Add(pod); err != nil {
-			return "", err
-		}
+		pods = append(pods, pod)
+	}
+	// The informer's initial list.
+	if err := s.Replace(pods, "11"); err != nil {
+		return "", err
 	}
 	return path, db.Close()
 }
@@ -77,7 +80,7 @@ func ExampleRun() {
 	// web-0   0/1     Running   0          2d    10.0.0.1   node-1   <none>           <none>
 	// web-1   0/1     Pending   0          2d    10.0.0.2   node-1   <none>           <none>
 	// exit code 0
-	// error: unknown output format "xml": allowed formats are table, wide, json, yaml, name
+	// error: unknown output format "xml": allowed formats are table, wide, json, yaml, name, jsonpath=..., custom-columns=..., go-template=...
 	// Run 'snapshot list --help' for usage.
 	// exit code 2
 }

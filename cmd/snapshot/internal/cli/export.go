@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/warmcache/warmcache/cmd/snapshot/internal/printers"
+	"github.com/warmcache/warmcache/store/bolt"
 )
 
 // exportFormats are the output formats of export.
@@ -113,20 +115,25 @@ func (o *exportOptions) Run(ctx context.Context) (err error) {
 	}
 	ns, _ := o.Filter.scope(info)
 	first, err := firstObject(ctx, st)
-	if err != nil {
+	if err != nil && !errors.Is(err, bolt.ErrCorrupt) {
 		return fmt.Errorf("read %s: %w", displayName(info), err)
 	}
 	if !isNamespaced(first) {
 		ns = ""
 	}
-	p, err := printers.New(printers.Options{Format: o.Output, Kind: kindOf(info.Identity), List: true, Transform: o.transform()})
+	p, err := printers.New(printers.Options{Format: o.Output, Kind: kindOf(info.Identity), List: true, ShowManagedFields: o.Raw, Transform: o.transform()})
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
 	bar := o.env.progressBar("export "+displayName(info), progressTotal(info, ns), false)
 	defer bar.Finish()
 	var count int
-	return p.Print(o.env.Stdout, scanObjects(ctx, st, info, ns, &o.Filter, bar, &count))
+	var bad []badKey
+	if err := p.Print(o.env.Stdout, scanObjects(ctx, st, info, ns, &o.Filter, bar, &count, &bad)); err != nil {
+		return err
+	}
+	bar.Finish()
+	return unreadKeys(o.env, o.File, bad)
 }
 
 // transform returns the field stripping of the options.

@@ -67,7 +67,7 @@ func (f *filterOptions) addFlags(cmd *cobra.Command, allByDefault bool) {
 		nsHelp = "only objects of this namespace (default: all namespaces)"
 	}
 	fl.StringVarP(&f.Namespace, "namespace", "n", "", nsHelp)
-	fl.BoolVarP(&f.AllNamespaces, "all-namespaces", "A", false, "objects of all namespaces")
+	fl.BoolVarP(&f.AllNamespaces, "all-namespaces", "A", false, "objects of all namespaces (wins over -n)")
 	fl.StringVarP(&f.LabelSelector, "selector", "l", "", "label selector, e.g. -l 'app=web,tier in (frontend,backend)'")
 	fl.StringVar(&f.FieldSelector, "field-selector", "", "field selector, e.g. --field-selector metadata.name=web-0 (fields: "+
 		strings.Join(metaFields, ", ")+"; for pods also "+strings.Join(podFields, ", ")+")")
@@ -79,9 +79,7 @@ func (f *filterOptions) complete(cmd *cobra.Command) {
 
 // validate parses the selectors.
 func (f *filterOptions) validate() error {
-	if f.AllNamespaces && f.namespaceGiven {
-		return usageErrorf("--namespace and --all-namespaces exclude each other")
-	}
+	// -A wins over -n, as in kubectl.
 	var err error
 	if f.labels, err = labels.Parse(f.LabelSelector); err != nil {
 		return usageErrorf("bad label selector %q: %v", f.LabelSelector, err)
@@ -195,11 +193,15 @@ func isNamespaced(first runtime.Object) bool {
 // pass f, in key order, streamed from Scan (or from ScanIndex on the
 // recorded namespace index when there is one), one chunk in memory at a
 // time. bar advances for every object read; count counts the objects
-// yielded.
-func scanObjects(ctx context.Context, st *bolt.Store, info inspect.ResourceInfo, ns string, f *filterOptions, bar *progress.Bar, count *int) iter.Seq2[runtime.Object, error] {
+// yielded. An object that cannot be decoded is skipped and its key added
+// to bad: the scan goes on after it, reading the remaining keys one by one.
+func scanObjects(ctx context.Context, st *bolt.Store, info inspect.ResourceInfo, ns string, f *filterOptions, bar *progress.Bar, count *int, bad *[]badKey) iter.Seq2[runtime.Object, error] {
 	return func(yield func(runtime.Object, error) bool) {
 		stopped := false
+		var last string
+		seen := false
 		fn := func(key string, obj interface{}) error {
+			last, seen = key, true
 			bar.Add(1)
 			ro, ok := obj.(runtime.Object)
 			if !ok {
@@ -230,10 +232,73 @@ func scanObjects(ctx context.Context, st *bolt.Store, info inspect.ResourceInfo,
 		} else {
 			err = st.Scan(ctx, fn)
 		}
-		if err != nil && !stopped {
+		if err != nil && !stopped && errors.Is(err, bolt.ErrCorrupt) {
+			err = scanRest(ctx, st, info, ns, last, seen, fn, bad)
+		}
+		if err != nil && !stopped && !errors.Is(err, errStopScan) {
 			yield(nil, fmt.Errorf("read %s: %w", displayName(info), err))
 		}
 	}
+}
+
+// badKey is an object a command could not read.
+type badKey struct {
+	resource, key string
+	err           error
+}
+
+// scanRest goes on with a scan that stopped at an object it could not
+// decode: it reads, one by one, the keys after last (all of them when
+// seen is false) and passes each readable object to fn, adding the others
+// to bad. It holds the remaining keys, not their objects.
+func scanRest(ctx context.Context, st *bolt.Store, info inspect.ResourceInfo, ns, last string, seen bool, fn func(string, interface{}) error, bad *[]badKey) error {
+	var keys []string
+	if usesNamespaceIndex(info, ns) {
+		var err error
+		if keys, err = st.IndexKeys(cache.NamespaceIndex, ns); err != nil {
+			return err
+		}
+	} else {
+		keys = st.ListKeys()
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
+		if seen && key <= last {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		obj, exists, err := st.GetByKey(key)
+		switch {
+		case errors.Is(err, bolt.ErrCorrupt):
+			*bad = append(*bad, badKey{resource: displayName(info), key: key, err: err})
+			continue
+		case err != nil:
+			return err
+		case !exists:
+			continue
+		}
+		if err := fn(key, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unreadKeys lists on stderr the objects that could not be read, after
+// what could, and returns an error matching bolt.ErrCorrupt (exit code 5)
+// when there are any.
+func unreadKeys(env *Env, path string, bad []badKey) error {
+	if len(bad) == 0 {
+		return nil
+	}
+	fmt.Fprintf(env.Stderr, "%d objects could not be read; every other object was printed:\n", len(bad))
+	for _, b := range bad {
+		fmt.Fprintf(env.Stderr, "  %s %s\n", b.resource, b.key)
+	}
+	return withHint(mark(bolt.ErrCorrupt, "%s is damaged: %d objects could not be read, first %s %q: %v", path, len(bad), bad[0].resource, bad[0].key, bad[0].err),
+		"A controller relists the resource at its next start. Run 'snapshot verify %s' for the whole picture.", shellQuote(path))
 }
 
 // usesNamespaceIndex reports whether scanObjects reads namespace ns through

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"iter"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -10,16 +12,17 @@ import (
 	"github.com/warmcache/warmcache/cmd/snapshot/internal/printers"
 )
 
-// getOptions is `snapshot get FILE RESOURCE NAME`.
+// getOptions is `snapshot get FILE TYPE[,TYPE...] NAME...` or
+// `snapshot get FILE TYPE/NAME...`.
 type getOptions struct {
 	env    *Env
 	common *commonOptions
 
-	File      string
-	Resource  string
-	Name      string
-	Namespace string
-	Output    string
+	File           string
+	Args           []string
+	Namespace      string
+	Print          printOptions
+	IgnoreNotFound bool
 
 	namespaceGiven bool
 }
@@ -27,38 +30,57 @@ type getOptions struct {
 func newGetCommand(env *Env, common *commonOptions) *cobra.Command {
 	o := &getOptions{env: env, common: common}
 	cmd := &cobra.Command{
-		Use:   "get FILE RESOURCE NAME",
-		Short: "Print one object",
-		Long: `Print one object of a resource recorded in FILE, as YAML by default.
+		Use:   "get FILE (TYPE[,TYPE...] NAME... | TYPE/NAME...)",
+		Short: "Print objects by name",
+		Long: `Print objects of resources recorded in FILE by name, as YAML by default, as
+'kubectl get' does: several names of one type (get FILE pods a b), several types
+(get FILE pods,cm web), or TYPE/NAME arguments, as 'list -o name' prints them.
+One object is printed as itself; several as one List (json, yaml, templates).
 
-The object is looked up in the namespace given with -n, else the namespace the resource
-was recorded for, else "default"; -n is ignored for cluster-scoped resources.`,
+Objects are looked up in the namespace given with -n, else the namespace the resource
+was recorded for, else "default"; -n is ignored for cluster-scoped resources. Names that
+are not found are reported on standard error after the objects that are (exit code 3,
+or 0 with --ignore-not-found).
+
+managedFields are left out unless --show-managed-fields is given, as in kubectl.`,
 		Example: `  # A pod as YAML
   snapshot get cache.db pods web-0 -n web
 
-  # A node as JSON
-  snapshot get cache.db nodes node-1 -o json`,
-		Args:              usageArgs(cobra.ExactArgs(3)),
+  # Two pods and a config map, as 'list -o name' prints them
+  snapshot get cache.db pod/web-0 pod/web-1 configmap/web -n web
+
+  # A node's addresses
+  snapshot get cache.db nodes node-1 -o jsonpath='{.status.addresses[*].address}'`,
+		Args:              usageArgs(cobra.MinimumNArgs(2)),
 		ValidArgsFunction: completeFileResourceName(env, common),
 		RunE:              runE(o),
 	}
-	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", `namespace of the object (default: the namespace the resource was recorded for, else "default")`)
-	cmd.Flags().StringVarP(&o.Output, "output", "o", printers.YAML, outputHelp(printers.Formats))
-	registerCompletions(cmd, env, common, printers.Formats)
+	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", `namespace of the objects (default: the namespace the resource was recorded for, else "default")`)
+	cmd.Flags().BoolVar(&o.IgnoreNotFound, "ignore-not-found", false, "names that are not found are no error")
+	o.Print.addFlags(cmd, printers.YAML)
+	registerCompletions(cmd, env, common, printers.AllFormats)
 	return cmd
 }
 
 func (o *getOptions) Complete(cmd *cobra.Command, args []string) error {
-	o.File, o.Resource, o.Name = args[0], args[1], args[2]
+	o.File, o.Args = args[0], args[1:]
 	o.namespaceGiven = cmd.Flags().Changed("namespace")
 	return nil
 }
 
 func (o *getOptions) Validate() error {
-	if o.Name == "" {
-		return usageErrorf("NAME must not be empty")
+	for _, a := range o.Args {
+		if a == "" {
+			return usageErrorf("NAME must not be empty")
+		}
 	}
-	return checkOutput(o.Output, printers.Formats)
+	return o.Print.validate(false)
+}
+
+// found is an object get found, with the target it belongs to.
+type found struct {
+	t   *target
+	obj runtime.Object
 }
 
 func (o *getOptions) Run(ctx context.Context) (err error) {
@@ -67,44 +89,122 @@ func (o *getOptions) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer closeInto(f, &err)
-	info, err := resolveResource(o.File, f.resources, o.Resource)
+	nsPick := ""
+	if o.namespaceGiven {
+		nsPick = o.Namespace
+	}
+	targets, err := parseTargets(o.File, f.resources, o.Args, nsPick)
 	if err != nil {
 		return err
 	}
-	st, err := f.store(ctx, info, true)
+	var objs []found
+	var missing []error
+	for i := range targets {
+		t := &targets[i]
+		if len(t.names) == 0 {
+			return withHint(usageErrorf("get needs object names for %s", displayName(t.info)),
+				"List every object with 'snapshot list %s %s'.", shellQuote(o.File), shellQuote(displayName(t.info)))
+		}
+		st, err := f.store(ctx, t.info, true)
+		if err != nil {
+			return err
+		}
+		ns := o.Namespace
+		if !o.namespaceGiven {
+			ns = t.info.Identity.Namespace
+			if ns == "" {
+				ns = "default"
+			}
+		}
+		for _, name := range t.names {
+			obj, err := getOne(st, t.info, ns, name)
+			switch {
+			case errors.Is(err, ErrNotFound):
+				missing = append(missing, withHint(err, "List the names with 'snapshot list %s %s -n %s' (or -A).",
+					shellQuote(o.File), shellQuote(displayName(t.info)), shellQuote(ns)))
+				continue
+			case err != nil:
+				return err
+			}
+			objs = append(objs, found{t: t, obj: obj})
+		}
+	}
+	single := len(targets) == 1 && len(targets[0].names) == 1
+	if err := o.print(ctx, f, objs, targets, single); err != nil {
+		return err
+	}
+	if len(missing) == 0 || o.IgnoreNotFound {
+		return nil
+	}
+	for _, e := range missing[:len(missing)-1] {
+		printError(o.env.Stderr, e, "")
+	}
+	return missing[len(missing)-1]
+}
+
+// print writes the objects found: one document for them all, or for
+// tables one table per resource.
+func (o *getOptions) print(ctx context.Context, f *snapshotFile, objs []found, targets []target, single bool) error {
+	if len(objs) == 0 {
+		return nil
+	}
+	if o.Print.isTable() {
+		first := true
+		for i := range targets {
+			t := &targets[i]
+			var of []runtime.Object
+			for _, fo := range objs {
+				if fo.t == t {
+					of = append(of, fo.obj)
+				}
+			}
+			if len(of) == 0 {
+				continue
+			}
+			if !first {
+				if _, err := fmt.Fprintln(o.env.Stdout); err != nil {
+					return err
+				}
+			}
+			first = false
+			p, err := o.Print.printer(o.env, targetKind(t), true, false, len(targets) > 1, f.printerColumns(ctx, t.info))
+			if err != nil {
+				return err
+			}
+			if err := p.Print(o.env.Stdout, sliceSeq(of)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	p, err := o.Print.printer(o.env, targetKind(&targets[0]), !single, false, len(targets) > 1, nil)
 	if err != nil {
 		return err
 	}
-	ns := o.Namespace
-	if !o.namespaceGiven {
-		ns = info.Identity.Namespace
-		if ns == "" {
-			ns = "default"
+	return p.Print(o.env.Stdout, func(yield func(runtime.Object, error) bool) {
+		for _, fo := range objs {
+			obj := fo.obj
+			if len(targets) > 1 {
+				var err error
+				if obj, err = withKind(obj, fo.t.info); err != nil {
+					yield(nil, err)
+					return
+				}
+			}
+			if !yield(obj, nil) {
+				return
+			}
+		}
+	})
+}
+
+// sliceSeq yields objs.
+func sliceSeq(objs []runtime.Object) iter.Seq2[runtime.Object, error] {
+	return func(yield func(runtime.Object, error) bool) {
+		for _, obj := range objs {
+			if !yield(obj, nil) {
+				return
+			}
 		}
 	}
-	// A namespaced object's key is namespace/name, a cluster-scoped
-	// one's the name alone.
-	var obj interface{}
-	var exists bool
-	for _, key := range []string{ns + "/" + o.Name, o.Name} {
-		if obj, exists, err = st.GetByKey(key); err != nil {
-			return fmt.Errorf("read %s %q: %w", displayName(info), key, err)
-		}
-		if exists {
-			break
-		}
-	}
-	if !exists {
-		return withHint(mark(ErrNotFound, "%s %q not found in namespace %q of %s", displayName(info), o.Name, ns, o.File),
-			"List the names with 'snapshot list %s %s -n %s' (or -A).", o.File, displayName(info), ns)
-	}
-	ro, ok := obj.(runtime.Object)
-	if !ok {
-		return fmt.Errorf("%s %q is a %T, not a runtime.Object", displayName(info), o.Name, obj)
-	}
-	p, err := printers.New(printers.Options{Format: o.Output, Kind: kindOf(info.Identity), Now: o.env.Now})
-	if err != nil {
-		return usageErrorf("%v", err)
-	}
-	return p.Print(o.env.Stdout, printers.Single(ro))
 }

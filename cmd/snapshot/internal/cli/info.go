@@ -123,6 +123,19 @@ func (o *infoOptions) Run(ctx context.Context) (err error) {
 		}
 		out.Resources = append(out.Resources, r)
 	}
+	if err := o.write(&out); err != nil {
+		return err
+	}
+	// Everything readable was printed; unreadable metadata is damage.
+	if n := unreadable(f.resources); n > 0 {
+		return withHint(mark(bolt.ErrCorrupt, "%s: the metadata of %d resources is unreadable", o.File, n),
+			"Run 'snapshot verify %s' for the whole picture.", shellQuote(o.File))
+	}
+	return nil
+}
+
+// write prints out in the output format.
+func (o *infoOptions) write(out *fileInfo) error {
 	switch o.Output {
 	case "json":
 		b, err := json.MarshalIndent(out, "", "    ")
@@ -139,7 +152,7 @@ func (o *infoOptions) Run(ctx context.Context) (err error) {
 		_, err = o.env.Stdout.Write(b)
 		return err
 	}
-	return writeInfoText(o.env.Stdout, &out)
+	return writeInfoText(o.env.Stdout, out)
 }
 
 // describe gathers what info reports about one resource.

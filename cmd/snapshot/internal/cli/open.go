@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
@@ -25,7 +26,12 @@ type snapshotFile struct {
 	db        *bolt.DB
 	resources []inspect.ResourceInfo
 	diag      *sinkState
-	stores    map[string]*bolt.Store // by identity string
+	stores    map[string]*bolt.Store // by recorded identity string
+	// recorded maps the identity of a resource whose kind the CLI
+	// derived (see deriveKinds) to the identity the file records.
+	recorded map[string]bolt.Identity
+	// crds are the file's CRDs, read on first use (loadCRDs).
+	crds map[schema.GroupResource]crdDef
 }
 
 // openOptions configures openSnapshot.
@@ -53,7 +59,7 @@ func openSnapshot(ctx context.Context, env *Env, path string, opts openOptions) 
 		return nil, withHint(mark(ErrNotFound, "file %s does not exist", path),
 			"Give the path of a warmcache cache file (the file a controller passes to bolt.Open).")
 	case err != nil:
-		return nil, fmt.Errorf("cannot read %s: %w", path, err)
+		return nil, fmt.Errorf("cannot read %s: %w", path, pathCause(err))
 	case fi.IsDir():
 		return nil, usageErrorf("%s is a directory, not a cache file", path)
 	case !fi.Mode().IsRegular():
@@ -64,7 +70,7 @@ func openSnapshot(ctx context.Context, env *Env, path string, opts openOptions) 
 	}
 	lock, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", path, err)
+		return nil, fmt.Errorf("cannot read %s: %w", path, pathCause(err))
 	}
 	if err := lockShared(ctx, lock, opts.Timeout); err != nil {
 		_ = lock.Close()
@@ -76,12 +82,24 @@ func openSnapshot(ctx context.Context, env *Env, path string, opts openOptions) 
 		_ = lock.Close()
 		return nil, explainOpenError(path, err)
 	}
-	f := &snapshotFile{path: path, info: fi, lock: lock, db: db, diag: diag, stores: map[string]*bolt.Store{}}
+	f := &snapshotFile{path: path, info: fi, lock: lock, db: db, diag: diag, stores: map[string]*bolt.Store{}, recorded: map[string]bolt.Identity{}}
 	if f.resources, err = inspect.Resources(ctx, db); err != nil {
 		_ = f.Close()
 		return nil, explainOpenError(path, err)
 	}
+	f.deriveKinds(ctx)
 	return f, nil
+}
+
+// pathCause is the cause of a *fs.PathError, whose message would repeat
+// the path the caller already names; other errors are returned as they
+// are. The cause keeps matching fs.ErrNotExist, fs.ErrPermission, ....
+func pathCause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // explainOpenError turns an error of opening or first reading path into
@@ -140,7 +158,7 @@ func checkReadable(path string, info inspect.ResourceInfo) error {
 	switch {
 	case info.Problem != "":
 		return withHint(mark(bolt.ErrCorrupt, "%s: resource metadata unreadable: %s", path, info.Problem),
-			"Run 'snapshot verify %s' for the whole picture.", path)
+			"Run 'snapshot verify %s' for the whole picture.", shellQuote(path))
 	case info.Schema > inspect.SchemaVersion:
 		return withHint(fmt.Errorf("%s: %s: %w", path, displayName(info), &bolt.VersionError{What: "resource schema", Found: info.Schema, Supported: inspect.SchemaVersion}),
 			"Use the snapshot command of the warmcache release that wrote the file.")
@@ -167,11 +185,15 @@ func (f *snapshotFile) store(ctx context.Context, info inspect.ResourceInfo, dec
 		}
 		c = namesOnly{name: info.Codec}
 	}
-	name := info.Identity.String()
+	id := info.Identity
+	if orig, ok := f.recorded[id.String()]; ok {
+		id = orig
+	}
+	name := id.String()
 	if s := f.stores[name]; s != nil {
 		return s, nil
 	}
-	s, err := inspect.OpenRecorded(ctx, f.db, info.Identity, c)
+	s, err := inspect.OpenRecorded(ctx, f.db, id, c)
 	if err != nil {
 		return nil, explainOpenError(f.path, err)
 	}

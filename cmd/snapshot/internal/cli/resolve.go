@@ -106,6 +106,13 @@ func heldResources(infos []inspect.ResourceInfo) string {
 // the core group wins, as in kubectl; any other ambiguity is an error
 // listing the candidates.
 func resolveResource(path string, infos []inspect.ResourceInfo, arg string) (inspect.ResourceInfo, error) {
+	return resolveResourceIn(path, infos, arg, "")
+}
+
+// resolveResourceIn is resolveResource where, among several scopes of one
+// resource, the one recorded for namespace ns (when ns is given) wins, as
+// -n picks it.
+func resolveResourceIn(path string, infos []inspect.ResourceInfo, arg, ns string) (inspect.ResourceInfo, error) {
 	for _, info := range infos {
 		if info.Problem == "" && info.Identity.String() == arg {
 			return info, nil
@@ -138,19 +145,60 @@ func resolveResource(path string, infos []inspect.ResourceInfo, arg string) (ins
 			matches = core
 		}
 	}
+	if len(matches) > 1 && ns != "" {
+		var scoped []inspect.ResourceInfo
+		for _, m := range matches {
+			if m.Identity.Namespace == ns {
+				scoped = append(scoped, m)
+			}
+		}
+		if len(scoped) == 1 {
+			matches = scoped
+		}
+	}
 	switch len(matches) {
 	case 0:
+		if n := unreadable(infos); n > 0 {
+			return inspect.ResourceInfo{}, withHint(mark(bolt.ErrCorrupt, "resource %q not found in %s, whose metadata of %d resources is unreadable", arg, path, n),
+				"%s; run 'snapshot verify %s' for the whole picture.", heldResources(infos), shellQuote(path))
+		}
 		return inspect.ResourceInfo{}, withHint(mark(ErrNotFound, "resource %q not found in %s", arg, path),
-			"%s (see 'snapshot info %s').", heldResources(infos), path)
+			"%s (see 'snapshot info %s').", heldResources(infos), shellQuote(path))
 	case 1:
 		return matches[0], nil
 	}
 	var lines []string
 	for _, m := range matches {
-		lines = append(lines, fmt.Sprintf("  %s (%s, %s): %s", displayName(m), groupVersion(m.Identity), scopeString(m.Identity), m.Identity.String()))
+		lines = append(lines, fmt.Sprintf("  %s (%s, %s): %s", displayName(m), groupVersion(m.Identity), scopeString(m.Identity), shellQuote(m.Identity.String())))
+	}
+	hint := "Name one by the ID 'snapshot info' prints (quoted for the shell)"
+	if scopesDiffer(matches) {
+		hint += ", or by -n NAMESPACE for the namespace-scoped copy"
 	}
 	return inspect.ResourceInfo{}, withHint(usageErrorf("resource %q matches %d resources in %s", arg, len(matches), path),
-		"Name one by resource.version.group or by the ID 'snapshot info' prints:\n%s", strings.Join(lines, "\n"))
+		"%s:\n%s", hint, strings.Join(lines, "\n"))
+}
+
+// unreadable counts the resources whose metadata cannot be read.
+func unreadable(infos []inspect.ResourceInfo) int {
+	n := 0
+	for _, info := range infos {
+		if info.Problem != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// scopesDiffer reports whether some of matches are recorded for a
+// namespace, which -n can pick.
+func scopesDiffer(matches []inspect.ResourceInfo) bool {
+	for _, m := range matches {
+		if m.Identity.Namespace != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // nameMatches reports whether name is the plural, the singular (lower-case

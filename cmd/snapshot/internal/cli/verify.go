@@ -110,6 +110,15 @@ func (o *verifyOptions) Run(ctx context.Context) (err error) {
 		report("file", "bbolt structure: "+err.Error())
 		return mark(ErrProblems, "%s: the bbolt structure is damaged; objects and indexes were not checked", o.File)
 	}
+	// bbolt falls back to the other meta page without a word.
+	if pages, chosen, err := inspect.MetaPages(o.File); err == nil && chosen >= 0 {
+		for i, p := range pages {
+			if !p.Valid {
+				report("file", fmt.Sprintf("bbolt meta page %d is damaged (%s): the file is read through meta page %d (transaction %d); "+
+					"a transaction the damaged page recorded after it is lost", i, p.Problem, chosen, pages[chosen].TxID))
+			}
+		}
+	}
 	for _, info := range f.resources {
 		if info.Problem != "" {
 			continue // Verify reports unreadable metadata

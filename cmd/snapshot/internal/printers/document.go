@@ -29,6 +29,11 @@ func content(obj runtime.Object, opts *Options) (map[string]interface{}, error) 
 	if err != nil {
 		return nil, err
 	}
+	if !opts.ShowManagedFields {
+		if md, ok := m["metadata"].(map[string]interface{}); ok {
+			delete(md, "managedFields")
+		}
+	}
 	if opts.Transform != nil {
 		opts.Transform(m)
 	}
@@ -57,6 +62,16 @@ func (p *jsonPrinter) Print(w io.Writer, objs iter.Seq2[runtime.Object, error]) 
 			return err
 		}
 	}
+	// One buffer and encoder for every object: the encoder reuses its
+	// indentation buffer, so an object costs its encoding, not copies.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if p.opts.List {
+		enc.SetIndent(jsonItemIndent, "    ")
+	} else {
+		enc.SetIndent("", "    ")
+	}
 	for obj, err := range objs {
 		if err != nil {
 			return err
@@ -65,23 +80,19 @@ func (p *jsonPrinter) Print(w io.Writer, objs iter.Seq2[runtime.Object, error]) 
 		if err != nil {
 			return err
 		}
-		var out []byte
+		buf.Reset()
 		if p.opts.List {
-			b, err := marshalJSON(m, jsonItemIndent)
-			if err != nil {
-				return err
+			if n > 0 {
+				buf.WriteString(",")
 			}
-			sep := ",\n"
-			if n == 0 {
-				sep = "\n"
-			}
-			out = append([]byte(sep+jsonItemIndent), b...)
-		} else {
-			b, err := marshalJSON(m, "")
-			if err != nil {
-				return err
-			}
-			out = append(b, '\n')
+			buf.WriteString("\n" + jsonItemIndent)
+		}
+		if err := enc.Encode(m); err != nil {
+			return err
+		}
+		out := buf.Bytes()
+		if p.opts.List {
+			out = bytes.TrimSuffix(out, []byte("\n"))
 		}
 		if _, err := w.Write(out); err != nil {
 			return err

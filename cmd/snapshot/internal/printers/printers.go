@@ -44,6 +44,9 @@ const (
 // Formats lists every output format, in the order help texts show them.
 var Formats = []string{Table, Wide, JSON, YAML, Name}
 
+// AllFormats is Formats and the template formats, as help texts show them.
+var AllFormats = append(slices.Clone(Formats), TemplateFormats...)
+
 // ErrUnknownFormat is returned by New for a format not in Formats.
 var ErrUnknownFormat = errors.New("unknown output format")
 
@@ -71,8 +74,26 @@ type Options struct {
 	// NamespaceColumn adds a NAMESPACE column in front of a table, as
 	// kubectl get -A does. Default false.
 	NamespaceColumn bool
+	// ShowKind prefixes the NAME cell of tables with the lower-case kind
+	// and group (deployment.apps/web), as kubectl get --show-kind does and
+	// does by itself when several types are printed. Default false.
+	ShowKind bool
+	// ShowLabels adds a LABELS column to tables. Default false.
+	ShowLabels bool
+	// LabelColumns adds a column per label key to tables, holding the
+	// label's value (kubectl get -L). Default none.
+	LabelColumns []string
+	// PrinterColumns are the additionalPrinterColumns of the objects' CRD:
+	// the table of a kind kubectl has no columns for shows NAME, these
+	// and AGE, as kubectl does for custom resources. Default none: NAME
+	// and AGE.
+	PrinterColumns []PrinterColumn
 	// Now is the clock of the AGE column. Default time.Now.
 	Now func() time.Time
+	// ShowManagedFields keeps metadata.managedFields in what is printed;
+	// by default they are removed, as kubectl get does without
+	// --show-managed-fields. Default false.
+	ShowManagedFields bool
 	// Transform, if set, is applied to a deep copy of each object's
 	// content (the JSON-compatible map) before json or yaml output; the
 	// export command strips server-set fields with it. Default nil.
@@ -87,6 +108,9 @@ func New(opts Options) (Printer, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if p, err := newTemplatePrinter(opts); p != nil || err != nil {
+		return p, err
 	}
 	switch opts.Format {
 	case Table, Wide:
@@ -172,5 +196,12 @@ func (p *namePrinter) Print(w io.Writer, objs iter.Seq2[runtime.Object, error]) 
 	return nil
 }
 
-// IsAllowed reports whether format is among allowed.
-func IsAllowed(format string, allowed []string) bool { return slices.Contains(allowed, format) }
+// IsAllowed reports whether format is among allowed; a template format
+// (jsonpath=..., custom-columns=..., go-template=...) is allowed when
+// allowed holds TemplateFormats.
+func IsAllowed(format string, allowed []string) bool {
+	if IsTemplate(format) {
+		return slices.Contains(allowed, TemplateFormats[0])
+	}
+	return slices.Contains(allowed, format)
+}

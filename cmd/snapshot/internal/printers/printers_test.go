@@ -152,6 +152,14 @@ func TestGolden(t *testing.T) {
 		{"empty-yaml-list", Options{Format: YAML, List: true}, nil},
 		{"empty-table", Options{Format: Table}, nil},
 		{"yaml-documents", Options{Format: YAML}, append(deployments(), widgets()...)},
+		{"pod-jsonpath", Options{Format: "jsonpath={.kind} {.metadata.name} {.spec.containers[*].name} {.metadata.managedFields}"}, pods()[:1]},
+		{"pods-jsonpath-list", Options{Format: `jsonpath={range .items[*]}{.metadata.name}{"\t"}{.status.phase}{"\n"}{end}`, List: true, Kind: podKind}, pods()},
+		{"pods-custom-columns", Options{Format: "custom-columns=NAME:.metadata.name,PHASE:status.phase,PORTS:{.spec.containers[*].ports[*].containerPort},NONE:.x.y", Kind: podKind}, pods()},
+		{"widgets-custom-columns", Options{Format: "custom-columns=KIND:.kind,SIZE:.spec.size", Kind: widgetKind}, widgets()},
+		{"pods-go-template-list", Options{Format: `go-template={{range .items}}{{.metadata.name}} {{if exists . "spec" "nodeName"}}{{.spec.nodeName}}{{else}}-{{end}}{{"\n"}}{{end}}`, List: true, Kind: podKind}, pods()},
+		{"deployment-go-template", Options{Format: `template={{.kind}}/{{.metadata.name}} {{.spec.replicas}}`, Kind: deployKind}, deployments()[:1]},
+		{"pods-show-labels-kind", Options{Format: Table, Kind: podKind, ShowLabels: true, ShowKind: true, LabelColumns: []string{"tier", "absent"}}, pods()[:3]},
+		{"pods-json-managed-fields", Options{Format: JSON, Kind: podKind, ShowManagedFields: true}, pods()[:1]},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,7 +174,7 @@ func TestListsParseBack(t *testing.T) {
 	objs := append(pods()[:3], pods()[4])
 	for _, format := range []string{JSON, YAML} {
 		t.Run(format, func(t *testing.T) {
-			out := print(t, Options{Format: format, Kind: podKind, List: true}, objs)
+			out := print(t, Options{Format: format, Kind: podKind, List: true, ShowManagedFields: true}, objs)
 			var list struct {
 				APIVersion string                   `json:"apiVersion"`
 				Kind       string                   `json:"kind"`

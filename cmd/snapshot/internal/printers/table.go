@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
@@ -26,14 +27,25 @@ type columns interface {
 type tablePrinter struct {
 	opts Options
 	wide bool
+	// nameFirst is set when the first column is NAME (not for events).
+	nameFirst bool
 }
 
-// columnsFor returns the columns of a kind: pods get kubectl's pod columns,
-// everything else NAME and AGE.
+// columnsFor returns the columns of a kind: kubectl's for the built-in
+// kinds it knows, opts.Columns (a CRD's printer columns) for others, else
+// NAME and AGE.
 func columnsFor(obj runtime.Object, opts Options) columns {
 	gvk := kindOf(obj, opts.Kind)
 	if gvk.Group == "" && gvk.Kind == "Pod" {
 		return podColumns{}
+	}
+	if c, ok := builtinColumns[gvk.GroupKind()]; ok {
+		return c
+	}
+	if len(opts.PrinterColumns) > 0 {
+		if c, err := newCRDColumns(opts.PrinterColumns); err == nil {
+			return c
+		}
 	}
 	return genericColumns{}
 }
@@ -48,12 +60,16 @@ func (p *tablePrinter) Print(w io.Writer, objs iter.Seq2[runtime.Object, error])
 		}
 		if cols == nil {
 			cols = columnsFor(obj, p.opts)
+			p.nameFirst = cols.header(false)[0] == "NAME"
 			if !p.opts.NoHeaders {
-				t.add(p.withNamespace("NAMESPACE", cols.header(p.wide)))
+				t.add(p.withNamespace("NAMESPACE", p.decorateHeader(cols.header(p.wide))))
 			}
 		}
 		row, err := cols.row(obj, p.wide, now)
 		if err != nil {
+			return err
+		}
+		if row, err = p.decorate(obj, row); err != nil {
 			return err
 		}
 		if p.opts.NamespaceColumn {
@@ -73,6 +89,41 @@ func (p *tablePrinter) Print(w io.Writer, objs iter.Seq2[runtime.Object, error])
 	return t.flush()
 }
 
+// decorateHeader adds the -L and --show-labels columns to a header.
+func (p *tablePrinter) decorateHeader(h []string) []string {
+	for _, l := range p.opts.LabelColumns {
+		h = append(h, strings.ToUpper(l))
+	}
+	if p.opts.ShowLabels {
+		h = append(h, "LABELS")
+	}
+	return h
+}
+
+// decorate adds the kind to the name cell (--show-kind) and the -L and
+// --show-labels columns to a row.
+func (p *tablePrinter) decorate(obj runtime.Object, row []string) ([]string, error) {
+	if p.opts.ShowKind && p.nameFirst && len(row) > 0 {
+		gvk := kindOf(obj, p.opts.Kind)
+		row[0] = strings.ToLower(gvk.GroupKind().String()) + "/" + row[0]
+	}
+	if len(p.opts.LabelColumns) == 0 && !p.opts.ShowLabels {
+		return row, nil
+	}
+	a, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, fmt.Errorf("labels of %T: %w", obj, err)
+	}
+	ls := a.GetLabels()
+	for _, l := range p.opts.LabelColumns {
+		row = append(row, ls[l])
+	}
+	if p.opts.ShowLabels {
+		row = append(row, labels.FormatLabels(ls))
+	}
+	return row, nil
+}
+
 func (p *tablePrinter) withNamespace(ns string, row []string) []string {
 	if !p.opts.NamespaceColumn {
 		return row
@@ -89,7 +140,16 @@ type tableWriter struct {
 	widths []int
 }
 
-func (t *tableWriter) add(row []string) { t.rows = append(t.rows, row) }
+// add holds row. A cell of several lines shows its first line and "...",
+// as kubectl's tables do.
+func (t *tableWriter) add(row []string) {
+	for i, c := range row {
+		if j := strings.IndexAny(c, "\r\n"); j >= 0 {
+			row[i] = c[:j] + "..."
+		}
+	}
+	t.rows = append(t.rows, row)
+}
 
 func (t *tableWriter) flush() error {
 	for _, row := range t.rows {
