@@ -47,6 +47,10 @@ type DB struct {
 	file os.FileInfo
 	// flusher flushes a SyncOnClose file periodically; nil otherwise.
 	flusher *flusher
+	// hot is the hot tier shared by the stores without their own; nil if
+	// disabled. hotc are the hot tier metrics' collectors.
+	hot  *hotTier
+	hotc *hotCollectors
 }
 
 // Open opens the warmcache file at path, creating it unless opts.ReadOnly
@@ -72,6 +76,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
+	hotc, err := newHotCollectors(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	}
 	logger := opts.Logger
 	if logger.GetSink() == nil {
 		logger = klog.FromContext(ctx)
@@ -94,7 +102,8 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
 	}
-	db := &DB{bolt: bdb, path: path, opts: opts, logger: logger, stores: map[string]*Store{}}
+	db := &DB{bolt: bdb, path: path, opts: opts, logger: logger, stores: map[string]*Store{},
+		hot: newHotTier(*opts.HotBytes), hotc: hotc}
 	// Check before writing anything, the state file included: a file that
 	// is refused is left as it was found. Whether the file is new is
 	// decided here, under the lock: another process may have created it

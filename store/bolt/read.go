@@ -50,21 +50,27 @@ func (s *Store) decodeItem(key string, v []byte) (interface{}, error) {
 	return obj, nil
 }
 
-// readItem returns the object of item k with envelope v, from the decoded
-// object cache when v is what the cached object was decoded from. fill
-// adds a decoded object to the cache (point reads only, so that a List
-// does not flush it).
+// readItem returns the object of item k with envelope v, from the hot
+// tier when v is what the cached object was decoded from. fill adds a
+// decoded object to the tier and counts the lookup (point reads only, so
+// that a List neither flushes the tier nor skews its hit rate).
 func (s *Store) readItem(k, v []byte, fill bool) (interface{}, error) {
-	if s.objects == nil {
+	if s.hot == nil {
 		return s.decodeItem(string(k), v)
 	}
-	sum := s.objects.sum(v)
-	if obj, ok := s.objects.get(k, sum); ok {
+	sum := s.hot.sum(v)
+	if !fill {
+		if obj, ok := s.hot.peek(k, sum); ok {
+			return obj, nil
+		}
+		return s.decodeItem(string(k), v)
+	}
+	if obj, ok := s.hot.get(k, sum); ok {
 		return obj, nil
 	}
 	obj, err := s.decodeItem(string(k), v)
-	if err == nil && fill {
-		s.objects.put(string(k), sum, obj)
+	if err == nil {
+		s.hot.put(string(k), sum, len(v), obj)
 	}
 	return obj, err
 }

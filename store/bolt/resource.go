@@ -53,8 +53,12 @@ func (db *DB) Resource(ctx context.Context, opts ResourceOptions) (*Store, error
 		keyFunc:   opts.KeyFunc,
 		onCorrupt: opts.OnCorruption,
 		readOnly:  db.opts.ReadOnly,
-		objects:   newObjectCache(opts.DecodedObjects),
 	}
+	tier := db.hot
+	if opts.HotBytes != nil {
+		tier = newHotTier(*opts.HotBytes)
+	}
+	s.hot = tier.part(opts.Codec.Name(), db.hotc.forResource(s.name))
 	s.bname = []byte(s.name)
 	s.logger = db.logger.WithValues("resource", s.name)
 	s.indexers.Store(newIndexSet(list))

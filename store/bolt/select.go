@@ -205,8 +205,8 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 				bad = &keyError{string(key), err}
 				return nil
 			}
-			if s.objects != nil {
-				if obj, ok := s.objects.peek(key, s.objects.sum(env)); ok {
+			if s.hot != nil {
+				if obj, ok := s.hot.peek(key, s.hot.sum(env)); ok {
 					chunk = append(chunk, selected{key: string(key), obj: obj})
 					continue
 				}

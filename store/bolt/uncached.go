@@ -44,8 +44,8 @@ func (s *Store) GetByKeyUncached(key string) (item interface{}, exists bool, err
 // object cache's when it holds v's object (without changing its order),
 // else decoded, without filling the cache.
 func (s *Store) readUncached(k, v []byte) (interface{}, error) {
-	if s.objects != nil {
-		if obj, ok := s.objects.peek(k, s.objects.sum(v)); ok {
+	if s.hot != nil {
+		if obj, ok := s.hot.peek(k, s.hot.sum(v)); ok {
 			return obj, nil
 		}
 	}

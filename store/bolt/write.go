@@ -22,6 +22,7 @@ type prepared struct {
 	obj    interface{}
 	delete bool
 	env    []byte     // the item's envelope, for upserts
+	sum    uint64     // the hot tier's hash of env, if the store has a tier
 	sel    []byte     // the item's select part, for upserts
 	values [][]string // per index of the indexSet used, for upserts
 }
@@ -45,6 +46,9 @@ func (s *Store) prepare(op string, pos int, t cache.Transaction) (prepared, erro
 		return prepared{}, s.errorf(fmt.Sprintf("%s: transaction %d: key %q", op, pos, key), err)
 	}
 	p.sel = layout.AppendSelectPart(nil, key, t.Object)
+	if s.hot != nil {
+		p.sum = s.hot.sum(p.env)
+	}
 	return p, nil
 }
 
