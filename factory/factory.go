@@ -36,8 +36,9 @@ type Options struct {
 	// created. Shutdown flushes it (bolt.SyncOnClose). Default "":
 	// in-memory stores, nothing survives a restart.
 	Path string
-	// Bolt configures the file (sync policy, lock timeout). Its Logger
-	// defaults to Logger. Default: bolt's defaults.
+	// Bolt configures the file (sync policy, lock timeout, the budget of
+	// the hot tier of decoded objects its informers share and the
+	// Registerer of its metrics). Its Logger defaults to Logger. Default: bolt's defaults.
 	Bolt bolt.Options
 	// RESTConfig builds the clients of ForResource (typed) and
 	// ForDynamic (unless Dynamic is set). Default nil: only InformerFor.
@@ -172,7 +173,7 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 	// warm start finds the index set it recorded and keeps its entries
 	// instead of rebuilding them by decoding every object.
 	allIndexers := mergeIndexers(f.opts.Informer.Indexers, indexers)
-	st, err := f.openStore(ctx, gvr, example, scope, allIndexers, func(err error) {
+	st, err := f.openStore(ctx, gvr, example, scope, allIndexers, cfg.hotBytes, func(err error) {
 		if inf := infPtr.Load(); inf != nil {
 			inf.ReportCorruption(err)
 		}
@@ -233,7 +234,7 @@ func addMissingIndexers(inf *informer.Informer, indexers cache.Indexers) error {
 
 // openStore opens the store of one informer: a bolt resource whose
 // identity records gvr, the kind and the scope, or a memory store.
-func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, scope Scope, indexers cache.Indexers, onCorruption func(error)) (store.Store, error) {
+func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, scope Scope, indexers cache.Indexers, hotBytes *int64, onCorruption func(error)) (store.Store, error) {
 	if f.db == nil {
 		return memory.New(memory.Options{Indexers: indexers})
 	}
@@ -254,6 +255,7 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 		},
 		Codec:        c,
 		Indexers:     indexers,
+		HotBytes:     hotBytes,
 		OnCorruption: onCorruption,
 	})
 }

@@ -17,6 +17,7 @@ type informerConfig struct {
 	indexers  cache.Indexers
 	transform cache.TransformFunc
 	resync    *time.Duration
+	hotBytes  *int64
 }
 
 // WithIndexers gives the informer these indexes from its creation, so
@@ -44,6 +45,14 @@ func WithTransform(fn cache.TransformFunc) InformerOption {
 // Options.Informer.ResyncPeriod.
 func WithResyncPeriod(d time.Duration) InformerOption {
 	return func(c *informerConfig) { c.resync = &d }
+}
+
+// WithHotBytes gives the informer's bolt store a hot tier of decoded
+// objects of its own with this byte budget (0 disables it) instead of a
+// share of the file's (Options.Bolt.HotBytes). No effect on in-memory
+// stores.
+func WithHotBytes(n int64) InformerOption {
+	return func(c *informerConfig) { c.hotBytes = &n }
 }
 
 func configOf(indexers cache.Indexers, opts []InformerOption) informerConfig {

@@ -98,7 +98,9 @@ func (db *DB) openRecorded(ctx context.Context, id Identity, c codec.Codec) (*St
 		list[i] = indexer{name: n}
 	}
 	s := &Store{db: db, id: id, name: name, bname: []byte(name), codec: c, readOnly: true}
-	s.hot = db.hot.part(c.Name(), db.hotc.forResource(name))
+	if db.hot != nil {
+		s.hot = db.hot.part(c.Name(), db.hotc.forResource(name))
+	}
 	s.keyFunc = store.DefaultKeyFunc
 	s.logger = db.logger.WithValues("resource", name)
 	s.indexers.Store(newIndexSet(list))

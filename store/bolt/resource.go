@@ -58,7 +58,9 @@ func (db *DB) Resource(ctx context.Context, opts ResourceOptions) (*Store, error
 	if opts.HotBytes != nil {
 		tier = newHotTier(*opts.HotBytes)
 	}
-	s.hot = tier.part(opts.Codec.Name(), db.hotc.forResource(s.name))
+	if tier != nil { // no series for a store without a tier
+		s.hot = tier.part(opts.Codec.Name(), db.hotc.forResource(s.name))
+	}
 	s.bname = []byte(s.name)
 	s.logger = db.logger.WithValues("resource", s.name)
 	s.indexers.Store(newIndexSet(list))
