@@ -180,24 +180,27 @@ func (s *Store) GetByKey(key string) (item interface{}, exists bool, err error) 
 	return item, exists, nil
 }
 
-// List returns every stored object in key order, decoded in one read
-// transaction. Objects that cannot be decoded are skipped, logged and the
+// List returns every stored object in key order, read in one read
+// transaction and decoded on every core in chunks of scanChunk (see
+// decode.go); objects the hot tier holds are taken from it, without
+// filling it. Objects that cannot be decoded are skipped, logged and the
 // resource marked incomplete (List has no error result). It returns nil
 // after Close.
+//
+// Cost: a decode of every object not in the hot tier, and the result:
+// client-go's unmodified indexer.List and cache.ListAll pay this on every
+// call; store.Select (warmcache's listers) decodes only what it returns.
 func (s *Store) List() []interface{} {
 	var out []interface{}
 	var bad []keyError
 	err := s.readLive("list", func(g *layout.Generation) error {
-		out = make([]interface{}, 0, s.sizeHint())
+		b := newBulkDecoder(s, s.sizeHint())
 		c := g.Items.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			obj, err := s.readEntry(g, k, v, false)
-			if err != nil {
-				bad = append(bad, keyError{string(k), err})
-				continue
-			}
-			out = append(out, obj)
+			b.addEntry(g, k, v)
 		}
+		b.flush()
+		out, bad = b.out, b.bad
 		return nil
 	})
 	s.readFailed("list", err)
@@ -278,27 +281,23 @@ func openIndex(g *layout.Generation, name string) (*bbolt.Bucket, error) {
 	return b, nil
 }
 
-// getKeys decodes the objects stored under keys, skipping (and returning)
-// those that fail. A key without an item is reported as corrupt too: the
-// index promised it.
+// getKeys decodes the objects stored under keys on every core, in the
+// order of keys, skipping (and returning) those that fail. A key without
+// an item is reported as corrupt too: the index promised it.
 func (s *Store) getKeys(g *layout.Generation, keys []string) ([]interface{}, []keyError) {
-	out := make([]interface{}, 0, len(keys))
-	var bad []keyError
+	b := newBulkDecoder(s, len(keys))
 	for _, key := range keys {
 		k := []byte(key)
 		v := g.Items.Get(k)
 		if v == nil {
-			bad = append(bad, keyError{key, fmt.Errorf("%w: index entry for %q without an item", ErrCorrupt, key)})
+			b.flush()
+			b.bad = append(b.bad, keyError{key, fmt.Errorf("%w: index entry for %q without an item", ErrCorrupt, key)})
 			continue
 		}
-		obj, err := s.readEntry(g, k, v, false)
-		if err != nil {
-			bad = append(bad, keyError{key, err})
-			continue
-		}
-		out = append(out, obj)
+		b.addEntry(g, k, v)
 	}
-	return out, bad
+	b.flush()
+	return b.out, b.bad
 }
 
 // Index returns the stored objects whose values for indexName share at
@@ -437,18 +436,15 @@ func sortedUnique(keys []string) []string {
 const scanChunk = 256
 
 // Scan calls fn for every stored object in key order. It reads chunks of
-// scanChunk objects, each in its own read transaction, and calls fn outside
-// any transaction, so fn may read the store and memory stays proportional
-// to a chunk; writes made during the scan may or may not be seen. It stops
+// scanChunk objects, each in its own read transaction and decoded on
+// every core inside it (see decode.go), and calls fn outside any
+// transaction, so fn may read the store and memory stays proportional to
+// a chunk; writes made during the scan may or may not be seen. It stops
 // at the first error fn returns and returns it unchanged. An object that
 // cannot be decoded stops the scan with an error wrapping ErrCorrupt and
 // marks the resource incomplete.
 func (s *Store) Scan(ctx context.Context, fn store.ScanFunc) error {
-	return s.scan(ctx, "scan", func(g *layout.Generation, after []byte) (cursor, []byte, []byte, error) {
-		c := g.Items.Cursor()
-		k, v := seekAfter(c, after)
-		return c, k, v, nil
-	}, func(_ *layout.Generation, k, v []byte) ([]byte, []byte, error) { return k, v, nil }, fn)
+	return s.walk(ctx, "scan", store.Selection{}, fn)
 }
 
 // ScanIndex is Scan restricted to the objects whose values for indexName
@@ -458,30 +454,7 @@ func (s *Store) ScanIndex(ctx context.Context, indexName, indexedValue string, f
 	if _, err := s.indexFor("scan index", indexName); err != nil {
 		return err
 	}
-	prefix := layout.AppendIndexPrefix(nil, indexedValue)
-	return s.scan(ctx, "scan index", func(g *layout.Generation, after []byte) (cursor, []byte, []byte, error) {
-		b, err := openIndex(g, indexName)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		c := b.Cursor()
-		if after == nil {
-			k, v := c.Seek(prefix)
-			return c, k, v, nil
-		}
-		k, v := seekAfter(c, after)
-		return c, k, v, nil
-	}, func(g *layout.Generation, k, _ []byte) ([]byte, []byte, error) {
-		if !bytes.HasPrefix(k, prefix) {
-			return nil, nil, nil
-		}
-		key := k[len(prefix):]
-		v := g.Items.Get(key)
-		if v == nil {
-			return nil, nil, fmt.Errorf("%w: index entry for %q without an item", ErrCorrupt, key)
-		}
-		return key, v, nil
-	}, fn)
+	return s.walk(ctx, "scan index", store.Selection{Index: indexName, Value: indexedValue}, fn)
 }
 
 // cursor is what seekAfter and scan need of a cursor: a *bbolt.Cursor over
@@ -510,68 +483,4 @@ func seekAfter(c cursor, after []byte) ([]byte, []byte) {
 type keyObject struct {
 	key string
 	obj interface{}
-}
-
-// scan is the chunked loop of Scan and ScanIndex. start positions a cursor
-// after the last key of the previous chunk (nil first); item maps a cursor
-// entry to an item key and item entry (nil key: the end).
-func (s *Store) scan(ctx context.Context, op string,
-	start func(g *layout.Generation, after []byte) (cursor, []byte, []byte, error),
-	item func(g *layout.Generation, k, v []byte) ([]byte, []byte, error),
-	fn store.ScanFunc,
-) error {
-	var after []byte
-	for {
-		if err := ctx.Err(); err != nil {
-			return s.errorf(op, err)
-		}
-		chunk := make([]keyObject, 0, scanChunk)
-		var bad *keyError
-		done := true
-		err := s.readLive(op, func(g *layout.Generation) error {
-			c, k, v, err := start(g, after)
-			if err != nil {
-				return err
-			}
-			for ; k != nil; k, v = c.Next() {
-				key, entry, err := item(g, k, v)
-				if err != nil {
-					return err
-				}
-				if key == nil {
-					break
-				}
-				if len(chunk) == scanChunk {
-					done = false
-					break
-				}
-				obj, err := s.readEntry(g, key, entry, false)
-				if err != nil {
-					bad = &keyError{string(key), err}
-					return nil
-				}
-				chunk = append(chunk, keyObject{string(key), obj})
-				after = append(after[:0], k...)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if bad != nil {
-			s.corrupted(op, []keyError{*bad})
-			return s.errorf(op, bad.err)
-		}
-		for _, ko := range chunk {
-			if err := ctx.Err(); err != nil {
-				return s.errorf(op, err)
-			}
-			if err := fn(ko.key, ko.obj); err != nil {
-				return err
-			}
-		}
-		if done {
-			return nil
-		}
-	}
 }
