@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -51,6 +52,11 @@ type DB struct {
 	// disabled. hotc are the hot tier metrics' collectors.
 	hot  *hotTier
 	hotc *hotCollectors
+	// hotEpoch counts the write transactions that may have changed
+	// stored objects without updating the hot tier (all but a store's
+	// batches, see updateKeepHot): a hot entry put before the last one
+	// is checked against the file again.
+	hotEpoch atomic.Uint64
 }
 
 // Open opens the warmcache file at path, creating it unless opts.ReadOnly
@@ -339,6 +345,14 @@ func (db *DB) view(op string, fn func(*bbolt.Tx) error) (err error) {
 // Errors and panics are handled as in view; a failed commit leaves the file
 // as it was.
 func (db *DB) update(op string, fn func(*bbolt.Tx) error) (err error) {
+	defer db.hotEpoch.Add(1) // after the commit, whatever its outcome
+	return db.updateKeepHot(op, fn)
+}
+
+// updateKeepHot is update for the writes that keep the hot tier up to
+// date themselves (a store's batches, see hotPart.committed) or change no
+// object (bookmarks).
+func (db *DB) updateKeepHot(op string, fn func(*bbolt.Tx) error) (err error) {
 	if db.opts.ReadOnly {
 		return fmt.Errorf("%s: %w", op, ErrReadOnly)
 	}

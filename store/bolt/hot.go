@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // hotTier is the hot tier: a least-recently-used cache of decoded objects
@@ -13,11 +14,19 @@ import (
 // does not have its own (ResourceOptions.HotBytes), under one budget.
 //
 // An entry is valid while the item's stored envelope is byte for byte the
-// one its object was decoded (or encoded) from: entries are checked
-// against a hash of the envelope read in the same transaction as the
-// lookup, so writes, relists and other processes never need to invalidate
-// anything, and a stale entry is never returned (short of a 64-bit hash
-// collision on the same key).
+// one its object was decoded (or encoded) from. Two checks keep it so:
+//
+//   - Reads that open a transaction anyway (bulk reads, writers' reads)
+//     check an entry against a hash of the envelope read in that
+//     transaction (short of a 64-bit hash collision on the same key).
+//   - A point read needs no transaction for a "fast" entry: one put by the
+//     store's own write (commit), or by a read or hash check that no write
+//     followed before the entry was put (seq), while no other write has
+//     touched the file since (the DB's epoch, bumped after every write
+//     transaction but the store's own batches, which update the tier
+//     themselves: a relist's commit, an index rebuild, another resource's
+//     relist). No other process writes the file meanwhile: a read-write
+//     DB holds an exclusive lock on it, and read-only DBs exclude writers.
 //
 // Cached objects are shared by every caller that reads them: the store
 // never mutates them, and callers must not either (store.Store's
@@ -40,8 +49,18 @@ type hotPart struct {
 	// length (see costFactor).
 	factor  float64
 	metrics hotMetrics
-	// m holds the store's entries by item key; guarded by tier.mu.
-	m map[string]*hotEntry
+	// epoch is the DB's write epoch (DB.hotEpoch).
+	epoch *atomic.Uint64
+	// m holds the store's entries by item key and seq counts the store's
+	// commits; guarded by tier.mu.
+	m   map[string]*hotEntry
+	seq uint64
+}
+
+// hotStamp is what a point read saw before its transaction began: an
+// entry it puts is fast only if neither changed before the put.
+type hotStamp struct {
+	epoch, seq uint64
 }
 
 type hotEntry struct {
@@ -51,6 +70,10 @@ type hotEntry struct {
 	obj        interface{}
 	cost       int64
 	prev, next *hotEntry
+	// fast: the entry may be returned without reading the envelope while
+	// epoch is the DB's.
+	fast  bool
+	epoch uint64
 }
 
 // hotEntryOverhead is the bytes an entry costs beyond its object and key:
@@ -70,11 +93,65 @@ func newHotTier(budget int64) *hotTier {
 
 // part returns a new part of t for a store whose codec is named codecName,
 // or nil if t is nil.
-func (t *hotTier) part(codecName string, m hotMetrics) *hotPart {
+func (t *hotTier) part(codecName string, m hotMetrics, epoch *atomic.Uint64) *hotPart {
 	if t == nil {
 		return nil
 	}
-	return &hotPart{tier: t, factor: costFactor(codecName), metrics: m, m: map[string]*hotEntry{}}
+	return &hotPart{tier: t, factor: costFactor(codecName), metrics: m, epoch: epoch, m: map[string]*hotEntry{}}
+}
+
+// stamp returns what a point read must record before its transaction.
+func (p *hotPart) stamp() hotStamp {
+	e := p.epoch.Load()
+	p.tier.mu.Lock()
+	defer p.tier.mu.Unlock()
+	return hotStamp{epoch: e, seq: p.seq}
+}
+
+// fast returns the object of a fast entry for key, valid without reading
+// the file, and counts a hit; ok is false (nothing counted) otherwise.
+func (p *hotPart) fast(key string) (interface{}, bool) {
+	if p == nil {
+		return nil, false
+	}
+	t := p.tier
+	epoch := p.epoch.Load()
+	t.mu.Lock()
+	e, ok := p.m[key]
+	if !ok || !e.fast || e.epoch != epoch {
+		t.mu.Unlock()
+		return nil, false
+	}
+	t.unlinkLocked(e)
+	t.pushFrontLocked(e)
+	t.mu.Unlock()
+	p.metrics.hits.Inc()
+	return e.obj, true
+}
+
+// committed updates the tier after the store's commit of ops: their
+// objects become fast entries, deleted keys leave, and entries put by
+// reads that began before the commit are not fast. The store's write
+// lock must be held.
+func (p *hotPart) committed(ops []prepared) {
+	if p == nil {
+		return
+	}
+	t := p.tier
+	epoch := p.epoch.Load()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p.seq++
+	for i := range ops {
+		op := &ops[i]
+		if op.delete {
+			if e, ok := p.m[op.key]; ok {
+				t.removeLocked(e)
+			}
+			continue
+		}
+		p.putLocked(op.key, op.sum, len(op.env), op.obj, true, epoch)
+	}
 }
 
 // costFactor is the ratio of a decoded object's Go heap to its envelope's
@@ -105,8 +182,10 @@ func (p *hotPart) cost(key string, envLen int) int64 {
 }
 
 // get returns the object cached for key if it was decoded from an envelope
-// with hash sum, and counts a hit or a miss: for point reads.
-func (p *hotPart) get(key []byte, sum uint64) (interface{}, bool) {
+// with hash sum, and counts a hit or a miss: for point reads, whose
+// transaction began after st. A hit makes the entry fast if nothing was
+// written since st.
+func (p *hotPart) get(key []byte, sum uint64, st hotStamp) (interface{}, bool) {
 	if p == nil {
 		return nil, false
 	}
@@ -116,6 +195,7 @@ func (p *hotPart) get(key []byte, sum uint64) (interface{}, bool) {
 	if ok && e.sum == sum {
 		t.unlinkLocked(e)
 		t.pushFrontLocked(e)
+		e.fast, e.epoch = st.seq == p.seq, st.epoch
 		t.mu.Unlock()
 		p.metrics.hits.Inc()
 		return e.obj, true
@@ -140,25 +220,31 @@ func (p *hotPart) peek(key []byte, sum uint64) (interface{}, bool) {
 	return nil, false
 }
 
-// put caches obj, decoded from or encoded to an envelope of envLen bytes
-// with hash sum, under key, evicting the least recently used entries of
-// the tier (of any store) beyond its budget. An object larger than the
-// whole budget is not cached (and an older entry for key is dropped).
-func (p *hotPart) put(key string, sum uint64, envLen int, obj interface{}) {
+// put caches obj, decoded by a point read whose transaction began after
+// st from an envelope of envLen bytes with hash sum, under key.
+func (p *hotPart) put(key string, sum uint64, envLen int, obj interface{}, st hotStamp) {
 	if p == nil {
 		return
 	}
+	p.tier.mu.Lock()
+	defer p.tier.mu.Unlock()
+	p.putLocked(key, sum, envLen, obj, st.seq == p.seq, st.epoch)
+}
+
+// putLocked caches obj under key, evicting the least recently used
+// entries of the tier (of any store) beyond its budget. An object larger
+// than the whole budget is not cached (and an older entry for key is
+// dropped). tier.mu must be held.
+func (p *hotPart) putLocked(key string, sum uint64, envLen int, obj interface{}, fast bool, epoch uint64) {
 	t := p.tier
 	cost := p.cost(key, envLen)
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if e, ok := p.m[key]; ok {
 		t.removeLocked(e)
 	}
 	if cost > t.budget {
 		return
 	}
-	e := &hotEntry{part: p, key: key, sum: sum, obj: obj, cost: cost}
+	e := &hotEntry{part: p, key: key, sum: sum, obj: obj, cost: cost, fast: fast, epoch: epoch}
 	p.m[key] = e
 	t.pushFrontLocked(e)
 	t.used += cost

@@ -284,3 +284,131 @@ func asObjects(pods []*corev1.Pod) []interface{} {
 	}
 	return out
 }
+
+// TestHotTierFastPath checks the point reads that skip the transaction:
+// after a write or a checked read, GetByKey returns the cached object
+// without decoding; after a write the store did not put in the tier (a
+// relist's commit), it reads the file again and returns the new object.
+func TestHotTierFastPath(t *testing.T) {
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
+	c := &countingCodec{Codec: podCodec}
+	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: c})
+	must(t, err)
+	must(t, s.Replace([]interface{}{mkPod("ns", "a", "1"), mkPod("ns", "b", "1")}, "1"))
+	a1, _, err := s.GetByKey("ns/a") // decodes, fast from now on
+	must(t, err)
+	for range 3 {
+		if got, _, err := s.GetByKey("ns/a"); err != nil || got != a1 {
+			t.Fatalf("GetByKey = %p, %v; want the cached %p", got, err, a1)
+		}
+	}
+	if n := c.decoded.Load(); n != 1 {
+		t.Errorf("four reads decoded %d objects, want 1", n)
+	}
+	if e := s.hot.m["ns/a"]; !e.fast {
+		t.Error("the entry a read put with no write since is not fast")
+	}
+	s.Bookmark("2")
+	if e := s.hot.m["ns/a"]; !e.fast || e.epoch != db.hotEpoch.Load() {
+		t.Error("a bookmark made the entries slow")
+	}
+	must(t, s.Replace([]interface{}{mkPod("ns", "a", "3")}, "3"))
+	got, ok, err := s.GetByKey("ns/a")
+	if err != nil || !ok || got.(*corev1.Pod).ResourceVersion != "3" {
+		t.Fatalf("GetByKey after a relist = %v, %t, %v; want rv 3", got, ok, err)
+	}
+	if _, ok, err := s.GetByKey("ns/b"); err != nil || ok {
+		t.Fatalf("GetByKey of a key the relist removed = %t, %v", ok, err)
+	}
+	// A read that began before a write and puts its older object after
+	// the write's commit leaves it checked against the file, not fast.
+	st := s.hot.stamp()
+	old, _, err := s.GetByKey("ns/a")
+	must(t, err)
+	must(t, s.Add(mkPod("ns", "a", "5")))
+	s.hot.put("ns/a", 1, 100, old, st)
+	if got, _, err := s.GetByKey("ns/a"); err != nil || got.(*corev1.Pod).ResourceVersion != "5" {
+		t.Fatalf("GetByKey after a racing read's put = %v, %v; want rv 5", got, err)
+	}
+	must(t, s.Delete(mkPod("ns", "a", "4")))
+	if _, ok, err := s.GetByKey("ns/a"); err != nil || ok {
+		t.Fatalf("GetByKey after Delete = %t, %v", ok, err)
+	}
+}
+
+// TestHotTierConcurrentReadsAndWrites races point reads against writes of
+// the same keys and relists: each reader sees every key's resourceVersion
+// go forward only, and once the writers are done every read returns the
+// last one written (a read that put an entry while a write committed must
+// not leave the older object fast).
+func TestHotTierConcurrentReadsAndWrites(t *testing.T) {
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
+	s := openPods(t, db, nil)
+	const keys, writes = 4, 300
+	ctx := context.Background()
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 3 {
+		go func() {
+			last := make([]int, keys)
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				for k := range keys {
+					obj, ok, err := s.GetByKey(fmt.Sprintf("ns/p%d", k))
+					if err != nil {
+						errs <- err
+						return
+					}
+					if !ok {
+						continue
+					}
+					var rv int
+					if _, err := fmt.Sscan(obj.(*corev1.Pod).ResourceVersion, &rv); err != nil {
+						errs <- err
+						return
+					}
+					if rv < last[k] {
+						errs <- fmt.Errorf("key %d went back from rv %d to %d", k, last[k], rv)
+						return
+					}
+					last[k] = rv
+				}
+			}
+		}()
+	}
+	for w := 1; w <= writes; w++ {
+		rv := fmt.Sprint(w)
+		if w%50 == 0 {
+			var list []interface{}
+			for k := range keys {
+				list = append(list, mkPod("ns", fmt.Sprintf("p%d", k), rv))
+			}
+			must(t, s.Replace(list, rv))
+			continue
+		}
+		must(t, s.Apply(ctx, txns(mkPod("ns", fmt.Sprintf("p%d", w%keys), rv)), rv))
+	}
+	close(done)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range keys {
+		obj, ok, err := s.GetByKey(fmt.Sprintf("ns/p%d", k))
+		if err != nil || !ok {
+			t.Fatalf("GetByKey(p%d) = %t, %v", k, ok, err)
+		}
+		got := obj.(*corev1.Pod).ResourceVersion
+		fresh, _, err := s.GetByKeyUncached(fmt.Sprintf("ns/p%d", k))
+		must(t, err)
+		if got != fresh.(*corev1.Pod).ResourceVersion {
+			t.Errorf("p%d: GetByKey rv %s, the file holds %s", k, got, fresh.(*corev1.Pod).ResourceVersion)
+		}
+	}
+}

@@ -51,26 +51,31 @@ func (s *Store) decodeItem(key string, v []byte) (interface{}, error) {
 }
 
 // readItem returns the object of item k with envelope v, from the hot
-// tier when v is what the cached object was decoded from. fill adds a
-// decoded object to the tier and counts the lookup (point reads only, so
-// that a List neither flushes the tier nor skews its hit rate).
-func (s *Store) readItem(k, v []byte, fill bool) (interface{}, error) {
+// tier when v is what the cached object was decoded from, else decoded,
+// without filling the tier (bulk reads and writers' reads, so that they
+// neither flush the tier nor skew its hit rate).
+func (s *Store) readItem(k, v []byte) (interface{}, error) {
+	if s.hot != nil {
+		if obj, ok := s.hot.peek(k, s.hot.sum(v)); ok {
+			return obj, nil
+		}
+	}
+	return s.decodeItem(string(k), v)
+}
+
+// readPoint is readItem for a point read whose transaction began after
+// st: it counts a hit or a miss and fills the tier.
+func (s *Store) readPoint(k, v []byte, st hotStamp) (interface{}, error) {
 	if s.hot == nil {
 		return s.decodeItem(string(k), v)
 	}
 	sum := s.hot.sum(v)
-	if !fill {
-		if obj, ok := s.hot.peek(k, sum); ok {
-			return obj, nil
-		}
-		return s.decodeItem(string(k), v)
-	}
-	if obj, ok := s.hot.get(k, sum); ok {
+	if obj, ok := s.hot.get(k, sum, st); ok {
 		return obj, nil
 	}
 	obj, err := s.decodeItem(string(k), v)
 	if err == nil {
-		s.hot.put(string(k), sum, len(v), obj)
+		s.hot.put(string(k), sum, len(v), obj, st)
 	}
 	return obj, err
 }
@@ -78,12 +83,12 @@ func (s *Store) readItem(k, v []byte, fill bool) (interface{}, error) {
 // readEntry is readItem of the envelope that item entry v of key k refers
 // to in g: a malformed entry or a missing envelope is an error wrapping
 // ErrCorrupt, like an envelope that does not decode.
-func (s *Store) readEntry(g *layout.Generation, k, v []byte, fill bool) (interface{}, error) {
+func (s *Store) readEntry(g *layout.Generation, k, v []byte) (interface{}, error) {
 	env, err := g.EnvelopeOf(k, v)
 	if err != nil {
 		return nil, err
 	}
-	return s.readItem(k, env, fill)
+	return s.readItem(k, env)
 }
 
 // keyError is an item that failed to decode.
@@ -159,6 +164,15 @@ func (s *Store) Get(obj interface{}) (item interface{}, exists bool, err error) 
 // cannot be decoded returns an error wrapping ErrCorrupt and marks the
 // resource incomplete.
 func (s *Store) GetByKey(key string) (item interface{}, exists bool, err error) {
+	if s.hot != nil && !s.closed.Load() {
+		if obj, ok := s.hot.fast(key); ok {
+			return obj, true, nil
+		}
+	}
+	var st hotStamp
+	if s.hot != nil {
+		st = s.hot.stamp()
+	}
 	var bad error
 	err = s.readLive("get", func(g *layout.Generation) error {
 		k := []byte(key)
@@ -166,7 +180,12 @@ func (s *Store) GetByKey(key string) (item interface{}, exists bool, err error) 
 		if v == nil {
 			return nil
 		}
-		item, bad = s.readEntry(g, k, v, true)
+		env, err := g.EnvelopeOf(k, v)
+		if err != nil {
+			bad = err
+			return nil
+		}
+		item, bad = s.readPoint(k, env, st)
 		exists = bad == nil
 		return nil
 	})

@@ -99,7 +99,7 @@ func (db *DB) openRecorded(ctx context.Context, id Identity, c codec.Codec) (*St
 	}
 	s := &Store{db: db, id: id, name: name, bname: []byte(name), codec: c, readOnly: true}
 	if db.hot != nil {
-		s.hot = db.hot.part(c.Name(), db.hotc.forResource(name))
+		s.hot = db.hot.part(c.Name(), db.hotc.forResource(name), &db.hotEpoch)
 	}
 	s.keyFunc = store.DefaultKeyFunc
 	s.logger = db.logger.WithValues("resource", name)

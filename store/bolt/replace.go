@@ -204,7 +204,7 @@ func (r *replaceTx) Vanished(ctx context.Context, fn store.ScanFunc) error {
 					return nil
 				}
 				after = append(after[:0], lk...)
-				obj, err := s.readEntry(live, lk, lv, false)
+				obj, err := s.readEntry(live, lk, lv)
 				if err != nil {
 					bad = append(bad, keyError{string(lk), err})
 					continue

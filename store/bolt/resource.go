@@ -59,7 +59,7 @@ func (db *DB) Resource(ctx context.Context, opts ResourceOptions) (*Store, error
 		tier = newHotTier(*opts.HotBytes)
 	}
 	if tier != nil { // no series for a store without a tier
-		s.hot = tier.part(opts.Codec.Name(), db.hotc.forResource(s.name))
+		s.hot = tier.part(opts.Codec.Name(), db.hotc.forResource(s.name), &db.hotEpoch)
 	}
 	s.bname = []byte(s.name)
 	s.logger = db.logger.WithValues("resource", s.name)
@@ -377,7 +377,7 @@ func (s *Store) reindex(w *writer, ix *indexSet, after []byte, n int) ([]byte, b
 		i++
 		key := string(k)
 		after = append(after[:0:0], k...)
-		obj, err := s.readEntry(w.g, k, v, false)
+		obj, err := s.readEntry(w.g, k, v)
 		if err != nil {
 			bad = append(bad, keyError{key, err})
 			continue

@@ -243,7 +243,7 @@ func (s *Store) apply(ctx context.Context, op string, txns []cache.Transaction, 
 // Update, Delete and Transaction. s.mu must be held.
 func (s *Store) commitLocked(op string, ix *indexSet, ops []prepared, rv string, setRV bool) error {
 	sortByKey(ops)
-	err := s.writeLiveLocked(op, func(g *layout.Generation, m *layout.Meta) error {
+	err := s.writeLiveWithLocked(op, s.db.updateKeepHot, func(g *layout.Generation, m *layout.Meta) error {
 		w := writer{g: g, names: ix.names()}
 		for i := range ops {
 			delta, err := w.apply(&ops[i])
@@ -263,12 +263,9 @@ func (s *Store) commitLocked(op string, ix *indexSet, ops []prepared, rv string,
 	// The objects just written are what a controller reads next (the
 	// reconcile of the event that carried them): keep them in the hot
 	// tier, which costs no decode. ops is in key order, the writes to a
-	// key in their order, so the last one is kept.
-	for i := range ops {
-		if !ops[i].delete && s.hot != nil {
-			s.hot.put(ops[i].key, ops[i].sum, len(ops[i].env), ops[i].obj)
-		}
-	}
+	// key in their order, so the last one is kept. This also makes up for
+	// the epoch updateKeepHot did not bump.
+	s.hot.committed(ops)
 	return nil
 }
 
@@ -356,7 +353,8 @@ func (s *Store) recordRV(rv string) error {
 	if s.closed.Load() {
 		return s.errClosed("bookmark")
 	}
-	return s.writeLiveLocked("bookmark", func(_ *layout.Generation, m *layout.Meta) error {
+	// A bookmark changes no object: the hot tier stays valid.
+	return s.writeLiveWithLocked("bookmark", s.db.updateKeepHot, func(_ *layout.Generation, m *layout.Meta) error {
 		m.RV = rv
 		return nil
 	})
