@@ -47,7 +47,7 @@ var errNoMetadata = errors.New("object has no metadata to select by namespace or
 // Entries are examined in read transactions of at most selectExamine
 // entries; the objects selected among them, up to scanChunk, are decoded
 // in that transaction on every core, from the stored bytes without copying
-// them (an object in the decoded-object cache is taken from it, without
+// them (an object in the hot tier is taken from it, without
 // filling or reordering the cache, so a bulk read never evicts what point
 // reads keep), and passed to fn on the calling goroutine outside any
 // transaction. Like Scan, each chunk is a snapshot, fn may read the store,
