@@ -35,7 +35,9 @@ type hotTier struct {
 	seed   maphash.Seed
 	budget int64 // bytes, > 0
 
-	// mu guards used, the parts' maps and the list.
+	// mu guards used, the parts' maps and seqs, and the list. Lock
+	// order: Store.mu, then mu; mu is never held across a transaction
+	// or a decode.
 	mu   sync.Mutex
 	used int64    // estimated bytes of the cached objects
 	lru  hotEntry // sentinel: lru.next is the most recently used

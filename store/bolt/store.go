@@ -26,9 +26,9 @@ import (
 // (Options.HotBytes) keeps the objects written, so that a read after the
 // write returns them without decoding. Objects a read returns are shared:
 // a read may return the object another caller got or wrote. The store
-// never mutates an object after handing it out, and callers must not mutate it either
-// (invariant 6, the store.Store contract); a caller that needs to change
-// one changes a deep copy.
+// never mutates an object after handing it out, and callers must not
+// mutate it either (invariant 6, the store.Store contract); a caller that
+// needs to change one changes a deep copy.
 //
 // Consistency: every write (Add, Update, Delete, Transaction, Apply,
 // Bookmark, a Replace's Commit) is one bbolt transaction that also records
