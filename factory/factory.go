@@ -35,8 +35,9 @@ type Options struct {
 	// created. Shutdown flushes it (bolt.SyncOnClose). Default "":
 	// in-memory stores, nothing survives a restart.
 	Path string
-	// Bolt configures the file (sync policy, lock timeout). Its Logger
-	// defaults to Logger. Default: bolt's defaults.
+	// Bolt configures the file (sync policy, lock timeout, the budget of
+	// the hot tier of decoded objects its informers share and the
+	// Registerer of its metrics). Its Logger defaults to Logger. Default: bolt's defaults.
 	Bolt bolt.Options
 	// RESTConfig builds the clients of ForResource (typed) and
 	// ForDynamic (unless Dynamic is set). Default nil: only InformerFor.
@@ -189,7 +190,7 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 	// warm start finds the index set it recorded and keeps its entries
 	// instead of rebuilding them by decoding every object.
 	allIndexers := mergeIndexers(f.opts.Informer.Indexers, indexers)
-	st, err := f.openStore(ctx, gvr, example, scope, allIndexers, cfg.transformVersion, func(err error) {
+	st, err := f.openStore(ctx, gvr, example, scope, allIndexers, cfg.transformVersion, cfg.hotBytes, func(err error) {
 		if inf := infPtr.Load(); inf != nil {
 			inf.ReportCorruption(err)
 		}
@@ -250,8 +251,9 @@ func addMissingIndexers(inf *informer.Informer, indexers cache.Indexers) error {
 
 // openStore opens the store of one informer: a bolt resource whose
 // identity records gvr, the kind and the scope, and whose meta records the
-// cluster and the transform version, or a memory store.
-func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, scope Scope, indexers cache.Indexers, transformVersion string, onCorruption func(error)) (store.Store, error) {
+// cluster and the transform version, or a memory store. hotBytes, if set,
+// gives the store a hot tier of its own (bolt.ResourceOptions.HotBytes).
+func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, scope Scope, indexers cache.Indexers, transformVersion string, hotBytes *int64, onCorruption func(error)) (store.Store, error) {
 	if f.db == nil {
 		return memory.New(memory.Options{Indexers: indexers})
 	}
@@ -270,6 +272,7 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 		OnCorruption:     onCorruption,
 		Cluster:          f.cluster,
 		TransformVersion: transformVersion,
+		HotBytes:         hotBytes,
 	})
 }
 

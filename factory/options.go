@@ -18,6 +18,7 @@ type informerConfig struct {
 	transform        cache.TransformFunc
 	transformVersion string
 	resync           *time.Duration
+	hotBytes         *int64
 }
 
 // WithIndexers gives the informer these indexes from its creation, so
@@ -61,6 +62,14 @@ func WithTransformVersion(version string) InformerOption {
 // Options.Informer.ResyncPeriod.
 func WithResyncPeriod(d time.Duration) InformerOption {
 	return func(c *informerConfig) { c.resync = &d }
+}
+
+// WithHotBytes gives the informer's bolt store a hot tier of decoded
+// objects of its own with this byte budget (0 disables it) instead of a
+// share of the file's (Options.Bolt.HotBytes). No effect on in-memory
+// stores.
+func WithHotBytes(n int64) InformerOption {
+	return func(c *informerConfig) { c.hotBytes = &n }
 }
 
 func configOf(indexers cache.Indexers, opts []InformerOption) informerConfig {

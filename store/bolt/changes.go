@@ -19,7 +19,7 @@ const changesWalk = 16 * scanChunk
 // in chunks of at most scanChunk changes (changesWalk entries), each in its
 // own read transaction, compares resourceVersions from the envelopes
 // without decoding, decodes only the objects of changed keys (without
-// filling or reordering the decoded object cache) and calls fn outside any transaction.
+// filling or reordering the hot tier) and calls fn outside any transaction.
 // A retained object that cannot be decoded is logged and skipped; a live
 // one stops Changes with an error wrapping ErrCorrupt and marks the
 // resource incomplete.
@@ -151,7 +151,7 @@ func (w *changeWalk) walk(after []byte, add func(store.Change)) (done bool, live
 }
 
 // read returns the object of item entry v of key k in g, without
-// touching the decoded object cache.
+// touching the hot tier.
 func (w *changeWalk) read(g *layout.Generation, k, v []byte) (interface{}, error) {
 	env, err := g.EnvelopeOf(k, v)
 	if err != nil {

@@ -73,10 +73,10 @@ func TestChangesRetainedInFile(t *testing.T) {
 }
 
 // TestGetByKeyUncached checks that a writer's read neither fills nor
-// reorders the decoded object cache.
+// reorders the hot tier.
 func TestGetByKeyUncached(t *testing.T) {
 	db := openDB(t, tempPath(t), Options{})
-	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: podCodec, DecodedObjects: 2})
+	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: podCodec, HotBytes: hotBudget(t, 2)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,9 +102,9 @@ func TestGetByKeyUncached(t *testing.T) {
 	if got := get(func(k string) (interface{}, bool, error) { return store.GetUncached(s, k) }, "ns/a"); got != a {
 		t.Error("store.GetUncached did not use the cached object")
 	}
-	s.objects.mu.Lock()
-	_, cached := s.objects.m["ns/c"]
-	s.objects.mu.Unlock()
+	s.hot.tier.mu.Lock()
+	_, cached := s.hot.m["ns/c"]
+	s.hot.tier.mu.Unlock()
 	if cached {
 		t.Error("GetByKeyUncached filled the cache")
 	}

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -47,6 +48,15 @@ type DB struct {
 	file os.FileInfo
 	// flusher flushes a SyncOnClose file periodically; nil otherwise.
 	flusher *flusher
+	// hot is the hot tier shared by the stores without their own; nil if
+	// disabled. hotc are the hot tier metrics' collectors.
+	hot  *hotTier
+	hotc *hotCollectors
+	// hotEpoch counts the write transactions that may have changed
+	// stored objects without updating the hot tier (all but a store's
+	// batches, see updateKeepHot): a hot entry put before the last one
+	// is checked against the file again.
+	hotEpoch atomic.Uint64
 }
 
 // Open opens the warmcache file at path, creating it unless opts.ReadOnly
@@ -72,6 +82,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
+	hotc, err := newHotCollectors(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	}
 	logger := opts.Logger
 	if logger.GetSink() == nil {
 		logger = klog.FromContext(ctx)
@@ -94,7 +108,8 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
 	}
-	db := &DB{bolt: bdb, path: path, opts: opts, logger: logger, stores: map[string]*Store{}}
+	db := &DB{bolt: bdb, path: path, opts: opts, logger: logger, stores: map[string]*Store{},
+		hot: newHotTier(*opts.HotBytes), hotc: hotc}
 	// Check before writing anything, the state file included: a file that
 	// is refused is left as it was found. Whether the file is new is
 	// decided here, under the lock: another process may have created it
@@ -330,6 +345,14 @@ func (db *DB) view(op string, fn func(*bbolt.Tx) error) (err error) {
 // Errors and panics are handled as in view; a failed commit leaves the file
 // as it was.
 func (db *DB) update(op string, fn func(*bbolt.Tx) error) (err error) {
+	defer db.hotEpoch.Add(1) // after the commit, whatever its outcome
+	return db.updateKeepHot(op, fn)
+}
+
+// updateKeepHot is update for the writes that keep the hot tier up to
+// date themselves (a store's batches, see hotPart.committed) or change no
+// object (bookmarks).
+func (db *DB) updateKeepHot(op string, fn func(*bbolt.Tx) error) (err error) {
 	if db.opts.ReadOnly {
 		return fmt.Errorf("%s: %w", op, ErrReadOnly)
 	}

@@ -74,19 +74,72 @@
 //     and RV intact. A read that finds an object it cannot decode skips
 //     it, marks the resource incomplete in the file (the next start
 //     relists) and calls ResourceOptions.OnCorruption.
-//  6. Objects handed out are never mutated by the store; the cache of
-//     decoded objects shares them between callers, who must not mutate
-//     them either (as in client-go).
+//  6. Objects handed out are never mutated by the store; the hot tier
+//     shares them between callers, who must not mutate them either (as in
+//     client-go), and keeps the objects written to the store, which belong
+//     to it afterwards (store.Store's ownership rule).
 //
 // # Reads
 //
 // Reads decode inside a read transaction: bbolt's bytes never escape one.
-// Decoding is most of a read's cost, so point reads go through a small LRU
-// of decoded objects (ResourceOptions.DecodedObjects, default 256), valid
-// while the stored bytes are those it was decoded from. Scan, ScanIndex and
-// Vanished read chunks of 256 objects per transaction and call their
-// function outside any transaction, so it may read the store and a long
-// scan never pins the file's old pages.
+// Decoding is most of a read's cost (about 20 µs for a podgen pod in
+// protobuf), and every read that returns objects does it the same way
+// (decode.go): it collects a chunk of 256 envelopes in its transaction,
+// aliasing bbolt's pages (no copy), takes the objects the hot tier holds,
+// decodes the others on every core while the transaction is open, and
+// keeps key order. List, ByIndex and Index read one snapshot in one
+// transaction, decoding chunk after chunk; Scan, ScanIndex, Select and
+// Vanished read a chunk per transaction and call their function outside
+// any, so it may read the store, a long scan never pins the file's old
+// pages, and a caller that streams holds one chunk of objects (ScanParallel
+// three: the one it delivers, the next, decoded meanwhile, and one being
+// decoded).
+//
+// What a bulk read costs is the decode of what it returns that the hot
+// tier does not hold: client-go's unmodified indexer.List(), cache.ListAll
+// and client-go's listers (which call them) decode every object on every
+// call, so a list of all 100k podgen pods costs what decoding 100k pods on
+// every core costs (see the README's readbench table) and a transient heap
+// of the decoded objects (about 10.5 KB each), where client-go's indexer
+// returns pointers it holds. Use warmcache's listers or store.Select for
+// anything that selects.
+//
+// # Hot tier
+//
+// Point reads (Get, GetByKey) go through the hot tier: an LRU of decoded
+// objects bounded in bytes, one per DB shared by its resources
+// (Options.HotBytes, default DefaultHotBytes, 32 MiB), or one per store
+// (ResourceOptions.HotBytes); a budget of 0 disables it. It is filled by
+// point reads and by the store's own writes (Add, Update, Apply,
+// Transaction: the object written is what the reconcile of its event reads
+// next, and keeping it costs no decode), never by bulk reads, which take
+// what it holds without reordering it, so that a List does not evict what
+// the point reads keep. Relists (Replace) do not fill it either.
+//
+// An object's bytes are estimated from its envelope: its length times a
+// factor per codec measured on podgen pods (Go heap after a GC divided by
+// envelope bytes: 2.25 for protobuf, 1 for JSON into typed objects, 5.5 for
+// unstructured objects, 3 for another codec), plus the key and 160 bytes
+// of bookkeeping. At 32 MiB the tier holds about 3,000 podgen pods, which
+// receive about 80% of the reads of a Zipf(1.1)-skewed key choice among
+// 100k.
+//
+// An entry is never stale. Reads that open a transaction check it against
+// a hash of the envelope they read. A point read returns a "fast" entry
+// without any transaction: one the store's own batch put, or one a read
+// checked while no batch committed, as long as no other write transaction
+// (a relist's commit, an index rebuild, another resource's relist) ran on
+// the DB since; each of those bumps the DB's epoch and makes every entry
+// check the file again. No other process writes the file meanwhile: a
+// read-write DB holds its exclusive lock, and read-only DBs exclude
+// writers. Cached objects are shared between callers, who must not mutate
+// them (invariant 6).
+//
+// Metrics: with Options.Registerer set, warmcache_store_hot_hits_total,
+// _misses_total and _evictions_total count point reads served, point reads
+// that decoded, and evictions; warmcache_store_hot_bytes and _entries
+// gauge the estimated bytes and the objects held; each is labelled
+// resource=Identity.String(). Bulk reads do not count.
 //
 // Store.Select (store.SelectStore, which warmcache's listers use) decodes
 // only what it returns: each item entry records the object's labels, and
@@ -95,7 +148,7 @@
 // index walks small entries (a namespace's key range under the default
 // key function, an index's entries for an index part, every entry for a
 // cluster-wide label selector) and decodes the matches only, in chunks of
-// 256 on every core, taking an object the point-read cache holds without
+// 256 on every core, taking an object the hot tier holds without
 // filling it. A selection costs a walk of about 0.15-0.2 µs per entry it
 // examines plus a decode per object it returns (BenchmarkSelect, 10k
 // podgen pods with six labels each: a cluster-wide selector of 11 pods
@@ -108,8 +161,7 @@
 // entry per label to every write. The labels make an item entry about 200 bytes
 // longer for a podgen pod (envelopes are 4.7 KB). client-go's unmodified
 // indexer.List(), cache.ListAll and its listers decode every object (or
-// every object of the namespace index) on every call: use warmcache's
-// listers, or store.Select, for anything that selects.
+// every object of the namespace index) on every call.
 //
 // Measured with the package benchmarks (go test -run '^$' -bench .
 // -count 3), 10,000 podgen pods (8 KB of JSON, 4.7 KB in protobuf) listed
@@ -135,8 +187,8 @@
 // and the protobuf encode, which large batches spread over every core.
 //
 // A uniform GetByKey is mostly the protobuf decode of the pod (about 20 µs);
-// a hit in the decoded-object cache costs the read transaction and a hash
-// of the stored bytes. Writes sort each batch by key (bbolt inserts in key
+// a hit in the hot tier costs a map lookup when the entry is fast, else
+// the read transaction and a hash of the stored bytes. Writes sort each batch by key (bbolt inserts in key
 // order much faster) without changing its outcome.
 //
 // # Durability and the sync policy

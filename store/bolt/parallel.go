@@ -26,7 +26,12 @@ const (
 // several items panic), as a sequential loop would raise it, instead of
 // ending the process from a worker.
 func forEachParallel(n int, fn func(i int) error) []error {
-	workers := min(runtime.GOMAXPROCS(0), n/parallelMin)
+	return forEachParallelN(runtime.GOMAXPROCS(0), n, fn)
+}
+
+// forEachParallelN is forEachParallel on up to maxWorkers goroutines.
+func forEachParallelN(maxWorkers, n int, fn func(i int) error) []error {
+	workers := min(maxWorkers, n/parallelMin)
 	var errs []error
 	var mu sync.Mutex // guards errs
 	record := func(i int, err error) {

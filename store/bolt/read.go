@@ -50,21 +50,32 @@ func (s *Store) decodeItem(key string, v []byte) (interface{}, error) {
 	return obj, nil
 }
 
-// readItem returns the object of item k with envelope v, from the decoded
-// object cache when v is what the cached object was decoded from. fill
-// adds a decoded object to the cache (point reads only, so that a List
-// does not flush it).
-func (s *Store) readItem(k, v []byte, fill bool) (interface{}, error) {
-	if s.objects == nil {
+// readItem returns the object of item k with envelope v, from the hot
+// tier when v is what the cached object was decoded from, else decoded,
+// without filling the tier (bulk reads and writers' reads, so that they
+// neither flush the tier nor skew its hit rate).
+func (s *Store) readItem(k, v []byte) (interface{}, error) {
+	if s.hot != nil {
+		if obj, ok := s.hot.peek(k, s.hot.sum(v)); ok {
+			return obj, nil
+		}
+	}
+	return s.decodeItem(string(k), v)
+}
+
+// readPoint is readItem for a point read whose transaction began after
+// st: it counts a hit or a miss and fills the tier.
+func (s *Store) readPoint(k, v []byte, st hotStamp) (interface{}, error) {
+	if s.hot == nil {
 		return s.decodeItem(string(k), v)
 	}
-	sum := s.objects.sum(v)
-	if obj, ok := s.objects.get(k, sum); ok {
+	sum := s.hot.sum(v)
+	if obj, ok := s.hot.get(k, sum, st); ok {
 		return obj, nil
 	}
 	obj, err := s.decodeItem(string(k), v)
-	if err == nil && fill {
-		s.objects.put(string(k), sum, obj)
+	if err == nil {
+		s.hot.put(string(k), sum, len(v), obj, st)
 	}
 	return obj, err
 }
@@ -72,12 +83,12 @@ func (s *Store) readItem(k, v []byte, fill bool) (interface{}, error) {
 // readEntry is readItem of the envelope that item entry v of key k refers
 // to in g: a malformed entry or a missing envelope is an error wrapping
 // ErrCorrupt, like an envelope that does not decode.
-func (s *Store) readEntry(g *layout.Generation, k, v []byte, fill bool) (interface{}, error) {
+func (s *Store) readEntry(g *layout.Generation, k, v []byte) (interface{}, error) {
 	env, err := g.EnvelopeOf(k, v)
 	if err != nil {
 		return nil, err
 	}
-	return s.readItem(k, env, fill)
+	return s.readItem(k, env)
 }
 
 // keyError is an item that failed to decode.
@@ -153,6 +164,15 @@ func (s *Store) Get(obj interface{}) (item interface{}, exists bool, err error) 
 // cannot be decoded returns an error wrapping ErrCorrupt and marks the
 // resource incomplete.
 func (s *Store) GetByKey(key string) (item interface{}, exists bool, err error) {
+	if s.hot != nil && !s.closed.Load() {
+		if obj, ok := s.hot.fast(key); ok {
+			return obj, true, nil
+		}
+	}
+	var st hotStamp
+	if s.hot != nil {
+		st = s.hot.stamp()
+	}
 	var bad error
 	err = s.readLive("get", func(g *layout.Generation) error {
 		k := []byte(key)
@@ -160,7 +180,12 @@ func (s *Store) GetByKey(key string) (item interface{}, exists bool, err error) 
 		if v == nil {
 			return nil
 		}
-		item, bad = s.readEntry(g, k, v, true)
+		env, err := g.EnvelopeOf(k, v)
+		if err != nil {
+			bad = err
+			return nil
+		}
+		item, bad = s.readPoint(k, env, st)
 		exists = bad == nil
 		return nil
 	})
@@ -174,24 +199,27 @@ func (s *Store) GetByKey(key string) (item interface{}, exists bool, err error) 
 	return item, exists, nil
 }
 
-// List returns every stored object in key order, decoded in one read
-// transaction. Objects that cannot be decoded are skipped, logged and the
+// List returns every stored object in key order, read in one read
+// transaction and decoded on every core in chunks of scanChunk (see
+// decode.go); objects the hot tier holds are taken from it, without
+// filling it. Objects that cannot be decoded are skipped, logged and the
 // resource marked incomplete (List has no error result). It returns nil
 // after Close.
+//
+// Cost: a decode of every object not in the hot tier, and the result:
+// client-go's unmodified indexer.List and cache.ListAll pay this on every
+// call; store.Select (warmcache's listers) decodes only what it returns.
 func (s *Store) List() []interface{} {
 	var out []interface{}
 	var bad []keyError
 	err := s.readLive("list", func(g *layout.Generation) error {
-		out = make([]interface{}, 0, s.sizeHint())
+		b := newBulkDecoder(s, s.sizeHint())
 		c := g.Items.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			obj, err := s.readEntry(g, k, v, false)
-			if err != nil {
-				bad = append(bad, keyError{string(k), err})
-				continue
-			}
-			out = append(out, obj)
+			b.addEntry(g, k, v)
 		}
+		b.flush()
+		out, bad = b.out, b.bad
 		return nil
 	})
 	s.readFailed("list", err)
@@ -272,27 +300,23 @@ func openIndex(g *layout.Generation, name string) (*bbolt.Bucket, error) {
 	return b, nil
 }
 
-// getKeys decodes the objects stored under keys, skipping (and returning)
-// those that fail. A key without an item is reported as corrupt too: the
-// index promised it.
+// getKeys decodes the objects stored under keys on every core, in the
+// order of keys, skipping (and returning) those that fail. A key without
+// an item is reported as corrupt too: the index promised it.
 func (s *Store) getKeys(g *layout.Generation, keys []string) ([]interface{}, []keyError) {
-	out := make([]interface{}, 0, len(keys))
-	var bad []keyError
+	b := newBulkDecoder(s, len(keys))
 	for _, key := range keys {
 		k := []byte(key)
 		v := g.Items.Get(k)
 		if v == nil {
-			bad = append(bad, keyError{key, fmt.Errorf("%w: index entry for %q without an item", ErrCorrupt, key)})
+			b.flush()
+			b.bad = append(b.bad, keyError{key, fmt.Errorf("%w: index entry for %q without an item", ErrCorrupt, key)})
 			continue
 		}
-		obj, err := s.readEntry(g, k, v, false)
-		if err != nil {
-			bad = append(bad, keyError{key, err})
-			continue
-		}
-		out = append(out, obj)
+		b.addEntry(g, k, v)
 	}
-	return out, bad
+	b.flush()
+	return b.out, b.bad
 }
 
 // Index returns the stored objects whose values for indexName share at
@@ -431,18 +455,15 @@ func sortedUnique(keys []string) []string {
 const scanChunk = 256
 
 // Scan calls fn for every stored object in key order. It reads chunks of
-// scanChunk objects, each in its own read transaction, and calls fn outside
-// any transaction, so fn may read the store and memory stays proportional
-// to a chunk; writes made during the scan may or may not be seen. It stops
+// scanChunk objects, each in its own read transaction and decoded on
+// every core inside it (see decode.go), and calls fn outside any
+// transaction, so fn may read the store and memory stays proportional to
+// a chunk; writes made during the scan may or may not be seen. It stops
 // at the first error fn returns and returns it unchanged. An object that
 // cannot be decoded stops the scan with an error wrapping ErrCorrupt and
 // marks the resource incomplete.
 func (s *Store) Scan(ctx context.Context, fn store.ScanFunc) error {
-	return s.scan(ctx, "scan", func(g *layout.Generation, after []byte) (cursor, []byte, []byte, error) {
-		c := g.Items.Cursor()
-		k, v := seekAfter(c, after)
-		return c, k, v, nil
-	}, func(_ *layout.Generation, k, v []byte) ([]byte, []byte, error) { return k, v, nil }, fn)
+	return s.walk(ctx, "scan", store.Selection{}, fn)
 }
 
 // ScanIndex is Scan restricted to the objects whose values for indexName
@@ -452,30 +473,7 @@ func (s *Store) ScanIndex(ctx context.Context, indexName, indexedValue string, f
 	if _, err := s.indexFor("scan index", indexName); err != nil {
 		return err
 	}
-	prefix := layout.AppendIndexPrefix(nil, indexedValue)
-	return s.scan(ctx, "scan index", func(g *layout.Generation, after []byte) (cursor, []byte, []byte, error) {
-		b, err := openIndex(g, indexName)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		c := b.Cursor()
-		if after == nil {
-			k, v := c.Seek(prefix)
-			return c, k, v, nil
-		}
-		k, v := seekAfter(c, after)
-		return c, k, v, nil
-	}, func(g *layout.Generation, k, _ []byte) ([]byte, []byte, error) {
-		if !bytes.HasPrefix(k, prefix) {
-			return nil, nil, nil
-		}
-		key := k[len(prefix):]
-		v := g.Items.Get(key)
-		if v == nil {
-			return nil, nil, fmt.Errorf("%w: index entry for %q without an item", ErrCorrupt, key)
-		}
-		return key, v, nil
-	}, fn)
+	return s.walk(ctx, "scan index", store.Selection{Index: indexName, Value: indexedValue}, fn)
 }
 
 // cursor is what seekAfter and scan need of a cursor: a *bbolt.Cursor over
@@ -504,68 +502,4 @@ func seekAfter(c cursor, after []byte) ([]byte, []byte) {
 type keyObject struct {
 	key string
 	obj interface{}
-}
-
-// scan is the chunked loop of Scan and ScanIndex. start positions a cursor
-// after the last key of the previous chunk (nil first); item maps a cursor
-// entry to an item key and item entry (nil key: the end).
-func (s *Store) scan(ctx context.Context, op string,
-	start func(g *layout.Generation, after []byte) (cursor, []byte, []byte, error),
-	item func(g *layout.Generation, k, v []byte) ([]byte, []byte, error),
-	fn store.ScanFunc,
-) error {
-	var after []byte
-	for {
-		if err := ctx.Err(); err != nil {
-			return s.errorf(op, err)
-		}
-		chunk := make([]keyObject, 0, scanChunk)
-		var bad *keyError
-		done := true
-		err := s.readLive(op, func(g *layout.Generation) error {
-			c, k, v, err := start(g, after)
-			if err != nil {
-				return err
-			}
-			for ; k != nil; k, v = c.Next() {
-				key, entry, err := item(g, k, v)
-				if err != nil {
-					return err
-				}
-				if key == nil {
-					break
-				}
-				if len(chunk) == scanChunk {
-					done = false
-					break
-				}
-				obj, err := s.readEntry(g, key, entry, false)
-				if err != nil {
-					bad = &keyError{string(key), err}
-					return nil
-				}
-				chunk = append(chunk, keyObject{string(key), obj})
-				after = append(after[:0], k...)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if bad != nil {
-			s.corrupted(op, []keyError{*bad})
-			return s.errorf(op, bad.err)
-		}
-		for _, ko := range chunk {
-			if err := ctx.Err(); err != nil {
-				return s.errorf(op, err)
-			}
-			if err := fn(ko.key, ko.obj); err != nil {
-				return err
-			}
-		}
-		if done {
-			return nil
-		}
-	}
 }

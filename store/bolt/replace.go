@@ -180,38 +180,20 @@ func (r *replaceTx) Vanished(ctx context.Context, fn store.ScanFunc) error {
 		if err := ctx.Err(); err != nil {
 			return s.errorf(op, err)
 		}
-		chunk := make([]keyObject, 0, scanChunk)
+		chunk := make([]selected, 0, scanChunk)
 		var bad []keyError
 		done := true
 		err := s.readLive(op, func(live *layout.Generation) error {
-			staged, err := layout.OpenGeneration(live.B.Tx().Bucket(s.bname), r.gen)
-			if err != nil {
-				return fmt.Errorf("%w: staging: %w", ErrCorrupt, err)
-			}
-			lc, sc := live.Items.Cursor(), staged.Items.Cursor()
-			lk, lv := seekAfter(lc, after)
-			sk, _ := sc.Seek(lk)
-			for ; lk != nil; lk, lv = lc.Next() {
-				for sk != nil && bytes.Compare(sk, lk) < 0 {
-					sk, _ = sc.Next()
-				}
-				if sk != nil && bytes.Equal(sk, lk) {
-					after = append(after[:0], lk...)
-					continue
-				}
-				if len(chunk) == scanChunk {
-					done = false // resume at lk, after the last key handled
-					return nil
-				}
-				after = append(after[:0], lk...)
-				obj, err := s.readEntry(live, lk, lv, false)
+			err := r.vanishedChunk(live, &after, &chunk, &bad, &done)
+			// Decode what was collected on every core, inside the
+			// transaction the envelopes alias.
+			for i, err := range s.decodeSelected(chunk, 0) {
 				if err != nil {
-					bad = append(bad, keyError{string(lk), err})
-					continue
+					bad = append(bad, keyError{chunk[i].key, err})
+					chunk[i].obj, chunk[i].k = nil, nil
 				}
-				chunk = append(chunk, keyObject{string(lk), obj})
 			}
-			return nil
+			return err
 		})
 		if err != nil {
 			return err
@@ -219,11 +201,14 @@ func (r *replaceTx) Vanished(ctx context.Context, fn store.ScanFunc) error {
 		for _, b := range bad {
 			s.logger.Error(b.err, "Skipping a vanished object that cannot be decoded; no deletion is reported for it", "key", b.key)
 		}
-		for _, ko := range chunk {
+		for _, c := range chunk {
 			if err := ctx.Err(); err != nil {
 				return s.errorf(op, err)
 			}
-			if err := fn(ko.key, ko.obj); err != nil {
+			if c.obj == nil {
+				continue
+			}
+			if err := fn(c.key, c.obj); err != nil {
 				return err
 			}
 		}
@@ -231,6 +216,48 @@ func (r *replaceTx) Vanished(ctx context.Context, fn store.ScanFunc) error {
 			return nil
 		}
 	}
+}
+
+// vanishedChunk collects in chunk, up to scanChunk, the live items after
+// *after that were not staged, with their envelopes (aliasing live's
+// transaction) or the object the hot tier holds; items whose envelope
+// cannot be read go to bad. It clears *done if items remain.
+func (r *replaceTx) vanishedChunk(live *layout.Generation, after *[]byte, chunk *[]selected, bad *[]keyError, done *bool) error {
+	s := r.s
+	staged, err := layout.OpenGeneration(live.B.Tx().Bucket(s.bname), r.gen)
+	if err != nil {
+		return fmt.Errorf("%w: staging: %w", ErrCorrupt, err)
+	}
+	lc, sc := live.Items.Cursor(), staged.Items.Cursor()
+	lk, lv := seekAfter(lc, *after)
+	sk, _ := sc.Seek(lk)
+	for ; lk != nil; lk, lv = lc.Next() {
+		for sk != nil && bytes.Compare(sk, lk) < 0 {
+			sk, _ = sc.Next()
+		}
+		if sk != nil && bytes.Equal(sk, lk) {
+			*after = append((*after)[:0], lk...)
+			continue
+		}
+		if len(*chunk) == scanChunk {
+			*done = false // resume at lk, after the last key handled
+			return nil
+		}
+		*after = append((*after)[:0], lk...)
+		env, err := live.EnvelopeOf(lk, lv)
+		if err != nil {
+			*bad = append(*bad, keyError{string(lk), err})
+			continue
+		}
+		c := selected{key: string(lk), k: lk, env: env}
+		if s.hot != nil {
+			if obj, ok := s.hot.peek(lk, s.hot.sum(env)); ok {
+				c.obj, c.env = obj, nil
+			}
+		}
+		*chunk = append(*chunk, c)
+	}
+	return nil
 }
 
 // Commit makes the staged generation live and records rv and the complete

@@ -55,7 +55,13 @@ func (db *DB) Resource(ctx context.Context, opts ResourceOptions) (*Store, error
 		keyFunc:   opts.KeyFunc,
 		onCorrupt: opts.OnCorruption,
 		readOnly:  db.opts.ReadOnly,
-		objects:   newObjectCache(opts.DecodedObjects),
+	}
+	tier := db.hot
+	if opts.HotBytes != nil {
+		tier = newHotTier(*opts.HotBytes)
+	}
+	if tier != nil { // no series for a store without a tier
+		s.hot = tier.part(opts.Codec.Name(), db.hotc.forResource(s.name), &db.hotEpoch)
 	}
 	s.bname = []byte(s.name)
 	s.logger = db.logger.WithValues("resource", s.name)
@@ -378,7 +384,7 @@ func (s *Store) reindex(w *writer, ix *indexSet, after []byte, n int) ([]byte, b
 		i++
 		key := string(k)
 		after = append(after[:0:0], k...)
-		obj, err := s.readEntry(w.g, k, v, false)
+		obj, err := s.readEntry(w.g, k, v)
 		if err != nil {
 			bad = append(bad, keyError{key, err})
 			continue

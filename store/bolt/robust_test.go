@@ -33,7 +33,7 @@ func (c panicCodec) Decode(data []byte) (runtime.Object, error) {
 func TestPanicInTransaction(t *testing.T) {
 	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
 	armed := false
-	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: panicCodec{&armed}, DecodedObjects: -1})
+	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: panicCodec{&armed}, HotBytes: ptrTo[int64](0)})
 	must(t, err)
 	must(t, s.Add(mkPod("ns", "a", "1")))
 	armed = true

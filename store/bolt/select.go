@@ -47,7 +47,7 @@ var errNoMetadata = errors.New("object has no metadata to select by namespace or
 // Entries are examined in read transactions of at most selectExamine
 // entries; the objects selected among them, up to scanChunk, are decoded
 // in that transaction on every core, from the stored bytes without copying
-// them (an object in the decoded-object cache is taken from it, without
+// them (an object in the hot tier is taken from it, without
 // filling or reordering the cache, so a bulk read never evicts what point
 // reads keep), and passed to fn on the calling goroutine outside any
 // transaction. Like Scan, each chunk is a snapshot, fn may read the store,
@@ -62,7 +62,12 @@ var errNoMetadata = errors.New("object has no metadata to select by namespace or
 // object without metadata fails a selection with a namespace or labels,
 // as store.Selection.Matches does.
 func (s *Store) Select(ctx context.Context, sel store.Selection, fn store.ScanFunc) error {
-	const op = "select"
+	return s.walk(ctx, "select", sel, fn)
+}
+
+// walk is Select, Scan and ScanIndex: the chunked read-then-decode loop,
+// each chunk decoded on every core in its read transaction.
+func (s *Store) walk(ctx context.Context, op string, sel store.Selection, fn store.ScanFunc) error {
 	if err := ctx.Err(); err != nil {
 		return s.errorf(op, err)
 	}
@@ -141,14 +146,6 @@ func isNamespaceKeyFunc(fn cache.KeyFunc) bool {
 	return false
 }
 
-// selected is an object a Select passes to fn: obj when the decoded-object
-// cache had it, else decoded from env, which aliases the read transaction.
-type selected struct {
-	key string
-	env []byte
-	obj interface{}
-}
-
 // selectWalk is the position of a Select in its source, across read
 // transactions.
 type selectWalk struct {
@@ -159,6 +156,8 @@ type selectWalk struct {
 	// bucket, an index key in an index), valid once started.
 	pos     []byte
 	started bool
+	// workers decode each chunk; 0: GOMAXPROCS.
+	workers int
 }
 
 // next examines up to selectExamine entries after w's position in one read
@@ -205,15 +204,17 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 				bad = &keyError{string(key), err}
 				return nil
 			}
-			if s.objects != nil {
-				if obj, ok := s.objects.peek(key, s.objects.sum(env)); ok {
-					chunk = append(chunk, selected{key: string(key), obj: obj})
+			if s.hot != nil {
+				if obj, ok := s.hot.peek(key, s.hot.sum(env)); ok {
+					chunk = append(chunk, selected{key: string(key), k: key, obj: obj})
 					continue
 				}
 			}
-			chunk = append(chunk, selected{key: string(key), env: env})
+			chunk = append(chunk, selected{key: string(key), k: key, env: env})
 		}
-		bad = s.decodeSelected(chunk)
+		if errs := s.decodeSelected(chunk, w.workers); errs != nil {
+			bad = firstBad(chunk, errs)
+		}
 		return nil
 	})
 	if err != nil {
@@ -269,37 +270,4 @@ func (w *selectWalk) item(g *layout.Generation, k, v []byte) ([]byte, []byte, er
 		return nil, nil, fmt.Errorf("%w: index %q: entry for %q without an item", ErrCorrupt, w.src.index, key)
 	}
 	return key, entry, nil
-}
-
-// decodeSelected decodes the objects of chunk that the cache did not
-// hold, on every core, and drops the references to the stored bytes. It
-// returns the first object, in key order, that does not decode (or whose
-// codec panics), with an error wrapping ErrCorrupt; nil if all decode.
-func (s *Store) decodeSelected(chunk []selected) *keyError {
-	errs := forEachParallel(len(chunk), func(i int) error {
-		c := &chunk[i]
-		if c.env == nil {
-			return nil
-		}
-		obj, err := s.decodeRecovered(c.key, c.env)
-		c.obj, c.env = obj, nil
-		return err
-	})
-	for i, err := range errs {
-		if err != nil {
-			return &keyError{chunk[i].key, err}
-		}
-	}
-	return nil
-}
-
-// decodeRecovered is decodeItem with a panic turned into an error wrapping
-// ErrCorrupt.
-func (s *Store) decodeRecovered(key string, env []byte) (obj interface{}, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			obj, err = nil, fmt.Errorf("%w: item %q: codec %s panicked: %v", ErrCorrupt, key, s.codec.Name(), r)
-		}
-	}()
-	return s.decodeItem(key, env)
 }

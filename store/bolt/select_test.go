@@ -105,7 +105,7 @@ func TestSelectDecodesOnlyMatches(t *testing.T) {
 	c := &countingCodec{Codec: podCodec}
 	ix := nodeIndexers()
 	ix[cache.NamespaceIndex] = cache.MetaNamespaceIndexFunc
-	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: c, Indexers: ix, DecodedObjects: -1})
+	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: c, Indexers: ix, HotBytes: ptrTo[int64](0)})
 	must(t, err)
 	pods := selectPopulation()
 	objs := make([]interface{}, len(pods))
@@ -149,7 +149,7 @@ func TestSelectDecodesOnlyMatches(t *testing.T) {
 func TestSelectPeeksTheObjectCache(t *testing.T) {
 	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
 	c := &countingCodec{Codec: podCodec}
-	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: c, DecodedObjects: 2})
+	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: c, HotBytes: hotBudget(t, 2)})
 	must(t, err)
 	for i := range 10 {
 		must(t, s.Add(mkPod("ns", fmt.Sprintf("p%d", i), "1")))

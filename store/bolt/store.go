@@ -21,13 +21,14 @@ import (
 // cache.Indexer and cache.TransactionStore whose objects live in the bbolt
 // file. All methods are safe for concurrent use.
 //
-// Ownership: objects passed to the Store are encoded and not retained.
-// Objects a read returns are shared: a point read (Get, GetByKey) may
-// return the object another caller got from the store's cache of decoded
-// objects (ResourceOptions.DecodedObjects). The store never mutates an
-// object after handing it out, and callers must not mutate it either
-// (invariant 6, the store.Store contract); a caller that needs to change
-// one changes a deep copy.
+// Ownership: objects passed to the Store's writes belong to it afterwards
+// (the store.Store contract): the hot tier of decoded objects
+// (Options.HotBytes) keeps the objects written, so that a read after the
+// write returns them without decoding. Objects a read returns are shared:
+// a read may return the object another caller got or wrote. The store
+// never mutates an object after handing it out, and callers must not
+// mutate it either (invariant 6, the store.Store contract); a caller that
+// needs to change one changes a deep copy.
 //
 // Consistency: every write (Add, Update, Delete, Transaction, Apply,
 // Bookmark, a Replace's Commit) is one bbolt transaction that also records
@@ -68,8 +69,9 @@ type Store struct {
 	logger    klog.Logger
 	// readOnly is set for stores of a read-only DB and for inspect.OpenRecorded.
 	readOnly bool
-	// objects caches decoded objects for point reads; nil if disabled.
-	objects *objectCache
+	// hot is the store's part of its hot tier of decoded objects; nil if
+	// disabled.
+	hot *hotPart
 
 	closed atomic.Bool
 	// indexers is the current indexer set, replaced (never modified) by
@@ -243,7 +245,7 @@ func (s *Store) apply(ctx context.Context, op string, txns []cache.Transaction, 
 // Update, Delete and Transaction. s.mu must be held.
 func (s *Store) commitLocked(op string, ix *indexSet, ops []prepared, rv string, setRV bool) error {
 	sortByKey(ops)
-	return s.writeLiveLocked(op, func(g *layout.Generation, m *layout.Meta) error {
+	err := s.writeLiveWithLocked(op, s.db.updateKeepHot, func(g *layout.Generation, m *layout.Meta) error {
 		w := writer{g: g, names: ix.names()}
 		for i := range ops {
 			delta, err := w.apply(&ops[i])
@@ -257,6 +259,16 @@ func (s *Store) commitLocked(op string, ix *indexSet, ops []prepared, rv string,
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	// The objects just written are what a controller reads next (the
+	// reconcile of the event that carried them): keep them in the hot
+	// tier, which costs no decode. ops is in key order, the writes to a
+	// key in their order, so the last one is kept. This also makes up for
+	// the epoch updateKeepHot did not bump.
+	s.hot.committed(ops)
+	return nil
 }
 
 // Transaction applies txns in order in one bbolt transaction, as client-go's
@@ -343,7 +355,8 @@ func (s *Store) recordRV(rv string) error {
 	if s.closed.Load() {
 		return s.errClosed("bookmark")
 	}
-	return s.writeLiveLocked("bookmark", func(_ *layout.Generation, m *layout.Meta) error {
+	// A bookmark changes no object: the hot tier stays valid.
+	return s.writeLiveWithLocked("bookmark", s.db.updateKeepHot, func(_ *layout.Generation, m *layout.Meta) error {
 		m.RV = rv
 		return nil
 	})
@@ -446,7 +459,7 @@ func (s *Store) close(unregister bool) error {
 	}
 	r := s.replace
 	s.replace = nil
-	s.objects.clear()
+	s.hot.clear()
 	s.releaseLocked()
 	var err error
 	if r != nil && !s.readOnly {

@@ -9,7 +9,7 @@ var _ store.UncachedReader = (*Store)(nil)
 
 // GetByKeyUncached returns the object stored under key like GetByKey,
 // for a writer (the informer reading the old object of an update or of a
-// resync): an object already in the decoded object cache is used, but the
+// resync): an object already in the hot tier is used, but the
 // cache is neither filled nor reordered, so that a writer's reads never
 // evict what listers read. See store.UncachedReader.
 func (s *Store) GetByKeyUncached(key string) (item interface{}, exists bool, err error) {
@@ -40,14 +40,7 @@ func (s *Store) GetByKeyUncached(key string) (item interface{}, exists bool, err
 	return item, exists, nil
 }
 
-// readUncached returns the object of item k with envelope v: the decoded
-// object cache's when it holds v's object (without changing its order),
-// else decoded, without filling the cache.
-func (s *Store) readUncached(k, v []byte) (interface{}, error) {
-	if s.objects != nil {
-		if obj, ok := s.objects.peek(k, s.objects.sum(v)); ok {
-			return obj, nil
-		}
-	}
-	return s.decodeItem(string(k), v)
-}
+// readUncached returns the object of item k with envelope v: the hot
+// tier's when it holds v's object (without changing its order), else
+// decoded, without filling the tier.
+func (s *Store) readUncached(k, v []byte) (interface{}, error) { return s.readItem(k, v) }

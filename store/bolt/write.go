@@ -22,6 +22,7 @@ type prepared struct {
 	obj    interface{}
 	delete bool
 	env    []byte     // the item's envelope, for upserts
+	sum    uint64     // the hot tier's hash of env, if the store has a tier
 	sel    []byte     // the item's select part, for upserts
 	values [][]string // per index of the indexSet used, for upserts
 }
@@ -45,6 +46,9 @@ func (s *Store) prepare(op string, pos int, t cache.Transaction) (prepared, erro
 		return prepared{}, s.errorf(fmt.Sprintf("%s: transaction %d: key %q", op, pos, key), err)
 	}
 	p.sel = layout.AppendSelectPart(nil, key, t.Object)
+	if s.hot != nil {
+		p.sum = s.hot.sum(p.env)
+	}
 	return p, nil
 }
 
@@ -106,8 +110,14 @@ func indexValuesOf(x indexer, key string, obj interface{}) ([]string, error) {
 // written in the same transaction (invariant 1). The in-memory meta is
 // updated only after the commit succeeded. s.mu must be held.
 func (s *Store) writeLiveLocked(op string, fn func(g *layout.Generation, m *layout.Meta) error) error {
+	return s.writeLiveWithLocked(op, s.db.update, fn)
+}
+
+// writeLiveWithLocked is writeLiveLocked through update (db.update, or
+// db.updateKeepHot for the writes that keep the hot tier up to date).
+func (s *Store) writeLiveWithLocked(op string, update func(string, func(*bbolt.Tx) error) error, fn func(g *layout.Generation, m *layout.Meta) error) error {
 	m := s.meta.Clone()
-	err := s.db.update(op, func(tx *bbolt.Tx) error {
+	err := update(op, func(tx *bbolt.Tx) error {
 		res := tx.Bucket(s.bname)
 		if res == nil {
 			return fmt.Errorf("%w: resource bucket missing", ErrCorrupt)

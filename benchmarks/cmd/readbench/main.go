@@ -9,7 +9,7 @@
 //
 // Usage:
 //
-//	go run ./benchmarks/cmd/readbench [-n 100000] [-impl client-go,memory,bolt] [-dir DIR] [-reps 3]
+//	go run ./benchmarks/cmd/readbench [-n 100000] [-impl client-go,memory,bolt] [-dir DIR] [-reps 3] [-gets 20000] [-reconciles 2000]
 //
 // The table goes to stdout, progress to stderr. Exit status: 0 on success,
 // 1 if a measurement failed, 2 for bad flags.
@@ -26,6 +26,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/warmcache/warmcache/benchmarks/internal/machine"
 	"github.com/warmcache/warmcache/benchmarks/internal/readbench"
@@ -44,6 +46,7 @@ type options struct {
 	dir   string
 	reps  int
 	gets  int
+	recs  int
 }
 
 var errUsage = errors.New("usage")
@@ -58,14 +61,15 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory for the bolt store's file")
 	fs.IntVar(&o.reps, "reps", 3, "repetitions of each list (the median is reported)")
 	fs.IntVar(&o.gets, "gets", 20000, "GetByKey lookups of each key distribution")
+	fs.IntVar(&o.recs, "reconciles", 2000, "iterations of the reconcile loop")
 	if err := fs.Parse(args); err != nil {
 		return o, errUsage
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	if o.n <= 0 || o.reps <= 0 || o.gets <= 0 {
-		return o, fmt.Errorf("-n, -reps and -gets must be positive")
+	if o.n <= 0 || o.reps <= 0 || o.gets <= 0 || o.recs <= 0 {
+		return o, fmt.Errorf("-n, -reps, -gets and -reconciles must be positive")
 	}
 	for _, s := range strings.Split(impls, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -125,7 +129,8 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 
 func measureOne(ctx context.Context, impl string, c *storebench.Corpus, o options, stderr io.Writer) (readbench.Result, error) {
 	fmt.Fprintf(stderr, "readbench: loading %s...\n", impl)
-	t, err := storebench.Open(ctx, impl, storebench.Options{Dir: o.dir})
+	reg := prometheus.NewRegistry()
+	t, err := storebench.Open(ctx, impl, storebench.Options{Dir: o.dir, Registerer: reg})
 	if err != nil {
 		return readbench.Result{}, err
 	}
@@ -135,7 +140,7 @@ func measureOne(ctx context.Context, impl string, c *storebench.Corpus, o option
 	}
 	fmt.Fprintf(stderr, "readbench: measuring %s...\n", impl)
 	start := time.Now()
-	r, err := readbench.Measure(ctx, t, c, o.n, readbench.Options{Reps: o.reps, GetSamples: o.gets})
+	r, err := readbench.Measure(ctx, t, c, o.n, readbench.Options{Reps: o.reps, GetSamples: o.gets, Reconciles: o.recs, Gatherer: reg})
 	if err != nil {
 		return r, err
 	}

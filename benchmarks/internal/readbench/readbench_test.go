@@ -3,9 +3,11 @@ package readbench
 import (
 	"bytes"
 	"context"
+	"math"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
 	"github.com/warmcache/warmcache/benchmarks/internal/storebench"
@@ -24,14 +26,15 @@ func TestMeasureEveryStore(t *testing.T) {
 	ctx := context.Background()
 	var results []Result
 	for _, impl := range storebench.Impls {
-		st, err := storebench.Open(ctx, impl, storebench.Options{Dir: t.TempDir()})
+		reg := prometheus.NewRegistry()
+		st, err := storebench.Open(ctx, impl, storebench.Options{Dir: t.TempDir(), Registerer: reg})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := storebench.Load(ctx, st, c, n, nopTimer{}); err != nil {
 			t.Fatal(err)
 		}
-		r, err := Measure(ctx, st, c, n, Options{Reps: 1, GetSamples: 100})
+		r, err := Measure(ctx, st, c, n, Options{Reps: 1, GetSamples: 100, Reconciles: 50, Gatherer: reg})
 		if cerr := st.Close(); cerr != nil {
 			t.Fatal(cerr)
 		}
@@ -75,6 +78,14 @@ func TestMeasureEveryStore(t *testing.T) {
 		}
 		if r.GetUniform.Len() != 100 || r.GetZipf.Len() != 100 {
 			t.Errorf("%s: %d and %d lookups, want 100", r.Impl, r.GetUniform.Len(), r.GetZipf.Len())
+		}
+		if r.Reconcile.Len() != 50 {
+			t.Errorf("%s: %d reconciles, want 50", r.Impl, r.Reconcile.Len())
+		}
+		// A reconcile reads the object its event just wrote: the bolt
+		// store's hot tier holds it.
+		if wantRate := r.Impl == storebench.Bolt; wantRate != !math.IsNaN(r.HotHitRate) || wantRate && r.HotHitRate != 1 {
+			t.Errorf("%s: hot tier hit rate %v, want 1 for bolt and none for the others", r.Impl, r.HotHitRate)
 		}
 	}
 	var b bytes.Buffer

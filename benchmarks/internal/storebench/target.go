@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/informer"
@@ -52,6 +53,13 @@ type Options struct {
 	// PageSize is the number of objects per Replace page. Default
 	// DefaultPageSize.
 	PageSize int
+	// Registerer receives the bolt store's metrics (its hot tier's).
+	// Default: none.
+	Registerer prometheus.Registerer
+	// BoltHotBytes is the budget of the bolt store's hot tier of decoded
+	// objects, which keeps the objects written up to its budget whatever
+	// the number of pods. Default (nil): bolt.DefaultHotBytes.
+	BoltHotBytes *int64
 }
 
 // Target is one store under test, with the namespace index
@@ -110,7 +118,7 @@ func Open(ctx context.Context, impl string, opts Options) (*Target, error) {
 		if err := errors.Join(f.Close(), os.Remove(t.path)); err != nil {
 			return nil, fmt.Errorf("storebench: open %s: %w", impl, err)
 		}
-		db, err := bolt.Open(ctx, t.path, bolt.Options{Sync: opts.BoltSync})
+		db, err := bolt.Open(ctx, t.path, bolt.Options{Sync: opts.BoltSync, Registerer: opts.Registerer, HotBytes: opts.BoltHotBytes})
 		if err != nil {
 			return nil, fmt.Errorf("storebench: open %s: %w", impl, err)
 		}

@@ -1,0 +1,137 @@
+package bolt
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// The read path's one decode machinery: every read that returns objects
+// collects the envelopes of a chunk in its read transaction, aliasing
+// bbolt's pages (no copy), takes the objects the hot tier holds, decodes
+// the others on every core (decodeSelected) while the transaction is
+// still open, and drops the references to the stored bytes before the
+// transaction ends. Select, Scan and ScanIndex (selectWalk), ScanParallel
+// (a selectWalk run ahead of its caller) and List, ByIndex and Index
+// (bulkDecoder, one transaction each) all use it, so the results are in
+// key order and at most a chunk of envelopes is referenced at a time.
+
+// selected is an object of a chunk: obj when the hot tier had it, else
+// decoded from env. k and env alias the read transaction; key is the
+// object key as a string for the reads that pass it on ("" for the
+// others).
+type selected struct {
+	key string
+	k   []byte
+	env []byte
+	obj interface{}
+}
+
+// decodeSelected decodes the objects of chunk that the hot tier did not
+// hold, on up to workers goroutines (0: GOMAXPROCS), sets their obj and
+// drops the references to the stored bytes (but k of the objects that
+// failed, for their caller to report). It returns the errors
+// (wrapping ErrCorrupt) of the objects that did not decode or whose codec
+// panicked, indexed like chunk, or nil if all decoded. It must run inside
+// the read transaction chunk's bytes alias.
+func (s *Store) decodeSelected(chunk []selected, workers int) []error {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	return forEachParallelN(workers, len(chunk), func(i int) error {
+		c := &chunk[i]
+		if c.env == nil {
+			c.k = nil
+			return nil
+		}
+		obj, err := s.decodeRecovered(c.k, c.env)
+		c.obj, c.env = obj, nil
+		if err == nil {
+			c.k = nil
+		}
+		return err
+	})
+}
+
+// firstBad returns the first object of chunk, in key order, whose decode
+// failed (errs as decodeSelected returned them, not nil).
+func firstBad(chunk []selected, errs []error) *keyError {
+	for i, err := range errs {
+		if err != nil {
+			return &keyError{chunk[i].key, err}
+		}
+	}
+	return nil
+}
+
+// decodeRecovered is decodeItem with a panic turned into an error wrapping
+// ErrCorrupt: bad data cannot crash the process from a decoding goroutine.
+func (s *Store) decodeRecovered(k, env []byte) (obj interface{}, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			obj, err = nil, fmt.Errorf("%w: item %q: codec %s panicked: %v", ErrCorrupt, k, s.codec.Name(), r)
+		}
+	}()
+	return s.decodeItem(string(k), env)
+}
+
+// bulkDecoder is the decode of the reads that return a slice from one
+// read transaction (List, ByIndex, Index): add collects envelopes, each
+// full chunk of scanChunk is decoded on every core and appended to out in
+// the order added; objects that do not decode are skipped and recorded in
+// bad.
+type bulkDecoder struct {
+	s     *Store
+	chunk []selected
+	out   []interface{}
+	bad   []keyError
+}
+
+func newBulkDecoder(s *Store, capacity int) *bulkDecoder {
+	return &bulkDecoder{s: s, chunk: make([]selected, 0, min(capacity, scanChunk)), out: make([]interface{}, 0, capacity)}
+}
+
+// add queues the object of item k with envelope env, both aliasing the
+// read transaction, which must stay open until flush.
+func (b *bulkDecoder) add(k, env []byte) {
+	c := selected{k: k, env: env}
+	if b.s.hot != nil {
+		if obj, ok := b.s.hot.peek(k, b.s.hot.sum(env)); ok {
+			c.obj, c.env = obj, nil
+		}
+	}
+	b.chunk = append(b.chunk, c)
+	if len(b.chunk) == scanChunk {
+		b.flush()
+	}
+}
+
+// addEntry is add of the envelope that item entry v of key k refers to in
+// g; a malformed entry or missing envelope is recorded in bad.
+func (b *bulkDecoder) addEntry(g interface {
+	EnvelopeOf(k, v []byte) ([]byte, error)
+}, k, v []byte) {
+	env, err := g.EnvelopeOf(k, v)
+	if err != nil {
+		b.flush() // keep bad in key order
+		b.bad = append(b.bad, keyError{string(k), err})
+		return
+	}
+	b.add(k, env)
+}
+
+// flush decodes the queued chunk and appends its objects to out.
+func (b *bulkDecoder) flush() {
+	if len(b.chunk) == 0 {
+		return
+	}
+	errs := b.s.decodeSelected(b.chunk, 0)
+	for i := range b.chunk {
+		if errs != nil && errs[i] != nil {
+			b.bad = append(b.bad, keyError{string(b.chunk[i].k), errs[i]})
+			continue
+		}
+		b.out = append(b.out, b.chunk[i].obj)
+	}
+	clear(b.chunk)
+	b.chunk = b.chunk[:0]
+}

@@ -1,0 +1,414 @@
+package bolt
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/store"
+)
+
+// hotBudget returns a hot tier budget that holds n of the pods mkPod
+// makes with a two-character name, and not n+1.
+func hotBudget(t testing.TB, n int) *int64 {
+	t.Helper()
+	env, err := (&Store{codec: podCodec}).encode(mkPod("ns", "p0", "1"))
+	must(t, err)
+	one := (&hotPart{factor: costFactor(podCodec.Name())}).cost("ns/p0", len(env))
+	return ptrTo(int64(n)*one + one/2)
+}
+
+// hotSeries reads one of the hot tier's metrics for resource podsID.
+func hotSeries(t testing.TB, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	must(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != "warmcache_store_hot_"+name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() != podsID.String() {
+				continue
+			}
+			if c := m.GetCounter(); c != nil {
+				return c.GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return 0
+}
+
+// TestHotTierMetrics checks hits, misses, evictions, bytes and entries
+// as Prometheus metrics on the registry given, within the byte budget.
+func TestHotTierMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync, Registerer: reg, HotBytes: hotBudget(t, 3)})
+	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: podCodec})
+	must(t, err)
+	for i := range 5 {
+		must(t, s.Add(mkPod("ns", fmt.Sprintf("p%d", i), "1"))) // keeps p2, p3, p4
+	}
+	if got := hotSeries(t, reg, "evictions_total"); got != 2 {
+		t.Errorf("evictions after 5 writes into a tier of 3 = %v, want 2", got)
+	}
+	for _, key := range []string{"ns/p4", "ns/p3", "ns/p0", "ns/p0"} { // hit, hit, miss (evicts p2), hit
+		if _, ok, err := s.GetByKey(key); err != nil || !ok {
+			t.Fatalf("GetByKey(%s) = %t, %v", key, ok, err)
+		}
+	}
+	for name, want := range map[string]float64{"hits_total": 3, "misses_total": 1, "evictions_total": 3, "entries": 3} {
+		if got := hotSeries(t, reg, name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if got, max := hotSeries(t, reg, "bytes"), float64(*hotBudget(t, 3)); got <= 0 || got > max {
+		t.Errorf("bytes = %v, want in (0, %v]", got, max)
+	}
+	if n, err := testutil.GatherAndCount(reg, "warmcache_store_hot_hits_total"); err != nil || n != 1 {
+		t.Errorf("hits series = %d, %v; want 1", n, err)
+	}
+	must(t, s.Close())
+	if got := hotSeries(t, reg, "bytes"); got != 0 {
+		t.Errorf("bytes after Close = %v, want 0", got)
+	}
+	if got := hotSeries(t, reg, "entries"); got != 0 {
+		t.Errorf("entries after Close = %v, want 0", got)
+	}
+	// A second DB on the same registry adds to the same collectors.
+	db2 := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync, Registerer: reg})
+	s2, err := db2.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: podCodec})
+	must(t, err)
+	if _, ok, err := s2.GetByKey("ns/missing"); err != nil || ok {
+		t.Fatalf("GetByKey(missing) = %t, %v", ok, err)
+	}
+	must(t, s2.Add(mkPod("ns", "p0", "1")))
+	if _, ok, err := s2.GetByKey("ns/p0"); err != nil || !ok {
+		t.Fatalf("GetByKey = %t, %v", ok, err)
+	}
+	if got := hotSeries(t, reg, "hits_total"); got != 4 {
+		t.Errorf("hits after a second DB's hit = %v, want 4", got)
+	}
+}
+
+// TestHotTierDisabled checks that a budget of 0, for the DB or for one
+// store, caches nothing: every point read decodes.
+func TestHotTierDisabled(t *testing.T) {
+	zero := ptrTo[int64](0)
+	for _, tc := range []struct {
+		name string
+		db   Options
+		res  *int64
+	}{
+		{"db", Options{HotBytes: zero}, nil},
+		{"store", Options{}, zero},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.db.Sync = UnsafeNoSync
+			db := openDB(t, tempPath(t), tc.db)
+			c := &countingCodec{Codec: podCodec}
+			s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: c, HotBytes: tc.res})
+			must(t, err)
+			if s.hot != nil {
+				t.Fatal("the store has a hot tier")
+			}
+			must(t, s.Add(mkPod("ns", "a", "1")))
+			a1, _, err := s.GetByKey("ns/a")
+			must(t, err)
+			a2, _, err := s.GetByKey("ns/a")
+			must(t, err)
+			if a1 == a2 || c.decoded.Load() != 2 {
+				t.Errorf("two reads decoded %d objects (same object: %t), want 2 distinct", c.decoded.Load(), a1 == a2)
+			}
+		})
+	}
+}
+
+// TestHotTierDefault checks that the zero Options give the default budget,
+// shared by the DB's stores.
+func TestHotTierDefault(t *testing.T) {
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
+	if db.hot == nil || db.hot.budget != DefaultHotBytes {
+		t.Fatalf("default tier = %+v, want a budget of %d", db.hot, DefaultHotBytes)
+	}
+	s := openPods(t, db, nil)
+	if s.hot == nil || s.hot.tier != db.hot {
+		t.Error("the store does not share the DB's tier")
+	}
+}
+
+// TestHotTierFilledByWrites checks that a read after a write returns the
+// object written without decoding it, and that what the writer keeps is
+// the object it was given (shared read-only, never copied or changed).
+func TestHotTierFilledByWrites(t *testing.T) {
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
+	c := &countingCodec{Codec: podCodec}
+	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: c})
+	must(t, err)
+	a, b := mkPod("ns", "a", "1"), mkPod("ns", "b", "1")
+	a2 := mkPod("ns", "a", "2")
+	must(t, s.Apply(context.Background(), txns(a, b, a2), ""))
+	for key, want := range map[string]*corev1.Pod{"ns/a": a2, "ns/b": b} {
+		got, ok, err := s.GetByKey(key)
+		if err != nil || !ok || got != want {
+			t.Errorf("GetByKey(%s) = %p, %t, %v; want the object written (%p)", key, got, ok, err, want)
+		}
+	}
+	must(t, s.Delete(b))
+	if _, ok, err := s.GetByKey("ns/b"); err != nil || ok {
+		t.Errorf("GetByKey after Delete = %t, %v", ok, err)
+	}
+	if n := c.decoded.Load(); n != 0 {
+		t.Errorf("the reads decoded %d objects, want 0", n)
+	}
+}
+
+// TestHotTierNeverStale checks that an object the tier holds is not
+// returned once the stored bytes changed behind it: a relist (which does
+// not fill the tier) replaced it.
+func TestHotTierNeverStale(t *testing.T) {
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
+	s := openPods(t, db, nil)
+	must(t, s.Add(mkPod("ns", "a", "1")))
+	if got, _, _ := s.GetByKey("ns/a"); got.(*corev1.Pod).ResourceVersion != "1" {
+		t.Fatalf("GetByKey = rv %s", got.(*corev1.Pod).ResourceVersion)
+	}
+	must(t, s.Replace([]interface{}{mkPod("ns", "a", "2")}, "2"))
+	got, ok, err := s.GetByKey("ns/a")
+	if err != nil || !ok || got.(*corev1.Pod).ResourceVersion != "2" {
+		t.Fatalf("GetByKey after a relist = %v, %t, %v; want rv 2", got, ok, err)
+	}
+}
+
+// TestHotTierBulkReadsDoNotFill checks that List, ByIndex, Scan and Select
+// take the objects the tier holds but neither fill it nor count in its
+// hit rate.
+func TestHotTierBulkReadsDoNotFill(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync, Registerer: reg})
+	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: podCodec, Indexers: namespaceIndexers()})
+	must(t, err)
+	var pods []*corev1.Pod
+	for i := range 300 {
+		pods = append(pods, mkPod("ns", fmt.Sprintf("p%03d", i), "1"))
+	}
+	must(t, s.Replace(asObjects(pods), "1")) // a relist fills nothing
+	cached, _, err := s.GetByKey("ns/p007")
+	must(t, err)
+	entries := hotSeries(t, reg, "entries")
+	if entries != 1 {
+		t.Fatalf("entries after one point read = %v, want 1", entries)
+	}
+	reads := map[string]func() []interface{}{
+		"List": s.List,
+		"ByIndex": func() []interface{} {
+			out, err := s.ByIndex(cache.NamespaceIndex, "ns")
+			must(t, err)
+			return out
+		},
+		"Scan": func() []interface{} {
+			var out []interface{}
+			must(t, s.Scan(context.Background(), func(_ string, obj interface{}) error { out = append(out, obj); return nil }))
+			return out
+		},
+		"Select": func() []interface{} {
+			var out []interface{}
+			must(t, s.Select(context.Background(), store.Selection{Namespace: "ns"}, func(_ string, obj interface{}) error { out = append(out, obj); return nil }))
+			return out
+		},
+	}
+	for name, read := range reads {
+		out := read()
+		if len(out) != 300 || out[7] != cached {
+			t.Errorf("%s returned %d objects, the cached one taken: %t", name, len(out), len(out) > 7 && out[7] == cached)
+		}
+		if got := hotSeries(t, reg, "entries"); got != entries {
+			t.Errorf("%s: entries = %v, want %v", name, got, entries)
+		}
+	}
+	if h, m := hotSeries(t, reg, "hits_total"), hotSeries(t, reg, "misses_total"); h != 0 || m != 1 {
+		t.Errorf("hits, misses = %v, %v; want 0, 1 (bulk reads do not count)", h, m)
+	}
+}
+
+// TestHotTierSharedBudget checks that the stores of a DB share its
+// budget: one store's reads evict the other's objects, and a store with
+// its own budget is apart.
+func TestHotTierSharedBudget(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync, Registerer: reg, HotBytes: hotBudget(t, 2)})
+	a, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: podCodec})
+	must(t, err)
+	otherID := podsID
+	otherID.Namespace = "other"
+	b, err := db.Resource(context.Background(), ResourceOptions{Identity: otherID, Codec: podCodec})
+	must(t, err)
+	own := otherID
+	own.Namespace = "own"
+	c, err := db.Resource(context.Background(), ResourceOptions{Identity: own, Codec: podCodec, HotBytes: hotBudget(t, 2)})
+	must(t, err)
+	must(t, a.Add(mkPod("ns", "p0", "1")))
+	must(t, c.Add(mkPod("ns", "p0", "1")))
+	must(t, b.Add(mkPod("ns", "p1", "1")))
+	must(t, b.Add(mkPod("ns", "p2", "1")))
+	if got := hotSeries(t, reg, "evictions_total"); got != 1 {
+		t.Errorf("evictions of %s = %v, want 1 (the other store filled the shared tier)", podsID, got)
+	}
+	if len(c.hot.m) != 1 {
+		t.Errorf("the store with its own tier lost its object")
+	}
+	if !strings.Contains(podsID.String(), "pods") {
+		t.Errorf("resource label %q does not name the resource", podsID.String())
+	}
+}
+
+func txns(objs ...*corev1.Pod) []cache.Transaction {
+	out := make([]cache.Transaction, len(objs))
+	for i, o := range objs {
+		out[i] = cache.Transaction{Type: cache.TransactionTypeUpdate, Object: o}
+	}
+	return out
+}
+
+func asObjects(pods []*corev1.Pod) []interface{} {
+	out := make([]interface{}, len(pods))
+	for i, p := range pods {
+		out[i] = p
+	}
+	return out
+}
+
+// TestHotTierFastPath checks the point reads that skip the transaction:
+// after a write or a checked read, GetByKey returns the cached object
+// without decoding; after a write the store did not put in the tier (a
+// relist's commit), it reads the file again and returns the new object.
+func TestHotTierFastPath(t *testing.T) {
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
+	c := &countingCodec{Codec: podCodec}
+	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: c})
+	must(t, err)
+	must(t, s.Replace([]interface{}{mkPod("ns", "a", "1"), mkPod("ns", "b", "1")}, "1"))
+	a1, _, err := s.GetByKey("ns/a") // decodes, fast from now on
+	must(t, err)
+	for range 3 {
+		if got, _, err := s.GetByKey("ns/a"); err != nil || got != a1 {
+			t.Fatalf("GetByKey = %p, %v; want the cached %p", got, err, a1)
+		}
+	}
+	if n := c.decoded.Load(); n != 1 {
+		t.Errorf("four reads decoded %d objects, want 1", n)
+	}
+	if e := s.hot.m["ns/a"]; !e.fast {
+		t.Error("the entry a read put with no write since is not fast")
+	}
+	s.Bookmark("2")
+	if e := s.hot.m["ns/a"]; !e.fast || e.epoch != db.hotEpoch.Load() {
+		t.Error("a bookmark made the entries slow")
+	}
+	must(t, s.Replace([]interface{}{mkPod("ns", "a", "3")}, "3"))
+	got, ok, err := s.GetByKey("ns/a")
+	if err != nil || !ok || got.(*corev1.Pod).ResourceVersion != "3" {
+		t.Fatalf("GetByKey after a relist = %v, %t, %v; want rv 3", got, ok, err)
+	}
+	if _, ok, err := s.GetByKey("ns/b"); err != nil || ok {
+		t.Fatalf("GetByKey of a key the relist removed = %t, %v", ok, err)
+	}
+	// A read that began before a write and puts its older object after
+	// the write's commit leaves it checked against the file, not fast.
+	st := s.hot.stamp()
+	old, _, err := s.GetByKey("ns/a")
+	must(t, err)
+	must(t, s.Add(mkPod("ns", "a", "5")))
+	s.hot.put("ns/a", 1, 100, old, st)
+	if got, _, err := s.GetByKey("ns/a"); err != nil || got.(*corev1.Pod).ResourceVersion != "5" {
+		t.Fatalf("GetByKey after a racing read's put = %v, %v; want rv 5", got, err)
+	}
+	must(t, s.Delete(mkPod("ns", "a", "4")))
+	if _, ok, err := s.GetByKey("ns/a"); err != nil || ok {
+		t.Fatalf("GetByKey after Delete = %t, %v", ok, err)
+	}
+}
+
+// TestHotTierConcurrentReadsAndWrites races point reads against writes of
+// the same keys and relists: each reader sees every key's resourceVersion
+// go forward only, and once the writers are done every read returns the
+// last one written (a read that put an entry while a write committed must
+// not leave the older object fast).
+func TestHotTierConcurrentReadsAndWrites(t *testing.T) {
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
+	s := openPods(t, db, nil)
+	const keys, writes = 4, 300
+	ctx := context.Background()
+	done := make(chan struct{})
+	errs := make(chan error, 4)
+	for range 3 {
+		go func() {
+			last := make([]int, keys)
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				for k := range keys {
+					obj, ok, err := s.GetByKey(fmt.Sprintf("ns/p%d", k))
+					if err != nil {
+						errs <- err
+						return
+					}
+					if !ok {
+						continue
+					}
+					var rv int
+					if _, err := fmt.Sscan(obj.(*corev1.Pod).ResourceVersion, &rv); err != nil {
+						errs <- err
+						return
+					}
+					if rv < last[k] {
+						errs <- fmt.Errorf("key %d went back from rv %d to %d", k, last[k], rv)
+						return
+					}
+					last[k] = rv
+				}
+			}
+		}()
+	}
+	for w := 1; w <= writes; w++ {
+		rv := fmt.Sprint(w)
+		if w%50 == 0 {
+			var list []interface{}
+			for k := range keys {
+				list = append(list, mkPod("ns", fmt.Sprintf("p%d", k), rv))
+			}
+			must(t, s.Replace(list, rv))
+			continue
+		}
+		must(t, s.Apply(ctx, txns(mkPod("ns", fmt.Sprintf("p%d", w%keys), rv)), rv))
+	}
+	close(done)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range keys {
+		obj, ok, err := s.GetByKey(fmt.Sprintf("ns/p%d", k))
+		if err != nil || !ok {
+			t.Fatalf("GetByKey(p%d) = %t, %v", k, ok, err)
+		}
+		got := obj.(*corev1.Pod).ResourceVersion
+		fresh, _, err := s.GetByKeyUncached(fmt.Sprintf("ns/p%d", k))
+		must(t, err)
+		if got != fresh.(*corev1.Pod).ResourceVersion {
+			t.Errorf("p%d: GetByKey rv %s, the file holds %s", k, got, fresh.(*corev1.Pod).ResourceVersion)
+		}
+	}
+}
