@@ -77,7 +77,10 @@ func openSnapshot(ctx context.Context, env *Env, path string, opts openOptions) 
 		return nil, explainOpenError(path, err)
 	}
 	logger, diag := newDiagLogger(env.Stderr)
-	db, err := bolt.Open(ctx, path, bolt.Options{ReadOnly: true, Timeout: opts.Timeout, Logger: logger, UnsafeIgnoreState: opts.UnsafeIgnoreState})
+	// No hot tier: the CLI reads each object once (a sort reads it again by
+	// key), so keeping decoded objects would only hold them on the heap.
+	var noHot int64
+	db, err := bolt.Open(ctx, path, bolt.Options{ReadOnly: true, Timeout: opts.Timeout, Logger: logger, UnsafeIgnoreState: opts.UnsafeIgnoreState, HotBytes: &noHot})
 	if err != nil {
 		_ = lock.Close()
 		return nil, explainOpenError(path, err)
