@@ -21,12 +21,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/warmcache/warmcache/internal/mutationtest"
 	"github.com/warmcache/warmcache/internal/testenv"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
 )
 
 func TestMain(m *testing.M) {
+	mutationtest.Enable()
 	ctrl.SetLogger(klog.Background())
 	code := m.Run()
 	if bench != nil {

@@ -12,9 +12,15 @@ import (
 	"github.com/warmcache/warmcache/internal/fakeapi"
 	"github.com/warmcache/warmcache/internal/fakesource"
 	"github.com/warmcache/warmcache/internal/handlertest"
+	"github.com/warmcache/warmcache/internal/mutationtest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs every informer of the package's tests with the mutation
+// detector on (invariant 6; internal/mutationtest).
+func TestMain(m *testing.M) {
+	mutationtest.Enable()
+	goleak.VerifyTestMain(m)
+}
 
 type event = handlertest.Event
 

@@ -22,10 +22,16 @@ import (
 	"github.com/warmcache/warmcache/factory"
 	"github.com/warmcache/warmcache/internal/fakeapi"
 	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/mutationtest"
 	"github.com/warmcache/warmcache/store/bolt"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain runs every informer of the package's tests with the mutation
+// detector on (invariant 6; internal/mutationtest).
+func TestMain(m *testing.M) {
+	mutationtest.Enable()
+	goleak.VerifyTestMain(m)
+}
 
 // server is a fake apiserver serving resources from a fake source.
 type server struct {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/warmcache/warmcache/internal/mutationtest"
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +25,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	mutationtest.Enable()
 	goleak.VerifyTestMain(m)
 }
 

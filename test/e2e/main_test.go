@@ -13,6 +13,7 @@ import (
 
 	"github.com/warmcache/warmcache/internal/democtl"
 	"github.com/warmcache/warmcache/internal/kubebin"
+	"github.com/warmcache/warmcache/internal/mutationtest"
 )
 
 // childEnv, set to childDemoctl, makes the test binary run democtl.Main
@@ -32,6 +33,10 @@ func TestMain(m *testing.M) {
 		stop()
 		os.Exit(code)
 	}
+	// Every informer of these tests, and the controllers they run as child
+	// processes (which inherit the environment), with the mutation detector
+	// on (invariant 6).
+	mutationtest.Enable()
 	if !isShort() {
 		// Build (or find) the binaries once, up front, so that a build
 		// failure fails loudly rather than inside the first test.
