@@ -35,6 +35,22 @@ func (l *loop) warmStart(ctx context.Context) error {
 		}
 		return nil
 	}
+	// Hold the replay until the reflector has checked the stored
+	// resourceVersion against the server's: a file ahead of the server
+	// (a recreated cluster, an etcd restored from an older backup) is not
+	// the server's state, and handlers must never be told it.
+	select {
+	case <-l.i.resumeDecided:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if l.i.resumeAhead.Load() {
+		l.logger.Info("Warm start: not replaying the stored objects, whose resourceVersion is ahead of the server's; the relist tells the handlers the server's state as adds",
+			"objects", st.Objects, "resourceVersion", st.ResourceVersion)
+		none := ""
+		l.partial = &none
+		return nil
+	}
 	ls := l.i.proc.active()
 	l.logger.V(2).Info("Warm start: replaying the stored objects", "objects", st.Objects,
 		"resourceVersion", st.ResourceVersion, "handlers", len(ls))

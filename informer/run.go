@@ -68,6 +68,7 @@ func (i *Informer) start(logger klog.Logger) (*deltafifo.Queue, error) {
 		return nil, ErrStarted
 	}
 	i.started = true
+	i.resumeDecided = make(chan struct{})
 	var initialRV string
 	if st, err := i.store.State(); err == nil && st.Complete {
 		initialRV = st.ResourceVersion
@@ -144,7 +145,24 @@ func (i *Informer) newReflector(q *deltafifo.Queue) (*reflector.Reflector, error
 	}
 	i.mu.Unlock()
 	ro.ResumeFrom = i.resumeFrom
+	user := ro.OnResumeDecided
+	ro.OnResumeDecided = func(ahead bool) {
+		i.decideResume(ahead)
+		if user != nil {
+			user(ahead)
+		}
+	}
 	return reflector.New(i.lw, i.example, q, ro)
+}
+
+// decideResume records the first reflector's resume decision (later
+// reflectors of the same run do not change it) and releases the
+// warm-start replay waiting for it.
+func (i *Informer) decideResume(ahead bool) {
+	i.resumeOnce.Do(func() {
+		i.resumeAhead.Store(ahead)
+		close(i.resumeDecided)
+	})
 }
 
 // resumeFrom tells the reflector where the store stands; after a

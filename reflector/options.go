@@ -116,6 +116,14 @@ type Options struct {
 	// ResumeCheck selects how a warm start checks the stored
 	// resourceVersion against the server's. Default ResumeCheckList.
 	ResumeCheck ResumeCheckPolicy
+	// OnResumeDecided, if set, is called once by Run before its first list
+	// or watch request that may deliver objects: ahead is true when the
+	// resume check found the stored resourceVersion ahead of the server's
+	// (the stored state is not the server's and is being relisted), false
+	// otherwise (a cold start, a resume, or the check off or failed). An
+	// informer holds its warm-start replay until then, so that handlers
+	// never see a state the server does not have.
+	OnResumeDecided func(ahead bool)
 	// PageSize is the Limit of list requests and the most objects one
 	// ReplacePage carries. Default DefaultPageSize (500).
 	PageSize int64

@@ -158,16 +158,20 @@ func (r *Reflector) Run(ctx context.Context) {
 	defer r.abortReplace(ctx)
 
 	warm, settle := r.resume(ctx), r.opts.ResumeSettle
+	ahead := false
 	if warm {
 		switch r.checkResume(ctx, r.LastSyncResourceVersion()) {
 		case resumeAhead:
 			// Relist the most recent state: a list not older than the
 			// stored RV would wait for the server to reach it.
-			warm = false
+			warm, ahead = false, true
 			r.setRVUnavailable(true)
 		case resumeCurrent:
 			settle = 0
 		}
+	}
+	if r.opts.OnResumeDecided != nil {
+		r.opts.OnResumeDecided(ahead)
 	}
 	if warm {
 		r.metrics.Resumed()
