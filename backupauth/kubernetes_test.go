@@ -97,7 +97,6 @@ func request(path, token string) *http.Request {
 	return r
 }
 
-
 func TestKubernetesOptions(t *testing.T) {
 	cs := fake.NewClientset()
 	tests := []struct {
