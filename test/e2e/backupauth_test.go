@@ -17,6 +17,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -30,6 +31,8 @@ import (
 const (
 	backupNS   = "ops"
 	backupPath = "/debug/warmcache/backup"
+	// backupAudience is the audience of tokens meant for the backup only.
+	backupAudience = "warmcache-backup"
 )
 
 var backupPods = bolt.ResourceOptions{Identity: bolt.Identity{Version: "v1", Resource: "pods", Kind: "Pod"}, Codec: codec.Protobuf(nil)}
@@ -39,7 +42,9 @@ var backupPods = bolt.ResourceOptions{Identity: bolt.Identity{Version: "v1", Res
 // RBAC, and checks who gets it: no token or an invalid one 401, a service
 // account without the documented RBAC rule 403, one with it the file. The
 // controller's own service account has exactly the rules the package
-// documents for it; without them the check fails (500).
+// documents for it; without them the check fails (500). A token requested
+// for the backup's audience reads the backup of a handler that asks for
+// that audience, and nothing of the apiserver.
 func TestBackupAuthorization(t *testing.T) {
 	ctx := needEnv(t)
 	c := startCluster(ctx, t, "--authorization-mode=RBAC")
@@ -109,6 +114,13 @@ func TestBackupAuthorization(t *testing.T) {
 	mux.Handle(backupPath, handler(asController, backupauth.KubernetesOptions{}))
 	mux.Handle("/by-resource", handler(asController, backupauth.KubernetesOptions{Resource: resource}))
 	mux.Handle("/cannot-review", handler(asStranger, backupauth.KubernetesOptions{}))
+	mux.Handle("/audience", handler(asController, backupauth.KubernetesOptions{Path: backupPath, Audiences: []string{backupAudience}}))
+	audienceToken := requestToken(ctx, t, c.cs, "reader", backupAudience)
+	// A token for the backup's audience does not authenticate to the
+	// apiserver itself.
+	if _, err := c.clientAs(t, audienceToken).CoreV1().Namespaces().Get(ctx, backupNS, metav1.GetOptions{}); !apierrors.IsUnauthorized(err) {
+		t.Errorf("the apiserver with a token for audience %s: %v, want 401", backupAudience, err)
+	}
 	srv := httptest.NewTLSServer(mux)
 	t.Cleanup(srv.Close)
 
@@ -125,6 +137,9 @@ func TestBackupAuthorization(t *testing.T) {
 		{"controller may not review", "/cannot-review", tokens["reader"], http.StatusInternalServerError, "the authorization check failed"},
 		{"authorized", backupPath, tokens["reader"], http.StatusOK, ""},
 		{"authorized by resource", "/by-resource", tokens["reader"], http.StatusOK, ""},
+		{"token for the apiserver's audience", "/audience", tokens["reader"], http.StatusUnauthorized, "the apiserver does not accept the bearer token"},
+		{"audience token for the apiserver", backupPath, audienceToken, http.StatusUnauthorized, "the apiserver does not accept the bearer token"},
+		{"token for the backup's audience", "/audience", audienceToken, http.StatusOK, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -203,9 +218,16 @@ func serviceAccountToken(ctx context.Context, t *testing.T, cs kubernetes.Interf
 	if _, err := cs.CoreV1().ServiceAccounts(backupNS).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	return requestToken(ctx, t, cs, name)
+}
+
+// requestToken returns a token of service account name in backupNS for
+// audiences (default: the apiserver's).
+func requestToken(ctx context.Context, t *testing.T, cs kubernetes.Interface, name string, audiences ...string) string {
+	t.Helper()
 	expiry := int64(time.Hour / time.Second)
 	tr, err := cs.CoreV1().ServiceAccounts(backupNS).CreateToken(ctx, name, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry},
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &expiry, Audiences: audiences},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("TokenRequest for %s: %v", name, err)
