@@ -101,6 +101,13 @@ func TestBackupToken(t *testing.T) {
 	tokenFileKubeconfig := writeKubeconfig(t, "    tokenFile: "+goodFile)
 	wrongKubeconfig := writeKubeconfig(t, "    token: "+wrongToken)
 	certKubeconfig := writeKubeconfig(t, "    client-certificate-data: Zm9v\n    client-key-data: YmFy")
+	// An exec credential plugin (as for EKS, GKE or OIDC logins) that
+	// prints the token.
+	plugin := file("plugin.sh", "#!/bin/sh\necho '{\"apiVersion\": \"client.authentication.k8s.io/v1\", \"kind\": \"ExecCredential\", \"status\": {\"token\": \""+backupToken+"\"}}'\n")
+	if err := os.Chmod(plugin, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	execKubeconfig := writeKubeconfig(t, "    exec: {apiVersion: client.authentication.k8s.io/v1, command: "+plugin+", interactiveMode: Never}")
 
 	url := srv.URL + "/backup"
 	tests := []struct {
@@ -118,6 +125,7 @@ func TestBackupToken(t *testing.T) {
 		{"token file over the kubeconfig", wrongKubeconfig, []string{url, "--token-file", goodFile}, ExitOK, nil},
 		{"kubeconfig", "", []string{url, "--kubeconfig", goodKubeconfig}, ExitOK, nil},
 		{"kubeconfig token file", tokenFileKubeconfig, []string{url}, ExitOK, nil},
+		{"kubeconfig exec plugin", execKubeconfig, []string{url}, ExitOK, nil},
 		{"wrong kubeconfig token", wrongKubeconfig, []string{url}, ExitError, []string{"HTTP 401", `did not accept the token of kubeconfig context "ops"`}},
 		{"kubeconfig without a token", certKubeconfig, []string{url}, ExitError, []string{"HTTP 401", "none was sent"}},
 		{"missing kubeconfig", "", []string{url, "--kubeconfig", filepath.Join(dir, "nope")}, ExitNotFound, []string{"load the kubeconfig for its token"}},
