@@ -187,10 +187,10 @@ func (h *backupHandler) authorize(rw http.ResponseWriter, r *http.Request) (stri
 	case errors.Is(err, ErrUnauthenticated):
 		h.db.logger.V(1).Info("Backup request refused: not authenticated", "remote", r.RemoteAddr, "reason", err.Error())
 		rw.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer realm=%q", bearerRealm))
-		http.Error(rw, "Unauthorized: "+err.Error(), http.StatusUnauthorized)
+		http.Error(rw, err.Error(), http.StatusUnauthorized)
 	case errors.Is(err, ErrForbidden):
 		h.db.logger.V(1).Info("Backup request refused: not authorized", "remote", r.RemoteAddr, "reason", err.Error())
-		http.Error(rw, "Forbidden: "+err.Error(), http.StatusForbidden)
+		http.Error(rw, err.Error(), http.StatusForbidden)
 	default:
 		h.db.logger.Error(err, "Backup request refused: the authorization check failed", "remote", r.RemoteAddr)
 		http.Error(rw, "the authorization check failed", http.StatusInternalServerError)

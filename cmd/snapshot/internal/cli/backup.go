@@ -167,7 +167,8 @@ func (o *backupOptions) Run(ctx context.Context) (err error) {
 			return withHint(err, "%s", unauthorizedHint(cred))
 		case http.StatusForbidden:
 			return withHint(err, "The endpoint knows the user of %s, but that user may not read the backup: grant it get on the endpoint's path "+
-				"(an RBAC ClusterRole with nonResourceURLs: [%q] and verbs: [get], bound to the user), or use another token.", cred.describe(), o.url.Path)
+				"(an RBAC ClusterRole with nonResourceURLs: [%q] and verbs: [get], bound to the user) or on the resource the endpoint checks, or use another token.",
+				cred.describe(), o.url.Path)
 		}
 		return withHint(err, "The URL must be where the process serves bolt.DB.BackupHandler.")
 	}
