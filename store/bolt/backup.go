@@ -191,6 +191,8 @@ func (h *backupHandler) authorize(rw http.ResponseWriter, r *http.Request) (stri
 	case errors.Is(err, ErrForbidden):
 		h.db.logger.V(1).Info("Backup request refused: not authorized", "remote", r.RemoteAddr, "reason", err.Error())
 		http.Error(rw, err.Error(), http.StatusForbidden)
+	case r.Context().Err() != nil:
+		// The caller went away during the check: nobody to answer.
 	default:
 		h.db.logger.Error(err, "Backup request refused: the authorization check failed", "remote", r.RemoteAddr)
 		http.Error(rw, "the authorization check failed", http.StatusInternalServerError)

@@ -147,3 +147,40 @@ func TestBackupHandlerAuthorizer(t *testing.T) {
 		t.Errorf("the download's caller is not logged:\n%s", logs())
 	}
 }
+
+// TestBackupHandlerCallerGone checks that a check that fails because the
+// caller went away is not logged as a failure.
+func TestBackupHandlerCallerGone(t *testing.T) {
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync, Logger: logger})
+	entered := make(chan struct{})
+	auth := AuthorizerFunc(func(r *http.Request) (string, error) {
+		close(entered)
+		<-r.Context().Done() // the apiserver is slow, the caller gives up
+		return "", fmt.Errorf("backup test: TokenReview: %w", r.Context().Err())
+	})
+	handler, err := db.BackupHandler(BackupHandlerOptions{Authorizer: auth})
+	must(t, err)
+	served := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		defer close(served)
+		handler.ServeHTTP(rw, r)
+	}))
+	defer srv.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	must(t, err)
+	go func() {
+		<-entered
+		cancel()
+	}()
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		_ = resp.Body.Close()
+		t.Fatalf("the cancelled request got %s", resp.Status)
+	}
+	<-served
+	if logs := logger.GetSink().(ktesting.Underlier).GetBuffer().String(); strings.Contains(logs, "authorization check failed") {
+		t.Errorf("a caller that went away is logged as a failed check:\n%s", logs)
+	}
+}
