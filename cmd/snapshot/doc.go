@@ -77,8 +77,13 @@
 //	    and OUT = FILE always.
 //
 //	snapshot backup URL --output OUT [--force] [--request-timeout D] [--stall-timeout D]
+//	        [--token-file F | --token T] [--kubeconfig F] [--context C]
+//	        [--certificate-authority F] [--unsafe-token-over-http]
 //	    A consistent hot backup from a process serving bolt.DB.BackupHandler:
 //	    streamed to a temporary file, flushed, checked, then moved to OUT.
+//	    The request carries a bearer token for the endpoint's authorizer:
+//	    --token-file's, --token's, or the kubeconfig user's (never printed,
+//	    never sent over plain HTTP to a host other than loopback).
 //
 // RESOURCE is what kubectl accepts where the file allows it: the plural
 // (pods), the singular (pod), a built-in short name (po, deploy, svc...),

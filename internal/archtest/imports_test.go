@@ -23,7 +23,7 @@ type rule struct {
 
 // library is what a controller imports; it never depends on test support,
 // examples, benchmarks or the CLI.
-var library = []string{"store", "store/codec", "store/memory", "store/bolt", "deltafifo", "reflector", "informer", "informer/metrics", "factory", "informers", "listers/..."}
+var library = []string{"store", "store/codec", "store/memory", "store/bolt", "deltafifo", "reflector", "informer", "informer/metrics", "factory", "informers", "listers/...", "backupauth"}
 
 var rules = []rule{
 	// The contract depends on nothing of ours.
@@ -48,6 +48,8 @@ var rules = []rule{
 	{pkg: "factory", allow: []string{"informer", "informer/metrics", "store", "store/codec", "store/memory", "store/bolt", "deltafifo", "reflector"}},
 	// client-go's SharedInformerFactory on the wiring.
 	{pkg: "informers", allow: []string{"factory"}},
+	// Who may download a file's backup: the bolt store's Authorizer.
+	{pkg: "backupauth", allow: []string{"store/bolt"}},
 	// The CLI reads files through the library and its inspection package.
 	{pkg: "cmd/snapshot/...", allow: append([]string{"cmd/snapshot/...", "store/bolt/inspect", "internal/fsync"}, library...)},
 	// Benchmarks and examples use the library and the test support.

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -87,12 +88,16 @@ func (e *Env) startOnce(ctx context.Context, token string, extraArgs []string) e
 		"--service-account-key-file=" + filepath.Join(e.dir, "sa.pub"),
 		"--service-account-signing-key-file=" + filepath.Join(e.dir, "sa.key"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--authorization-mode=AlwaysAllow",
 		"--disable-admission-plugins=ServiceAccount",
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--etcd-compaction-interval=0",
 		"--profiling=false",
 	}, extraArgs...)
+	// --authorization-mode is a list flag: given twice its values
+	// accumulate, and AlwaysAllow would allow what RBAC does not.
+	if !slices.ContainsFunc(extraArgs, func(a string) bool { return strings.HasPrefix(a, "--authorization-mode=") }) {
+		e.apiArgs = slices.Insert(e.apiArgs, len(e.apiArgs)-len(extraArgs), "--authorization-mode=AlwaysAllow")
+	}
 
 	etcd, err := startProcess(etcdName, e.binaries.Etcd, e.etcdArgs, e.dir)
 	if err != nil {

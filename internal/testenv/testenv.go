@@ -8,7 +8,8 @@
 // outside the repository; a build failure fails Start loudly.
 //
 // The apiserver runs with its 1.36 defaults (feature gates, watch cache,
-// WatchList) except that: authorization is AlwaysAllow; authentication is a
+// WatchList) except that: authorization is AlwaysAllow (unless
+// ExtraAPIServerArgs sets --authorization-mode); authentication is a
 // token file holding one admin token; service-account tokens are signed with
 // a generated RSA key; the serving certificate is self-signed through
 // --cert-dir; the ServiceAccount admission plugin is disabled (no controller
@@ -77,7 +78,8 @@ type Options struct {
 	// "--watch-cache=false" or "--feature-gates=WatchList=false". Flags
 	// testenv depends on (--secure-port, --bind-address, --etcd-servers,
 	// --cert-dir, --token-auth-file, --service-account-*) must not be
-	// overridden. Default: none.
+	// overridden. An --authorization-mode here replaces the default
+	// AlwaysAllow (for example "--authorization-mode=RBAC"). Default: none.
 	ExtraAPIServerArgs []string
 
 	// Dir holds the processes' data, certificates and logs. It must

@@ -116,7 +116,9 @@ func TestBackupHandler(t *testing.T) {
 	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
 	s := openPods(t, db, namespaceIndexers())
 	must(t, s.Apply(ctx, rvBatch(7), "7"))
-	srv := httptest.NewServer(db.BackupHandler())
+	handler, err := db.BackupHandler(BackupHandlerOptions{UnsafeNoAuthorization: true})
+	must(t, err)
+	srv := httptest.NewServer(handler)
 	defer srv.Close()
 
 	resp, err := http.Get(srv.URL)

@@ -288,7 +288,9 @@
 //
 // # Inspection
 //
-// DB.Backup and DB.BackupHandler copy the file while writes go on. Package
+// DB.Backup and DB.BackupHandler copy the file while writes go on; the
+// handler serves only the callers its Authorizer allows (package backupauth
+// has a Kubernetes and a static-token one). Package
 // store/bolt/inspect reads a file as a tool does: it lists what the file
 // records, opens a resource read-only with the codec named in the file and
 // its recorded indexes, and checks the file's structure and invariant 4.

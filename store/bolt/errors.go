@@ -71,6 +71,16 @@ var (
 	// file does not hold.
 	ErrResourceNotFound = errors.New("resource not found in cache file")
 
+	// ErrUnauthenticated is what an Authorizer of DB.BackupHandler
+	// returns, wrapped, for a request without a valid credential; the
+	// handler answers 401.
+	ErrUnauthenticated = errors.New("not authenticated")
+
+	// ErrForbidden is what an Authorizer of DB.BackupHandler returns,
+	// wrapped, for an authenticated caller that may not read the file; the
+	// handler answers 403.
+	ErrForbidden = errors.New("not authorized")
+
 	// ErrIndexFunc is store.ErrIndexFunc: an index function failed or
 	// panicked. The write is not applied.
 	ErrIndexFunc = store.ErrIndexFunc

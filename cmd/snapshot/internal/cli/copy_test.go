@@ -18,6 +18,16 @@ import (
 	"github.com/warmcache/warmcache/store/codec"
 )
 
+// unsafeBackupHandler returns db's backup handler without authorization.
+func unsafeBackupHandler(t *testing.T, db *bolt.DB) http.Handler {
+	t.Helper()
+	h, err := db.BackupHandler(bolt.BackupHandlerOptions{UnsafeNoAuthorization: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 // entries lists the names in dir, to check that no temporary file is left.
 func entries(t *testing.T, dir string) []string {
 	t.Helper()
@@ -52,7 +62,7 @@ func TestBackup(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = db.Close() })
 	mux := http.NewServeMux()
-	mux.Handle("/backup", db.BackupHandler())
+	mux.Handle("/backup", unsafeBackupHandler(t, db))
 	mux.HandleFunc("/garbage", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, strings.Repeat("not a cache file ", 1000)) })
 	mux.HandleFunc("/short", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Length", "100000")
@@ -131,7 +141,7 @@ func TestBackupForceReplaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	srv := httptest.NewServer(db.BackupHandler())
+	srv := httptest.NewServer(unsafeBackupHandler(t, db))
 	t.Cleanup(srv.Close)
 	out := filepath.Join(t.TempDir(), "copy.db")
 	if err := os.WriteFile(out, []byte("old"), 0o600); err != nil {
