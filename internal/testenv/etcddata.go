@@ -66,6 +66,10 @@ func (e *Env) RestartWithEtcdData(ctx context.Context, from string) error {
 // flags and waits until both are ready.
 func (e *Env) restartBoth(ctx context.Context) error {
 	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
+		return fmt.Errorf("restart etcd: %w", ErrStopped)
+	}
 	etcd, err := startProcess(etcdName, e.binaries.Etcd, e.etcdArgs, e.dir)
 	if err != nil {
 		e.mu.Unlock()
@@ -76,16 +80,5 @@ func (e *Env) restartBoth(ctx context.Context) error {
 	if err := e.waitEtcd(ctx, etcd); err != nil {
 		return fmt.Errorf("%w: restart etcd: %w\n%s", ErrStart, err, e.logTails())
 	}
-	e.mu.Lock()
-	p, err := startProcess(apiserverName, e.binaries.KubeAPIServer, e.apiArgs, e.dir)
-	if err != nil {
-		e.mu.Unlock()
-		return fmt.Errorf("%w: restart kube-apiserver: %w", ErrStart, err)
-	}
-	e.apiserver = p
-	e.mu.Unlock()
-	if err := e.waitAPIServer(ctx, p, e.client); err != nil {
-		return fmt.Errorf("%w: restart kube-apiserver: %w\n%s", ErrStart, err, e.logTails())
-	}
-	return nil
+	return e.restartAPIServer(ctx)
 }

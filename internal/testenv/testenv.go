@@ -232,6 +232,20 @@ func (e *Env) RestartAPIServer(ctx context.Context) error {
 		return fmt.Errorf("restart kube-apiserver: %w", ErrStopped)
 	}
 	e.apiserver.kill()
+	e.mu.Unlock()
+	return e.restartAPIServer(ctx)
+}
+
+// restartAPIServer starts kube-apiserver again, after it was killed, with
+// its recorded flags, port and etcd, and waits until it is ready
+// (RestartAPIServer, restartBoth). It returns ErrStopped, starting
+// nothing, if Stop ran since the kill.
+func (e *Env) restartAPIServer(ctx context.Context) error {
+	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
+		return fmt.Errorf("restart kube-apiserver: %w", ErrStopped)
+	}
 	p, err := startProcess(apiserverName, e.binaries.KubeAPIServer, e.apiArgs, e.dir)
 	if err != nil {
 		e.mu.Unlock()
@@ -240,7 +254,7 @@ func (e *Env) RestartAPIServer(ctx context.Context) error {
 	e.apiserver = p
 	e.mu.Unlock()
 	if err := e.waitAPIServer(ctx, p, e.client); err != nil {
-		return fmt.Errorf("%w: restart: %w\n%s", ErrStart, err, e.logTails())
+		return fmt.Errorf("%w: restart kube-apiserver: %w\n%s", ErrStart, err, e.logTails())
 	}
 	return nil
 }
@@ -280,6 +294,11 @@ func (e *Env) processes() (etcd, apiserver *process, err error) {
 	}
 	return e.etcd, e.apiserver, nil
 }
+
+// LogTails returns the last lines of etcd's and kube-apiserver's logs, for
+// a failure report: a test sharing an environment started without a
+// testing.TB prints them when it fails.
+func (e *Env) LogTails() string { return e.logTails() }
 
 // logTails returns the last lines of both logs, for failure reports.
 func (e *Env) logTails() string {
