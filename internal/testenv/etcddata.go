@@ -65,18 +65,10 @@ func (e *Env) RestartWithEtcdData(ctx context.Context, from string) error {
 // restartBoth starts etcd and then kube-apiserver with their recorded
 // flags and waits until both are ready.
 func (e *Env) restartBoth(ctx context.Context) error {
-	e.mu.Lock()
-	if e.stopped {
-		e.mu.Unlock()
-		return fmt.Errorf("restart etcd: %w", ErrStopped)
-	}
-	etcd, err := startProcess(etcdName, e.binaries.Etcd, e.etcdArgs, e.dir)
+	etcd, err := e.restartProcess(etcdName, e.binaries.Etcd, e.etcdArgs, func(p *process) { e.etcd = p })
 	if err != nil {
-		e.mu.Unlock()
-		return fmt.Errorf("%w: restart etcd: %w", ErrStart, err)
+		return err
 	}
-	e.etcd = etcd
-	e.mu.Unlock()
 	if err := e.waitEtcd(ctx, etcd); err != nil {
 		return fmt.Errorf("%w: restart etcd: %w\n%s", ErrStart, err, e.logTails())
 	}

@@ -241,22 +241,31 @@ func (e *Env) RestartAPIServer(ctx context.Context) error {
 // (RestartAPIServer, restartBoth). It returns ErrStopped, starting
 // nothing, if Stop ran since the kill.
 func (e *Env) restartAPIServer(ctx context.Context) error {
-	e.mu.Lock()
-	if e.stopped {
-		e.mu.Unlock()
-		return fmt.Errorf("restart kube-apiserver: %w", ErrStopped)
-	}
-	p, err := startProcess(apiserverName, e.binaries.KubeAPIServer, e.apiArgs, e.dir)
+	p, err := e.restartProcess(apiserverName, e.binaries.KubeAPIServer, e.apiArgs, func(p *process) { e.apiserver = p })
 	if err != nil {
-		e.mu.Unlock()
-		return fmt.Errorf("%w: restart kube-apiserver: %w", ErrStart, err)
+		return err
 	}
-	e.apiserver = p
-	e.mu.Unlock()
 	if err := e.waitAPIServer(ctx, p, e.client); err != nil {
 		return fmt.Errorf("%w: restart kube-apiserver: %w\n%s", ErrStart, err, e.logTails())
 	}
 	return nil
+}
+
+// restartProcess starts process name again, after it was killed, from
+// binary with args, and records it with set (called with e.mu held). It
+// returns ErrStopped, starting nothing, if Stop ran since the kill.
+func (e *Env) restartProcess(name, binary string, args []string, set func(*process)) (*process, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped {
+		return nil, fmt.Errorf("restart %s: %w", name, ErrStopped)
+	}
+	p, err := startProcess(name, binary, args, e.dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: restart %s: %w", ErrStart, name, err)
+	}
+	set(p)
+	return p, nil
 }
 
 // Stop kills kube-apiserver and etcd (their whole process groups) and waits
