@@ -1,11 +1,10 @@
 package factory
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,7 +12,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/warmcache/warmcache/internal/testenv"
 	"github.com/warmcache/warmcache/store/bolt"
 )
 
@@ -23,21 +21,9 @@ import (
 // an apiserver restart (the watch cache forgets old resourceVersions: 410)
 // the relist diff again tells only the changes.
 func TestRealAPIServerWarmStartAndExpiry(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd and kube-apiserver (the first run builds them, minutes); runs without -short (make test)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	env, err := testenv.Start(ctx, t, testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Stop()
+	ctx, env := realAPIServer(t)
 	cs := kubernetes.NewForConfigOrDie(env.RestConfig())
-	const ns = "warm"
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	ns := newNamespace(ctx, t, cs, "warm")
 	cms := cs.CoreV1().ConfigMaps(ns)
 	create := func(name string) *corev1.ConfigMap {
 		cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"v": "1"}}, metav1.CreateOptions{})
@@ -136,7 +122,7 @@ func TestRealAPIServerWarmStartAndExpiry(t *testing.T) {
 	}
 	got := run(6)
 	equalEvents(t, sortedEvents(got[:3]), sortedEvents([]event{addEv(a, true), addEv(b, true), addEv(c, true)}))
-	if got[3] != updEv(b, b2) || got[5] != addEv(d, false) || got[4][:len("delete warm/c@")] != "delete warm/c@" {
+	if got[3] != updEv(b, b2) || got[5] != addEv(d, false) || !strings.HasPrefix(string(got[4]), "delete "+ns+"/c@") {
 		t.Fatalf("changes after the warm start: %q", got[3:])
 	}
 	// Nothing but the resume check: one LIST of at most one object

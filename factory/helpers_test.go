@@ -16,10 +16,11 @@ import (
 )
 
 // TestMain runs every informer of the package's tests with the mutation
-// detector on (invariant 6; internal/mutationtest).
+// detector on (invariant 6; internal/mutationtest), and stops the
+// package's etcd and kube-apiserver (realAPIServer) after the tests.
 func TestMain(m *testing.M) {
 	mutationtest.Enable()
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(stopAfter{m})
 }
 
 type event = handlertest.Event

@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2/ktesting"
 
-	"github.com/warmcache/warmcache/internal/testenv"
 	"github.com/warmcache/warmcache/store/bolt"
 )
 
@@ -22,21 +21,9 @@ import (
 // their kind set; a second factory on the same file resumes without a
 // LIST of secrets and sees a Secret created while it was down.
 func TestRealAPIServerMetadataInformer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd and kube-apiserver; runs without -short (make test)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	env, err := testenv.Start(ctx, t, testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer env.Stop()
+	ctx, env := realAPIServer(t)
 	cs := kubernetes.NewForConfigOrDie(env.RestConfig())
-	const ns = "meta"
-	if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	ns := newNamespace(ctx, t, cs, "meta")
 	create := func(name string) {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"k": name}}, StringData: map[string]string{"password": "x"}}
 		if _, err := cs.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {

@@ -3,13 +3,35 @@ package informer
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/cache"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/reflector"
 	"github.com/warmcache/warmcache/store/codec"
 )
+
+// writeFile writes a complete file of src's pods, as a process that ran
+// against src and stopped would leave it, and returns its path and codec.
+func writeFile(t *testing.T, src *fakesource.Source) (string, codec.Codec) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "warm.db")
+	c, err := codec.For(nil, podGVK)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, closeStore := openBolt(t, path, c, nil)
+	r := runInformer(t, src.Endpoint(podGVK, ""), Options{Store: st})
+	r.waitSynced(t)
+	r.stop()
+	closeStore()
+	return path, c
+}
 
 // TestWarmStartAheadOfServerNeverReplaysTheFile: a file written against
 // one server, reused against another whose resourceVersion has not reached
@@ -18,40 +40,212 @@ import (
 // told the stored objects, only the new server's, as initial adds, and the
 // informer is synced after that relist.
 func TestWarmStartAheadOfServerNeverReplaysTheFile(t *testing.T) {
-	old := newSource(t, "a", "b", "c", "d", "e")
-	path := filepath.Join(t.TempDir(), "ahead.db")
-	c, err := codec.For(nil, podGVK)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, closeStore := openBolt(t, path, c, nil)
-	r := runInformer(t, old.Endpoint(podGVK, ""), Options{Store: st})
-	r.waitSynced(t)
-	r.stop()
-	closeStore()
+	path, c := writeFile(t, newSource(t, "a", "b", "c", "d", "e"))
 
 	fresh := newSource(t, "x") // its resourceVersion is behind the file's
-	st, closeStore = openBolt(t, path, c, nil)
+	st, closeStore := openBolt(t, path, c, nil)
 	defer closeStore()
 	rec := newRecorder()
-	inf, err := New(fresh.Endpoint(podGVK, ""), &corev1.Pod{}, Options{Store: st, Logger: r.inf.opts.Logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg, err := inf.AddEventHandler(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); inf.RunWithContext(ctx) }()
-	defer func() { cancel(); <-done }()
-	if !cache.WaitFor(ctx, "", reg.HasSyncedChecker()) {
-		t.Fatal("not synced")
-	}
+	r := runInformer(t, fresh.Endpoint(podGVK, ""), Options{Store: st}, rec)
+	defer r.stop() // before the store closes
+	r.waitHandlersSynced(t)
 	want := []event{event("add ns/x@" + getPod(t, fresh, "x").ResourceVersion + " initial=true")}
 	equalEvents(t, sortedEvents(rec.Snapshot()), want)
-	if keys := inf.GetStore().ListKeys(); len(keys) != 1 || keys[0] != "ns/x" {
+	if keys := r.inf.GetStore().ListKeys(); len(keys) != 1 || keys[0] != "ns/x" {
 		t.Fatalf("store keys %v after the relist, want [ns/x]", keys)
+	}
+}
+
+// gatedLW holds its first List (a warm start's resume check) until open
+// is closed; listed is closed when that List arrives.
+type gatedLW struct {
+	*fakesource.Endpoint
+	listed, open chan struct{}
+	once         sync.Once
+}
+
+func newGatedLW(e *fakesource.Endpoint) *gatedLW {
+	return &gatedLW{Endpoint: e, listed: make(chan struct{}), open: make(chan struct{})}
+}
+
+func (g *gatedLW) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	first := false
+	g.once.Do(func() { first = true; close(g.listed) })
+	if first {
+		select {
+		case <-g.open:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return g.Endpoint.ListWithContext(ctx, opts)
+}
+
+func (g *gatedLW) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return g.ListWithContext(context.Background(), opts)
+}
+
+// heldDecision holds the reflector once it has decided how it starts, in
+// reflector.Options.OnResumeDecided: the informer has the decision, the
+// reflector has not listed yet. decided receives the decision.
+type heldDecision struct {
+	decided chan bool
+	release func()
+	held    chan struct{}
+}
+
+func newHeldDecision() *heldDecision {
+	h := &heldDecision{decided: make(chan bool, 1), held: make(chan struct{})}
+	h.release = sync.OnceFunc(func() { close(h.held) })
+	return h
+}
+
+func (h *heldDecision) onResumeDecided(ahead bool) {
+	select {
+	case h.decided <- ahead:
+		<-h.held
+	default: // a later reflector of the same run
+	}
+}
+
+// await returns the decision, failing the test after 30s.
+func (h *heldDecision) await(t *testing.T) bool {
+	t.Helper()
+	select {
+	case ahead := <-h.decided:
+		return ahead
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reflector never decided how it starts")
+		return false
+	}
+}
+
+// awaitClosed waits up to 30s for ch to be closed.
+func awaitClosed(t *testing.T, what string, ch <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s never happened", what)
+	}
+}
+
+// waitLateServed waits until the processing loop has served every late
+// handler (it is back waiting for a batch) and every listener has
+// delivered what it was given.
+func waitLateServed(t *testing.T, inf *Informer) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		inf.mu.Lock()
+		popping := len(inf.late) == 0 && inf.popCancel != nil
+		inf.mu.Unlock()
+		return popping && listenersIdle(inf), nil
+	})
+	if err != nil {
+		t.Fatalf("late handlers not served: %v", err)
+	}
+}
+
+// TestLateHandlerNeverToldAFileAheadOfTheServer (invariant 7): a handler
+// added after Run, while the warm start waits for the resume check or
+// once the check found the file ahead of the server and the relist is
+// still to come, sees what the handlers added before Run see: none of the
+// stored objects, then the server's as initial adds.
+func TestLateHandlerNeverToldAFileAheadOfTheServer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// holdCheck adds the handler while the resume check's LIST is
+		// held, before the decision; otherwise after the decision, while
+		// the relist is held.
+		holdCheck bool
+	}{
+		{"while the resume check is held", true},
+		{"while the relist is held", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, c := writeFile(t, newSource(t, "a", "b", "c", "d", "e"))
+			fresh := newSource(t, "x") // its resourceVersion is behind the file's
+			lw := newGatedLW(fresh.Endpoint(podGVK, ""))
+			if !tc.holdCheck {
+				close(lw.open)
+			}
+			st, closeStore := openBolt(t, path, c, nil)
+			defer closeStore()
+			hold := newHeldDecision()
+			early := newRecorder()
+			r := runInformer(t, lw, Options{Store: st, Reflector: reflector.Options{OnResumeDecided: hold.onResumeDecided}}, early)
+			defer r.stop()       // before the store closes
+			defer hold.release() // before the informer stops, should the test fail
+
+			var late *recorder
+			addLate := func() {
+				late = newRecorder()
+				reg, err := r.inf.AddEventHandler(late)
+				if err != nil {
+					t.Fatal(err)
+				}
+				r.regs = append(r.regs, reg)
+			}
+			if tc.holdCheck {
+				awaitClosed(t, "the resume check", lw.listed)
+				addLate()
+				close(lw.open)
+			}
+			if !hold.await(t) {
+				t.Fatal("the resume check did not find the file ahead of the server")
+			}
+			if !tc.holdCheck {
+				addLate()
+			}
+			waitLateServed(t, r.inf)
+			if got := late.Snapshot(); len(got) != 0 {
+				t.Fatalf("the late handler was told %v before the relist: objects of the file, not of the server", got)
+			}
+			hold.release()
+			r.waitHandlersSynced(t)
+			want := []event{event("add ns/x@" + getPod(t, fresh, "x").ResourceVersion + " initial=true")}
+			equalEvents(t, early.Snapshot(), want)
+			equalEvents(t, late.Snapshot(), want)
+		})
+	}
+}
+
+// TestLateHandlerWhileTheResumeCheckIsHeld: a handler added after Run
+// while the warm-start replay waits for the resume check, which then
+// trusts the file: the late handler is replayed the stored objects once,
+// as the handler added before Run is.
+func TestLateHandlerWhileTheResumeCheckIsHeld(t *testing.T) {
+	src := newSource(t, "a", "b", "c")
+	path, c := writeFile(t, src)
+	lw := newGatedLW(src.Endpoint(podGVK, ""))
+	st, closeStore := openBolt(t, path, c, nil)
+	defer closeStore()
+	early := newRecorder()
+	r := runInformer(t, lw, Options{Store: st}, early)
+	defer r.stop() // before the store closes
+	defer func() {
+		select {
+		case <-lw.open:
+		default:
+			close(lw.open) // before the informer stops, should the test fail
+		}
+	}()
+	awaitClosed(t, "the resume check", lw.listed)
+	late := newRecorder()
+	reg, err := r.inf.AddEventHandler(late)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.regs = append(r.regs, reg)
+	close(lw.open)
+	r.waitHandlersSynced(t)
+	var want []event
+	for _, name := range []string{"a", "b", "c"} {
+		want = append(want, event("add ns/"+name+"@"+getPod(t, src, name).ResourceVersion+" initial=true"))
+	}
+	equalEvents(t, early.Snapshot(), want)
+	equalEvents(t, late.Snapshot(), want)
+	if s := src.Stats(); s.Lists+s.WatchLists != 2 {
+		t.Fatalf("%d lists, want 2 (the cold start and the warm start's resume check)", s.Lists+s.WatchLists)
 	}
 }

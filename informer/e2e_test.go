@@ -84,11 +84,14 @@ func newSource(t *testing.T, names ...string) *fakesource.Source {
 // running is an informer run by RunWithContext.
 type running struct {
 	inf    *Informer
+	regs   []cache.ResourceEventHandlerRegistration
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
-func runInformer(t *testing.T, lw cache.ListerWatcher, opts Options, handlers ...cache.ResourceEventHandler) *running {
+// newInformer returns an informer of pods on lw, logging to the test, with
+// a fast reflector backoff unless opts sets one.
+func newInformer(t *testing.T, lw cache.ListerWatcher, opts Options) *Informer {
 	t.Helper()
 	if opts.Logger == nil {
 		l := ktesting.NewLogger(t, ktesting.NewConfig())
@@ -101,13 +104,30 @@ func runInformer(t *testing.T, lw cache.ListerWatcher, opts Options, handlers ..
 	if err != nil {
 		t.Fatal(err)
 	}
+	return inf
+}
+
+// runInformer runs a new informer (newInformer) with handlers until stop
+// or the end of the test.
+func runInformer(t *testing.T, lw cache.ListerWatcher, opts Options, handlers ...cache.ResourceEventHandler) *running {
+	t.Helper()
+	return startInformer(t, newInformer(t, lw, opts), handlers...)
+}
+
+// startInformer adds handlers to inf and runs it until stop or the end of
+// the test.
+func startInformer(t *testing.T, inf *Informer, handlers ...cache.ResourceEventHandler) *running {
+	t.Helper()
+	r := &running{inf: inf, done: make(chan struct{})}
 	for _, h := range handlers {
-		if _, err := inf.AddEventHandler(h); err != nil {
+		reg, err := inf.AddEventHandler(h)
+		if err != nil {
 			t.Fatal(err)
 		}
+		r.regs = append(r.regs, reg)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{inf: inf, cancel: cancel, done: make(chan struct{})}
+	r.cancel = cancel
 	go func() {
 		defer close(r.done)
 		inf.RunWithContext(ctx)
@@ -116,6 +136,8 @@ func runInformer(t *testing.T, lw cache.ListerWatcher, opts Options, handlers ..
 	return r
 }
 
+// stop stops the informer and waits for RunWithContext to return; calls
+// after the first do nothing.
 func (r *running) stop() {
 	r.cancel()
 	<-r.done
@@ -123,10 +145,25 @@ func (r *running) stop() {
 
 func (r *running) waitSynced(t *testing.T) {
 	t.Helper()
+	waitDone(t, "informer", r.inf.HasSyncedChecker())
+}
+
+// waitHandlersSynced waits until every handler given to runInformer or
+// startInformer has synced (its initial adds delivered).
+func (r *running) waitHandlersSynced(t *testing.T) {
+	t.Helper()
+	for _, reg := range r.regs {
+		waitDone(t, "handler", reg.HasSyncedChecker())
+	}
+}
+
+// waitDone waits up to 30s for c, failing the test if it is not done.
+func waitDone(t *testing.T, what string, c cache.DoneChecker) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if !cache.WaitFor(ctx, "", r.inf.HasSyncedChecker()) {
-		t.Fatal("informer did not sync")
+	if !cache.WaitFor(ctx, "", c) {
+		t.Fatalf("%s did not sync", what)
 	}
 }
 

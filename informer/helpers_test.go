@@ -188,16 +188,22 @@ func (h *harness) waitBatch(match func(deltafifo.Batch) bool) {
 func (h *harness) waitListenersIdle() {
 	h.t.Helper()
 	err := wait.PollUntilContextTimeout(h.ctx, time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		h.inf.proc.mu.RLock()
-		defer h.inf.proc.mu.RUnlock()
-		for l := range h.inf.proc.listeners {
-			if l.pending.Load() != 0 {
-				return false, nil
-			}
-		}
-		return true, nil
+		return listenersIdle(h.inf), nil
 	})
 	if err != nil {
 		h.t.Fatalf("listeners not idle: %v", err)
 	}
+}
+
+// listenersIdle reports whether every listener of inf has delivered what
+// it was given.
+func listenersIdle(inf *Informer) bool {
+	inf.proc.mu.RLock()
+	defer inf.proc.mu.RUnlock()
+	for l := range inf.proc.listeners {
+		if l.pending.Load() != 0 {
+			return false
+		}
+	}
+	return true
 }

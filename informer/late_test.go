@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/store"
 )
 
 func lateLen(inf *Informer) int {
@@ -139,4 +140,88 @@ func TestRemoveLateHandlerBeforeServed(t *testing.T) {
 	}
 	release()
 	blocker.WaitFor(t, 3)
+}
+
+// scanFailsOnce is a store whose first Scan fails after delivering after
+// objects, as a store that finds an undecodable item midway does.
+type scanFailsOnce struct {
+	store.Store
+	after  int
+	failed atomic.Bool
+}
+
+func (s *scanFailsOnce) Scan(ctx context.Context, fn store.ScanFunc) error {
+	if s.failed.Swap(true) {
+		return s.Store.Scan(ctx, fn)
+	}
+	n := 0
+	return s.Store.Scan(ctx, func(key string, obj interface{}) error {
+		if n == s.after {
+			return fmt.Errorf("key %q: %w", key, errUndecodable)
+		}
+		n++
+		return fn(key, obj)
+	})
+}
+
+// A handler added after a warm-start replay stopped midway, before the
+// relist that follows, is replayed the keys the other handlers were told
+// only: the relist then tells both the same changes and the same adds,
+// and neither is told an object twice or one the relist dropped.
+func TestLateHandlerAfterAWarmStartStoppedMidway(t *testing.T) {
+	// The replay fails at the 131st object; it hands objects over in
+	// chunks, so the handlers were told some of the ones before it.
+	const stored, failAt = 140, 130
+	var objs []interface{}
+	for i := range stored {
+		objs = append(objs, pod(fmt.Sprintf("p%03d", i), fmt.Sprint(i+1)))
+	}
+	st := &scanFailsOnce{Store: newMemStore(t), after: failAt}
+	if err := st.Replace(objs, "1000"); err != nil {
+		t.Fatal(err)
+	}
+	inf := newTestInformer(t, Options{Store: st})
+	early := newRecorder()
+	if _, err := inf.AddEventHandler(early); err != nil {
+		t.Fatal(err)
+	}
+	h := startHarness(t, inf)
+	late := newRecorder()
+	if _, err := inf.AddEventHandler(late); err != nil {
+		t.Fatal(err)
+	}
+	waitLateServed(t, inf)
+	told := len(early.Snapshot())
+	if told < 3 || told > failAt {
+		t.Fatalf("the warm start told %d objects before failing at the %dth: the test needs at least 3", told, failAt+1)
+	}
+	var want []event
+	for i := range told {
+		want = append(want, event(fmt.Sprintf("add ns/p%03d@%d initial=true", i, i+1)))
+	}
+	equalEvents(t, early.Snapshot(), want)
+	equalEvents(t, late.Snapshot(), want)
+
+	// The relist: p001 changed and p002 is gone (both told), p138 changed
+	// and p139 is gone (never told), p200 is new.
+	var listed []interface{}
+	for i := range stored {
+		switch i {
+		case 1, 138:
+			listed = append(listed, pod(fmt.Sprintf("p%03d", i), fmt.Sprint(2000+i)))
+		case 2, 139:
+		default:
+			listed = append(listed, objs[i])
+		}
+	}
+	listed = append(listed, pod("p200", "3000"))
+	h.relist("4000", listed...)
+	h.waitBatch(func(b deltafifo.Batch) bool { return b.Kind == deltafifo.KindReplaceEnd })
+	want = append(want, "update ns/p001@2 -> ns/p001@2001", "delete dfsu(ns/p002@3)")
+	for i := told; i < 138; i++ {
+		want = append(want, event(fmt.Sprintf("add ns/p%03d@%d initial=true", i, i+1)))
+	}
+	want = append(want, "add ns/p138@2138 initial=true", "add ns/p200@3000 initial=true")
+	equalEvents(t, early.Snapshot(), want)
+	equalEvents(t, late.Snapshot(), want)
 }

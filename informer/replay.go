@@ -57,7 +57,7 @@ func (l *loop) warmStart(ctx context.Context) error {
 	if len(ls) == 0 {
 		return nil
 	}
-	last, err := l.replay(ctx, ls, "warm-start")
+	last, err := l.replay(ctx, ls, "warm-start", nil)
 	if err != nil && ctx.Err() == nil {
 		l.partial = &last
 		l.i.ReportCorruption(fmt.Errorf("warm start replay stopped after key %q: %w", last, err))
@@ -70,6 +70,15 @@ func (l *loop) warmStart(ctx context.Context) error {
 // one at a time: each is activated (it gets live changes from now on) and
 // then gets the store's content as initial-list adds. The processing loop
 // is the only writer, so nothing changes in between.
+//
+// A late handler is told what the other handlers were told, as client-go
+// tells one the content of its indexer: while l.partial is set (a warm
+// start not replayed because the file is ahead of the server or
+// incomplete, or stopped midway by corrupt data), the store holds objects
+// the handlers were never told, and the relist that follows tells them
+// the server's state. Such a handler is replayed the keys up to
+// *l.partial only (none when it is empty); the relist then tells it the
+// rest with the others.
 func (l *loop) serveLate(ctx context.Context) error {
 	for {
 		// Handlers added and removed in a loop keep the list from
@@ -92,7 +101,7 @@ func (l *loop) serveLate(ctx context.Context) error {
 		if !l.i.proc.activate(h) {
 			continue // removed meanwhile
 		}
-		last, err := l.replay(ctx, []*listener{h}, "handler")
+		last, err := l.replay(ctx, []*listener{h}, "handler", l.partial)
 		h.tracker.Finished() // the guard taken by AddEventHandler
 		if err != nil {
 			if ctx.Err() != nil {
@@ -106,8 +115,12 @@ func (l *loop) serveLate(ctx context.Context) error {
 	}
 }
 
-// errHandlersRemoved ends a replay whose handlers were all removed.
-var errHandlersRemoved = errors.New("every handler of the replay was removed")
+// errHandlersRemoved ends a replay whose handlers were all removed;
+// errReplayedThrough one that reached the last key it was to replay.
+var (
+	errHandlersRemoved = errors.New("every handler of the replay was removed")
+	errReplayedThrough = errors.New("replayed through the last key")
+)
 
 // allStopped reports whether every listener of ls has stopped (was
 // removed).
@@ -121,14 +134,21 @@ func allStopped(ls []*listener) bool {
 }
 
 // replay streams the store to ls as initial-list adds, waiting whenever a
-// handler has more than ReplayPending notifications pending. It returns
-// the last key replayed.
-func (l *loop) replay(ctx context.Context, ls []*listener, kind string) (string, error) {
+// handler has more than ReplayPending notifications pending. With through
+// set, it replays the keys up to *through only, none when it is empty. It
+// returns the last key replayed.
+func (l *loop) replay(ctx context.Context, ls []*listener, kind string, through *string) (string, error) {
+	if through != nil && *through == "" {
+		return "", nil
+	}
 	start := l.i.opts.Clock.Now()
 	bound := int64(l.i.opts.ReplayPending)
 	n := 0
 	var last string
 	err := l.scan(ctx, func(key string, obj interface{}) error {
+		if through != nil && key > *through {
+			return errReplayedThrough
+		}
 		if allStopped(ls) {
 			return errHandlersRemoved
 		}
@@ -148,7 +168,7 @@ func (l *loop) replay(ctx context.Context, ls []*listener, kind string) (string,
 		l.logger.V(4).Info("Replay stopped: its handlers were removed", "kind", kind, "objects", n)
 		return last, nil
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, errReplayedThrough) {
 		return last, err
 	}
 	l.i.opts.Metrics.Replayed(kind, l.since(start), n)

@@ -255,22 +255,11 @@ func TestWarmStartReplayFailsMidway(t *testing.T) {
 	})
 	defer closeStore()
 	rec := newRecorder()
-	inf, err := New(src.Endpoint(podGVK, ""), &corev1.Pod{}, Options{Store: st, Logger: r.inf.opts.Logger})
-	if err != nil {
-		t.Fatal(err)
-	}
+	inf := newInformer(t, src.Endpoint(podGVK, ""), Options{Store: st, Logger: r.inf.opts.Logger})
 	infPtr.Store(inf)
-	reg, err := inf.AddEventHandler(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); inf.RunWithContext(ctx) }()
-	defer func() { cancel(); <-done }()
-	if !cache.WaitFor(ctx, "", reg.HasSyncedChecker()) {
-		t.Fatal("not synced")
-	}
+	r = startInformer(t, inf, rec)
+	defer r.stop() // before the store closes
+	r.waitHandlersSynced(t)
 	// Every key exactly once, as an initial add: the first chunk from the
 	// replay, which stopped at the damaged item, the rest from the relist
 	// (a relist that re-added everything would repeat the first chunk, one

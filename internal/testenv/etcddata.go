@@ -65,27 +65,12 @@ func (e *Env) RestartWithEtcdData(ctx context.Context, from string) error {
 // restartBoth starts etcd and then kube-apiserver with their recorded
 // flags and waits until both are ready.
 func (e *Env) restartBoth(ctx context.Context) error {
-	e.mu.Lock()
-	etcd, err := startProcess(etcdName, e.binaries.Etcd, e.etcdArgs, e.dir)
+	etcd, err := e.restartProcess(etcdName, e.binaries.Etcd, e.etcdArgs, func(p *process) { e.etcd = p })
 	if err != nil {
-		e.mu.Unlock()
-		return fmt.Errorf("%w: restart etcd: %w", ErrStart, err)
+		return err
 	}
-	e.etcd = etcd
-	e.mu.Unlock()
 	if err := e.waitEtcd(ctx, etcd); err != nil {
 		return fmt.Errorf("%w: restart etcd: %w\n%s", ErrStart, err, e.logTails())
 	}
-	e.mu.Lock()
-	p, err := startProcess(apiserverName, e.binaries.KubeAPIServer, e.apiArgs, e.dir)
-	if err != nil {
-		e.mu.Unlock()
-		return fmt.Errorf("%w: restart kube-apiserver: %w", ErrStart, err)
-	}
-	e.apiserver = p
-	e.mu.Unlock()
-	if err := e.waitAPIServer(ctx, p, e.client); err != nil {
-		return fmt.Errorf("%w: restart kube-apiserver: %w\n%s", ErrStart, err, e.logTails())
-	}
-	return nil
+	return e.restartAPIServer(ctx)
 }

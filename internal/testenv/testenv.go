@@ -234,17 +234,40 @@ func (e *Env) RestartAPIServer(ctx context.Context) error {
 		return fmt.Errorf("restart kube-apiserver: %w", ErrStopped)
 	}
 	e.apiserver.kill()
-	p, err := startProcess(apiserverName, e.binaries.KubeAPIServer, e.apiArgs, e.dir)
-	if err != nil {
-		e.mu.Unlock()
-		return fmt.Errorf("%w: restart kube-apiserver: %w", ErrStart, err)
-	}
-	e.apiserver = p
 	e.mu.Unlock()
+	return e.restartAPIServer(ctx)
+}
+
+// restartAPIServer starts kube-apiserver again, after it was killed, with
+// its recorded flags, port and etcd, and waits until it is ready
+// (RestartAPIServer, restartBoth). It returns ErrStopped, starting
+// nothing, if Stop ran since the kill.
+func (e *Env) restartAPIServer(ctx context.Context) error {
+	p, err := e.restartProcess(apiserverName, e.binaries.KubeAPIServer, e.apiArgs, func(p *process) { e.apiserver = p })
+	if err != nil {
+		return err
+	}
 	if err := e.waitAPIServer(ctx, p, e.client); err != nil {
-		return fmt.Errorf("%w: restart: %w\n%s", ErrStart, err, e.logTails())
+		return fmt.Errorf("%w: restart kube-apiserver: %w\n%s", ErrStart, err, e.logTails())
 	}
 	return nil
+}
+
+// restartProcess starts process name again, after it was killed, from
+// binary with args, and records it with set (called with e.mu held). It
+// returns ErrStopped, starting nothing, if Stop ran since the kill.
+func (e *Env) restartProcess(name, binary string, args []string, set func(*process)) (*process, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped {
+		return nil, fmt.Errorf("restart %s: %w", name, ErrStopped)
+	}
+	p, err := startProcess(name, binary, args, e.dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: restart %s: %w", ErrStart, name, err)
+	}
+	set(p)
+	return p, nil
 }
 
 // Stop kills kube-apiserver and etcd (their whole process groups) and waits
@@ -282,6 +305,11 @@ func (e *Env) processes() (etcd, apiserver *process, err error) {
 	}
 	return e.etcd, e.apiserver, nil
 }
+
+// LogTails returns the last lines of etcd's and kube-apiserver's logs, for
+// a failure report: a test sharing an environment started without a
+// testing.TB prints them when it fails.
+func (e *Env) LogTails() string { return e.logTails() }
 
 // logTails returns the last lines of both logs, for failure reports.
 func (e *Env) logTails() string {

@@ -34,7 +34,7 @@ func TestResourcesAndOpenRecorded(t *testing.T) {
 	pods := openPods(t, db, nodeIndexers())
 	must(t, pods.Replace([]interface{}{mkPod("ns", "a", "5"), mkPod("other", "b", "6")}, "6"))
 	svcID := bolt.Identity{Version: "v1", Resource: "services", Kind: "Service", Namespace: "ns"}
-	svcs, err := db.Resource(ctx, bolt.ResourceOptions{Identity: svcID, Codec: podJSON{}})
+	svcs, err := db.Resource(ctx, bolt.ResourceOptions{Identity: svcID, Codec: podJSON{}, Cluster: "cluster-1", TransformVersion: "t2"})
 	must(t, err)
 	must(t, svcs.Add(mkPod("ns", "s", "9")))
 	must(t, db.Close())
@@ -52,10 +52,11 @@ func TestResourcesAndOpenRecorded(t *testing.T) {
 	p := byRes["pods"]
 	if p.Identity != podsID || p.Codec != codec.NameProtobuf || p.Schema != inspect.SchemaVersion || p.ResourceVersion != "6" ||
 		p.State != inspect.StateComplete || p.Objects != 2 || !slices.Equal(p.Indexes, []string{cache.NamespaceIndex, "node"}) ||
-		p.Bytes <= 0 || p.LastWrite.IsZero() || p.LastRelist.IsZero() {
+		p.Bytes <= 0 || p.LastWrite.IsZero() || p.LastRelist.IsZero() || p.Cluster != "" || p.TransformVersion != "" {
 		t.Errorf("pods info = %+v", p)
 	}
-	if s := byRes["services"]; s.Identity != svcID || s.Codec != "test-pod-json" || s.State != inspect.StateNew || s.Objects != 1 {
+	if s := byRes["services"]; s.Identity != svcID || s.Codec != "test-pod-json" || s.State != inspect.StateNew || s.Objects != 1 ||
+		s.Cluster != "cluster-1" || s.TransformVersion != "t2" {
 		t.Errorf("services info = %+v", s)
 	}
 

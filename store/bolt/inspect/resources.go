@@ -42,6 +42,12 @@ type ResourceInfo struct {
 	// recorded version.
 	Indexes      []string
 	IndexVersion string
+	// Cluster is the recorded cluster the data is a cache of
+	// (bolt.ResourceOptions.Cluster), TransformVersion the recorded version
+	// of the transform that shaped the stored objects
+	// (bolt.ResourceOptions.TransformVersion); "" when none was recorded
+	// (or the file predates schema 5).
+	Cluster, TransformVersion string
 	// ResourceVersion is the recorded RV.
 	ResourceVersion string
 	// State is StateNew, StateComplete or StateIncomplete, or
@@ -84,6 +90,7 @@ func Resources(ctx context.Context, db *bolt.DB) ([]ResourceInfo, error) {
 			}
 			info.Identity, info.Codec, info.Schema = bolt.Identity(m.Identity), m.Codec, m.Schema
 			info.Indexes, info.IndexVersion = m.Indexes, m.IndexVersion
+			info.Cluster, info.TransformVersion = m.Cluster, m.TransformVersion
 			info.ResourceVersion, info.State, info.Reason, info.Objects = m.RV, ResourceState(m.State), m.Reason, m.Objects
 			if m.Staging != 0 {
 				info.State = StateRelisting

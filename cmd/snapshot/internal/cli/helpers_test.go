@@ -132,8 +132,15 @@ func writeFixture(t testing.TB, path string, o fixtureOptions) {
 // fill stores objs as a committed relist of id at rv.
 func fill(t testing.TB, db *bolt.DB, id bolt.Identity, c codec.Codec, ix cache.Indexers, objs []interface{}, rv string, page int) {
 	t.Helper()
+	fillResource(t, db, bolt.ResourceOptions{Identity: id, Codec: c, Indexers: ix}, objs, rv, page)
+}
+
+// fillResource stores objs as a committed relist at rv of the resource
+// opts opens.
+func fillResource(t testing.TB, db *bolt.DB, opts bolt.ResourceOptions, objs []interface{}, rv string, page int) {
+	t.Helper()
 	ctx := context.Background()
-	s, err := db.Resource(ctx, bolt.ResourceOptions{Identity: id, Codec: c, Indexers: ix})
+	s, err := db.Resource(ctx, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,8 @@ type resourceInfo struct {
 	Resource          string      `json:"resource"`
 	Kind              string      `json:"kind"`
 	Scope             scopeInfo   `json:"scope"`
+	Cluster           string      `json:"cluster,omitempty"`
+	TransformVersion  string      `json:"transformVersion,omitempty"`
 	Objects           int64       `json:"objects"`
 	ResourceVersion   string      `json:"resourceVersion"`
 	State             string      `json:"state"`
@@ -82,9 +84,11 @@ func newInfoCommand(env *Env, common *commonOptions) *cobra.Command {
 		Use:   "info FILE",
 		Short: "Describe a cache file and the resources it holds",
 		Long: `Describe a cache file: its size and last write, and per resource its group, version,
-resource and kind, the scope of its list/watch, its object count and resourceVersion,
-whether its data is complete (or a relist was interrupted), its schema version, codec,
-indexes with their number of values, and the bytes it occupies.
+resource and kind, the scope of its list/watch, the cluster its data came from and the
+version of the transform that shaped its objects (a resource opened with another one
+is discarded and relisted), its object count and resourceVersion, whether its data is
+complete (or a relist was interrupted), its schema version, codec, indexes with their
+number of values, and the bytes it occupies.
 
 Counts come from what the file records, not from reading every object: info answers
 quickly on large files. The ID of each resource names it unambiguously in other
@@ -162,6 +166,7 @@ func (o *infoOptions) describe(ctx context.Context, f *snapshotFile, info inspec
 		Name: displayName(info), ID: id.String(),
 		Group: id.Group, Version: id.Version, Resource: id.Resource, Kind: id.Kind,
 		Scope:   scopeInfo{Namespace: id.Namespace, LabelSelector: id.LabelSelector, FieldSelector: id.FieldSelector, Shard: id.Shard},
+		Cluster: info.Cluster, TransformVersion: info.TransformVersion,
 		Objects: info.Objects, ResourceVersion: info.ResourceVersion,
 		State: string(info.State), Reason: info.Reason,
 		Schema: info.Schema, Codec: info.Codec, IndexVersion: info.IndexVersion, Bytes: info.Bytes,
@@ -223,6 +228,8 @@ func writeInfoText(w io.Writer, out *fileInfo) error {
 			fmt.Fprintf(tw, "  Kind:\t%s (%s, resource %s)\n", orNone(r.Kind), gv, r.Resource)
 			fmt.Fprintf(tw, "  Scope:\t%s\n", scopeString(bolt.Identity{Namespace: r.Scope.Namespace, LabelSelector: r.Scope.LabelSelector,
 				FieldSelector: r.Scope.FieldSelector, Shard: r.Scope.Shard}))
+			fmt.Fprintf(tw, "  Cluster:\t%s\n", orNone(r.Cluster))
+			fmt.Fprintf(tw, "  Transform:\t%s\n", orNone(r.TransformVersion))
 			fmt.Fprintf(tw, "  Objects:\t%d\n", r.Objects)
 			fmt.Fprintf(tw, "  Resource version:\t%s\n", orNone(r.ResourceVersion))
 			fmt.Fprintf(tw, "  State:\t%s\n", stateText(&r))
