@@ -101,7 +101,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	boot, bootErr := bootID()
 	// The file is checked (validateFile) under its lock, before bbolt maps
 	// it; a writer takes the writers' lock first (see lock.go).
-	bdb, writers, err := openLocked(ctx, path, opts)
+	bdb, writers, err := openLocked(ctx, path, opts, logger)
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
 	}

@@ -47,10 +47,11 @@ import (
 // check that path still names that file once bbolt has it; if a writer
 // replaced it meanwhile, they start again on the new one.
 //
-// The cost of a conflict falls on the writer: one copy of the file (about
-// 1 s for a 640 MB file of 100k pods without reflinks, a few ms with them;
-// measured with benchmarks/cmd/lockbench) and, while the readers run, the
-// disk space of a second copy. The other way round, a reader copying the
+// The cost of a conflict falls on the writer: one copy of the file (3 to
+// 12 s for a 673 MB file of 100k pods on a loaded machine without
+// reflinks, milliseconds with them; benchmarks/cmd/lockbench, figures in
+// docs/deployment.md) and, while the readers run, the disk space of a
+// second copy. The other way round, a reader copying the
 // file before every read, would make every inspection pay for the copy
 // and the space, and would still need the writer's lock during the copy.
 //

@@ -13,6 +13,7 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 	bberrors "go.etcd.io/bbolt/errors"
+	"k8s.io/klog/v2"
 )
 
 // tryFlock takes the flock how (syscall.LOCK_SH or LOCK_EX) on f without
@@ -36,7 +37,7 @@ func tryFlock(f *os.File, how int) (ok bool, err error) {
 // its lock, as described at the top of lock.go. For a read-write open it
 // also returns the writers' lock file, locked, which the caller closes
 // after the bbolt file; nil where the directory cannot hold one.
-func openLocked(ctx context.Context, path string, opts Options) (*bbolt.DB, *os.File, error) {
+func openLocked(ctx context.Context, path string, opts Options, logger klog.Logger) (*bbolt.DB, *os.File, error) {
 	deadline := time.Now().Add(opts.Timeout)
 	if opts.ReadOnly {
 		bdb, err := openReader(ctx, path, opts, deadline)
@@ -55,7 +56,7 @@ func openLocked(ctx context.Context, path string, opts Options) (*bbolt.DB, *os.
 		bdb, err := openBolt(path, opts)
 		return bdb, nil, err
 	}
-	bdb, err := openWriter(ctx, path, opts, deadline)
+	bdb, err := openWriter(ctx, path, opts, deadline, logger)
 	if err != nil {
 		_ = writers.Close()
 		return nil, nil, err
@@ -100,7 +101,7 @@ func lockWriters(ctx context.Context, path string, mode os.FileMode, deadline ti
 // a file held by readers only is copied over first (copyOver); one held
 // exclusively (by a writer that does not take the writers' lock) is
 // waited for until deadline.
-func openWriter(ctx context.Context, path string, opts Options, deadline time.Time) (*bbolt.DB, error) {
+func openWriter(ctx context.Context, path string, opts Options, deadline time.Time, logger klog.Logger) (*bbolt.DB, error) {
 	for {
 		f, err := os.Open(path)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -136,7 +137,11 @@ func openWriter(ctx context.Context, path string, opts Options, deadline time.Ti
 		}
 		readers, err := tryFlock(f, syscall.LOCK_SH)
 		if err == nil && readers {
-			err = copyOver(f, path)
+			start := time.Now()
+			if err = copyOver(f, path); err == nil {
+				logger.Info("Read-only processes (snapshot) hold the cache file: wrote a copy to open instead of waiting for them; they keep reading the old file",
+					"took", time.Since(start).Round(time.Millisecond))
+			}
 		}
 		_ = f.Close()
 		if err == nil && !readers {
