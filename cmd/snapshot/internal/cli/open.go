@@ -74,7 +74,11 @@ func openSnapshot(ctx context.Context, env *Env, path string, opts openOptions) 
 	// No hot tier: the CLI reads each object once (a sort reads it again by
 	// key), so keeping decoded objects would only hold them on the heap.
 	var noHot int64
-	db, err := bolt.Open(ctx, path, bolt.Options{ReadOnly: true, Timeout: opts.Timeout, Logger: logger, UnsafeIgnoreState: opts.UnsafeIgnoreState, HotBytes: &noHot})
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = time.Nanosecond // --lock-timeout 0 tries once; bolt's 0 is its default
+	}
+	db, err := bolt.Open(ctx, path, bolt.Options{ReadOnly: true, Timeout: timeout, Logger: logger, UnsafeIgnoreState: opts.UnsafeIgnoreState, HotBytes: &noHot})
 	if err != nil {
 		return nil, explainOpenError(path, err)
 	}
