@@ -70,9 +70,14 @@ type DB struct {
 // (the directory must exist). A read-write Open also records the file's
 // state beside it (path.state, see SyncOnClose) before its first commit,
 // or, for a flushing policy, flushes the file and removes that state file
-// if there is one; a read-only Open writes nothing.
+// if there is one; a read-only Open writes nothing. A read-write Open does
+// not wait for read-only DBs that have the file open, in this process or
+// another: it replaces the file at path by a copy and opens that, and they
+// keep reading the file they opened (see lock.go).
 //
-// Errors: ErrLocked when the lock is not obtained within opts.Timeout;
+// Errors: ErrLocked when the lock is not obtained within opts.Timeout (a
+// read-write DB has the file open, or, for a read-write Open, is opening
+// it);
 // ErrCorrupt for a file that is truncated, garbage, or a bbolt file that is
 // not a warmcache file; ErrUnflushed (an ErrCorrupt) for a file left
 // unflushed across a restart of the machine, or whose state file is
