@@ -5,7 +5,9 @@
 // shared lock, and only compact and backup write, to the file their
 // --output names. A file that a running controller holds open for writing
 // is locked; fetch a consistent copy from the process with snapshot backup
-// and inspect the copy. Data goes to standard output; errors, warnings and
+// and inspect the copy. A controller that starts while snapshot reads its
+// file does not wait: it writes a copy of the file, and snapshot keeps
+// reading what it opened (see docs/deployment.md). Data goes to standard output; errors, warnings and
 // progress bars (on a terminal only) to standard error.
 //
 // # Install

@@ -92,7 +92,7 @@ func checkFiles(t testing.TB, dir string) {
 	}
 	for _, e := range entries {
 		path := filepath.Join(dir, e.Name())
-		if !e.Type().IsRegular() || strings.HasSuffix(path, layout.StateSuffix) || strings.HasSuffix(path, ".tmp") {
+		if !e.Type().IsRegular() || strings.HasSuffix(path, layout.StateSuffix) || strings.HasSuffix(path, LockSuffix) || strings.HasSuffix(path, ".tmp") {
 			continue
 		}
 		checkFile(t, path)

@@ -24,8 +24,11 @@ import (
 //
 // A DB is safe for concurrent use. Only one read-write DB may have a file
 // open at a time, across processes and within one (Open holds an exclusive
-// flock on the file); read-only DBs share it. Close closes every Store
-// opened from the DB.
+// flock on the writers' lock file, path + LockSuffix, and on the file);
+// read-only DBs share it, and never make a read-write Open wait: a writer
+// that finds the file held by readers replaces it with a copy, and the
+// readers keep reading the old file (see lock.go). Close closes every
+// Store opened from the DB.
 type DB struct {
 	bolt   *bbolt.DB
 	path   string
@@ -43,6 +46,10 @@ type DB struct {
 	// flushed the file and recorded it closed, no commit can follow.
 	writeGate sync.RWMutex
 	closing   bool
+	// writers is the writers' lock file (path + LockSuffix), locked
+	// until Close; nil for a read-only DB or where there is none (see
+	// lock.go).
+	writers *os.File
 	// file identifies the file Open locked, so that Close records the
 	// state of this file only, not of one created at path since.
 	file os.FileInfo
@@ -63,9 +70,14 @@ type DB struct {
 // (the directory must exist). A read-write Open also records the file's
 // state beside it (path.state, see SyncOnClose) before its first commit,
 // or, for a flushing policy, flushes the file and removes that state file
-// if there is one; a read-only Open writes nothing.
+// if there is one; a read-only Open writes nothing. A read-write Open does
+// not wait for read-only DBs that have the file open, in this process or
+// another: it replaces the file at path by a copy and opens that, and they
+// keep reading the file they opened (see lock.go).
 //
-// Errors: ErrLocked when the lock is not obtained within opts.Timeout;
+// Errors: ErrLocked when the lock is not obtained within opts.Timeout (a
+// read-write DB has the file open, or, for a read-write Open, is opening
+// it);
 // ErrCorrupt for a file that is truncated, garbage, or a bbolt file that is
 // not a warmcache file; ErrUnflushed (an ErrCorrupt) for a file left
 // unflushed across a restart of the machine, or whose state file is
@@ -92,23 +104,13 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	logger = logger.WithValues("file", path)
 	boot, bootErr := bootID()
-	if err := validateFile(ctx, path); err != nil {
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			// bbolt creates it, or reports it for a read-only open.
-		case errors.Is(err, fs.ErrPermission), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-			return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
-		case errors.Is(err, ErrCorrupt):
-			return nil, fmt.Errorf("bolt: open %s: %w", path, err)
-		default:
-			return nil, fmt.Errorf("bolt: open %s: %w: %w", path, ErrCorrupt, err)
-		}
-	}
-	bdb, err := openBolt(path, opts)
+	// The file is checked (validateFile) under its lock, before bbolt maps
+	// it; a writer takes the writers' lock first (see lock.go).
+	bdb, writers, err := openLocked(ctx, path, opts, logger)
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
 	}
-	db := &DB{bolt: bdb, path: path, opts: opts, logger: logger, stores: map[string]*Store{},
+	db := &DB{bolt: bdb, writers: writers, path: path, opts: opts, logger: logger, stores: map[string]*Store{},
 		hot: newHotTier(*opts.HotBytes), hotc: hotc}
 	// Check before writing anything, the state file included: a file that
 	// is refused is left as it was found. Whether the file is new is
@@ -129,6 +131,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	if err != nil {
 		_ = bdb.Close()
+		db.unlockWriters()
 		return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
 	}
 	if db.opts.Sync == SyncOnClose && !opts.ReadOnly && opts.FlushInterval > 0 {
@@ -293,7 +296,16 @@ func (db *DB) Close() error {
 	if err := db.bolt.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("bolt: close %s: %w", db.path, err))
 	}
+	db.unlockWriters()
 	return errors.Join(errs...)
+}
+
+// unlockWriters releases the writers' lock (see lock.go), after the bbolt
+// file is closed.
+func (db *DB) unlockWriters() {
+	if db.writers != nil {
+		_ = db.writers.Close()
+	}
 }
 
 // recordClosed flushes the file and records it closed, or unflushed if the
@@ -374,7 +386,8 @@ func (db *DB) updateKeepHot(op string, fn func(*bbolt.Tx) error) (err error) {
 // (path.corrupt-<UTC timestamp>) and returns that name, so that a corrupt
 // or foreign file is kept for inspection while a new one is created at
 // path. Its state file (path.state, see SyncOnClose), if any, moves with
-// it. The file must not be open.
+// it; its writers' lock file stays, as it guards path. The file must not
+// be open.
 func MoveAside(path string) (string, error) {
 	dst := fmt.Sprintf("%s.corrupt-%s", path, time.Now().UTC().Format("20060102T150405.000000000Z"))
 	if err := os.Rename(path, dst); err != nil {
@@ -387,13 +400,15 @@ func MoveAside(path string) (string, error) {
 	return dst, nil
 }
 
-// Remove deletes the file at path and its state file (path.state, see
-// SyncOnClose); a missing file is not an error. The file must not be open.
+// Remove deletes the file at path, its state file (path.state, see
+// SyncOnClose), its writers' lock file (path + LockSuffix) and a copy an
+// interrupted Open may have left; a missing file is not an error. The file
+// must not be open.
 // Deleting only the file is safe too: Open ignores a state file whose file
 // is gone.
 func Remove(path string) error {
 	var errs []error
-	for _, p := range []string{path, layout.StatePath(path)} {
+	for _, p := range []string{path, layout.StatePath(path), path + copySuffix, path + LockSuffix} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("bolt: remove %s: %w", p, classify(err)))
 		}

@@ -26,7 +26,9 @@ type Options struct {
 	// ReadOnly opens the file with a shared lock and never writes it:
 	// writes return ErrReadOnly, and Resource refuses data that would
 	// have to be discarded or rebuilt. Several read-only DBs may share a
-	// file; a read-write one excludes them all. Default: false.
+	// file; a read-write one keeps them out while it has the file open,
+	// and one opened while they have it does not wait for them: it writes
+	// a copy (see DB). Default: false.
 	ReadOnly bool
 	// Logger receives the DB's and its stores' log lines (discarded data,
 	// interrupted relists, corruption). Default (zero Logger):

@@ -355,6 +355,11 @@ func TestCloseLeavesAnotherFilesState(t *testing.T) {
 	if _, err := MoveAside(path); err != nil {
 		t.Fatal(err)
 	}
+	// The writers' lock guards the path, so the other process must not
+	// take it (a release from before it): it would wait for the first.
+	if err := os.Remove(path + LockSuffix); err != nil {
+		t.Fatal(err)
+	}
 	second := writeOne(t, path, Options{})
 	defer func() { _ = second.Close() }()
 	if err := first.Close(); err != nil {

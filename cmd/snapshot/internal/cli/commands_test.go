@@ -56,6 +56,10 @@ func TestLockedFileGivesExitCodeAndAdvice(t *testing.T) {
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("compact of a locked file created its output: %v", err)
 	}
+	// --lock-timeout 0 tries once.
+	if r := run(t, "info", path, "--lock-timeout", "0"); r.code != ExitLocked {
+		t.Errorf("--lock-timeout 0: exit %d, want %d (locked)", r.code, ExitLocked)
+	}
 }
 
 func TestVerifyFindsProblems(t *testing.T) {

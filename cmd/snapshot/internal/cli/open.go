@@ -16,13 +16,15 @@ import (
 	"github.com/warmcache/warmcache/store/codec"
 )
 
-// snapshotFile is a cache file opened for inspection: read-only, with a
-// shared lock held until Close, its resources listed. It is used by one
-// goroutine.
+// snapshotFile is a cache file opened for inspection: read-only, its
+// resources listed. It is used by one goroutine. bolt.Open holds a shared
+// lock on the file until Close, so that no process writes the file while
+// it is read; a controller that starts meanwhile does not wait for it, it
+// replaces the file at the path with a copy and writes that (see
+// store/bolt's lock.go), and the command keeps reading the file it opened.
 type snapshotFile struct {
 	path      string
 	info      os.FileInfo
-	lock      *os.File // holds the shared flock
 	db        *bolt.DB
 	resources []inspect.ResourceInfo
 	diag      *sinkState
@@ -68,24 +70,19 @@ func openSnapshot(ctx context.Context, env *Env, path string, opts openOptions) 
 		return nil, withHint(mark(bolt.ErrCorrupt, "%s is empty (0 bytes), not a warmcache cache file", path),
 			"A controller starting on it would initialise it; there is nothing to inspect.")
 	}
-	lock, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("cannot read %s: %w", path, pathCause(err))
-	}
-	if err := lockShared(ctx, lock, opts.Timeout); err != nil {
-		_ = lock.Close()
-		return nil, explainOpenError(path, err)
-	}
 	logger, diag := newDiagLogger(env.Stderr)
 	// No hot tier: the CLI reads each object once (a sort reads it again by
 	// key), so keeping decoded objects would only hold them on the heap.
 	var noHot int64
-	db, err := bolt.Open(ctx, path, bolt.Options{ReadOnly: true, Timeout: opts.Timeout, Logger: logger, UnsafeIgnoreState: opts.UnsafeIgnoreState, HotBytes: &noHot})
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = time.Nanosecond // --lock-timeout 0 tries once; bolt's 0 is its default
+	}
+	db, err := bolt.Open(ctx, path, bolt.Options{ReadOnly: true, Timeout: timeout, Logger: logger, UnsafeIgnoreState: opts.UnsafeIgnoreState, HotBytes: &noHot})
 	if err != nil {
-		_ = lock.Close()
 		return nil, explainOpenError(path, err)
 	}
-	f := &snapshotFile{path: path, info: fi, lock: lock, db: db, diag: diag, stores: map[string]*bolt.Store{}, recorded: map[string]bolt.Identity{}}
+	f := &snapshotFile{path: path, info: fi, db: db, diag: diag, stores: map[string]*bolt.Store{}, recorded: map[string]bolt.Identity{}}
 	if f.resources, err = inspect.Resources(ctx, db); err != nil {
 		_ = f.Close()
 		return nil, explainOpenError(path, err)
@@ -131,13 +128,7 @@ func explainOpenError(path string, err error) error {
 }
 
 // Close closes the file and releases the lock.
-func (f *snapshotFile) Close() error {
-	err := f.db.Close()
-	if lerr := f.lock.Close(); err == nil {
-		err = lerr
-	}
-	return err
-}
+func (f *snapshotFile) Close() error { return f.db.Close() }
 
 // errUnknownCodec is returned when reading objects of a codec this binary
 // does not know.

@@ -1,0 +1,23 @@
+//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
+
+package bolt
+
+import (
+	"context"
+	"os"
+
+	bbolt "go.etcd.io/bbolt"
+	"k8s.io/klog/v2"
+)
+
+// openLocked opens the bbolt file at path where flock does not exist:
+// bbolt's own lock is the only one, so a writer waits for readers until
+// Options.Timeout (see lock.go). The file is checked before bbolt locks
+// it.
+func openLocked(ctx context.Context, path string, opts Options, _ klog.Logger) (*bbolt.DB, *os.File, error) {
+	if err := checkLockedFile(ctx, path); err != nil {
+		return nil, nil, err
+	}
+	bdb, err := openBolt(path, opts)
+	return bdb, nil, err
+}
