@@ -32,6 +32,9 @@ type snapshotFile struct {
 	recorded map[string]bolt.Identity
 	// crds are the file's CRDs, read on first use (loadCRDs).
 	crds map[schema.GroupResource]crdDef
+	// codecs resolves recorded codec names, sealed ones with the keys of
+	// --key-file.
+	codecs func(name string) (codec.Codec, error)
 }
 
 // openOptions configures openSnapshot.
@@ -41,6 +44,8 @@ type openOptions struct {
 	// UnsafeIgnoreState opens a file its state file does not vouch for
 	// (bolt.Options.UnsafeIgnoreState).
 	UnsafeIgnoreState bool
+	// KeyFile holds the keys of sealed resources; "" reads none.
+	KeyFile string
 }
 
 // resolveCodec is the default codec resolver: the codecs of store/codec
@@ -68,6 +73,10 @@ func openSnapshot(ctx context.Context, env *Env, path string, opts openOptions) 
 		return nil, withHint(mark(bolt.ErrCorrupt, "%s is empty (0 bytes), not a warmcache cache file", path),
 			"A controller starting on it would initialise it; there is nothing to inspect.")
 	}
+	keys, err := loadKeys(ctx, opts.KeyFile)
+	if err != nil {
+		return nil, err
+	}
 	lock, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %w", path, pathCause(err))
@@ -85,7 +94,7 @@ func openSnapshot(ctx context.Context, env *Env, path string, opts openOptions) 
 		_ = lock.Close()
 		return nil, explainOpenError(path, err)
 	}
-	f := &snapshotFile{path: path, info: fi, lock: lock, db: db, diag: diag, stores: map[string]*bolt.Store{}, recorded: map[string]bolt.Identity{}}
+	f := &snapshotFile{path: path, info: fi, lock: lock, db: db, diag: diag, stores: map[string]*bolt.Store{}, recorded: map[string]bolt.Identity{}, codecs: codecResolver(keys)}
 	if f.resources, err = inspect.Resources(ctx, db); err != nil {
 		_ = f.Close()
 		return nil, explainOpenError(path, err)
@@ -180,8 +189,11 @@ func (f *snapshotFile) store(ctx context.Context, info inspect.ResourceInfo, dec
 	if err := checkReadable(f.path, info); err != nil {
 		return nil, err
 	}
-	c, err := resolveCodec(info.Codec)
+	c, err := f.codecs(info.Codec)
 	if err != nil {
+		if decode && errors.Is(err, errSealed) {
+			return nil, withHint(mark(ErrUsage, "%s: %s: %w", f.path, displayName(info), err), sealedHint)
+		}
 		if decode {
 			return nil, withHint(mark(bolt.ErrCorrupt, "%s: %s: %w", f.path, displayName(info), err),
 				"The file was written with a codec this snapshot does not know; use the snapshot command of the same warmcache release.")

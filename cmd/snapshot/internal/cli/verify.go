@@ -76,18 +76,18 @@ func (c countingCodec) Decode(data []byte) (runtime.Object, error) {
 func (o *verifyOptions) Run(ctx context.Context) (err error) {
 	var decoded atomic.Int64
 	var bar *progress.Bar
-	resolver := func(name string) (codec.Codec, error) {
-		c, err := resolveCodec(name)
-		if err != nil {
-			return nil, err
-		}
-		return countingCodec{Codec: c, decoded: &decoded, bar: bar}, nil
-	}
-	f, err := openSnapshot(ctx, o.env, o.File, openOptions{Timeout: o.common.LockTimeout})
+	f, err := openSnapshot(ctx, o.env, o.File, openOptions{Timeout: o.common.LockTimeout, KeyFile: o.common.KeyFile})
 	if err != nil {
 		return err
 	}
 	defer closeInto(f, &err)
+	resolver := func(name string) (codec.Codec, error) {
+		c, err := f.codecs(name)
+		if err != nil {
+			return nil, err
+		}
+		return counting(c, &decoded, bar), nil
+	}
 	var total int64
 	names := map[string]string{}
 	for _, info := range f.resources {
