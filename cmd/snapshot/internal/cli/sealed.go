@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/warmcache/warmcache/cmd/snapshot/internal/progress"
+	"github.com/warmcache/warmcache/store/bolt/inspect"
 	"github.com/warmcache/warmcache/store/codec"
 	"github.com/warmcache/warmcache/store/seal"
 )
@@ -79,4 +82,56 @@ func counting(c codec.Codec, decoded *atomic.Int64, bar *progress.Bar) codec.Cod
 		return countingBound{countingCodec: cc, bound: b}
 	}
 	return cc
+}
+
+// sealedInfo is what info reports of a sealed resource: the objects per
+// key that sealed them, read from the payloads' headers without a key,
+// and whether --key-file holds every one of those keys.
+type sealedInfo struct {
+	Cipher   string     `json:"cipher"`
+	Keys     []keyCount `json:"keys"`
+	Readable bool       `json:"readable"`
+}
+
+type keyCount struct {
+	ID      string `json:"id"`
+	Objects int64  `json:"objects"`
+}
+
+// sealedInfo returns the sealing of resource info, nil if it is not
+// sealed.
+func (f *snapshotFile) sealedInfo(ctx context.Context, info inspect.ResourceInfo) (*sealedInfo, error) {
+	if _, ok := seal.InnerName(info.Codec); !ok {
+		return nil, nil
+	}
+	counts, err := inspect.SealKeys(ctx, f.db, info.Identity)
+	if err != nil {
+		return nil, fmt.Errorf("keys of %s: %w", displayName(info), err)
+	}
+	out := &sealedInfo{Cipher: "AES-256-GCM", Keys: []keyCount{}, Readable: len(f.keyIDs) > 0}
+	for id, n := range counts {
+		out.Keys = append(out.Keys, keyCount{ID: id, Objects: n})
+		if !slices.Contains(f.keyIDs, id) {
+			out.Readable = false
+		}
+	}
+	slices.SortFunc(out.Keys, func(a, b keyCount) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// sealedText is the text form of s.
+func sealedText(s *sealedInfo) string {
+	parts := make([]string, len(s.Keys))
+	for i, k := range s.Keys {
+		parts[i] = fmt.Sprintf("%s: %d", k.ID, k.Objects)
+	}
+	keys := "no objects"
+	if len(parts) > 0 {
+		keys = "objects per key " + strings.Join(parts, ", ")
+	}
+	readable := "readable with --key-file"
+	if !s.Readable {
+		readable = "objects not readable without --key-file holding every key listed"
+	}
+	return fmt.Sprintf("%s, %s (%s)", s.Cipher, keys, readable)
 }
