@@ -46,11 +46,11 @@ func (s *Store) checkSealKeys(res *bbolt.Bucket) (sealFindings, error) {
 		if err != nil {
 			continue
 		}
-		env, err := layout.DecodeEnvelope(envb)
-		if err != nil {
+		payload, ok := envelopePayload(envb)
+		if !ok {
 			continue
 		}
-		current, err := kc.CheckKey(env.Payload)
+		current, err := kc.CheckKey(payload)
 		if err != nil {
 			f.unreadable = fmt.Sprintf("item %q cannot be opened with the configured keys: %v", k, err)
 			return f, nil
@@ -60,4 +60,21 @@ func (s *Store) checkSealKeys(res *bbolt.Bucket) (sealFindings, error) {
 		}
 	}
 	return f, nil
+}
+
+// envelopePayload returns the payload of envelope env, aliasing it,
+// without copying its resourceVersion and UID out as DecodeEnvelope does.
+func envelopePayload(env []byte) ([]byte, bool) {
+	if len(env) < 1 {
+		return nil, false
+	}
+	p := env[1:]
+	var err error
+	for range 2 { // resourceVersion, UID
+		if _, p, err = layout.ReadRaw(p, false); err != nil {
+			return nil, false
+		}
+	}
+	payload, _, err := layout.ReadRaw(p, true)
+	return payload, err == nil
 }
