@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/codec"
@@ -53,7 +54,7 @@ func sealedFixture(t *testing.T, objects int, objRV string) (path, keyFile, keyI
 			Data: map[string][]byte{"password": cliSecretValue},
 		})
 	}
-	fill(t, db, secretsID, c, nil, objs, "9", 10)
+	fill(t, db, secretsID, c, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, objs, "9", 10)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +77,11 @@ func TestSealedWithoutKey(t *testing.T) {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("info lacks %q:\n%s", want, r.stdout)
 		}
+	}
+	// The object keys show through the namespace index every factory
+	// informer has.
+	if r := run(t, "index", path, "secrets", "namespace", "prod"); r.code != ExitOK || r.stdout != "prod/db-a\nprod/db-b\n" {
+		t.Errorf("index without a key: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	// diff compares keys and resourceVersions without a key; it needs
 	// one only to show what changed.
