@@ -31,11 +31,11 @@
 // checked when the resource opens: one under a key it does not hold
 // discards the resource (a missing or wrong key: relisted, never served);
 // one under an older key it holds marks a complete resource incomplete, so
-// the relist that follows rewrites every object with the current key. Envelopes live
-// in their own bucket under ids given in the order items are added, so
-// that a write in watch order (keys anywhere in the key space) rewrites a
-// leaf of small item entries and appends its envelope rather than
-// rewriting a leaf of two to four neighbouring envelopes. Index entries
+// the relist that follows rewrites every object with the current key.
+// Envelopes live in their own bucket under ids given in the order items
+// are added, so that a write in watch order (keys anywhere in the key
+// space) rewrites a leaf of small item entries and appends its envelope
+// rather than rewriting a leaf of two to four neighbouring envelopes. Index entries
 // are composite keys found with one cursor seek per value (no bucket per
 // value); the index values recorded in the item entry (its reverse entry)
 // let an update or delete remove the old entries without decoding the old

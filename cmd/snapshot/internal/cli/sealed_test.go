@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	bbolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
@@ -154,5 +155,27 @@ func TestSealedWithKey(t *testing.T) {
 	}
 	if r = run(t, "--key-file", other, "info", path); r.code != ExitUsage || strings.Contains(r.stderr, "not a key") {
 		t.Fatalf("a bad key file: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestSealedPayloadMoved: a sealed envelope copied onto another object (an
+// attacker with write access to the file, or a corruption) does not
+// decode there: get fails as for a damaged object and verify reports it;
+// the other object's data is never served under the wrong name.
+func TestSealedPayloadMoved(t *testing.T) {
+	path, keyFile, _ := sealedFixture(t, 2, "7")
+	mutate(t, path, func(tx *bbolt.Tx) error {
+		gen := liveGeneration(t, tx, secretsID)
+		entry := gen.Bucket([]byte("items")).Get([]byte("prod/db-a"))
+		env := bytes.Clone(gen.Bucket([]byte("blobs")).Get(entry[:8]))
+		return setEnvelope(t, tx, secretsID, "prod/db-b", env)
+	})
+	r := run(t, "--key-file", keyFile, "get", path, "secret", "db-b", "-n", "prod", "-o", "yaml")
+	if r.code != ExitCorrupt || strings.Contains(r.stdout, "db-a") || strings.Contains(r.stdout, "password") {
+		t.Fatalf("get of a moved payload: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, "--key-file", keyFile, "verify", path)
+	if r.code != ExitProblems || !strings.Contains(r.stdout, "prod/db-b") || !strings.Contains(r.stdout, "does not authenticate") {
+		t.Fatalf("verify of a moved payload: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 }
