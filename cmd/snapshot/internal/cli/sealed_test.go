@@ -79,6 +79,10 @@ func TestSealedWithoutKey(t *testing.T) {
 			t.Errorf("info lacks %q:\n%s", want, r.stdout)
 		}
 	}
+	// verify checks all but the payloads, and says so.
+	if r := run(t, "verify", path); r.code != ExitOK || !strings.Contains(r.stderr, "give --key-file to check them") {
+		t.Errorf("verify without a key: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
+	}
 	// The object keys show through the namespace index every factory
 	// informer has.
 	if r := run(t, "index", path, "secrets", "namespace", "prod"); r.code != ExitOK || r.stdout != "prod/db-a\nprod/db-b\n" {
