@@ -78,9 +78,12 @@ type Options struct {
 	// Sensitive, WithSealing) in the file with AES-256-GCM (package
 	// store/seal): the first key seals new writes, every key opens what
 	// it sealed. It is read once, by New; an error there is logged and
-	// leaves the factory without keys. Default nil: sensitive resources
-	// are not persisted; their informers keep their objects in memory,
-	// as client-go's do, with a log line saying so.
+	// leaves the factory without keys (sealed data in the file is kept
+	// for a later start). Default nil: sensitive resources are not
+	// persisted; their informers keep their objects in memory, as
+	// client-go's do, with a log line saying so, and whatever the file
+	// held for them (plaintext data of an earlier version included) is
+	// deleted.
 	Keys seal.KeyProvider
 	// Sensitive lists resources whose objects must not reach the file in
 	// plaintext, beyond DefaultSensitive (Secrets), for example
@@ -276,6 +279,11 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrResource, err)
 	}
+	kind := kindOf(f.opts.Scheme, example)
+	id := bolt.Identity{
+		Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: kind,
+		Namespace: scope.Namespace, LabelSelector: scope.LabelSelector, FieldSelector: scope.FieldSelector, Shard: scope.Shard,
+	}
 	if f.sensitive(gvr.GroupResource(), cfg.sealing) {
 		sc, ok, err := f.sealedCodec(c)
 		if err != nil {
@@ -284,16 +292,15 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 		if !ok {
 			f.logger.Info("Not persisting a sensitive resource without an encryption key: its objects are kept in memory only and relisted at every start. Set factory.Options.Keys (for example seal.FromFile of a mounted Secret) to persist it encrypted",
 				"resource", gvr.String(), "scope", scope)
+			if f.opts.Keys == nil {
+				f.forgetSensitive(ctx, id)
+			}
 			return memory.New(memory.Options{Indexers: indexers})
 		}
 		c = sc
 	}
-	kind := kindOf(f.opts.Scheme, example)
 	return f.db.Resource(ctx, bolt.ResourceOptions{
-		Identity: bolt.Identity{
-			Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: kind,
-			Namespace: scope.Namespace, LabelSelector: scope.LabelSelector, FieldSelector: scope.FieldSelector, Shard: scope.Shard,
-		},
+		Identity:         id,
 		Codec:            c,
 		Indexers:         indexers,
 		OnCorruption:     onCorruption,

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
+	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/codec"
 	"github.com/warmcache/warmcache/store/seal"
 )
@@ -84,4 +86,43 @@ func (f *Factory) sealedCodec(c codec.Codec) (codec.Codec, bool, error) {
 		return nil, false, fmt.Errorf("%w: %w", ErrResource, err)
 	}
 	return sc, true, nil
+}
+
+// memoryOnlyCodec is the codec recorded for a sensitive resource kept in
+// memory: opening the resource with it discards whatever the file held
+// for it (another codec's data), and it never encodes or decodes.
+type memoryOnlyCodec struct{}
+
+// memoryOnlyCodecName is recorded for a sensitive resource kept in memory.
+const memoryOnlyCodecName = "none (sensitive, kept in memory: no encryption key)"
+
+func (memoryOnlyCodec) Name() string { return memoryOnlyCodecName }
+
+func (memoryOnlyCodec) Encode([]byte, runtime.Object) ([]byte, error) {
+	return nil, fmt.Errorf("%w: %s", codec.ErrUnsupportedType, memoryOnlyCodecName)
+}
+
+func (memoryOnlyCodec) Decode([]byte) (runtime.Object, error) {
+	return nil, fmt.Errorf("%w: %s", codec.ErrDecode, memoryOnlyCodecName)
+}
+
+// forgetSensitive deletes from the file what it holds of the sensitive
+// resource id, which the factory keeps in memory because it has no keys
+// (Options.Keys nil): a file written by an earlier version, or with
+// WithUnsafePlaintext, holds it in plaintext. The deleted pages are freed,
+// not overwritten: bbolt reuses them for later writes. Errors are logged:
+// the informer works from memory either way.
+func (f *Factory) forgetSensitive(ctx context.Context, id bolt.Identity) {
+	st, err := f.db.Resource(ctx, bolt.ResourceOptions{Identity: id, Codec: memoryOnlyCodec{}, Cluster: f.cluster})
+	if err != nil {
+		f.logger.Error(err, "Cannot delete the stored data of a sensitive resource kept in memory", "resource", id.String())
+		return
+	}
+	if state, err := st.State(); err == nil && state.Discarded != "" {
+		f.logger.Info("Deleted the stored data of a sensitive resource kept in memory (without an encryption key); delete or compact the file to overwrite its freed pages",
+			"resource", id.String(), "was", state.Discarded)
+	}
+	if err := st.Close(); err != nil {
+		f.logger.Error(err, "Closing the record of a sensitive resource kept in memory", "resource", id.String())
+	}
 }

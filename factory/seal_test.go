@@ -278,8 +278,13 @@ func TestSecretsWithoutKeysStayInMemory(t *testing.T) {
 	syncAll(ctx, t, f)
 	assertSecretData(t, secrets, "ns/sa")
 	res, err := inspect.Resources(ctx, f.DB())
-	if err != nil || len(res) != 1 || res[0].Identity.Resource != "pods" {
-		t.Fatalf("the file holds %+v (%v), want the pods only", res, err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Identity.Resource != "pods" && (r.Objects != 0 || r.Codec != memoryOnlyCodecName) {
+			t.Fatalf("the file holds %s with %d objects and codec %q, want none, recorded as kept in memory", r.Identity, r.Objects, r.Codec)
+		}
 	}
 	if err := f.Shutdown(); err != nil {
 		t.Fatal(err)
@@ -288,7 +293,8 @@ func TestSecretsWithoutKeysStayInMemory(t *testing.T) {
 }
 
 // TestSealingOptOut checks WithUnsafePlaintext: the opt-out stores a
-// Secret in clear, and turning sealing on later discards that data.
+// Secret in clear, turning sealing on later discards that data, and so
+// does a start without keys (the Secrets then kept in memory).
 func TestSealingOptOut(t *testing.T) {
 	src := secretSource(t, 1)
 	srv := serveSecrets(t, src)
@@ -312,11 +318,7 @@ func TestSealingOptOut(t *testing.T) {
 	}
 
 	f, logs := sealFactory(t, path, srv.URL, seal.Static(testKey(t)))
-	defer func() {
-		if err := f.Shutdown(); err != nil {
-			t.Error(err)
-		}
-	}()
+	defer func() { _ = f.Shutdown() }()
 	secrets, err = f.ForResource(ctx, secretsGVR, "Secret", Scope{})
 	if err != nil {
 		t.Fatal(err)
@@ -326,6 +328,36 @@ func TestSealingOptOut(t *testing.T) {
 	}
 	syncAll(ctx, t, f)
 	assertSecretData(t, secrets, "ns/sa")
+	if err := f.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Plaintext again, then a start without keys: the plaintext data is
+	// deleted from the file, not left behind.
+	f, _ = sealFactory(t, path, srv.URL, nil)
+	if _, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{}, WithUnsafePlaintext()); err != nil {
+		t.Fatal(err)
+	}
+	syncAll(ctx, t, f)
+	if err := f.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	f, logs = sealFactory(t, path, srv.URL, nil)
+	if _, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := inspect.Resources(ctx, f.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Identity.Resource == "secrets" && (r.Objects != 0 || r.Codec != memoryOnlyCodecName) {
+			t.Errorf("without keys the file keeps %d plaintext Secrets (codec %q)", r.Objects, r.Codec)
+		}
+	}
+	if !strings.Contains(logs(), "Deleted the stored data of a sensitive resource kept in memory") || !strings.Contains(logs(), `codec \"protobuf\" recorded`) {
+		t.Errorf("no log line says the plaintext data was deleted:\n%s", logs())
+	}
 }
 
 // TestWrongMissingAndRotatedKeys walks a file through the key changes an
