@@ -264,8 +264,9 @@ func TestSecretsInformerFollowsTheSealingDefault(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range res {
-			if _, sealed := inspect.Sealed(r.Codec); sealed != (r.Identity.Resource == "secrets") {
-				t.Errorf("%s stored with codec %q", r.Identity.Resource, r.Codec)
+			isSecrets := r.Identity.Resource == "secrets"
+			if _, sealed := inspect.Sealed(r.Codec); sealed != (isSecrets && withKey) || (isSecrets && r.Objects != 0) {
+				t.Errorf("with a key %v, %s stored with codec %q and %d objects", withKey, r.Identity.Resource, r.Codec, r.Objects)
 			}
 		}
 		f.Shutdown()
