@@ -16,6 +16,7 @@ import (
 
 	"github.com/warmcache/warmcache/factory"
 	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/seal"
 )
 
 // TestListMatchesControllerRuntime: crcache's List returns exactly what
@@ -30,7 +31,11 @@ func TestListMatchesControllerRuntime(t *testing.T) {
 	seed(ctx, t, cs)
 	s := newScheme(t)
 	path := filepath.Join(t.TempDir(), "cache.db")
-	crc, err := NewCache(Options{Factory: factory.Options{Path: path, Bolt: bolt.Options{Sync: bolt.UnsafeNoSync}}})(env.RestConfig(), options(s))
+	sealKey, err := seal.NewKey([]byte("0123456789abcdef0123456789abcdef")) // Secrets persist sealed
+	if err != nil {
+		t.Fatal(err)
+	}
+	crc, err := NewCache(Options{Factory: factory.Options{Path: path, Bolt: bolt.Options{Sync: bolt.UnsafeNoSync}, Keys: seal.Static(sealKey)}})(env.RestConfig(), options(s))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/warmcache/warmcache/factory"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
+	"github.com/warmcache/warmcache/store/seal"
 )
 
 // TestMetadataSecretsWarmStart: metadata-only Secrets in two namespaces
@@ -51,8 +52,13 @@ func TestMetadataSecretsWarmStart(t *testing.T) {
 		sort.Strings(out)
 		return out
 	}
+	// Secrets persist only sealed: without a key they stay in memory.
+	key, err := seal.NewKey([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	open := func() cache.Cache {
-		c, err := NewCache(Options{Factory: factory.Options{Path: path}})(env.RestConfig(), opts)
+		c, err := NewCache(Options{Factory: factory.Options{Path: path, Keys: seal.Static(key)}})(env.RestConfig(), opts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,6 +21,13 @@
 // or the indexer. When the GET is forbidden the cluster is recorded as
 // unknown and New logs it; set Options.ClusterID then.
 //
+// Sensitive resources (Secrets, DefaultSensitive, and those of
+// Options.Sensitive or WithSealing) are stored sealed with AES-256-GCM
+// under Options.Keys (package store/seal): their data never reaches the
+// file, its backups or a copy moved aside in plaintext. Without keys their
+// informers keep their objects in memory, as client-go's do, with a log
+// line; WithUnsafePlaintext opts one informer out.
+//
 // Without Options.Path the stores live in memory (store/memory), like
 // client-go's.
 //

@@ -23,6 +23,7 @@ import (
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/memory"
+	"github.com/warmcache/warmcache/store/seal"
 )
 
 // Options configures New. The zero value gives a factory of
@@ -73,6 +74,21 @@ type Options struct {
 	// resourceVersion is behind the file's. Set it, for example from a
 	// name the deployment knows, when the GET is not allowed.
 	ClusterID string
+	// Keys seals the objects of sensitive resources (Secrets,
+	// Sensitive, WithSealing) in the file with AES-256-GCM (package
+	// store/seal): the first key seals new writes, every key opens what
+	// it sealed. It is read once, by New; an error there is logged and
+	// leaves the factory without keys (sealed data in the file is kept
+	// for a later start). Default nil: sensitive resources are not
+	// persisted; their informers keep their objects in memory, as
+	// client-go's do, with a log line saying so, and whatever the file
+	// held for them (plaintext data of an earlier version included) is
+	// deleted.
+	Keys seal.KeyProvider
+	// Sensitive lists resources whose objects must not reach the file in
+	// plaintext, beyond DefaultSensitive (Secrets), for example
+	// {Resource: "configmaps"}. Default: none.
+	Sensitive []schema.GroupResource
 }
 
 // Factory creates informers that share one cache file, starts them and
@@ -85,7 +101,8 @@ type Factory struct {
 	opts    Options
 	db      *bolt.DB // nil for in-memory stores
 	logger  klog.Logger
-	cluster string // recorded with every resource; see Options.ClusterID
+	cluster string     // recorded with every resource; see Options.ClusterID
+	keys    []seal.Key // of Options.Keys; nil: sensitive resources in memory
 
 	// mu guards the fields below.
 	mu        sync.Mutex
@@ -147,6 +164,7 @@ func New(ctx context.Context, opts Options) (*Factory, error) {
 	}
 	f.db = db
 	f.cluster = clusterID(ctx, opts, logger)
+	f.keys = loadKeys(ctx, opts, logger)
 	return f, nil
 }
 
@@ -190,7 +208,7 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 	// warm start finds the index set it recorded and keeps its entries
 	// instead of rebuilding them by decoding every object.
 	allIndexers := mergeIndexers(f.opts.Informer.Indexers, indexers)
-	st, err := f.openStore(ctx, gvr, example, scope, allIndexers, cfg.transformVersion, cfg.hotBytes, func(err error) {
+	st, err := f.openStore(ctx, gvr, example, scope, allIndexers, cfg, func(err error) {
 		if inf := infPtr.Load(); inf != nil {
 			inf.ReportCorruption(err)
 		}
@@ -253,7 +271,7 @@ func addMissingIndexers(inf *informer.Informer, indexers cache.Indexers) error {
 // identity records gvr, the kind and the scope, and whose meta records the
 // cluster and the transform version, or a memory store. hotBytes, if set,
 // gives the store a hot tier of its own (bolt.ResourceOptions.HotBytes).
-func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, scope Scope, indexers cache.Indexers, transformVersion string, hotBytes *int64, onCorruption func(error)) (store.Store, error) {
+func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, scope Scope, indexers cache.Indexers, cfg informerConfig, onCorruption func(error)) (store.Store, error) {
 	if f.db == nil {
 		return memory.New(memory.Options{Indexers: indexers})
 	}
@@ -262,17 +280,33 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 		return nil, fmt.Errorf("%w: %w", ErrResource, err)
 	}
 	kind := kindOf(f.opts.Scheme, example)
+	id := bolt.Identity{
+		Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: kind,
+		Namespace: scope.Namespace, LabelSelector: scope.LabelSelector, FieldSelector: scope.FieldSelector, Shard: scope.Shard,
+	}
+	if f.sensitive(gvr.GroupResource(), cfg.sealing) {
+		sc, ok, err := f.sealedCodec(c)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			f.logger.Info("Not persisting a sensitive resource without an encryption key: its objects are kept in memory only and relisted at every start. Set factory.Options.Keys (for example seal.FromFile of a mounted Secret) to persist it encrypted",
+				"resource", gvr.String(), "scope", scope)
+			if f.opts.Keys == nil {
+				f.forgetSensitive(ctx, id)
+			}
+			return memory.New(memory.Options{Indexers: indexers})
+		}
+		c = sc
+	}
 	return f.db.Resource(ctx, bolt.ResourceOptions{
-		Identity: bolt.Identity{
-			Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: kind,
-			Namespace: scope.Namespace, LabelSelector: scope.LabelSelector, FieldSelector: scope.FieldSelector, Shard: scope.Shard,
-		},
+		Identity:         id,
 		Codec:            c,
 		Indexers:         indexers,
 		OnCorruption:     onCorruption,
 		Cluster:          f.cluster,
-		TransformVersion: transformVersion,
-		HotBytes:         hotBytes,
+		TransformVersion: cfg.transformVersion,
+		HotBytes:         cfg.hotBytes,
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
+	"github.com/warmcache/warmcache/store/seal"
 )
 
 // TestMetadataInformerHasItsOwnIdentity: a metadata-only informer and the
@@ -28,8 +29,9 @@ func TestMetadataInformerHasItsOwnIdentity(t *testing.T) {
 		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 		return m
 	}
+	keys := seal.Static(testKey(t)) // Secrets are persisted sealed
 	open := func() (*Factory, *metav1.PartialObjectMetadata) {
-		f := newFactory(t, path, "")
+		f, _ := sealFactory(t, path, "", keys)
 		full, err := f.InformerFor(ctx, gvr, &corev1.Secret{}, nopLW, Scope{Namespace: "ns"}, nil)
 		if err != nil {
 			t.Fatal(err)

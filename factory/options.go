@@ -19,6 +19,7 @@ type informerConfig struct {
 	transformVersion string
 	resync           *time.Duration
 	hotBytes         *int64
+	sealing          sealing
 }
 
 // WithIndexers gives the informer these indexes from its creation, so

@@ -42,6 +42,10 @@
 // memory, with an error log line naming the type and the cause; Fallbacks
 // lists them. It is never silent.
 //
+// Secrets: f.Core().V1().Secrets() follows the warmcache factory's
+// sealing (package factory, Options.Keys): persisted encrypted with a key,
+// kept in memory without one, like every resource of Options.Sensitive.
+//
 // Listers: the typed Lister() of client-go's generated informers is
 // client-go's lister over the warmcache store (cache.Indexer). It works,
 // but its List decodes every object of the store on every call. The

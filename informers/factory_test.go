@@ -17,9 +17,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
+	"github.com/warmcache/warmcache/factory"
 	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/bolt/inspect"
+	"github.com/warmcache/warmcache/store/seal"
 )
 
 var everything = labels.Everything()
@@ -229,5 +233,42 @@ func TestFakeClientset(t *testing.T) {
 		case <-timeout.Done():
 			t.Fatalf("no add for %s", want)
 		}
+	}
+}
+
+// Secrets follow the warmcache factory's default: kept in memory, as
+// client-go keeps them, without a key; persisted sealed with one.
+func TestSecretsInformerFollowsTheSealingDefault(t *testing.T) {
+	logger, _ := newLogger(t)
+	ctx := klog.NewContext(t.Context(), logger)
+	for _, withKey := range []bool{false, true} {
+		o := factory.Options{Path: tempFile(t), Bolt: bolt.Options{Sync: bolt.UnsafeNoSync}}
+		if withKey {
+			o.Keys = seal.Static(testKey)
+		}
+		wf, err := factory.New(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := NewSharedInformerFactoryWithContext(ctx, wf, fake.NewClientset(), 0)
+		st := f.Core().V1().Secrets().Informer().(*informer.Informer).Store()
+		pods := f.Core().V1().Pods().Informer().(*informer.Informer).Store()
+		if _, ok := pods.(*bolt.Store); !ok {
+			t.Errorf("pods: %T, want the file", pods)
+		}
+		if _, ok := st.(*bolt.Store); ok != withKey {
+			t.Errorf("with a key %v, the Secrets are in a %T", withKey, st)
+		}
+		res, err := inspect.Resources(ctx, wf.DB())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			isSecrets := r.Identity.Resource == "secrets"
+			if _, sealed := inspect.Sealed(r.Codec); sealed != (isSecrets && withKey) || (isSecrets && r.Objects != 0) {
+				t.Errorf("with a key %v, %s stored with codec %q and %d objects", withKey, r.Identity.Resource, r.Codec, r.Objects)
+			}
+		}
+		f.Shutdown()
 	}
 }

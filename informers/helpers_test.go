@@ -24,6 +24,7 @@ import (
 	"github.com/warmcache/warmcache/internal/fakesource"
 	"github.com/warmcache/warmcache/internal/mutationtest"
 	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/seal"
 )
 
 // TestMain runs every informer of the package's tests with the mutation
@@ -78,12 +79,22 @@ func newLogger(t *testing.T) (klog.Logger, func() string) {
 func newFactory(t *testing.T, path string, client kubernetes.Interface, logger klog.Logger, opts ...SharedInformerOption) *Factory {
 	t.Helper()
 	ctx := klog.NewContext(t.Context(), logger)
-	wf, err := factory.New(ctx, factory.Options{Path: path, Bolt: bolt.Options{Sync: bolt.UnsafeNoSync}})
+	// With a key, Secrets are persisted (sealed) like every other type.
+	wf, err := factory.New(ctx, factory.Options{Path: path, Bolt: bolt.Options{Sync: bolt.UnsafeNoSync}, Keys: seal.Static(testKey)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return NewSharedInformerFactoryWithContext(ctx, wf, client, 0, opts...)
 }
+
+// testKey seals the Secrets of the tests' factories.
+var testKey = func() seal.Key {
+	k, err := seal.NewKey([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
 
 // tempFile is a cache file path in the test's directory.
 func tempFile(t *testing.T) string { return filepath.Join(t.TempDir(), "cache.db") }

@@ -24,11 +24,18 @@
 //	  gen/<n>/index/<name>/ value 0x00 key -> empty
 //
 // An item's envelope carries its RV and UID beside the codec's payload, so
-// ResourceVersionOf and relist diffs never decode objects. Envelopes live
-// in their own bucket under ids given in the order items are added, so
-// that a write in watch order (keys anywhere in the key space) rewrites a
-// leaf of small item entries and appends its envelope rather than
-// rewriting a leaf of two to four neighbouring envelopes. Index entries
+// ResourceVersionOf and relist diffs never decode objects. A codec.Bound
+// codec (package store/seal's encryption) gets the item's additional data
+// with each payload: the bucket name, key, RV and UID (layout.ItemAD). A
+// codec that seals under keys (CheckKey) has the header of every payload
+// checked when the resource opens: one under a key it does not hold
+// discards the resource (a missing or wrong key: relisted, never served);
+// one under an older key it holds marks a complete resource incomplete, so
+// the relist that follows rewrites every object with the current key.
+// Envelopes live in their own bucket under ids given in the order items
+// are added, so that a write in watch order (keys anywhere in the key
+// space) rewrites a leaf of small item entries and appends its envelope
+// rather than rewriting a leaf of two to four neighbouring envelopes. Index entries
 // are composite keys found with one cursor seek per value (no bucket per
 // value); the index values recorded in the item entry (its reverse entry)
 // let an update or delete remove the old entries without decoding the old

@@ -161,6 +161,11 @@ func (p *hotPart) committed(ops []prepared) {
 // GC): 2.25 for the protobuf codec, 0.95 for JSON into typed objects, 5.5
 // for unstructured objects (maps of interfaces). Another codec counts 3.
 func costFactor(codecName string) float64 {
+	// A wrapping codec's name ends with the wrapped one's
+	// (store/seal: "sealed-aes256gcm+protobuf").
+	if i := strings.LastIndexByte(codecName, '+'); i >= 0 {
+		codecName = codecName[i+1:]
+	}
 	switch {
 	case strings.HasPrefix(codecName, "protobuf"):
 		return 2.25

@@ -12,6 +12,7 @@ import (
 
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
+	"github.com/warmcache/warmcache/store/codec"
 )
 
 // readLive runs fn on the live generation in a read transaction.
@@ -43,7 +44,7 @@ func (s *Store) decodeItem(key string, v []byte) (interface{}, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: item %q: %w", ErrCorrupt, key, err)
 	}
-	obj, err := s.codec.Decode(env.Payload)
+	obj, err := codec.DecodeFor(s.codec, env.Payload, func() []byte { return layout.ItemAD(s.name, key, env.RV, env.UID) })
 	if err != nil {
 		return nil, fmt.Errorf("%w: item %q: codec %s: %w", ErrCorrupt, key, s.codec.Name(), err)
 	}

@@ -119,7 +119,7 @@ func (r *replaceTx) Add(ctx context.Context, objs ...interface{}) error {
 		if err != nil {
 			return s.errorf(op, err)
 		}
-		env, err := s.encode(obj)
+		env, err := s.encode(key, obj)
 		if err != nil {
 			return s.errorf(fmt.Sprintf("%s: key %q", op, key), err)
 		}

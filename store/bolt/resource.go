@@ -103,6 +103,7 @@ type openFindings struct {
 	discarded         string
 	relistInterrupted bool
 	rebuild           string // why the indexes need a rebuild, "" if not
+	resealed          int64  // objects sealed with an older key, to be rewritten by a relist
 }
 
 // open checks and repairs the resource's recorded data and loads its meta.
@@ -126,6 +127,9 @@ func (s *Store) open(ctx context.Context, indexVersion string) error {
 	}
 	if f.discarded != "" {
 		s.logger.Info("Discarded the cached data of the resource; it will be relisted", "reason", f.discarded)
+	}
+	if f.resealed > 0 {
+		s.logger.Info("Some cached objects are sealed with an older key; the resource will be relisted to rewrite them with the current key", "objects", f.resealed)
 	}
 	if f.relistInterrupted {
 		s.logger.Info("A relist was interrupted; its staged data was deleted and the previous content kept",
@@ -200,6 +204,21 @@ func (s *Store) repair(tx *bbolt.Tx, want []string, indexVersion string) (openFi
 		} else if reason = s.mismatch(&m); reason == "" {
 			if err := checkLive(res); err != nil {
 				reason = fmt.Sprintf("live data unreadable: %v", err)
+			}
+		}
+		var sealed sealFindings
+		if reason == "" {
+			if sealed, err = s.checkSealKeys(res); err != nil {
+				return f, err
+			}
+			reason = sealed.unreadable
+		}
+		if reason == "" && sealed.stale > 0 && m.State == layout.StateComplete {
+			// Rotation: a relist rewrites every object with the current key.
+			m.State, m.Reason = layout.StateIncomplete, fmt.Sprintf("%d objects sealed with an older key; a relist rewrites them with the current one", sealed.stale)
+			f.resealed = sealed.stale
+			if err := layout.PutMeta(res, &m); err != nil {
+				return f, err
 			}
 		}
 		if reason != "" {

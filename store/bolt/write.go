@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
+	"github.com/warmcache/warmcache/store/codec"
 )
 
 // prepared is one write, encoded before any lock is taken.
@@ -42,7 +43,7 @@ func (s *Store) prepare(op string, pos int, t cache.Transaction) (prepared, erro
 	if p.delete {
 		return p, nil
 	}
-	if p.env, err = s.encode(t.Object); err != nil {
+	if p.env, err = s.encode(key, t.Object); err != nil {
 		return prepared{}, s.errorf(fmt.Sprintf("%s: transaction %d: key %q", op, pos, key), err)
 	}
 	p.sel = layout.AppendSelectPart(nil, key, t.Object)
@@ -52,8 +53,8 @@ func (s *Store) prepare(op string, pos int, t cache.Transaction) (prepared, erro
 	return p, nil
 }
 
-// encode returns obj's envelope.
-func (s *Store) encode(obj interface{}) ([]byte, error) {
+// encode returns the envelope of obj, stored under key.
+func (s *Store) encode(key string, obj interface{}) ([]byte, error) {
 	ro, ok := obj.(runtime.Object)
 	if !ok {
 		return nil, fmt.Errorf("%w: %T is not a runtime.Object", ErrEncode, obj)
@@ -63,7 +64,7 @@ func (s *Store) encode(obj interface{}) ([]byte, error) {
 		rv, uid = m.GetResourceVersion(), string(m.GetUID())
 	}
 	buf, off := layout.AppendEnvelopeHeader(make([]byte, 0, 1024), rv, uid)
-	buf, err := s.codec.Encode(buf, ro)
+	buf, err := codec.EncodeFor(s.codec, buf, ro, func() []byte { return layout.ItemAD(s.name, key, rv, uid) })
 	if err != nil {
 		return nil, fmt.Errorf("%w with codec %s: %w", ErrEncode, s.codec.Name(), err)
 	}

@@ -118,10 +118,12 @@ type commonOptions struct {
 	LockTimeout time.Duration
 	// UnsafeIgnoreState reads a file its state file says may be torn.
 	UnsafeIgnoreState bool
+	// KeyFile holds the keys that open sealed resources.
+	KeyFile string
 }
 
 func (c *commonOptions) open() openOptions {
-	return openOptions{Timeout: c.LockTimeout, UnsafeIgnoreState: c.UnsafeIgnoreState}
+	return openOptions{Timeout: c.LockTimeout, UnsafeIgnoreState: c.UnsafeIgnoreState, KeyFile: c.KeyFile}
 }
 
 func newRootCommand(env *Env) *cobra.Command {
@@ -157,6 +159,8 @@ Data goes to standard output; errors, warnings and progress bars to standard err
 		"how long to wait for the file's lock before giving up (exit code 4); 0 tries once")
 	root.PersistentFlags().BoolVar(&common.UnsafeIgnoreState, "unsafe-ignore-state", false,
 		"read a file left unflushed across a restart of the machine (it may be torn: what it shows may be wrong)")
+	root.PersistentFlags().StringVar(&common.KeyFile, "key-file", "",
+		"file of the keys that decrypt sealed resources (Secrets): one base64 key per line, as the controller reads them; without it their objects are not shown, their keys and counts are")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
 		if common.LockTimeout < 0 {
 			return usageErrorf("--lock-timeout must not be negative")

@@ -62,6 +62,7 @@ type resourceInfo struct {
 	LastWrite         *time.Time  `json:"lastWrite,omitempty"`
 	LastRelist        *time.Time  `json:"lastRelist,omitempty"`
 	Problem           string      `json:"problem,omitempty"`
+	Sealed            *sealedInfo `json:"sealed,omitempty"`
 }
 
 type scopeInfo struct {
@@ -188,6 +189,9 @@ func (o *infoOptions) describe(ctx context.Context, f *snapshotFile, info inspec
 		return r, fmt.Errorf("state of %s: %w", r.Name, err)
 	}
 	r.Complete, r.RelistInterrupted = state.Complete, state.RelistInterrupted
+	if r.Sealed, err = f.sealedInfo(ctx, info); err != nil {
+		return r, err
+	}
 	for _, name := range info.Indexes {
 		before := f.diag.Errors()
 		n := len(st.ListIndexFuncValues(name))
@@ -235,6 +239,9 @@ func writeInfoText(w io.Writer, out *fileInfo) error {
 			fmt.Fprintf(tw, "  State:\t%s\n", stateText(&r))
 			fmt.Fprintf(tw, "  Schema:\t%d\n", r.Schema)
 			fmt.Fprintf(tw, "  Codec:\t%s\n", r.Codec)
+			if r.Sealed != nil {
+				fmt.Fprintf(tw, "  Sealed:\t%s\n", sealedText(r.Sealed))
+			}
 			fmt.Fprintf(tw, "  Indexes:\t%s\n", indexesText(&r))
 			fmt.Fprintf(tw, "  Bytes:\t%s (%d bytes)\n", progress.Size(r.Bytes), r.Bytes)
 			for _, t := range []struct {

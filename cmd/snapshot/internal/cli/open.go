@@ -34,6 +34,11 @@ type snapshotFile struct {
 	recorded map[string]bolt.Identity
 	// crds are the file's CRDs, read on first use (loadCRDs).
 	crds map[schema.GroupResource]crdDef
+	// codecs resolves recorded codec names, sealed ones with the keys of
+	// --key-file.
+	codecs func(name string) (codec.Codec, error)
+	// keyIDs are the IDs of the keys of --key-file.
+	keyIDs []string
 }
 
 // openOptions configures openSnapshot.
@@ -43,6 +48,8 @@ type openOptions struct {
 	// UnsafeIgnoreState opens a file its state file does not vouch for
 	// (bolt.Options.UnsafeIgnoreState).
 	UnsafeIgnoreState bool
+	// KeyFile holds the keys of sealed resources; "" reads none.
+	KeyFile string
 }
 
 // resolveCodec is the default codec resolver: the codecs of store/codec
@@ -70,6 +77,10 @@ func openSnapshot(ctx context.Context, env *Env, path string, opts openOptions) 
 		return nil, withHint(mark(bolt.ErrCorrupt, "%s is empty (0 bytes), not a warmcache cache file", path),
 			"A controller starting on it would initialise it; there is nothing to inspect.")
 	}
+	keys, err := loadKeys(ctx, opts.KeyFile)
+	if err != nil {
+		return nil, err
+	}
 	logger, diag := newDiagLogger(env.Stderr)
 	// No hot tier: the CLI reads each object once (a sort reads it again by
 	// key), so keeping decoded objects would only hold them on the heap.
@@ -82,7 +93,10 @@ func openSnapshot(ctx context.Context, env *Env, path string, opts openOptions) 
 	if err != nil {
 		return nil, explainOpenError(path, err)
 	}
-	f := &snapshotFile{path: path, info: fi, db: db, diag: diag, stores: map[string]*bolt.Store{}, recorded: map[string]bolt.Identity{}}
+	f := &snapshotFile{path: path, info: fi, db: db, diag: diag, stores: map[string]*bolt.Store{}, recorded: map[string]bolt.Identity{}, codecs: codecResolver(keys)}
+	for _, k := range keys {
+		f.keyIDs = append(f.keyIDs, k.ID())
+	}
 	if f.resources, err = inspect.Resources(ctx, db); err != nil {
 		_ = f.Close()
 		return nil, explainOpenError(path, err)
@@ -171,8 +185,11 @@ func (f *snapshotFile) store(ctx context.Context, info inspect.ResourceInfo, dec
 	if err := checkReadable(f.path, info); err != nil {
 		return nil, err
 	}
-	c, err := resolveCodec(info.Codec)
+	c, err := f.codecs(info.Codec)
 	if err != nil {
+		if decode && errors.Is(err, errSealed) {
+			return nil, withHint(mark(ErrUsage, "%s: %s: %w", f.path, displayName(info), err), sealedHint)
+		}
 		if decode {
 			return nil, withHint(mark(bolt.ErrCorrupt, "%s: %s: %w", f.path, displayName(info), err),
 				"The file was written with a codec this snapshot does not know; use the snapshot command of the same warmcache release.")

@@ -76,21 +76,23 @@ func (c countingCodec) Decode(data []byte) (runtime.Object, error) {
 func (o *verifyOptions) Run(ctx context.Context) (err error) {
 	var decoded atomic.Int64
 	var bar *progress.Bar
-	resolver := func(name string) (codec.Codec, error) {
-		c, err := resolveCodec(name)
-		if err != nil {
-			return nil, err
-		}
-		return countingCodec{Codec: c, decoded: &decoded, bar: bar}, nil
-	}
-	f, err := openSnapshot(ctx, o.env, o.File, openOptions{Timeout: o.common.LockTimeout})
+	f, err := openSnapshot(ctx, o.env, o.File, openOptions{Timeout: o.common.LockTimeout, KeyFile: o.common.KeyFile})
 	if err != nil {
 		return err
 	}
 	defer closeInto(f, &err)
+	resolver := func(name string) (codec.Codec, error) {
+		c, err := f.codecs(name)
+		if err != nil {
+			return nil, err
+		}
+		return counting(c, &decoded, bar), nil
+	}
 	var total int64
 	names := map[string]string{}
+	sealed := map[string]bool{}
 	for _, info := range f.resources {
+		_, sealed[info.Identity.String()] = inspect.Sealed(info.Codec)
 		total += info.Objects
 		if info.Problem == "" {
 			names[info.Identity.String()] = displayName(info)
@@ -133,6 +135,11 @@ func (o *verifyOptions) Run(ctx context.Context) (err error) {
 		name := names[p.Resource]
 		if name == "" {
 			name = p.Resource
+		}
+		if p.Kind == inspect.ProblemNotDecoded && len(f.keyIDs) == 0 && sealed[p.Resource] {
+			// Not a problem of the file: its payloads are encrypted.
+			fmt.Fprintf(o.env.Stderr, "%s: sealed: objects not decoded (give --key-file to check them); keys, index entries and envelopes checked\n", name)
+			return
 		}
 		report(name, problemText(p))
 	})

@@ -224,7 +224,7 @@ func (v *verifier) items(g *layout.Generation, indexes map[string]*bbolt.Bucket)
 		if v.codec == nil {
 			continue
 		}
-		obj, err := v.codec.Decode(env.Payload)
+		obj, err := codec.DecodeFor(v.codec, env.Payload, func() []byte { return layout.ItemAD(v.name, key, env.RV, env.UID) })
 		if err != nil {
 			v.problem(Item, key, "", "", "payload does not decode with codec %s: %v", v.codec.Name(), err)
 			continue

@@ -1,0 +1,128 @@
+package factory
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+
+	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/codec"
+	"github.com/warmcache/warmcache/store/seal"
+)
+
+// DefaultSensitive are the resources a factory treats as sensitive
+// whatever Options.Sensitive says: core Secrets.
+var DefaultSensitive = []schema.GroupResource{{Resource: "secrets"}}
+
+// WithSealing makes the informer's resource sensitive, as if it were
+// listed in Options.Sensitive: its objects are sealed in the file with
+// Options.Keys, or, without keys, kept in memory only.
+func WithSealing() InformerOption {
+	return func(c *informerConfig) { c.sealing = sealOn }
+}
+
+// WithUnsafePlaintext stores the informer's objects in the file in
+// plaintext even when its resource is sensitive (a Secret's data then
+// reaches the disk, its backups and the copies of it moved aside). Use it
+// only for a file whose disk is protected otherwise.
+func WithUnsafePlaintext() InformerOption {
+	return func(c *informerConfig) { c.sealing = sealOff }
+}
+
+// sealing is an informer's choice: the factory's default, on or off.
+type sealing int
+
+const (
+	sealDefault sealing = iota
+	sealOn
+	sealOff
+)
+
+// loadKeys reads the keys of opts.Keys once, at New. An error is logged
+// and leaves the factory without keys: its sensitive resources are then
+// kept in memory only, and the data a correct key sealed stays in the file
+// for a later start.
+func loadKeys(ctx context.Context, opts Options, logger klog.Logger) []seal.Key {
+	if opts.Keys == nil {
+		return nil
+	}
+	keys, err := opts.Keys.Keys(ctx)
+	if err != nil {
+		logger.Error(err, "Cannot read the encryption keys; sensitive resources (Secrets, Options.Sensitive) are kept in memory only, not persisted")
+		return nil
+	}
+	ids := make([]string, len(keys))
+	for i, k := range keys {
+		ids[i] = k.ID()
+	}
+	logger.V(2).Info("Encryption keys loaded; sensitive resources are sealed with the first", "keyIDs", ids)
+	return keys
+}
+
+// sensitive reports whether gr's objects must not reach the file in
+// plaintext under the informer's choice s.
+func (f *Factory) sensitive(gr schema.GroupResource, s sealing) bool {
+	switch s {
+	case sealOn:
+		return true
+	case sealOff:
+		return false
+	}
+	return slices.Contains(DefaultSensitive, gr) || slices.Contains(f.opts.Sensitive, gr)
+}
+
+// sealedCodec returns c sealed with the factory's keys, or ok false when
+// there are none (the caller keeps the resource in memory only).
+func (f *Factory) sealedCodec(c codec.Codec) (codec.Codec, bool, error) {
+	if len(f.keys) == 0 {
+		return nil, false, nil
+	}
+	sc, err := seal.NewCodec(c, f.keys)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %w", ErrResource, err)
+	}
+	return sc, true, nil
+}
+
+// memoryOnlyCodec is the codec recorded for a sensitive resource kept in
+// memory: opening the resource with it discards whatever the file held
+// for it (another codec's data), and it never encodes or decodes.
+type memoryOnlyCodec struct{}
+
+// memoryOnlyCodecName is recorded for a sensitive resource kept in memory.
+const memoryOnlyCodecName = "none (sensitive, kept in memory: no encryption key)"
+
+func (memoryOnlyCodec) Name() string { return memoryOnlyCodecName }
+
+func (memoryOnlyCodec) Encode([]byte, runtime.Object) ([]byte, error) {
+	return nil, fmt.Errorf("%w: %s", codec.ErrUnsupportedType, memoryOnlyCodecName)
+}
+
+func (memoryOnlyCodec) Decode([]byte) (runtime.Object, error) {
+	return nil, fmt.Errorf("%w: %s", codec.ErrDecode, memoryOnlyCodecName)
+}
+
+// forgetSensitive deletes from the file what it holds of the sensitive
+// resource id, which the factory keeps in memory because it has no keys
+// (Options.Keys nil): a file written by an earlier version, or with
+// WithUnsafePlaintext, holds it in plaintext. The deleted pages are freed,
+// not overwritten: bbolt reuses them for later writes. Errors are logged:
+// the informer works from memory either way.
+func (f *Factory) forgetSensitive(ctx context.Context, id bolt.Identity) {
+	st, err := f.db.Resource(ctx, bolt.ResourceOptions{Identity: id, Codec: memoryOnlyCodec{}, Cluster: f.cluster})
+	if err != nil {
+		f.logger.Error(err, "Cannot delete the stored data of a sensitive resource kept in memory", "resource", id.String())
+		return
+	}
+	if state, err := st.State(); err == nil && state.Discarded != "" {
+		f.logger.Info("Deleted the stored data of a sensitive resource kept in memory (without an encryption key); delete or compact the file to overwrite its freed pages",
+			"resource", id.String(), "was", state.Discarded)
+	}
+	if err := st.Close(); err != nil {
+		f.logger.Error(err, "Closing the record of a sensitive resource kept in memory", "resource", id.String())
+	}
+}

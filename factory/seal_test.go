@@ -1,0 +1,453 @@
+package factory
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/warmcache/warmcache/informer"
+	"github.com/warmcache/warmcache/internal/fakeapi"
+	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/bolt/inspect"
+	"github.com/warmcache/warmcache/store/memory"
+	"github.com/warmcache/warmcache/store/seal"
+)
+
+var (
+	secretsGVR    = corev1.SchemeGroupVersion.WithResource("secrets")
+	configMapsGVR = corev1.SchemeGroupVersion.WithResource("configmaps")
+	// secretBytes is the data of every test Secret and ConfigMap: it must
+	// never appear in a cache file, a backup or a copy moved aside.
+	secretBytes = []byte("tOp-S3cret-p4ssw0rd-that-must-not-reach-the-disk")
+)
+
+func testKey(t *testing.T) seal.Key {
+	t.Helper()
+	b := make([]byte, seal.KeySize)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	k, err := seal.ParseKey(base64.StdEncoding.EncodeToString(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// secretSource returns a fake source with n Secrets and one ConfigMap,
+// each holding secretBytes in its data and in kubectl's last-applied
+// annotation, and a pod.
+func secretSource(t *testing.T, n int) *fakesource.Source {
+	t.Helper()
+	src := newSource(t, "p")
+	ann := map[string]string{"kubectl.kubernetes.io/last-applied-configuration": string(secretBytes)}
+	for i := range n {
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s" + string(rune('a'+i)), Labels: map[string]string{"app": "db"}, Annotations: ann},
+			Data:       map[string][]byte{"password": secretBytes},
+		}
+		if _, err := src.Add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}, Data: map[string]string{"token": string(secretBytes)}}
+	if _, err := src.Add(cm); err != nil {
+		t.Fatal(err)
+	}
+	return src
+}
+
+// serveSecrets serves the pods, Secrets and ConfigMaps of src over HTTP.
+func serveSecrets(t *testing.T, src *fakesource.Source) *httptest.Server {
+	t.Helper()
+	h, err := fakeapi.NewHandler(fakeapi.Options{Source: src, Resources: []fakeapi.Resource{
+		fakeapi.Pods,
+		{GroupVersionResource: secretsGVR, Kind: "Secret", Namespaced: true},
+		{GroupVersionResource: configMapsGVR, Kind: "ConfigMap", Namespaced: true},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// sealFactory returns a factory on path with keys (nil: none) and
+// sensitive resources, and its log.
+func sealFactory(t *testing.T, path, host string, keys seal.KeyProvider, sensitive ...schema.GroupResource) (*Factory, func() string) {
+	t.Helper()
+	l := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	f, err := New(context.Background(), Options{
+		Path:       path,
+		Bolt:       bolt.Options{Sync: bolt.UnsafeNoSync},
+		RESTConfig: &rest.Config{Host: host},
+		Logger:     &l,
+		ClusterID:  "test",
+		Keys:       keys,
+		Sensitive:  sensitive,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, func() string { return l.GetSink().(ktesting.Underlier).GetBuffer().String() }
+}
+
+// syncAll starts f and waits for every informer to sync.
+func syncAll(ctx context.Context, t *testing.T, f *Factory) {
+	t.Helper()
+	f.Start(ctx)
+	for name, ok := range f.WaitForCacheSync(ctx) {
+		if !ok {
+			t.Fatalf("%s did not sync", name)
+		}
+	}
+}
+
+// assertNoSecretBytes fails if secretBytes, or its base64 form, is in the
+// file at path.
+func assertNoSecretBytes(t *testing.T, what, path string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, needle := range [][]byte{secretBytes, []byte(base64.StdEncoding.EncodeToString(secretBytes))} {
+		if i := bytes.Index(b, needle); i >= 0 {
+			t.Fatalf("%s (%s) holds the secret's bytes in clear at offset %d", what, path, i)
+		}
+	}
+}
+
+// assertSecretData fails unless inf serves Secret ns/name with its data.
+func assertSecretData(t *testing.T, inf *informer.Informer, key string) {
+	t.Helper()
+	obj, ok, err := inf.GetIndexer().GetByKey(key)
+	if err != nil || !ok {
+		t.Fatalf("GetByKey(%s): %v, %v", key, ok, err)
+	}
+	if s := obj.(*corev1.Secret); !bytes.Equal(s.Data["password"], secretBytes) {
+		t.Fatalf("secret %s served with data %q", key, s.Data["password"])
+	}
+}
+
+// TestSecretsAreSealed checks that a Secret's data and annotations never
+// reach the file, its backup or a copy moved aside in clear, that the
+// sealed file warm-starts, and that ConfigMaps follow Options.Sensitive.
+func TestSecretsAreSealed(t *testing.T) {
+	src := secretSource(t, 3)
+	srv := serveSecrets(t, src)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.db")
+	keys := seal.Static(testKey(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	for _, start := range []string{"cold", "warm"} {
+		t.Run(start, func(t *testing.T) {
+			f, logs := sealFactory(t, path, srv.URL, keys, schema.GroupResource{Resource: "configmaps"})
+			secrets, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			meta, err := f.ForMetadata(ctx, secretsGVR, "Secret", Scope{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cms, err := f.ForResource(ctx, configMapsGVR, "ConfigMap", Scope{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pods, err := f.ForResource(ctx, podsGVR, "Pod", Scope{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if start == "warm" {
+				if n := len(secrets.GetIndexer().ListKeys()); n != 3 {
+					t.Fatalf("warm start: %d secrets before start, want 3; log:\n%s", n, logs())
+				}
+			}
+			syncAll(ctx, t, f)
+			assertSecretData(t, secrets, "ns/sb")
+			if n := len(meta.GetIndexer().ListKeys()); n != 3 {
+				t.Fatalf("metadata informer holds %d secrets", n)
+			}
+			if n := len(cms.GetIndexer().ListKeys()) + len(pods.GetIndexer().ListKeys()); n != 2 {
+				t.Fatalf("configmaps and pods: %d objects, want 2", n)
+			}
+			var backup bytes.Buffer
+			if _, err := f.DB().Backup(ctx, &backup); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "backup.db"), backup.Bytes(), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			res, err := inspect.Resources(ctx, f.DB())
+			if err != nil {
+				t.Fatal(err)
+			}
+			sealed := 0
+			for _, r := range res {
+				if _, ok := inspect.Sealed(r.Codec); ok {
+					sealed++
+				}
+			}
+			if sealed != 3 {
+				t.Fatalf("%d sealed resources, want 3 (secrets typed and metadata, configmaps): %+v", sealed, res)
+			}
+			if err := f.Shutdown(); err != nil {
+				t.Fatal(err)
+			}
+			assertNoSecretBytes(t, "the cache file", path)
+			assertNoSecretBytes(t, "a backup", filepath.Join(dir, "backup.db"))
+			if b, _ := os.ReadFile(path); !bytes.Contains(b, []byte("ns/sb")) {
+				t.Fatalf("the file does not hold the secrets' keys: the check above proves nothing")
+			}
+		})
+	}
+
+	// A damaged file is moved aside: the copy holds only sealed data.
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(b[0:4096*2], make([]byte, 4096*2)) // both meta pages
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, logs := sealFactory(t, path, srv.URL, keys)
+	if err := f.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	var moved []string
+	all, _ := filepath.Glob(path + ".corrupt-*")
+	for _, m := range all {
+		if !strings.HasSuffix(m, ".state") {
+			moved = append(moved, m)
+		}
+	}
+	if len(moved) != 1 {
+		t.Fatalf("moved aside: %v; log:\n%s", moved, logs())
+	}
+	assertNoSecretBytes(t, "the copy moved aside", moved[0])
+}
+
+// TestSecretsWithoutKeysStayInMemory checks that without keys a Secret
+// informer keeps its objects in memory, with a log line, and writes
+// nothing of them to the file.
+func TestSecretsWithoutKeysStayInMemory(t *testing.T) {
+	src := secretSource(t, 2)
+	srv := serveSecrets(t, src)
+	path := filepath.Join(t.TempDir(), "f.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f, logs := sealFactory(t, path, srv.URL, nil)
+	secrets, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cms, err := f.ForResource(ctx, configMapsGVR, "ConfigMap", Scope{}, WithSealing())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.ForResource(ctx, podsGVR, "Pod", Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, inf := range []*informer.Informer{secrets, cms} {
+		if _, ok := inf.Store().(*memory.Store); !ok {
+			t.Fatalf("a sensitive informer without keys has a %T, want a memory store", inf.GetIndexer())
+		}
+	}
+	if !strings.Contains(logs(), "Not persisting a sensitive resource without an encryption key") {
+		t.Fatalf("no log line says why:\n%s", logs())
+	}
+	syncAll(ctx, t, f)
+	assertSecretData(t, secrets, "ns/sa")
+	res, err := inspect.Resources(ctx, f.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Identity.Resource != "pods" && (r.Objects != 0 || r.Codec != memoryOnlyCodecName) {
+			t.Fatalf("the file holds %s with %d objects and codec %q, want none, recorded as kept in memory", r.Identity, r.Objects, r.Codec)
+		}
+	}
+	if err := f.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	assertNoSecretBytes(t, "the cache file", path)
+}
+
+// TestSealingOptOut checks WithUnsafePlaintext: the opt-out stores a
+// Secret in clear, turning sealing on later discards that data, and so
+// does a start without keys (the Secrets then kept in memory).
+func TestSealingOptOut(t *testing.T) {
+	src := secretSource(t, 1)
+	srv := serveSecrets(t, src)
+	path := filepath.Join(t.TempDir(), "f.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f, _ := sealFactory(t, path, srv.URL, nil)
+	secrets, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{}, WithUnsafePlaintext())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := secrets.Store().(*bolt.Store); !ok {
+		t.Fatalf("WithUnsafePlaintext: %T, want the file", secrets.Store())
+	}
+	syncAll(ctx, t, f)
+	if err := f.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(path); !bytes.Contains(b, secretBytes) {
+		t.Fatalf("WithUnsafePlaintext did not store the data in clear: the grep of the other tests proves nothing")
+	}
+
+	f, logs := sealFactory(t, path, srv.URL, seal.Static(testKey(t)))
+	defer func() { _ = f.Shutdown() }()
+	secrets, err = f.ForResource(ctx, secretsGVR, "Secret", Scope{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(secrets.GetIndexer().ListKeys()); n != 0 || !strings.Contains(logs(), `codec \"protobuf\" recorded, want \"sealed-aes256gcm+protobuf\"`) {
+		t.Fatalf("plaintext data opened sealed: %d objects kept, log:\n%s", n, logs())
+	}
+	syncAll(ctx, t, f)
+	assertSecretData(t, secrets, "ns/sa")
+	if err := f.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Plaintext again, then a start without keys: the plaintext data is
+	// deleted from the file, not left behind.
+	f, _ = sealFactory(t, path, srv.URL, nil)
+	if _, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{}, WithUnsafePlaintext()); err != nil {
+		t.Fatal(err)
+	}
+	syncAll(ctx, t, f)
+	if err := f.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	f, logs = sealFactory(t, path, srv.URL, nil)
+	if _, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := inspect.Resources(ctx, f.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Identity.Resource == "secrets" && (r.Objects != 0 || r.Codec != memoryOnlyCodecName) {
+			t.Errorf("without keys the file keeps %d plaintext Secrets (codec %q)", r.Objects, r.Codec)
+		}
+	}
+	if !strings.Contains(logs(), "Deleted the stored data of a sensitive resource kept in memory") || !strings.Contains(logs(), `codec \"protobuf\" recorded`) {
+		t.Errorf("no log line says the plaintext data was deleted:\n%s", logs())
+	}
+}
+
+// TestWrongMissingAndRotatedKeys walks a file through the key changes an
+// operator makes: a key file that cannot be read (the Secrets are kept in
+// memory and the sealed data waits in the file), a wrong key (the data is
+// discarded and relisted, never served), a rotation (new writes and a
+// relist use the new key while the old one still reads) and the removal
+// of the old key once nothing uses it (a warm start).
+func TestWrongMissingAndRotatedKeys(t *testing.T) {
+	src := secretSource(t, 3)
+	srv := serveSecrets(t, src)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	a, b := testKey(t), testKey(t)
+	secretsID := bolt.Identity{Version: "v1", Resource: "secrets", Kind: "Secret"}
+
+	steps := []struct {
+		name     string
+		keys     seal.KeyProvider
+		memory   bool   // kept in memory only
+		before   int    // objects served before the first sync
+		log      string // a line the step must log
+		keysSeen map[string]int64
+		relists  bool // lists more than the resume check
+	}{
+		{name: "first start", keys: seal.Static(a), keysSeen: map[string]int64{a.ID(): 3}, relists: true},
+		{name: "key file missing", keys: seal.FromFile(filepath.Join(dir, "no-such-key")), memory: true,
+			log: "Cannot read the encryption keys", keysSeen: map[string]int64{a.ID(): 3}, relists: true},
+		{name: "same key again", keys: seal.Static(a), before: 3, keysSeen: map[string]int64{a.ID(): 3}},
+		{name: "rotation", keys: seal.Static(b, a), before: 3, log: "sealed with an older key", keysSeen: map[string]int64{b.ID(): 3}, relists: true},
+		{name: "old key removed", keys: seal.Static(b), before: 3, keysSeen: map[string]int64{b.ID(): 3}},
+		{name: "wrong key", keys: seal.Static(a), log: "cannot be opened with the configured keys", keysSeen: map[string]int64{a.ID(): 3}, relists: true},
+	}
+	for _, step := range steps {
+		t.Run(step.name, func(t *testing.T) {
+			f, logs := sealFactory(t, path, srv.URL, step.keys)
+			defer func() {
+				if err := f.Shutdown(); err != nil {
+					t.Error(err)
+				}
+			}()
+			secrets, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := secrets.Store().(*memory.Store); ok != step.memory {
+				t.Fatalf("store %T, want in memory: %v", secrets.Store(), step.memory)
+			}
+			if n := len(secrets.GetIndexer().ListKeys()); n != step.before && !step.memory {
+				t.Fatalf("%d objects before start, want %d; log:\n%s", n, step.before, logs())
+			}
+			before := src.Stats()
+			checks := len(src.Requests())
+			syncAll(ctx, t, f)
+			assertSecretData(t, secrets, "ns/sc")
+			after := src.Stats()
+			lists := after.Lists + after.WatchLists - before.Lists - before.WatchLists
+			relisted := after.WatchLists > before.WatchLists
+			for _, r := range src.Requests()[checks:] {
+				if r.Verb == "list" && r.Options.Limit != 1 {
+					relisted = true
+				}
+			}
+			if lists == 0 || relisted != step.relists {
+				t.Fatalf("%d lists, relisted %v, want a relist: %v", lists, relisted, step.relists)
+			}
+			if step.log != "" && !strings.Contains(logs(), step.log) {
+				t.Fatalf("the log lacks %q:\n%s", step.log, logs())
+			}
+			got, err := inspect.SealKeys(ctx, f.DB(), secretsID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !mapsEqual(got, step.keysSeen) {
+				t.Fatalf("objects per key %v, want %v", got, step.keysSeen)
+			}
+		})
+	}
+}
+
+func mapsEqual(a, b map[string]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,80 @@
+package bolt
+
+import (
+	"fmt"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
+)
+
+// keyChecker is what open needs of a codec that seals payloads under keys
+// (package store/seal's Codec): whether a payload was sealed with the key
+// that seals new writes, or an error when none of its keys opens it. It
+// reads a payload's header only.
+type keyChecker interface {
+	CheckKey(payload []byte) (current bool, err error)
+}
+
+// sealFindings is what checkSealKeys learned of a sealed resource.
+type sealFindings struct {
+	unreadable string // why the data must be discarded, "" if it need not
+	stale      int64  // objects sealed with a key other than the sealing key
+}
+
+// checkSealKeys reads the header of every live payload of res when the
+// store's codec seals them. A payload sealed with a key the codec does not
+// hold (a missing or wrong key) makes the whole resource unreadable: it is
+// discarded and relisted rather than served with holes. Payloads sealed
+// with an older key the codec still holds are counted as stale: the
+// resource is readable, and a relist rewrites them with the current key.
+// Envelopes that do not parse are left to the read path, which reports
+// them as corrupt.
+func (s *Store) checkSealKeys(res *bbolt.Bucket) (sealFindings, error) {
+	var f sealFindings
+	kc, ok := s.codec.(keyChecker)
+	if !ok {
+		return f, nil
+	}
+	g, err := layout.OpenLive(res)
+	if err != nil {
+		return f, nil // checkLive reported it
+	}
+	c := g.Items.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		envb, err := g.EnvelopeOf(k, v)
+		if err != nil {
+			continue
+		}
+		payload, ok := envelopePayload(envb)
+		if !ok {
+			continue
+		}
+		current, err := kc.CheckKey(payload)
+		if err != nil {
+			f.unreadable = fmt.Sprintf("item %q cannot be opened with the configured keys: %v", k, err)
+			return f, nil
+		}
+		if !current {
+			f.stale++
+		}
+	}
+	return f, nil
+}
+
+// envelopePayload returns the payload of envelope env, aliasing it,
+// without copying its resourceVersion and UID out as DecodeEnvelope does.
+func envelopePayload(env []byte) ([]byte, bool) {
+	if len(env) < 1 {
+		return nil, false
+	}
+	p := env[1:]
+	var err error
+	for range 2 { // resourceVersion, UID
+		if _, p, err = layout.ReadRaw(p, false); err != nil {
+			return nil, false
+		}
+	}
+	payload, _, err := layout.ReadRaw(p, true)
+	return payload, err == nil
+}
