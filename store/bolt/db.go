@@ -57,6 +57,15 @@ type DB struct {
 	// batches, see updateKeepHot): a hot entry put before the last one
 	// is checked against the file again.
 	hotEpoch atomic.Uint64
+
+	// check is the background check of the file's pages (filecheck.go);
+	// fcm its metrics. corrupt is the first corruption found in the
+	// open file, nil while none was; bg runs what reportCorrupt starts
+	// (added to under mu while not closed, waited for by Close).
+	check   *fileCheck
+	fcm     *fileCheckMetrics
+	corrupt atomic.Pointer[error]
+	bg      sync.WaitGroup
 }
 
 // Open opens the warmcache file at path, creating it unless opts.ReadOnly
@@ -86,13 +95,18 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
+	fcm, err := newFileCheckMetrics(opts.Registerer, path)
+	if err != nil {
+		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	}
 	logger := opts.Logger
 	if logger.GetSink() == nil {
 		logger = klog.FromContext(ctx)
 	}
 	logger = logger.WithValues("file", path)
 	boot, bootErr := bootID()
-	if err := validateFile(ctx, path); err != nil {
+	walked, err := validateFile(ctx, path, opts.CheckAtOpen)
+	if err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			// bbolt creates it, or reports it for a read-only open.
@@ -109,7 +123,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
 	}
 	db := &DB{bolt: bdb, path: path, opts: opts, logger: logger, stores: map[string]*Store{},
-		hot: newHotTier(*opts.HotBytes), hotc: hotc}
+		hot: newHotTier(*opts.HotBytes), hotc: hotc, fcm: fcm}
 	// Check before writing anything, the state file included: a file that
 	// is refused is left as it was found. Whether the file is new is
 	// decided here, under the lock: another process may have created it
@@ -128,12 +142,17 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		}
 	}
 	if err != nil {
+		db.mu.Lock()
+		db.closed = true // nothing more for reportCorrupt to start
+		db.mu.Unlock()
+		db.bg.Wait()
 		_ = bdb.Close()
 		return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
 	}
 	if db.opts.Sync == SyncOnClose && !opts.ReadOnly && opts.FlushInterval > 0 {
 		db.flusher = startFlusher(db, opts.FlushInterval)
 	}
+	db.startFileCheck(walked)
 	return db, nil
 }
 
@@ -281,14 +300,22 @@ func (db *DB) Close() error {
 	if db.flusher != nil {
 		db.flusher.stop()
 	}
+	db.stopFileCheck()
+	db.bg.Wait()
 	// No commit may follow the flush: wait for the running ones (a
 	// Resource being opened writes outside any store's lock) and refuse
 	// later ones.
 	db.writeGate.Lock()
 	defer db.writeGate.Unlock()
 	db.closing = true
-	if db.opts.Sync == SyncOnClose && !db.opts.ReadOnly {
+	if !db.opts.ReadOnly && db.corrupt.Load() == nil {
+		db.persistFreelist()
+	}
+	switch {
+	case db.opts.Sync == SyncOnClose && !db.opts.ReadOnly:
 		errs = append(errs, db.recordClosed())
+	case db.corrupt.Load() != nil && !db.opts.ReadOnly:
+		errs = append(errs, db.recordCorrupt(*db.corrupt.Load()))
 	}
 	if err := db.bolt.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("bolt: close %s: %w", db.path, err))
@@ -307,11 +334,15 @@ func (db *DB) recordClosed() error {
 	}
 	var errs []error
 	st := syncState{State: stateClosed}
+	if p := db.corrupt.Load(); p != nil {
+		// Found corrupt while open: the next Open refuses it.
+		st = syncState{State: stateCorrupt, Reason: (*p).Error()}
+	}
 	if err := flushFile(db.bolt); err != nil {
 		errs = append(errs, fmt.Errorf("bolt: close %s: flush: %w", db.path, classify(err)))
 		st.State = stateUnflushed
 	}
-	if db.flusher != nil && db.flusher.failed.Load() {
+	if db.flusher != nil && db.flusher.failed.Load() && st.State != stateCorrupt {
 		// The kernel reports a lost write once: a flush that succeeds
 		// after a failed one does not vouch for the file.
 		errs = append(errs, fmt.Errorf("bolt: close %s: an earlier flush failed", db.path))
@@ -330,14 +361,17 @@ func (db *DB) isClosed() bool {
 }
 
 // view runs fn in a read transaction. bbolt's errors are classified (see
-// classify) and a panic inside bbolt becomes an error wrapping ErrCorrupt.
+// classify); a panic inside bbolt or a fault reading the mapping becomes an
+// error wrapping ErrCorrupt and is reported (reportCorrupt).
 func (db *DB) view(op string, fn func(*bbolt.Tx) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = panicError(op, r)
 			db.logger.Error(err, "Recovered from a panic reading the cache file", "op", op, "stack", string(debug.Stack()))
+			db.reportCorrupt(err)
 		}
 	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see filecheck.go
 	return classify(db.bolt.View(fn))
 }
 
@@ -365,8 +399,10 @@ func (db *DB) updateKeepHot(op string, fn func(*bbolt.Tx) error) (err error) {
 		if r := recover(); r != nil {
 			err = panicError(op, r)
 			db.logger.Error(err, "Recovered from a panic writing the cache file", "op", op, "stack", string(debug.Stack()))
+			db.reportCorrupt(err)
 		}
 	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see filecheck.go
 	return classify(db.bolt.Update(fn))
 }
 

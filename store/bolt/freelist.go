@@ -1,0 +1,36 @@
+package bolt
+
+import (
+	"runtime/debug"
+
+	bbolt "go.etcd.io/bbolt"
+)
+
+// persistFreelist writes bbolt's freelist into the file with one empty
+// commit, for the policies that do not write it at every commit
+// (SyncOnClose, SyncNoFreelist), so that the next Open reads the freelist
+// instead of rebuilding it: without it, bbolt walks every page of the file
+// on a read-write open, and Open must check every page before that walk
+// (bbolt panics in a goroutine of its own on a bad page), both linear in
+// the file's size. A file whose writer died keeps no freelist and is
+// opened the slow way. Close calls it with the write gate held, before
+// the file is flushed. A failure is logged only: it costs the next Open
+// time, nothing else.
+func (db *DB) persistFreelist() {
+	if !db.bolt.NoFreelistSync {
+		return // written at every commit
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err := panicError("write freelist", r)
+			db.logger.Error(err, "Recovered from a panic writing the cache file's freelist", "stack", string(debug.Stack()))
+			db.reportCorrupt(err)
+		}
+	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	db.bolt.NoFreelistSync = false
+	defer func() { db.bolt.NoFreelistSync = true }()
+	if err := db.bolt.Update(func(*bbolt.Tx) error { return nil }); err != nil {
+		db.logger.Error(classify(err), "Cannot write the cache file's freelist; the next open walks every page to rebuild it")
+	}
+}
