@@ -403,7 +403,7 @@ func (db *DB) updateKeepHot(op string, fn func(*bbolt.Tx) error) (err error) {
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see filecheck.go
-	return classify(db.bolt.Update(fn))
+	return classify(runUpdate(db.bolt, fn))
 }
 
 // MoveAside renames the file at path to a new name beside it

@@ -30,7 +30,33 @@ func (db *DB) persistFreelist() {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	db.bolt.NoFreelistSync = false
 	defer func() { db.bolt.NoFreelistSync = true }()
-	if err := db.bolt.Update(func(*bbolt.Tx) error { return nil }); err != nil {
+	if err := runUpdate(db.bolt, func(*bbolt.Tx) error { return nil }); err != nil {
 		db.logger.Error(classify(err), "Cannot write the cache file's freelist; the next open walks every page to rebuild it")
 	}
+}
+
+// runUpdate is bbolt's DB.Update (fn in a write transaction, committed
+// unless fn fails), except that a panic rolls the transaction back without
+// bbolt's physical rollback: for a file without a persisted freelist, that
+// rollback walks every page of the file to rebuild the freelist, and on a
+// damaged file the walk panics again before bbolt's writer lock is
+// released (every later write and Close would wait forever) or reports
+// what it found in a goroutine of its own, which panics (a crash). The
+// panic is raised again for the caller to recover.
+func runUpdate(bdb *bbolt.DB, fn func(*bbolt.Tx) error) error {
+	tx, err := bdb.Begin(true)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			_ = tx.Rollback() // releases the writer lock (ErrTxClosed if Commit did)
+			panic(r)
+		}
+	}()
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
 }
