@@ -66,6 +66,9 @@ type DB struct {
 	fcm     *fileCheckMetrics
 	corrupt atomic.Pointer[error]
 	bg      sync.WaitGroup
+	// freelistStale is true when the file's meta has no persisted
+	// freelist: at Open, or after a commit (see persistFreelist).
+	freelistStale atomic.Bool
 }
 
 // Open opens the warmcache file at path, creating it unless opts.ReadOnly
@@ -105,7 +108,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	logger = logger.WithValues("file", path)
 	boot, bootErr := bootID()
-	walked, err := validateFile(ctx, path, opts.CheckAtOpen)
+	checked, err := validateFile(ctx, path, opts.CheckAtOpen)
 	if err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
@@ -124,6 +127,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	db := &DB{bolt: bdb, path: path, opts: opts, logger: logger, stores: map[string]*Store{},
 		hot: newHotTier(*opts.HotBytes), hotc: hotc, fcm: fcm}
+	db.freelistStale.Store(!checked.Persisted)
 	// Check before writing anything, the state file included: a file that
 	// is refused is left as it was found. Whether the file is new is
 	// decided here, under the lock: another process may have created it
@@ -152,7 +156,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if db.opts.Sync == SyncOnClose && !opts.ReadOnly && opts.FlushInterval > 0 {
 		db.flusher = startFlusher(db, opts.FlushInterval)
 	}
-	db.startFileCheck(walked)
+	db.startFileCheck(checked.Walked)
 	return db, nil
 }
 
@@ -403,6 +407,7 @@ func (db *DB) updateKeepHot(op string, fn func(*bbolt.Tx) error) (err error) {
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see filecheck.go
+	defer db.freelistStale.Store(true)                       // whether or not it committed
 	return classify(runUpdate(db.bolt, fn))
 }
 

@@ -13,12 +13,13 @@ import (
 // on a read-write open, and Open must check every page before that walk
 // (bbolt panics in a goroutine of its own on a bad page), both linear in
 // the file's size. A file whose writer died keeps no freelist and is
-// opened the slow way. Close calls it with the write gate held, before
-// the file is flushed. A failure is logged only: it costs the next Open
+// opened the slow way. A file nothing was committed to since Open is left
+// unchanged. Close calls it with the write gate held, before the file is
+// flushed. A failure is logged only: it costs the next Open
 // time, nothing else.
 func (db *DB) persistFreelist() {
-	if !db.bolt.NoFreelistSync {
-		return // written at every commit
+	if !db.bolt.NoFreelistSync || !db.freelistStale.Load() {
+		return // written at every commit, or nothing committed since Open
 	}
 	defer func() {
 		if r := recover(); r != nil {

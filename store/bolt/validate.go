@@ -24,14 +24,14 @@ const openLevels = 4
 // freelist and the buckets down to openLevels. A file without a persisted
 // freelist (its last writer did not close it) is walked in full anyway:
 // bbolt then walks the whole tree itself on a read-write open, panicking
-// in a goroutine of its own on what it does not like. walked reports
-// whether every page in use was checked.
+// in a goroutine of its own on what it does not like. The report says
+// whether every page in use was checked and whether the file has a
+// persisted freelist.
 //
 // It returns nil for an empty file (bbolt initialises it) and for a file
 // that passes; an error wrapping fs.ErrNotExist or fs.ErrPermission is
 // handled as such; any other error makes Open fail with ErrCorrupt. It is
 // a variable so that tests can replace it.
-var validateFile = func(ctx context.Context, path string, full bool) (walked bool, err error) {
-	rep, err := filecheck.ValidateReport(ctx, path, filecheck.Options{SkipTreeWalk: !full, BucketLevels: openLevels})
-	return rep.Walked, err
+var validateFile = func(ctx context.Context, path string, full bool) (filecheck.Report, error) {
+	return filecheck.ValidateReport(ctx, path, filecheck.Options{SkipTreeWalk: !full, BucketLevels: openLevels})
 }
