@@ -86,6 +86,11 @@ type DB struct {
 // be written (unless opts.ReadOnly); fs.ErrNotExist for a missing file
 // opened read-only; ErrInvalidOptions. A refused file is left as it was
 // found. On error nothing is left open.
+//
+// Open's checks take a time independent of the file's size unless
+// opts.CheckAtOpen (or the file has no persisted freelist: its writer did
+// not close it); the pages of the data are then checked in the background,
+// and damage found there or by a read is handled as FileCheck describes.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -168,6 +173,7 @@ func openBolt(path string, opts Options) (bdb *bbolt.DB, err error) {
 			bdb, err = nil, panicError("open", r)
 		}
 	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // a file truncated since validateFile
 	return bbolt.Open(path, opts.FileMode, &bbolt.Options{
 		Timeout:    opts.Timeout,
 		ReadOnly:   opts.ReadOnly,
@@ -281,9 +287,11 @@ func writeFormat(tx *bbolt.Tx) error {
 // Path returns the file's path as given to Open.
 func (db *DB) Path() string { return db.path }
 
-// Close closes every Store opened from db (aborting their open Replaces)
-// and then the file. It waits for running transactions to end. Close is
-// idempotent; other methods return ErrClosed afterwards.
+// Close closes every Store opened from db (aborting their open Replaces),
+// stops the background file check, writes bbolt's freelist if a commit
+// since Open left the file without one (so that the next Open need not
+// walk the file), and closes the file. It waits for running transactions
+// to end. Close is idempotent; other methods return ErrClosed afterwards.
 func (db *DB) Close() error {
 	db.mu.Lock()
 	if db.closed {
