@@ -12,10 +12,14 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/vmihailenco/msgpack/v5"
 	bbolt "go.etcd.io/bbolt"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
@@ -33,6 +37,15 @@ import (
 // fatal fault (SIGBUS, SIGSEGV, a panic in one of bbolt's goroutines) shows
 // as a failed subtest with the child's output instead of killing the test
 // binary.
+//
+// Every variant runs in both modes of Open. With Options.CheckAtOpen, Open
+// itself rejects every damaged file. By default, Open checks in a time
+// independent of the file's size and the rest is walked in the background:
+// a damaged file Open accepts must then be detected by that walk (and by
+// nothing slower), every object a reader is handed before the verdict must
+// be one that was stored (the warm-start replay's scan, what reaches a
+// handler), the resource is marked incomplete, and the next Open refuses
+// the file with ErrCorrupt, so that the caller moves it aside.
 
 // corruptExpect is what opening a variant must do.
 type corruptExpect string
@@ -90,15 +103,11 @@ func buildCorruptBase(t *testing.T, opts Options) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const pods, batch = 240, 40
+	const pods, batch = corruptBasePods, 40
 	for start := 0; start < pods; start += batch {
 		txns := make([]cache.Transaction, 0, batch)
 		for i := start; i < start+batch; i++ {
-			pod := podgen.Pod(i)
-			if i%batch == 1 {
-				pod.Annotations["example.com/large"] = strings.Repeat("large annotation ", 1500)
-			}
-			txns = append(txns, cache.Transaction{Type: cache.TransactionTypeAdd, Object: pod})
+			txns = append(txns, cache.Transaction{Type: cache.TransactionTypeAdd, Object: corruptBasePod(i)})
 		}
 		if err := s.Apply(ctx, txns, ""); err != nil {
 			t.Fatal(err)
@@ -427,12 +436,16 @@ func corruptMaterialize(t *testing.T, vs []corruptVariant, dir string) string {
 	return path
 }
 
-// checkCorruptVariant opens the variant at path and checks the outcome. It
-// runs in the test process and in the child; problems Verify reports on a
-// corruptExpectReadable variant are passed to note.
-func checkCorruptVariant(ctx context.Context, v corruptVariant, path string, logger klog.Logger, note func(Problem)) (err error) {
-	db, err := Open(ctx, path, Options{Logger: logger})
+// checkCorruptVariant opens the variant at path, with Options.CheckAtOpen
+// set to atOpen, and checks the outcome. It runs in the test process and
+// in the child; problems Verify reports on a corruptExpectReadable variant
+// are passed to note.
+func checkCorruptVariant(ctx context.Context, v corruptVariant, path string, logger klog.Logger, note func(Problem), atOpen bool) (err error) {
+	db, err := Open(ctx, path, Options{Logger: logger, CheckAtOpen: atOpen})
 	if v.Expect == corruptExpectCorrupt || v.Expect == corruptExpectUnsupported {
+		if err == nil && !atOpen && v.Expect == corruptExpectCorrupt {
+			return checkDetectedInBackground(ctx, db, path, logger)
+		}
 		if err == nil {
 			_ = db.Close()
 			return fmt.Errorf("Open succeeded, want an error (%s)", v.Expect)
@@ -477,11 +490,133 @@ func checkCorruptVariant(ctx context.Context, v corruptVariant, path string, log
 	for _, p := range problems {
 		note(p)
 	}
+	// The structure is sound: the walk of every page agrees.
+	res, err := db.WaitFileCheck(ctx)
+	switch {
+	case err != nil:
+		return err
+	case !res.Done || res.Err != nil || res.Corrupt != nil:
+		return fmt.Errorf("file check = %+v, want done and sound", res)
+	case atOpen && !res.AtOpen:
+		return fmt.Errorf("file check = %+v, want AtOpen with Options.CheckAtOpen", res)
+	}
 	return nil
 }
 
-// corruptManifestEnv names the manifest the child process checks.
-const corruptManifestEnv = "WARMCACHE_BOLT_CORRUPT_MANIFEST"
+// checkDetectedInBackground checks a damaged file that Open accepted
+// without walking it: see the top of this file.
+func checkDetectedInBackground(ctx context.Context, db *DB, path string, logger klog.Logger) (err error) {
+	defer func() {
+		if db != nil {
+			err = errors.Join(err, db.Close())
+		}
+	}()
+	if res := db.FileCheck(); res.AtOpen {
+		return fmt.Errorf("file check = %+v: Open walked every page and accepted a damaged file", res)
+	}
+	corruptFoundInBackground.Add(1)
+	s, rerr := db.Resource(ctx, corruptResourceOptions())
+	if rerr != nil && !errors.Is(rerr, ErrCorrupt) {
+		return fmt.Errorf("Resource = %v, want success or ErrCorrupt", rerr)
+	}
+	if rerr == nil {
+		// What a warm start hands its handlers: every object must be one
+		// that was stored; the scan may stop with ErrCorrupt.
+		serr := s.ScanParallel(ctx, 2, func(key string, obj interface{}) error { return corruptGenuine(key, obj) })
+		if serr != nil && !errors.Is(serr, ErrCorrupt) {
+			return fmt.Errorf("ScanParallel: %w", serr)
+		}
+	}
+	res, err := db.WaitFileCheck(ctx)
+	switch {
+	case err != nil:
+		return err
+	case !res.Done || !errors.Is(res.Err, ErrCorrupt):
+		return fmt.Errorf("file check = %+v, want its walk to find the damage (ErrCorrupt)", res)
+	case !errors.Is(res.Corrupt, ErrCorrupt):
+		return fmt.Errorf("file check = %+v, want the file reported corrupt", res)
+	}
+	db.bg.Wait() // the resources are marked incomplete
+	if rerr == nil {
+		st, err := s.State()
+		if err != nil {
+			return fmt.Errorf("State: %w", err)
+		}
+		if st.Complete {
+			return fmt.Errorf("State = %+v after the file was found corrupt, want incomplete", st)
+		}
+	}
+	cerr := db.Close()
+	db = nil
+	if cerr != nil {
+		return fmt.Errorf("Close: %w", cerr)
+	}
+	// The next start refuses the file, and its caller moves it aside.
+	again, err := Open(ctx, path, Options{Logger: logger})
+	if err == nil {
+		_ = again.Close()
+		return errors.New("Open after the file was found corrupt succeeded, want ErrCorrupt")
+	}
+	if !errors.Is(err, ErrCorrupt) {
+		return fmt.Errorf("Open after the file was found corrupt = %v, want ErrCorrupt", err)
+	}
+	return nil
+}
+
+// corruptFoundInBackground counts the variants Open accepted and the
+// background check found damaged.
+var corruptFoundInBackground atomic.Int64
+
+// corruptGenuine checks that obj, handed out under key, is the pod
+// buildCorruptBase stored under that key.
+func corruptGenuine(key string, obj interface{}) error {
+	got, ok := obj.(*corev1.Pod)
+	if !ok {
+		return fmt.Errorf("%q: handed out a %T, want a *v1.Pod", key, obj)
+	}
+	want, ok := corruptStored()[key]
+	if !ok {
+		return fmt.Errorf("%q: handed out an object that was never stored", key)
+	}
+	if !apiequality.Semantic.DeepEqual(want.ObjectMeta, got.ObjectMeta) || !apiequality.Semantic.DeepEqual(want.Spec, got.Spec) ||
+		!apiequality.Semantic.DeepEqual(want.Status, got.Status) {
+		return fmt.Errorf("%q: handed out an object that differs from the stored one", key)
+	}
+	return nil
+}
+
+// corruptStored returns the pods buildCorruptBase leaves in the file, by
+// key.
+var corruptStored = sync.OnceValue(func() map[string]*corev1.Pod {
+	m := map[string]*corev1.Pod{}
+	for i := range corruptBasePods {
+		if i%4 == 0 {
+			continue // deleted
+		}
+		pod := corruptBasePod(i)
+		m[pod.Namespace+"/"+pod.Name] = pod
+	}
+	return m
+})
+
+// corruptBasePods is the number of pods buildCorruptBase writes.
+const corruptBasePods = 240
+
+// corruptBasePod is pod i as buildCorruptBase writes it.
+func corruptBasePod(i int) *corev1.Pod {
+	pod := podgen.Pod(i)
+	if i%40 == 1 {
+		pod.Annotations["example.com/large"] = strings.Repeat("large annotation ", 1500)
+	}
+	return pod
+}
+
+// corruptManifestEnv names the manifest the child process checks;
+// corruptAtOpenEnv is "true" for Options.CheckAtOpen.
+const (
+	corruptManifestEnv = "WARMCACHE_BOLT_CORRUPT_MANIFEST"
+	corruptAtOpenEnv   = "WARMCACHE_BOLT_CORRUPT_AT_OPEN"
+)
 
 func init() {
 	childRoles["corrupt-variants"] = runCorruptChild
@@ -502,7 +637,8 @@ func runCorruptChild() error {
 	var errs []error
 	for _, v := range vs {
 		path := filepath.Join(filepath.Dir(manifest), v.File)
-		if err := checkCorruptVariant(context.Background(), v, path, klog.Background(), func(Problem) {}); err != nil {
+		atOpen := os.Getenv(corruptAtOpenEnv) == "true"
+		if err := checkCorruptVariant(context.Background(), v, path, klog.Background(), func(Problem) {}, atOpen); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", v.Name, err))
 		}
 	}
@@ -514,27 +650,43 @@ func TestCorruptFiles(t *testing.T) {
 	if len(vs) < 50 {
 		t.Fatalf("%d variants, want at least 50", len(vs))
 	}
-	childManifest := corruptMaterialize(t, vs, uncheckedDir(t))
-	dir := uncheckedDir(t)
-	corruptMaterialize(t, vs, dir)
+	for _, mode := range []struct {
+		name   string
+		atOpen bool
+	}{{"check at open", true}, {"background check", false}} {
+		t.Run(mode.name, func(t *testing.T) {
+			childManifest := corruptMaterialize(t, vs, uncheckedDir(t))
+			dir := uncheckedDir(t)
+			corruptMaterialize(t, vs, dir)
 
-	t.Run("in process", func(t *testing.T) {
-		for _, v := range vs {
-			t.Run(v.Name, func(t *testing.T) {
-				logger := ktesting.NewLogger(t, ktesting.NewConfig())
-				note := func(p Problem) { t.Logf("Verify: %v", p) }
-				if err := checkCorruptVariant(t.Context(), v, filepath.Join(dir, v.File), logger, note); err != nil {
-					t.Fatal(err)
+			t.Run("in process", func(t *testing.T) {
+				before := corruptFoundInBackground.Load()
+				defer func() {
+					// The garbage over pages in use passes Open's checks,
+					// which read no page of the data.
+					if n := corruptFoundInBackground.Load() - before; !mode.atOpen && n < 12 {
+						t.Errorf("%d variants found damaged by the background check, want at least 12", n)
+					}
+				}()
+				for _, v := range vs {
+					t.Run(v.Name, func(t *testing.T) {
+						logger := ktesting.NewLogger(t, ktesting.NewConfig())
+						note := func(p Problem) { t.Logf("Verify: %v", p) }
+						if err := checkCorruptVariant(t.Context(), v, filepath.Join(dir, v.File), logger, note, mode.atOpen); err != nil {
+							t.Fatal(err)
+						}
+					})
 				}
 			})
-		}
-	})
 
-	t.Run("child process", func(t *testing.T) {
-		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), childEnv+"=corrupt-variants", corruptManifestEnv+"="+childManifest)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("child process checking %d variants: %v\n%s", len(vs), err, out)
-		}
-	})
+			t.Run("child process", func(t *testing.T) {
+				cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
+				cmd.Env = append(os.Environ(), childEnv+"=corrupt-variants", corruptManifestEnv+"="+childManifest,
+					fmt.Sprintf("%s=%t", corruptAtOpenEnv, mode.atOpen))
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("child process checking %d variants: %v\n%s", len(vs), err, out)
+				}
+			})
+		})
+	}
 }

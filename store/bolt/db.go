@@ -16,6 +16,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 	"k8s.io/klog/v2"
 
+	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
@@ -64,6 +65,18 @@ type DB struct {
 	// batches, see updateKeepHot): a hot entry put before the last one
 	// is checked against the file again.
 	hotEpoch atomic.Uint64
+
+	// check is the background check of the file's pages (filecheck.go);
+	// fcm its metrics. corrupt is the first corruption found in the
+	// open file, nil while none was; bg runs what reportCorrupt starts
+	// (added to under mu while not closed, waited for by Close).
+	check   *fileCheck
+	fcm     *fileCheckMetrics
+	corrupt atomic.Pointer[error]
+	bg      sync.WaitGroup
+	// freelistStale is true when the file's meta has no persisted
+	// freelist: at Open, or after a commit (see persistFreelist).
+	freelistStale atomic.Bool
 }
 
 // Open opens the warmcache file at path, creating it unless opts.ReadOnly
@@ -86,6 +99,11 @@ type DB struct {
 // be written (unless opts.ReadOnly); fs.ErrNotExist for a missing file
 // opened read-only; ErrInvalidOptions. A refused file is left as it was
 // found. On error nothing is left open.
+//
+// Open's checks take a time independent of the file's size unless
+// opts.CheckAtOpen (or the file has no persisted freelist: its writer did
+// not close it); the pages of the data are then checked in the background,
+// and damage found there or by a read is handled as FileCheck describes.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -98,6 +116,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
+	fcm, err := newFileCheckMetrics(opts.Registerer, path)
+	if err != nil {
+		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	}
 	logger := opts.Logger
 	if logger.GetSink() == nil {
 		logger = klog.FromContext(ctx)
@@ -106,12 +128,14 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	boot, bootErr := bootID()
 	// The file is checked (validateFile) under its lock, before bbolt maps
 	// it; a writer takes the writers' lock first (see lock.go).
-	bdb, writers, err := openLocked(ctx, path, opts, logger)
+	var checked filecheck.Report
+	bdb, writers, err := openLocked(ctx, path, opts, logger, &checked)
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
 	}
 	db := &DB{bolt: bdb, writers: writers, path: path, opts: opts, logger: logger, stores: map[string]*Store{},
-		hot: newHotTier(*opts.HotBytes), hotc: hotc}
+		hot: newHotTier(*opts.HotBytes), hotc: hotc, fcm: fcm}
+	db.freelistStale.Store(!checked.Persisted)
 	// Check before writing anything, the state file included: a file that
 	// is refused is left as it was found. Whether the file is new is
 	// decided here, under the lock: another process may have created it
@@ -130,6 +154,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		}
 	}
 	if err != nil {
+		db.mu.Lock()
+		db.closed = true // nothing more for reportCorrupt to start
+		db.mu.Unlock()
+		db.bg.Wait()
 		_ = bdb.Close()
 		db.unlockWriters()
 		return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
@@ -137,6 +165,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if db.opts.Sync == SyncOnClose && !opts.ReadOnly && opts.FlushInterval > 0 {
 		db.flusher = startFlusher(db, opts.FlushInterval)
 	}
+	db.startFileCheck(checked.Walked)
 	return db, nil
 }
 
@@ -148,6 +177,7 @@ func openBolt(path string, opts Options) (bdb *bbolt.DB, err error) {
 			bdb, err = nil, panicError("open", r)
 		}
 	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // a file truncated since validateFile
 	return bbolt.Open(path, opts.FileMode, &bbolt.Options{
 		Timeout:    opts.Timeout,
 		ReadOnly:   opts.ReadOnly,
@@ -261,9 +291,11 @@ func writeFormat(tx *bbolt.Tx) error {
 // Path returns the file's path as given to Open.
 func (db *DB) Path() string { return db.path }
 
-// Close closes every Store opened from db (aborting their open Replaces)
-// and then the file. It waits for running transactions to end. Close is
-// idempotent; other methods return ErrClosed afterwards.
+// Close closes every Store opened from db (aborting their open Replaces),
+// stops the background file check, writes bbolt's freelist if a commit
+// since Open left the file without one (so that the next Open need not
+// walk the file), and closes the file. It waits for running transactions
+// to end. Close is idempotent; other methods return ErrClosed afterwards.
 func (db *DB) Close() error {
 	db.mu.Lock()
 	if db.closed {
@@ -284,14 +316,22 @@ func (db *DB) Close() error {
 	if db.flusher != nil {
 		db.flusher.stop()
 	}
+	db.stopFileCheck()
+	db.bg.Wait()
 	// No commit may follow the flush: wait for the running ones (a
 	// Resource being opened writes outside any store's lock) and refuse
 	// later ones.
 	db.writeGate.Lock()
 	defer db.writeGate.Unlock()
 	db.closing = true
-	if db.opts.Sync == SyncOnClose && !db.opts.ReadOnly {
+	if !db.opts.ReadOnly && db.corrupt.Load() == nil {
+		db.persistFreelist()
+	}
+	switch {
+	case db.opts.Sync == SyncOnClose && !db.opts.ReadOnly:
 		errs = append(errs, db.recordClosed())
+	case db.corrupt.Load() != nil && !db.opts.ReadOnly:
+		errs = append(errs, db.recordCorrupt(*db.corrupt.Load()))
 	}
 	if err := db.bolt.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("bolt: close %s: %w", db.path, err))
@@ -319,11 +359,15 @@ func (db *DB) recordClosed() error {
 	}
 	var errs []error
 	st := syncState{State: stateClosed}
+	if p := db.corrupt.Load(); p != nil {
+		// Found corrupt while open: the next Open refuses it.
+		st = syncState{State: stateCorrupt, Reason: (*p).Error()}
+	}
 	if err := flushFile(db.bolt); err != nil {
 		errs = append(errs, fmt.Errorf("bolt: close %s: flush: %w", db.path, classify(err)))
 		st.State = stateUnflushed
 	}
-	if db.flusher != nil && db.flusher.failed.Load() {
+	if db.flusher != nil && db.flusher.failed.Load() && st.State != stateCorrupt {
 		// The kernel reports a lost write once: a flush that succeeds
 		// after a failed one does not vouch for the file.
 		errs = append(errs, fmt.Errorf("bolt: close %s: an earlier flush failed", db.path))
@@ -342,14 +386,17 @@ func (db *DB) isClosed() bool {
 }
 
 // view runs fn in a read transaction. bbolt's errors are classified (see
-// classify) and a panic inside bbolt becomes an error wrapping ErrCorrupt.
+// classify); a panic inside bbolt or a fault reading the mapping becomes an
+// error wrapping ErrCorrupt and is reported (reportCorrupt).
 func (db *DB) view(op string, fn func(*bbolt.Tx) error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = panicError(op, r)
 			db.logger.Error(err, "Recovered from a panic reading the cache file", "op", op, "stack", string(debug.Stack()))
+			db.reportCorrupt(err)
 		}
 	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see filecheck.go
 	return classify(db.bolt.View(fn))
 }
 
@@ -377,9 +424,12 @@ func (db *DB) updateKeepHot(op string, fn func(*bbolt.Tx) error) (err error) {
 		if r := recover(); r != nil {
 			err = panicError(op, r)
 			db.logger.Error(err, "Recovered from a panic writing the cache file", "op", op, "stack", string(debug.Stack()))
+			db.reportCorrupt(err)
 		}
 	}()
-	return classify(db.bolt.Update(fn))
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see filecheck.go
+	defer db.freelistStale.Store(true)                       // whether or not it committed
+	return classify(runUpdate(db.bolt, fn))
 }
 
 // MoveAside renames the file at path to a new name beside it

@@ -3,6 +3,7 @@ package bolt
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
 )
 
 // The read path's one decode machinery: every read that returns objects
@@ -69,8 +70,12 @@ func (s *Store) decodeRecovered(k, env []byte) (obj interface{}, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			obj, err = nil, fmt.Errorf("%w: item %q: codec %s panicked: %v", ErrCorrupt, k, s.codec.Name(), r)
+			if isFault(r) { // the mapping, not the codec: see filecheck.go
+				s.db.reportCorrupt(err)
+			}
 		}
 	}()
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	return s.decodeItem(string(k), env)
 }
 

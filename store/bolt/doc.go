@@ -76,7 +76,17 @@
 //     for a damaged, foreign or newer (a *VersionError) file, and for a
 //     file a SyncOnClose writer left unflushed when the machine restarted
 //     (ErrUnflushed), which the caller moves aside (MoveAside) and
-//     rebuilds; panics inside bbolt become ErrCorrupt. A full disk returns ErrDiskFull and a read-only
+//     rebuilds; panics inside bbolt become ErrCorrupt. Open's checks take
+//     a time independent of the file's size (the meta pages, the size
+//     against the high water mark, the freelist Close writes, the buckets
+//     Resource reads); every other page is walked in the background
+//     (DB.FileCheck, Options.CheckAtOpen to walk them in Open). Until its
+//     verdict a read that reaches a bad page fails with ErrCorrupt (bbolt's
+//     panics and the mapping's faults are recovered in every goroutine
+//     that reads it) and hands out none of its objects; corruption found
+//     either way marks every resource incomplete, calls OnCorruption and
+//     is recorded beside the file, so that the next Open returns
+//     ErrCorrupt. A full disk returns ErrDiskFull and a read-only
 //     one ErrReadOnly; the failed transaction leaves the previous content
 //     and RV intact. A read that finds an object it cannot decode skips
 //     it, marks the resource incomplete in the file (the next start

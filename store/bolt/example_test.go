@@ -129,3 +129,26 @@ func ExampleDB_Backup() {
 	}
 	// Output: pods default 10 complete 1
 }
+
+// Open returns in a time independent of the file's size; every page of the
+// data is then checked in the background. A program that wants the
+// verdict (a health check, a tool) waits for it.
+func ExampleDB_WaitFileCheck() {
+	ctx := context.Background()
+	dir, _ := os.MkdirTemp("", "warmcache-example")
+	defer func() { _ = os.RemoveAll(dir) }()
+	db, err := bolt.Open(ctx, filepath.Join(dir, "informers.db"), bolt.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() { _ = db.Close() }()
+	res, err := db.WaitFileCheck(ctx)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("done: %v, sound: %v\n", res.Done, res.Err == nil && res.Corrupt == nil)
+	// Output:
+	// done: true, sound: true
+}

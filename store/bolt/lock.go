@@ -9,6 +9,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
+
 	bbolt "go.etcd.io/bbolt"
 	bberrors "go.etcd.io/bbolt/errors"
 )
@@ -88,11 +90,13 @@ func waitLock(ctx context.Context, deadline time.Time) error {
 	}
 }
 
-// checkLockedFile runs validateFile on path and classifies its error as Open
-// returns it: nil for a file that passes or does not exist (bbolt creates
-// it, or reports it for a read-only open).
-func checkLockedFile(ctx context.Context, path string) error {
-	err := validateFile(ctx, path)
+// checkLockedFile runs validateFile on path (in full if opts.CheckAtOpen),
+// stores its report in rep and classifies its error as Open returns it: nil
+// for a file that passes or does not exist (bbolt creates it, or reports it
+// for a read-only open).
+func checkLockedFile(ctx context.Context, path string, opts Options, rep *filecheck.Report) error {
+	r, err := validateFile(ctx, path, opts.CheckAtOpen)
+	*rep = r
 	switch {
 	case err == nil, errors.Is(err, fs.ErrNotExist):
 		return nil

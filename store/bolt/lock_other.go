@@ -6,6 +6,8 @@ import (
 	"context"
 	"os"
 
+	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
+
 	bbolt "go.etcd.io/bbolt"
 	"k8s.io/klog/v2"
 )
@@ -14,8 +16,8 @@ import (
 // bbolt's own lock is the only one, so a writer waits for readers until
 // Options.Timeout (see lock.go). The file is checked before bbolt locks
 // it.
-func openLocked(ctx context.Context, path string, opts Options, _ klog.Logger) (*bbolt.DB, *os.File, error) {
-	if err := checkLockedFile(ctx, path); err != nil {
+func openLocked(ctx context.Context, path string, opts Options, _ klog.Logger, rep *filecheck.Report) (*bbolt.DB, *os.File, error) {
+	if err := checkLockedFile(ctx, path, opts, rep); err != nil {
 		return nil, nil, err
 	}
 	bdb, err := openBolt(path, opts)

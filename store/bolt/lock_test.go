@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -175,7 +176,7 @@ func TestReaderFollowsReplacedFile(t *testing.T) {
 	t.Cleanup(func() { validateFile = prev })
 	var replaced atomic.Bool
 	var replaceErr error
-	validateFile = func(ctx context.Context, p string) error {
+	validateFile = func(ctx context.Context, p string, full bool) (filecheck.Report, error) {
 		if replaced.CompareAndSwap(false, true) {
 			// The reader holds the file: this writer copies it over, then
 			// closes, leaving the new file free.
@@ -184,7 +185,7 @@ func TestReaderFollowsReplacedFile(t *testing.T) {
 				replaceErr = w.Close()
 			}
 		}
-		return prev(ctx, p)
+		return prev(ctx, p, full)
 	}
 	reader := openDB(t, path, Options{ReadOnly: true})
 	if replaceErr != nil {

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
+
 	bbolt "go.etcd.io/bbolt"
 	bberrors "go.etcd.io/bbolt/errors"
 	"k8s.io/klog/v2"
@@ -36,11 +38,12 @@ func tryFlock(f *os.File, how int) (ok bool, err error) {
 // openLocked opens the bbolt file at path, checked by validateFile under
 // its lock, as described at the top of lock.go. For a read-write open it
 // also returns the writers' lock file, locked, which the caller closes
-// after the bbolt file; nil where the directory cannot hold one.
-func openLocked(ctx context.Context, path string, opts Options, logger klog.Logger) (*bbolt.DB, *os.File, error) {
+// after the bbolt file; nil where the directory cannot hold one. rep is
+// set to the report of the check of the file opened.
+func openLocked(ctx context.Context, path string, opts Options, logger klog.Logger, rep *filecheck.Report) (*bbolt.DB, *os.File, error) {
 	deadline := time.Now().Add(opts.Timeout)
 	if opts.ReadOnly {
-		bdb, err := openReader(ctx, path, opts, deadline)
+		bdb, err := openReader(ctx, path, opts, deadline, rep)
 		return bdb, nil, err
 	}
 	writers, err := lockWriters(ctx, path, opts.FileMode, deadline)
@@ -50,13 +53,13 @@ func openLocked(ctx context.Context, path string, opts Options, logger klog.Logg
 	if writers == nil {
 		// No lock file: writers exclude each other by bbolt's lock, and
 		// wait for readers.
-		if err := checkLockedFile(ctx, path); err != nil {
+		if err := checkLockedFile(ctx, path, opts, rep); err != nil {
 			return nil, nil, err
 		}
 		bdb, err := openBolt(path, opts)
 		return bdb, nil, err
 	}
-	bdb, err := openWriter(ctx, path, opts, deadline, logger)
+	bdb, err := openWriter(ctx, path, opts, deadline, logger, rep)
 	if err != nil {
 		_ = writers.Close()
 		return nil, nil, err
@@ -101,7 +104,7 @@ func lockWriters(ctx context.Context, path string, mode os.FileMode, deadline ti
 // a file held by readers only is copied over first (copyOver); one held
 // exclusively (by a writer that does not take the writers' lock) is
 // waited for until deadline.
-func openWriter(ctx context.Context, path string, opts Options, deadline time.Time, logger klog.Logger) (*bbolt.DB, error) {
+func openWriter(ctx context.Context, path string, opts Options, deadline time.Time, logger klog.Logger, rep *filecheck.Report) (*bbolt.DB, error) {
 	for {
 		f, err := os.Open(path)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -124,7 +127,7 @@ func openWriter(ctx context.Context, path string, opts Options, deadline time.Ti
 			return nil, err
 		}
 		if free {
-			err = checkLockedFile(ctx, path)
+			err = checkLockedFile(ctx, path, opts, rep)
 			_ = f.Close() // bbolt takes the lock on its own open file
 			if err != nil {
 				return nil, err
@@ -157,13 +160,13 @@ func openWriter(ctx context.Context, path string, opts Options, deadline time.Ti
 // path names (waiting until deadline while a writer holds it), checks it
 // and has bbolt open it, and starts again if a writer replaced the file
 // meanwhile.
-func openReader(ctx context.Context, path string, opts Options, deadline time.Time) (*bbolt.DB, error) {
+func openReader(ctx context.Context, path string, opts Options, deadline time.Time, rep *filecheck.Report) (*bbolt.DB, error) {
 	for {
 		f, err := os.Open(path)
 		if err != nil {
 			return nil, classify(err)
 		}
-		bdb, again, err := openReaderOnce(ctx, f, path, opts)
+		bdb, again, err := openReaderOnce(ctx, f, path, opts, rep)
 		_ = f.Close() // bbolt holds its own shared lock on the same file
 		if err == nil && again {
 			err = waitLock(ctx, deadline)
@@ -177,7 +180,7 @@ func openReader(ctx context.Context, path string, opts Options, deadline time.Ti
 // openReaderOnce is one attempt of openReader on f, path's file when
 // opened. again is true when it must be retried: f is locked by a writer,
 // or path no longer names it.
-func openReaderOnce(ctx context.Context, f *os.File, path string, opts Options) (bdb *bbolt.DB, again bool, err error) {
+func openReaderOnce(ctx context.Context, f *os.File, path string, opts Options, rep *filecheck.Report) (bdb *bbolt.DB, again bool, err error) {
 	ok, err := tryFlock(f, syscall.LOCK_SH)
 	if err != nil || !ok {
 		return nil, true, err
@@ -185,7 +188,7 @@ func openReaderOnce(ctx context.Context, f *os.File, path string, opts Options) 
 	if !samePath(f, path) {
 		return nil, true, nil
 	}
-	if err := checkLockedFile(ctx, path); err != nil {
+	if err := checkLockedFile(ctx, path, opts, rep); err != nil {
 		return nil, false, err
 	}
 	bdb, err = openBoltNow(path, opts)

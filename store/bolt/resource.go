@@ -73,6 +73,9 @@ func (db *DB) Resource(ctx context.Context, opts ResourceOptions) (*Store, error
 		db.unregister(s)
 		return nil, err
 	}
+	if p := db.corrupt.Load(); p != nil {
+		s.fileCorrupted(*p) // found before s was registered: see filecheck.go
+	}
 	return s, nil
 }
 

@@ -27,6 +27,9 @@ import (
 //     id (/proc/sys/kernel/random/boot_id), which changes at every boot.
 //   - Close, after flushing the file: "closed".
 //   - a failed flush: "unflushed".
+//   - corruption found while the file is open (the background check, a
+//     fault or a panic reading it, see filecheck.go): "corrupt", with the
+//     reason, kept by Close.
 //
 // Open trusts a file whose state is "closed", or "open" with the current
 // boot id (the writer died, the kernel did not), or that has no state file
@@ -44,6 +47,7 @@ const (
 	stateOpen      = "open"
 	stateClosed    = "closed"
 	stateUnflushed = "unflushed"
+	stateCorrupt   = "corrupt"
 )
 
 // syncState is the content of the state file (JSON, so that an operator
@@ -53,6 +57,8 @@ type syncState struct {
 	Boot  string    `json:"boot,omitempty"`
 	PID   int       `json:"pid,omitempty"`
 	Time  time.Time `json:"time"`
+	// Reason says why a corrupt file is corrupt.
+	Reason string `json:"reason,omitempty"`
 }
 
 // bootID returns the kernel's boot id. It is a variable so that tests can
@@ -105,6 +111,8 @@ func trustSyncState(path, boot string) error {
 			ErrUnflushed, st.PID, st.Time.Format(time.RFC3339), st.Boot, boot)
 	case st.State == stateUnflushed:
 		return fmt.Errorf("%w: flushing it failed at %s", ErrUnflushed, st.Time.Format(time.RFC3339))
+	case st.State == stateCorrupt:
+		return fmt.Errorf("%w: found corrupt by process %d at %s: %s", ErrCorrupt, st.PID, st.Time.Format(time.RFC3339), st.Reason)
 	}
 	return fmt.Errorf("%w: state file %s records unknown state %q", ErrUnflushed, layout.StatePath(path), st.State)
 }

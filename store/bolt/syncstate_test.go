@@ -13,6 +13,7 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
@@ -302,7 +303,9 @@ func TestStateCheckedForFileCreatedAfterTheLook(t *testing.T) {
 	}
 	prev := validateFile
 	t.Cleanup(func() { validateFile = prev })
-	validateFile = func(context.Context, string) error { return fs.ErrNotExist } // "not there yet"
+	validateFile = func(context.Context, string, bool) (filecheck.Report, error) {
+		return filecheck.Report{}, fs.ErrNotExist
+	} // "not there yet"
 	for _, sync := range []SyncPolicy{SyncOnClose, SyncNoFreelist, SyncFull, UnsafeNoSync} {
 		if _, err := Open(context.Background(), path, Options{Sync: sync}); !errors.Is(err, ErrUnflushed) {
 			t.Fatalf("Open(%v) of a file whose state is unflushed = %v, want ErrUnflushed", sync, err)

@@ -60,6 +60,26 @@ type Options struct {
 	// false. Ignored when the file's freelist is not persisted: bbolt then
 	// walks the whole tree itself on a read-write open.
 	SkipTreeWalk bool
+	// BucketLevels, with SkipTreeWalk, extends the shallow check to the
+	// buckets a reader opens first: the buckets nested fewer than
+	// BucketLevels levels below the root bucket (level 0) are walked
+	// fully, and the root page of each bucket exactly BucketLevels levels
+	// below is checked. The cost grows with the number of those buckets,
+	// not with the data below them. Default 0: the root bucket's root page
+	// only.
+	BucketLevels int
+}
+
+// Report says what Validate checked.
+type Report struct {
+	// Walked is true when every page reachable from the root was read
+	// and checked (no Options.SkipTreeWalk, or a file without a
+	// persisted freelist, or an empty file), false after the shallow
+	// check only.
+	Walked bool
+	// Persisted is true when the file has a persisted freelist: bbolt
+	// opens it without walking its tree.
+	Persisted bool
 }
 
 // Validate checks that the file at path is a sound bbolt database, or
@@ -72,34 +92,44 @@ type Options struct {
 // ends during the walk. Validate never writes to the file and is safe for
 // concurrent use.
 func Validate(ctx context.Context, path string, opts Options) error {
+	_, err := ValidateReport(ctx, path, opts)
+	return err
+}
+
+// ValidateReport is Validate that also reports what it checked.
+func ValidateReport(ctx context.Context, path string, opts Options) (Report, error) {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("filecheck: %s: %w", path, err)
+		return Report{}, fmt.Errorf("filecheck: %s: %w", path, err)
 	}
 	fi, err := os.Stat(path)
 	if err != nil {
-		return fmt.Errorf("filecheck: %w", err)
+		return Report{}, fmt.Errorf("filecheck: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
-		return notBoltf(path, "not a regular file (%s)", fi.Mode().Type())
+		return Report{}, notBoltf(path, "not a regular file (%s)", fi.Mode().Type())
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("filecheck: %w", err)
+		return Report{}, fmt.Errorf("filecheck: %w", err)
 	}
 	defer func() { _ = f.Close() }()
 	// Stat again through the open file: the size is what the reads see.
 	if fi, err = f.Stat(); err != nil {
-		return fmt.Errorf("filecheck: %w", err)
+		return Report{}, fmt.Errorf("filecheck: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
-		return notBoltf(path, "not a regular file (%s)", fi.Mode().Type())
+		return Report{}, notBoltf(path, "not a regular file (%s)", fi.Mode().Type())
 	}
-	return validate(ctx, f, fi.Size(), path, opts)
+	var rep Report
+	err = validate(ctx, f, fi.Size(), path, opts, &rep)
+	return rep, err
 }
 
-// validate checks the size bytes readable from r. path is only reported.
-func validate(ctx context.Context, r io.ReaderAt, size int64, path string, opts Options) error {
+// validate checks the size bytes readable from r and fills rep. path is
+// only reported.
+func validate(ctx context.Context, r io.ReaderAt, size int64, path string, opts Options, rep *Report) error {
 	if size == 0 {
+		rep.Walked = true
 		return nil
 	}
 	pageSize, ok, magicSeen, err := findPageSize(r, size)
@@ -172,6 +202,8 @@ func validate(ctx context.Context, r io.ReaderAt, size int64, path string, opts 
 	// Without a persisted freelist bbolt rebuilds it on a read-write open
 	// by walking the whole tree, panicking on what it does not like.
 	w.deep = !opts.SkipTreeWalk || m.freelist == noFreelist
+	w.levels = opts.BucketLevels
+	rep.Walked, rep.Persisted = w.deep, m.freelist != noFreelist
 	if err := w.walkBucket(m.root, pos{rootBucket: true}); err != nil {
 		return err
 	}

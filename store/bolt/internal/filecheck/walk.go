@@ -32,19 +32,29 @@ type walker struct {
 	freed bitset   // pages the persisted freelist names; empty if none
 	bufs  [][]byte // one read buffer per depth, reused
 	pages int      // pages read, for the periodic context check
-	deep  bool     // walk below the root page
+	deep  bool     // walk every bucket fully
+	// levels: unless deep, the buckets nested fewer than levels below
+	// the root bucket are walked fully, and the root page of those
+	// exactly levels below is checked; deeper ones are not read.
+	levels int
 }
 
-// pos is where the walk is: the nesting depth (pages and buckets) and
+// pos is where the walk is: the nesting depth (pages and buckets), the
+// bucket level (0 for the root bucket, 1 for the buckets in it, ...) and
 // whether the page belongs to the root bucket, whose entries can only be
 // buckets (bbolt offers no way to put a plain key there, and Tx.ForEach
 // hands callers a nil *Bucket for one).
 type pos struct {
 	depth      int
+	level      int
 	rootBucket bool
 }
 
-func (p pos) below() pos { return pos{depth: p.depth + 1, rootBucket: p.rootBucket} }
+func (p pos) below() pos { return pos{depth: p.depth + 1, level: p.level, rootBucket: p.rootBucket} }
+
+// full reports whether the bucket the walk is in is walked below its root
+// page.
+func (w *walker) full(at pos) bool { return w.deep || at.level < w.levels }
 
 func (w *walker) buf(depth int) *[]byte {
 	for len(w.bufs) <= depth {
@@ -70,7 +80,8 @@ func (w *walker) claim(p page) error {
 }
 
 // walkBucket checks the tree of a bucket whose root is page root. Unless
-// w.deep, only the root page itself is checked.
+// the walk is full at this bucket's level (see walker.full), only the root
+// page itself is checked.
 func (w *walker) walkBucket(root uint64, at pos) error {
 	if root < 2 {
 		return corruptf(w.pr.path, int64(root), "bucket root is a meta page")
@@ -79,7 +90,7 @@ func (w *walker) walkBucket(root uint64, at pos) error {
 }
 
 // walkPage checks page id, whose keys must lie in [lo, hi) (nil: unbounded),
-// and, when deep, everything below it.
+// and, when the walk is full at its level, everything below it.
 func (w *walker) walkPage(id uint64, lo, hi []byte, at pos) error {
 	if at.depth >= maxDepth {
 		return corruptf(w.pr.path, int64(id), "tree deeper than %d levels", maxDepth)
@@ -132,7 +143,7 @@ func (w *walker) walkBranch(p page, lo, hi []byte, at pos) error {
 		}
 		prev = key
 	}
-	if !w.deep {
+	if !w.full(at) {
 		return nil
 	}
 	for i := 0; i < int(p.count); i++ {
@@ -191,10 +202,11 @@ func (w *walker) walkBucketValue(e leafElem, where int64, at pos) error {
 		if root >= w.pr.hwm {
 			return corruptf(w.pr.path, where, "bucket %q: root page %d beyond high water mark %d", e.key, root, w.pr.hwm)
 		}
-		if !w.deep {
+		nested := pos{depth: at.depth + 1, level: at.level + 1}
+		if !w.deep && nested.level > w.levels {
 			return nil
 		}
-		return w.walkBucket(root, pos{depth: at.depth + 1})
+		return w.walkBucket(root, nested)
 	}
 	inline := e.value[bucketHeaderSize:]
 	if len(inline) < pageHeaderSize {
@@ -207,7 +219,7 @@ func (w *walker) walkBucketValue(e leafElem, where int64, at pos) error {
 	if at.depth+1 >= maxDepth {
 		return corruptf(w.pr.path, where, "buckets nested deeper than %d levels", maxDepth)
 	}
-	if err := w.walkLeaf(inline, where, h.count, nil, nil, pos{depth: at.depth + 1}); err != nil {
+	if err := w.walkLeaf(inline, where, h.count, nil, nil, pos{depth: at.depth + 1, level: at.level + 1}); err != nil {
 		return err
 	}
 	return nil

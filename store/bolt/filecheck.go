@@ -1,0 +1,214 @@
+package bolt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	bbolt "go.etcd.io/bbolt"
+
+	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
+)
+
+// Open checks the file in a time independent of its size (validate.go):
+// the meta pages, the size against the high water mark (a page past the
+// end of the file would be a SIGBUS), the freelist and the buckets a
+// Resource reads. Every other page is checked by a walk in the background
+// (startFileCheck), which reads the pages with pread, never through the
+// mapping, in one read transaction, so that bbolt reuses none of the pages
+// it walks. Until its verdict, a read that reaches a bad page fails safely:
+// bbolt's panics and the faults of the mapping (SetPanicOnFault, in the
+// goroutines that read it: view, update and the decoders) become errors
+// wrapping ErrCorrupt, and the objects of that read are not handed out.
+//
+// Corruption found either way is handled once (reportCorrupt): logged with
+// the reason, recorded in the state file beside the file (so that the next
+// Open returns ErrCorrupt and the caller moves the file aside), every open
+// resource marked incomplete and its OnCorruption called (the informer
+// relists), and reported by FileCheck and the metrics.
+//
+// The walk costs about what the walk at Open used to: it reads every page
+// in use once. While it runs, its read transaction keeps bbolt from
+// reusing freed pages (the file may grow a little more) and from
+// remapping the file: a write that must grow the mapping waits for the
+// walk to end.
+
+// FileCheckResult is the state of a DB's file check.
+type FileCheckResult struct {
+	// Done is true once the check of every page has a verdict.
+	Done bool
+	// AtOpen is true when Open checked every page itself (Options.
+	// CheckAtOpen, a file whose freelist was not persisted, an empty
+	// file), false when the check ran in the background.
+	AtOpen bool
+	// Err is the check's verdict when Done: nil for a sound file, an
+	// error wrapping ErrCorrupt naming the page and the problem
+	// otherwise.
+	Err error
+	// Duration is how long the background check took (0 for AtOpen).
+	Duration time.Duration
+	// Corrupt is the first corruption found while the file was open, by
+	// the check or by a read (a bbolt panic, a fault of the mapping); nil
+	// if none. The next Open of the file returns ErrCorrupt.
+	Corrupt error
+}
+
+// fileCheck is a DB's background check.
+type fileCheck struct {
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the verdict is in res
+
+	mu  sync.Mutex // guards res
+	res FileCheckResult
+}
+
+// FileCheck returns the state of the check of the file's pages, without
+// waiting for it; see WaitFileCheck.
+func (db *DB) FileCheck() FileCheckResult {
+	db.check.mu.Lock()
+	res := db.check.res
+	db.check.mu.Unlock()
+	if p := db.corrupt.Load(); p != nil {
+		res.Corrupt = *p
+	}
+	return res
+}
+
+// WaitFileCheck waits for the verdict of the check of the file's pages and
+// returns it, or ctx's error, wrapped, if ctx ends first. After Close, an
+// unfinished check is cancelled: its result is Done with an Err wrapping
+// ErrClosed.
+func (db *DB) WaitFileCheck(ctx context.Context) (FileCheckResult, error) {
+	select {
+	case <-db.check.done:
+		return db.FileCheck(), nil
+	case <-ctx.Done():
+		return db.FileCheck(), fmt.Errorf("bolt: file check %s: %w", db.path, ctx.Err())
+	}
+}
+
+// startFileCheck starts the background check of db's file, or records
+// that Open checked every page (walked).
+func (db *DB) startFileCheck(walked bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	db.check = &fileCheck{cancel: cancel, done: make(chan struct{})}
+	if walked {
+		db.check.res = FileCheckResult{Done: true, AtOpen: true}
+		close(db.check.done)
+		db.fcm.verdict(nil, 0)
+		return
+	}
+	go func() {
+		start := time.Now()
+		err := db.checkFile(ctx)
+		res := FileCheckResult{Done: true, Err: err, Duration: time.Since(start)}
+		switch {
+		case errors.Is(err, context.Canceled):
+			res.Err = fmt.Errorf("bolt: file check %s: %w (cancelled by Close)", db.path, ErrClosed)
+		case err != nil:
+			db.reportCorrupt(err)
+			db.fcm.verdict(err, res.Duration)
+		default:
+			db.logger.V(2).Info("Checked every page of the cache file", "duration", res.Duration)
+			db.fcm.verdict(nil, res.Duration)
+		}
+		db.check.mu.Lock()
+		db.check.res = res
+		db.check.mu.Unlock()
+		close(db.check.done)
+	}()
+}
+
+// stopFileCheck cancels the background check and waits for it to end.
+func (db *DB) stopFileCheck() {
+	db.check.cancel()
+	<-db.check.done
+}
+
+// checkFile walks every page reachable in a read transaction of db.
+func (db *DB) checkFile(ctx context.Context) error {
+	f, err := os.Open(db.path)
+	if err != nil {
+		return fmt.Errorf("bolt: file check %s: %w", db.path, err)
+	}
+	defer func() { _ = f.Close() }()
+	err = db.view("file check", func(tx *bbolt.Tx) error {
+		fi, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		if db.file != nil && !os.SameFile(fi, db.file) {
+			return fmt.Errorf("%s is no longer the file Open locked", db.path)
+		}
+		ps := db.bolt.Info().PageSize
+		t := filecheck.Tree{PageSize: ps, Root: uint64(tx.Cursor().Bucket().Root()), HWM: uint64(tx.Size()) / uint64(ps)}
+		return filecheck.CheckTree(ctx, f, fi.Size(), db.path, t)
+	})
+	switch {
+	case err == nil, errors.Is(err, ErrCorrupt), errors.Is(err, context.Canceled):
+		return err
+	case errors.Is(err, filecheck.ErrCorrupt):
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return fmt.Errorf("bolt: file check %s: %w", db.path, err)
+}
+
+// reportCorrupt handles corruption found in the open file (see the top of
+// this file); only the first report does anything. It does not block and
+// takes no store lock: it may be called from inside a transaction or a
+// decoding goroutine.
+func (db *DB) reportCorrupt(err error) {
+	if !db.corrupt.CompareAndSwap(nil, &err) {
+		return
+	}
+	db.logger.Error(err, "The cache file is corrupt: its resources are marked incomplete and relisted, and the next open moves it aside")
+	db.fcm.corrupt()
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.closed {
+		return // Close records it
+	}
+	stores := make([]*Store, 0, len(db.stores))
+	for _, s := range db.stores {
+		stores = append(stores, s)
+	}
+	db.bg.Go(func() {
+		if !db.opts.ReadOnly {
+			if werr := db.recordCorrupt(err); werr != nil {
+				db.logger.Error(werr, "Cannot record the cache file as corrupt in its state file")
+			}
+		}
+		for _, s := range stores {
+			s.fileCorrupted(err)
+		}
+	})
+}
+
+// recordCorrupt records in the state file that the file is corrupt, unless
+// path no longer names the file Open locked.
+func (db *DB) recordCorrupt(cause error) error {
+	if fi, err := os.Stat(db.path); err != nil || db.file == nil || !os.SameFile(fi, db.file) {
+		return nil
+	}
+	return writeState(db.path, syncState{State: stateCorrupt, Reason: cause.Error()}, db.opts.FileMode)
+}
+
+// fileCorrupted marks s incomplete and calls its OnCorruption after the
+// file was found corrupt.
+func (s *Store) fileCorrupted(err error) {
+	s.markIncomplete(fmt.Sprintf("the cache file is corrupt: %v", err))
+	if s.onCorrupt != nil {
+		s.onCorrupt(s.errorf("file check", err))
+	}
+}
+
+// isFault reports whether r, recovered from a panic, is a memory fault that
+// SetPanicOnFault turned into a panic (a SIGBUS past the end of a
+// truncated mapping, a SIGSEGV).
+func isFault(r any) bool {
+	_, ok := r.(interface{ Addr() uintptr })
+	return ok
+}
