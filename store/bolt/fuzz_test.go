@@ -11,8 +11,8 @@ import (
 // FuzzEnvelope checks that decoding never panics and that what decodes
 // re-encodes to an envelope with the same fields.
 func FuzzEnvelope(f *testing.F) {
-	f.Add(layout.EncodeEnvelope("123", "uid", []byte("payload")))
-	f.Add(layout.EncodeEnvelope("", "", nil))
+	f.Add(layout.EncodeEnvelope("k", "123", "uid", []byte("payload")))
+	f.Add(layout.EncodeEnvelope("", "", "", nil))
 	f.Add([]byte{0x93, 0xd9, 0x01, 'x', 0xa0, 0xc4, 0x00})
 	f.Add([]byte{0x93, 0xdb, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -20,7 +20,7 @@ func FuzzEnvelope(f *testing.F) {
 		if err != nil {
 			return
 		}
-		again, err := layout.DecodeEnvelope(layout.EncodeEnvelope(env.RV, env.UID, env.Payload))
+		again, err := layout.DecodeEnvelope(layout.EncodeEnvelope("k", env.RV, env.UID, env.Payload))
 		if err != nil || again.RV != env.RV || again.UID != env.UID || !bytes.Equal(again.Payload, env.Payload) {
 			t.Fatalf("re-encoding %+v gave %+v, %v", env, again, err)
 		}

@@ -18,7 +18,7 @@ import (
 // makes with a two-character name, and not n+1.
 func hotBudget(t testing.TB, n int) *int64 {
 	t.Helper()
-	env, err := (&Store{codec: podCodec}).encode(mkPod("ns", "p0", "1"))
+	env, err := (&Store{codec: podCodec}).encode("ns/p0", mkPod("ns", "p0", "1"))
 	must(t, err)
 	one := (&hotPart{factor: costFactor(podCodec.Name())}).cost("ns/p0", len(env))
 	return ptrTo(int64(n)*one + one/2)

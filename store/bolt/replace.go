@@ -119,7 +119,7 @@ func (r *replaceTx) Add(ctx context.Context, objs ...interface{}) error {
 		if err != nil {
 			return s.errorf(op, err)
 		}
-		env, err := s.encode(obj)
+		env, err := s.encode(key, obj)
 		if err != nil {
 			return s.errorf(fmt.Sprintf("%s: key %q", op, key), err)
 		}
@@ -284,7 +284,7 @@ func (r *replaceTx) Commit(ctx context.Context, rv string) error {
 		if old, err = layout.LiveGen(res); err != nil {
 			return fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
-		if err := res.Put(layout.LiveKey, layout.GenName(r.gen)); err != nil {
+		if err := res.Put(layout.LiveKey, layout.LiveValue(r.gen)); err != nil {
 			return err
 		}
 		now := time.Now().UnixNano()
