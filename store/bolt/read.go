@@ -323,7 +323,7 @@ func indexKeysIn(x index, value string, keys []string, bad []keyError) ([]string
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		key := string(k[len(prefix):])
 		if err := x.sums.Verify(k, v); err != nil {
-			bad = append(bad, keyError{key, indexEntryError(x.name, value, err)})
+			bad = append(bad, keyError{key, indexEntryError(x.name, value, key, err)})
 			continue
 		}
 		keys = append(keys, key)
@@ -331,10 +331,10 @@ func indexKeysIn(x index, value string, keys []string, bad []keyError) ([]string
 	return keys, bad
 }
 
-// indexEntryError is the error of an index entry whose checksum does not
-// match.
-func indexEntryError(name, value string, err error) error {
-	return fmt.Errorf("%w: index %q: entry under %q: %w", ErrCorrupt, name, value, err)
+// indexEntryError is the error of the entry of index name filing key
+// under value whose checksum does not match (both as stored).
+func indexEntryError(name, value, key string, err error) error {
+	return fmt.Errorf("%w: index %q: entry for %q under %q: %w", ErrCorrupt, name, key, value, err)
 }
 
 // index is an index bucket of a generation, open in a read transaction,
@@ -482,7 +482,7 @@ func (s *Store) ListIndexFuncValues(indexName string) []string {
 			if err != nil {
 				// A damaged entry names no value that can be
 				// trusted: skip it, not the entries after it.
-				bad = append(bad, keyError{key, indexEntryError(indexName, value, err)})
+				bad = append(bad, keyError{key, indexEntryError(indexName, value, key, err)})
 				k, v = c.Next()
 				continue
 			}
