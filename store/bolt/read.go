@@ -116,6 +116,15 @@ func corruptPart(err error) string {
 	return layout.PartEnvelope
 }
 
+// countCorrupt counts a corrupt record of part in
+// warmcache_store_corrupt_objects_total (nothing for a store without the
+// collector: inspect.OpenRecorded's).
+func (s *Store) countCorrupt(part string) {
+	if s.corruptc != nil {
+		s.corruptc.WithLabelValues(s.name, part).Inc()
+	}
+}
+
 // corrupted handles items that failed to decode or whose checksum did not
 // match during op: it logs and counts each
 // (warmcache_store_corrupt_objects_total), marks the resource incomplete
@@ -127,7 +136,7 @@ func (s *Store) corrupted(op string, bad []keyError) {
 	}
 	for _, b := range bad {
 		part := corruptPart(b.err)
-		s.corruptc.WithLabelValues(s.name, part).Inc()
+		s.countCorrupt(part)
 		s.logger.Error(b.err, "Skipping an object that cannot be decoded; the resource is marked incomplete", "op", op, "key", b.key, "part", part)
 	}
 	err := s.errorf(op, bad[0].err)

@@ -204,7 +204,7 @@ func (s *Store) repair(tx *bbolt.Tx, want []string, indexVersion string) (openFi
 			}
 		}
 		if part := layout.PartOf(err); part != "" {
-			s.corruptc.WithLabelValues(s.name, part).Inc()
+			s.countCorrupt(part)
 		}
 		if reason != "" {
 			if err := tx.DeleteBucket(s.bname); err != nil {
