@@ -123,3 +123,36 @@ func FuzzSelectPart(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMeta checks that decoding a resource's meta never panics, that what
+// decodes with a checksum re-encodes to a meta with the same fields, and
+// that a meta of this schema never decodes once a byte of it changed.
+func FuzzMeta(f *testing.F) {
+	m := layout.Meta{Schema: layout.SchemaVersion, Codec: "protobuf", RV: "42", State: layout.StateComplete, Indexes: []string{"namespace"}}
+	good, err := layout.EncodeMeta(&m)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good, 0, byte(1))
+	f.Add([]byte{0x80}, 0, byte(0))
+	f.Add([]byte{0xc1}, 0, byte(0))
+	f.Fuzz(func(t *testing.T, data []byte, at int, flip byte) {
+		if m, err := layout.DecodeMeta(data); err == nil {
+			again, err := layout.EncodeMeta(&m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m2, err := layout.DecodeMeta(again); err != nil || m2.RV != m.RV || m2.Schema != m.Schema {
+				t.Fatalf("re-encoding %+v gave %+v, %v", m, m2, err)
+			}
+		}
+		if flip == 0 || len(good) == 0 {
+			return
+		}
+		damaged := bytes.Clone(good)
+		damaged[uint(at)%uint(len(damaged))] ^= flip
+		if got, err := layout.DecodeMeta(damaged); err == nil {
+			t.Fatalf("meta with byte %d changed decodes: %+v", uint(at)%uint(len(damaged)), got)
+		}
+	})
+}
