@@ -43,6 +43,7 @@ const (
 	ProblemSelectPart          = check.SelectPart
 	ProblemCount               = check.Count
 	ProblemNotDecoded          = check.NotDecoded
+	ProblemChecksum            = check.Checksum
 )
 
 // testCodecs resolves the codec names the tests record: package codec's,

@@ -63,6 +63,11 @@ const (
 	// corruptExpectReadable: Open, Resource and Verify succeed; Verify may
 	// report problems (damaged payloads, which bbolt cannot know about).
 	corruptExpectReadable corruptExpect = "readable"
+	// corruptExpectDetected: Open succeeds and the damage, inside a value
+	// or key bbolt reads as valid, is caught by a checksum (see
+	// checkDetected): the resource is discarded on open, or Verify names
+	// the record and reads skip it.
+	corruptExpectDetected corruptExpect = "detected"
 )
 
 // corruptVariant is one damaged file.
@@ -71,7 +76,11 @@ type corruptVariant struct {
 	File   string        `json:"file"`
 	Expect corruptExpect `json:"expect"`
 	Dir    bool          `json:"dir,omitempty"` // the path is a directory
-	data   []byte
+	// Part and Key name the record a corruptExpectDetected variant
+	// damaged (a layout.Part*, the object key).
+	Part string `json:"part,omitempty"`
+	Key  string `json:"key,omitempty"`
+	data []byte
 }
 
 var (
@@ -345,6 +354,7 @@ func corruptVariants(t *testing.T) []corruptVariant {
 	vs := structuralVariants(t, "", base, corruptCounts{truncations: 24, garbage: 12}, rng)
 	vs = append(vs, structuralVariants(t, "SyncFull: ", buildCorruptBase(t, Options{Sync: SyncFull}), corruptCounts{truncations: 4, garbage: 4}, rng)...)
 	vs = append(vs, foreignVariants(t, base, rng)...)
+	vs = append(vs, checksumVariants(t, base)...)
 	for i := range vs {
 		vs[i].File = fmt.Sprintf("variant-%02d.db", i)
 	}
@@ -467,6 +477,9 @@ func checkCorruptVariant(ctx context.Context, v corruptVariant, path string, log
 		return fmt.Errorf("Open = %v, want success", err)
 	}
 	defer func() { err = errors.Join(err, db.Close()) }()
+	if v.Expect == corruptExpectDetected {
+		return checkDetected(ctx, v, db)
+	}
 	s, err := db.Resource(ctx, corruptResourceOptions())
 	if err != nil {
 		return fmt.Errorf("Resource: %w", err)

@@ -26,7 +26,7 @@ func TestUndecodableItem(t *testing.T) {
 	must(t, db.Close())
 	rawUpdate(t, path, func(tx *bbolt.Tx) error {
 		_, g := rawLive(t, tx)
-		setEnvelope(t, g, "ns/b", layout.EncodeEnvelope("2", "", []byte("not protobuf")))
+		setEnvelope(t, g, "ns/b", layout.EncodeEnvelope("ns/b", "2", "", []byte("not protobuf")))
 		return nil
 	})
 

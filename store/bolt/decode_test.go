@@ -39,7 +39,7 @@ func TestBulkReadsSkipCorruptAcrossChunks(t *testing.T) {
 	must(t, db.Close())
 	rawUpdate(t, path, func(tx *bbolt.Tx) error {
 		_, g := rawLive(t, tx)
-		setEnvelope(t, g, bad, layout.EncodeEnvelope("1", "", []byte("not protobuf")))
+		setEnvelope(t, g, bad, layout.EncodeEnvelope(bad, "1", "", []byte("not protobuf")))
 		return nil
 	})
 	db = openDB(t, path, Options{Sync: UnsafeNoSync})

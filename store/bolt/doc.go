@@ -16,12 +16,23 @@
 //	  meta                        msgpack: schema version, identity, codec,
 //	                              type fingerprint,
 //	                              index names and version, RV, state,
-//	                              object count, staged generation, times
-//	  live                        8-byte number of the live generation
-//	  gen/<n>/items/   key     -> 8-byte blob id + msgpack {index name: [values]}
+//	                              object count, staged generation, times;
+//	                              then a checksum
+//	  live                        8-byte number of the live generation, checksum
+//	  gen/<n>/items/   key     -> 8-byte blob id + namespace and labels +
+//	                              msgpack {index name: [values]} + checksum
 //	                   (a key that is empty or starts with 0x00 gets a 0x00 prefix)
-//	  gen/<n>/blobs/   blob id -> msgpack [rv, uid, payload]
-//	  gen/<n>/index/<name>/ value 0x00 key -> empty
+//	  gen/<n>/blobs/   blob id -> msgpack [rv, uid, payload, checksum]
+//	  gen/<n>/index/<name>/ value 0x00 key -> checksum
+//
+// Every checksum is a CRC-32C (4 bytes) of the record, bound to the key it
+// is stored under (an envelope's and an item entry's to the object key,
+// an index entry's to its index name): bbolt checksums its meta pages
+// only, so a byte damaged inside a value would otherwise read back as
+// valid data. Reads verify the checksums of what they read (1% of a
+// decode); a mismatch is ErrChecksum (an ErrCorrupt) and is handled like
+// an object that does not decode (invariant 5), and inspect.Verify
+// reports it with the key.
 //
 // An item's envelope carries its RV and UID beside the codec's payload, so
 // ResourceVersionOf and relist diffs never decode objects. A codec.Bound
@@ -88,9 +99,12 @@
 //     is recorded beside the file, so that the next Open returns
 //     ErrCorrupt. A full disk returns ErrDiskFull and a read-only
 //     one ErrReadOnly; the failed transaction leaves the previous content
-//     and RV intact. A read that finds an object it cannot decode skips
-//     it, marks the resource incomplete in the file (the next start
-//     relists) and calls ResourceOptions.OnCorruption.
+//     and RV intact. A read that finds an object it cannot decode, or
+//     whose bytes do not match their checksum, skips it, logs and counts
+//     it (warmcache_store_corrupt_objects_total), marks the resource
+//     incomplete in the file (the next start relists) and calls
+//     ResourceOptions.OnCorruption; a damaged meta or live pointer
+//     discards the resource on open.
 //  6. Objects handed out are never mutated by the store; the hot tier
 //     shares them between callers, who must not mutate them either (as in
 //     client-go), and keeps the objects written to the store, which belong

@@ -10,6 +10,7 @@ import (
 	bberrors "go.etcd.io/bbolt/errors"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
 // Errors of this package. They are wrapped with the operation, the file and,
@@ -37,6 +38,17 @@ var (
 	// matches ErrCorrupt: the caller moves the file aside (MoveAside,
 	// which moves its state file too) and rebuilds it.
 	ErrUnflushed = fmt.Errorf("%w: not flushed before the machine restarted", ErrCorrupt)
+
+	// ErrChecksum is wrapped by the errors of stored bytes that do not
+	// match their checksum: an object's envelope (its payload,
+	// resourceVersion or UID) or item entry, an index entry, a resource's
+	// meta or live pointer. It matches ErrCorrupt, and is handled like
+	// an object that does not decode: reads skip the object (or stop, for
+	// the streaming ones), log it, count it in
+	// warmcache_store_corrupt_objects_total, mark the resource incomplete
+	// and call ResourceOptions.OnCorruption; a damaged meta or live
+	// pointer discards the resource on open (State().Discarded says why).
+	ErrChecksum = layout.ErrChecksum
 
 	// ErrUnsupportedVersion is returned by Open for a file written by a
 	// newer warmcache, whose format this one does not know. The error is a

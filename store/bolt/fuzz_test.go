@@ -11,8 +11,8 @@ import (
 // FuzzEnvelope checks that decoding never panics and that what decodes
 // re-encodes to an envelope with the same fields.
 func FuzzEnvelope(f *testing.F) {
-	f.Add(layout.EncodeEnvelope("123", "uid", []byte("payload")))
-	f.Add(layout.EncodeEnvelope("", "", nil))
+	f.Add(layout.EncodeEnvelope("k", "123", "uid", []byte("payload")))
+	f.Add(layout.EncodeEnvelope("", "", "", nil))
 	f.Add([]byte{0x93, 0xd9, 0x01, 'x', 0xa0, 0xc4, 0x00})
 	f.Add([]byte{0x93, 0xdb, 0xff, 0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -20,7 +20,7 @@ func FuzzEnvelope(f *testing.F) {
 		if err != nil {
 			return
 		}
-		again, err := layout.DecodeEnvelope(layout.EncodeEnvelope(env.RV, env.UID, env.Payload))
+		again, err := layout.DecodeEnvelope(layout.EncodeEnvelope("k", env.RV, env.UID, env.Payload))
 		if err != nil || again.RV != env.RV || again.UID != env.UID || !bytes.Equal(again.Payload, env.Payload) {
 			t.Fatalf("re-encoding %+v gave %+v, %v", env, again, err)
 		}
@@ -120,6 +120,39 @@ func FuzzSelectPart(f *testing.F) {
 		}
 		if got := sp.Labels.Map(); len(got) != len(pod.Labels) || got[k] != pod.Labels[k] || got["app"] != pod.Labels["app"] {
 			t.Fatalf("labels %v, want %v", got, pod.Labels)
+		}
+	})
+}
+
+// FuzzMeta checks that decoding a resource's meta never panics, that what
+// decodes with a checksum re-encodes to a meta with the same fields, and
+// that a meta of this schema never decodes once a byte of it changed.
+func FuzzMeta(f *testing.F) {
+	m := layout.Meta{Schema: layout.SchemaVersion, Codec: "protobuf", RV: "42", State: layout.StateComplete, Indexes: []string{"namespace"}}
+	good, err := layout.EncodeMeta(&m)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good, 0, byte(1))
+	f.Add([]byte{0x80}, 0, byte(0))
+	f.Add([]byte{0xc1}, 0, byte(0))
+	f.Fuzz(func(t *testing.T, data []byte, at int, flip byte) {
+		if m, err := layout.DecodeMeta(data); err == nil {
+			again, err := layout.EncodeMeta(&m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m2, err := layout.DecodeMeta(again); err != nil || m2.RV != m.RV || m2.Schema != m.Schema {
+				t.Fatalf("re-encoding %+v gave %+v, %v", m, m2, err)
+			}
+		}
+		if flip == 0 || len(good) == 0 {
+			return
+		}
+		damaged := bytes.Clone(good)
+		damaged[uint(at)%uint(len(damaged))] ^= flip
+		if got, err := layout.DecodeMeta(damaged); err == nil {
+			t.Fatalf("meta with byte %d changed decodes: %+v", uint(at)%uint(len(damaged)), got)
 		}
 	})
 }

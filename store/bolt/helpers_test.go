@@ -185,27 +185,37 @@ func setEnvelope(t testing.TB, g *layout.Generation, key string, env []byte) {
 	if v == nil {
 		t.Fatalf("no item %q", key)
 	}
-	id, _, err := layout.SplitItemEntry(v)
+	id, _, err := layout.SplitItemEntry([]byte(key), v)
 	must(t, err)
 	must(t, g.Blobs.Put(append([]byte(nil), id...), env))
 }
 
-// appendItemEntry appends the item entry of blob id with raw select part
-// sel and raw reverse entry rev, to write damaged entries.
-func appendItemEntry(dst, id, sel, rev []byte) []byte {
+// appendItemEntry returns the item entry of key with blob id, raw select
+// part sel and raw reverse entry rev, with a valid checksum: to write
+// entries damaged the way a bug would write them.
+func appendItemEntry(key string, id, sel, rev []byte) []byte {
+	var dst []byte
 	dst = append(dst, id...)
 	dst = append(dst, sel...)
-	return append(dst, rev...)
+	return layout.SealItemEntry([]byte(key), append(dst, rev...))
 }
 
 // itemEntry returns the parsed item entry of key in g, which must exist.
 func itemEntry(t testing.TB, g *layout.Generation, key string) layout.ItemEntry {
 	t.Helper()
-	e, err := layout.ParseItemEntry(g.Items.Get([]byte(key)))
+	e, err := layout.ParseItemEntry([]byte(key), g.Items.Get([]byte(key)))
 	if err != nil {
 		t.Fatalf("item entry of %q: %v", key, err)
 	}
 	return e
+}
+
+// putIndexEntry files key under value in index name of g, with a valid
+// checksum: to write entries a bug would write.
+func putIndexEntry(t testing.TB, g *layout.Generation, name, value, key string) {
+	t.Helper()
+	k := layout.IndexKey(value, key)
+	must(t, g.Index.Bucket([]byte(name)).Put(k, layout.NewIndexSum(name).Value(k)))
 }
 
 // rawMeta rewrites the pods resource's meta with fn.

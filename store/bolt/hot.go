@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
 // hotTier is the hot tier: a least-recently-used cache of decoded objects
@@ -17,8 +19,13 @@ import (
 // one its object was decoded (or encoded) from. Two checks keep it so:
 //
 //   - Reads that open a transaction anyway (bulk reads, writers' reads)
-//     check an entry against a hash of the envelope read in that
-//     transaction (short of a 64-bit hash collision on the same key).
+//     check an entry against the envelope read in that transaction: its
+//     checksum (a CRC-32C of its bytes, which the read verified anyway,
+//     see layout.EnvelopeOf) and a hash of its resourceVersion, so the
+//     check reads 4 bytes and hashes the few of the resourceVersion
+//     instead of hashing the envelope. A stale object would take another
+//     envelope for the same key with the same resourceVersion (the
+//     apiserver gives every write a new one) and the same CRC-32C.
 //   - A point read needs no transaction for a "fast" entry: one put by the
 //     store's own write (commit), or by a read or hash check that no write
 //     followed before the entry was put (seq), while no other write has
@@ -177,9 +184,12 @@ func costFactor(codecName string) float64 {
 	return 3
 }
 
-// sum returns the hash of an envelope.
+// sum returns what identifies the bytes of an envelope whose checksum was
+// verified (or just written): the checksum, and a hash of the
+// resourceVersion.
 func (p *hotPart) sum(env []byte) uint64 {
-	return maphash.Bytes(p.tier.seed, env)
+	rv, _ := layout.EnvelopeRVBytes(env)
+	return uint64(layout.EnvelopeSum(env))<<32 | uint64(uint32(maphash.Bytes(p.tier.seed, rv)))
 }
 
 // cost estimates the bytes an entry for key with an envelope of envLen

@@ -7,7 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Hot tier metrics, labelled resource=<the store's Identity.String()>:
+// Store metrics, labelled resource=<the store's Identity.String()>: the
+// hot tier's
 //
 //	warmcache_store_hot_hits_total       point reads (Get, GetByKey) served by the hot tier
 //	warmcache_store_hot_misses_total     point reads that decoded the object
@@ -15,12 +16,25 @@ import (
 //	warmcache_store_hot_bytes            estimated bytes of the cached objects
 //	warmcache_store_hot_entries          cached objects
 //
+// and, also labelled part=envelope|item|index|meta|live,
+//
+//	warmcache_store_corrupt_objects_total  stored records found corrupt: a checksum
+//	                                       mismatch or an object that does not decode
+//
+// which counts each detection: an object skipped by a read (envelope: its
+// payload, resourceVersion or UID; item: its item entry), an index entry
+// skipped (index), and a resource whose meta or live pointer was found
+// damaged on open and its data discarded (meta, live). A damaged object
+// read again before the relist rewrites it is counted again.
+//
 // A DB registers them on Options.Registerer (nothing is registered without
 // one). Several DBs may share a registry: the second finds the first's
 // collectors and adds to them.
 type hotCollectors struct {
 	hits, misses, evictions *prometheus.CounterVec
 	bytes, entries          *prometheus.GaugeVec
+	// corrupt is labelled by resource and part.
+	corrupt *prometheus.CounterVec
 }
 
 // hotMetrics is one store's series.
@@ -45,11 +59,14 @@ func newHotCollectors(reg prometheus.Registerer) (*hotCollectors, error) {
 		evictions: counter("hot_evictions_total", "Objects evicted from the hot tier to stay within its byte budget."),
 		bytes:     gauge("hot_bytes", "Estimated heap bytes of the objects in the hot tier."),
 		entries:   gauge("hot_entries", "Objects in the hot tier."),
+		corrupt: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "warmcache", Subsystem: "store", Name: "corrupt_objects_total",
+			Help: "Stored records found corrupt (checksum mismatch, or an object that does not decode), by part: envelope, item, index (skipped by reads), meta, live (the resource discarded on open)."},
+			[]string{"resource", "part"}),
 	}
 	if reg == nil {
 		return c, nil
 	}
-	for _, p := range []**prometheus.CounterVec{&c.hits, &c.misses, &c.evictions} {
+	for _, p := range []**prometheus.CounterVec{&c.hits, &c.misses, &c.evictions, &c.corrupt} {
 		if err := register(reg, p); err != nil {
 			return nil, err
 		}
@@ -74,7 +91,7 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c *T) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("register hot tier metrics: %w", err)
+		return fmt.Errorf("register store metrics: %w", err)
 	}
 	return nil
 }

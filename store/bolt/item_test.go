@@ -174,7 +174,7 @@ func TestRebuildRewritesDamagedReverseEntry(t *testing.T) {
 	rawUpdate(t, path, func(tx *bbolt.Tx) error {
 		_, g := rawLive(t, tx)
 		b := itemEntry(t, g, "ns/b")
-		return g.Items.Put([]byte("ns/b"), appendItemEntry(nil, b.ID, b.Select, []byte{0x81, 0xa1}))
+		return g.Items.Put([]byte("ns/b"), appendItemEntry("ns/b", b.ID, b.Select, []byte{0x81, 0xa1}))
 	})
 
 	db = openDB(t, path, Options{Sync: UnsafeNoSync})

@@ -57,10 +57,12 @@ type Options struct {
 	// an object's bytes are estimated. Default (nil): DefaultHotBytes;
 	// a pointer to 0 (or less) disables it.
 	HotBytes *int64
-	// Registerer, if set, receives the hot tier's Prometheus metrics
-	// (warmcache_store_hot_*, labelled by resource) and the file check's
-	// (warmcache_store_file_*, labelled by file). Several DBs may
-	// share one. Default: nil (no metrics registered; never the global
+	// Registerer, if set, receives the stores' Prometheus metrics: the
+	// hot tier's (warmcache_store_hot_*, labelled by resource),
+	// warmcache_store_corrupt_objects_total (labelled by resource and
+	// part, see hotmetrics.go) and the file check's
+	// (warmcache_store_file_*, labelled by file). Several DBs may share
+	// one. Default: nil (no metrics registered; never the global
 	// registry unless it is passed).
 	Registerer prometheus.Registerer
 	// CheckAtOpen makes Open read and check every page of the file before

@@ -212,7 +212,7 @@ func TestMismatchDiscards(t *testing.T) {
 		}, reason: "envelope sequence 0 is below"},
 		{name: "live generation missing", damage: func(t *testing.T, path string) {
 			rawUpdate(t, path, func(tx *bbolt.Tx) error {
-				return tx.Bucket([]byte(podsID.String())).Put(layout.LiveKey, layout.GenName(99))
+				return tx.Bucket([]byte(podsID.String())).Put(layout.LiveKey, layout.LiveValue(99))
 			})
 		}, reason: "live data unreadable"},
 	}

@@ -92,21 +92,53 @@ func (s *Store) readEntry(g *layout.Generation, k, v []byte) (interface{}, error
 	return s.readItem(k, env)
 }
 
-// keyError is an item that failed to decode.
+// keyError is an item that failed to decode, or whose stored bytes do not
+// match their checksum.
 type keyError struct {
 	key string
 	err error
 }
 
-// corrupted handles items that failed to decode during op: it logs each,
-// marks the resource incomplete (in the file, so that the next start
-// relists) and calls OnCorruption. It must be called without s.mu held.
+// errIndexWithoutItem is wrapped by the error of an index entry that names
+// a key without an item.
+var errIndexWithoutItem = errors.New("index entry without an item")
+
+// corruptPart names the part of the data err found corrupt, for the
+// corrupt objects metric: the part whose checksum failed, "index" for an
+// index entry without its item, else "envelope" (an envelope or payload
+// that does not decode, a missing envelope).
+func corruptPart(err error) string {
+	if p := layout.PartOf(err); p != "" {
+		return p
+	}
+	if errors.Is(err, errIndexWithoutItem) {
+		return layout.PartIndex
+	}
+	return layout.PartEnvelope
+}
+
+// countCorrupt counts a corrupt record of part in
+// warmcache_store_corrupt_objects_total (nothing for a store without the
+// collector: inspect.OpenRecorded's).
+func (s *Store) countCorrupt(part string) {
+	if s.corruptc != nil {
+		s.corruptc.WithLabelValues(s.name, part).Inc()
+	}
+}
+
+// corrupted handles items that failed to decode or whose checksum did not
+// match during op: it logs and counts each
+// (warmcache_store_corrupt_objects_total), marks the resource incomplete
+// (in the file, so that the next start relists) and calls OnCorruption. It
+// must be called without s.mu held.
 func (s *Store) corrupted(op string, bad []keyError) {
 	if len(bad) == 0 {
 		return
 	}
 	for _, b := range bad {
-		s.logger.Error(b.err, "Skipping an object that cannot be decoded; the resource is marked incomplete", "op", op, "key", b.key)
+		part := corruptPart(b.err)
+		s.countCorrupt(part)
+		s.logger.Error(b.err, "Skipping an object that cannot be decoded; the resource is marked incomplete", "op", op, "key", b.key, "part", part)
 	}
 	err := s.errorf(op, bad[0].err)
 	s.markIncomplete(fmt.Sprintf("%s: %d objects could not be decoded, first %q: %v", op, len(bad), bad[0].key, bad[0].err))
@@ -252,20 +284,31 @@ func (s *Store) ListKeys() []string {
 
 // ResourceVersionOf returns the resourceVersion of the object stored under
 // key, read from the item's envelope without decoding the object.
+// An item whose checksum does not match returns an error wrapping
+// ErrChecksum and is handled like an object that does not decode.
 func (s *Store) ResourceVersionOf(key string) (rv string, exists bool, err error) {
-	err = s.readLive("resource version of", func(g *layout.Generation) error {
+	const op = "resource version of"
+	var bad error
+	err = s.readLive(op, func(g *layout.Generation) error {
 		v, err := g.Lookup([]byte(key))
-		if err != nil || v == nil {
-			return err
+		if err == nil && v != nil {
+			if rv, err = layout.EnvelopeRV(v); err != nil {
+				err = fmt.Errorf("%w: item %q: %w", ErrCorrupt, key, err)
+			}
 		}
-		exists = true
-		if rv, err = layout.EnvelopeRV(v); err != nil {
-			return fmt.Errorf("%w: item %q: %w", ErrCorrupt, key, err)
+		if err != nil {
+			bad = err
+			return nil
 		}
+		exists = v != nil
 		return nil
 	})
 	if err != nil {
 		return "", false, err
+	}
+	if bad != nil {
+		s.corrupted(op, []keyError{{key, bad}})
+		return "", false, s.errorf(op, bad)
 	}
 	return rv, exists, nil
 }
@@ -281,24 +324,44 @@ func (s *Store) indexFor(op, name string) (indexer, error) {
 	return ix.list[i], nil
 }
 
-// indexKeysIn appends to keys the object keys filed under value in b, in
-// key order.
-func indexKeysIn(b *bbolt.Bucket, value string, keys []string) ([]string, error) {
+// indexKeysIn appends to keys the object keys filed under value in
+// index x, in key order, and to bad the entries whose checksum does not
+// match (skipped).
+func indexKeysIn(x index, value string, keys []string, bad []keyError) ([]string, []keyError) {
 	prefix := layout.AppendIndexPrefix(nil, value)
-	c := b.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		keys = append(keys, string(k[len(prefix):]))
+	c := x.b.Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		key := string(k[len(prefix):])
+		if err := x.sums.Verify(k, v); err != nil {
+			bad = append(bad, keyError{key, indexEntryError(x.name, value, key, err)})
+			continue
+		}
+		keys = append(keys, key)
 	}
-	return keys, nil
+	return keys, bad
 }
 
-// openIndex returns the bucket of the named index in g.
-func openIndex(g *layout.Generation, name string) (*bbolt.Bucket, error) {
+// indexEntryError is the error of the entry of index name filing key
+// under value whose checksum does not match (both as stored).
+func indexEntryError(name, value, key string, err error) error {
+	return fmt.Errorf("%w: index %q: entry for %q under %q: %w", ErrCorrupt, name, key, value, err)
+}
+
+// index is an index bucket of a generation, open in a read transaction,
+// and the checksums of its entries.
+type index struct {
+	name string
+	b    *bbolt.Bucket
+	sums layout.IndexSum
+}
+
+// openIndex returns the named index of g.
+func openIndex(g *layout.Generation, name string) (index, error) {
 	b := g.Index.Bucket([]byte(name))
 	if b == nil {
-		return nil, fmt.Errorf("%w: index bucket %q missing", ErrCorrupt, name)
+		return index{}, fmt.Errorf("%w: index bucket %q missing", ErrCorrupt, name)
 	}
-	return b, nil
+	return index{name: name, b: b, sums: layout.NewIndexSum(name)}, nil
 }
 
 // getKeys decodes the objects stored under keys on every core, in the
@@ -311,7 +374,7 @@ func (s *Store) getKeys(g *layout.Generation, keys []string) ([]interface{}, []k
 		v := g.Items.Get(k)
 		if v == nil {
 			b.flush()
-			b.bad = append(b.bad, keyError{key, fmt.Errorf("%w: index entry for %q without an item", ErrCorrupt, key)})
+			b.bad = append(b.bad, keyError{key, fmt.Errorf("%w: %w: %q", ErrCorrupt, errIndexWithoutItem, key)})
 			continue
 		}
 		b.addEntry(g, k, v)
@@ -334,20 +397,20 @@ func (s *Store) Index(indexName string, obj interface{}) ([]interface{}, error) 
 	var out []interface{}
 	var bad []keyError
 	err = s.readLive("index", func(g *layout.Generation) error {
-		b, err := openIndex(g, indexName)
+		x, err := openIndex(g, indexName)
 		if err != nil {
 			return err
 		}
 		var keys []string
+		var badEntries []keyError
 		for _, v := range values {
-			if keys, err = indexKeysIn(b, v, keys); err != nil {
-				return err
-			}
+			keys, badEntries = indexKeysIn(x, v, keys, badEntries)
 		}
 		if len(values) > 1 {
 			keys = sortedUnique(keys)
 		}
 		out, bad = s.getKeys(g, keys)
+		bad = append(badEntries, bad...)
 		return nil
 	})
 	if err != nil {
@@ -364,17 +427,19 @@ func (s *Store) IndexKeys(indexName, indexedValue string) ([]string, error) {
 		return nil, err
 	}
 	keys := []string{}
+	var bad []keyError
 	err := s.readLive("index keys", func(g *layout.Generation) error {
-		b, err := openIndex(g, indexName)
+		x, err := openIndex(g, indexName)
 		if err != nil {
 			return err
 		}
-		keys, err = indexKeysIn(b, indexedValue, keys)
-		return err
+		keys, bad = indexKeysIn(x, indexedValue, keys, nil)
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	s.corrupted("index keys", bad)
 	return keys, nil
 }
 
@@ -388,15 +453,13 @@ func (s *Store) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
 	var out []interface{}
 	var bad []keyError
 	err := s.readLive("by index", func(g *layout.Generation) error {
-		b, err := openIndex(g, indexName)
+		x, err := openIndex(g, indexName)
 		if err != nil {
 			return err
 		}
-		keys, err := indexKeysIn(b, indexedValue, nil)
-		if err != nil {
-			return err
-		}
+		keys, badEntries := indexKeysIn(x, indexedValue, nil, nil)
 		out, bad = s.getKeys(g, keys)
+		bad = append(badEntries, bad...)
 		return nil
 	})
 	if err != nil {
@@ -414,27 +477,36 @@ func (s *Store) ListIndexFuncValues(indexName string) []string {
 	if _, err := s.indexFor("list index values", indexName); err != nil {
 		return out
 	}
+	var bad []keyError
 	err := s.readLive("list index values", func(g *layout.Generation) error {
-		b, err := openIndex(g, indexName)
+		x, err := openIndex(g, indexName)
 		if err != nil {
 			return err
 		}
-		c := b.Cursor()
-		for k, _ := c.First(); k != nil; {
-			value, _, err := layout.SplitIndexKey(k)
+		c := x.b.Cursor()
+		for k, v := c.First(); k != nil; {
+			value, key, err := layout.SplitIndexKey(k)
+			if err == nil {
+				err = x.sums.Verify(k, v)
+			}
 			if err != nil {
-				return fmt.Errorf("%w: index %q: %w", ErrCorrupt, indexName, err)
+				// A damaged entry names no value that can be
+				// trusted: skip it, not the entries after it.
+				bad = append(bad, keyError{key, indexEntryError(indexName, value, key, err)})
+				k, v = c.Next()
+				continue
 			}
 			out = append(out, value)
 			// Skip the other keys filed under value: seek past
 			// escaped(value) 0x00 with the smallest greater prefix.
 			next := layout.AppendIndexPrefix(nil, value)
 			next[len(next)-1] = 0x01
-			k, _ = c.Seek(next)
+			k, v = c.Seek(next)
 		}
 		return nil
 	})
 	s.readFailed("list index values", err)
+	s.corrupted("list index values", bad)
 	return out
 }
 

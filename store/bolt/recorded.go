@@ -97,7 +97,7 @@ func (db *DB) openRecorded(ctx context.Context, id Identity, c codec.Codec) (*St
 	for i, n := range m.Indexes {
 		list[i] = indexer{name: n}
 	}
-	s := &Store{db: db, id: id, name: name, bname: []byte(name), codec: c, readOnly: true}
+	s := &Store{db: db, id: id, name: name, bname: []byte(name), codec: c, readOnly: true, corruptc: db.hotc.corrupt}
 	if db.hot != nil {
 		s.hot = db.hot.part(c.Name(), db.hotc.forResource(name), &db.hotEpoch)
 	}

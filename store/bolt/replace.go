@@ -284,7 +284,7 @@ func (r *replaceTx) Commit(ctx context.Context, rv string) error {
 		if old, err = layout.LiveGen(res); err != nil {
 			return fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
-		if err := res.Put(layout.LiveKey, layout.GenName(r.gen)); err != nil {
+		if err := res.Put(layout.LiveKey, layout.LiveValue(r.gen)); err != nil {
 			return err
 		}
 		now := time.Now().UnixNano()

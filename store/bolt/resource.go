@@ -55,6 +55,7 @@ func (db *DB) Resource(ctx context.Context, opts ResourceOptions) (*Store, error
 		keyFunc:   opts.KeyFunc,
 		onCorrupt: opts.OnCorruption,
 		readOnly:  db.opts.ReadOnly,
+		corruptc:  db.hotc.corrupt,
 	}
 	tier := db.hot
 	if opts.HotBytes != nil {
@@ -205,9 +206,12 @@ func (s *Store) repair(tx *bbolt.Tx, want []string, indexVersion string) (openFi
 		if err != nil {
 			reason = fmt.Sprintf("metadata unreadable: %v", err)
 		} else if reason = s.mismatch(&m); reason == "" {
-			if err := checkLive(res); err != nil {
+			if err = checkLive(res); err != nil {
 				reason = fmt.Sprintf("live data unreadable: %v", err)
 			}
+		}
+		if part := layout.PartOf(err); part != "" {
+			s.countCorrupt(part)
 		}
 		var sealed sealFindings
 		if reason == "" {
@@ -285,7 +289,7 @@ func (s *Store) create(tx *bbolt.Tx, discarded string, want []string, indexVersi
 	if _, err := layout.CreateGeneration(res, 1, want); err != nil {
 		return openFindings{}, err
 	}
-	if err := res.Put(layout.LiveKey, layout.GenName(1)); err != nil {
+	if err := res.Put(layout.LiveKey, layout.LiveValue(1)); err != nil {
 		return openFindings{}, err
 	}
 	return openFindings{meta: m, discarded: discarded}, layout.PutMeta(res, &m)

@@ -158,6 +158,8 @@ type selectWalk struct {
 	started bool
 	// workers decode each chunk; 0: GOMAXPROCS.
 	workers int
+	// sums checks the entries of an index source.
+	sums layout.IndexSum
 }
 
 // next examines up to selectExamine entries after w's position in one read
@@ -176,6 +178,10 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 		}
 		for examined := 0; k != nil; k, v = c.Next() {
 			key, entry, err := w.item(g, k, v)
+			if errors.Is(err, ErrCorrupt) {
+				bad = &keyError{string(key), err}
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -234,11 +240,11 @@ func (w *selectWalk) start(g *layout.Generation) (cursor, []byte, []byte, error)
 	if w.src.index == "" {
 		c = g.Items.Cursor()
 	} else {
-		b, err := openIndex(g, w.src.index)
+		x, err := openIndex(g, w.src.index)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		c = b.Cursor()
+		c, w.sums = x.b.Cursor(), x.sums
 	}
 	if !w.started {
 		if len(w.src.prefix) == 0 {
@@ -256,7 +262,9 @@ func (w *selectWalk) start(g *layout.Generation) (cursor, []byte, []byte, error)
 }
 
 // item maps a cursor entry of w's source to an object key and item entry;
-// a nil key is the end of the source.
+// a nil key is the end of the source. An index entry whose checksum does
+// not match, or without its item, is an error wrapping ErrCorrupt, with
+// the key it names.
 func (w *selectWalk) item(g *layout.Generation, k, v []byte) ([]byte, []byte, error) {
 	if !bytes.HasPrefix(k, w.src.prefix) {
 		return nil, nil, nil
@@ -265,9 +273,13 @@ func (w *selectWalk) item(g *layout.Generation, k, v []byte) ([]byte, []byte, er
 		return k, v, nil
 	}
 	key := k[len(w.src.prefix):]
+	if err := w.sums.Verify(k, v); err != nil {
+		value, _, _ := layout.SplitIndexKey(k)
+		return key, nil, indexEntryError(w.src.index, value, string(key), err)
+	}
 	entry := g.Items.Get(key)
 	if entry == nil {
-		return nil, nil, fmt.Errorf("%w: index %q: entry for %q without an item", ErrCorrupt, w.src.index, key)
+		return key, nil, fmt.Errorf("%w: index %q: %w: %q", ErrCorrupt, w.src.index, errIndexWithoutItem, key)
 	}
 	return key, entry, nil
 }

@@ -235,14 +235,14 @@ func TestSelectCorruptEntry(t *testing.T) {
 	}{
 		{"select part", func(t *testing.T, g *layout.Generation) {
 			b := itemEntry(t, g, "ns/b")
-			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry(nil, b.ID, []byte{0xa5, 'x'}, b.Reverse)))
+			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry("ns/b", b.ID, []byte{0xa5, 'x'}, b.Reverse)))
 		}, store.Selection{Labels: parseSelector(t, "app=c")}},
 		{"labels", func(t *testing.T, g *layout.Generation) {
 			b := itemEntry(t, g, "ns/b")
-			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry(nil, b.ID, []byte{0xc0, 0x82, 0xa1, 'x'}, b.Reverse)))
+			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry("ns/b", b.ID, []byte{0xc0, 0x82, 0xa1, 'x'}, b.Reverse)))
 		}, store.Selection{Namespace: "ns"}},
 		{"selected payload", func(t *testing.T, g *layout.Generation) {
-			setEnvelope(t, g, "ns/b", layout.EncodeEnvelope("2", "", []byte("garbage")))
+			setEnvelope(t, g, "ns/b", layout.EncodeEnvelope("ns/b", "2", "", []byte("garbage")))
 		}, store.Selection{Labels: parseSelector(t, "app=b")}},
 		{"index entry without item", func(t *testing.T, g *layout.Generation) {
 			must(t, g.Index.Bucket([]byte(cache.NamespaceIndex)).Put(layout.IndexKey("ns", "ns/ghost"), nil))

@@ -61,7 +61,7 @@ func (m *selectMatcher) everything() bool { return m.namespace == nil && m.all }
 // ErrCorrupt; an object without metadata fails a selection with a
 // namespace or labels (errNoMetadata).
 func (m *selectMatcher) matches(key, v []byte) (bool, error) {
-	e, err := layout.ParseItemEntry(v)
+	e, err := layout.ParseItemEntry(key, v)
 	if err != nil {
 		return false, fmt.Errorf("%w: item %q: %w", ErrCorrupt, key, err)
 	}

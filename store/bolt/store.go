@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -72,6 +73,9 @@ type Store struct {
 	// hot is the store's part of its hot tier of decoded objects; nil if
 	// disabled.
 	hot *hotPart
+	// corruptc counts corrupt records (see hotCollectors), by resource
+	// and part.
+	corruptc *prometheus.CounterVec
 
 	closed atomic.Bool
 	// indexers is the current indexer set, replaced (never modified) by

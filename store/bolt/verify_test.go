@@ -23,11 +23,11 @@ func TestVerifyDetects(t *testing.T) {
 	}{
 		{"index entry without item", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			must(t, g.Index.Bucket([]byte(cache.NamespaceIndex)).Put(layout.IndexKey("ns", "ns/ghost"), nil))
+			putIndexEntry(t, g, cache.NamespaceIndex, "ns", "ns/ghost")
 		}, ProblemIndexWithoutItem, "ns/ghost"},
 		{"index entry not in reverse", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			must(t, g.Index.Bucket([]byte(cache.NamespaceIndex)).Put(layout.IndexKey("elsewhere", "ns/a"), nil))
+			putIndexEntry(t, g, cache.NamespaceIndex, "elsewhere", "ns/a")
 		}, ProblemIndexWithoutReverse, "ns/a"},
 		{"missing index entry", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
@@ -39,59 +39,59 @@ func TestVerifyDetects(t *testing.T) {
 		}, ProblemBlobWithoutItem, ""},
 		{"item without envelope", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			id, _, err := layout.SplitItemEntry(g.Items.Get([]byte("ns/c")))
+			id, _, err := layout.SplitItemEntry([]byte("ns/c"), g.Items.Get([]byte("ns/c")))
 			must(t, err)
 			must(t, g.Blobs.Delete(append([]byte(nil), id...)))
 		}, ProblemItem, "ns/c"},
 		{"envelope shared by two items", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
 			a, b := itemEntry(t, g, "ns/a"), itemEntry(t, g, "ns/b")
-			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry(nil, a.ID, b.Select, b.Reverse)))
+			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry("ns/b", a.ID, b.Select, b.Reverse)))
 		}, ProblemItem, "ns/b"},
 		{"item entry shorter than a blob id", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			must(t, g.Items.Put([]byte("ns/b"), []byte{1, 2, 3}))
+			must(t, g.Items.Put([]byte("ns/b"), layout.SealItemEntry([]byte("ns/b"), []byte{1, 2, 3})))
 		}, ProblemItem, "ns/b"},
 		{"reverse entry does not decode", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
 			b := itemEntry(t, g, "ns/b")
-			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry(nil, b.ID, b.Select, []byte{0x81, 0xa1})))
+			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry("ns/b", b.ID, b.Select, []byte{0x81, 0xa1})))
 		}, ProblemReverseWithoutIndex, "ns/b"},
 		{"labels differ from the object's", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
 			b := itemEntry(t, g, "ns/b")
 			other := mkPod("ns", "b", "2")
 			other.Labels = map[string]string{"app": "other"}
-			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry(nil, b.ID, layout.AppendSelectPart(nil, "ns/b", other), b.Reverse)))
+			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry("ns/b", b.ID, layout.AppendSelectPart(nil, "ns/b", other), b.Reverse)))
 		}, ProblemSelectPart, "ns/b"},
 		{"labels missing", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
 			b := itemEntry(t, g, "ns/b")
-			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry(nil, b.ID, []byte{0xc0, 0x80}, b.Reverse)))
+			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry("ns/b", b.ID, []byte{0xc0, 0x80}, b.Reverse)))
 		}, ProblemSelectPart, "ns/b"},
 		{"namespace differs from the object's", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
 			b := itemEntry(t, g, "ns/b")
-			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry(nil, b.ID, layout.AppendSelectPart(nil, "ns/b", mkPod("elsewhere", "b", "2")), b.Reverse)))
+			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry("ns/b", b.ID, layout.AppendSelectPart(nil, "ns/b", mkPod("elsewhere", "b", "2")), b.Reverse)))
 		}, ProblemSelectPart, "ns/b"},
 		{"select part does not parse", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
 			b := itemEntry(t, g, "ns/b")
-			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry(nil, b.ID, []byte{0xa5, 'x'}, b.Reverse)))
+			must(t, g.Items.Put([]byte("ns/b"), appendItemEntry("ns/b", b.ID, []byte{0xa5, 'x'}, b.Reverse)))
 		}, ProblemSelectPart, "ns/b"},
 		{"envelope RV differs from the object's", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
 			env, err := layout.DecodeEnvelope(rawEnvelope(t, g, "ns/a"))
 			must(t, err)
-			setEnvelope(t, g, "ns/a", layout.EncodeEnvelope("999", env.UID, env.Payload))
+			setEnvelope(t, g, "ns/a", layout.EncodeEnvelope("ns/a", "999", env.UID, env.Payload))
 		}, ProblemItem, "ns/a"},
 		{"payload does not decode", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			setEnvelope(t, g, "ns/b", layout.EncodeEnvelope("2", "", []byte("garbage")))
+			setEnvelope(t, g, "ns/b", layout.EncodeEnvelope("ns/b", "2", "", []byte("garbage")))
 		}, ProblemItem, "ns/b"},
 		{"envelope does not decode", func(t *testing.T, tx *bbolt.Tx) {
 			_, g := rawLive(t, tx)
-			setEnvelope(t, g, "ns/b", []byte{0x93, 0xa1})
+			setEnvelope(t, g, "ns/b", layout.SealEnvelope([]byte("ns/b"), []byte{0x94, 0xd9}))
 		}, ProblemItem, "ns/b"},
 		{"wrong count", func(t *testing.T, tx *bbolt.Tx) {
 			res, _ := rawLive(t, tx)

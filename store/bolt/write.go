@@ -68,7 +68,7 @@ func (s *Store) encode(key string, obj interface{}) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w with codec %s: %w", ErrEncode, s.codec.Name(), err)
 	}
-	if err := layout.FinishEnvelope(buf, off); err != nil {
+	if buf, err = layout.FinishEnvelope(buf, off, []byte(key)); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrEncode, err)
 	}
 	return buf, nil
@@ -144,6 +144,7 @@ type writer struct {
 	g     *layout.Generation
 	names []string // index names, aligned with prepared.values
 	idx   []*bbolt.Bucket
+	sums  []layout.IndexSum // aligned with idx
 	// refile ignores the index values recorded in item entries: an index
 	// rebuild files every item again into emptied index buckets.
 	refile bool
@@ -155,13 +156,14 @@ type writer struct {
 func (w *writer) indexBucket(i int) (*bbolt.Bucket, error) {
 	if w.idx == nil {
 		w.idx = make([]*bbolt.Bucket, len(w.names))
+		w.sums = make([]layout.IndexSum, len(w.names))
 	}
 	if w.idx[i] == nil {
 		b := w.g.Index.Bucket([]byte(w.names[i]))
 		if b == nil {
 			return nil, fmt.Errorf("%w: index bucket %q missing", ErrCorrupt, w.names[i])
 		}
-		w.idx[i] = b
+		w.idx[i], w.sums[i] = b, layout.NewIndexSum(w.names[i])
 	}
 	return w.idx[i], nil
 }
@@ -201,10 +203,10 @@ func (w *writer) put(key string, env, sel []byte, values [][]string) (added bool
 			// (the index buckets were emptied) and writes both
 			// afresh, so a damaged entry is rewritten rather than
 			// stopping an index rebuild.
-			id, err = layout.ItemBlobID(cur)
+			id, err = layout.ItemBlobID(k, cur)
 		} else {
 			var e layout.ItemEntry
-			if e, err = layout.ParseItemEntry(cur); err == nil {
+			if e, err = layout.ParseItemEntry(k, cur); err == nil {
 				id, changed = e.ID, !bytes.Equal(e.Select, sel)
 				old, err = layout.DecodeReverse(e.Reverse)
 			}
@@ -239,7 +241,8 @@ func (w *writer) put(key string, env, sel []byte, values [][]string) (added bool
 		}
 		for _, v := range nv {
 			if !slices.Contains(ov, v) {
-				if err := b.Put(layout.IndexKey(v, key), nil); err != nil {
+				ik := layout.IndexKey(v, key)
+				if err := b.Put(ik, w.sums[i].Value(ik)); err != nil {
 					return false, err
 				}
 			}
@@ -269,7 +272,7 @@ func (w *writer) put(key string, env, sel []byte, values [][]string) (added bool
 	}
 	// A new slice: the entry must not share memory with id, the
 	// envelope's key.
-	return added, w.g.Items.Put(k, layout.AppendItemEntry(make([]byte, 0, len(id)+len(sel)+64), id, sel, w.names, values))
+	return added, w.g.Items.Put(k, layout.AppendItemEntry(make([]byte, 0, len(id)+len(sel)+64), k, id, sel, w.names, values))
 }
 
 // remove deletes key, its envelope and its index entries.
@@ -279,7 +282,7 @@ func (w *writer) remove(key string) (bool, error) {
 	if cur == nil {
 		return false, nil
 	}
-	old, err := layout.ItemReverse(cur)
+	old, err := layout.ItemReverse(k, cur)
 	if err != nil {
 		return false, fmt.Errorf("%w: key %q: %w", ErrCorrupt, key, err)
 	}

@@ -51,6 +51,12 @@ const (
 	// ProblemNotDecoded: no codec is known for the resource (see
 	// Verify's codecs), so its payloads were not checked.
 	ProblemNotDecoded ProblemKind = check.NotDecoded
+	// ProblemChecksum: stored bytes do not match their checksum: an
+	// item's envelope (its payload, resourceVersion or UID: Key names
+	// the item), an item entry (Key), or an index entry (Index, Value
+	// and Key as stored, which the damage may have changed). The
+	// record is not checked further; a store's reads skip it.
+	ProblemChecksum ProblemKind = check.Checksum
 )
 
 // Problem is one inconsistency found by Verify.
@@ -70,7 +76,9 @@ func (p Problem) String() string {
 }
 
 // Verify checks every resource of db's file against invariant 4 and
-// reports each inconsistency to report: every index entry has its item and
+// reports each inconsistency to report: every envelope, item entry and
+// index entry matches its checksum (a resource's meta and live pointer
+// too: ProblemMeta, ProblemLayout); every index entry has its item and
 // agrees with the item's reverse entry; every reverse entry has its index
 // entries; every item has an envelope of its own and every envelope an
 // item; every item decodes, its envelope's resourceVersion is the decoded

@@ -126,7 +126,7 @@ func corruptItemFile(t *testing.T, dir string) string {
 	p := filepath.Join(dir, "item.db")
 	writeFixture(t, p, fixtureOptions{podsOnly: true})
 	mutate(t, p, func(tx *bbolt.Tx) error {
-		return setEnvelope(t, tx, podsID, "ns-001/app-1-00000001-x7k2p", []byte("\x93\xa11\xa1u\xc4\x03abc"))
+		return setEnvelope(t, tx, podsID, "ns-001/app-1-00000001-x7k2p", []byte("\x94\xa11\xa1u\xc4\x03abc"))
 	})
 	return p
 }

@@ -80,10 +80,11 @@ func TestVerifyFindsProblems(t *testing.T) {
 			return liveGeneration(t, tx, podsID).Bucket([]byte("index")).Bucket([]byte("nodeName")).Delete(append([]byte("node-0001\x00"), victim...))
 		}, []string{`pods: reverse-without-index key "ns-001/app-1-00000001-x7k2p" index "nodeName" value "node-0001"`}},
 		{"index entry added", func(t *testing.T, tx *bbolt.Tx) error {
-			return liveGeneration(t, tx, podsID).Bucket([]byte("index")).Bucket([]byte("nodeName")).Put(append([]byte("node-9999\x00"), victim...), nil)
+			k := append([]byte("node-9999\x00"), victim...)
+			return liveGeneration(t, tx, podsID).Bucket([]byte("index")).Bucket([]byte("nodeName")).Put(k, indexEntryValue("nodeName", k))
 		}, []string{`pods: index-without-reverse key "ns-001/app-1-00000001-x7k2p" index "nodeName" value "node-9999"`}},
 		{"payload garbage", func(t *testing.T, tx *bbolt.Tx) error {
-			return setEnvelope(t, tx, podsID, string(victim), []byte("\x93\xa11\xa1u\xc4\x03abc"))
+			return setEnvelope(t, tx, podsID, string(victim), []byte("\x94\xa11\xa1u\xc4\x03abc"))
 		}, []string{`pods: item key "ns-001/app-1-00000001-x7k2p": payload does not decode`}},
 		{"envelope garbage", func(t *testing.T, tx *bbolt.Tx) error {
 			return setEnvelope(t, tx, deployID, "ns-000/web-0", []byte("junk"))

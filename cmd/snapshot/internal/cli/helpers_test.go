@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -251,31 +254,55 @@ func liveGeneration(t testing.TB, tx *bbolt.Tx, id bolt.Identity) *bbolt.Bucket 
 	if res == nil {
 		t.Fatalf("no bucket %s", id)
 	}
-	gen := res.Bucket([]byte("gen")).Bucket(res.Get([]byte("live")))
+	live := res.Get([]byte("live")) // generation number, checksum
+	if len(live) != 12 {
+		t.Fatalf("live pointer of %d bytes in %s", len(live), id)
+	}
+	gen := res.Bucket([]byte("gen")).Bucket(live[:8])
 	if gen == nil {
 		t.Fatalf("no live generation in %s", id)
 	}
 	return gen
 }
 
+// The checksums of the file's records (store/bolt/internal/layout's
+// checksum.go): a CRC-32C of the key the record is bound to and of the
+// record's bytes before the checksum.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// sealed appends to body the checksum of key and body.
+func sealed(key string, body []byte) []byte {
+	sum := crc32.Update(crc32.Checksum([]byte(key), castagnoli), castagnoli, body)
+	return binary.BigEndian.AppendUint32(body, sum)
+}
+
 // setEnvelope replaces the envelope (in the live generation's blobs
-// bucket) of the item stored under key, which must exist.
-func setEnvelope(t testing.TB, tx *bbolt.Tx, id bolt.Identity, key string, env []byte) error {
+// bucket) of the item stored under key, which must exist, with body and a
+// valid checksum (a msgpack uint32): an envelope a bug wrote.
+func setEnvelope(t testing.TB, tx *bbolt.Tx, id bolt.Identity, key string, body []byte) error {
 	t.Helper()
 	gen := liveGeneration(t, tx, id)
 	entry := gen.Bucket([]byte("items")).Get([]byte(key))
 	if len(entry) < 8 {
 		t.Fatalf("no item %q in %s", key, id)
 	}
+	env := sealed(key, append(slices.Clone(body), 0xce))
 	return gen.Bucket([]byte("blobs")).Put(append([]byte(nil), entry[:8]...), env)
 }
 
-// editMeta rewrites fields of a resource's meta (msgpack, by name).
+// indexEntryValue is the value (its checksum) of the entry k of index
+// name.
+func indexEntryValue(name string, k []byte) []byte {
+	return sealed(name+"\x00", slices.Clone(k))[len(k):]
+}
+
+// editMeta rewrites fields of a resource's meta (msgpack, by name, and a
+// checksum).
 func editMeta(t testing.TB, tx *bbolt.Tx, id bolt.Identity, fields map[string]interface{}) error {
 	t.Helper()
 	res := tx.Bucket([]byte(id.String()))
 	var m map[string]interface{}
-	if err := msgpack.Unmarshal(res.Get([]byte("meta")), &m); err != nil {
+	if err := msgpack.Unmarshal(res.Get([]byte("meta")), &m); err != nil { // the map, not the checksum after it
 		return err
 	}
 	for k, v := range fields {
@@ -285,7 +312,7 @@ func editMeta(t testing.TB, tx *bbolt.Tx, id bolt.Identity, fields map[string]in
 	if err != nil {
 		return err
 	}
-	return res.Put([]byte("meta"), b)
+	return res.Put([]byte("meta"), sealed("", append(b, 0xce)))
 }
 
 // copyFile copies src to a new file in dir.

@@ -26,7 +26,7 @@ func damagedFile(t *testing.T) (path string, badKeys []string) {
 	keys := badKeys
 	mutate(t, path, func(tx *bbolt.Tx) error {
 		for _, k := range keys {
-			if err := setEnvelope(t, tx, podsID, k, []byte("\x93\xa11\xa1u\xc4\x03abc")); err != nil {
+			if err := setEnvelope(t, tx, podsID, k, []byte("\x94\xa11\xa1u\xc4\x03abc")); err != nil {
 				return err
 			}
 		}

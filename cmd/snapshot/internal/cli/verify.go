@@ -36,6 +36,10 @@ func newVerifyCommand(env *Env, common *commonOptions) *cobra.Command {
     and state, sorted index names, the recorded object count equal to the items;
   - a codec this snapshot knows for every resource (a resource it cannot decode is a
     problem: it was not checked);
+  - every record against its checksum (CRC-32C): each object's envelope (payload,
+    resourceVersion, UID) and item entry, each index entry, each resource's metadata
+    and live pointer; a byte damaged on disk inside a value is reported with the
+    object's key ("checksum key ...");
   - every item: it has an envelope of its own, its envelope and payload decode, and the
     payload's resourceVersion is the envelope's;
   - every envelope belongs to an item, and the envelope sequence is ahead of every id;

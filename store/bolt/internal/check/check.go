@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -45,6 +46,7 @@ const (
 	SelectPart          = "select-part"
 	Count               = "count"
 	NotDecoded          = "not-decoded"
+	Checksum            = "checksum"
 )
 
 // Known is what the caller knows of a resource beyond the file: the codec
@@ -196,7 +198,16 @@ func (v *verifier) items(g *layout.Generation, indexes map[string]*bbolt.Bucket)
 			}
 		}
 		key := string(k)
-		idb, err := layout.ItemBlobID(val)
+		if _, err := layout.VerifyItemEntry(k, val); err != nil {
+			v.problem(Checksum, key, "", "", "item entry (envelope id, namespace, labels, index values): %s", layout.Detail(err))
+			if len(val) >= layout.BlobIDLen+layout.SumLen {
+				// The id is not trusted, but its envelope is not
+				// reported again as referenced by no item.
+				ids = append(ids, binary.BigEndian.Uint64(val))
+			}
+			continue
+		}
+		idb, err := layout.ItemBlobID(k, val)
 		if err != nil {
 			v.problem(Item, key, "", "", "%v", err)
 			continue
@@ -204,7 +215,7 @@ func (v *verifier) items(g *layout.Generation, indexes map[string]*bbolt.Bucket)
 		ids = append(ids, binary.BigEndian.Uint64(idb))
 		// An entry whose select part does not parse has no readable
 		// reverse entry either; its envelope is checked all the same.
-		entry, entryErr := layout.ParseItemEntry(val)
+		entry, entryErr := layout.ParseItemEntry(k, val)
 		var rev map[string][]string
 		if entryErr != nil {
 			v.problem(SelectPart, key, "", "", "%v", entryErr)
@@ -212,6 +223,10 @@ func (v *verifier) items(g *layout.Generation, indexes map[string]*bbolt.Bucket)
 			rev = v.reverse(key, entry.Reverse, indexes)
 		}
 		envb, err := g.EnvelopeOf(k, val)
+		if errors.Is(err, layout.ErrChecksum) {
+			v.problem(Checksum, key, "", "", "envelope (payload, resourceVersion, UID): %s", layout.Detail(err))
+			continue
+		}
 		if err != nil {
 			v.problem(Item, key, "", "", "%v", err)
 			continue
@@ -291,7 +306,7 @@ func (v *verifier) sharedEnvelopes(g *layout.Generation, shared map[uint64]strin
 		if i++; i%1024 == 0 && v.ctx.Err() != nil {
 			return
 		}
-		idb, _, err := layout.SplitItemEntry(val)
+		idb, _, err := layout.SplitItemEntry(k, val)
 		if err != nil {
 			continue
 		}
@@ -343,14 +358,19 @@ func (v *verifier) indexEntries(g *layout.Generation, indexes map[string]*bbolt.
 	slices.Sort(names)
 	for _, name := range names {
 		c := indexes[name].Cursor()
+		sums := layout.NewIndexSum(name)
 		var i int
-		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		for k, val := c.First(); k != nil; k, val = c.Next() {
 			if i++; i%1024 == 0 {
 				if err := v.ctx.Err(); err != nil {
 					return err
 				}
 			}
 			value, key, err := layout.SplitIndexKey(k)
+			if serr := sums.Verify(k, val); serr != nil {
+				v.problem(Checksum, key, name, value, "index entry: %s", layout.Detail(serr))
+				continue
+			}
 			if err != nil {
 				v.problem(IndexWithoutItem, "", name, "", "malformed index key %q: %v", k, err)
 				continue
@@ -359,7 +379,7 @@ func (v *verifier) indexEntries(g *layout.Generation, indexes map[string]*bbolt.
 				v.problem(IndexWithoutItem, key, name, value, "index entry without an item")
 				continue
 			}
-			rev, err := layout.ItemReverse(g.Items.Get([]byte(key)))
+			rev, err := layout.ItemReverse([]byte(key), g.Items.Get([]byte(key)))
 			if err != nil || !slices.Contains(rev[name], value) {
 				v.problem(IndexWithoutReverse, key, name, value, "index entry not in the item's reverse entry")
 			}

@@ -6,57 +6,96 @@ import (
 	"fmt"
 )
 
-// An item's value in the items bucket is an envelope: a msgpack array of
-// three elements [resourceVersion str, uid str, payload bin]. The RV and
-// UID are readable without decoding the payload (ResourceVersionOf, relist
-// diffs, Verify). The encoding is plain msgpack, readable by any msgpack
-// library; it is written by hand here so that the payload is encoded in
-// place (no copy) and decoded without copying it out of the bbolt page.
+// An item's envelope (the value of blobs/<id>) is a msgpack array of four
+// elements [resourceVersion str, uid str, payload bin, checksum uint32].
+// The RV and UID are readable without decoding the payload
+// (ResourceVersionOf, relist diffs, Verify). The encoding is plain msgpack,
+// readable by any msgpack library; it is written by hand here so that the
+// payload is encoded in place (no copy) and decoded without copying it out
+// of the bbolt page.
 //
 // The payload is always written with a bin32 header, so that its length can
-// be filled in after the codec appended it.
+// be filled in after the codec appended it. The checksum (see checksum.go)
+// is the last four bytes; it covers the object key and every byte of the
+// envelope before it. Schema version 5 had no checksum (a 3-element array).
 
 // ErrEnvelope is wrapped by the errors of a malformed envelope.
 var ErrEnvelope = errors.New("malformed item envelope")
 
 const (
-	mpFixArray3 = 0x93
+	mpFixArray4 = 0x94
 	mpStr8      = 0xd9
 	mpStr16     = 0xda
 	mpStr32     = 0xdb
 	mpBin8      = 0xc4
 	mpBin16     = 0xc5
 	mpBin32     = 0xc6
+	mpUint32    = 0xce
 )
 
+// envelopeSumLen is the length of an envelope's checksum element: a
+// msgpack uint32 tag and SumLen bytes.
+const envelopeSumLen = 1 + SumLen
+
 // AppendEnvelopeHeader appends the array header, rv, uid and a bin32 header
-// with a zero length; it returns the buffer and the offset of the length.
-// The caller appends the payload and calls FinishEnvelope.
+// with a zero length to dst, which must be empty (the envelope starts at
+// dst[0]); it returns the buffer and the offset of the length. The caller
+// appends the payload and calls FinishEnvelope.
 func AppendEnvelopeHeader(dst []byte, rv, uid string) ([]byte, int) {
-	dst = append(dst, mpFixArray3)
+	dst = append(dst, mpFixArray4)
 	dst = AppendStr(dst, rv)
 	dst = AppendStr(dst, uid)
 	dst = append(dst, mpBin32, 0, 0, 0, 0)
 	return dst, len(dst) - 4
 }
 
-// FinishEnvelope fills in the payload length; the payload starts at lenOff+4.
-func FinishEnvelope(buf []byte, lenOff int) error {
+// FinishEnvelope fills in the payload length (the payload starts at
+// lenOff+4 and ends at the end of buf) and appends the checksum of the
+// envelope stored under object key key.
+func FinishEnvelope(buf []byte, lenOff int, key []byte) ([]byte, error) {
 	n := len(buf) - lenOff - 4
 	if uint64(n) > 1<<32-1 {
-		return fmt.Errorf("%w: payload of %d bytes is too large", ErrEnvelope, n)
+		return nil, fmt.Errorf("%w: payload of %d bytes is too large", ErrEnvelope, n)
 	}
 	binary.BigEndian.PutUint32(buf[lenOff:], uint32(n))
-	return nil
+	buf = append(buf, mpUint32)
+	return appendSum(buf, 0, key), nil
 }
 
-// EncodeEnvelope returns a complete envelope (used by tests and tools that
-// hold an encoded payload already).
-func EncodeEnvelope(rv, uid string, payload []byte) []byte {
-	buf, off := AppendEnvelopeHeader(make([]byte, 0, len(rv)+len(uid)+len(payload)+16), rv, uid)
+// EncodeEnvelope returns a complete envelope of the object stored under
+// key (used by tests and tools that hold an encoded payload already).
+func EncodeEnvelope(key, rv, uid string, payload []byte) []byte {
+	buf, off := AppendEnvelopeHeader(make([]byte, 0, len(rv)+len(uid)+len(payload)+32), rv, uid)
 	buf = append(buf, payload...)
-	_ = FinishEnvelope(buf, off) // cannot fail for in-memory payloads
+	buf, _ = FinishEnvelope(buf, off, []byte(key)) // cannot fail for in-memory payloads
 	return buf
+}
+
+// VerifyEnvelope checks the checksum of env, the envelope of object key
+// key; the error matches ErrChecksum.
+func VerifyEnvelope(key, env []byte) error {
+	if len(env) < envelopeSumLen || env[len(env)-envelopeSumLen] != mpUint32 {
+		return &ChecksumError{Part: PartEnvelope, Missing: "no msgpack uint32 at its end"}
+	}
+	_, err := checkSum(PartEnvelope, key, env)
+	return err
+}
+
+// SealEnvelope appends the checksum element to body, the envelope of
+// object key key up to its payload: for tools and tests that assemble an
+// envelope from raw parts.
+func SealEnvelope(key, body []byte) []byte {
+	return appendSum(append(body, mpUint32), 0, key)
+}
+
+// EnvelopeSum returns the checksum recorded in an envelope (0 for one too
+// short to hold it), without verifying it: for an envelope VerifyEnvelope
+// accepted, it identifies the envelope's bytes.
+func EnvelopeSum(env []byte) uint32 {
+	if len(env) < SumLen {
+		return 0
+	}
+	return binary.BigEndian.Uint32(env[len(env)-SumLen:])
 }
 
 // AppendStr appends s as a msgpack str.
@@ -83,10 +122,11 @@ type Envelope struct {
 }
 
 // DecodeEnvelope parses buf. rv and uid are copied; payload aliases buf.
+// It checks the structure, not the checksum (see VerifyEnvelope).
 func DecodeEnvelope(buf []byte) (Envelope, error) {
 	var e Envelope
-	if len(buf) < 1 || buf[0] != mpFixArray3 {
-		return e, fmt.Errorf("%w: not a 3-element array", ErrEnvelope)
+	if len(buf) < 1 || buf[0] != mpFixArray4 {
+		return e, fmt.Errorf("%w: not a 4-element array", ErrEnvelope)
 	}
 	p := buf[1:]
 	rv, p, err := ReadRaw(p, false)
@@ -101,24 +141,30 @@ func DecodeEnvelope(buf []byte) (Envelope, error) {
 	if err != nil {
 		return e, fmt.Errorf("%w: payload: %w", ErrEnvelope, err)
 	}
-	if len(p) != 0 {
-		return e, fmt.Errorf("%w: %d trailing bytes", ErrEnvelope, len(p))
+	if len(p) != envelopeSumLen || p[0] != mpUint32 {
+		return e, fmt.Errorf("%w: %d bytes after the payload, want a checksum", ErrEnvelope, len(p))
 	}
 	e.RV, e.UID, e.Payload = string(rv), string(uid), payload
 	return e, nil
 }
 
 // EnvelopeRV returns the resourceVersion of an envelope without looking at
-// the rest.
+// the rest (nor at the checksum).
 func EnvelopeRV(buf []byte) (string, error) {
-	if len(buf) < 1 || buf[0] != mpFixArray3 {
-		return "", fmt.Errorf("%w: not a 3-element array", ErrEnvelope)
+	rv, err := EnvelopeRVBytes(buf)
+	return string(rv), err
+}
+
+// EnvelopeRVBytes is EnvelopeRV without the copy: the result aliases buf.
+func EnvelopeRVBytes(buf []byte) ([]byte, error) {
+	if len(buf) < 1 || buf[0] != mpFixArray4 {
+		return nil, fmt.Errorf("%w: not a 4-element array", ErrEnvelope)
 	}
 	rv, _, err := ReadRaw(buf[1:], false)
 	if err != nil {
-		return "", fmt.Errorf("%w: resourceVersion: %w", ErrEnvelope, err)
+		return nil, fmt.Errorf("%w: resourceVersion: %w", ErrEnvelope, err)
 	}
-	return string(rv), nil
+	return rv, nil
 }
 
 // ReadRaw reads one str (bin when wantBin) and returns its bytes and the

@@ -9,13 +9,14 @@ import (
 
 // An item entry (the value of items/<key>) is the 8-byte big-endian id of
 // the item's envelope in blobs/, followed by the item's select part (its
-// namespace and labels, see AppendSelectPart) and by its reverse entry:
-// the index values it is filed under, empty for an item without any.
-// Reading an object takes two lookups; in exchange a write in watch order
-// rewrites leaves of small entries only, an update whose labels and index
-// values did not change leaves its item entry alone, and a selection by
-// namespace, labels or index reads item entries only and decodes what it
-// selects.
+// namespace and labels, see AppendSelectPart), by its reverse entry: the
+// index values it is filed under, empty for an item without any, and by
+// its checksum (4 bytes, see checksum.go), which covers the object key and
+// the rest of the entry. Reading an object takes two lookups; in exchange
+// a write in watch order rewrites leaves of small entries only, an update
+// whose labels and index values did not change leaves its item entry
+// alone, and a selection by namespace, labels or index reads item entries
+// only and decodes what it selects.
 
 // BlobIDLen is the length of a blob id.
 const BlobIDLen = 8
@@ -30,49 +31,74 @@ type ItemEntry struct {
 	Parsed SelectPart
 }
 
-// AppendItemEntry appends the item entry of blob id with the encoded
-// select part sel and the reverse entry of values (see AppendReverse).
-func AppendItemEntry(dst, id, sel []byte, names []string, values [][]string) []byte {
+// AppendItemEntry appends the item entry of object key key with blob id
+// id, the encoded select part sel and the reverse entry of values (see
+// AppendReverse), checksum included.
+func AppendItemEntry(dst, key, id, sel []byte, names []string, values [][]string) []byte {
+	start := len(dst)
 	dst = append(dst, id...)
 	dst = append(dst, sel...)
-	return AppendReverse(dst, names, values)
+	dst = AppendReverse(dst, names, values)
+	return appendSum(dst, start, key)
 }
 
-// ParseItemEntry splits an item entry into its parts, checking the select
-// part (not the reverse entry, which DecodeReverse checks).
-func ParseItemEntry(v []byte) (ItemEntry, error) {
-	if len(v) < BlobIDLen {
-		return ItemEntry{}, fmt.Errorf("item entry of %d bytes, shorter than a blob id", len(v))
+// SealItemEntry appends the checksum of the item entry body of object key
+// key to body: for tools and tests that assemble an entry from raw parts.
+func SealItemEntry(key, body []byte) []byte {
+	return appendSum(body, 0, key)
+}
+
+// VerifyItemEntry checks the checksum of item entry v of object key key
+// and returns the entry without it (aliasing v). The error matches
+// ErrChecksum.
+func VerifyItemEntry(key, v []byte) ([]byte, error) {
+	return checkSum(PartItem, key, v)
+}
+
+// ParseItemEntry verifies item entry v of object key key and splits it
+// into its parts, checking the select part (not the reverse entry, which
+// DecodeReverse checks).
+func ParseItemEntry(key, v []byte) (ItemEntry, error) {
+	body, err := VerifyItemEntry(key, v)
+	if err != nil {
+		return ItemEntry{}, err
 	}
-	p, rev, err := ParseSelectPart(v[BlobIDLen:])
+	if len(body) < BlobIDLen {
+		return ItemEntry{}, fmt.Errorf("item entry of %d bytes, shorter than a blob id", len(body))
+	}
+	p, rev, err := ParseSelectPart(body[BlobIDLen:])
 	if err != nil {
 		return ItemEntry{}, fmt.Errorf("item entry: %w", err)
 	}
-	return ItemEntry{ID: v[:BlobIDLen], Select: v[BlobIDLen : len(v)-len(rev)], Reverse: rev, Parsed: p}, nil
+	return ItemEntry{ID: body[:BlobIDLen], Select: body[BlobIDLen : len(body)-len(rev)], Reverse: rev, Parsed: p}, nil
 }
 
-// SplitItemEntry returns the blob id and the reverse entry of an item entry.
-// Both alias v.
-func SplitItemEntry(v []byte) (id, rev []byte, err error) {
-	e, err := ParseItemEntry(v)
+// SplitItemEntry verifies item entry v of key and returns its blob id and
+// its reverse entry. Both alias v.
+func SplitItemEntry(key, v []byte) (id, rev []byte, err error) {
+	e, err := ParseItemEntry(key, v)
 	if err != nil {
 		return nil, nil, err
 	}
 	return e.ID, e.Reverse, nil
 }
 
-// ItemBlobID returns the blob id of an item entry, aliasing v, without
-// looking at the rest.
-func ItemBlobID(v []byte) ([]byte, error) {
-	if len(v) < BlobIDLen {
-		return nil, fmt.Errorf("item entry of %d bytes, shorter than a blob id", len(v))
+// ItemBlobID verifies item entry v of key and returns its blob id,
+// aliasing v, without parsing the rest.
+func ItemBlobID(key, v []byte) ([]byte, error) {
+	body, err := VerifyItemEntry(key, v)
+	if err != nil {
+		return nil, err
 	}
-	return v[:BlobIDLen], nil
+	if len(body) < BlobIDLen {
+		return nil, fmt.Errorf("item entry of %d bytes, shorter than a blob id", len(body))
+	}
+	return body[:BlobIDLen], nil
 }
 
-// ItemReverse decodes the reverse entry of an item entry.
-func ItemReverse(v []byte) (map[string][]string, error) {
-	_, rev, err := SplitItemEntry(v)
+// ItemReverse verifies item entry v of key and decodes its reverse entry.
+func ItemReverse(key, v []byte) (map[string][]string, error) {
+	_, rev, err := SplitItemEntry(key, v)
 	if err != nil {
 		return nil, err
 	}
@@ -108,16 +134,20 @@ func (g *Generation) CheckSequence() error {
 }
 
 // EnvelopeOf returns the envelope of item key with entry v, aliasing the
-// transaction's memory. A malformed entry or a missing envelope is an
+// transaction's memory, after verifying the checksums of both. A malformed
+// entry, a missing envelope or a checksum mismatch (ErrChecksum) is an
 // error wrapping store.ErrCorrupt.
 func (g *Generation) EnvelopeOf(key, v []byte) ([]byte, error) {
-	id, err := ItemBlobID(v)
+	id, err := ItemBlobID(key, v)
 	if err != nil {
 		return nil, fmt.Errorf("%w: item %q: %w", store.ErrCorrupt, key, err)
 	}
 	env := g.Blobs.Get(id)
 	if env == nil {
 		return nil, fmt.Errorf("%w: item %q: envelope %d missing", store.ErrCorrupt, key, binary.BigEndian.Uint64(id))
+	}
+	if err := VerifyEnvelope(key, env); err != nil {
+		return nil, fmt.Errorf("%w: item %q: %w", store.ErrCorrupt, key, err)
 	}
 	return env, nil
 }
@@ -133,14 +163,15 @@ func (g *Generation) Lookup(key []byte) ([]byte, error) {
 }
 
 // DeleteItem deletes item key and its envelope (not its index entries).
-// A malformed entry is deleted all the same: its envelope, if any, is
-// left behind unreferenced, which inspect.Verify reports.
+// A malformed entry, or one whose checksum does not match (its blob id may
+// name another item's envelope), is deleted all the same: its envelope, if
+// any, is left behind unreferenced, which inspect.Verify reports.
 func (g *Generation) DeleteItem(key []byte) error {
 	v := g.Items.Get(key)
 	if v == nil {
 		return nil
 	}
-	if id, err := ItemBlobID(v); err == nil {
+	if id, err := ItemBlobID(key, v); err == nil {
 		if err := g.Blobs.Delete(append([]byte(nil), id...)); err != nil {
 			return err
 		}

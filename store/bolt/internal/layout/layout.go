@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"slices"
 	"time"
 
@@ -51,8 +52,10 @@ const (
 	// are and so could not hold the empty key (see EncodeItemKey);
 	// version 3 had no select part in item entries (see
 	// AppendSelectPart), so a selection decoded every object; version 4
-	// recorded neither the cluster nor the transform version in Meta.
-	SchemaVersion = 5
+	// recorded neither the cluster nor the transform version in Meta;
+	// version 5 had no checksums (see checksum.go), so a damaged byte
+	// inside a stored value was served.
+	SchemaVersion = 6
 	// Magic marks a warmcache file.
 	Magic = "warmcache"
 )
@@ -125,22 +128,59 @@ func (m *Meta) Clone() Meta {
 	return c
 }
 
-// EncodeMeta encodes m.
+// EncodeMeta encodes m: the msgpack map of its fields followed by its
+// checksum, a msgpack uint32 (so the value reads as two msgpack objects).
 func EncodeMeta(m *Meta) ([]byte, error) {
 	b, err := msgpack.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("encode resource meta: %w", err)
 	}
-	return b, nil
+	return appendSum(append(b, mpUint32), 0, nil), nil
 }
 
-// DecodeMeta decodes the value of a resource's meta key.
+// checksumSchema is the first schema version whose meta has a checksum.
+const checksumSchema = 6
+
+// DecodeMeta decodes the value of a resource's meta key and verifies its
+// checksum. A meta of a schema version before checksums (which has none)
+// decodes with its Schema, for the caller to discard the resource for
+// it; a meta that claims a later version without a valid checksum is an
+// error matching ErrChecksum.
 func DecodeMeta(b []byte) (Meta, error) {
 	var m Meta
-	if err := msgpack.Unmarshal(b, &m); err != nil {
-		return m, fmt.Errorf("decode resource meta: %w", err)
+	n := len(b)
+	if n > envelopeSumLen && b[n-envelopeSumLen] == mpUint32 {
+		body, err := checkSum(PartMeta, nil, b)
+		if err == nil {
+			if err := decodeAll(body[:len(body)-1], &m); err != nil {
+				return Meta{}, fmt.Errorf("decode resource meta: %w", err)
+			}
+			return m, nil
+		}
+		if decodeAll(b, &m) != nil || m.Schema >= checksumSchema {
+			return Meta{}, fmt.Errorf("decode resource meta: %w", err)
+		}
+		return m, nil // an older meta that happens to end like a checksum
+	}
+	if err := decodeAll(b, &m); err != nil {
+		return Meta{}, fmt.Errorf("decode resource meta: %w", err)
+	}
+	if m.Schema >= checksumSchema {
+		return Meta{}, fmt.Errorf("decode resource meta: %w", &ChecksumError{Part: PartMeta, Missing: fmt.Sprintf("schema version %d", m.Schema)})
 	}
 	return m, nil
+}
+
+// decodeAll decodes b into v and fails unless that reads all of b.
+func decodeAll(b []byte, v any) error {
+	r := bytes.NewReader(b)
+	if err := msgpack.NewDecoder(r).Decode(v); err != nil {
+		return err
+	}
+	if r.Len() != 0 {
+		return fmt.Errorf("%d trailing bytes", r.Len())
+	}
+	return nil
 }
 
 // PutMeta stamps m with the time of this write and stores it in res.
@@ -158,13 +198,24 @@ func GenName(gen uint64) []byte {
 	return binary.BigEndian.AppendUint64(nil, gen)
 }
 
-// LiveGen returns the live generation number recorded in res.
+// LiveValue is the value of the live key for generation gen: its number
+// and a checksum.
+func LiveValue(gen uint64) []byte {
+	return appendSum(GenName(gen), 0, LiveKey)
+}
+
+// LiveGen returns the live generation number recorded in res, after
+// verifying its checksum.
 func LiveGen(res *bbolt.Bucket) (uint64, error) {
 	v := res.Get(LiveKey)
-	if len(v) != 8 {
+	if len(v) != 8+SumLen {
 		return 0, errors.New("live Generation pointer missing or malformed")
 	}
-	return binary.BigEndian.Uint64(v), nil
+	b, err := checkSum(PartLive, LiveKey, v)
+	if err != nil {
+		return 0, fmt.Errorf("live Generation pointer: %w", err)
+	}
+	return binary.BigEndian.Uint64(b), nil
 }
 
 // Generation is the set of buckets of one Generation of a resource's
@@ -263,6 +314,35 @@ func AppendIndexPrefix(dst []byte, value string) []byte {
 func IndexKey(value, key string) []byte {
 	b := AppendIndexPrefix(make([]byte, 0, len(value)+len(key)+2), value)
 	return append(b, key...)
+}
+
+// IndexSum computes and checks the checksums of the entries of one index:
+// the value of entry k is the CRC-32C of the index name, 0x00 and k.
+type IndexSum struct {
+	seed uint32
+}
+
+// NewIndexSum returns the IndexSum of index name.
+func NewIndexSum(name string) IndexSum {
+	return IndexSum{seed: sum(append([]byte(name), 0x00), nil)}
+}
+
+// Value returns the value of index entry k.
+func (x IndexSum) Value(k []byte) []byte {
+	return binary.BigEndian.AppendUint32(make([]byte, 0, SumLen), crc32.Update(x.seed, castagnoli, k))
+}
+
+// Verify checks that v is the value of index entry k; the error matches
+// ErrChecksum.
+func (x IndexSum) Verify(k, v []byte) error {
+	computed := crc32.Update(x.seed, castagnoli, k)
+	if len(v) != SumLen {
+		return &ChecksumError{Part: PartIndex, Missing: fmt.Sprintf("a value of %d bytes", len(v))}
+	}
+	if stored := binary.BigEndian.Uint32(v); stored != computed {
+		return &ChecksumError{Part: PartIndex, Stored: stored, Computed: computed}
+	}
+	return nil
 }
 
 // SplitIndexKey returns the value and object key of an index key.
