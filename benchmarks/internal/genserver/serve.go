@@ -81,7 +81,9 @@ func (s *Server) negotiate(r *http.Request, res *resource) codec {
 	c := codec{
 		info:   info,
 		object: scheme.Codecs.EncoderForVersion(info.Serializer, gv),
-		event:  scheme.Codecs.EncoderForVersion(info.StreamSerializer.Serializer, gv),
+		// metav1.WatchEvent is registered in v1 (and every group
+		// version of the scheme); a custom resource's group is not.
+		event:  scheme.Codecs.EncoderForVersion(info.StreamSerializer.Serializer, schema.GroupVersion{Version: "v1"}),
 		status: scheme.Codecs.EncoderForVersion(info.Serializer, metav1.Unversioned),
 	}
 	if !res.typed {

@@ -19,7 +19,7 @@ func WriteTable(w io.Writer, res Result) error {
 			one = append(one, p)
 			continue
 		}
-		writeRow(tw, p, p.Name)
+		writeRow(tw, p, p.Name, false)
 	}
 	if len(one) > 0 {
 		var sum Phase
@@ -34,7 +34,7 @@ func WriteTable(w io.Writer, res Result) error {
 			sum.HWM += p.HWM
 			sum.CgroupPeak += p.CgroupPeak
 		}
-		writeRow(tw, sum, fmt.Sprintf("sum of %d warm starts alone", len(one)))
+		writeRow(tw, sum, fmt.Sprintf("sum of %d warm starts alone", len(one)), true)
 		var mx Phase
 		mx.Impl = "factory"
 		for _, p := range one {
@@ -47,7 +47,7 @@ func WriteTable(w io.Writer, res Result) error {
 			mx.HWM = max(mx.HWM, p.HWM)
 			mx.CgroupPeak = max(mx.CgroupPeak, p.CgroupPeak)
 		}
-		writeRow(tw, mx, "largest warm start alone")
+		writeRow(tw, mx, "largest warm start alone", true)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -62,7 +62,8 @@ func WriteTable(w io.Writer, res Result) error {
 	return nil
 }
 
-func writeRow(w io.Writer, p Phase, name string) {
+// writeRow writes p; an aggregate has no end or settled figures.
+func writeRow(w io.Writer, p Phase, name string, aggregate bool) {
 	cg := "-"
 	if p.CgroupPeak > 0 {
 		cg = fmt.Sprintf("%.0f", mib(p.CgroupPeak))
@@ -79,6 +80,9 @@ func writeRow(w io.Writer, p Phase, name string) {
 		fmt.Sprintf("%.2f", p.Seconds), fmt.Sprintf("%.2f", p.CPUSeconds),
 		fmt.Sprintf("%.0f", mib(p.AnonPeak)), fmt.Sprintf("%.0f", mib(p.FilePeak)), fmt.Sprintf("%.0f", mib(p.AnonEnd)),
 		fmt.Sprintf("%.0f", mib(p.HeapPeak)), fmt.Sprintf("%.1f", mib(p.HeapSettled)), fmt.Sprintf("%.0f", mib(p.HWM)), cg, limit,
+	}
+	if aggregate {
+		cells[7], cells[9] = "-", "-"
 	}
 	fmt.Fprintln(w, strings.Join(cells, "\t")+"\t")
 }
