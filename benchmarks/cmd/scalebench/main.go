@@ -33,7 +33,6 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/warmcache/warmcache/benchmarks/internal/machine"
 	"github.com/warmcache/warmcache/benchmarks/internal/scalebench"
@@ -114,7 +113,6 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	stderr = &lockedWriter{w: stderr}
 	o, err := parse(args, stderr)
 	if err != nil {
 		if err != errUsage {
@@ -153,16 +151,4 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	return exitOK
-}
-
-// lockedWriter serialises writes to w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

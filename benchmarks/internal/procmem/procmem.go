@@ -187,3 +187,45 @@ func (s *Sampler) Stop() (Usage, error) {
 	defer s.mu.Unlock()
 	return s.peak, s.err
 }
+
+// clockTicks is the unit of the CPU times in /proc/<pid>/stat (USER_HZ,
+// 100 on every Linux architecture Go supports).
+const clockTicks = 100
+
+// CPU returns the user and system CPU time process pid (0: this process)
+// has used.
+func CPU(pid int) (time.Duration, error) {
+	p := "/proc/self/stat"
+	if pid > 0 {
+		p = "/proc/" + strconv.Itoa(pid) + "/stat"
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return 0, fmt.Errorf("procmem: %w", err)
+	}
+	return parseStatCPU(b)
+}
+
+// parseStatCPU returns utime+stime of a /proc/<pid>/stat line. The command
+// name (field 2) is in parentheses and may hold spaces: fields are counted
+// after its closing parenthesis.
+func parseStatCPU(b []byte) (time.Duration, error) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("procmem: unexpected stat %q", b)
+	}
+	f := bytes.Fields(b[i+1:])
+	// After the name: state (3), ..., utime (14), stime (15).
+	if len(f) < 13 {
+		return 0, fmt.Errorf("procmem: unexpected stat %q", b)
+	}
+	var ticks uint64
+	for _, s := range f[11:13] {
+		v, err := strconv.ParseUint(string(s), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("procmem: stat CPU %q: %w", s, err)
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 )
@@ -86,4 +87,29 @@ func TestSamplerSeesAnonAndFilePages(t *testing.T) {
 	if err != nil || peak.Anon < touched.Anon || peak.HWM < peak.Anon {
 		t.Errorf("Stop: %+v, %v", peak, err)
 	}
+}
+
+func TestCPU(t *testing.T) {
+	d, err := parseStatCPU([]byte("42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 250 130 0 0 20 0 1 0 5 1000 10"))
+	if err != nil || d != 3800*time.Millisecond {
+		t.Errorf("parsed %v, %v; want 3.8s", d, err)
+	}
+	if _, err := parseStatCPU([]byte("42 (x) S 1")); err == nil {
+		t.Error("a short stat line parsed")
+	}
+	start, err := CPU(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		if now, _ := CPU(0); now > start {
+			return
+		}
+		x := 0
+		for i := range 1 << 20 {
+			x += i
+		}
+		sink += byte(x)
+	}
+	t.Error("this process's CPU time did not grow while it spun")
 }

@@ -30,6 +30,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/warmcache/warmcache/benchmarks/internal/informerbench"
@@ -64,7 +65,8 @@ type Options struct {
 	// relist; negative skips the relist. Default (0 is a valid
 	// percentage): set it.
 	RelistPercent int
-	// Stderr receives progress and the children's standard error.
+	// Stderr receives progress and the children's standard error; Run
+	// serialises its writes. Default os.Stderr.
 	Stderr io.Writer
 }
 
@@ -77,6 +79,8 @@ type ServerAlone struct {
 	// StartSeconds is the time from starting the server process to its
 	// serving.
 	StartSeconds float64
+	// CPUSeconds is the server process's CPU time during the stream.
+	CPUSeconds float64
 	// Anon is the server process's anonymous resident memory after the
 	// stream.
 	Anon uint64
@@ -101,6 +105,8 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if opts.Stderr == nil {
 		opts.Stderr = os.Stderr
 	}
+	// The children's standard error is copied to Stderr concurrently.
+	opts.Stderr = &lockedWriter{w: opts.Stderr}
 	if opts.Updates <= 0 {
 		opts.Updates = 50000
 	}
@@ -201,16 +207,21 @@ func (r *runner) bolt(ctx context.Context) error {
 		return err
 	}
 	defer s.Close()
+	pid := s.cmd.Process.Pid
+	cpu0, _ := procmem.CPU(pid)
 	alone, err := streamAlone(ctx, s.URL, n)
 	if err != nil {
 		return err
 	}
+	if cpu1, err := procmem.CPU(pid); err == nil {
+		alone.CPUSeconds = (cpu1 - cpu0).Seconds()
+	}
 	alone.StartSeconds = startSecs
-	if u, err := procmem.Read(s.cmd.Process.Pid); err == nil {
+	if u, err := procmem.Read(pid); err == nil {
 		alone.Anon = u.Anon
 	}
 	r.res.Server = &alone
-	r.logf("server alone: %d pods streamed in %.1f s (%.0f MiB)", n, alone.Seconds, float64(alone.Bytes)/(1<<20))
+	r.logf("server alone: %d pods streamed in %.1f s, %.1f s of the server's CPU (%.0f MiB)", n, alone.Seconds, alone.CPUSeconds, float64(alone.Bytes)/(1<<20))
 
 	dir := filepath.Join(r.opts.Dir, "bolt")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -311,4 +322,16 @@ func streamAlone(ctx context.Context, url string, n int) (ServerAlone, error) {
 	}
 	a.Seconds = time.Since(start).Seconds()
 	return a, nil
+}
+
+// lockedWriter serialises writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -53,8 +53,8 @@ func WriteTable(w io.Writer, res Result) error {
 		return err
 	}
 	if s := res.Server; s != nil {
-		fmt.Fprintf(w, "server alone: %d pods generated, encoded and streamed (WatchList, protobuf) in %.1f s (%.0f pods/s, %.0f MiB), read and discarded; server ready in %.1f s, RssAnon %.0f MiB\n",
-			s.N, s.Seconds, float64(s.N)/s.Seconds, float64(s.Bytes)/(1<<20), s.StartSeconds, mib(s.Anon))
+		fmt.Fprintf(w, "server alone: %d pods generated, encoded and streamed (WatchList, protobuf) in %.1f s (%.0f pods/s, %.0f MiB), read and discarded; server CPU %.1f s (%.1f µs/pod); server ready in %.1f s, RssAnon %.0f MiB\n",
+			s.N, s.Seconds, float64(s.N)/s.Seconds, float64(s.Bytes)/(1<<20), s.CPUSeconds, s.CPUSeconds*1e6/float64(s.N), s.StartSeconds, mib(s.Anon))
 	}
 	if res.CgroupError != "" {
 		fmt.Fprintf(w, "no cgroup: %s\n", res.CgroupError)
