@@ -7,7 +7,7 @@
 //
 // Usage:
 //
-//	go run ./benchmarks/cmd/scalebench [-n 1000000] [-memlimit 1GiB] [-cgroup-limit 1.5GiB] [-client-go-n 0] [-mix 0 [-mix-one]] [-updates 50000] [-relist 10] [-dir DIR]
+//	go run ./benchmarks/cmd/scalebench [-n 1000000] [-memlimit 1GiB] [-cgroup-limit 1.5GiB] [-client-go-n 0] [-mix 0 [-mix-one] [-mix-queue 0]] [-updates 50000] [-relist 10] [-dir DIR]
 //
 // The pods come from a genserver in a child process (this program started
 // again), which generates each pod when it serves it; its throughput alone
@@ -75,6 +75,7 @@ func parse(args []string, stderr io.Writer) (scalebench.Options, error) {
 	fs.IntVar(&o.ClientGoN, "client-go-n", 0, "number of pods of client-go's cold sync, steady state and relist (0: none)")
 	fs.IntVar(&o.Mix, "mix", 0, "objects in all of a factory of 50 resource types, cold and warm (0: none)")
 	fs.BoolVar(&o.MixOne, "mix-one", false, "with -mix: also the warm start of each resource alone")
+	fs.IntVar(&o.MixQueue, "mix-queue", 0, "with -mix: queue capacity of each informer (0: the informer's default)")
 	fs.StringVar(&o.MemLimit, "memlimit", "1GiB", "GOMEMLIMIT of warmcache's informer processes (empty: none)")
 	fs.StringVar(&cgroupLimit, "cgroup-limit", "", "memory limit of a cgroup per warmcache informer process, for example 1.5GiB (empty: none)")
 	fs.IntVar(&o.Updates, "updates", 50000, "updates of the steady state")
@@ -86,7 +87,7 @@ func parse(args []string, stderr io.Writer) (scalebench.Options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
 	}
-	if o.N < 0 || o.ClientGoN < 0 || o.Mix < 0 || o.Updates <= 0 || o.RelistPercent > 100 {
+	if o.N < 0 || o.ClientGoN < 0 || o.Mix < 0 || o.MixQueue < 0 || o.Updates <= 0 || o.RelistPercent > 100 {
 		return o, fmt.Errorf("%w: -n, -client-go-n and -mix must not be negative, -updates positive, -relist at most 100", errUsage)
 	}
 	if o.N == 0 && o.ClientGoN == 0 && o.Mix == 0 {

@@ -43,6 +43,9 @@ type childSpec struct {
 	// Resource is the one resource of modeFactoryWarmOne (its index in
 	// MixResources).
 	Resource int `json:"resource,omitempty"`
+	// QueueCapacity is the factory informers' queue capacity
+	// (informer.Options.QueueCapacity), 0 for the default.
+	QueueCapacity int `json:"queueCapacity,omitempty"`
 	// Cgroup is a cgroup directory the child joins first, "" for none.
 	Cgroup string `json:"cgroup,omitempty"`
 }

@@ -39,7 +39,10 @@ func factoryChild(ctx context.Context, spec childSpec, rss *procmem.Sampler, emi
 		name = resources[0].GVR.Resource
 	}
 	m := startMeter(rss)
-	f, err := factory.New(ctx, factory.Options{Path: path, RESTConfig: genserver.Config(spec.URL), ClusterID: "scalebench"})
+	f, err := factory.New(ctx, factory.Options{
+		Path: path, RESTConfig: genserver.Config(spec.URL), ClusterID: "scalebench",
+		Informer: informer.Options{QueueCapacity: spec.QueueCapacity},
+	})
 	if err != nil {
 		return err
 	}

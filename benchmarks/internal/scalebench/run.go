@@ -50,6 +50,11 @@ type Options struct {
 	// resource alone.
 	Mix    int
 	MixOne bool
+	// MixQueue is the queue capacity of each of the factory's informers
+	// (informer.Options.QueueCapacity); 0 for the default. Each informer's
+	// queue holds up to that many decoded objects during a list, so the
+	// factory's heap during a cold start grows with MixTypes times it.
+	MixQueue int
 	// Dir holds the cache files. Required.
 	Dir string
 	// MemLimit is the GOMEMLIMIT of warmcache's informer processes, for
@@ -266,7 +271,7 @@ func (r *runner) mix(ctx context.Context) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	base := childSpec{URL: s.URL, Impl: "factory", Dir: dir, N: r.opts.Mix}
+	base := childSpec{URL: s.URL, Impl: "factory", Dir: dir, N: r.opts.Mix, QueueCapacity: r.opts.MixQueue}
 	for _, mode := range []string{modeFactoryCold, modeFactoryWarm} {
 		spec := base
 		spec.Mode = mode
