@@ -81,6 +81,7 @@ func parse(args []string, stderr io.Writer) (scalebench.Options, error) {
 	fs.IntVar(&o.Updates, "updates", 50000, "updates of the steady state")
 	fs.IntVar(&o.RelistPercent, "relist", 10, "percentage of pods changed before the 410 relist (negative: none)")
 	fs.StringVar(&o.Dir, "dir", os.TempDir(), "directory for the cache files")
+	fs.BoolVar(&o.SkipServerAlone, "skip-server-alone", false, "do not measure the server alone before the bolt informer")
 	if err := fs.Parse(args); err != nil {
 		return o, errUsage
 	}

@@ -70,6 +70,9 @@ type Options struct {
 	// relist; negative skips the relist. Default (0 is a valid
 	// percentage): set it.
 	RelistPercent int
+	// SkipServerAlone skips the measurement of the server alone before
+	// bolt's phases.
+	SkipServerAlone bool
 	// Stderr receives progress and the children's standard error; Run
 	// serialises its writes. Default os.Stderr.
 	Stderr io.Writer
@@ -212,22 +215,11 @@ func (r *runner) bolt(ctx context.Context) error {
 		return err
 	}
 	defer s.Close()
-	pid := s.cmd.Process.Pid
-	cpu0, _ := procmem.CPU(pid)
-	alone, err := streamAlone(ctx, s.URL, n)
-	if err != nil {
-		return err
+	if !r.opts.SkipServerAlone {
+		if err := r.serverAlone(ctx, s, startSecs, n); err != nil {
+			return err
+		}
 	}
-	if cpu1, err := procmem.CPU(pid); err == nil {
-		alone.CPUSeconds = (cpu1 - cpu0).Seconds()
-	}
-	alone.StartSeconds = startSecs
-	if u, err := procmem.Read(pid); err == nil {
-		alone.Anon = u.Anon
-	}
-	r.res.Server = &alone
-	r.logf("server alone: %d pods streamed in %.1f s, %.1f s of the server's CPU (%.0f MiB)", n, alone.Seconds, alone.CPUSeconds, float64(alone.Bytes)/(1<<20))
-
 	dir := filepath.Join(r.opts.Dir, "bolt")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -339,4 +331,24 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// serverAlone measures the server s of n pods without an informer.
+func (r *runner) serverAlone(ctx context.Context, s *serverProc, startSecs float64, n int) error {
+	pid := s.cmd.Process.Pid
+	cpu0, _ := procmem.CPU(pid)
+	alone, err := streamAlone(ctx, s.URL, n)
+	if err != nil {
+		return err
+	}
+	if cpu1, err := procmem.CPU(pid); err == nil {
+		alone.CPUSeconds = (cpu1 - cpu0).Seconds()
+	}
+	alone.StartSeconds = startSecs
+	if u, err := procmem.Read(pid); err == nil {
+		alone.Anon = u.Anon
+	}
+	r.res.Server = &alone
+	r.logf("server alone: %d pods streamed in %.1f s, %.1f s of the server's CPU (%.0f MiB)", n, alone.Seconds, alone.CPUSeconds, float64(alone.Bytes)/(1<<20))
+	return nil
 }
