@@ -25,9 +25,8 @@ var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 // Pod returns the i-th generated pod. Its resourceVersion is i+1 (as a
 // decimal string) unless the caller changes it.
 func Pod(i int) *corev1.Pod {
-	ns := fmt.Sprintf("ns-%03d", i%Namespaces)
+	ns, name := Key(i)
 	app := fmt.Sprintf("app-%d", i%997)
-	name := fmt.Sprintf("%s-%08d-x7k2p", app, i)
 	created := metav1.NewTime(epoch.Add(time.Duration(i) * time.Second))
 	uid := types.UID(fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i*7919))
 	labels := map[string]string{
@@ -111,6 +110,12 @@ func Pod(i int) *corev1.Pod {
 			ContainerStatuses: []corev1.ContainerStatus{status("server", app, i, created), status("sidecar", app+"-proxy", i, created)},
 		},
 	}
+}
+
+// Key returns the namespace and name of the i-th generated pod without
+// generating it.
+func Key(i int) (namespace, name string) {
+	return fmt.Sprintf("ns-%03d", i%Namespaces), fmt.Sprintf("app-%d-%08d-x7k2p", i%997, i)
 }
 
 // Pods returns pods 0..n-1.

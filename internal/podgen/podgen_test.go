@@ -22,6 +22,9 @@ func TestPodIsRealisticAndDeterministic(t *testing.T) {
 	if Pod(1).Name == Pod(2).Name || Pod(1).UID == Pod(2).UID {
 		t.Error("distinct pods share a name or UID")
 	}
+	if ns, name := Key(12345); ns != p.Namespace || name != p.Name {
+		t.Errorf("Key(12345) = %s/%s, Pod(12345) is %s/%s", ns, name, p.Namespace, p.Name)
+	}
 	if got := len(Pods(7)); got != 7 {
 		t.Errorf("Pods(7) returned %d pods", got)
 	}

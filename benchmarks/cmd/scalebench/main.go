@@ -1,0 +1,156 @@
+// Command scalebench measures warmcache's bolt informer at a million pods
+// under a memory limit, each informer in a process of its own, and prints
+// each phase's time and resident memory: anonymous (RssAnon, what a memory
+// limit must cover) apart from file-backed (RssFile, the cache file's
+// mapped pages, which the kernel reclaims under pressure), beside the Go
+// heap. See benchmarks/internal/scalebench for what each phase does.
+//
+// Usage:
+//
+//	go run ./benchmarks/cmd/scalebench [-n 1000000] [-memlimit 1GiB] [-cgroup-limit 1.5GiB] [-client-go-n 0] [-mix 0 [-mix-one] [-mix-queue 0]] [-updates 50000] [-relist 10] [-dir DIR]
+//
+// The pods come from a genserver in a child process (this program started
+// again), which generates each pod when it serves it; its throughput alone
+// is measured first (a WatchList of every pod, read and discarded).
+// -cgroup-limit puts each warmcache informer process in a memory cgroup of
+// its own, created under this process's, limiting anonymous memory and
+// page cache together; where none can be created the run goes on without
+// and says so. -mix N runs a factory of 50 resource types (5 built-ins, 45
+// custom resources) with N objects in all, cold then warm, and -mix-one
+// the warm start of each resource alone.
+//
+// The table goes to stdout, progress to stderr. Exit status: 0 on success,
+// 1 if a measurement failed, 2 for bad flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+
+	"github.com/warmcache/warmcache/benchmarks/internal/machine"
+	"github.com/warmcache/warmcache/benchmarks/internal/scalebench"
+)
+
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+var errUsage = errors.New("usage")
+
+// parseBytes parses "1GiB", "1.5GiB", "512MiB" or a number of bytes.
+func parseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := 1.0
+	for _, u := range []struct {
+		suffix string
+		mult   float64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if v, ok := strings.CutSuffix(s, u.suffix); ok {
+			s, mult = v, u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 {
+		return 0, fmt.Errorf("%q is no size (want for example 1.5GiB)", s)
+	}
+	return int64(f * mult), nil
+}
+
+func parse(args []string, stderr io.Writer) (scalebench.Options, error) {
+	fs := flag.NewFlagSet("scalebench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o scalebench.Options
+	var cgroupLimit string
+	fs.IntVar(&o.N, "n", 1000000, "number of pods of the bolt informer's phases (0: none)")
+	fs.IntVar(&o.ClientGoN, "client-go-n", 0, "number of pods of client-go's cold sync, steady state and relist (0: none)")
+	fs.IntVar(&o.Mix, "mix", 0, "objects in all of a factory of 50 resource types, cold and warm (0: none)")
+	fs.BoolVar(&o.MixOne, "mix-one", false, "with -mix: also the warm start of each resource alone")
+	fs.IntVar(&o.MixQueue, "mix-queue", 0, "with -mix: queue capacity of each informer (0: the informer's default)")
+	fs.StringVar(&o.MemLimit, "memlimit", "1GiB", "GOMEMLIMIT of warmcache's informer processes (empty: none)")
+	fs.StringVar(&cgroupLimit, "cgroup-limit", "", "memory limit of a cgroup per warmcache informer process, for example 1.5GiB (empty: none)")
+	fs.IntVar(&o.Updates, "updates", 50000, "updates of the steady state")
+	fs.IntVar(&o.RelistPercent, "relist", 10, "percentage of pods changed before the 410 relist (negative: none)")
+	fs.StringVar(&o.Dir, "dir", os.TempDir(), "directory for the cache files")
+	fs.BoolVar(&o.SkipServerAlone, "skip-server-alone", false, "do not measure the server alone before the bolt informer")
+	if err := fs.Parse(args); err != nil {
+		return o, errUsage
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+	}
+	if o.N < 0 || o.ClientGoN < 0 || o.Mix < 0 || o.MixQueue < 0 || o.Updates <= 0 || o.RelistPercent > 100 {
+		return o, fmt.Errorf("%w: -n, -client-go-n and -mix must not be negative, -updates positive, -relist at most 100", errUsage)
+	}
+	if o.N == 0 && o.ClientGoN == 0 && o.Mix == 0 {
+		return o, fmt.Errorf("%w: nothing to measure", errUsage)
+	}
+	if cgroupLimit != "" {
+		v, err := parseBytes(cgroupLimit)
+		if err != nil {
+			return o, fmt.Errorf("%w: -cgroup-limit: %w", errUsage, err)
+		}
+		o.CgroupLimit = v
+	}
+	if o.MemLimit != "" {
+		if _, err := parseBytes(o.MemLimit); err != nil {
+			return o, fmt.Errorf("%w: -memlimit: %w", errUsage, err)
+		}
+	}
+	return o, nil
+}
+
+func main() {
+	scalebench.MaybeRun()
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parse(args, stderr)
+	if err != nil {
+		if err != errUsage {
+			fmt.Fprintln(stderr, "scalebench:", err)
+		}
+		return exitUsage
+	}
+	o.Stderr = stderr
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	dir, err := os.MkdirTemp(o.Dir, "scalebench-")
+	if err != nil {
+		fmt.Fprintln(stderr, "scalebench:", err)
+		return exitFail
+	}
+	defer os.RemoveAll(dir)
+	o.Dir = dir
+	before := machine.Read()
+	res, err := scalebench.Run(ctx, o)
+	after := machine.Read()
+	fmt.Fprintf(stdout, "scalebench: %s\n", before)
+	if err == nil || len(res.Phases) > 0 {
+		if werr := scalebench.WriteTable(stdout, res); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if l := machine.RunLabel(before, after); l != "" {
+		fmt.Fprintln(stdout, l)
+	}
+	if after.HasLoad {
+		fmt.Fprintf(stdout, "load average before: %.2f %.2f %.2f, after: %.2f %.2f %.2f\n", before.Load1, before.Load5, before.Load15, after.Load1, after.Load5, after.Load15)
+	}
+	fmt.Fprintf(stdout, "command: go run ./benchmarks/cmd/scalebench %s\n", strings.Join(args, " "))
+	if err != nil {
+		fmt.Fprintln(stderr, "scalebench:", err)
+		return exitFail
+	}
+	return exitOK
+}

@@ -1,0 +1,139 @@
+package genserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+)
+
+// controlPrefix is the path of the control API.
+const controlPrefix = "/bench/"
+
+func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var out interface{} = struct{}{}
+	switch op := strings.TrimPrefix(r.URL.Path, controlPrefix); op {
+	case "churn":
+		n, err1 := strconv.Atoi(q.Get("changes"))
+		gen, err2 := strconv.ParseUint(q.Get("gen"), 10, 32)
+		if err1 != nil || err2 != nil {
+			http.Error(w, "changes and gen must be numbers", http.StatusBadRequest)
+			return
+		}
+		res, err := s.Churn(q.Get("resource"), n, uint32(gen))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		out = res
+	case "hold":
+		s.Hold()
+	case "open":
+		s.Open()
+	case "restart":
+		s.Restart()
+	case "stats":
+		out = s.Stats()
+	default:
+		http.Error(w, "unknown control operation "+op, http.StatusNotFound)
+		return
+	}
+	b, _ := json.Marshal(out)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}
+
+// writeStatus answers with err's metav1.Status in JSON.
+func writeStatus(w http.ResponseWriter, _ *http.Request, err error) {
+	st := apierrors.NewInternalError(err).Status()
+	if s, ok := err.(apierrors.APIStatus); ok {
+		st = s.Status()
+	}
+	st.Kind, st.APIVersion = "Status", "v1"
+	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	b, e := runtime.Encode(info.Serializer, &st)
+	if e != nil {
+		http.Error(w, st.Message, int(st.Code))
+		return
+	}
+	w.Header().Set("Content-Type", runtime.ContentTypeJSON)
+	w.WriteHeader(int(st.Code))
+	_, _ = w.Write(b)
+}
+
+// Client drives a Server's control API from another process.
+type Client struct {
+	// URL is the server's base URL.
+	URL  string
+	HTTP *http.Client
+}
+
+// Config returns a client configuration for the server at url, with
+// client-side rate limiting off.
+func Config(url string) *rest.Config { return &rest.Config{Host: url, QPS: -1} }
+
+// Churn calls Server.Churn.
+func (c *Client) Churn(ctx context.Context, resource string, n int, gen uint32) (ChurnResult, error) {
+	var res ChurnResult
+	err := c.call(ctx, "churn", url.Values{"resource": {resource}, "changes": {strconv.Itoa(n)}, "gen": {strconv.FormatUint(uint64(gen), 10)}}, &res)
+	return res, err
+}
+
+// Hold calls Server.Hold.
+func (c *Client) Hold(ctx context.Context) error { return c.call(ctx, "hold", nil, nil) }
+
+// Open calls Server.Open.
+func (c *Client) Open(ctx context.Context) error { return c.call(ctx, "open", nil, nil) }
+
+// Restart calls Server.Restart.
+func (c *Client) Restart(ctx context.Context) error { return c.call(ctx, "restart", nil, nil) }
+
+// Stats calls Server.Stats.
+func (c *Client) Stats(ctx context.Context) (Stats, error) {
+	var st Stats
+	err := c.call(ctx, "stats", nil, &st)
+	return st, err
+}
+
+func (c *Client) call(ctx context.Context, op string, q url.Values, out interface{}) error {
+	u := strings.TrimSuffix(c.URL, "/") + controlPrefix + op
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrControl, op, err)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrControl, op, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrControl, op, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%w: %s: %s: %s", ErrControl, op, resp.Status, strings.TrimSpace(string(body)))
+	}
+	if out != nil {
+		if err := json.Unmarshal(body, out); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrControl, op, err)
+		}
+	}
+	return nil
+}

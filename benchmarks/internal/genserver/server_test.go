@@ -1,0 +1,205 @@
+package genserver
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/warmcache/warmcache/internal/podgen"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const testTimeout = time.Minute
+
+const testPods = 700
+
+func start(t *testing.T, contentType string) (*Server, *Client, *kubernetes.Clientset) {
+	t.Helper()
+	s, err := New(Pods(testPods))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	cfg := Config(hs.URL)
+	cfg.ContentType = contentType
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(hs.CloseClientConnections)
+	return s, &Client{URL: hs.URL, HTTP: hs.Client()}, cs
+}
+
+func recv(t *testing.T, w watch.Interface) watch.Event {
+	t.Helper()
+	select {
+	case ev, ok := <-w.ResultChan():
+		if !ok {
+			t.Fatal("watch ended")
+		}
+		return ev
+	case <-time.After(testTimeout):
+		t.Fatal("no event in time")
+	}
+	return watch.Event{}
+}
+
+func TestListPagesInKeyOrder(t *testing.T) {
+	for _, ct := range []string{"application/vnd.kubernetes.protobuf", "application/json"} {
+		t.Run(ct, func(t *testing.T) {
+			_, _, cs := start(t, ct)
+			ctx := context.Background()
+			var names []string
+			opts := metav1.ListOptions{Limit: 300}
+			for {
+				l, err := cs.CoreV1().Pods("").List(ctx, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, p := range l.Items {
+					names = append(names, p.Namespace+"/"+p.Name)
+					if p.ResourceVersion == "" || len(p.Spec.Containers) != 2 {
+						t.Fatalf("pod %s/%s: RV %q, %d containers", p.Namespace, p.Name, p.ResourceVersion, len(p.Spec.Containers))
+					}
+				}
+				if l.Continue == "" {
+					break
+				}
+				opts.Continue = l.Continue
+			}
+			if len(names) != testPods {
+				t.Fatalf("listed %d pods, want %d", len(names), testPods)
+			}
+			for i := 1; i < len(names); i++ {
+				if names[i-1] >= names[i] {
+					t.Fatalf("not in key order at %d: %s, %s", i, names[i-1], names[i])
+				}
+			}
+		})
+	}
+}
+
+func TestWatchListThenChangesThenRestart(t *testing.T) {
+	s, c, cs := start(t, "application/vnd.kubernetes.protobuf")
+	ctx := context.Background()
+	w, err := cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{
+		SendInitialEvents: ptr.To(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	seen := map[string]bool{}
+	for range testPods {
+		ev := recv(t, w)
+		p, ok := ev.Object.(*corev1.Pod)
+		if ev.Type != watch.Added || !ok {
+			t.Fatalf("initial event %s %T", ev.Type, ev.Object)
+		}
+		seen[p.Name] = true
+	}
+	if len(seen) != testPods {
+		t.Fatalf("%d distinct pods", len(seen))
+	}
+	ev := recv(t, w)
+	bm, _ := ev.Object.(*corev1.Pod)
+	if ev.Type != watch.Bookmark || bm == nil || bm.Annotations[metav1.InitialEventsAnnotationKey] != "true" || bm.ResourceVersion != s.ResourceVersion() {
+		t.Fatalf("after the initial events: %s %+v", ev.Type, ev.Object)
+	}
+
+	// Changes are held back until Open.
+	res, err := c.Churn(ctx, "pods", 3, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		t.Fatalf("event %s while held back", ev.Type)
+	default:
+	}
+	if err := c.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for k := range 3 {
+		ev := recv(t, w)
+		p := ev.Object.(*corev1.Pod)
+		if ev.Type != watch.Modified || p.Annotations[GenerationAnnotation] != "9" || p.ResourceVersion != strconv.FormatInt(res.FirstRV+int64(k), 10) {
+			t.Fatalf("change %d: %s RV %s annotations %v", k, ev.Type, p.ResourceVersion, p.Annotations)
+		}
+		// The changed pod is a podgen pod with its new state.
+		want := podgen.Pod(0)
+		if len(p.Spec.Containers) != len(want.Spec.Containers) {
+			t.Fatalf("change %d is no podgen pod", k)
+		}
+	}
+
+	// A watch from the old RV resumes; after Restart it is expired, and
+	// the open watch ends.
+	w2, err := cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(res.FirstRV, 10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	if ev := recv(t, w2); ev.Type != watch.Modified || ev.Object.(*corev1.Pod).ResourceVersion != strconv.FormatInt(res.FirstRV+1, 10) {
+		t.Fatalf("resumed watch: %s %v", ev.Type, ev.Object)
+	}
+	if err := c.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case _, ok := <-w.ResultChan():
+		if ok {
+			t.Fatal("an event after the restart")
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("the watch did not end at the restart")
+	}
+	w3, err := cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(res.LastRV, 10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w3.Stop()
+	ev = recv(t, w3)
+	if ev.Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) {
+		t.Fatalf("watch from a compacted RV: %s %v", ev.Type, ev.Object)
+	}
+	st, err := c.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.WatchLists != 1 || st.Watches != 3 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestInvalid(t *testing.T) {
+	if _, err := New(); !errors.Is(err, ErrInvalid) {
+		t.Errorf("New(): %v", err)
+	}
+	if _, err := New(Pods(0)); !errors.Is(err, ErrInvalid) {
+		t.Errorf("New(Pods(0)): %v", err)
+	}
+	if _, err := New(Pods(1), Pods(2)); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a resource twice: %v", err)
+	}
+	_, c, _ := start(t, "")
+	if _, err := c.Churn(context.Background(), "pods", 0, 1); !errors.Is(err, ErrControl) {
+		t.Errorf("churn of nothing: %v", err)
+	}
+	if _, err := c.Churn(context.Background(), "widgets", 1, 1); !errors.Is(err, ErrControl) {
+		t.Errorf("churn of an unknown resource: %v", err)
+	}
+}

@@ -1,0 +1,104 @@
+package scalebench
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+)
+
+// envChild is the environment variable that makes a process one of the
+// benchmark's children; its value is the child's spec in JSON.
+const envChild = "WARMCACHE_SCALEBENCH_CHILD"
+
+// Roles of a child process.
+const (
+	roleServer   = "server"
+	roleInformer = "informer"
+)
+
+// childSpec tells a child what to do.
+type childSpec struct {
+	Role string `json:"role"`
+
+	// Server: Pods podgen pods, or with Mix the mixed resources of
+	// MixResources with Mix objects in all.
+	Pods int `json:"pods,omitempty"`
+	Mix  int `json:"mix,omitempty"`
+
+	// Informer.
+	URL  string `json:"url,omitempty"`
+	Impl string `json:"impl,omitempty"`
+	// Mode is the sequence of phases: modeCold (cold, steady, relist),
+	// modeWarmReplay, modeWarmNoHandler, modeFactoryCold, modeFactoryWarm,
+	// modeFactoryWarmOne.
+	Mode          string `json:"mode,omitempty"`
+	Dir           string `json:"dir,omitempty"`
+	N             int    `json:"n,omitempty"`
+	Updates       int    `json:"updates,omitempty"`
+	RelistPercent int    `json:"relistPercent,omitempty"`
+	Gen           uint32 `json:"gen,omitempty"`
+	// Resource is the one resource of modeFactoryWarmOne (its index in
+	// MixResources).
+	Resource int `json:"resource,omitempty"`
+	// QueueCapacity is the factory informers' queue capacity
+	// (informer.Options.QueueCapacity), 0 for the default.
+	QueueCapacity int `json:"queueCapacity,omitempty"`
+	// Cgroup is a cgroup directory the child joins first, "" for none.
+	Cgroup string `json:"cgroup,omitempty"`
+}
+
+// MaybeRun makes this process a child when the parent started it as one,
+// runs it and exits; otherwise it returns at once. Call it first in main
+// and TestMain.
+func MaybeRun() {
+	v, ok := os.LookupEnv(envChild)
+	if !ok {
+		return
+	}
+	var spec childSpec
+	if err := json.Unmarshal([]byte(v), &spec); err != nil {
+		fmt.Fprintf(os.Stderr, "scalebench: %s: %v\n", envChild, err)
+		os.Exit(2)
+	}
+	var err error
+	switch spec.Role {
+	case roleServer:
+		err = serveChild(spec, os.Stdin, os.Stdout)
+	case roleInformer:
+		err = informerChild(spec, os.Stdout)
+	default:
+		err = fmt.Errorf("unknown role %q", spec.Role)
+	}
+	if err != nil && !errors.Is(err, errParentGone) {
+		fmt.Fprintln(os.Stderr, "scalebench:", spec.Role+":", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// errParentGone: the parent closed the child's input.
+var errParentGone = errors.New("the parent closed the input")
+
+// joinCgroup moves this process into the cgroup directory dir.
+func joinCgroup(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if err := os.WriteFile(dir+"/cgroup.procs", []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		return fmt.Errorf("join cgroup: %w", err)
+	}
+	return nil
+}
+
+// writePhase writes p as one JSON line.
+func writePhase(w io.Writer, p Phase) error {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
