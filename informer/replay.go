@@ -16,6 +16,16 @@ type ParallelScanner interface {
 	ScanParallel(ctx context.Context, n int, fn store.ScanFunc) error
 }
 
+// FileChecker is an optional ability of a store whose file is checked in
+// the background after it opened (store/bolt): WaitFileChecked returns
+// once the check has a verdict, nil for a sound file, an error wrapping
+// store.ErrCorrupt for a damaged one, or ctx's error. Every replay to
+// handlers waits for it first, so that no object of a damaged file reaches
+// a handler (invariant 5); a store without it is checked when it opens.
+type FileChecker interface {
+	WaitFileChecked(ctx context.Context) error
+}
+
 // warmStart replays a complete store to the handlers as initial-list adds
 // before anything is popped: the handlers see the persisted state first,
 // then the changes the resumed watch brings. If the store fails midway
@@ -140,6 +150,11 @@ func allStopped(ls []*listener) bool {
 func (l *loop) replay(ctx context.Context, ls []*listener, kind string, through *string) (string, error) {
 	if through != nil && *through == "" {
 		return "", nil
+	}
+	if fc, ok := l.st.(FileChecker); ok {
+		if err := fc.WaitFileChecked(ctx); err != nil {
+			return "", fmt.Errorf("%s replay: waiting for the file check: %w", kind, err)
+		}
 	}
 	start := l.i.opts.Clock.Now()
 	bound := int64(l.i.opts.ReplayPending)

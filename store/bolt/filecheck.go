@@ -19,7 +19,9 @@ import (
 // Resource reads. Every other page is checked by a walk in the background
 // (startFileCheck), which reads the pages with pread, never through the
 // mapping, in one read transaction, so that bbolt reuses none of the pages
-// it walks. Until its verdict, a read that reaches a bad page fails safely:
+// it walks. The informer replays a store to handlers only after its
+// verdict (Store.WaitFileChecked), so no object of a damaged file reaches
+// a handler. Until then, a read that reaches a bad page fails safely:
 // bbolt's panics and the faults of the mapping (SetPanicOnFault, in the
 // goroutines that read it: view, update and the decoders) become errors
 // wrapping ErrCorrupt, and the objects of that read are not handed out.
@@ -211,4 +213,22 @@ func (s *Store) fileCorrupted(err error) {
 func isFault(r any) bool {
 	_, ok := r.(interface{ Addr() uintptr })
 	return ok
+}
+
+// WaitFileChecked waits for the verdict of the check of the store's file
+// (DB.WaitFileCheck) and returns nil for a sound file, an error wrapping
+// ErrCorrupt when the check or a read found the file damaged, or ctx's
+// error, wrapped. The informer waits for it before it replays the store to
+// handlers, so that no object of a damaged file reaches one.
+func (s *Store) WaitFileChecked(ctx context.Context) error {
+	res, err := s.db.WaitFileCheck(ctx)
+	switch {
+	case err != nil:
+		return err
+	case res.Corrupt != nil:
+		return res.Corrupt
+	case res.Err != nil:
+		return res.Err
+	}
+	return nil
 }

@@ -47,6 +47,9 @@ func TestCloseWritesFreelist(t *testing.T) {
 				t.Fatalf("file check = %+v, want done in the background, sound", res)
 			}
 			s = openPods(t, db, namespaceIndexers())
+			if err := s.WaitFileChecked(ctx); err != nil {
+				t.Fatalf("WaitFileChecked of a sound file = %v", err)
+			}
 			if got := len(s.ListKeys()); got != 300 {
 				t.Fatalf("%d keys after reopening, want 300", got)
 			}
@@ -125,6 +128,10 @@ func TestBackgroundCheckFindsDamage(t *testing.T) {
 	var ce *filecheck.CorruptionError
 	if !errors.Is(res.Err, ErrCorrupt) || !errors.As(res.Err, &ce) || ce.Page < 2 || !errors.Is(res.Corrupt, ErrCorrupt) {
 		t.Fatalf("file check = %+v, want ErrCorrupt naming the page", res)
+	}
+	// What the informer waits for before it replays the store to handlers.
+	if err := s.WaitFileChecked(ctx); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("WaitFileChecked = %v, want ErrCorrupt", err)
 	}
 	db.bg.Wait()
 	if st := mustState(t, s); st.Complete {
