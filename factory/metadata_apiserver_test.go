@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/seal"
 )
 
 // TestRealAPIServerMetadataInformer: ForMetadata lists and watches
@@ -33,11 +34,13 @@ func TestRealAPIServerMetadataInformer(t *testing.T) {
 	create("a")
 	create("b")
 	path := filepath.Join(t.TempDir(), "meta.db")
+	keys := seal.Static(testKey(t))
 	gvr := corev1.SchemeGroupVersion.WithResource("secrets")
 	run := func(want ...string) {
 		t.Helper()
 		l := ktesting.NewLogger(t, ktesting.NewConfig())
-		f, err := New(ctx, Options{Path: path, RESTConfig: env.RestConfig(), Logger: &l, Bolt: bolt.Options{Sync: bolt.UnsafeNoSync}})
+		f, err := New(ctx, Options{Path: path, RESTConfig: env.RestConfig(), Logger: &l, Bolt: bolt.Options{Sync: bolt.UnsafeNoSync},
+			Keys: keys}) // Secrets, metadata-only too, are persisted sealed
 		if err != nil {
 			t.Fatal(err)
 		}
