@@ -16,13 +16,19 @@ import (
 // canonicalised by store.Scope.Canonical.
 type Scope = store.Scope
 
-// tweak applies the scope's selectors to list options.
+// tweak applies the scope's selectors to list options: the label and
+// field selectors, and the shard as the server-side shard selector
+// (ListOptions.ShardSelector, alpha in kube-apiserver 1.36 behind the
+// ShardedListAndWatch gate; see docs/scale-out.md).
 func tweak(s Scope, o *metav1.ListOptions) {
 	if s.LabelSelector != "" {
 		o.LabelSelector = s.LabelSelector
 	}
 	if s.FieldSelector != "" {
 		o.FieldSelector = s.FieldSelector
+	}
+	if s.Shard != "" {
+		o.ShardSelector = s.Shard
 	}
 }
 
