@@ -22,18 +22,24 @@ import (
 	"github.com/warmcache/warmcache/store/codec"
 )
 
-// breakableCodec fails every Decode while broken is set, as unreadable
-// data in the file would.
+// breakableCodec fails its next failures Decodes, as unreadable data in
+// the file would.
 type breakableCodec struct {
 	codec.Codec
-	broken atomic.Bool
+	failures atomic.Int32
 }
 
 var errUndecodable = errors.New("undecodable payload")
 
 func (c *breakableCodec) Decode(data []byte) (runtime.Object, error) {
-	if c.broken.Load() {
-		return nil, errUndecodable
+	for {
+		n := c.failures.Load()
+		if n <= 0 {
+			break
+		}
+		if c.failures.CompareAndSwap(n, n-1) {
+			return nil, errUndecodable
+		}
 	}
 	return c.Codec.Decode(data)
 }
@@ -61,7 +67,9 @@ func TestCorruptionTriggersRelist(t *testing.T) {
 	rec.WaitFor(t, 3)
 	before := src.Stats()
 
-	bc.broken.Store(true)
+	// The next decode, the informer reading a's stored object for the
+	// update below, fails; the relist's own reads then succeed.
+	bc.failures.Store(1)
 	a := getPod(t, src, "a")
 	aOld := a.ResourceVersion
 	a.Labels = map[string]string{"changed": "yes"}
@@ -73,7 +81,6 @@ func TestCorruptionTriggersRelist(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("no relist after the store found corrupt data: %v", err)
 	}
-	bc.broken.Store(false)
 	waitStoreMatches(t, st, src)
 	got := rec.WaitFor(t, 4)
 	if want := event("update ns/a@" + aOld + " -> ns/a@" + aNew); got[3] != want {

@@ -20,7 +20,8 @@ const changesWalk = 16 * scanChunk
 // own read transaction, compares resourceVersions from the envelopes
 // without decoding, decodes only the objects of changed keys (without
 // filling or reordering the hot tier) and calls fn outside any transaction.
-// A retained object that cannot be decoded is logged and skipped; a live
+// A retained object that cannot be decoded is logged: its live object, if
+// any, is told as an add (Old nil), and a vanished one is skipped; a live
 // one stops Changes with an error wrapping ErrCorrupt and marks the
 // resource incomplete.
 func (r *replaceTx) Changes(ctx context.Context, fn store.ChangeFunc) error {
@@ -55,7 +56,7 @@ func (r *replaceTx) Changes(ctx context.Context, fn store.ChangeFunc) error {
 			return err
 		}
 		for _, b := range bad {
-			s.logger.Error(b.err, "Skipping a replaced object that cannot be decoded; no change is reported for it", "key", b.key)
+			s.logger.Error(b.err, "A replaced object cannot be decoded; its live object is told as an add, or nothing if it vanished", "key", b.key)
 		}
 		if liveBad != nil {
 			s.corrupted(op, []keyError{*liveBad})
@@ -176,17 +177,19 @@ func (w *changeWalk) both(k, ov, lv []byte) (ch store.Change, changed bool, live
 	if err == nil {
 		orv, err = layout.EnvelopeRV(oenv)
 	}
-	if err != nil {
+	var oldObj interface{}
+	switch {
+	case err != nil:
+		// The replaced object is unreadable: whether it changed is
+		// unknown, so the live one is told as an add, as client-go tells
+		// an object its indexer does not hold, rather than not at all.
 		w.bad = append(w.bad, keyError{string(k), err})
+	case orv == lrv:
 		return ch, false, nil
-	}
-	if orv == lrv {
-		return ch, false, nil
-	}
-	oldObj, err := w.s.readUncached(k, oenv)
-	if err != nil {
-		w.bad = append(w.bad, keyError{string(k), err})
-		return ch, false, nil
+	default:
+		if oldObj, err = w.s.readUncached(k, oenv); err != nil {
+			w.bad = append(w.bad, keyError{string(k), err})
+		}
 	}
 	newObj, err := w.s.readUncached(k, lenv)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	bbolt "go.etcd.io/bbolt"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
@@ -112,5 +113,45 @@ func TestGetByKeyUncached(t *testing.T) {
 	get(s.GetByKey, "ns/c")
 	if got := get(s.GetByKey, "ns/a"); got == a {
 		t.Error("GetByKeyUncached reordered the cache: a was not evicted")
+	}
+}
+
+// TestChangesTellsAnUnreadableReplacedObjectAsAnAdd: a replaced object
+// whose bytes are damaged cannot be compared or decoded; the live object
+// of its key is told as an add (Old nil), never left out, and a key that
+// vanished with it is skipped.
+func TestChangesTellsAnUnreadableReplacedObjectAsAnAdd(t *testing.T) {
+	ctx := context.Background()
+	path := tempPath(t)
+	db := openDB(t, path, Options{})
+	s := openPods(t, db, nil)
+	for _, p := range []string{"a", "b", "c"} {
+		must(t, s.Add(mkPod("ns", p, "1")))
+	}
+	must(t, db.Close())
+	rawUpdate(t, path, func(tx *bbolt.Tx) error {
+		_, g := rawLive(t, tx)
+		for _, k := range []string{"ns/a", "ns/c"} {
+			env := append([]byte(nil), rawEnvelope(t, g, k)...)
+			env[len(env)/2] ^= 0xff // inside the payload: the checksum fails
+			setEnvelope(t, g, k, env)
+		}
+		return nil
+	})
+	db = openDB(t, path, Options{})
+	s = openPods(t, db, nil)
+	r, err := s.BeginReplace(ctx)
+	must(t, err)
+	must(t, r.Add(ctx, mkPod("ns", "a", "2"))) // changed, replaced one unreadable
+	must(t, r.Add(ctx, mkPod("ns", "b", "1"))) // unchanged
+	must(t, r.Commit(ctx, "2"))                // c vanished, replaced one unreadable
+	var got []store.Change
+	must(t, r.Changes(ctx, func(c store.Change) error { got = append(got, c); return nil }))
+	must(t, r.Release())
+	if len(got) != 1 || got[0].Key != "ns/a" || got[0].Old != nil || got[0].New == nil {
+		t.Fatalf("changes = %+v, want one add of ns/a", got)
+	}
+	if rv := got[0].New.(*corev1.Pod).ResourceVersion; rv != "2" {
+		t.Fatalf("ns/a told at resourceVersion %s, want 2", rv)
 	}
 }
