@@ -84,6 +84,19 @@ func TestReplayWaitsForTheFileCheck(t *testing.T) {
 				want = append(want, event("add ns/"+n+"@"+getPod(t, src, n).ResourceVersion+" initial=true"))
 			}
 			equalEvents(t, sortedEvents(rec.Snapshot()), want)
+
+			// A handler added after the sync is replayed what the
+			// others were told, whatever the verdict: a damaged file's
+			// store now holds the relist's objects, which come from the
+			// server, and a late handler must neither miss them nor
+			// force another relist.
+			late := newRecorder()
+			reg, err := r.inf.AddEventHandler(late)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitDone(t, "the late handler's sync", reg.HasSyncedChecker())
+			equalEvents(t, sortedEvents(late.WaitFor(t, len(want))), want)
 		})
 	}
 }
