@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
-
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/warmcache/warmcache/store"
 )
@@ -68,11 +65,7 @@ func TestReplayWaitsForTheFileCheck(t *testing.T) {
 			rec := newRecorder()
 			r := runInformer(t, src.Endpoint(podGVK, ""), Options{Store: g}, rec)
 			defer r.stop() // before the store closes
-			select {
-			case <-g.entered:
-			case <-time.After(wait.ForeverTestTimeout):
-				t.Fatal("the warm start never waited for the file check")
-			}
+			awaitClosed(t, "the warm start's wait for the file check", g.entered)
 			// The replay is held before its first object.
 			if got := rec.Snapshot(); len(got) != 0 {
 				t.Fatalf("handler told %v before the file check's verdict", got)

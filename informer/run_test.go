@@ -241,30 +241,21 @@ func TestWarmStartReplayFailsMidway(t *testing.T) {
 		names = append(names, fmt.Sprintf("a%03d", i))
 	}
 	src := newSource(t, append(names, "victim", "z")...)
-	path := filepath.Join(t.TempDir(), "w.db")
-	inner, err := codec.For(nil, podGVK)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, closeStore := openBolt(t, path, inner, nil)
-	r := runInformer(t, src.Endpoint(podGVK, ""), Options{Store: st})
-	r.waitSynced(t)
-	r.stop()
-	closeStore()
+	path, inner := writeFile(t, src)
 
 	fc := &failOnceCodec{Codec: inner, needle: []byte("victim")}
 	fc.left.Store(1)
 	var infPtr atomic.Pointer[Informer]
-	st, closeStore = openBolt(t, path, fc, func(err error) {
+	st, closeStore := openBolt(t, path, fc, func(err error) {
 		if inf := infPtr.Load(); inf != nil {
 			inf.ReportCorruption(err)
 		}
 	})
 	defer closeStore()
 	rec := newRecorder()
-	inf := newInformer(t, src.Endpoint(podGVK, ""), Options{Store: st, Logger: r.inf.opts.Logger})
+	inf := newInformer(t, src.Endpoint(podGVK, ""), Options{Store: st})
 	infPtr.Store(inf)
-	r = startInformer(t, inf, rec)
+	r := startInformer(t, inf, rec)
 	defer r.stop() // before the store closes
 	r.waitHandlersSynced(t)
 	// Every key exactly once, as an initial add: the first chunk from the
