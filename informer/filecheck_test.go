@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
-
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/warmcache/warmcache/store"
 )
@@ -68,11 +65,7 @@ func TestReplayWaitsForTheFileCheck(t *testing.T) {
 			rec := newRecorder()
 			r := runInformer(t, src.Endpoint(podGVK, ""), Options{Store: g}, rec)
 			defer r.stop() // before the store closes
-			select {
-			case <-g.entered:
-			case <-time.After(wait.ForeverTestTimeout):
-				t.Fatal("the warm start never waited for the file check")
-			}
+			awaitClosed(t, "the warm start's wait for the file check", g.entered)
 			// The replay is held before its first object.
 			if got := rec.Snapshot(); len(got) != 0 {
 				t.Fatalf("handler told %v before the file check's verdict", got)
@@ -84,6 +77,19 @@ func TestReplayWaitsForTheFileCheck(t *testing.T) {
 				want = append(want, event("add ns/"+n+"@"+getPod(t, src, n).ResourceVersion+" initial=true"))
 			}
 			equalEvents(t, sortedEvents(rec.Snapshot()), want)
+
+			// A handler added after the sync is replayed what the
+			// others were told, whatever the verdict: a damaged file's
+			// store now holds the relist's objects, which come from the
+			// server, and a late handler must neither miss them nor
+			// force another relist.
+			late := newRecorder()
+			reg, err := r.inf.AddEventHandler(late)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waitDone(t, "the late handler's sync", reg.HasSyncedChecker())
+			equalEvents(t, sortedEvents(late.WaitFor(t, len(want))), want)
 		})
 	}
 }

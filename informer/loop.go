@@ -31,6 +31,11 @@ type loop struct {
 	// delivered: the handlers have not seen the keys after it, and the
 	// informer is not synced until a relist has told them.
 	partial *string
+	// checked is set once the store's content is known not to be a
+	// damaged file's: its FileChecker gave a sound verdict, or a relist
+	// replaced the content with the server's. Replays wait for the
+	// verdict until then (waitChecked).
+	checked bool
 }
 
 func newLoop(i *Informer, q *deltafifo.Queue, logger klog.Logger) *loop {

@@ -92,6 +92,7 @@ func (l *loop) endRelist(ctx context.Context, b deltafifo.Batch) error {
 	partial := l.partial
 	l.rep = nil
 	l.partial = nil
+	l.checked = true // the server's content now, whatever the file held
 	l.i.relistDone()
 	l.reportObjects()
 	c, err := l.notifyRelist(ctx, rep, partial)

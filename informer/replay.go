@@ -19,9 +19,10 @@ type ParallelScanner interface {
 // FileChecker is an optional ability of a store whose file is checked in
 // the background after it opened (store/bolt): WaitFileChecked returns
 // once the check has a verdict, nil for a sound file, an error wrapping
-// store.ErrCorrupt for a damaged one, or ctx's error. Every replay to
-// handlers waits for it first, so that no object of a damaged file reaches
-// a handler (invariant 5); a store without it is checked when it opens.
+// store.ErrCorrupt for a damaged one, or ctx's error. A replay to
+// handlers waits for it first, until a sound verdict or a relist, so that
+// no object of a damaged file reaches a handler (invariant 5); a store
+// without it is checked when it opens.
 type FileChecker interface {
 	WaitFileChecked(ctx context.Context) error
 }
@@ -151,10 +152,8 @@ func (l *loop) replay(ctx context.Context, ls []*listener, kind string, through 
 	if through != nil && *through == "" {
 		return "", nil
 	}
-	if fc, ok := l.st.(FileChecker); ok {
-		if err := fc.WaitFileChecked(ctx); err != nil {
-			return "", fmt.Errorf("%s replay: waiting for the file check: %w", kind, err)
-		}
+	if err := l.waitChecked(ctx); err != nil {
+		return "", fmt.Errorf("%s replay: waiting for the file check: %w", kind, err)
 	}
 	start := l.i.opts.Clock.Now()
 	bound := int64(l.i.opts.ReplayPending)
@@ -189,6 +188,23 @@ func (l *loop) replay(ctx context.Context, ls []*listener, kind string, through 
 	l.i.opts.Metrics.Replayed(kind, l.since(start), n)
 	l.logger.V(2).Info("Replayed the store to handlers", "kind", kind, "objects", n, "handlers", len(ls), "took", l.since(start))
 	return last, nil
+}
+
+// waitChecked waits for the verdict of the store's file check
+// (FileChecker), unless the content is already known not to come from a
+// damaged file (l.checked): a verdict the file was damaged stays for the
+// life of the file, and must not keep a late handler from the content a
+// relist has since written.
+func (l *loop) waitChecked(ctx context.Context) error {
+	fc, ok := l.st.(FileChecker)
+	if l.checked || !ok {
+		return nil
+	}
+	if err := fc.WaitFileChecked(ctx); err != nil {
+		return err
+	}
+	l.checked = true
+	return nil
 }
 
 // scan streams the store to fn on the calling goroutine. With a

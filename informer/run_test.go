@@ -22,24 +22,20 @@ import (
 	"github.com/warmcache/warmcache/store/codec"
 )
 
-// breakableCodec fails its next failures Decodes, as unreadable data in
-// the file would.
-type breakableCodec struct {
-	codec.Codec
-	failures atomic.Int32
-}
-
 var errUndecodable = errors.New("undecodable payload")
 
-func (c *breakableCodec) Decode(data []byte) (runtime.Object, error) {
-	for {
-		n := c.failures.Load()
-		if n <= 0 {
-			break
-		}
-		if c.failures.CompareAndSwap(n, n-1) {
-			return nil, errUndecodable
-		}
+// failOnceCodec fails the next left decodes of a payload containing needle
+// (of any payload when needle is nil), as damaged items would, and decodes
+// normally afterwards.
+type failOnceCodec struct {
+	codec.Codec
+	needle []byte
+	left   atomic.Int32
+}
+
+func (c *failOnceCodec) Decode(data []byte) (runtime.Object, error) {
+	if bytes.Contains(data, c.needle) && c.left.Add(-1) >= 0 {
+		return nil, errUndecodable
 	}
 	return c.Codec.Decode(data)
 }
@@ -50,7 +46,7 @@ func TestCorruptionTriggersRelist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bc := &breakableCodec{Codec: inner}
+	bc := &failOnceCodec{Codec: inner}
 	var infPtr atomic.Pointer[Informer]
 	var reported atomic.Int32
 	st, closeStore := openBolt(t, filepath.Join(t.TempDir(), "c.db"), bc, func(err error) {
@@ -69,7 +65,7 @@ func TestCorruptionTriggersRelist(t *testing.T) {
 
 	// The next decode, the informer reading a's stored object for the
 	// update below, fails; the relist's own reads then succeed.
-	bc.failures.Store(1)
+	bc.left.Store(1)
 	a := getPod(t, src, "a")
 	aOld := a.ResourceVersion
 	a.Labels = map[string]string{"changed": "yes"}
@@ -214,21 +210,6 @@ func TestTransformApplied(t *testing.T) {
 	}
 }
 
-// failOnceCodec fails the first decode of a payload containing needle, as
-// a damaged item would, and decodes normally afterwards.
-type failOnceCodec struct {
-	codec.Codec
-	needle []byte
-	left   atomic.Int32
-}
-
-func (c *failOnceCodec) Decode(data []byte) (runtime.Object, error) {
-	if bytes.Contains(data, c.needle) && c.left.Add(-1) >= 0 {
-		return nil, errUndecodable
-	}
-	return c.Codec.Decode(data)
-}
-
 // TestWarmStartReplayFailsMidway: the warm-start replay stops at an item
 // the store cannot decode. The informer relists; the handler gets the
 // keys it was not replayed as initial adds, never a key twice, and the
@@ -241,30 +222,21 @@ func TestWarmStartReplayFailsMidway(t *testing.T) {
 		names = append(names, fmt.Sprintf("a%03d", i))
 	}
 	src := newSource(t, append(names, "victim", "z")...)
-	path := filepath.Join(t.TempDir(), "w.db")
-	inner, err := codec.For(nil, podGVK)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, closeStore := openBolt(t, path, inner, nil)
-	r := runInformer(t, src.Endpoint(podGVK, ""), Options{Store: st})
-	r.waitSynced(t)
-	r.stop()
-	closeStore()
+	path, inner := writeFile(t, src)
 
 	fc := &failOnceCodec{Codec: inner, needle: []byte("victim")}
 	fc.left.Store(1)
 	var infPtr atomic.Pointer[Informer]
-	st, closeStore = openBolt(t, path, fc, func(err error) {
+	st, closeStore := openBolt(t, path, fc, func(err error) {
 		if inf := infPtr.Load(); inf != nil {
 			inf.ReportCorruption(err)
 		}
 	})
 	defer closeStore()
 	rec := newRecorder()
-	inf := newInformer(t, src.Endpoint(podGVK, ""), Options{Store: st, Logger: r.inf.opts.Logger})
+	inf := newInformer(t, src.Endpoint(podGVK, ""), Options{Store: st})
 	infPtr.Store(inf)
-	r = startInformer(t, inf, rec)
+	r := startInformer(t, inf, rec)
 	defer r.stop() // before the store closes
 	r.waitHandlersSynced(t)
 	// Every key exactly once, as an initial add: the first chunk from the

@@ -70,7 +70,7 @@ func (e *Env) restartBoth(ctx context.Context) error {
 		return err
 	}
 	if err := e.waitEtcd(ctx, etcd); err != nil {
-		return fmt.Errorf("%w: restart etcd: %w\n%s", ErrStart, err, e.logTails())
+		return fmt.Errorf("%w: restart etcd: %w\n%s", ErrStart, err, e.LogTails())
 	}
 	return e.restartAPIServer(ctx)
 }

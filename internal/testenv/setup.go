@@ -78,7 +78,7 @@ func (e *Env) startOnce(ctx context.Context, token string, extraArgs []string) e
 		"--initial-cluster=testenv=" + peerURL,
 		"--unsafe-no-fsync", // the data is thrown away; fsync only slows tests
 	}
-	e.apiArgs = append([]string{
+	e.apiArgs = []string{
 		"--etcd-servers=" + e.etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -92,12 +92,13 @@ func (e *Env) startOnce(ctx context.Context, token string, extraArgs []string) e
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--etcd-compaction-interval=0",
 		"--profiling=false",
-	}, extraArgs...)
+	}
 	// --authorization-mode is a list flag: given twice its values
 	// accumulate, and AlwaysAllow would allow what RBAC does not.
 	if !slices.ContainsFunc(extraArgs, func(a string) bool { return strings.HasPrefix(a, "--authorization-mode=") }) {
-		e.apiArgs = slices.Insert(e.apiArgs, len(e.apiArgs)-len(extraArgs), "--authorization-mode=AlwaysAllow")
+		e.apiArgs = append(e.apiArgs, "--authorization-mode=AlwaysAllow")
 	}
+	e.apiArgs = append(e.apiArgs, extraArgs...)
 
 	etcd, err := startProcess(etcdName, e.binaries.Etcd, e.etcdArgs, e.dir)
 	if err != nil {

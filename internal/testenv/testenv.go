@@ -186,14 +186,14 @@ func Start(ctx context.Context, tb testing.TB, opts Options) (*Env, error) {
 		// the processes die before their directory is removed.
 		tb.Cleanup(func() {
 			if tb.Failed() && e.isStarted() {
-				tb.Logf("testenv: process logs in %s\n%s", e.dir, e.logTails())
+				tb.Logf("testenv: process logs in %s\n%s", e.dir, e.LogTails())
 			}
 			e.Stop()
 		})
 	}
 	begin := time.Now()
 	if err := e.start(ctx, o.ExtraAPIServerArgs); err != nil {
-		tails := e.logTails()
+		tails := e.LogTails()
 		e.Stop()
 		return nil, fmt.Errorf("%w\n%s", err, tails)
 	}
@@ -248,7 +248,7 @@ func (e *Env) restartAPIServer(ctx context.Context) error {
 		return err
 	}
 	if err := e.waitAPIServer(ctx, p, e.client); err != nil {
-		return fmt.Errorf("%w: restart kube-apiserver: %w\n%s", ErrStart, err, e.logTails())
+		return fmt.Errorf("%w: restart kube-apiserver: %w\n%s", ErrStart, err, e.LogTails())
 	}
 	return nil
 }
@@ -309,10 +309,7 @@ func (e *Env) processes() (etcd, apiserver *process, err error) {
 // LogTails returns the last lines of etcd's and kube-apiserver's logs, for
 // a failure report: a test sharing an environment started without a
 // testing.TB prints them when it fails.
-func (e *Env) LogTails() string { return e.logTails() }
-
-// logTails returns the last lines of both logs, for failure reports.
-func (e *Env) logTails() string {
+func (e *Env) LogTails() string {
 	var b strings.Builder
 	for _, name := range []string{etcdName, apiserverName} {
 		fmt.Fprintf(&b, "--- tail of %s ---\n%s\n", logFile(e.dir, name), tailFile(logFile(e.dir, name), logTailBytes))

@@ -46,6 +46,7 @@ var backupPods = bolt.ResourceOptions{Identity: bolt.Identity{Version: "v1", Res
 // for the backup's audience reads the backup of a handler that asks for
 // that audience, and nothing of the apiserver.
 func TestBackupAuthorization(t *testing.T) {
+	t.Parallel() // its own cluster; nothing shared with other tests
 	ctx := needEnv(t)
 	c := startCluster(ctx, t, "--authorization-mode=RBAC")
 	if err := demo.EnsureNamespaces(ctx, c.cs, backupNS); err != nil {

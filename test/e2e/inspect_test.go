@@ -29,6 +29,7 @@ const inspectPods = 300
 // print the file as it was when it started, complete, whatever the
 // controller wrote meanwhile.
 func TestInspectionDoesNotBlockController(t *testing.T) {
+	t.Parallel() // its own cluster; nothing shared with other tests
 	ctx := needEnv(t)
 	c := startCluster(ctx, t)
 	const ns = "inspect"
