@@ -111,31 +111,34 @@ func (t *hotTier) part(codecName string, m hotMetrics, epoch *atomic.Uint64) *ho
 
 // stamp returns what a point read must record before its transaction.
 func (p *hotPart) stamp() hotStamp {
-	e := p.epoch.Load()
+	epoch := p.epoch.Load()
 	p.tier.mu.Lock()
 	defer p.tier.mu.Unlock()
-	return hotStamp{epoch: e, seq: p.seq}
+	return hotStamp{epoch: epoch, seq: p.seq}
 }
 
 // fast returns the object of a fast entry for key, valid without reading
-// the file, and counts a hit; ok is false (nothing counted) otherwise.
-func (p *hotPart) fast(key string) (interface{}, bool) {
+// the file, and counts a hit; ok is false (nothing counted) otherwise, and
+// st is then the stamp the point read records before its transaction,
+// taken under the same lock (see stamp).
+func (p *hotPart) fast(key string) (obj interface{}, ok bool, st hotStamp) {
 	if p == nil {
-		return nil, false
+		return nil, false, hotStamp{}
 	}
 	t := p.tier
 	epoch := p.epoch.Load()
 	t.mu.Lock()
-	e, ok := p.m[key]
-	if !ok || !e.fast || e.epoch != epoch {
+	e, found := p.m[key]
+	if !found || !e.fast || e.epoch != epoch {
+		st = hotStamp{epoch: epoch, seq: p.seq}
 		t.mu.Unlock()
-		return nil, false
+		return nil, false, st
 	}
 	t.unlinkLocked(e)
 	t.pushFrontLocked(e)
 	t.mu.Unlock()
 	p.metrics.hits.Inc()
-	return e.obj, true
+	return e.obj, true, hotStamp{}
 }
 
 // committed updates the tier after the store's commit of ops: their

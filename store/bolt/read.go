@@ -197,14 +197,16 @@ func (s *Store) Get(obj interface{}) (item interface{}, exists bool, err error) 
 // cannot be decoded returns an error wrapping ErrCorrupt and marks the
 // resource incomplete.
 func (s *Store) GetByKey(key string) (item interface{}, exists bool, err error) {
+	// st is what the read saw of the hot tier before its transaction
+	// (zero, the most cautious stamp, after Close, which readLive
+	// refuses).
+	var st hotStamp
 	if s.hot != nil && !s.closed.Load() {
-		if obj, ok := s.hot.fast(key); ok {
+		var obj interface{}
+		var ok bool
+		if obj, ok, st = s.hot.fast(key); ok {
 			return obj, true, nil
 		}
-	}
-	var st hotStamp
-	if s.hot != nil {
-		st = s.hot.stamp()
 	}
 	var bad error
 	err = s.readLive("get", func(g *layout.Generation) error {
