@@ -225,13 +225,15 @@ func (p *hotPart) get(key []byte, sum uint64, st hotStamp) (interface{}, bool) {
 	return nil, false
 }
 
-// peek is get without marking the entry as recently used and without
-// counting: for bulk reads and writers, whose reads must not decide what
-// the tier keeps.
-func (p *hotPart) peek(key []byte, sum uint64) (interface{}, bool) {
+// peek is get of the object decoded from envelope env (verified by the
+// read) without marking the entry as recently used and without counting:
+// for bulk reads and writers, whose reads must not decide what the tier
+// keeps.
+func (p *hotPart) peek(key, env []byte) (interface{}, bool) {
 	if p == nil {
 		return nil, false
 	}
+	sum := p.sum(env)
 	p.tier.mu.Lock()
 	defer p.tier.mu.Unlock()
 	if e, ok := p.m[string(key)]; ok && e.sum == sum {

@@ -56,10 +56,8 @@ func (s *Store) decodeItem(key string, v []byte) (interface{}, error) {
 // without filling the tier (bulk reads and writers' reads, so that they
 // neither flush the tier nor skew its hit rate).
 func (s *Store) readItem(k, v []byte) (interface{}, error) {
-	if s.hot != nil {
-		if obj, ok := s.hot.peek(k, s.hot.sum(v)); ok {
-			return obj, nil
-		}
+	if obj, ok := s.hot.peek(k, v); ok {
+		return obj, nil
 	}
 	return s.decodeItem(string(k), v)
 }
