@@ -33,7 +33,9 @@ import (
 //     transaction but the store's own batches, which update the tier
 //     themselves: a relist's commit, an index rebuild, another resource's
 //     relist). No other process writes the file meanwhile: a read-write
-//     DB holds an exclusive lock on it, and read-only DBs exclude writers.
+//     DB holds an exclusive lock on it, and a writer that finds the file
+//     held by read-only DBs writes a copy instead, never their file
+//     (lock.go).
 //
 // Cached objects are shared by every caller that reads them: the store
 // never mutates them, and callers must not either (store.Store's
