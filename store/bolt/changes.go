@@ -117,7 +117,7 @@ func (w *changeWalk) walk(after []byte, add func(store.Change)) (done bool, live
 		c := compareKeys(ok, lk)
 		switch {
 		case c < 0: // only in the replaced generation: vanished
-			if obj, err := w.read(w.old, ok, ov); err != nil {
+			if obj, err := w.s.readEntry(w.old, ok, ov); err != nil {
 				w.bad = append(w.bad, keyError{string(ok), err})
 			} else {
 				add(store.Change{Key: string(ok), Old: obj})
@@ -126,7 +126,7 @@ func (w *changeWalk) walk(after []byte, add func(store.Change)) (done bool, live
 			w.after = append(w.after[:0], ok...)
 			ok, ov = oc.Next()
 		case c > 0: // only in the live generation: added
-			obj, err := w.read(w.live, lk, lv)
+			obj, err := w.s.readEntry(w.live, lk, lv)
 			if err != nil {
 				return false, &keyError{string(lk), err}
 			}
@@ -149,16 +149,6 @@ func (w *changeWalk) walk(after []byte, add func(store.Change)) (done bool, live
 		}
 	}
 	return true, nil
-}
-
-// read returns the object of item entry v of key k in g, without
-// touching the hot tier.
-func (w *changeWalk) read(g *layout.Generation, k, v []byte) (interface{}, error) {
-	env, err := g.EnvelopeOf(k, v)
-	if err != nil {
-		return nil, err
-	}
-	return w.s.readUncached(k, env)
 }
 
 // both compares key k, present in both generations with item entries ov
@@ -187,11 +177,11 @@ func (w *changeWalk) both(k, ov, lv []byte) (ch store.Change, changed bool, live
 	case orv == lrv:
 		return ch, false, nil
 	default:
-		if oldObj, err = w.s.readUncached(k, oenv); err != nil {
+		if oldObj, err = w.s.readItem(k, oenv); err != nil {
 			w.bad = append(w.bad, keyError{string(k), err})
 		}
 	}
-	newObj, err := w.s.readUncached(k, lenv)
+	newObj, err := w.s.readItem(k, lenv)
 	if err != nil {
 		return ch, false, &keyError{string(k), err}
 	}

@@ -52,7 +52,8 @@ type DB struct {
 	// lock.go).
 	writers *os.File
 	// file identifies the file Open locked, so that Close records the
-	// state of this file only, not of one created at path since.
+	// state of this file only, not of one created at path since
+	// (pathNamesFile); nil for a read-only DB.
 	file os.FileInfo
 	// flusher flushes a SyncOnClose file periodically; nil otherwise.
 	flusher *flusher
@@ -340,6 +341,14 @@ func (db *DB) Close() error {
 	return errors.Join(errs...)
 }
 
+// pathNamesFile reports whether db.path still names the file Open locked
+// read-write (false for a read-only DB): the state file beside path
+// describes that file only while it does.
+func (db *DB) pathNamesFile() bool {
+	fi, err := os.Stat(db.path)
+	return err == nil && db.file != nil && os.SameFile(fi, db.file)
+}
+
 // unlockWriters releases the writers' lock (see lock.go), after the bbolt
 // file is closed.
 func (db *DB) unlockWriters() {
@@ -353,7 +362,7 @@ func (db *DB) unlockWriters() {
 // It records nothing if path no longer names the file Open locked (moved
 // aside by someone else): that state file describes another file now.
 func (db *DB) recordClosed() error {
-	if fi, err := os.Stat(db.path); err != nil || db.file == nil || !os.SameFile(fi, db.file) {
+	if !db.pathNamesFile() {
 		db.logger.Info("The cache file was moved or replaced while open; leaving the state file at its path alone")
 		return nil
 	}

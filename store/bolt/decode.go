@@ -27,6 +27,16 @@ type selected struct {
 	obj interface{}
 }
 
+// selectedOf returns the chunk entry of item k (key as a string, or "")
+// with envelope env, both aliasing the read transaction: the hot tier's
+// object when it holds env's, else env, for decodeSelected.
+func (s *Store) selectedOf(key string, k, env []byte) selected {
+	if obj, ok := s.hot.peek(k, env); ok {
+		return selected{key: key, k: k, obj: obj}
+	}
+	return selected{key: key, k: k, env: env}
+}
+
 // decodeSelected decodes the objects of chunk that the hot tier did not
 // hold, on up to workers goroutines (0: GOMAXPROCS), sets their obj and
 // drops the references to the stored bytes (but k of the objects that
@@ -98,13 +108,7 @@ func newBulkDecoder(s *Store, capacity int) *bulkDecoder {
 // add queues the object of item k with envelope env, both aliasing the
 // read transaction, which must stay open until flush.
 func (b *bulkDecoder) add(k, env []byte) {
-	c := selected{k: k, env: env}
-	if b.s.hot != nil {
-		if obj, ok := b.s.hot.peek(k, b.s.hot.sum(env)); ok {
-			c.obj, c.env = obj, nil
-		}
-	}
-	b.chunk = append(b.chunk, c)
+	b.chunk = append(b.chunk, b.s.selectedOf("", k, env))
 	if len(b.chunk) == scanChunk {
 		b.flush()
 	}

@@ -201,24 +201,33 @@ func verifyErr(ctx context.Context, db *DB) error {
 // read-write with ErrReadOnly, and read-only with its content intact.
 func TestReadOnlyFS(t *testing.T) { runNamespaced(t, "readonlyfs") }
 
-func childReadOnlyFS() error {
-	dir := mountTmpfs(8 << 20)
+// writeTmpfsPods mounts a tmpfs of 8 MiB (mountTmpfs) and writes podgen
+// pods [0, 10) at RV 5 into cache.db there, closed; it returns the
+// directory and the file's path.
+func writeTmpfsPods() (dir, path string, err error) {
+	dir = mountTmpfs(8 << 20)
 	ctx := context.Background()
-	path := filepath.Join(dir, "cache.db")
+	path = filepath.Join(dir, "cache.db")
 	db, err := Open(ctx, path, Options{})
 	if err != nil {
-		return err
+		return "", "", err
 	}
 	s, err := db.Resource(ctx, ResourceOptions{Identity: podsID, Codec: podCodec, Indexers: namespaceIndexers()})
+	if err == nil {
+		err = s.Apply(ctx, podTxns(0, 10, "5"), "5")
+	}
+	if err := errors.Join(err, db.Close()); err != nil {
+		return "", "", err
+	}
+	return dir, path, nil
+}
+
+func childReadOnlyFS() error {
+	dir, path, err := writeTmpfsPods()
 	if err != nil {
 		return err
 	}
-	if err := s.Apply(ctx, podTxns(0, 10, "5"), "5"); err != nil {
-		return err
-	}
-	if err := db.Close(); err != nil {
-		return err
-	}
+	ctx := context.Background()
 	if err := syscall.Mount("", dir, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
 		return fmt.Errorf("remount read-only: %w", err)
 	}
@@ -228,12 +237,12 @@ func childReadOnlyFS() error {
 	if _, err := Open(ctx, filepath.Join(dir, "new.db"), Options{}); !errors.Is(err, ErrReadOnly) {
 		return fmt.Errorf("creating a file on a read-only file system = %v, want ErrReadOnly", err)
 	}
-	db, err = Open(ctx, path, Options{ReadOnly: true})
+	db, err := Open(ctx, path, Options{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("read-only Open: %w", err)
 	}
 	defer func() { _ = db.Close() }()
-	s, err = db.Resource(ctx, ResourceOptions{Identity: podsID, Codec: podCodec, Indexers: namespaceIndexers()})
+	s, err := db.Resource(ctx, ResourceOptions{Identity: podsID, Codec: podCodec, Indexers: namespaceIndexers()})
 	if err != nil {
 		return err
 	}

@@ -192,7 +192,7 @@ func (db *DB) reportCorrupt(err error) {
 // recordCorrupt records in the state file that the file is corrupt, unless
 // path no longer names the file Open locked.
 func (db *DB) recordCorrupt(cause error) error {
-	if fi, err := os.Stat(db.path); err != nil || db.file == nil || !os.SameFile(fi, db.file) {
+	if !db.pathNamesFile() {
 		return nil
 	}
 	return writeState(db.path, syncState{State: stateCorrupt, Reason: cause.Error()}, db.opts.FileMode)

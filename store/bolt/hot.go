@@ -33,7 +33,9 @@ import (
 //     transaction but the store's own batches, which update the tier
 //     themselves: a relist's commit, an index rebuild, another resource's
 //     relist). No other process writes the file meanwhile: a read-write
-//     DB holds an exclusive lock on it, and read-only DBs exclude writers.
+//     DB holds an exclusive lock on it, and a writer that finds the file
+//     held by read-only DBs writes a copy instead, never their file
+//     (lock.go).
 //
 // Cached objects are shared by every caller that reads them: the store
 // never mutates them, and callers must not either (store.Store's
@@ -111,31 +113,34 @@ func (t *hotTier) part(codecName string, m hotMetrics, epoch *atomic.Uint64) *ho
 
 // stamp returns what a point read must record before its transaction.
 func (p *hotPart) stamp() hotStamp {
-	e := p.epoch.Load()
+	epoch := p.epoch.Load()
 	p.tier.mu.Lock()
 	defer p.tier.mu.Unlock()
-	return hotStamp{epoch: e, seq: p.seq}
+	return hotStamp{epoch: epoch, seq: p.seq}
 }
 
 // fast returns the object of a fast entry for key, valid without reading
-// the file, and counts a hit; ok is false (nothing counted) otherwise.
-func (p *hotPart) fast(key string) (interface{}, bool) {
+// the file, and counts a hit; ok is false (nothing counted) otherwise, and
+// st is then the stamp the point read records before its transaction,
+// taken under the same lock (see stamp).
+func (p *hotPart) fast(key string) (obj interface{}, ok bool, st hotStamp) {
 	if p == nil {
-		return nil, false
+		return nil, false, hotStamp{}
 	}
 	t := p.tier
 	epoch := p.epoch.Load()
 	t.mu.Lock()
-	e, ok := p.m[key]
-	if !ok || !e.fast || e.epoch != epoch {
+	e, found := p.m[key]
+	if !found || !e.fast || e.epoch != epoch {
+		st = hotStamp{epoch: epoch, seq: p.seq}
 		t.mu.Unlock()
-		return nil, false
+		return nil, false, st
 	}
 	t.unlinkLocked(e)
 	t.pushFrontLocked(e)
 	t.mu.Unlock()
 	p.metrics.hits.Inc()
-	return e.obj, true
+	return e.obj, true, hotStamp{}
 }
 
 // committed updates the tier after the store's commit of ops: their
@@ -222,13 +227,15 @@ func (p *hotPart) get(key []byte, sum uint64, st hotStamp) (interface{}, bool) {
 	return nil, false
 }
 
-// peek is get without marking the entry as recently used and without
-// counting: for bulk reads and writers, whose reads must not decide what
-// the tier keeps.
-func (p *hotPart) peek(key []byte, sum uint64) (interface{}, bool) {
+// peek is get of the object decoded from envelope env (verified by the
+// read) without marking the entry as recently used and without counting:
+// for bulk reads and writers, whose reads must not decide what the tier
+// keeps.
+func (p *hotPart) peek(key, env []byte) (interface{}, bool) {
 	if p == nil {
 		return nil, false
 	}
+	sum := p.sum(env)
 	p.tier.mu.Lock()
 	defer p.tier.mu.Unlock()
 	if e, ok := p.m[string(key)]; ok && e.sum == sum {

@@ -108,6 +108,16 @@ func checkLockedFile(ctx context.Context, path string, opts Options, rep *filech
 	return fmt.Errorf("%w: %w", ErrCorrupt, err)
 }
 
+// openChecked checks path (checkLockedFile) and has bbolt open it, waiting
+// for bbolt's own lock until opts.Timeout: where that lock is the only one
+// (no flock, or no writers' lock file), so a writer waits for readers.
+func openChecked(ctx context.Context, path string, opts Options, rep *filecheck.Report) (*bbolt.DB, error) {
+	if err := checkLockedFile(ctx, path, opts, rep); err != nil {
+		return nil, err
+	}
+	return openBolt(path, opts)
+}
+
 // openBoltNow is openBolt trying bbolt's lock once: the caller holds or
 // has just checked the lock, and waits itself.
 func openBoltNow(path string, opts Options) (*bbolt.DB, error) {

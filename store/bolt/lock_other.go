@@ -17,9 +17,6 @@ import (
 // Options.Timeout (see lock.go). The file is checked before bbolt locks
 // it.
 func openLocked(ctx context.Context, path string, opts Options, _ klog.Logger, rep *filecheck.Report) (*bbolt.DB, *os.File, error) {
-	if err := checkLockedFile(ctx, path, opts, rep); err != nil {
-		return nil, nil, err
-	}
-	bdb, err := openBolt(path, opts)
+	bdb, err := openChecked(ctx, path, opts, rep)
 	return bdb, nil, err
 }

@@ -247,31 +247,22 @@ func TestReadOnlyOpenCreatesNoLockFile(t *testing.T) {
 func TestReadOnlyDir(t *testing.T) { runNamespaced(t, "readonlydir") }
 
 func childReadOnlyDir() error {
-	dir := mountTmpfs(8 << 20)
+	dir, path, err := writeTmpfsPods()
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(path + LockSuffix); err != nil {
+		return err
+	}
 	ctx := context.Background()
-	path := filepath.Join(dir, "cache.db")
-	db, err := Open(ctx, path, Options{})
-	if err != nil {
-		return err
-	}
-	s, err := db.Resource(ctx, ResourceOptions{Identity: podsID, Codec: podCodec, Indexers: namespaceIndexers()})
-	if err != nil {
-		return err
-	}
-	if err := s.Apply(ctx, podTxns(0, 10, "5"), "5"); err != nil {
-		return err
-	}
-	if err := errors.Join(db.Close(), os.Remove(path+LockSuffix)); err != nil {
-		return err
-	}
 	if err := syscall.Mount("", dir, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
 		return fmt.Errorf("remount read-only: %w", err)
 	}
-	db, err = Open(ctx, path, Options{ReadOnly: true})
+	db, err := Open(ctx, path, Options{ReadOnly: true})
 	if err != nil {
 		return fmt.Errorf("read-only Open without a lock file: %w", err)
 	}
-	s, err = db.Resource(ctx, ResourceOptions{Identity: podsID, Codec: podCodec, Indexers: namespaceIndexers()})
+	s, err := db.Resource(ctx, ResourceOptions{Identity: podsID, Codec: podCodec, Indexers: namespaceIndexers()})
 	if err == nil {
 		err = expectPods(s, "5", 10)
 	}

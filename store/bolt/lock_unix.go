@@ -53,10 +53,7 @@ func openLocked(ctx context.Context, path string, opts Options, logger klog.Logg
 	if writers == nil {
 		// No lock file: writers exclude each other by bbolt's lock, and
 		// wait for readers.
-		if err := checkLockedFile(ctx, path, opts, rep); err != nil {
-			return nil, nil, err
-		}
-		bdb, err := openBolt(path, opts)
+		bdb, err := openChecked(ctx, path, opts, rep)
 		return bdb, nil, err
 	}
 	bdb, err := openWriter(ctx, path, opts, deadline, logger, rep)

@@ -56,10 +56,8 @@ func (s *Store) decodeItem(key string, v []byte) (interface{}, error) {
 // without filling the tier (bulk reads and writers' reads, so that they
 // neither flush the tier nor skew its hit rate).
 func (s *Store) readItem(k, v []byte) (interface{}, error) {
-	if s.hot != nil {
-		if obj, ok := s.hot.peek(k, s.hot.sum(v)); ok {
-			return obj, nil
-		}
+	if obj, ok := s.hot.peek(k, v); ok {
+		return obj, nil
 	}
 	return s.decodeItem(string(k), v)
 }
@@ -197,14 +195,16 @@ func (s *Store) Get(obj interface{}) (item interface{}, exists bool, err error) 
 // cannot be decoded returns an error wrapping ErrCorrupt and marks the
 // resource incomplete.
 func (s *Store) GetByKey(key string) (item interface{}, exists bool, err error) {
+	// st is what the read saw of the hot tier before its transaction
+	// (zero, the most cautious stamp, after Close, which readLive
+	// refuses).
+	var st hotStamp
 	if s.hot != nil && !s.closed.Load() {
-		if obj, ok := s.hot.fast(key); ok {
+		var obj interface{}
+		var ok bool
+		if obj, ok, st = s.hot.fast(key); ok {
 			return obj, true, nil
 		}
-	}
-	var st hotStamp
-	if s.hot != nil {
-		st = s.hot.stamp()
 	}
 	var bad error
 	err = s.readLive("get", func(g *layout.Generation) error {

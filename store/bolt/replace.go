@@ -249,13 +249,7 @@ func (r *replaceTx) vanishedChunk(live *layout.Generation, after *[]byte, chunk 
 			*bad = append(*bad, keyError{string(lk), err})
 			continue
 		}
-		c := selected{key: string(lk), k: lk, env: env}
-		if s.hot != nil {
-			if obj, ok := s.hot.peek(lk, s.hot.sum(env)); ok {
-				c.obj, c.env = obj, nil
-			}
-		}
-		*chunk = append(*chunk, c)
+		*chunk = append(*chunk, s.selectedOf(string(lk), lk, env))
 	}
 	return nil
 }

@@ -210,13 +210,7 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 				bad = &keyError{string(key), err}
 				return nil
 			}
-			if s.hot != nil {
-				if obj, ok := s.hot.peek(key, s.hot.sum(env)); ok {
-					chunk = append(chunk, selected{key: string(key), k: key, obj: obj})
-					continue
-				}
-			}
-			chunk = append(chunk, selected{key: string(key), k: key, env: env})
+			chunk = append(chunk, s.selectedOf(string(key), key, env))
 		}
 		if errs := s.decodeSelected(chunk, w.workers); errs != nil {
 			bad = firstBad(chunk, errs)

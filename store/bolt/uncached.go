@@ -21,12 +21,7 @@ func (s *Store) GetByKeyUncached(key string) (item interface{}, exists bool, err
 		if v == nil {
 			return nil
 		}
-		env, err := g.EnvelopeOf(k, v)
-		if err != nil {
-			bad = err
-			return nil
-		}
-		item, bad = s.readUncached(k, env)
+		item, bad = s.readEntry(g, k, v)
 		exists = bad == nil
 		return nil
 	})
@@ -39,8 +34,3 @@ func (s *Store) GetByKeyUncached(key string) (item interface{}, exists bool, err
 	}
 	return item, exists, nil
 }
-
-// readUncached returns the object of item k with envelope v: the hot
-// tier's when it holds v's object (without changing its order), else
-// decoded, without filling the tier.
-func (s *Store) readUncached(k, v []byte) (interface{}, error) { return s.readItem(k, v) }
