@@ -46,8 +46,8 @@ func (s *Store) checkSealKeys(res *bbolt.Bucket) (sealFindings, error) {
 		if err != nil {
 			continue
 		}
-		payload, ok := envelopePayload(envb)
-		if !ok {
+		payload, err := layout.EnvelopePayload(envb)
+		if err != nil {
 			continue
 		}
 		current, err := kc.CheckKey(payload)
@@ -60,21 +60,4 @@ func (s *Store) checkSealKeys(res *bbolt.Bucket) (sealFindings, error) {
 		}
 	}
 	return f, nil
-}
-
-// envelopePayload returns the payload of envelope env, aliasing it,
-// without copying its resourceVersion and UID out as DecodeEnvelope does.
-func envelopePayload(env []byte) ([]byte, bool) {
-	if len(env) < 1 {
-		return nil, false
-	}
-	p := env[1:]
-	var err error
-	for range 2 { // resourceVersion, UID
-		if _, p, err = layout.ReadRaw(p, false); err != nil {
-			return nil, false
-		}
-	}
-	payload, _, err := layout.ReadRaw(p, true)
-	return payload, err == nil
 }

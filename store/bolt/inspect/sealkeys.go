@@ -50,8 +50,8 @@ func SealKeys(ctx context.Context, db *bolt.DB, id bolt.Identity) (map[string]in
 			}
 			kid := UnreadableKeyID
 			if envb, err := g.EnvelopeOf(k, v); err == nil {
-				if env, err := layout.DecodeEnvelope(envb); err == nil {
-					if id, err := seal.KeyIDOf(env.Payload); err == nil {
+				if payload, err := layout.EnvelopePayload(envb); err == nil {
+					if id, err := seal.KeyIDOf(payload); err == nil {
 						kid = id
 					}
 				}

@@ -124,28 +124,39 @@ type Envelope struct {
 // DecodeEnvelope parses buf. rv and uid are copied; payload aliases buf.
 // It checks the structure, not the checksum (see VerifyEnvelope).
 func DecodeEnvelope(buf []byte) (Envelope, error) {
-	var e Envelope
+	rv, uid, payload, err := splitEnvelope(buf)
+	if err != nil {
+		return Envelope{}, err
+	}
+	return Envelope{RV: string(rv), UID: string(uid), Payload: payload}, nil
+}
+
+// EnvelopePayload is DecodeEnvelope's payload alone, without copying the
+// resourceVersion and UID out: for a scan that reads only payloads.
+func EnvelopePayload(buf []byte) ([]byte, error) {
+	_, _, payload, err := splitEnvelope(buf)
+	return payload, err
+}
+
+// splitEnvelope returns the fields of envelope buf, aliasing it.
+func splitEnvelope(buf []byte) (rv, uid, payload []byte, err error) {
 	if len(buf) < 1 || buf[0] != mpFixArray4 {
-		return e, fmt.Errorf("%w: not a 4-element array", ErrEnvelope)
+		return nil, nil, nil, fmt.Errorf("%w: not a 4-element array", ErrEnvelope)
 	}
 	p := buf[1:]
-	rv, p, err := ReadRaw(p, false)
-	if err != nil {
-		return e, fmt.Errorf("%w: resourceVersion: %w", ErrEnvelope, err)
+	if rv, p, err = ReadRaw(p, false); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: resourceVersion: %w", ErrEnvelope, err)
 	}
-	uid, p, err := ReadRaw(p, false)
-	if err != nil {
-		return e, fmt.Errorf("%w: uid: %w", ErrEnvelope, err)
+	if uid, p, err = ReadRaw(p, false); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: uid: %w", ErrEnvelope, err)
 	}
-	payload, p, err := ReadRaw(p, true)
-	if err != nil {
-		return e, fmt.Errorf("%w: payload: %w", ErrEnvelope, err)
+	if payload, p, err = ReadRaw(p, true); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: payload: %w", ErrEnvelope, err)
 	}
 	if len(p) != envelopeSumLen || p[0] != mpUint32 {
-		return e, fmt.Errorf("%w: %d bytes after the payload, want a checksum", ErrEnvelope, len(p))
+		return nil, nil, nil, fmt.Errorf("%w: %d bytes after the payload, want a checksum", ErrEnvelope, len(p))
 	}
-	e.RV, e.UID, e.Payload = string(rv), string(uid), payload
-	return e, nil
+	return rv, uid, payload, nil
 }
 
 // EnvelopeRV returns the resourceVersion of an envelope without looking at
