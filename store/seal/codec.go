@@ -76,9 +76,6 @@ func NewCodec(inner codec.Codec, keys []Key) (*Codec, error) {
 // Name implements codec.Codec.
 func (c *Codec) Name() string { return NamePrefix + c.inner.Name() }
 
-// Inner returns the codec whose encodings are sealed.
-func (c *Codec) Inner() codec.Codec { return c.inner }
-
 // KeyIDs returns the IDs of the codec's keys, the sealing key first.
 func (c *Codec) KeyIDs() []string { return append([]string(nil), c.ids...) }
 
