@@ -202,7 +202,7 @@ func TestSecretsAreSealed(t *testing.T) {
 			}
 			sealed := 0
 			for _, r := range res {
-				if _, ok := inspect.Sealed(r.Codec); ok {
+				if _, ok := seal.InnerName(r.Codec); ok {
 					sealed++
 				}
 			}

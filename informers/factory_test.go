@@ -265,7 +265,7 @@ func TestSecretsInformerFollowsTheSealingDefault(t *testing.T) {
 		}
 		for _, r := range res {
 			isSecrets := r.Identity.Resource == "secrets"
-			if _, sealed := inspect.Sealed(r.Codec); sealed != (isSecrets && withKey) || (isSecrets && r.Objects != 0) {
+			if _, sealed := seal.InnerName(r.Codec); sealed != (isSecrets && withKey) || (isSecrets && r.Objects != 0) {
 				t.Errorf("with a key %v, %s stored with codec %q and %d objects", withKey, r.Identity.Resource, r.Codec, r.Objects)
 			}
 		}

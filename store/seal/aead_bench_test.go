@@ -21,18 +21,20 @@ func BenchmarkAEAD(b *testing.B) {
 	for _, size := range []int{5800, 4700, 1000} {
 		plain := bytes.Repeat([]byte{'x'}, size)
 		hdr := append([]byte{formatV1}, k.id[:]...)
-		sealed := k.aead.Seal(nil, nil, plain, fullAD(hdr, ad))
+		var s scratch
+		full := s.fullAD(hdr, ad)
+		sealed := k.aead.Seal(nil, nil, plain, full)
 		buf := make([]byte, 0, size+Overhead)
 		b.Run(fmt.Sprintf("seal/%d", size), func(b *testing.B) {
 			b.SetBytes(int64(size))
 			for b.Loop() {
-				_ = k.aead.Seal(buf[:0], nil, plain, fullAD(hdr, ad))
+				_ = k.aead.Seal(buf[:0], nil, plain, full)
 			}
 		})
 		b.Run(fmt.Sprintf("open/%d", size), func(b *testing.B) {
 			b.SetBytes(int64(size))
 			for b.Loop() {
-				if _, err := k.aead.Open(buf[:0], nil, sealed, fullAD(hdr, ad)); err != nil {
+				if _, err := k.aead.Open(buf[:0], nil, sealed, full); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -76,9 +76,6 @@ func NewCodec(inner codec.Codec, keys []Key) (*Codec, error) {
 // Name implements codec.Codec.
 func (c *Codec) Name() string { return NamePrefix + c.inner.Name() }
 
-// Inner returns the codec whose encodings are sealed.
-func (c *Codec) Inner() codec.Codec { return c.inner }
-
 // KeyIDs returns the IDs of the codec's keys, the sealing key first.
 func (c *Codec) KeyIDs() []string { return append([]string(nil), c.ids...) }
 
@@ -92,28 +89,49 @@ func (c *Codec) Decode([]byte) (runtime.Object, error) {
 	return nil, fmt.Errorf("seal: decode: %w", ErrUnbound)
 }
 
-var plainPool = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+// scratch holds the buffers of one seal or open: the plaintext, cleared
+// before it is reused, and the AEAD's full additional data. Pooling both
+// keeps sealing and opening free of allocations beyond the inner codec's.
+type scratch struct{ plain, ad []byte }
+
+var scratchPool = sync.Pool{New: func() any {
+	return &scratch{plain: make([]byte, 0, 4096), ad: make([]byte, 0, 256)}
+}}
+
+// fullAD sets s.ad to the AEAD's additional data, the payload header then
+// the item's, and returns it.
+func (s *scratch) fullAD(hdr, ad []byte) []byte {
+	s.ad = append(append(s.ad[:0], hdr...), ad...)
+	return s.ad
+}
+
+// release clears plain, the plaintext made in s.plain (nil when opening
+// failed), and returns s to the pool, keeping plain's buffer unless it grew
+// beyond 1 MiB.
+func (s *scratch) release(plain []byte) {
+	clear(plain)
+	if plain != nil && cap(plain) <= 1<<20 {
+		s.plain = plain[:0]
+	}
+	if cap(s.ad) > 1<<16 {
+		s.ad = nil
+	}
+	scratchPool.Put(s)
+}
 
 // EncodeBound implements codec.Bound: it appends obj's inner encoding,
 // sealed with the first key and bound to ad, to dst.
 func (c *Codec) EncodeBound(dst []byte, obj runtime.Object, ad []byte) ([]byte, error) {
-	bp := plainPool.Get().(*[]byte)
-	plain, err := c.inner.Encode((*bp)[:0], obj)
-	defer func() {
-		clear(plain)
-		if cap(plain) <= 1<<20 {
-			*bp = plain[:0]
-			plainPool.Put(bp)
-		}
-	}()
+	s := scratchPool.Get().(*scratch)
+	plain, err := c.inner.Encode(s.plain[:0], obj)
+	defer s.release(plain)
 	if err != nil {
 		return nil, err
 	}
 	start := len(dst)
 	dst = append(dst, formatV1)
 	dst = append(dst, c.write.id[:]...)
-	full := fullAD(dst[start:], ad)
-	return c.write.aead.Seal(dst, nil, plain, full), nil
+	return c.write.aead.Seal(dst, nil, plain, s.fullAD(dst[start:], ad)), nil
 }
 
 // DecodeBound implements codec.Bound: it opens data with the key its
@@ -125,15 +143,9 @@ func (c *Codec) DecodeBound(data, ad []byte) (runtime.Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	bp := plainPool.Get().(*[]byte)
-	plain, err := k.aead.Open((*bp)[:0], nil, data[headerSize:], fullAD(data[:headerSize], ad))
-	defer func() {
-		clear(plain)
-		if cap(plain) <= 1<<20 {
-			*bp = plain[:0]
-			plainPool.Put(bp)
-		}
-	}()
+	s := scratchPool.Get().(*scratch)
+	plain, err := k.aead.Open(s.plain[:0], nil, data[headerSize:], s.fullAD(data[:headerSize], ad))
+	defer s.release(plain)
 	if err != nil {
 		return nil, fmt.Errorf("seal: key %s: %w", k.ID(), ErrOpen)
 	}
@@ -183,11 +195,4 @@ func header(data []byte) ([IDSize]byte, error) {
 	}
 	copy(id[:], data[1:headerSize])
 	return id, nil
-}
-
-// fullAD returns the AEAD's additional data: the payload header, then the
-// item's.
-func fullAD(hdr, ad []byte) []byte {
-	out := make([]byte, 0, len(hdr)+len(ad))
-	return append(append(out, hdr...), ad...)
 }

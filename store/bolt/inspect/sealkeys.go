@@ -11,11 +11,6 @@ import (
 	"github.com/warmcache/warmcache/store/seal"
 )
 
-// Sealed reports whether a recorded codec name (ResourceInfo.Codec) is a
-// sealed codec's (package store/seal), and the name of the codec whose
-// encodings it seals.
-func Sealed(codecName string) (inner string, ok bool) { return seal.InnerName(codecName) }
-
 // UnreadableKeyID counts, in SealKeys, the payloads whose sealed header
 // cannot be read (or whose envelope is malformed).
 const UnreadableKeyID = "unreadable"

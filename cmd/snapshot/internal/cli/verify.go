@@ -14,6 +14,7 @@ import (
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
 	"github.com/warmcache/warmcache/store/codec"
+	"github.com/warmcache/warmcache/store/seal"
 )
 
 // verifyOptions is `snapshot verify FILE`.
@@ -96,7 +97,7 @@ func (o *verifyOptions) Run(ctx context.Context) (err error) {
 	names := map[string]string{}
 	sealed := map[string]bool{}
 	for _, info := range f.resources {
-		_, sealed[info.Identity.String()] = inspect.Sealed(info.Codec)
+		_, sealed[info.Identity.String()] = seal.InnerName(info.Codec)
 		total += info.Objects
 		if info.Problem == "" {
 			names[info.Identity.String()] = displayName(info)
