@@ -16,7 +16,6 @@ import (
 	bbolt "go.etcd.io/bbolt"
 	"k8s.io/klog/v2"
 
-	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
@@ -55,6 +54,10 @@ type DB struct {
 	// state of this file only, not of one created at path since
 	// (pathNamesFile); nil for a read-only DB.
 	file os.FileInfo
+	// mapped identifies the file bbolt mapped (file, or a reader's), the
+	// one the background check walks; nil where not known (other
+	// platforms' readers).
+	mapped os.FileInfo
 	// flusher flushes a SyncOnClose file periodically; nil otherwise.
 	flusher *flusher
 	// hot is the hot tier shared by the stores without their own; nil if
@@ -129,14 +132,15 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	boot, bootErr := bootID()
 	// The file is checked (validateFile) under its lock, before bbolt maps
 	// it; a writer takes the writers' lock first (see lock.go).
-	var checked filecheck.Report
-	bdb, writers, err := openLocked(ctx, path, opts, logger, &checked)
+	var opened openResult
+	bdb, writers, err := openLocked(ctx, path, opts, logger, &opened)
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
 	}
 	db := &DB{bolt: bdb, writers: writers, path: path, opts: opts, logger: logger, stores: map[string]*Store{},
 		hot: newHotTier(*opts.HotBytes), hotc: hotc, fcm: fcm}
-	db.freelistStale.Store(!checked.Persisted)
+	db.freelistStale.Store(!opened.report.Persisted)
+	db.mapped = opened.mapped
 	// Check before writing anything, the state file included: a file that
 	// is refused is left as it was found. Whether the file is new is
 	// decided here, under the lock: another process may have created it
@@ -147,6 +151,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	if err == nil && !opts.ReadOnly {
 		db.file, err = os.Stat(path)
+		db.mapped = db.file
 		if err == nil {
 			err = db.startSyncState(boot, bootErr)
 		}
@@ -166,7 +171,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if db.opts.Sync == SyncOnClose && !opts.ReadOnly && opts.FlushInterval > 0 {
 		db.flusher = startFlusher(db, opts.FlushInterval)
 	}
-	db.startFileCheck(checked.Walked)
+	db.startFileCheck(opened.report.Walked)
 	return db, nil
 }
 

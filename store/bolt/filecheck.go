@@ -38,6 +38,10 @@ import (
 // remapping the file: a write that must grow the mapping waits for the
 // walk to end.
 
+// errFileReplaced ends a background check whose path no longer names the
+// file the DB mapped.
+var errFileReplaced = errors.New("the path names another file than the one opened")
+
 // FileCheckResult is the state of a DB's file check.
 type FileCheckResult struct {
 	// Done is true once the check of every page has a verdict.
@@ -50,6 +54,11 @@ type FileCheckResult struct {
 	// error wrapping ErrCorrupt naming the page and the problem
 	// otherwise.
 	Err error
+	// Skipped, when not empty, says why the background check did not walk
+	// the file: a read-only DB whose path a writer replaced with a copy
+	// (the reader's file is no longer written; each read still checks its
+	// objects' checksums). Err is nil then.
+	Skipped string
 	// Duration is how long the background check took (0 for AtOpen).
 	Duration time.Duration
 	// Corrupt is the first corruption found while the file was open, by
@@ -110,6 +119,13 @@ func (db *DB) startFileCheck(walked bool) {
 		switch {
 		case errors.Is(err, context.Canceled):
 			res.Err = fmt.Errorf("bolt: file check %s: %w (cancelled by Close)", db.path, ErrClosed)
+		case errors.Is(err, errFileReplaced):
+			// Not this file's fault: a writer copied the file a reader
+			// holds over its path (lock.go). The reader's file is no
+			// longer written; each read still checks its objects.
+			res.Err, res.Skipped = nil, err.Error()
+			db.logger.V(1).Info("Not checking the cache file's pages: its path now names a copy a writer made", "reason", err)
+			db.fcm.verdict(nil, res.Duration)
 		case err != nil:
 			db.reportCorrupt(err)
 			db.fcm.verdict(err, res.Duration)
@@ -142,15 +158,15 @@ func (db *DB) checkFile(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if db.file != nil && !os.SameFile(fi, db.file) {
-			return fmt.Errorf("%s is no longer the file Open locked", db.path)
+		if db.mapped != nil && !os.SameFile(fi, db.mapped) {
+			return errFileReplaced
 		}
 		ps := db.bolt.Info().PageSize
 		t := filecheck.Tree{PageSize: ps, Root: uint64(tx.Cursor().Bucket().Root()), HWM: uint64(tx.Size()) / uint64(ps)}
 		return filecheck.CheckTree(ctx, f, fi.Size(), db.path, t)
 	})
 	switch {
-	case err == nil, errors.Is(err, ErrCorrupt), errors.Is(err, context.Canceled):
+	case err == nil, errors.Is(err, ErrCorrupt), errors.Is(err, context.Canceled), errors.Is(err, errFileReplaced):
 		return err
 	case errors.Is(err, filecheck.ErrCorrupt):
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)

@@ -90,6 +90,16 @@ func waitLock(ctx context.Context, deadline time.Time) error {
 	}
 }
 
+// openResult is what openLocked tells Open of the file it opened.
+type openResult struct {
+	// report is the check of the file before bbolt mapped it.
+	report filecheck.Report
+	// mapped is the file bbolt mapped, for a read-only open (a writer's is
+	// stated by Open under its lock): a writer may have replaced the file
+	// at path since (copyOver), which the reader keeps reading.
+	mapped os.FileInfo
+}
+
 // checkLockedFile runs validateFile on path (in full if opts.CheckAtOpen),
 // stores its report in rep and classifies its error as Open returns it: nil
 // for a file that passes or does not exist (bbolt creates it, or reports it
@@ -111,8 +121,8 @@ func checkLockedFile(ctx context.Context, path string, opts Options, rep *filech
 // openChecked checks path (checkLockedFile) and has bbolt open it, waiting
 // for bbolt's own lock until opts.Timeout: where that lock is the only one
 // (no flock, or no writers' lock file), so a writer waits for readers.
-func openChecked(ctx context.Context, path string, opts Options, rep *filecheck.Report) (*bbolt.DB, error) {
-	if err := checkLockedFile(ctx, path, opts, rep); err != nil {
+func openChecked(ctx context.Context, path string, opts Options, out *openResult) (*bbolt.DB, error) {
+	if err := checkLockedFile(ctx, path, opts, &out.report); err != nil {
 		return nil, err
 	}
 	return openBolt(path, opts)

@@ -6,8 +6,6 @@ import (
 	"context"
 	"os"
 
-	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
-
 	bbolt "go.etcd.io/bbolt"
 	"k8s.io/klog/v2"
 )
@@ -16,7 +14,7 @@ import (
 // bbolt's own lock is the only one, so a writer waits for readers until
 // Options.Timeout (see lock.go). The file is checked before bbolt locks
 // it.
-func openLocked(ctx context.Context, path string, opts Options, _ klog.Logger, rep *filecheck.Report) (*bbolt.DB, *os.File, error) {
-	bdb, err := openChecked(ctx, path, opts, rep)
+func openLocked(ctx context.Context, path string, opts Options, _ klog.Logger, out *openResult) (*bbolt.DB, *os.File, error) {
+	bdb, err := openChecked(ctx, path, opts, out)
 	return bdb, nil, err
 }

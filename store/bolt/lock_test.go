@@ -277,3 +277,28 @@ func childReadOnlyDir() error {
 	}
 	return nil
 }
+
+// TestReaderCheckSkipsAFileReplacedByAWriter: a reader's background check
+// walks the file the reader mapped, never the copy a writer put at its
+// path since (which the reader's root and page count do not describe):
+// it reports the replacement, not corruption, and the reader's file stays
+// sound.
+func TestReaderCheckSkipsAFileReplacedByAWriter(t *testing.T) {
+	ctx := context.Background()
+	path := tempPath(t)
+	writePods(t, path, 50, "1")
+	reader := openDB(t, path, Options{ReadOnly: true})
+	if res, err := reader.WaitFileCheck(ctx); err != nil || res.Err != nil || res.Skipped != "" {
+		t.Fatalf("reader's first check = %+v, %v, want sound", res, err)
+	}
+	w := openDB(t, path, Options{}) // copies the file over its path
+	s := openPods(t, w, namespaceIndexers())
+	must(t, s.Apply(ctx, podTxns(50, 200, "2"), "2"))
+
+	if err := reader.checkFile(ctx); !errors.Is(err, errFileReplaced) || errors.Is(err, ErrCorrupt) {
+		t.Fatalf("reader's check after the writer replaced the file = %v, want errFileReplaced", err)
+	}
+	if c := reader.FileCheck().Corrupt; c != nil {
+		t.Fatalf("reader found corruption: %v", c)
+	}
+}

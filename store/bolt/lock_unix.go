@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
-
 	bbolt "go.etcd.io/bbolt"
 	bberrors "go.etcd.io/bbolt/errors"
 	"k8s.io/klog/v2"
@@ -40,10 +38,10 @@ func tryFlock(f *os.File, how int) (ok bool, err error) {
 // also returns the writers' lock file, locked, which the caller closes
 // after the bbolt file; nil where the directory cannot hold one. rep is
 // set to the report of the check of the file opened.
-func openLocked(ctx context.Context, path string, opts Options, logger klog.Logger, rep *filecheck.Report) (*bbolt.DB, *os.File, error) {
+func openLocked(ctx context.Context, path string, opts Options, logger klog.Logger, out *openResult) (*bbolt.DB, *os.File, error) {
 	deadline := time.Now().Add(opts.Timeout)
 	if opts.ReadOnly {
-		bdb, err := openReader(ctx, path, opts, deadline, rep)
+		bdb, err := openReader(ctx, path, opts, deadline, out)
 		return bdb, nil, err
 	}
 	writers, err := lockWriters(ctx, path, opts.FileMode, deadline)
@@ -53,10 +51,10 @@ func openLocked(ctx context.Context, path string, opts Options, logger klog.Logg
 	if writers == nil {
 		// No lock file: writers exclude each other by bbolt's lock, and
 		// wait for readers.
-		bdb, err := openChecked(ctx, path, opts, rep)
+		bdb, err := openChecked(ctx, path, opts, out)
 		return bdb, nil, err
 	}
-	bdb, err := openWriter(ctx, path, opts, deadline, logger, rep)
+	bdb, err := openWriter(ctx, path, opts, deadline, logger, out)
 	if err != nil {
 		_ = writers.Close()
 		return nil, nil, err
@@ -101,7 +99,7 @@ func lockWriters(ctx context.Context, path string, mode os.FileMode, deadline ti
 // a file held by readers only is copied over first (copyOver); one held
 // exclusively (by a writer that does not take the writers' lock) is
 // waited for until deadline.
-func openWriter(ctx context.Context, path string, opts Options, deadline time.Time, logger klog.Logger, rep *filecheck.Report) (*bbolt.DB, error) {
+func openWriter(ctx context.Context, path string, opts Options, deadline time.Time, logger klog.Logger, out *openResult) (*bbolt.DB, error) {
 	for {
 		f, err := os.Open(path)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -124,7 +122,7 @@ func openWriter(ctx context.Context, path string, opts Options, deadline time.Ti
 			return nil, err
 		}
 		if free {
-			err = checkLockedFile(ctx, path, opts, rep)
+			err = checkLockedFile(ctx, path, opts, &out.report)
 			_ = f.Close() // bbolt takes the lock on its own open file
 			if err != nil {
 				return nil, err
@@ -157,13 +155,13 @@ func openWriter(ctx context.Context, path string, opts Options, deadline time.Ti
 // path names (waiting until deadline while a writer holds it), checks it
 // and has bbolt open it, and starts again if a writer replaced the file
 // meanwhile.
-func openReader(ctx context.Context, path string, opts Options, deadline time.Time, rep *filecheck.Report) (*bbolt.DB, error) {
+func openReader(ctx context.Context, path string, opts Options, deadline time.Time, out *openResult) (*bbolt.DB, error) {
 	for {
 		f, err := os.Open(path)
 		if err != nil {
 			return nil, classify(err)
 		}
-		bdb, again, err := openReaderOnce(ctx, f, path, opts, rep)
+		bdb, again, err := openReaderOnce(ctx, f, path, opts, out)
 		_ = f.Close() // bbolt holds its own shared lock on the same file
 		if err == nil && again {
 			err = waitLock(ctx, deadline)
@@ -177,7 +175,7 @@ func openReader(ctx context.Context, path string, opts Options, deadline time.Ti
 // openReaderOnce is one attempt of openReader on f, path's file when
 // opened. again is true when it must be retried: f is locked by a writer,
 // or path no longer names it.
-func openReaderOnce(ctx context.Context, f *os.File, path string, opts Options, rep *filecheck.Report) (bdb *bbolt.DB, again bool, err error) {
+func openReaderOnce(ctx context.Context, f *os.File, path string, opts Options, out *openResult) (bdb *bbolt.DB, again bool, err error) {
 	ok, err := tryFlock(f, syscall.LOCK_SH)
 	if err != nil || !ok {
 		return nil, true, err
@@ -185,7 +183,7 @@ func openReaderOnce(ctx context.Context, f *os.File, path string, opts Options, 
 	if !samePath(f, path) {
 		return nil, true, nil
 	}
-	if err := checkLockedFile(ctx, path, opts, rep); err != nil {
+	if err := checkLockedFile(ctx, path, opts, &out.report); err != nil {
 		return nil, false, err
 	}
 	bdb, err = openBoltNow(path, opts)
@@ -198,6 +196,10 @@ func openReaderOnce(ctx context.Context, f *os.File, path string, opts Options, 
 		// bbolt may have opened the file that replaced f's: unchecked.
 		_ = bdb.Close()
 		return nil, true, nil
+	}
+	if out.mapped, err = f.Stat(); err != nil {
+		_ = bdb.Close()
+		return nil, false, classify(err)
 	}
 	return bdb, false, nil
 }
