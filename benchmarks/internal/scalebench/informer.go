@@ -140,7 +140,7 @@ func relist(ctx context.Context, spec childSpec, ctl *genserver.Client, inf *inf
 	if err := errors.Join(ctl.Restart(ctx), ctl.Open(ctx)); err != nil {
 		return Phase{}, err
 	}
-	if err := waitList(ctx, ctl, before); err != nil {
+	if err := informerbench.WaitList(ctx, listsOf(ctl), before.Lists+before.WatchLists); err != nil {
 		return Phase{}, err
 	}
 	if _, err := ctl.Churn(ctx, "", 1, gen+1); err != nil {
@@ -169,24 +169,11 @@ func isGeneration(gen uint32) func(obj interface{}) bool {
 	}
 }
 
-// waitList waits until the server has received a list or a WatchList
-// since before.
-func waitList(ctx context.Context, ctl *genserver.Client, before genserver.Stats) error {
-	t := time.NewTicker(pollInterval)
-	defer t.Stop()
-	for {
+// listsOf returns ctl's count of lists plus WatchLists.
+func listsOf(ctl *genserver.Client) func(context.Context) (int, error) {
+	return func(ctx context.Context) (int, error) {
 		st, err := ctl.Stats(ctx)
-		if err != nil {
-			return err
-		}
-		if st.Lists > before.Lists || st.WatchLists > before.WatchLists {
-			return nil
-		}
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the relist: %w", ctx.Err())
-		}
+		return st.Lists + st.WatchLists, err
 	}
 }
 

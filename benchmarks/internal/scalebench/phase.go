@@ -3,7 +3,6 @@ package scalebench
 import (
 	"context"
 	"runtime/debug"
-	"time"
 
 	"github.com/warmcache/warmcache/benchmarks/internal/measure"
 	"github.com/warmcache/warmcache/benchmarks/internal/procmem"
@@ -93,5 +92,3 @@ func waitCtx(ctx context.Context, ch <-chan struct{}) error {
 		return ctx.Err()
 	}
 }
-
-const pollInterval = 5 * time.Millisecond
