@@ -58,12 +58,7 @@ var errParentGone = errors.New("the parent closed the input before the server st
 // serve runs the server with n pods, writes its URL to out and serves
 // until in reaches EOF.
 func serve(n int, in io.Reader, out io.Writer) error {
-	gone := make(chan struct{})
-	go func() {
-		// The parent never writes; EOF (or an error) means it is done.
-		_, _ = io.Copy(io.Discard, in)
-		close(gone)
-	}()
+	gone := ParentGone(in)
 	src, err := fakesource.New(fakesource.Options{})
 	if err != nil {
 		return err
@@ -95,19 +90,37 @@ func serve(n int, in io.Reader, out io.Writer) error {
 	mux.HandleFunc(controlPrefix+"restart", c.restart)
 	mux.HandleFunc(controlPrefix+"stats", c.stats)
 	mux.Handle("/", c.gate.wrap(h))
+	return ServeLoopback(mux, out, gone, c.gate.open)
+}
+
+// ParentGone returns a channel closed once in, a child's standard input
+// that its parent never writes, reaches EOF or fails: the parent is done
+// or dead.
+func ParentGone(in io.Reader) <-chan struct{} {
+	gone := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, in)
+		close(gone)
+	}()
+	return gone
+}
+
+// ServeLoopback serves h on a loopback port, writes its URL as a line to
+// out and serves until gone is closed; then it calls release, which must
+// let every held request end, and shuts the server down (at most 5s).
+func ServeLoopback(h http.Handler, out io.Writer, gone <-chan struct{}, release func()) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: mux}
+	srv := &http.Server{Handler: h}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	if _, err := fmt.Fprintf(out, "http://%s\n", ln.Addr()); err != nil {
-		return err
+		return errors.Join(err, srv.Close())
 	}
-	// Serve until the parent closes our standard input (or dies).
 	<-gone
-	c.gate.open()
+	release()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(ctx)
