@@ -233,7 +233,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *resourc
 		timeout = t.C
 	}
 	watchList := opts.SendInitialEvents != nil && *opts.SendInitialEvents
-	ri := s.index(res)
+	ri := res.ri
 
 	s.mu.Lock()
 	s.stats.Watches++
