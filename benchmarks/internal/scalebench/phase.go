@@ -72,7 +72,7 @@ func (m *meter) stop(name, impl string, n, events int) Phase {
 	m.sw.StopTimer()
 	p := Phase{Name: name, Impl: impl, N: n, Events: events, Seconds: m.sw.Elapsed().Seconds(), CPUSeconds: m.sw.CPU().Seconds()}
 	p.HeapPeak = m.heap.Stop()
-	peak, last, _ := m.rss.Peak()
+	peak, last := m.rss.Peak()
 	p.AnonPeak, p.FilePeak, p.AnonEnd, p.HWM = peak.Anon, peak.File, last.Anon, last.HWM
 	p.HeapSettled = measure.SettledHeap()
 	if l := debug.SetMemoryLimit(-1); l != 1<<63-1 {
