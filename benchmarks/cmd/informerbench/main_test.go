@@ -6,6 +6,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/warmcache/warmcache/benchmarks/internal/apiproc"
+	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
 	"github.com/warmcache/warmcache/benchmarks/internal/cmdtest"
 )
 
@@ -16,11 +17,11 @@ func TestMain(m *testing.M) {
 }
 
 func TestRun(t *testing.T) {
-	cmdtest.Run(t, run, exitOK, []cmdtest.Case{
+	cmdtest.Run(t, run, cmdrun.ExitOK, []cmdtest.Case{
 		{
 			Name: "small run",
 			Args: []string{"-n", "80", "-updates", "30", "-impl", "client-go,bolt", "-dir", t.TempDir()},
-			Code: exitOK,
+			Code: cmdrun.ExitOK,
 			Stdout: []string{
 				"80 podgen pods over HTTP (application/vnd.kubernetes.protobuf), 30 updates",
 				"bolt/client-go", "cold sync s", "cold sync CPU s", "steady heap bytes/pod", "update events/s", "update CPU µs/event",
@@ -31,14 +32,14 @@ func TestRun(t *testing.T) {
 		{
 			Name:   "json",
 			Args:   []string{"-n", "20", "-updates", "5", "-impl", "memory", "-encoding", "json", "-dir", t.TempDir()},
-			Code:   exitOK,
+			Code:   cmdrun.ExitOK,
 			Stdout: []string{"(application/json)"},
 		},
-		{Name: "unknown implementation", Args: []string{"-impl", "bolt,etcd"}, Code: exitUsage, StderrIn: `-impl "etcd"`},
-		{Name: "bad encoding", Args: []string{"-encoding", "xml"}, Code: exitUsage, StderrIn: "-encoding"},
-		{Name: "bad sync policy", Args: []string{"-bolt-sync", "never"}, Code: exitUsage, StderrIn: "-bolt-sync"},
-		{Name: "negative updates", Args: []string{"-updates", "-1"}, Code: exitUsage, StderrIn: "not negative"},
-		{Name: "extra arguments", Args: []string{"more"}, Code: exitUsage, StderrIn: "unexpected arguments"},
-		{Name: "missing directory", Args: []string{"-n", "5", "-impl", "bolt", "-dir", "/nonexistent/informerbench"}, Code: exitFail, StderrIn: "informerbench:"},
+		{Name: "unknown implementation", Args: []string{"-impl", "bolt,etcd"}, Code: cmdrun.ExitUsage, StderrIn: `-impl "etcd"`},
+		{Name: "bad encoding", Args: []string{"-encoding", "xml"}, Code: cmdrun.ExitUsage, StderrIn: "-encoding"},
+		{Name: "bad sync policy", Args: []string{"-bolt-sync", "never"}, Code: cmdrun.ExitUsage, StderrIn: "-bolt-sync"},
+		{Name: "negative updates", Args: []string{"-updates", "-1"}, Code: cmdrun.ExitUsage, StderrIn: "not negative"},
+		{Name: "extra arguments", Args: []string{"more"}, Code: cmdrun.ExitUsage, StderrIn: "unexpected arguments"},
+		{Name: "missing directory", Args: []string{"-n", "5", "-impl", "bolt", "-dir", "/nonexistent/informerbench"}, Code: cmdrun.ExitFail, StderrIn: "informerbench:"},
 	})
 }

@@ -5,6 +5,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
 	"github.com/warmcache/warmcache/benchmarks/internal/cmdtest"
 	"github.com/warmcache/warmcache/benchmarks/internal/scalebench"
 )
@@ -17,19 +18,19 @@ func TestMain(m *testing.M) {
 }
 
 func TestRun(t *testing.T) {
-	cmdtest.Run(t, run, exitOK, []cmdtest.Case{
+	cmdtest.Run(t, run, cmdrun.ExitOK, []cmdtest.Case{
 		{
 			Name:   "small run",
 			Args:   []string{"-n", "150", "-updates", "10", "-memlimit", "512MiB", "-dir", t.TempDir()},
-			Code:   exitOK,
+			Code:   cmdrun.ExitOK,
 			Stdout: []string{"peak RssAnon MiB", "warm-replay", "warm-no-handler", "relist", "server alone: 150 pods", "512", "command: go run ./benchmarks/cmd/scalebench -n 150"},
 		},
-		{Name: "nothing", Args: []string{"-n", "0"}, Code: exitUsage, StderrIn: "nothing to measure"},
-		{Name: "bad cgroup limit", Args: []string{"-cgroup-limit", "lots"}, Code: exitUsage, StderrIn: "-cgroup-limit"},
-		{Name: "bad memlimit", Args: []string{"-memlimit", "1PB"}, Code: exitUsage, StderrIn: "-memlimit"},
-		{Name: "relist beyond 100", Args: []string{"-relist", "101"}, Code: exitUsage, StderrIn: "-relist"},
-		{Name: "extra arguments", Args: []string{"more"}, Code: exitUsage, StderrIn: "unexpected arguments"},
-		{Name: "missing directory", Args: []string{"-n", "5", "-dir", "/nonexistent/scalebench"}, Code: exitFail, StderrIn: "scalebench:"},
+		{Name: "nothing", Args: []string{"-n", "0"}, Code: cmdrun.ExitUsage, StderrIn: "nothing to measure"},
+		{Name: "bad cgroup limit", Args: []string{"-cgroup-limit", "lots"}, Code: cmdrun.ExitUsage, StderrIn: "-cgroup-limit"},
+		{Name: "bad memlimit", Args: []string{"-memlimit", "1PB"}, Code: cmdrun.ExitUsage, StderrIn: "-memlimit"},
+		{Name: "relist beyond 100", Args: []string{"-relist", "101"}, Code: cmdrun.ExitUsage, StderrIn: "-relist"},
+		{Name: "extra arguments", Args: []string{"more"}, Code: cmdrun.ExitUsage, StderrIn: "unexpected arguments"},
+		{Name: "missing directory", Args: []string{"-n", "5", "-dir", "/nonexistent/scalebench"}, Code: cmdrun.ExitFail, StderrIn: "scalebench:"},
 	})
 }
 
