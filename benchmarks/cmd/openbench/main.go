@@ -119,7 +119,9 @@ func measure(ctx context.Context, o options, args []string, stdout, stderr io.Wr
 		}
 		fmt.Fprintf(stdout, "%4d %12v %12v %12v %16v %10d\n", i+1, r.open, r.resource, r.open+r.resource, r.check, r.objects)
 	}
-	fmt.Fprintln(stdout, machine.RunLabel(before, machine.Read()))
+	if l := machine.RunLabel(before, machine.Read()); l != "" {
+		fmt.Fprintln(stdout, l)
+	}
 	return nil
 }
 
