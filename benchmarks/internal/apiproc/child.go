@@ -23,8 +23,9 @@ import (
 	"github.com/warmcache/warmcache/internal/podgen"
 )
 
-// controlPrefix is the path of the control API.
-const controlPrefix = "/bench/"
+// ControlPrefix is the path of the control API, of this package's server
+// and of genserver's.
+const ControlPrefix = "/bench/"
 
 // GenerationAnnotation is the annotation Churn sets on updated pods.
 const GenerationAnnotation = "bench.warmcache.io/generation"
@@ -84,11 +85,11 @@ func serve(n int, in io.Reader, out io.Writer) error {
 	}
 	c.gate = newGate()
 	mux := http.NewServeMux()
-	mux.HandleFunc(controlPrefix+"churn", c.churn)
-	mux.HandleFunc(controlPrefix+"open", c.open)
-	mux.HandleFunc(controlPrefix+"compact", c.compact)
-	mux.HandleFunc(controlPrefix+"restart", c.restart)
-	mux.HandleFunc(controlPrefix+"stats", c.stats)
+	mux.HandleFunc(ControlPrefix+"churn", c.churn)
+	mux.HandleFunc(ControlPrefix+"open", c.open)
+	mux.HandleFunc(ControlPrefix+"compact", c.compact)
+	mux.HandleFunc(ControlPrefix+"restart", c.restart)
+	mux.HandleFunc(ControlPrefix+"stats", c.stats)
 	mux.Handle("/", c.gate.wrap(h))
 	return ServeLoopback(mux, out, gone, c.gate.open)
 }
