@@ -91,15 +91,7 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		return nil, fmt.Errorf("%w: start %s: %w", ErrServer, exe, err)
 	}
 	p := &Process{cmd: cmd, stdin: stdin, client: &http.Client{}, waited: make(chan struct{})}
-	urlc := make(chan string, 1)
-	go func() {
-		// The first line is the URL; the rest is drained so that the
-		// child never blocks writing.
-		r := bufio.NewReader(stdout)
-		line, _ := r.ReadString('\n')
-		urlc <- strings.TrimSpace(line)
-		_, _ = io.Copy(io.Discard, r)
-	}()
+	urlc := ReadURL(stdout)
 	go func() {
 		err := cmd.Wait()
 		p.mu.Lock()
@@ -119,6 +111,20 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		_ = p.Close()
 		return nil, fmt.Errorf("%w: start: %w", ErrServer, ctx.Err())
 	}
+}
+
+// ReadURL sends the first line of r, a child's standard output on which
+// ServeLoopback writes its URL, to the channel it returns, trimmed ("" if
+// r ends first), then drains r so that the child never blocks writing.
+func ReadURL(r io.Reader) <-chan string {
+	urlc := make(chan string, 1)
+	go func() {
+		br := bufio.NewReader(r)
+		line, _ := br.ReadString('\n')
+		urlc <- strings.TrimSpace(line)
+		_, _ = io.Copy(io.Discard, br)
+	}()
+	return urlc
 }
 
 // Config returns a client configuration for the server with contentType
