@@ -97,18 +97,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		}
 		o.relists = append(o.relists, pct)
 	}
-	for _, name := range strings.Split(impls, ",") {
-		name = strings.TrimSpace(name)
-		known := false
-		for _, k := range informerbench.Impls {
-			known = known || k == name
-		}
-		if !known {
-			return o, fmt.Errorf("%w: -impl %q: want some of %v", cmdrun.ErrUsage, name, informerbench.Impls)
-		}
-		o.impls = append(o.impls, name)
-	}
-	return o, nil
+	o.impls, err = cmdrun.Impls(impls, informerbench.Impls)
+	return o, err
 }
 
 func main() {

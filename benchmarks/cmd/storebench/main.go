@@ -76,18 +76,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if o.sync, err = syncflag.Parse(sync); err != nil {
 		return o, fmt.Errorf("%w: -bolt-sync: %w", cmdrun.ErrUsage, err)
 	}
-	for _, name := range strings.Split(impls, ",") {
-		name = strings.TrimSpace(name)
-		known := false
-		for _, k := range storebench.Impls {
-			known = known || k == name
-		}
-		if !known {
-			return o, fmt.Errorf("%w: -impl %q: want some of %v", cmdrun.ErrUsage, name, storebench.Impls)
-		}
-		o.impls = append(o.impls, name)
-	}
-	return o, nil
+	o.impls, err = cmdrun.Impls(impls, storebench.Impls)
+	return o, err
 }
 
 func main() {

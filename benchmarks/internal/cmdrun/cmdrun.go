@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 )
 
 // Exit codes of every benchmark program.
@@ -42,4 +44,18 @@ func Run[O any](name string, args []string, stderr io.Writer, parse func(args []
 		return ExitFail
 	}
 	return ExitOK
+}
+
+// Impls splits the comma-separated value of -impl into its names, each one
+// of known; an unknown name is an ErrUsage that lists them.
+func Impls(value string, known []string) ([]string, error) {
+	var impls []string
+	for _, name := range strings.Split(value, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(known, name) {
+			return nil, fmt.Errorf("%w: -impl %q: want some of %v", ErrUsage, name, known)
+		}
+		impls = append(impls, name)
+	}
+	return impls, nil
 }
