@@ -30,24 +30,17 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/warmcache/warmcache/benchmarks/internal/apiproc"
+	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
 	"github.com/warmcache/warmcache/benchmarks/internal/informerbench"
 	"github.com/warmcache/warmcache/benchmarks/internal/machine"
 	"github.com/warmcache/warmcache/benchmarks/internal/syncflag"
 	"github.com/warmcache/warmcache/store/bolt"
-)
-
-// Exit codes.
-const (
-	exitOK    = 0
-	exitFail  = 1
-	exitUsage = 2
 )
 
 type options struct {
@@ -59,8 +52,6 @@ type options struct {
 	contentType string
 	relists     []int
 }
-
-var errUsage = errors.New("usage")
 
 func parse(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("informerbench", flag.ContinueOnError)
@@ -75,17 +66,17 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&relists, "relist", joinInts(informerbench.DefaultRelistPercents), "comma-separated percentages of pods changed before a forced 410 relist, one measurement each (empty: none)")
 	fs.StringVar(&encoding, "encoding", "protobuf", "wire encoding: protobuf or json")
 	if err := fs.Parse(args); err != nil {
-		return o, errUsage
+		return o, cmdrun.ErrUsage
 	}
 	if fs.NArg() > 0 {
-		return o, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+		return o, fmt.Errorf("%w: unexpected arguments %q", cmdrun.ErrUsage, fs.Args())
 	}
 	if o.n <= 0 || o.updates < 0 {
-		return o, fmt.Errorf("%w: -n must be positive and -updates not negative", errUsage)
+		return o, fmt.Errorf("%w: -n must be positive and -updates not negative", cmdrun.ErrUsage)
 	}
 	var err error
 	if o.sync, err = syncflag.Parse(sync); err != nil {
-		return o, fmt.Errorf("%w: -bolt-sync: %w", errUsage, err)
+		return o, fmt.Errorf("%w: -bolt-sync: %w", cmdrun.ErrUsage, err)
 	}
 	switch encoding {
 	case "protobuf":
@@ -93,7 +84,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	case "json":
 		o.contentType = "application/json"
 	default:
-		return o, fmt.Errorf("%w: -encoding %q: want protobuf or json", errUsage, encoding)
+		return o, fmt.Errorf("%w: -encoding %q: want protobuf or json", cmdrun.ErrUsage, encoding)
 	}
 	o.relists = []int{}
 	for _, f := range strings.Split(relists, ",") {
@@ -102,22 +93,12 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		}
 		pct, err := strconv.Atoi(f)
 		if err != nil || pct < 0 || pct > 100 {
-			return o, fmt.Errorf("%w: -relist %q: want percentages from 0 to 100", errUsage, f)
+			return o, fmt.Errorf("%w: -relist %q: want percentages from 0 to 100", cmdrun.ErrUsage, f)
 		}
 		o.relists = append(o.relists, pct)
 	}
-	for _, name := range strings.Split(impls, ",") {
-		name = strings.TrimSpace(name)
-		known := false
-		for _, k := range informerbench.Impls {
-			known = known || k == name
-		}
-		if !known {
-			return o, fmt.Errorf("%w: -impl %q: want some of %v", errUsage, name, informerbench.Impls)
-		}
-		o.impls = append(o.impls, name)
-	}
-	return o, nil
+	o.impls, err = cmdrun.Impls(impls, informerbench.Impls)
+	return o, err
 }
 
 func main() {
@@ -128,20 +109,9 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	// The server's standard error is copied to stderr too, concurrently.
 	stderr = &lockedWriter{w: stderr}
-	o, err := parse(args, stderr)
-	if err != nil {
-		if err != errUsage {
-			fmt.Fprintln(stderr, "informerbench:", err)
-		}
-		return exitUsage
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := measureAll(ctx, o, args, stdout, stderr); err != nil {
-		fmt.Fprintln(stderr, "informerbench:", err)
-		return exitFail
-	}
-	return exitOK
+	return cmdrun.Run("informerbench", args, stderr, parse, func(ctx context.Context, o options) error {
+		return measureAll(ctx, o, args, stdout, stderr)
+	})
 }
 
 func joinInts(v []int) string {

@@ -29,12 +29,13 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
 	"github.com/warmcache/warmcache/internal/podgen"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/codec"
 )
 
-func main() { os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 // options are the command's flags.
 type options struct {
@@ -43,7 +44,7 @@ type options struct {
 	keep    bool
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func parse(args []string, stderr io.Writer) (options, error) {
 	fl := flag.NewFlagSet("lockbench", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	var o options
@@ -51,17 +52,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fl.IntVar(&o.runs, "runs", 3, "measurements of each case")
 	fl.StringVar(&o.dir, "dir", os.TempDir(), "directory of the file")
 	fl.BoolVar(&o.keep, "keep", false, "reuse the file of an earlier run with -keep, and keep it")
-	if err := fl.Parse(args); err != nil || fl.NArg() > 0 || o.n <= 0 || o.runs <= 0 {
-		if err == nil {
-			fmt.Fprintln(stderr, "lockbench: -n and -runs must be positive, no arguments")
-		}
-		return 2
+	if err := fl.Parse(args); err != nil {
+		return o, cmdrun.ErrUsage
 	}
-	if err := measure(ctx, o, stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "lockbench: %v\n", err)
-		return 1
+	if fl.NArg() > 0 || o.n <= 0 || o.runs <= 0 {
+		return o, fmt.Errorf("%w: -n and -runs must be positive, no arguments", cmdrun.ErrUsage)
 	}
-	return 0
+	return o, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	return cmdrun.Run("lockbench", args, stderr, parse, func(ctx context.Context, o options) error {
+		return measure(ctx, o, stdout, stderr)
+	})
 }
 
 var podsID = bolt.Identity{Version: "v1", Resource: "pods", Kind: "Pod"}

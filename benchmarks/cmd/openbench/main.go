@@ -27,22 +27,15 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/signal"
 	"time"
 
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
 	"github.com/warmcache/warmcache/benchmarks/internal/machine"
 	"github.com/warmcache/warmcache/internal/podgen"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/codec"
-)
-
-// Exit codes.
-const (
-	exitOK    = 0
-	exitFail  = 1
-	exitUsage = 2
 )
 
 // buildPage is the number of pods per Replace page when building a file.
@@ -54,8 +47,6 @@ type options struct {
 	runs int
 }
 
-var errUsage = errors.New("usage")
-
 func parse(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("openbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -64,15 +55,15 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.n, "n", 100000, "number of pods of a file that is built")
 	fs.IntVar(&o.runs, "runs", 3, "number of timed runs")
 	if err := fs.Parse(args); err != nil {
-		return o, errUsage
+		return o, cmdrun.ErrUsage
 	}
 	switch {
 	case fs.NArg() > 0:
-		return o, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+		return o, fmt.Errorf("%w: unexpected arguments %q", cmdrun.ErrUsage, fs.Args())
 	case o.file == "":
-		return o, fmt.Errorf("%w: -file is required", errUsage)
+		return o, fmt.Errorf("%w: -file is required", cmdrun.ErrUsage)
 	case o.n < 1, o.runs < 1:
-		return o, fmt.Errorf("%w: -n and -runs must be positive", errUsage)
+		return o, fmt.Errorf("%w: -n and -runs must be positive", cmdrun.ErrUsage)
 	}
 	return o, nil
 }
@@ -82,20 +73,9 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	o, err := parse(args, stderr)
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, "openbench:", err)
-		}
-		return exitUsage
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := measure(ctx, o, args, stdout, stderr); err != nil {
-		fmt.Fprintln(stderr, "openbench:", err)
-		return exitFail
-	}
-	return exitOK
+	return cmdrun.Run("openbench", args, stderr, parse, func(ctx context.Context, o options) error {
+		return measure(ctx, o, args, stdout, stderr)
+	})
 }
 
 func resourceOptions() bolt.ResourceOptions {
@@ -139,7 +119,9 @@ func measure(ctx context.Context, o options, args []string, stdout, stderr io.Wr
 		}
 		fmt.Fprintf(stdout, "%4d %12v %12v %12v %16v %10d\n", i+1, r.open, r.resource, r.open+r.resource, r.check, r.objects)
 	}
-	fmt.Fprintln(stdout, machine.RunLabel(before, machine.Read()))
+	if l := machine.RunLabel(before, machine.Read()); l != "" {
+		fmt.Fprintln(stdout, l)
+	}
 	return nil
 }
 

@@ -17,27 +17,20 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
 	"github.com/warmcache/warmcache/benchmarks/internal/machine"
 	"github.com/warmcache/warmcache/benchmarks/internal/readbench"
 	"github.com/warmcache/warmcache/benchmarks/internal/storebench"
-)
-
-const (
-	exitOK    = 0
-	exitFail  = 1
-	exitUsage = 2
 )
 
 type options struct {
@@ -48,8 +41,6 @@ type options struct {
 	gets  int
 	recs  int
 }
-
-var errUsage = errors.New("usage")
 
 func parse(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("readbench", flag.ContinueOnError)
@@ -63,7 +54,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.gets, "gets", 20000, "GetByKey lookups of each key distribution")
 	fs.IntVar(&o.recs, "reconciles", 2000, "iterations of the reconcile loop")
 	if err := fs.Parse(args); err != nil {
-		return o, errUsage
+		return o, cmdrun.ErrUsage
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -85,20 +76,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	o, err := parse(args, stderr)
-	if err != nil {
-		if err != errUsage {
-			fmt.Fprintln(stderr, "readbench:", err)
-		}
-		return exitUsage
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := measureAll(ctx, o, args, stdout, stderr); err != nil {
-		fmt.Fprintln(stderr, "readbench:", err)
-		return exitFail
-	}
-	return exitOK
+	return cmdrun.Run("readbench", args, stderr, parse, func(ctx context.Context, o options) error {
+		return measureAll(ctx, o, args, stdout, stderr)
+	})
 }
 
 func measureAll(ctx context.Context, o options, args []string, stdout, stderr io.Writer) error {

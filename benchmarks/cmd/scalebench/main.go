@@ -25,26 +25,17 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 
+	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
 	"github.com/warmcache/warmcache/benchmarks/internal/machine"
 	"github.com/warmcache/warmcache/benchmarks/internal/scalebench"
 )
-
-const (
-	exitOK    = 0
-	exitFail  = 1
-	exitUsage = 2
-)
-
-var errUsage = errors.New("usage")
 
 // parseBytes parses "1GiB", "1.5GiB", "512MiB" or a number of bytes.
 func parseBytes(s string) (int64, error) {
@@ -83,27 +74,27 @@ func parse(args []string, stderr io.Writer) (scalebench.Options, error) {
 	fs.StringVar(&o.Dir, "dir", os.TempDir(), "directory for the cache files")
 	fs.BoolVar(&o.SkipServerAlone, "skip-server-alone", false, "do not measure the server alone before the bolt informer")
 	if err := fs.Parse(args); err != nil {
-		return o, errUsage
+		return o, cmdrun.ErrUsage
 	}
 	if fs.NArg() > 0 {
-		return o, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+		return o, fmt.Errorf("%w: unexpected arguments %q", cmdrun.ErrUsage, fs.Args())
 	}
 	if o.N < 0 || o.ClientGoN < 0 || o.Mix < 0 || o.MixQueue < 0 || o.Updates <= 0 || o.RelistPercent > 100 {
-		return o, fmt.Errorf("%w: -n, -client-go-n and -mix must not be negative, -updates positive, -relist at most 100", errUsage)
+		return o, fmt.Errorf("%w: -n, -client-go-n and -mix must not be negative, -updates positive, -relist at most 100", cmdrun.ErrUsage)
 	}
 	if o.N == 0 && o.ClientGoN == 0 && o.Mix == 0 {
-		return o, fmt.Errorf("%w: nothing to measure", errUsage)
+		return o, fmt.Errorf("%w: nothing to measure", cmdrun.ErrUsage)
 	}
 	if cgroupLimit != "" {
 		v, err := parseBytes(cgroupLimit)
 		if err != nil {
-			return o, fmt.Errorf("%w: -cgroup-limit: %w", errUsage, err)
+			return o, fmt.Errorf("%w: -cgroup-limit: %w", cmdrun.ErrUsage, err)
 		}
 		o.CgroupLimit = v
 	}
 	if o.MemLimit != "" {
 		if _, err := parseBytes(o.MemLimit); err != nil {
-			return o, fmt.Errorf("%w: -memlimit: %w", errUsage, err)
+			return o, fmt.Errorf("%w: -memlimit: %w", cmdrun.ErrUsage, err)
 		}
 	}
 	return o, nil
@@ -115,20 +106,19 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	o, err := parse(args, stderr)
-	if err != nil {
-		if err != errUsage {
-			fmt.Fprintln(stderr, "scalebench:", err)
-		}
-		return exitUsage
-	}
-	o.Stderr = stderr
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+	return cmdrun.Run("scalebench", args, stderr, parse, func(ctx context.Context, o scalebench.Options) error {
+		o.Stderr = stderr
+		return measure(ctx, o, args, stdout)
+	})
+}
+
+// measure runs the phases of o in a temporary directory under o.Dir and
+// writes the table to stdout, with what it could measure when a phase
+// failed.
+func measure(ctx context.Context, o scalebench.Options, args []string, stdout io.Writer) error {
 	dir, err := os.MkdirTemp(o.Dir, "scalebench-")
 	if err != nil {
-		fmt.Fprintln(stderr, "scalebench:", err)
-		return exitFail
+		return err
 	}
 	defer os.RemoveAll(dir)
 	o.Dir = dir
@@ -148,9 +138,5 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "load average before: %.2f %.2f %.2f, after: %.2f %.2f %.2f\n", before.Load1, before.Load5, before.Load15, after.Load1, after.Load5, after.Load15)
 	}
 	fmt.Fprintf(stdout, "command: go run ./benchmarks/cmd/scalebench %s\n", strings.Join(args, " "))
-	if err != nil {
-		fmt.Fprintln(stderr, "scalebench:", err)
-		return exitFail
-	}
-	return exitOK
+	return err
 }

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
 
+	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
+	"github.com/warmcache/warmcache/benchmarks/internal/cmdtest"
 	"github.com/warmcache/warmcache/benchmarks/internal/scalebench"
 )
 
@@ -18,45 +18,20 @@ func TestMain(m *testing.M) {
 }
 
 func TestRun(t *testing.T) {
-	tests := []struct {
-		name     string
-		args     []string
-		code     int
-		stdout   []string
-		stderrIn string
-	}{
+	cmdtest.Run(t, run, cmdrun.ExitOK, []cmdtest.Case{
 		{
-			name:   "small run",
-			args:   []string{"-n", "150", "-updates", "10", "-memlimit", "512MiB", "-dir", t.TempDir()},
-			code:   exitOK,
-			stdout: []string{"peak RssAnon MiB", "warm-replay", "warm-no-handler", "relist", "server alone: 150 pods", "512", "command: go run ./benchmarks/cmd/scalebench -n 150"},
+			Name:   "small run",
+			Args:   []string{"-n", "150", "-updates", "10", "-memlimit", "512MiB", "-dir", t.TempDir()},
+			Code:   cmdrun.ExitOK,
+			Stdout: []string{"peak RssAnon MiB", "warm-replay", "warm-no-handler", "relist", "server alone: 150 pods", "512", "command: go run ./benchmarks/cmd/scalebench -n 150"},
 		},
-		{name: "nothing", args: []string{"-n", "0"}, code: exitUsage, stderrIn: "nothing to measure"},
-		{name: "bad cgroup limit", args: []string{"-cgroup-limit", "lots"}, code: exitUsage, stderrIn: "-cgroup-limit"},
-		{name: "bad memlimit", args: []string{"-memlimit", "1PB"}, code: exitUsage, stderrIn: "-memlimit"},
-		{name: "relist beyond 100", args: []string{"-relist", "101"}, code: exitUsage, stderrIn: "-relist"},
-		{name: "extra arguments", args: []string{"more"}, code: exitUsage, stderrIn: "unexpected arguments"},
-		{name: "missing directory", args: []string{"-n", "5", "-dir", "/nonexistent/scalebench"}, code: exitFail, stderrIn: "scalebench:"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			if code := run(tt.args, &stdout, &stderr); code != tt.code {
-				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tt.code, stderr.String())
-			}
-			for _, want := range tt.stdout {
-				if !strings.Contains(stdout.String(), want) {
-					t.Errorf("stdout lacks %q:\n%s", want, stdout.String())
-				}
-			}
-			if !strings.Contains(stderr.String(), tt.stderrIn) {
-				t.Errorf("stderr lacks %q:\n%s", tt.stderrIn, stderr.String())
-			}
-			if tt.code != exitOK && stdout.Len() != 0 {
-				t.Errorf("a failed run wrote to stdout:\n%s", stdout.String())
-			}
-		})
-	}
+		{Name: "nothing", Args: []string{"-n", "0"}, Code: cmdrun.ExitUsage, StderrIn: "nothing to measure"},
+		{Name: "bad cgroup limit", Args: []string{"-cgroup-limit", "lots"}, Code: cmdrun.ExitUsage, StderrIn: "-cgroup-limit"},
+		{Name: "bad memlimit", Args: []string{"-memlimit", "1PB"}, Code: cmdrun.ExitUsage, StderrIn: "-memlimit"},
+		{Name: "relist beyond 100", Args: []string{"-relist", "101"}, Code: cmdrun.ExitUsage, StderrIn: "-relist"},
+		{Name: "extra arguments", Args: []string{"more"}, Code: cmdrun.ExitUsage, StderrIn: "unexpected arguments"},
+		{Name: "missing directory", Args: []string{"-n", "5", "-dir", "/nonexistent/scalebench"}, Code: cmdrun.ExitFail, StderrIn: "scalebench:"},
+	})
 }
 
 func TestParseBytes(t *testing.T) {

@@ -23,23 +23,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"time"
 
+	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
 	"github.com/warmcache/warmcache/benchmarks/internal/machine"
 	"github.com/warmcache/warmcache/benchmarks/internal/storebench"
 	"github.com/warmcache/warmcache/benchmarks/internal/syncflag"
 	"github.com/warmcache/warmcache/store/bolt"
-)
-
-// Exit codes.
-const (
-	exitOK    = 0
-	exitFail  = 1
-	exitUsage = 2
 )
 
 // options holds the parsed flags.
@@ -54,8 +47,6 @@ type options struct {
 	indexSamples int
 	cpuProfile   string
 }
-
-var errUsage = errors.New("usage")
 
 func parse(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("storebench", flag.ContinueOnError)
@@ -73,30 +64,20 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.indexSamples, "index-samples", 0, "number of ByIndex lookups (default 50)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
 	if err := fs.Parse(args); err != nil {
-		return o, errUsage
+		return o, cmdrun.ErrUsage
 	}
 	if fs.NArg() > 0 {
-		return o, fmt.Errorf("%w: unexpected arguments %q", errUsage, fs.Args())
+		return o, fmt.Errorf("%w: unexpected arguments %q", cmdrun.ErrUsage, fs.Args())
 	}
 	if o.n <= 0 || o.batch <= 0 || o.page <= 0 || o.updates < 0 || o.getSamples < 0 || o.indexSamples < 0 {
-		return o, fmt.Errorf("%w: -n, -batch and -page must be positive, sample counts not negative", errUsage)
+		return o, fmt.Errorf("%w: -n, -batch and -page must be positive, sample counts not negative", cmdrun.ErrUsage)
 	}
 	var err error
 	if o.sync, err = syncflag.Parse(sync); err != nil {
-		return o, fmt.Errorf("%w: -bolt-sync: %w", errUsage, err)
+		return o, fmt.Errorf("%w: -bolt-sync: %w", cmdrun.ErrUsage, err)
 	}
-	for _, name := range strings.Split(impls, ",") {
-		name = strings.TrimSpace(name)
-		known := false
-		for _, k := range storebench.Impls {
-			known = known || k == name
-		}
-		if !known {
-			return o, fmt.Errorf("%w: -impl %q: want some of %v", errUsage, name, storebench.Impls)
-		}
-		o.impls = append(o.impls, name)
-	}
-	return o, nil
+	o.impls, err = cmdrun.Impls(impls, storebench.Impls)
+	return o, err
 }
 
 func main() {
@@ -104,38 +85,24 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	o, err := parse(args, stderr)
-	if err != nil {
-		if err != errUsage {
-			fmt.Fprintln(stderr, "storebench:", err)
+	return cmdrun.Run("storebench", args, stderr, parse, func(ctx context.Context, o options) error {
+		if o.cpuProfile == "" {
+			return measureAll(ctx, o, args, stdout, stderr)
 		}
-		return exitUsage
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if o.cpuProfile != "" {
 		f, err := os.Create(o.cpuProfile)
 		if err != nil {
-			fmt.Fprintln(stderr, "storebench: -cpuprofile:", err)
-			return exitFail
+			return fmt.Errorf("-cpuprofile: %w", err)
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
-			_ = f.Close()
-			fmt.Fprintln(stderr, "storebench: -cpuprofile:", err)
-			return exitFail
+			return errors.Join(fmt.Errorf("-cpuprofile: %w", err), f.Close())
 		}
-		defer func() {
-			pprof.StopCPUProfile()
-			if err := f.Close(); err != nil {
-				fmt.Fprintln(stderr, "storebench: -cpuprofile:", err)
-			}
-		}()
-	}
-	if err := measureAll(ctx, o, args, stdout, stderr); err != nil {
-		fmt.Fprintln(stderr, "storebench:", err)
-		return exitFail
-	}
-	return exitOK
+		err = measureAll(ctx, o, args, stdout, stderr)
+		pprof.StopCPUProfile()
+		if cerr := f.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("-cpuprofile: %w", cerr))
+		}
+		return err
+	})
 }
 
 func measureAll(ctx context.Context, o options, args []string, stdout, stderr io.Writer) error {

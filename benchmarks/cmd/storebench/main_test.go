@@ -1,58 +1,34 @@
 package main
 
 import (
-	"bytes"
-	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
+	"github.com/warmcache/warmcache/benchmarks/internal/cmdtest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestRun(t *testing.T) {
-	tests := []struct {
-		name     string
-		args     []string
-		code     int
-		stdout   []string
-		stderrIn string
-	}{
+	cmdtest.Run(t, run, cmdrun.ExitOK, []cmdtest.Case{
 		{
-			name: "small run",
-			args: []string{"-n", "120", "-impl", "client-go,bolt", "-batch", "50", "-get-samples", "20", "-index-samples", "2", "-dir", t.TempDir()},
-			code: exitOK,
-			stdout: []string{
+			Name: "small run",
+			Args: []string{"-n", "120", "-impl", "client-go,bolt", "-batch", "50", "-get-samples", "20", "-index-samples", "2", "-dir", t.TempDir()},
+			Code: cmdrun.ExitOK,
+			Stdout: []string{
 				"120 podgen pods", "bolt SyncOnClose",
 				"client-go", "bolt/client-go",
 				"heap bytes/pod", "add pods/s (batched, watch order)", "relist pods/s (Replace, key order)", "add CPU µs/pod", "GetByKey p50 µs", "Replace s",
 				"bolt <= 0.05x client-go",
 			},
 		},
-		{name: "unknown implementation", args: []string{"-impl", "client-go,redis"}, code: exitUsage, stderrIn: `-impl "redis"`},
-		{name: "bad sync policy", args: []string{"-bolt-sync", "sometimes"}, code: exitUsage, stderrIn: "-bolt-sync"},
-		{name: "zero pods", args: []string{"-n", "0"}, code: exitUsage, stderrIn: "must be positive"},
-		{name: "unknown flag", args: []string{"-x"}, code: exitUsage, stderrIn: "flag provided but not defined"},
-		{name: "extra arguments", args: []string{"extra"}, code: exitUsage, stderrIn: "unexpected arguments"},
-		{name: "bolt directory missing", args: []string{"-n", "10", "-impl", "bolt", "-dir", "/nonexistent/storebench"}, code: exitFail, stderrIn: "storebench:"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			if code := run(tt.args, &stdout, &stderr); code != tt.code {
-				t.Fatalf("exit %d, want %d; stderr:\n%s", code, tt.code, stderr.String())
-			}
-			for _, want := range tt.stdout {
-				if !strings.Contains(stdout.String(), want) {
-					t.Errorf("stdout lacks %q:\n%s", want, stdout.String())
-				}
-			}
-			if !strings.Contains(stderr.String(), tt.stderrIn) {
-				t.Errorf("stderr lacks %q:\n%s", tt.stderrIn, stderr.String())
-			}
-			if tt.code != exitOK && stdout.Len() != 0 {
-				t.Errorf("a failed run wrote to stdout:\n%s", stdout.String())
-			}
-		})
-	}
+		{Name: "unknown implementation", Args: []string{"-impl", "client-go,redis"}, Code: cmdrun.ExitUsage, StderrIn: `-impl "redis"`},
+		{Name: "bad sync policy", Args: []string{"-bolt-sync", "sometimes"}, Code: cmdrun.ExitUsage, StderrIn: "-bolt-sync"},
+		{Name: "zero pods", Args: []string{"-n", "0"}, Code: cmdrun.ExitUsage, StderrIn: "must be positive"},
+		{Name: "unknown flag", Args: []string{"-x"}, Code: cmdrun.ExitUsage, StderrIn: "flag provided but not defined"},
+		{Name: "extra arguments", Args: []string{"extra"}, Code: cmdrun.ExitUsage, StderrIn: "unexpected arguments"},
+		{Name: "bolt directory missing", Args: []string{"-n", "10", "-impl", "bolt", "-dir", "/nonexistent/storebench"}, Code: cmdrun.ExitFail, StderrIn: "storebench:"},
+	})
 }

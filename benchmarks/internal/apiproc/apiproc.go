@@ -91,15 +91,7 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		return nil, fmt.Errorf("%w: start %s: %w", ErrServer, exe, err)
 	}
 	p := &Process{cmd: cmd, stdin: stdin, client: &http.Client{}, waited: make(chan struct{})}
-	urlc := make(chan string, 1)
-	go func() {
-		// The first line is the URL; the rest is drained so that the
-		// child never blocks writing.
-		r := bufio.NewReader(stdout)
-		line, _ := r.ReadString('\n')
-		urlc <- strings.TrimSpace(line)
-		_, _ = io.Copy(io.Discard, r)
-	}()
+	urlc := ReadURL(stdout)
 	go func() {
 		err := cmd.Wait()
 		p.mu.Lock()
@@ -119,6 +111,20 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		_ = p.Close()
 		return nil, fmt.Errorf("%w: start: %w", ErrServer, ctx.Err())
 	}
+}
+
+// ReadURL sends the first line of r, a child's standard output on which
+// ServeLoopback writes its URL, to the channel it returns, trimmed ("" if
+// r ends first), then drains r so that the child never blocks writing.
+func ReadURL(r io.Reader) <-chan string {
+	urlc := make(chan string, 1)
+	go func() {
+		br := bufio.NewReader(r)
+		line, _ := br.ReadString('\n')
+		urlc <- strings.TrimSpace(line)
+		_, _ = io.Copy(io.Discard, br)
+	}()
+	return urlc
 }
 
 // Config returns a client configuration for the server with contentType
@@ -179,29 +185,40 @@ func (p *Process) Stats(ctx context.Context) (Stats, error) {
 }
 
 func (p *Process) call(ctx context.Context, op string, q url.Values, out interface{}) error {
-	u := p.URL + controlPrefix + op
+	if err := Control(ctx, p.client, p.URL, op, q, out); err != nil {
+		return fmt.Errorf("%w: %w", ErrServer, err)
+	}
+	return nil
+}
+
+// Control posts the control request op with query q to the server at
+// base (its URL, a trailing slash allowed) through hc, and decodes the
+// JSON answer into out unless out is nil. Its errors name op; a status
+// other than 200 OK is an error that carries the answer's body.
+func Control(ctx context.Context, hc *http.Client, base, op string, q url.Values, out interface{}) error {
+	u := strings.TrimSuffix(base, "/") + ControlPrefix + op
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrServer, op, err)
+		return fmt.Errorf("%s: %w", op, err)
 	}
-	resp, err := p.client.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrServer, op, err)
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrServer, op, err)
+		return fmt.Errorf("%s: %w", op, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%w: %s: %s: %s", ErrServer, op, resp.Status, strings.TrimSpace(string(body)))
+		return fmt.Errorf("%s: %s: %s", op, resp.Status, strings.TrimSpace(string(body)))
 	}
 	if out != nil {
 		if err := json.Unmarshal(body, out); err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrServer, op, err)
+			return fmt.Errorf("%s: %w", op, err)
 		}
 	}
 	return nil

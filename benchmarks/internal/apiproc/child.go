@@ -23,8 +23,9 @@ import (
 	"github.com/warmcache/warmcache/internal/podgen"
 )
 
-// controlPrefix is the path of the control API.
-const controlPrefix = "/bench/"
+// ControlPrefix is the path of the control API, of this package's server
+// and of genserver's.
+const ControlPrefix = "/bench/"
 
 // GenerationAnnotation is the annotation Churn sets on updated pods.
 const GenerationAnnotation = "bench.warmcache.io/generation"
@@ -58,12 +59,7 @@ var errParentGone = errors.New("the parent closed the input before the server st
 // serve runs the server with n pods, writes its URL to out and serves
 // until in reaches EOF.
 func serve(n int, in io.Reader, out io.Writer) error {
-	gone := make(chan struct{})
-	go func() {
-		// The parent never writes; EOF (or an error) means it is done.
-		_, _ = io.Copy(io.Discard, in)
-		close(gone)
-	}()
+	gone := ParentGone(in)
 	src, err := fakesource.New(fakesource.Options{})
 	if err != nil {
 		return err
@@ -89,25 +85,43 @@ func serve(n int, in io.Reader, out io.Writer) error {
 	}
 	c.gate = newGate()
 	mux := http.NewServeMux()
-	mux.HandleFunc(controlPrefix+"churn", c.churn)
-	mux.HandleFunc(controlPrefix+"open", c.open)
-	mux.HandleFunc(controlPrefix+"compact", c.compact)
-	mux.HandleFunc(controlPrefix+"restart", c.restart)
-	mux.HandleFunc(controlPrefix+"stats", c.stats)
+	mux.HandleFunc(ControlPrefix+"churn", c.churn)
+	mux.HandleFunc(ControlPrefix+"open", c.open)
+	mux.HandleFunc(ControlPrefix+"compact", c.compact)
+	mux.HandleFunc(ControlPrefix+"restart", c.restart)
+	mux.HandleFunc(ControlPrefix+"stats", c.stats)
 	mux.Handle("/", c.gate.wrap(h))
+	return ServeLoopback(mux, out, gone, c.gate.open)
+}
+
+// ParentGone returns a channel closed once in, a child's standard input
+// that its parent never writes, reaches EOF or fails: the parent is done
+// or dead.
+func ParentGone(in io.Reader) <-chan struct{} {
+	gone := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, in)
+		close(gone)
+	}()
+	return gone
+}
+
+// ServeLoopback serves h on a loopback port, writes its URL as a line to
+// out and serves until gone is closed; then it calls release, which must
+// let every held request end, and shuts the server down (at most 5s).
+func ServeLoopback(h http.Handler, out io.Writer, gone <-chan struct{}, release func()) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: mux}
+	srv := &http.Server{Handler: h}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	if _, err := fmt.Fprintf(out, "http://%s\n", ln.Addr()); err != nil {
-		return err
+		return errors.Join(err, srv.Close())
 	}
-	// Serve until the parent closes our standard input (or dies).
 	<-gone
-	c.gate.open()
+	release()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(ctx)

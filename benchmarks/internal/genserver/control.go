@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -14,10 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	"github.com/warmcache/warmcache/benchmarks/internal/apiproc"
 )
 
-// controlPrefix is the path of the control API.
-const controlPrefix = "/bench/"
+// controlPrefix is the path of the control API; apiproc.Control calls it.
+const controlPrefix = apiproc.ControlPrefix
 
 func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -106,34 +107,12 @@ func (c *Client) Stats(ctx context.Context) (Stats, error) {
 }
 
 func (c *Client) call(ctx context.Context, op string, q url.Values, out interface{}) error {
-	u := strings.TrimSuffix(c.URL, "/") + controlPrefix + op
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrControl, op, err)
-	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrControl, op, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrControl, op, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%w: %s: %s: %s", ErrControl, op, resp.Status, strings.TrimSpace(string(body)))
-	}
-	if out != nil {
-		if err := json.Unmarshal(body, out); err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrControl, op, err)
-		}
+	if err := apiproc.Control(ctx, hc, c.URL, op, q, out); err != nil {
+		return fmt.Errorf("%w: %w", ErrControl, err)
 	}
 	return nil
 }

@@ -233,7 +233,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *resourc
 		timeout = t.C
 	}
 	watchList := opts.SendInitialEvents != nil && *opts.SendInitialEvents
-	ri := s.index(res)
+	ri := res.ri
 
 	s.mu.Lock()
 	s.stats.Watches++
@@ -454,15 +454,15 @@ func (s *Server) writeInitial(ctx context.Context, w io.Writer, c codec, res *re
 		go func() {
 			enc := newEventEncoder(c)
 			for ch := range jobs {
+				// The frame writer of a buffer writes each event's
+				// length and bytes; one per chunk, not per object.
+				fw := c.info.StreamSerializer.Framer.NewFrameWriter(&ch.buf)
 				for _, idx := range res.order[ch.lo:ch.hi] {
 					obj, err := res.object(idx, snap.objRV[idx], snap.gen[idx])
 					if err == nil {
 						var b []byte
 						b, err = enc.encode(watch.Added, obj, c.object)
 						if err == nil {
-							// The frame writer of a buffer writes the
-							// length and the bytes.
-							fw := c.info.StreamSerializer.Framer.NewFrameWriter(&ch.buf)
 							_, err = fw.Write(b)
 						}
 					}

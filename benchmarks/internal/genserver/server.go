@@ -30,7 +30,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -63,6 +62,9 @@ type change struct {
 // resource is a served resource and the state of its objects.
 type resource struct {
 	Resource
+	// ri is the resource's index in Server.res, its number in the
+	// history.
+	ri    int32
 	typed bool
 	// order lists the object indices in key order; fixed.
 	order []int32
@@ -119,7 +121,7 @@ func New(resources ...Resource) (*Server, error) {
 			return nil, fmt.Errorf("%w: resource %v listed twice", ErrInvalid, r.GVR)
 		}
 		_, unstructured := r.New(0).(interface{ UnstructuredContent() map[string]interface{} })
-		res := &resource{Resource: r, typed: !unstructured, order: keyOrder(r), rv: make([]int64, r.Count), gen: make([]uint32, r.Count)}
+		res := &resource{Resource: r, ri: int32(len(s.res)), typed: !unstructured, order: keyOrder(r), rv: make([]int64, r.Count), gen: make([]uint32, r.Count)}
 		for i := range res.rv {
 			s.rv++
 			res.rv[i] = s.rv
@@ -179,7 +181,7 @@ func (s *Server) Churn(resource string, n int, gen uint32) (ChurnResult, error) 
 	if n <= 0 || gen == 0 {
 		return res, fmt.Errorf("%w: churn of %d changes to generation %d", ErrInvalid, n, gen)
 	}
-	ri := s.index(r)
+	ri := r.ri
 	stride := int64(measure.SpreadStride(r.Count))
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -208,15 +210,6 @@ func (s *Server) lookup(name string) (*resource, error) {
 		}
 	}
 	return nil, fmt.Errorf("%w: no resource %q", ErrInvalid, name)
-}
-
-func (s *Server) index(r *resource) int32 {
-	for i, x := range s.res {
-		if x == r {
-			return int32(i)
-		}
-	}
-	panic("genserver: resource not served")
 }
 
 // Hold holds back every watch stream until Open.
@@ -264,13 +257,6 @@ func (s *Server) Stats() Stats {
 	st := s.stats
 	st.ResourceVersion = s.rv
 	return st
-}
-
-// ResourceVersion returns the current resourceVersion.
-func (s *Server) ResourceVersion() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strconv.FormatInt(s.rv, 10)
 }
 
 func (s *Server) broadcastLocked() {

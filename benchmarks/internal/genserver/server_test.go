@@ -116,7 +116,7 @@ func TestWatchListThenChangesThenRestart(t *testing.T) {
 	}
 	ev := recv(t, w)
 	bm, _ := ev.Object.(*corev1.Pod)
-	if ev.Type != watch.Bookmark || bm == nil || bm.Annotations[metav1.InitialEventsAnnotationKey] != "true" || bm.ResourceVersion != s.ResourceVersion() {
+	if ev.Type != watch.Bookmark || bm == nil || bm.Annotations[metav1.InitialEventsAnnotationKey] != "true" || bm.ResourceVersion != strconv.FormatInt(s.Stats().ResourceVersion, 10) {
 		t.Fatalf("after the initial events: %s %+v", ev.Type, ev.Object)
 	}
 

@@ -70,8 +70,8 @@ func Relist(ctx context.Context, proc *apiproc.Process, inf *Informer, n, percen
 	if err := errors.Join(proc.Restart(ctx), proc.Open(ctx)); err != nil {
 		return r, err
 	}
-	if err := waitList(ctx, proc, before); err != nil {
-		return r, err
+	if err := WaitList(ctx, listsOf(proc), before.Lists+before.WatchLists); err != nil {
+		return r, fmt.Errorf("informerbench: %s: %w", inf.Name, err)
 	}
 	// The list's snapshot is taken: the marker's update comes after it,
 	// through the watch, after every notification of the relist.
@@ -108,23 +108,32 @@ func isGeneration(gen int) func(obj interface{}) bool {
 	}
 }
 
-// waitList waits until the server has received a list (or a WatchList
-// watch) since before.
-func waitList(ctx context.Context, proc *apiproc.Process, before apiproc.Stats) error {
+// WaitList waits until the server has begun a list or a WatchList since
+// it counted before of them: until lists, which reads the server's count
+// of lists plus WatchLists, exceeds before. It polls every 5ms.
+func WaitList(ctx context.Context, lists func(context.Context) (int, error), before int) error {
 	t := time.NewTicker(relistPoll)
 	defer t.Stop()
 	for {
-		st, err := proc.Stats(ctx)
+		n, err := lists(ctx)
 		if err != nil {
 			return err
 		}
-		if st.Lists > before.Lists || st.WatchLists > before.WatchLists {
+		if n > before {
 			return nil
 		}
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			return fmt.Errorf("informerbench: waiting for the relist: %w", ctx.Err())
+			return fmt.Errorf("waiting for the relist: %w", ctx.Err())
 		}
+	}
+}
+
+// listsOf returns proc's count of lists plus WatchLists.
+func listsOf(proc *apiproc.Process) func(context.Context) (int, error) {
+	return func(ctx context.Context) (int, error) {
+		st, err := proc.Stats(ctx)
+		return st.Lists + st.WatchLists, err
 	}
 }

@@ -100,12 +100,11 @@ type Sampler struct {
 	stop chan struct{}
 	done chan struct{}
 
-	// mu guards peak, last, samples and err.
-	mu      sync.Mutex
-	peak    Usage // field-wise maxima
-	last    Usage
-	samples int
-	err     error
+	// mu guards peak, last and err.
+	mu   sync.Mutex
+	peak Usage // field-wise maxima
+	last Usage
+	err  error
 }
 
 // Start samples process pid (0: this process) every interval
@@ -147,7 +146,6 @@ func (s *Sampler) sample() error {
 		}
 		return err
 	}
-	s.samples++
 	s.last = u
 	s.peak.Anon = max(s.peak.Anon, u.Anon)
 	s.peak.File = max(s.peak.File, u.File)
@@ -160,17 +158,16 @@ func (s *Sampler) sample() error {
 // takes a sample.
 func (s *Sampler) Reset() {
 	s.mu.Lock()
-	s.peak, s.samples = Usage{}, 0
+	s.peak = Usage{}
 	s.mu.Unlock()
 	_ = s.sample()
 }
 
-// Peak returns the field-wise peaks so far, the last sample and the number
-// of samples.
-func (s *Sampler) Peak() (peak, last Usage, samples int) {
+// Peak returns the field-wise peaks so far and the last sample.
+func (s *Sampler) Peak() (peak, last Usage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.peak, s.last, s.samples
+	return s.peak, s.last
 }
 
 // Stop takes a last sample, ends the sampling and returns the peaks and the

@@ -54,7 +54,7 @@ func TestSamplerSeesAnonAndFilePages(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Stop()
-	base, _, _ := s.Peak()
+	base, _ := s.Peak()
 
 	m, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
@@ -64,7 +64,7 @@ func TestSamplerSeesAnonAndFilePages(t *testing.T) {
 		sink += m[i]
 	}
 	s.Reset()
-	mapped, _, _ := s.Peak()
+	mapped, _ := s.Peak()
 	if err := syscall.Munmap(m); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestSamplerSeesAnonAndFilePages(t *testing.T) {
 		anon[i] = 1
 	}
 	s.Reset()
-	touched, _, _ := s.Peak()
+	touched, _ := s.Peak()
 	if touched.Anon < base.Anon+size/2 {
 		t.Errorf("anonymous resident memory %d after touching %d bytes (before: %d)", touched.Anon, size, base.Anon)
 	}

@@ -2,7 +2,6 @@ package scalebench
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -72,15 +71,12 @@ func MaybeRun() {
 	default:
 		err = fmt.Errorf("unknown role %q", spec.Role)
 	}
-	if err != nil && !errors.Is(err, errParentGone) {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "scalebench:", spec.Role+":", err)
 		os.Exit(1)
 	}
 	os.Exit(0)
 }
-
-// errParentGone: the parent closed the child's input.
-var errParentGone = errors.New("the parent closed the input")
 
 // joinCgroup moves this process into the cgroup directory dir.
 func joinCgroup(dir string) error {

@@ -81,7 +81,7 @@ func factoryChild(ctx context.Context, spec childSpec, rss *procmem.Sampler, emi
 			return errors.Join(err, f.Shutdown())
 		}
 	}
-	p := m.stop(spec.Mode, "factory", total, total, true)
+	p := m.stop(spec.Mode, "factory", total, total)
 	p.Resource = name
 	return errors.Join(emit(p), f.Shutdown())
 }

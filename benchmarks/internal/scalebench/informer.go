@@ -79,7 +79,7 @@ func coldSteadyRelist(ctx context.Context, spec childSpec, ctl *genserver.Client
 	if err := inf.WaitSynced(ctx, spec.N); err != nil {
 		return stop(err)
 	}
-	if err := emit(m.stop("cold", spec.Impl, spec.N, spec.N, true)); err != nil {
+	if err := emit(m.stop("cold", spec.Impl, spec.N, spec.N)); err != nil {
 		return stop(err)
 	}
 
@@ -97,7 +97,7 @@ func coldSteadyRelist(ctx context.Context, spec childSpec, ctl *genserver.Client
 		if err := inf.Counter.WaitUpdates(ctx, seen+spec.Updates); err != nil {
 			return stop(err)
 		}
-		if err := emit(m.stop("steady", spec.Impl, spec.N, spec.Updates, true)); err != nil {
+		if err := emit(m.stop("steady", spec.Impl, spec.N, spec.Updates)); err != nil {
 			return stop(err)
 		}
 	}
@@ -140,7 +140,7 @@ func relist(ctx context.Context, spec childSpec, ctl *genserver.Client, inf *inf
 	if err := errors.Join(ctl.Restart(ctx), ctl.Open(ctx)); err != nil {
 		return Phase{}, err
 	}
-	if err := waitList(ctx, ctl, before); err != nil {
+	if err := informerbench.WaitList(ctx, listsOf(ctl), before.Lists+before.WatchLists); err != nil {
 		return Phase{}, err
 	}
 	if _, err := ctl.Churn(ctx, "", 1, gen+1); err != nil {
@@ -154,7 +154,7 @@ func relist(ctx context.Context, spec childSpec, ctl *genserver.Client, inf *inf
 	}
 	_, updates, _ := inf.Counter.Counts()
 	updates -= seen + 1
-	p := m.stop("relist", spec.Impl, spec.N, updates, true)
+	p := m.stop("relist", spec.Impl, spec.N, updates)
 	if updates < changed || (spec.Impl != informerbench.ClientGo && updates != changed) {
 		return p, fmt.Errorf("a relist of %d changed pods notified %d updates", changed, updates)
 	}
@@ -169,24 +169,11 @@ func isGeneration(gen uint32) func(obj interface{}) bool {
 	}
 }
 
-// waitList waits until the server has received a list or a WatchList
-// since before.
-func waitList(ctx context.Context, ctl *genserver.Client, before genserver.Stats) error {
-	t := time.NewTicker(pollInterval)
-	defer t.Stop()
-	for {
+// listsOf returns ctl's count of lists plus WatchLists.
+func listsOf(ctl *genserver.Client) func(context.Context) (int, error) {
+	return func(ctx context.Context) (int, error) {
 		st, err := ctl.Stats(ctx)
-		if err != nil {
-			return err
-		}
-		if st.Lists > before.Lists || st.WatchLists > before.WatchLists {
-			return nil
-		}
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the relist: %w", ctx.Err())
-		}
+		return st.Lists + st.WatchLists, err
 	}
 }
 
@@ -206,7 +193,7 @@ func warm(ctx context.Context, spec childSpec, rss *procmem.Sampler, emit func(P
 	if withHandler {
 		events, _, _ = inf.Counter.Counts()
 	}
-	p := m.stop(spec.Mode, informerbench.Bolt, spec.N, events, true)
+	p := m.stop(spec.Mode, informerbench.Bolt, spec.N, events)
 	if withHandler && events != spec.N {
 		return errors.Join(fmt.Errorf("a warm restart replayed %d adds, want %d", events, spec.N), inf.Stop())
 	}

@@ -3,7 +3,6 @@ package scalebench
 import (
 	"context"
 	"runtime/debug"
-	"time"
 
 	"github.com/warmcache/warmcache/benchmarks/internal/measure"
 	"github.com/warmcache/warmcache/benchmarks/internal/procmem"
@@ -66,18 +65,16 @@ func startMeter(rss *procmem.Sampler) *meter {
 	return m
 }
 
-// stop ends the phase and returns its figures; settle runs the collector
-// to read the live heap after the phase (which the phase's figures do not
-// include).
-func (m *meter) stop(name, impl string, n, events int, settle bool) Phase {
+// stop ends the phase and returns its figures, then runs the collector to
+// read the live heap after the phase (which the phase's other figures do
+// not include).
+func (m *meter) stop(name, impl string, n, events int) Phase {
 	m.sw.StopTimer()
 	p := Phase{Name: name, Impl: impl, N: n, Events: events, Seconds: m.sw.Elapsed().Seconds(), CPUSeconds: m.sw.CPU().Seconds()}
 	p.HeapPeak = m.heap.Stop()
-	peak, last, _ := m.rss.Peak()
+	peak, last := m.rss.Peak()
 	p.AnonPeak, p.FilePeak, p.AnonEnd, p.HWM = peak.Anon, peak.File, last.Anon, last.HWM
-	if settle {
-		p.HeapSettled = measure.SettledHeap()
-	}
+	p.HeapSettled = measure.SettledHeap()
 	if l := debug.SetMemoryLimit(-1); l != 1<<63-1 {
 		p.MemLimit = l
 	}
@@ -93,5 +90,3 @@ func waitCtx(ctx context.Context, ch <-chan struct{}) error {
 		return ctx.Err()
 	}
 }
-
-const pollInterval = 5 * time.Millisecond

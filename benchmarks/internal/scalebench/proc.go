@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/warmcache/warmcache/benchmarks/internal/apiproc"
 )
 
 // child is a running child process.
@@ -60,13 +62,7 @@ func startServer(ctx context.Context, spec childSpec, stderr io.Writer) (*server
 		return nil, err
 	}
 	s := &serverProc{child: c, waited: make(chan struct{})}
-	urlc := make(chan string, 1)
-	go func() {
-		r := bufio.NewReader(pr)
-		line, _ := r.ReadString('\n')
-		urlc <- strings.TrimSpace(line)
-		_, _ = io.Copy(io.Discard, r)
-	}()
+	urlc := apiproc.ReadURL(pr)
 	go func() {
 		_ = c.cmd.Wait()
 		pw.Close()

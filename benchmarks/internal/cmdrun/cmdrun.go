@@ -1,0 +1,61 @@
+// Package cmdrun is the frame every benchmark program shares: its exit
+// codes, its usage error and its run function.
+package cmdrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+)
+
+// Exit codes of every benchmark program.
+const (
+	ExitOK    = 0 // success
+	ExitFail  = 1 // a measurement failed
+	ExitUsage = 2 // bad flags or arguments
+)
+
+// ErrUsage is what a program's parse returns for bad flags or arguments,
+// wrapped with what was wrong; returned bare, it means the flag package
+// has said so already.
+var ErrUsage = errors.New("usage")
+
+// Run runs the program called name: it parses args with parse, then calls
+// measure with the options and a context an interrupt cancels. An error is
+// written to stderr after the name; Run returns the exit code: ExitUsage
+// for any error of parse, ExitFail for one of measure.
+func Run[O any](name string, args []string, stderr io.Writer, parse func(args []string, stderr io.Writer) (O, error), measure func(ctx context.Context, o O) error) int {
+	o, err := parse(args, stderr)
+	if err != nil {
+		if err != ErrUsage {
+			fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		}
+		return ExitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := measure(ctx, o); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return ExitFail
+	}
+	return ExitOK
+}
+
+// Impls splits the comma-separated value of -impl into its names, each one
+// of known; an unknown name is an ErrUsage that lists them.
+func Impls(value string, known []string) ([]string, error) {
+	var impls []string
+	for _, name := range strings.Split(value, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(known, name) {
+			return nil, fmt.Errorf("%w: -impl %q: want some of %v", ErrUsage, name, known)
+		}
+		impls = append(impls, name)
+	}
+	return impls, nil
+}
