@@ -6,7 +6,7 @@
 //
 // Usage:
 //
-//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 50000] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR]
+//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 50000] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR]
 //
 // The server (internal/fakeapi on internal/fakesource, with -n podgen
 // pods) runs in a child process — this program started again — so that
@@ -51,6 +51,7 @@ type options struct {
 	sync        bolt.SyncPolicy
 	contentType string
 	relists     []int
+	profileDir  string
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -64,6 +65,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory for the bolt store's file")
 	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: "+strings.Join(syncflag.Names(), ", ")+" (the first is the store's default)")
 	fs.StringVar(&relists, "relist", joinInts(informerbench.DefaultRelistPercents), "comma-separated percentages of pods changed before a forced 410 relist, one measurement each (empty: none)")
+	fs.StringVar(&o.profileDir, "cpuprofile-dir", "", "directory to write a CPU profile of each implementation's cold sync and churn into (IMPL-cold.pprof, IMPL-churn.pprof; empty: none)")
 	fs.StringVar(&encoding, "encoding", "protobuf", "wire encoding: protobuf or json")
 	if err := fs.Parse(args); err != nil {
 		return o, cmdrun.ErrUsage
@@ -155,6 +157,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 		Options:        informerbench.Options{Dir: dir, BoltSync: o.sync, ContentType: o.contentType},
 		Updates:        o.updates,
 		RelistPercents: o.relists,
+		ProfileDir:     o.profileDir,
 	}
 	var results []informerbench.Result
 	for i, impl := range o.impls {

@@ -171,6 +171,9 @@ type RunOptions struct {
 	// 410 Expired (see Relist). Default DefaultRelistPercents; an empty
 	// non-nil slice measures none.
 	RelistPercents []int
+	// ProfileDir, when set, receives a CPU profile of each phase of each
+	// implementation: IMPL-cold.pprof and IMPL-churn.pprof.
+	ProfileDir string
 }
 
 // DefaultRelistPercents are the relists Measure runs by default.
@@ -201,12 +204,23 @@ func Measure(ctx context.Context, proc *apiproc.Process, impl string, n, gen int
 		opts.Updates = min(n, 50000)
 	}
 	res := Result{Impl: impl, N: n, Updates: opts.Updates}
-	inf, cold, err := ColdSync(ctx, proc, impl, n, opts.Options)
+	stop, err := startProfile(opts.ProfileDir, impl, "cold")
 	if err != nil {
 		return res, err
 	}
+	inf, cold, err := ColdSync(ctx, proc, impl, n, opts.Options)
+	if err = errors.Join(err, stop()); err != nil {
+		if inf != nil {
+			err = errors.Join(err, inf.Stop())
+		}
+		return res, err
+	}
 	res.Cold = cold
+	if stop, err = startProfile(opts.ProfileDir, impl, "churn"); err != nil {
+		return res, errors.Join(err, inf.Stop())
+	}
 	res.Events, err = Churn(ctx, proc, inf, opts.Updates, gen)
+	err = errors.Join(err, stop())
 	if opts.RelistPercents == nil {
 		opts.RelistPercents = DefaultRelistPercents
 	}
