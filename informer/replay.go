@@ -50,12 +50,11 @@ func (l *loop) warmStart(ctx context.Context) error {
 	// resourceVersion against the server's: a file ahead of the server
 	// (a recreated cluster, an etcd restored from an older backup) is not
 	// the server's state, and handlers must never be told it.
-	select {
-	case <-l.i.resumeDecided:
-	case <-ctx.Done():
-		return ctx.Err()
+	ahead, err := l.i.resume.wait(ctx)
+	if err != nil {
+		return err
 	}
-	if l.i.resumeAhead.Load() {
+	if ahead {
 		l.logger.Info("Warm start: not replaying the stored objects, whose resourceVersion is ahead of the server's; the relist tells the handlers the server's state as adds",
 			"objects", st.Objects, "resourceVersion", st.ResourceVersion)
 		none := ""

@@ -68,7 +68,7 @@ func (i *Informer) start(logger klog.Logger) (*deltafifo.Queue, error) {
 		return nil, ErrStarted
 	}
 	i.started = true
-	i.resumeDecided = make(chan struct{})
+	i.resume = newResumeDecision()
 	var initialRV string
 	if st, err := i.store.State(); err == nil && st.Complete {
 		initialRV = st.ResourceVersion
@@ -159,10 +159,38 @@ func (i *Informer) newReflector(q *deltafifo.Queue) (*reflector.Reflector, error
 // reflectors of the same run do not change it) and releases the
 // warm-start replay waiting for it.
 func (i *Informer) decideResume(ahead bool) {
-	i.resumeOnce.Do(func() {
-		i.resumeAhead.Store(ahead)
-		close(i.resumeDecided)
+	i.resume.decide(ahead)
+}
+
+// resumeDecision is decided once: whether the stored resourceVersion was
+// found ahead of the server's (reflector.Options.OnResumeDecided).
+type resumeDecision struct {
+	once sync.Once
+	// done is closed once decided; ahead is written before, never after.
+	done  chan struct{}
+	ahead bool
+}
+
+func newResumeDecision() *resumeDecision {
+	return &resumeDecision{done: make(chan struct{})}
+}
+
+// decide records ahead, unless already decided.
+func (d *resumeDecision) decide(ahead bool) {
+	d.once.Do(func() {
+		d.ahead = ahead
+		close(d.done)
 	})
+}
+
+// wait returns the decision once made, or ctx's error.
+func (d *resumeDecision) wait(ctx context.Context) (ahead bool, err error) {
+	select {
+	case <-d.done:
+		return d.ahead, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
 }
 
 // resumeFrom tells the reflector where the store stands; after a
