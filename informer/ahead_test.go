@@ -2,6 +2,7 @@ package informer
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -370,5 +371,30 @@ func TestWarmStartWaitsForAFailingResumeCheck(t *testing.T) {
 	case <-lw.resumed:
 		t.Fatal("watched from the file's resourceVersion, ahead of the server's")
 	default:
+	}
+}
+
+// TestCorruptionReportedDuringTheResumeCheckNeverReplaysTheFile
+// (invariant 7): the store reports corrupt data (a lister's read, say)
+// while the warm start waits for the resume check. The reflector is
+// restarted to relist without checking the file against the server, so
+// the file, which is ahead of the server here, must not be replayed
+// either: the handler is told only the relisted objects.
+func TestCorruptionReportedDuringTheResumeCheckNeverReplaysTheFile(t *testing.T) {
+	path, c := writeFile(t, newSource(t, "a", "b", "c", "d", "e"))
+	fresh := newSource(t, "x") // its resourceVersion is behind the file's
+	lw := newGatedLW(fresh.Endpoint(podGVK, ""))
+	st, closeStore := openBolt(t, path, c, nil)
+	defer closeStore()
+	rec := newRecorder()
+	r := runInformer(t, lw, Options{Store: st}, rec)
+	defer r.stop() // before the store closes
+	awaitClosed(t, "the resume check", lw.listed)
+	r.inf.ReportCorruption(errors.New("test: a lister read an undecodable object"))
+	r.waitHandlersSynced(t)
+	want := []event{event("add ns/x@" + getPod(t, fresh, "x").ResourceVersion + " initial=true")}
+	equalEvents(t, rec.Snapshot(), want)
+	if keys := r.inf.GetStore().ListKeys(); len(keys) != 1 || keys[0] != "ns/x" {
+		t.Fatalf("store keys %v after the relist, want [ns/x]", keys)
 	}
 }
