@@ -2,14 +2,18 @@ package informer
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/warmcache/warmcache/internal/fakesource"
 	"github.com/warmcache/warmcache/reflector"
@@ -247,5 +251,150 @@ func TestLateHandlerWhileTheResumeCheckIsHeld(t *testing.T) {
 	equalEvents(t, late.Snapshot(), want)
 	if s := src.Stats(); s.Lists+s.WatchLists != 2 {
 		t.Fatalf("%d lists, want 2 (the cold start and the warm start's resume check)", s.Lists+s.WatchLists)
+	}
+}
+
+// failingCheckLW fails the resume check's LIST (RV "", limit 1) with errs
+// in turn, holding the last failure until release is closed (checkHeld
+// is closed when it arrives). A watch from an RV ahead of the source's
+// is accepted and stays silent, as kube-apiserver's does (see the
+// reflector package documentation); resumed is closed when one arrives.
+type failingCheckLW struct {
+	*fakesource.Endpoint
+	src                         *fakesource.Source
+	checkHeld, release, resumed chan struct{}
+
+	mu     sync.Mutex
+	errs   []error
+	closed bool
+}
+
+func newFailingCheckLW(src *fakesource.Source, errs ...error) *failingCheckLW {
+	return &failingCheckLW{
+		Endpoint: src.Endpoint(podGVK, ""), src: src, errs: errs,
+		checkHeld: make(chan struct{}), release: make(chan struct{}), resumed: make(chan struct{}),
+	}
+}
+
+func (f *failingCheckLW) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	if opts.ResourceVersion == "" && opts.Limit == 1 {
+		f.mu.Lock()
+		var err error
+		last := false
+		if len(f.errs) > 0 {
+			err, f.errs = f.errs[0], f.errs[1:]
+			last = len(f.errs) == 0
+		}
+		f.mu.Unlock()
+		if last {
+			close(f.checkHeld)
+			select {
+			case <-f.release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return f.Endpoint.ListWithContext(ctx, opts)
+}
+
+func (f *failingCheckLW) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return f.ListWithContext(context.Background(), opts)
+}
+
+func (f *failingCheckLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	rv, err := strconv.ParseInt(opts.ResourceVersion, 10, 64)
+	server, _ := strconv.ParseInt(f.src.ResourceVersion(), 10, 64)
+	if err == nil && opts.SendInitialEvents == nil && rv > server {
+		f.mu.Lock()
+		if !f.closed {
+			f.closed = true
+			close(f.resumed)
+		}
+		f.mu.Unlock()
+		return watch.NewFake(), nil // silent until stopped
+	}
+	return f.Endpoint.WatchWithContext(ctx, opts)
+}
+
+func (f *failingCheckLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return f.WatchWithContext(context.Background(), opts)
+}
+
+// TestWarmStartWaitsForAFailingResumeCheck (invariant 7): a file reused
+// against a server whose resourceVersion has not reached it (a recreated
+// cluster, an etcd restored from an older backup) while the resume check
+// cannot ask the server (connection refused, 503). No handler is told any
+// stored object and the informer is not synced while the check fails: it
+// is retried, not skipped (resuming unchecked would watch from the file's
+// RV, which kube-apiserver accepts and stays silent on, and serve the file
+// as current). Once the server answers, the check finds the file ahead,
+// and the handlers are told only the relisted objects.
+func TestWarmStartWaitsForAFailingResumeCheck(t *testing.T) {
+	path, c := writeFile(t, newSource(t, "a", "b", "c", "d", "e"))
+	fresh := newSource(t, "x") // its resourceVersion is behind the file's
+	lw := newFailingCheckLW(fresh, fakesource.ConnectionRefused(),
+		apierrors.NewServiceUnavailable("apiserver is starting"), apierrors.NewServiceUnavailable("apiserver is starting"))
+	st, closeStore := openBolt(t, path, c, nil)
+	defer closeStore()
+	rec := newRecorder()
+	r := runInformer(t, lw, Options{Store: st}, rec)
+	defer r.stop() // before the store closes
+	release := sync.OnceFunc(func() { close(lw.release) })
+	defer release() // before the informer stops, should the test fail
+	select {
+	case <-lw.checkHeld: // the third failing check, held: two have been retried
+	case <-lw.resumed:
+		// The file is served as current: show what the handler is told.
+		r.waitHandlersSynced(t)
+		t.Fatalf("after a failed resume check, the watch resumed unchecked from the file's resourceVersion, ahead of the server's; the informer synced and the handler was told %v", rec.Snapshot())
+	case <-time.After(30 * time.Second):
+		t.Fatal("the resume check was not retried")
+	}
+	if got := rec.Snapshot(); len(got) != 0 {
+		t.Fatalf("the handler was told %v while the resume check failed", got)
+	}
+	if r.inf.HasSynced() || r.regs[0].HasSynced() {
+		t.Fatal("synced while the resume check failed")
+	}
+	release()
+	r.waitHandlersSynced(t)
+	want := []event{event("add ns/x@" + getPod(t, fresh, "x").ResourceVersion + " initial=true")}
+	equalEvents(t, rec.Snapshot(), want)
+	if keys := r.inf.GetStore().ListKeys(); len(keys) != 1 || keys[0] != "ns/x" {
+		t.Fatalf("store keys %v after the relist, want [ns/x]", keys)
+	}
+	select {
+	case <-lw.resumed:
+		t.Fatal("watched from the file's resourceVersion, ahead of the server's")
+	default:
+	}
+}
+
+// TestCorruptionReportedDuringTheResumeCheckNeverReplaysTheFile
+// (invariant 7): the store reports corrupt data (a lister's read, say)
+// while the warm start waits for the resume check. The reflector is
+// restarted to relist without checking the file against the server, so
+// the file, which is ahead of the server here, must not be replayed
+// either: the handler is told only the relisted objects.
+func TestCorruptionReportedDuringTheResumeCheckNeverReplaysTheFile(t *testing.T) {
+	path, c := writeFile(t, newSource(t, "a", "b", "c", "d", "e"))
+	fresh := newSource(t, "x") // its resourceVersion is behind the file's
+	lw := newGatedLW(fresh.Endpoint(podGVK, ""))
+	st, closeStore := openBolt(t, path, c, nil)
+	defer closeStore()
+	rec := newRecorder()
+	r := runInformer(t, lw, Options{Store: st}, rec)
+	defer r.stop() // before the store closes
+	awaitClosed(t, "the resume check", lw.listed)
+	r.inf.ReportCorruption(errors.New("test: a lister read an undecodable object"))
+	r.waitHandlersSynced(t)
+	want := []event{event("add ns/x@" + getPod(t, fresh, "x").ResourceVersion + " initial=true")}
+	equalEvents(t, rec.Snapshot(), want)
+	if keys := r.inf.GetStore().ListKeys(); len(keys) != 1 || keys[0] != "ns/x" {
+		t.Fatalf("store keys %v after the relist, want [ns/x]", keys)
 	}
 }

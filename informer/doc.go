@@ -53,9 +53,14 @@
 // When Run finds the store complete (store.State), it replays the stored
 // objects to the handlers as initial-list adds, streamed from the store,
 // while the reflector resumes the watch from the persisted resourceVersion
-// instead of listing. HasSynced becomes true once the replay is done and
-// either the watch resumed (the queue's Synced marker) or the relist that
-// followed a 410 was committed. The replay is the initial list: that
+// instead of listing. The replay waits for the reflector's resume check
+// (reflector.Options.ResumeCheck): a store whose resourceVersion is ahead
+// of the server's is not replayed but relisted, and while the check
+// cannot reach the server nothing is replayed and HasSynced stays false;
+// a store a corruption report sends to a relist before the check is done
+// is not replayed either. HasSynced becomes true once the replay is done
+// and either the watch resumed (the queue's Synced marker) or the relist
+// that followed a 410 was committed. The replay is the initial list: that
 // relist notifies only what changed, and its adds, like the adds of any
 // later relist, have isInInitialList false (client-go flags only its
 // first list).

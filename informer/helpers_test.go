@@ -111,7 +111,7 @@ func startHarness(t *testing.T, inf *Informer) *harness {
 		t.Fatal(err)
 	}
 	// No reflector, so no resume check: a warm start replays at once.
-	inf.decideResume(false)
+	inf.resume.decide(startResumed)
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, inf: inf, q: q, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	inf.afterBatch = func(b deltafifo.Batch) {

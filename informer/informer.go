@@ -37,12 +37,9 @@ type Informer struct {
 	detector *mutationDetector
 	reader   store.Store
 
-	// resumeDecided is closed (by decideResume, once) when the first
-	// reflector has decided how it starts; resumeAhead then says whether
-	// the stored resourceVersion was ahead of the server's. Made by start.
-	resumeDecided chan struct{}
-	resumeOnce    sync.Once
-	resumeAhead   atomic.Bool
+	// resume is the first reflector's decision on how it starts, which
+	// the warm-start replay waits for. Made by start.
+	resume *resumeDecision
 
 	// mu guards the fields below it.
 	mu                sync.Mutex

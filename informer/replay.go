@@ -33,7 +33,9 @@ type FileChecker interface {
 // (corrupt data), the informer relists; the keys after the last one
 // replayed are then notified as adds by the relist (see relistPage), and
 // the informer is not synced before that relist commits. An incomplete
-// store is not replayed: the relist notifies all of its objects as adds.
+// store is not replayed, nor one found ahead of the server's or relisted
+// before it was checked against the server: the relist notifies all of
+// its objects as adds.
 func (l *loop) warmStart(ctx context.Context) error {
 	st, err := l.st.State()
 	if err != nil || !st.Complete {
@@ -50,14 +52,19 @@ func (l *loop) warmStart(ctx context.Context) error {
 	// resourceVersion against the server's: a file ahead of the server
 	// (a recreated cluster, an etcd restored from an older backup) is not
 	// the server's state, and handlers must never be told it.
-	select {
-	case <-l.i.resumeDecided:
-	case <-ctx.Done():
-		return ctx.Err()
+	how, err := l.i.resume.wait(ctx)
+	if err != nil {
+		return err
 	}
-	if l.i.resumeAhead.Load() {
+	switch how {
+	case startAhead:
 		l.logger.Info("Warm start: not replaying the stored objects, whose resourceVersion is ahead of the server's; the relist tells the handlers the server's state as adds",
 			"objects", st.Objects, "resourceVersion", st.ResourceVersion)
+	case startRelisted:
+		l.logger.Info("Warm start: not replaying the stored objects, which were not checked against the server before a relist was forced; the relist tells the handlers the server's state as adds",
+			"objects", st.Objects, "resourceVersion", st.ResourceVersion)
+	}
+	if how != startResumed {
 		none := ""
 		l.partial = &none
 		return nil
@@ -84,8 +91,8 @@ func (l *loop) warmStart(ctx context.Context) error {
 //
 // A late handler is told what the other handlers were told, as client-go
 // tells one the content of its indexer: while l.partial is set (a warm
-// start not replayed because the file is ahead of the server or
-// incomplete, or stopped midway by corrupt data), the store holds objects
+// start not replayed because the file is ahead of the server, unchecked
+// or incomplete, or stopped midway by corrupt data), the store holds objects
 // the handlers were never told, and the relist that follows tells them
 // the server's state. Such a handler is replayed the keys up to
 // *l.partial only (none when it is empty); the relist then tells it the

@@ -70,7 +70,7 @@ func (i *Informer) start(logger klog.Logger) (*deltafifo.Queue, error) {
 		return nil, ErrStarted
 	}
 	i.started = true
-	i.resumeDecided = make(chan struct{})
+	i.resume = newResumeDecision()
 	var initialRV string
 	if st, err := i.store.State(); err == nil && st.Complete {
 		initialRV = st.ResourceVersion
@@ -146,10 +146,24 @@ func (i *Informer) newReflector(q *deltafifo.Queue) (*reflector.Reflector, error
 		ro.WatchErrorHandler = i.watchErrorHandler
 	}
 	i.mu.Unlock()
-	ro.ResumeFrom = i.resumeFrom
+	// resumed is what ResumeFrom told this reflector; both callbacks run
+	// on the goroutine running it, ResumeFrom first.
+	resumed := false
+	ro.ResumeFrom = func() (string, bool) {
+		rv, complete := i.resumeFrom()
+		resumed = complete
+		return rv, complete
+	}
 	user := ro.OnResumeDecided
 	ro.OnResumeDecided = func(ahead bool) {
-		i.decideResume(ahead)
+		switch {
+		case ahead:
+			i.resume.decide(startAhead)
+		case !resumed:
+			i.resume.decide(startRelisted)
+		default:
+			i.resume.decide(startResumed)
+		}
 		if user != nil {
 			user(ahead)
 		}
@@ -157,14 +171,56 @@ func (i *Informer) newReflector(q *deltafifo.Queue) (*reflector.Reflector, error
 	return reflector.New(i.lw, i.example, q, ro)
 }
 
-// decideResume records the first reflector's resume decision (later
-// reflectors of the same run do not change it) and releases the
+// start is how the first reflector of a run starts on a complete store,
+// as far as the warm-start replay is concerned.
+type start int
+
+const (
+	// startResumed: the reflector resumes the watch from the stored
+	// state, checked against the server's resourceVersion (or the check
+	// is off): the stored objects are replayed.
+	startResumed start = iota
+	// startAhead: the resume check found the stored resourceVersion
+	// ahead of the server's: the stored state is not the server's, and
+	// only the relist tells the handlers.
+	startAhead
+	// startRelisted: the reflector relists without checking the stored
+	// state against the server (a corruption report forced the relist
+	// before the check was done): it may be ahead of the server's, so
+	// only the relist tells the handlers.
+	startRelisted
+)
+
+// resumeDecision is decided once, by the first reflector of a run
+// (reflector.Options.OnResumeDecided); later reflectors do not change it.
+type resumeDecision struct {
+	once sync.Once
+	// done is closed once decided; how is written before, never after.
+	done chan struct{}
+	how  start
+}
+
+func newResumeDecision() *resumeDecision {
+	return &resumeDecision{done: make(chan struct{})}
+}
+
+// decide records how, unless already decided, and releases the
 // warm-start replay waiting for it.
-func (i *Informer) decideResume(ahead bool) {
-	i.resumeOnce.Do(func() {
-		i.resumeAhead.Store(ahead)
-		close(i.resumeDecided)
+func (d *resumeDecision) decide(how start) {
+	d.once.Do(func() {
+		d.how = how
+		close(d.done)
 	})
+}
+
+// wait returns the decision once made, or ctx's error.
+func (d *resumeDecision) wait(ctx context.Context) (start, error) {
+	select {
+	case <-d.done:
+		return d.how, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
 }
 
 // resumeFrom tells the reflector where the store stands; after a

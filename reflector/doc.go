@@ -19,6 +19,22 @@
 //     was recreated at the same address, or its etcd restored from an
 //     older backup) is never watched from: the reflector logs it and
 //     relists the most recent state (RV "").
+//   - No decision without the server. A resume check whose LIST fails
+//     (connection refused, timeout, 5xx, 429, 401 or 403) is retried like
+//     a failed relist: the error goes to Options.WatchErrorHandler, the
+//     retry waits on the backoff (at least a 429's Retry-After), and
+//     nothing is pushed to the Sink and Options.OnResumeDecided is not
+//     called until the server answers, so an informer serves none of the
+//     stored objects and is not synced meanwhile. Resuming unchecked
+//     would watch from an RV the server may not have reached, which
+//     kube-apiserver accepts and answers with silence (below). A 401 or
+//     403 is retried too, with a log line saying so: a relist would need
+//     the same right, and client-go's reflector keeps retrying its list
+//     until RBAC allows it. If Run's context ends first, Run returns
+//     without a decision. The one case resumed unchecked is a server
+//     whose resourceVersions are not kube-apiserver's integers: they
+//     cannot be compared, and the log line says a stored state ahead of
+//     such a server cannot be detected.
 //   - Streaming relists. A relist is pushed as BeginReplace, pages of at
 //     most Options.PageSize objects, and EndReplace(rv); the Sink never
 //     needs the whole list in memory and the reflector never holds more
@@ -77,7 +93,9 @@
 // So a warm start costs one LIST of at most one object (about 2ms), which
 // catches an RV ahead of the server's (the cluster recreated or restored)
 // and, when nothing was written since the stored RV, syncs at once instead
-// of after ResumeSettle. When the server moved on (the usual case on a
+// of after ResumeSettle. Since the silent watch is the only other answer
+// to an RV ahead of the server's, that LIST must succeed before the warm
+// start goes on: a failed one is retried, never skipped. When the server moved on (the usual case on a
 // busy cluster: leases alone write every 10s) the resumed watch still
 // syncs on its first event or after ResumeSettle. A recreated cluster
 // whose RV has already passed the stored one is not caught here; package

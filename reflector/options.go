@@ -76,8 +76,14 @@ const (
 	// relists the most recent state instead of resuming, with a log line;
 	// a stored RV equal to it is synced as soon as the watch is open,
 	// without waiting ResumeSettle; a stored RV behind it resumes as
-	// without the check. A failed LIST is logged and the watch resumes
-	// unchecked.
+	// without the check. A failed LIST (any error: network, timeout, 5xx,
+	// 429, 401 or 403) is passed to the WatchErrorHandler and retried on
+	// the reflector's backoff, as a failed relist is, until the server
+	// answers or Run's context ends: until then nothing is decided
+	// (OnResumeDecided is not called), so an informer serves none of the
+	// stored objects and is not synced. A server whose resourceVersions
+	// are not kube-apiserver's integers cannot be compared: that is logged
+	// and the watch resumes unchecked, without this protection.
 	ResumeCheckList ResumeCheckPolicy = iota
 	// ResumeCheckOff resumes the watch from the stored RV without asking
 	// the server (no LIST at all on a warm start).
@@ -120,9 +126,11 @@ type Options struct {
 	// or watch request that may deliver objects: ahead is true when the
 	// resume check found the stored resourceVersion ahead of the server's
 	// (the stored state is not the server's and is being relisted), false
-	// otherwise (a cold start, a resume, or the check off or failed). An
-	// informer holds its warm-start replay until then, so that handlers
-	// never see a state the server does not have.
+	// otherwise (a cold start, a resume, the check off, or resourceVersions
+	// that cannot be compared). While the check's LIST fails it is not
+	// called; if Run's context ends before the check succeeds it is never
+	// called. An informer holds its warm-start replay until then, so that
+	// handlers never see a state the server does not have.
 	OnResumeDecided func(ahead bool)
 	// PageSize is the Limit of list requests and the most objects one
 	// ReplacePage carries. Default DefaultPageSize (500).

@@ -160,7 +160,13 @@ func (r *Reflector) Run(ctx context.Context) {
 	warm, settle := r.resume(ctx), r.opts.ResumeSettle
 	ahead := false
 	if warm {
-		switch r.checkResume(ctx, r.LastSyncResourceVersion()) {
+		check, err := r.checkResume(ctx, r.LastSyncResourceVersion())
+		if err != nil {
+			// ctx ended before the server could be asked: nothing is
+			// decided, so nothing of the stored state may be served.
+			return
+		}
+		switch check {
 		case resumeAhead:
 			// Relist the most recent state: a list not older than the
 			// stored RV would wait for the server to reach it.
