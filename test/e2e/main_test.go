@@ -48,7 +48,9 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	goleak.VerifyTestMain(m)
+	// The shared apiserver stops after the last test, before goleak looks
+	// for leaked goroutines.
+	goleak.VerifyTestMain(shared.Wrap(m))
 }
 
 // isShort reports -short before m.Run has parsed the flags.
