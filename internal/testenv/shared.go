@@ -34,9 +34,8 @@ const sharedStartTimeout = 20 * time.Minute
 //
 //	func TestMain(m *testing.M) { os.Exit(shared.Run(m)) }
 //
-// Run has the Run() int of goleak.VerifyTestMain's argument, so
-// goleak.VerifyTestMain(shared.Wrap(m)) checks for leaks after the
-// environment stopped.
+// or, with goleak, goleak.VerifyTestMain(shared.Wrap(m)), which looks for
+// leaked goroutines after the environment stopped.
 type Shared struct {
 	opts Options
 
