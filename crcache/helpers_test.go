@@ -27,10 +27,14 @@ import (
 	"github.com/warmcache/warmcache/store/bolt/inspect"
 )
 
+// shared is the package's etcd and kube-apiserver (startEnv), stopped
+// after the tests.
+var shared = testenv.NewShared(testenv.Options{})
+
 func TestMain(m *testing.M) {
 	mutationtest.Enable()
 	ctrl.SetLogger(klog.Background())
-	code := m.Run()
+	code := shared.Run(m)
 	if bench != nil {
 		bench.stop()
 	}
@@ -48,7 +52,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// startEnv starts etcd and kube-apiserver for one test.
+// startEnv returns the package's shared etcd and kube-apiserver, started
+// by the first test that asks. The tests sharing it may run in parallel:
+// each works in namespaces of its own (seed) and counts only their
+// requests (Env.Requests).
 func startEnv(t *testing.T) (context.Context, *testenv.Env, kubernetes.Interface) {
 	t.Helper()
 	if testing.Short() {
@@ -56,16 +63,17 @@ func startEnv(t *testing.T) (context.Context, *testenv.Env, kubernetes.Interface
 	}
 	ctx, cancel := context.WithTimeout(klog.NewContext(t.Context(), ktesting.NewLogger(t, ktesting.NewConfig())), 10*time.Minute)
 	t.Cleanup(cancel)
-	env, err := testenv.Start(ctx, t, testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := shared.Env(t)
 	cs, err := kubernetes.NewForConfig(env.RestConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	return ctx, env, cs
 }
+
+// namespaces are a test's three namespaces, a-*, b-* and c-*, in that
+// order by name.
+type namespaces struct{ a, b, c string }
 
 // running is a started cache.
 type running struct {
@@ -125,13 +133,13 @@ func create(ctx context.Context, t *testing.T, cs kubernetes.Interface, objs ...
 	}
 }
 
-// seed creates namespaces a, b and c, each with 12 ConfigMaps labelled
+// seed creates the test's namespaces a-*, b-* and c-*, each with 12 ConfigMaps labelled
 // app=x|y|z and tier=0..3 (data v = cm-<i%3>), and 4 Secrets labelled
-// team=a|b.
-func seed(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
+// team=a|b, and returns their names.
+func seed(ctx context.Context, t *testing.T, env *testenv.Env, cs kubernetes.Interface) namespaces {
 	t.Helper()
-	for _, ns := range []string{"a", "b", "c"} {
-		create(ctx, t, cs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	nss := namespaces{a: env.Namespace(ctx, t, "a"), b: env.Namespace(ctx, t, "b"), c: env.Namespace(ctx, t, "c")}
+	for _, ns := range []string{nss.a, nss.b, nss.c} {
 		for i := range 12 {
 			create(ctx, t, cs, &corev1.ConfigMap{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%02d", i), Labels: map[string]string{
@@ -146,14 +154,15 @@ func seed(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
 			}})
 		}
 	}
+	return nss
 }
 
 // options are the cache options both caches of the side-by-side test
 // have: two of the three namespaces, Secrets selected by team=a.
-func options(s *runtime.Scheme) cache.Options {
+func options(s *runtime.Scheme, nss namespaces) cache.Options {
 	return cache.Options{
 		Scheme:            s,
-		DefaultNamespaces: map[string]cache.Config{"a": {}, "b": {}},
+		DefaultNamespaces: map[string]cache.Config{nss.a: {}, nss.b: {}},
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{"team": "a"})},
 		},

@@ -27,19 +27,20 @@ import (
 // non-exact or unindexed fields); its informers are in the file, one per
 // namespace and kind, metadata-only and unstructured ones apart.
 func TestListMatchesControllerRuntime(t *testing.T) {
+	t.Parallel()
 	ctx, env, cs := startEnv(t)
-	seed(ctx, t, cs)
+	nss := seed(ctx, t, env, cs)
 	s := newScheme(t)
 	path := filepath.Join(t.TempDir(), "cache.db")
 	sealKey, err := seal.NewKey([]byte("0123456789abcdef0123456789abcdef")) // Secrets persist sealed
 	if err != nil {
 		t.Fatal(err)
 	}
-	crc, err := NewCache(Options{Factory: factory.Options{Path: path, Bolt: bolt.Options{Sync: bolt.UnsafeNoSync}, Keys: seal.Static(sealKey)}})(env.RestConfig(), options(s))
+	crc, err := NewCache(Options{Factory: factory.Options{Path: path, Bolt: bolt.Options{Sync: bolt.UnsafeNoSync}, Keys: seal.Static(sealKey)}})(env.RestConfig(), options(s, nss))
 	if err != nil {
 		t.Fatal(err)
 	}
-	def, err := cache.New(env.RestConfig(), options(s))
+	def, err := cache.New(env.RestConfig(), options(s, nss))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,15 +84,15 @@ func TestListMatchesControllerRuntime(t *testing.T) {
 		typed   bool // typed lists only (IndexField indexes typed objects)
 	}{
 		{name: "everything", want: 24},
-		{name: "InNamespace", opts: []client.ListOption{client.InNamespace("a")}, want: 12},
+		{name: "InNamespace", opts: []client.ListOption{client.InNamespace(nss.a)}, want: 12},
 		{name: "MatchingLabels", opts: []client.ListOption{client.MatchingLabels{"app": "x"}}, want: 8},
 		{name: "MatchingLabelsSelector", opts: []client.ListOption{client.MatchingLabelsSelector{Selector: set}}, want: 8},
-		{name: "InNamespace and MatchingLabels", opts: []client.ListOption{client.InNamespace("b"), client.MatchingLabels{"app": "y", "tier": "1"}}, want: 1},
+		{name: "InNamespace and MatchingLabels", opts: []client.ListOption{client.InNamespace(nss.b), client.MatchingLabels{"app": "y", "tier": "1"}}, want: 1},
 		{name: "MatchingFields", opts: []client.ListOption{client.MatchingFields{"data.v": "v1"}}, want: 8, typed: true},
-		{name: "MatchingFields in a namespace", opts: []client.ListOption{client.InNamespace("a"), client.MatchingFields{"data.v": "v1", "app": "y"}}, want: 4, typed: true},
+		{name: "MatchingFields in a namespace", opts: []client.ListOption{client.InNamespace(nss.a), client.MatchingFields{"data.v": "v1", "app": "y"}}, want: 4, typed: true},
 		{name: "MatchingFields and labels", opts: []client.ListOption{client.MatchingFields{"data.v": "v2"}, client.MatchingLabels{"tier": "2"}}, want: 2, typed: true},
-		{name: "Limit in a namespace", opts: []client.ListOption{client.InNamespace("a"), client.Limit(5)}, want: 5},
-		{name: "unknown namespace", opts: []client.ListOption{client.InNamespace("c")}, wantErr: true},
+		{name: "Limit in a namespace", opts: []client.ListOption{client.InNamespace(nss.a), client.Limit(5)}, want: 5},
+		{name: "unknown namespace", opts: []client.ListOption{client.InNamespace(nss.c)}, wantErr: true},
 		{name: "Continue", opts: []client.ListOption{client.Continue("x")}, wantErr: true},
 		{name: "non-exact field", opts: []client.ListOption{client.MatchingFieldsSelector{Selector: fields.OneTermNotEqualSelector("data.v", "v1")}}, wantErr: true},
 		{name: "unindexed field", opts: []client.ListOption{client.MatchingFields{"data.w": "v1"}}, wantErr: true},
@@ -148,7 +149,7 @@ func TestListMatchesControllerRuntime(t *testing.T) {
 	}
 	// Get is a point read with controller-runtime's results.
 	var gc, wc corev1.ConfigMap
-	key := client.ObjectKey{Namespace: "b", Name: "cm-03"}
+	key := client.ObjectKey{Namespace: nss.b, Name: "cm-03"}
 	if err := caches["crcache"].Get(ctx, key, &gc); err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestListMatchesControllerRuntime(t *testing.T) {
 	caches["crcache"].(*running).stop(t)
 	infos := resources(ctx, t, path)
 	want := map[string]bool{}
-	for _, ns := range []string{"a", "b"} {
+	for _, ns := range []string{nss.a, nss.b} {
 		want[fmt.Sprintf("configmaps ConfigMap %s", ns)] = true
 		want[fmt.Sprintf("configmaps %s %s", factory.MetadataKind, ns)] = true
 		want[fmt.Sprintf("configmaps %s %s", factory.UnstructuredKind, ns)] = true

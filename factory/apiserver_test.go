@@ -21,9 +21,10 @@ import (
 // an apiserver restart (the watch cache forgets old resourceVersions: 410)
 // the relist diff again tells only the changes.
 func TestRealAPIServerWarmStartAndExpiry(t *testing.T) {
-	ctx, env := realAPIServer(t)
+	t.Parallel()
+	ctx, env := ownAPIServer(t) // restarted below
 	cs := kubernetes.NewForConfigOrDie(env.RestConfig())
-	ns := newNamespace(ctx, t, cs, "warm")
+	ns := env.Namespace(ctx, t, "warm")
 	cms := cs.CoreV1().ConfigMaps(ns)
 	create := func(name string) *corev1.ConfigMap {
 		cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"v": "1"}}, metav1.CreateOptions{})
@@ -54,7 +55,7 @@ func TestRealAPIServerWarmStartAndExpiry(t *testing.T) {
 
 	// run starts a factory's informer with a recorder, waits for sync and
 	// n events, checks the store against the server and shuts down.
-	var listsAtSync float64
+	var listsAtSync int
 	run := func(n int) []event {
 		t.Helper()
 		l := ktesting.NewLogger(t, ktesting.NewConfig())
@@ -81,9 +82,7 @@ func TestRealAPIServerWarmStartAndExpiry(t *testing.T) {
 			t.Fatal("not synced")
 		}
 		got := rec.WaitFor(t, n)
-		if listsAtSync, err = env.ListRequests(ctx, "configmaps"); err != nil {
-			t.Fatal(err)
-		}
+		listsAtSync = listRequests(ctx, t, env, "configmaps", ns)
 		list, err := cms.List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -116,10 +115,7 @@ func TestRealAPIServerWarmStartAndExpiry(t *testing.T) {
 	b2 := update("b")
 	remove("c")
 	d := create("d")
-	listsBefore, err := env.ListRequests(ctx, "configmaps")
-	if err != nil {
-		t.Fatal(err)
-	}
+	listsBefore := listRequests(ctx, t, env, "configmaps", ns)
 	got := run(6)
 	equalEvents(t, sortedEvents(got[:3]), sortedEvents([]event{addEv(a, true), addEv(b, true), addEv(c, true)}))
 	if got[3] != updEv(b, b2) || got[5] != addEv(d, false) || !strings.HasPrefix(string(got[4]), "delete "+ns+"/c@") {
@@ -128,7 +124,7 @@ func TestRealAPIServerWarmStartAndExpiry(t *testing.T) {
 	// Nothing but the resume check: one LIST of at most one object
 	// reading the server's resourceVersion (package reflector).
 	if listsAtSync != listsBefore+1 {
-		t.Fatalf("%v LIST requests during the warm start, want the resume check only", listsAtSync-listsBefore)
+		t.Fatalf("%d LIST requests during the warm start, want the resume check only", listsAtSync-listsBefore)
 	}
 
 	// An apiserver restart empties its watch cache: the resume gets 410,

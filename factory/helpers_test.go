@@ -20,7 +20,7 @@ import (
 // package's etcd and kube-apiserver (realAPIServer) after the tests.
 func TestMain(m *testing.M) {
 	mutationtest.Enable()
-	goleak.VerifyTestMain(stopAfter{m})
+	goleak.VerifyTestMain(shared.Wrap(m))
 }
 
 type event = handlertest.Event

@@ -22,9 +22,10 @@ import (
 // their kind set; a second factory on the same file resumes without a
 // LIST of secrets and sees a Secret created while it was down.
 func TestRealAPIServerMetadataInformer(t *testing.T) {
+	t.Parallel()
 	ctx, env := realAPIServer(t)
 	cs := kubernetes.NewForConfigOrDie(env.RestConfig())
-	ns := newNamespace(ctx, t, cs, "meta")
+	ns := env.Namespace(ctx, t, "meta")
 	create := func(name string) {
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"k": name}}, StringData: map[string]string{"password": "x"}}
 		if _, err := cs.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
@@ -86,14 +87,11 @@ func TestRealAPIServerMetadataInformer(t *testing.T) {
 	}
 	run("a", "b")
 	create("c")
-	lists0, err := env.ListRequests(ctx, "secrets")
-	if err != nil {
-		t.Fatal(err)
-	}
+	lists0 := listRequests(ctx, t, env, "secrets", ns)
 	// The warm start resumes the watch from the stored resourceVersion,
 	// which delivers c.
 	run("a", "b", "c")
-	if lists, err := env.ListRequests(ctx, "secrets"); err != nil || lists != lists0+1 {
-		t.Errorf("the warm start made %v LIST requests of secrets (%v), want the resume check only", lists-lists0, err)
+	if lists := listRequests(ctx, t, env, "secrets", ns); lists != lists0+1 {
+		t.Errorf("the warm start made %d LIST requests of secrets, want the resume check only", lists-lists0)
 	}
 }

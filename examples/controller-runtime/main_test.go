@@ -22,9 +22,14 @@ import (
 	"github.com/warmcache/warmcache/store/bolt/inspect"
 )
 
+// shared is the package's etcd and kube-apiserver, started by the first
+// test that asks and stopped after the last, before goleak looks for
+// leaked goroutines.
+var shared = testenv.NewShared(testenv.Options{})
+
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(klog.Background())
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(shared.Wrap(m))
 }
 
 // started runs the manager until stop is called; synced is closed once its
@@ -104,15 +109,16 @@ func waitReconciled(ctx context.Context, t *testing.T, cs kubernetes.Interface, 
 }
 
 // requests returns the apiserver's counts of LIST requests and of
-// WatchList streams (a cold start streams instead of listing) for
-// configmaps.
-func requests(ctx context.Context, t *testing.T, env *testenv.Env) (lists, streams float64) {
+// WatchList requests (a cold start streams instead of listing) for
+// configmaps in namespace ns, from its audit log: the test's own, on an
+// apiserver other tests share.
+func requests(ctx context.Context, t *testing.T, env *testenv.Env, ns string) (lists, streams int) {
 	t.Helper()
-	lists, err := env.ListRequests(ctx, "configmaps")
+	lists, err := env.Requests(ctx, testenv.RequestFilter{Verb: "list", Resource: "configmaps", Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}
-	streams, err = env.MetricSum(ctx, "apiserver_watch_list_duration_seconds_count", map[string]string{"resource": "configmaps"})
+	streams, err = env.Requests(ctx, testenv.RequestFilter{Verb: "watchlist", Resource: "configmaps", Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,20 +140,19 @@ func configMap(ns, name, value string, selected bool) *corev1.ConfigMap {
 // its reconciler patches exactly the ConfigMaps that changed or appeared
 // while it was down: the replayed cache was right.
 func TestManagerRestartsWarm(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts etcd and kube-apiserver; runs without -short")
 	}
 	ctx, cancel := context.WithTimeout(klog.NewContext(t.Context(), ktesting.NewLogger(t, ktesting.NewConfig())), 10*time.Minute)
 	defer cancel()
-	env, err := testenv.Start(ctx, t, testenv.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := shared.Env(t)
 	cs, err := kubernetes.NewForConfig(env.RestConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	const ns, n = "default", 60
+	ns := env.Namespace(ctx, t, "restart")
+	const n = 60
 	want := map[string]string{}
 	for i := range n {
 		name := fmt.Sprintf("cm-%03d", i)
@@ -196,17 +201,17 @@ func TestManagerRestartsWarm(t *testing.T) {
 		}
 		delete(want, name)
 	}
-	lists0, streams0 := requests(ctx, t, env)
+	lists0, streams0 := requests(ctx, t, env, ns)
 
 	second := start(ctx, cfg)
 	second.waitSynced(ctx, t)
 	waitReconciled(ctx, t, cs, ns, want, others)
 	res = second.stop(t)
-	lists, streams := requests(ctx, t, env)
+	lists, streams := requests(ctx, t, env, ns)
 	// The one informer of ConfigMaps makes one LIST of at most one object:
 	// the resume check that reads the server's resourceVersion.
 	if lists != lists0+1 || streams != streams0 {
-		t.Errorf("the restarted manager's cache made %v LIST requests and %v WatchList streams for configmaps, want the resume check's LIST only", lists-lists0, streams-streams0)
+		t.Errorf("the restarted manager's cache made %d LIST requests and %d WatchList requests for configmaps, want the resume check's LIST only", lists-lists0, streams-streams0)
 	}
 	if got := res.listed.Load(); got != int64(len(want)) {
 		t.Errorf("the restarted manager's client listed %d selected ConfigMaps once synced, want %d", got, len(want))

@@ -27,7 +27,13 @@ const etcdDialTimeout = 10 * time.Second
 // in-memory window still holds; it learns the compacted revision through
 // compact_rev_key, which Compact updates, but only drops list snapshots
 // for it. Restarting the apiserver (RestartAPIServer) empties that window.
+//
+// On a shared environment (Shared) it returns ErrShared: every other
+// test's watches would expire.
 func (e *Env) Compact(ctx context.Context) (int64, error) {
+	if err := e.refuseShared("compact etcd"); err != nil {
+		return 0, err
+	}
 	if _, _, err := e.processes(); err != nil {
 		return 0, fmt.Errorf("compact etcd: %w", err)
 	}

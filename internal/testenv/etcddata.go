@@ -12,8 +12,11 @@ import (
 // restored from an older backup). etcd and kube-apiserver are killed for
 // the copy and started again, at the same addresses, before it returns;
 // clients see their connections break, and the apiserver's watch cache
-// starts empty.
+// starts empty. On a shared environment it returns ErrShared.
 func (e *Env) SaveEtcdData(ctx context.Context) (string, error) {
+	if err := e.refuseShared("save etcd data"); err != nil {
+		return "", err
+	}
 	e.mu.Lock()
 	if e.stopped {
 		e.mu.Unlock()
@@ -40,8 +43,11 @@ func (e *Env) SaveEtcdData(ctx context.Context) (string, error) {
 // (a new cluster: every UID and resourceVersion starts afresh), and starts
 // both again at the same addresses with the same flags. To clients it
 // looks like the cluster was restored from a backup or recreated at the
-// same address.
+// same address. On a shared environment it returns ErrShared.
 func (e *Env) RestartWithEtcdData(ctx context.Context, from string) error {
+	if err := e.refuseShared("restart with etcd data"); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	if e.stopped {
 		e.mu.Unlock()

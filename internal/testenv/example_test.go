@@ -43,16 +43,29 @@ func ExampleStart() {
 	fmt.Println("LIST configmaps so far:", lists)
 }
 
-// One environment shared by a package's tests, started in TestMain.
-func ExampleStart_testMain() {
+// One environment shared by a package's tests: the first test that asks
+// starts it, TestMain stops it after the last one. Each test works in a
+// namespace of its own and counts its own requests.
+func ExampleShared() {
 	var m *testing.M // TestMain's argument
-	env, err := testenv.Start(context.Background(), nil, testenv.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+	shared := testenv.NewShared(testenv.Options{})
+	code := shared.Run(m) // m.Run(), then stop the environment
+
+	// In a test (t *testing.T), which may run in parallel:
+	test := func(ctx context.Context, t *testing.T) {
+		t.Parallel()
+		env := shared.Env(t)
+		ns := env.Namespace(ctx, t, "mytest")
+		cs := kubernetes.NewForConfigOrDie(env.RestConfig())
+		if _, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		lists, err := env.Requests(ctx, testenv.RequestFilter{Verb: "list", Resource: "configmaps", Namespace: ns})
+		if err != nil || lists != 1 {
+			t.Fatalf("LIST configmaps in %s: %d, %v", ns, lists, err)
+		}
 	}
-	code := m.Run()
-	env.Stop() // with a nil testing.TB, stopping is the caller's job
+	_ = test
 	os.Exit(code)
 }
 

@@ -40,6 +40,9 @@ var errPortInUse = errors.New("port already in use")
 // with new ports when a port race is lost.
 func (e *Env) start(ctx context.Context, extraArgs []string) error {
 	token, err := e.writeCredentials()
+	if err == nil {
+		err = writeAuditPolicy(e.dir)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrStart, err)
 	}
@@ -93,6 +96,7 @@ func (e *Env) startOnce(ctx context.Context, token string, extraArgs []string) e
 		"--etcd-compaction-interval=0",
 		"--profiling=false",
 	}
+	e.apiArgs = append(e.apiArgs, auditArgs(e.dir)...)
 	// --authorization-mode is a list flag: given twice its values
 	// accumulate, and AlwaysAllow would allow what RBAC does not.
 	if !slices.ContainsFunc(extraArgs, func(a string) bool { return strings.HasPrefix(a, "--authorization-mode=") }) {

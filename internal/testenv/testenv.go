@@ -15,7 +15,16 @@
 // --cert-dir; the ServiceAccount admission plugin is disabled (no controller
 // manager creates default service accounts, so pods could not be created
 // otherwise); and --etcd-compaction-interval=0, so etcd is compacted only
-// when Compact is called. Options.ExtraAPIServerArgs adds or overrides flags.
+// when Compact is called. It also writes an audit log of its LIST and WATCH
+// requests (audit.log in the environment's directory), from which Requests
+// counts the requests of one namespace or client. Options.ExtraAPIServerArgs
+// adds or overrides flags.
+//
+// Shared gives a package's tests one environment, started on first use and
+// stopped from TestMain; each test works in a namespace of its own
+// (Env.Namespace) and may run in parallel. A test that restarts, compacts or
+// rewinds the processes, needs other flags, or asserts on the server's
+// global counters starts its own with Start.
 //
 // Both processes run in their own process groups; Stop kills the groups, and
 // on Linux they also receive SIGKILL when the test process dies
@@ -54,10 +63,14 @@ var (
 	ErrStart = errors.New("testenv: start failed")
 	// ErrStopped reports a call on an Env after Stop.
 	ErrStopped = errors.New("testenv: environment stopped")
-	// ErrMetrics reports that /metrics could not be read or parsed.
+	// ErrMetrics reports that /metrics or the audit log could not be read
+	// or parsed.
 	ErrMetrics = errors.New("testenv: metrics unavailable")
 	// ErrEtcd reports a failed etcd operation (Compact).
 	ErrEtcd = errors.New("testenv: etcd operation failed")
+	// ErrShared reports a call that would restart, reconfigure or rewind
+	// the processes of an environment other tests share (Shared).
+	ErrShared = errors.New("testenv: environment is shared")
 )
 
 // Options configures Start. The zero value is a usable environment.
@@ -134,6 +147,7 @@ type Env struct {
 	apiArgs   []string // fixed once started
 	config    *rest.Config
 	client    *http.Client // authenticated, verifies the apiserver's CA
+	shared    bool         // set by Shared before any test sees e
 
 	mu        sync.Mutex // guards the fields below
 	etcd      *process
@@ -227,7 +241,12 @@ func (e *Env) EtcdEndpoint() string { return e.etcdURL }
 // Clients see their connections and watches break. The restarted apiserver
 // has an empty watch cache, so watches from resourceVersions older than its
 // start answer 410 Gone, and its metrics start from zero.
+//
+// On a shared environment (Shared) it returns ErrShared.
 func (e *Env) RestartAPIServer(ctx context.Context) error {
+	if err := e.refuseShared("restart kube-apiserver"); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	if e.stopped {
 		e.mu.Unlock()
@@ -272,8 +291,16 @@ func (e *Env) restartProcess(name, binary string, args []string, set func(*proce
 
 // Stop kills kube-apiserver and etcd (their whole process groups) and waits
 // for them to exit, then removes the directory if Start created it. It is
-// idempotent.
+// idempotent. On a shared environment it does nothing: Shared stops it
+// after the last test.
 func (e *Env) Stop() {
+	if e.shared {
+		return
+	}
+	e.stop()
+}
+
+func (e *Env) stop() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.stopped {
@@ -288,6 +315,14 @@ func (e *Env) Stop() {
 	if e.removeDir {
 		_ = os.RemoveAll(e.dir)
 	}
+}
+
+// refuseShared returns ErrShared for op on a shared environment.
+func (e *Env) refuseShared(op string) error {
+	if e.shared {
+		return fmt.Errorf("%s: %w: start an environment of the test's own", op, ErrShared)
+	}
+	return nil
 }
 
 func (e *Env) isStarted() bool {

@@ -109,6 +109,19 @@ func TestEnv(t *testing.T) {
 		if err != nil || secrets != 0 {
 			t.Errorf("LIST counter of an unknown resource = %v, %v; want 0, nil", secrets, err)
 		}
+		// The audit log counts the same requests, by namespace.
+		for _, tc := range []struct {
+			f    RequestFilter
+			want int
+		}{
+			{RequestFilter{Verb: "list", Resource: "configmaps", Namespace: ns}, 1 + lists}, // the create subtest's list too
+			{RequestFilter{Verb: "list", Resource: "configmaps", Namespace: "other"}, 0},
+			{RequestFilter{Verb: "watch", Resource: "configmaps", Namespace: ns}, 0},
+		} {
+			if got, err := env.Requests(ctx, tc.f); err != nil || got != tc.want {
+				t.Errorf("Requests(%+v) = %d, %v; want %d", tc.f, got, err, tc.want)
+			}
+		}
 	})
 
 	t.Run("restart apiserver", func(t *testing.T) {

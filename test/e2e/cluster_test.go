@@ -19,24 +19,49 @@ import (
 	"github.com/warmcache/warmcache/internal/testenv"
 )
 
+// shared is the package's etcd and kube-apiserver, shared by the tests
+// that neither restart, reconfigure nor rewind them (sharedCluster);
+// TestMain stops it after the last test.
+var shared = testenv.NewShared(testenv.Options{})
+
 // cluster is a test's apiserver and clients.
 type cluster struct {
 	env        *testenv.Env
+	shared     bool         // env is the package's shared one
 	config     *rest.Config // protobuf, warnings off
 	cs         kubernetes.Interface
 	kubeconfig string // for child processes
 }
 
-// startCluster starts an environment with extra apiserver flags.
+// sharedCluster returns the package's shared apiserver, started by the
+// first test that asks, and a namespace of the test's own named
+// prefix-<generated>. Tests that share it may run in parallel: they work
+// in their own namespace and count only its requests (listRequests,
+// watchListRequests).
+func sharedCluster(ctx context.Context, t *testing.T, prefix string) (*cluster, string) {
+	t.Helper()
+	c := newCluster(t, shared.Env(t))
+	c.shared = true
+	return c, c.env.Namespace(ctx, t, prefix)
+}
+
+// startCluster starts an environment of the test's own, with extra
+// apiserver flags: for a test that restarts, reconfigures or rewinds it.
 func startCluster(ctx context.Context, t *testing.T, apiserverArgs ...string) *cluster {
 	t.Helper()
 	env, err := testenv.Start(ctx, t, testenv.Options{ExtraAPIServerArgs: apiserverArgs})
 	if err != nil {
 		t.Fatalf("start kube-apiserver and etcd: %v", err)
 	}
+	return newCluster(t, env)
+}
+
+func newCluster(t *testing.T, env *testenv.Env) *cluster {
+	t.Helper()
 	c := &cluster{env: env, config: env.RestConfig()}
 	c.config.ContentType = "application/vnd.kubernetes.protobuf"
 	c.config.WarningHandler = rest.NoWarnings{} // podgen's pods repeat port names
+	var err error
 	if c.cs, err = kubernetes.NewForConfig(c.config); err != nil {
 		t.Fatal(err)
 	}
@@ -47,8 +72,8 @@ func startCluster(ctx context.Context, t *testing.T, apiserverArgs ...string) *c
 	return c
 }
 
-// createPods creates namespace ns and n pods in it, podgen's pods
-// first ... first+n-1.
+// createPods creates namespace ns, unless it exists, and n pods in it,
+// podgen's pods first ... first+n-1.
 func (c *cluster) createPods(ctx context.Context, t *testing.T, ns string, first, n int) {
 	t.Helper()
 	if err := demo.EnsureNamespaces(ctx, c.cs, ns); err != nil {
@@ -59,22 +84,35 @@ func (c *cluster) createPods(ctx context.Context, t *testing.T, ns string, first
 	}
 }
 
-// listRequests returns the apiserver's count of LIST requests for
-// resource.
-func (c *cluster) listRequests(ctx context.Context, t *testing.T, resource string) float64 {
+// listRequests returns how many LIST requests for resource in namespace
+// ns the apiserver has received (from its audit log): the test's own,
+// even on the shared apiserver.
+func (c *cluster) listRequests(ctx context.Context, t *testing.T, resource, ns string) float64 {
 	t.Helper()
-	n, err := c.env.ListRequests(ctx, resource)
+	n, err := c.env.Requests(ctx, testenv.RequestFilter{Verb: "list", Resource: resource, Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return n
+	return float64(n)
 }
 
-// watchListRequests returns the apiserver's count of completed WatchList
-// streams (apiserver_watch_list_duration_seconds, observed when the
-// initial events of a sendInitialEvents watch have been sent).
-func (c *cluster) watchListRequests(ctx context.Context, t *testing.T, resource string) float64 {
+// watchListRequests counts the WatchList streams for resource in
+// namespace ns. On the test's own apiserver it counts completed streams
+// (apiserver_watch_list_duration_seconds, observed when the initial events
+// of a sendInitialEvents watch have been sent), of every namespace: the
+// test is alone on it, and a stream the apiserver rejects (WatchList off,
+// no watch cache) does not count. The shared apiserver's metric counts
+// every test's streams, so there it counts the WatchList requests of ns
+// (audit log), each attempt, completed or not.
+func (c *cluster) watchListRequests(ctx context.Context, t *testing.T, resource, ns string) float64 {
 	t.Helper()
+	if c.shared {
+		n, err := c.env.Requests(ctx, testenv.RequestFilter{Verb: "watchlist", Resource: resource, Namespace: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return float64(n)
+	}
 	n, err := c.env.MetricSum(ctx, "apiserver_watch_list_duration_seconds_count", map[string]string{"resource": resource})
 	if err != nil {
 		t.Fatal(err)

@@ -13,9 +13,9 @@ const coldPods = 5000
 // pods, syncs, and both what its handler saw and what its file holds equal
 // a direct LIST.
 func TestColdStart(t *testing.T) {
+	t.Parallel()
 	ctx := needEnv(t)
-	c := startCluster(ctx, t)
-	const ns = "cold"
+	c, ns := sharedCluster(ctx, t, "cold")
 	c.createPods(ctx, t, ns, 0, coldPods)
 	file := filepath.Join(t.TempDir(), "cache.db")
 

@@ -17,6 +17,7 @@ import (
 // exactly what changed. The first run compiles controller-runtime
 // (minutes on two cores).
 func TestControllerRuntime(t *testing.T) {
+	t.Parallel() // a go test process of its own
 	ctx := needEnv(t)
 	goTool, err := exec.LookPath("go")
 	if err != nil {

@@ -16,9 +16,9 @@ import (
 // a log line naming both paths; the controller starts cold on a new file and
 // runs (invariant 5).
 func TestCorruptOrForeignCacheFile(t *testing.T) {
+	t.Parallel()
 	ctx := needEnv(t)
-	c := startCluster(ctx, t)
-	const ns = "corrupt"
+	c, ns := sharedCluster(ctx, t, "corrupt")
 	const pods = 200
 	c.createPods(ctx, t, ns, 0, pods)
 

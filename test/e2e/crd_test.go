@@ -30,8 +30,9 @@ var (
 
 // createWidgetCRD creates the Widget CRD (through the dynamic client, so
 // that the module does not depend on apiextensions-apiserver and its
-// dependency tree) and waits until widgets are served.
-func createWidgetCRD(ctx context.Context, t *testing.T, dyn dynamic.Interface) {
+// dependency tree), unless an earlier run on the shared apiserver did, and
+// waits until widgets are served in namespace ns.
+func createWidgetCRD(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns string) {
 	t.Helper()
 	crd := &unstructured.Unstructured{Object: map[string]interface{}{
 		"apiVersion": "apiextensions.k8s.io/v1",
@@ -52,13 +53,13 @@ func createWidgetCRD(ctx context.Context, t *testing.T, dyn dynamic.Interface) {
 			}},
 		},
 	}}
-	if _, err := dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+	if _, err := dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("create the CRD: %v", err)
 	}
 	// The apiserver serves the new resource a moment after it is
 	// Established: poll a LIST of it (an external condition).
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := dyn.Resource(widgetGVR).Namespace("default").List(ctx, metav1.ListOptions{Limit: 1})
+		_, err := dyn.Resource(widgetGVR).Namespace(ns).List(ctx, metav1.ListOptions{Limit: 1})
 		return err == nil, nil
 	})
 	if err != nil {
@@ -143,14 +144,15 @@ func listerState(s cache.Store) state {
 // replays them and resumes the watch (no LIST of the resource), and its
 // handler sees exactly the changes made while it was down.
 func TestCustomResourceAcrossRestart(t *testing.T) {
+	t.Parallel()
 	ctx := needEnv(t)
-	c := startCluster(ctx, t)
+	c, ns := sharedCluster(ctx, t, "widgets")
 	dyn, err := dynamic.NewForConfig(c.env.RestConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	createWidgetCRD(ctx, t, dyn)
-	const ns, n = "default", 300
+	createWidgetCRD(ctx, t, dyn, ns)
+	const n = 300
 	for i := range n {
 		if _, err := dyn.Resource(widgetGVR).Namespace(ns).Create(ctx, widget(ns, fmt.Sprintf("w-%04d", i), i), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -195,10 +197,10 @@ func TestCustomResourceAcrossRestart(t *testing.T) {
 		ch.deleted[k] = before[k]
 	}
 	after := listWidgets(ctx, t, dyn, ns)
-	lists0 := c.listRequests(ctx, t, widgetGVR.Resource)
+	lists0 := c.listRequests(ctx, t, widgetGVR.Resource, ns)
 
 	events, warm = runWidgetInformer(ctx, t, c, file, ns, after)
-	if lists := c.listRequests(ctx, t, widgetGVR.Resource) - lists0; lists != 1 {
+	if lists := c.listRequests(ctx, t, widgetGVR.Resource, ns) - lists0; lists != 1 {
 		t.Errorf("the apiserver served %v LIST requests for widgets during the restart, want 1 (the resume check)", lists)
 	}
 	if !warm {

@@ -28,12 +28,9 @@ import (
 // warm start lists nothing but its resume checks (no WatchList) and the controller
 // reconciles the changes.
 func TestSampleControllerOnInformerFactory(t *testing.T) {
+	t.Parallel()
 	ctx := needEnv(t)
-	c := startCluster(ctx, t)
-	const ns = "sample"
-	if _, err := c.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	c, ns := sharedCluster(ctx, t, "sample")
 	foos := c.cs.CoreV1().ConfigMaps(ns)
 	createFoo := func(name string, replicas int) {
 		t.Helper()
@@ -51,8 +48,8 @@ func TestSampleControllerOnInformerFactory(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sample.db")
 	requests := func() (lists, watchLists float64) {
 		for _, r := range []string{"configmaps", "deployments"} {
-			lists += c.listRequests(ctx, t, r)
-			watchLists += c.watchListRequests(ctx, t, r)
+			lists += c.listRequests(ctx, t, r, ns)
+			watchLists += c.watchListRequests(ctx, t, r, ns)
 		}
 		return lists, watchLists
 	}

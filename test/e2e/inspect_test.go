@@ -29,10 +29,9 @@ const inspectPods = 300
 // print the file as it was when it started, complete, whatever the
 // controller wrote meanwhile.
 func TestInspectionDoesNotBlockController(t *testing.T) {
-	t.Parallel() // its own cluster; nothing shared with other tests
+	t.Parallel()
 	ctx := needEnv(t)
-	c := startCluster(ctx, t)
-	const ns = "inspect"
+	c, ns := sharedCluster(ctx, t, "inspect")
 	c.createPods(ctx, t, ns, 0, inspectPods)
 	file := filepath.Join(t.TempDir(), "cache.db")
 	opts := childOptions{kubeconfig: c.kubeconfig, cacheFile: file, namespace: ns}

@@ -33,9 +33,9 @@ const (
 // holds exactly the server's pods, complete, and passes Verify (invariants
 // 1, 2 and 4).
 func TestKillAtRandomMoments(t *testing.T) {
+	t.Parallel()
 	ctx := needEnv(t)
-	c := startCluster(ctx, t)
-	const ns = "kill"
+	c, ns := sharedCluster(ctx, t, "kill")
 	c.createPods(ctx, t, ns, 0, killPods)
 	file := filepath.Join(t.TempDir(), "cache.db")
 	opts := childOptions{kubeconfig: c.kubeconfig, cacheFile: file, namespace: ns}

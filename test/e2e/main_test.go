@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +28,12 @@ const (
 // testTimeout bounds one test, a first build of the binaries included.
 const testTimeout = 20 * time.Minute
 
+// minParallel is the least -test.parallel the tests run with unless the
+// command line sets it: they mostly wait (for a controller to sync, for a
+// kill moment, for the apiserver), so on two cores four at a time finish
+// much sooner than GOMAXPROCS (two) at a time.
+const minParallel = 4
+
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == childDemoctl {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -37,7 +45,9 @@ func TestMain(m *testing.M) {
 	// processes (which inherit the environment), with the mutation detector
 	// on (invariant 6).
 	mutationtest.Enable()
-	if !isShort() {
+	flag.Parse()
+	raiseParallel()
+	if !testing.Short() {
 		// Build (or find) the binaries once, up front, so that a build
 		// failure fails loudly rather than inside the first test.
 		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
@@ -48,17 +58,21 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	goleak.VerifyTestMain(m)
+	// The shared apiserver stops after the last test, before goleak looks
+	// for leaked goroutines.
+	goleak.VerifyTestMain(shared.Wrap(m))
 }
 
-// isShort reports -short before m.Run has parsed the flags.
-func isShort() bool {
-	for _, a := range os.Args[1:] {
-		if a == "-test.short" || a == "-test.short=true" || a == "--test.short" || a == "--test.short=true" {
-			return true
+// raiseParallel sets -test.parallel to minParallel when the command line
+// does not set it and its default (GOMAXPROCS) is lower.
+func raiseParallel() {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if f := flag.Lookup("test.parallel"); !set && f != nil {
+		if n, err := strconv.Atoi(f.Value.String()); err == nil && n < minParallel {
+			_ = f.Value.Set(strconv.Itoa(minParallel))
 		}
 	}
-	return false
 }
 
 // needEnv skips under -short and returns the test's context, bounded by

@@ -15,9 +15,9 @@ import (
 // no longer the kernel's), its file may be torn, so the next start moves
 // it aside and starts cold with a log line saying why.
 func TestMachineRestartAfterKill(t *testing.T) {
+	t.Parallel()
 	ctx := needEnv(t)
-	c := startCluster(ctx, t)
-	const ns = "reboot"
+	c, ns := sharedCluster(ctx, t, "reboot")
 	c.createPods(ctx, t, ns, 0, 300)
 	file := filepath.Join(t.TempDir(), "cache.db")
 	opts := childOptions{kubeconfig: c.kubeconfig, cacheFile: file, namespace: ns}

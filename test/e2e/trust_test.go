@@ -173,13 +173,13 @@ func TestWarmStartAtServerRVSyncsAtOnce(t *testing.T) {
 		t.Fatalf("the server is at RV %s, the file at %s: something wrote to the cluster", l.ResourceVersion, stored.info.ResourceVersion)
 	}
 
-	lists0 := c.listRequests(ctx, t, "pods")
+	lists0 := c.listRequests(ctx, t, "pods", ns)
 	second := startChild(t, opts)
 	if synced := second.waitSynced(ctx); !synced.WarmStart {
 		t.Error("the second run reported a cold start")
 	}
 	st, events := second.stop()
-	if lists := c.listRequests(ctx, t, "pods") - lists0; lists != 1 {
+	if lists := c.listRequests(ctx, t, "pods", ns) - lists0; lists != 1 {
 		t.Errorf("the apiserver served %v LIST requests for pods, want 1 (the resume check)", lists)
 	}
 	if st.Relists != 0 || st.Resumes != 1 {

@@ -51,16 +51,16 @@ func runRestart(ctx context.Context, t *testing.T, c *cluster, ns string, betwee
 	between()
 	r.after = c.listPods(ctx, t, ns)
 
-	lists0 := c.listRequests(ctx, t, "pods")
-	watchLists0 := c.watchListRequests(ctx, t, "pods")
+	lists0 := c.listRequests(ctx, t, "pods", ns)
+	watchLists0 := c.watchListRequests(ctx, t, "pods", ns)
 	second := startChild(t, opts)
 	if synced := second.waitSynced(ctx); !synced.WarmStart {
 		t.Error("the second run on the same file reported a cold start")
 	}
 	second.waitConverged(ctx, r.after)
 	st, events := second.stop()
-	r.lists = c.listRequests(ctx, t, "pods") - lists0
-	r.watchLists = c.watchListRequests(ctx, t, "pods") - watchLists0
+	r.lists = c.listRequests(ctx, t, "pods", ns) - lists0
+	r.watchLists = c.watchListRequests(ctx, t, "pods", ns) - watchLists0
 	r.events = events
 	r.stats = statsView{
 		warmStart: st.WarmStart, listRequests: st.ListRequests, relists: st.Relists, resumes: st.Resumes,
@@ -103,9 +103,10 @@ func checkRestart(t *testing.T, r restartResult, relisted bool) {
 // the controller lists nothing but the resume check (one LIST of at most
 // one object): it replays its file and resumes the watch.
 func TestWarmRestartWithinWatchWindow(t *testing.T) {
+	t.Parallel()
 	ctx := needEnv(t)
-	c := startCluster(ctx, t)
-	r := runRestart(ctx, t, c, "warm", func() {})
+	c, ns := sharedCluster(ctx, t, "warm")
+	r := runRestart(ctx, t, c, ns, func() {})
 	checkRestart(t, r, false)
 	// One LIST of at most one object: the resume check reading the
 	// server's resourceVersion (package reflector).
@@ -127,7 +128,11 @@ func TestWarmRestartWithinWatchWindow(t *testing.T) {
 // answers 410: the controller relists once, and its handler sees only what
 // changed: no update for an unchanged pod, and deletes as
 // DeletedFinalStateUnknown with the last state.
+//
+// Each case has an apiserver of its own: it compacts etcd or restarts the
+// apiserver.
 func TestWarmRestartAfterExpiry(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name          string
 		apiserverArgs []string
@@ -145,6 +150,7 @@ func TestWarmRestartAfterExpiry(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			ctx := needEnv(t)
 			c := startCluster(ctx, t, tc.apiserverArgs...)
 			r := runRestart(ctx, t, c, "expired", func() { tc.expire(ctx, t, c) })
