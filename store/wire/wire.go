@@ -19,9 +19,11 @@
 //     only, so an object changed after it was stored (a handler must not,
 //     but one that does and writes it back) is encoded from its fields.
 //
-// An object that is never encoded (a delete, a replayed event the store
-// already holds) is forgotten when the garbage collector frees it. The
-// registry holds weak references only: it never keeps an object alive.
+// The informer forgets the objects of each batch once it has handled it,
+// so a store that does not encode (memory) keeps no message alive; an
+// object that never reaches the informer is forgotten when the garbage
+// collector frees it. The registry holds weak references only: it never
+// keeps an object alive.
 package wire
 
 import (
@@ -31,10 +33,7 @@ import (
 	"weak"
 )
 
-// registry maps an object, by a weak pointer to it, to its message; nil
-// once taken or forgotten. The entry itself goes when the object is
-// collected, so that each object gets one cleanup however often it is
-// remembered.
+// registry maps an object, by a weak pointer to it, to its message.
 var registry = struct {
 	sync.Mutex
 	m map[weak.Pointer[byte]][]byte
@@ -58,14 +57,16 @@ func Remember(obj any, msg []byte) {
 	if !ok {
 		return
 	}
+	if msg == nil {
+		msg = []byte{}
+	}
 	registry.Lock()
 	_, had := registry.m[k]
 	registry.m[k] = msg
-	if msg == nil {
-		registry.m[k] = []byte{}
-	}
 	registry.Unlock()
 	if !had {
+		// An object remembered, taken, then remembered again gets a
+		// second cleanup: harmless, and the pipeline never does it.
 		runtime.AddCleanup((*byte)(reflect.ValueOf(obj).UnsafePointer()), forget, k)
 	}
 }
@@ -78,37 +79,29 @@ func Take(obj any) ([]byte, bool) {
 		return nil, false
 	}
 	registry.Lock()
-	msg := registry.m[k]
-	if msg != nil {
-		registry.m[k] = nil
-	}
+	msg, ok := registry.m[k]
+	delete(registry.m, k)
 	registry.Unlock()
-	return msg, msg != nil
+	return msg, ok
 }
 
 // Forget forgets the message obj was decoded from, if any: call it before
 // changing a remembered object.
 func Forget(obj any) {
-	k, ok := keyOf(obj)
-	if !ok {
-		return
+	if k, ok := keyOf(obj); ok {
+		forget(k)
 	}
-	registry.Lock()
-	if _, ok := registry.m[k]; ok {
-		registry.m[k] = nil
-	}
-	registry.Unlock()
 }
 
-// forget drops k's entry: its object was collected.
+// forget drops k's entry, if any.
 func forget(k weak.Pointer[byte]) {
 	registry.Lock()
 	delete(registry.m, k)
 	registry.Unlock()
 }
 
-// Len returns the number of objects the registry has an entry for: those
-// remembered, taken or forgotten, and not yet collected.
+// Len returns the number of objects remembered and neither taken,
+// forgotten nor collected.
 func Len() int {
 	registry.Lock()
 	defer registry.Unlock()
