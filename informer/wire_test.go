@@ -55,3 +55,25 @@ func TestTransformedObjectsAreStoredAsTransformed(t *testing.T) {
 		}
 	}
 }
+
+// A memory store does not encode: the informer forgets the messages of
+// each batch it handled, so that none stays alive as long as its object.
+func TestHandledObjectsKeepNoWireMessage(t *testing.T) {
+	inf := newTestInformer(t, Options{})
+	h := startHarness(t, inf)
+	remembered := func(name, rv string) *corev1.Pod {
+		p := pod(name, rv)
+		wire.Remember(p, []byte("message"))
+		return p
+	}
+	listed, watched, deleted := remembered("listed", "10"), remembered("watched", "11"), remembered("listed", "12")
+	h.relist("10", listed)
+	h.must(h.q.Add(h.ctx, watched))
+	h.must(h.q.Delete(h.ctx, deleted))
+	h.waitIdle("12")
+	for _, p := range []*corev1.Pod{listed, watched, deleted} {
+		if _, ok := wire.Take(p); ok {
+			t.Errorf("the message of %s (resourceVersion %s) is still remembered after its batch was handled", p.Name, p.ResourceVersion)
+		}
+	}
+}
