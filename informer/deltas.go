@@ -54,13 +54,14 @@ type pending struct {
 // replays decode nothing.
 func (l *loop) applyDeltas(ctx context.Context, b deltafifo.Batch) error {
 	notify := l.i.proc.count() > 0
+	states, err := l.storedStates(b, notify)
+	if err != nil {
+		return err
+	}
 	txns := make([]cache.Transaction, 0, len(b.Keys))
 	var notes []pending
 	for k, key := range b.Keys {
-		cur, err := l.storedState(key)
-		if err != nil {
-			return err
-		}
+		cur := states[k]
 		changed := false
 		var last interface{}
 		for _, d := range b.Deltas[k] {
@@ -137,6 +138,57 @@ func (l *loop) applyDeltas(ctx context.Context, b deltafifo.Batch) error {
 	return nil
 }
 
+// storedStates returns the stored state of every key of b, and with
+// notify the stored objects its walk will need (the old object of an
+// update, the object of a resync): through store.StatesReader when the
+// store is one (one read for the batch, the objects decoded on every
+// core), else key by key (storedState; load reads the objects).
+func (l *loop) storedStates(b deltafifo.Batch, notify bool) ([]keyState, error) {
+	states := make([]keyState, len(b.Keys))
+	sr, ok := l.st.(store.StatesReader)
+	if !ok {
+		for k, key := range b.Keys {
+			cur, err := l.storedState(key)
+			if err != nil {
+				return nil, err
+			}
+			states[k] = cur
+		}
+		return states, nil
+	}
+	read, err := sr.ReadStates(b.Keys, func(k int, rv string) bool {
+		return notify && needsStored(rv, b.Deltas[k])
+	})
+	if err != nil {
+		return nil, l.dropBatch(fmt.Errorf("read the stored states of %d keys: %w", len(b.Keys), err))
+	}
+	for k, st := range read {
+		states[k] = keyState{exists: st.Exists, rv: st.RV, obj: st.Obj, loaded: st.Obj != nil}
+	}
+	return states, nil
+}
+
+// needsStored reports whether the walk of deltas from a stored object at
+// resourceVersion rv reads the stored object: its first delta that is not
+// skipped is an update or a resync.
+func needsStored(rv string, deltas cache.Deltas) bool {
+	for _, d := range deltas {
+		switch d.Type {
+		case cache.Added, cache.Updated, cache.Replaced:
+			if newer(rvOf(d.Object), rv) {
+				return true
+			}
+		case cache.Deleted:
+			if _, tomb := d.Object.(cache.DeletedFinalStateUnknown); tomb || newer(rvOf(d.Object), rv) {
+				return false
+			}
+		case cache.Sync:
+			return true
+		}
+	}
+	return false
+}
+
 // storedState reads key's stored resourceVersion as the store recorded it
 // (store.ResourceVersionOf: not read from the shared object, which a
 // mutating handler may have changed), without decoding the object: deletes
@@ -172,7 +224,11 @@ func (l *loop) load(key string, s *keyState) (interface{}, error) {
 // readFailed handles a failed store read: the store cannot be trusted, so
 // the informer relists, and the batch is dropped (the relist redoes it).
 func (l *loop) readFailed(op, key string, err error) error {
-	err = fmt.Errorf("%s %q: %w", op, key, err)
+	return l.dropBatch(fmt.Errorf("%s %q: %w", op, key, err))
+}
+
+// dropBatch is readFailed for an error that says what was read.
+func (l *loop) dropBatch(err error) error {
 	if errors.Is(err, store.ErrClosed) {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/warmcache/warmcache/deltafifo"
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/wire"
 )
 
 // errDropped is returned by write when it gave up on a write that a
@@ -105,6 +106,7 @@ func (l *loop) pop(ctx context.Context) (deltafifo.Batch, error) {
 }
 
 func (l *loop) handle(ctx context.Context, b deltafifo.Batch) error {
+	defer forgetBatch(b)
 	switch b.Kind {
 	case deltafifo.KindDeltas:
 		return l.applyDeltas(ctx, b)
@@ -173,3 +175,18 @@ func (l *loop) reportObjects() {
 
 // since is a helper for durations on the informer's clock.
 func (l *loop) since(t time.Time) time.Duration { return l.i.opts.Clock.Since(t) }
+
+// forgetBatch forgets the wire messages of b's objects (package
+// store/wire) once the batch is handled: a store that stores them has
+// taken them, and any other store (memory) would otherwise keep each
+// message alive as long as its object.
+func forgetBatch(b deltafifo.Batch) {
+	for _, obj := range b.Objects {
+		wire.Forget(obj)
+	}
+	for _, ds := range b.Deltas {
+		for _, d := range ds {
+			wire.Forget(d.Object)
+		}
+	}
+}

@@ -7,10 +7,12 @@ import (
 	"time"
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/warmcache/warmcache/deltafifo"
 	"github.com/warmcache/warmcache/reflector"
+	"github.com/warmcache/warmcache/store/wire"
 )
 
 // RunWithContext runs the informer until ctx is done, then returns once
@@ -78,7 +80,7 @@ func (i *Informer) start(logger klog.Logger) (*deltafifo.Queue, error) {
 		KeyFunc:                i.store.KeyFunc(),
 		KnownObjects:           i.store,
 		Capacity:               i.opts.QueueCapacity,
-		Transformer:            i.transform,
+		Transformer:            forgetWire(i.transform),
 		InitialResourceVersion: initialRV,
 		Logger:                 logger,
 		Metrics:                i.opts.Metrics,
@@ -265,5 +267,19 @@ func (i *Informer) runResync(ctx context.Context, q *deltafifo.Queue, period tim
 		if err := q.Resync(ctx); err != nil && ctx.Err() == nil {
 			klog.FromContext(ctx).Error(err, "Resync failed")
 		}
+	}
+}
+
+// forgetWire returns fn preceded by forgetting the wire message of the
+// object it transforms (package store/wire): the transform may change
+// the object, whose message would then no longer be its encoding. Nil
+// stays nil.
+func forgetWire(fn cache.TransformFunc) cache.TransformFunc {
+	if fn == nil {
+		return nil
+	}
+	return func(obj interface{}) (interface{}, error) {
+		wire.Forget(obj)
+		return fn(obj)
 	}
 }

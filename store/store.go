@@ -177,6 +177,28 @@ func GetUncached(s cache.KeyGetter, key string) (interface{}, bool, error) {
 	return s.GetByKey(key)
 }
 
+// StoredState is what a store holds under one key, as ReadStates reads it.
+type StoredState struct {
+	// Exists reports whether the key is stored.
+	Exists bool
+	// RV is the stored object's resourceVersion as the store recorded it
+	// (see Store.ResourceVersionOf), "" when the key is not stored.
+	RV string
+	// Obj is the stored object when ReadStates was asked for it, else nil.
+	Obj interface{}
+}
+
+// StatesReader is implemented by stores that read the state of many keys
+// in one consistent view, cheaper than a ResourceVersionOf and a
+// GetUncached per key: the informer reads each batch's keys so. ReadStates
+// returns the state of each of keys, indexed like keys, and the stored
+// object of each stored key for which want(i, rv) is true, read like
+// GetUncached reads it. Any key that cannot be read fails the whole call
+// with its error (wrapping ErrCorrupt for damaged data).
+type StatesReader interface {
+	ReadStates(keys []string, want func(i int, rv string) bool) ([]StoredState, error)
+}
+
 // State describes what a store holds.
 type State struct {
 	// ResourceVersion is the RV the stored items are consistent with: a

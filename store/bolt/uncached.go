@@ -1,11 +1,16 @@
 package bolt
 
 import (
+	"fmt"
+
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
-var _ store.UncachedReader = (*Store)(nil)
+var (
+	_ store.UncachedReader = (*Store)(nil)
+	_ store.StatesReader   = (*Store)(nil)
+)
 
 // GetByKeyUncached returns the object stored under key like GetByKey,
 // for a writer (the informer reading the old object of an update or of a
@@ -33,4 +38,59 @@ func (s *Store) GetByKeyUncached(key string) (item interface{}, exists bool, err
 		return nil, false, s.errorf(op, bad)
 	}
 	return item, exists, nil
+}
+
+// ReadStates implements store.StatesReader: one read transaction for all
+// of keys, the wanted objects decoded on every core before it ends, past
+// the hot tier (as GetByKeyUncached: what the tier holds is used, nothing
+// is added to it).
+func (s *Store) ReadStates(keys []string, want func(i int, rv string) bool) ([]store.StoredState, error) {
+	const op = "read states"
+	states := make([]store.StoredState, len(keys))
+	var bad []keyError
+	err := s.readLive(op, func(g *layout.Generation) error {
+		var chunk []selected
+		var at []int // index in keys of each chunk entry
+		for i, key := range keys {
+			k := []byte(key)
+			env, err := g.Lookup(k)
+			if err == nil && env != nil {
+				if states[i].RV, err = layout.EnvelopeRV(env); err != nil {
+					err = fmt.Errorf("%w: item %q: %w", ErrCorrupt, key, err)
+				}
+			}
+			if err != nil {
+				bad = append(bad, keyError{key, err})
+				continue
+			}
+			if env == nil {
+				continue
+			}
+			states[i].Exists = true
+			if want != nil && want(i, states[i].RV) {
+				chunk = append(chunk, s.selectedOf(key, k, env))
+				at = append(at, i)
+			}
+		}
+		if len(bad) > 0 || len(chunk) == 0 {
+			return nil
+		}
+		errs := s.decodeSelected(chunk, 0)
+		for j := range chunk {
+			if errs != nil && errs[j] != nil {
+				bad = append(bad, keyError{chunk[j].key, errs[j]})
+				continue
+			}
+			states[at[j]].Obj = chunk[j].obj
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(bad) > 0 {
+		s.corrupted(op, bad)
+		return nil, s.errorf(op, bad[0].err)
+	}
+	return states, nil
 }

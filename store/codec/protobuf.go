@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/warmcache/warmcache/store/wire"
 )
 
 // NameProtobuf is the name of the codec returned by Protobuf.
@@ -34,7 +36,9 @@ type protoUnmarshaler interface {
 // from protobuf lists and watches), set stays set, to the same strings.
 //
 // Encode returns dst unchanged with an error wrapping ErrUnsupportedType
-// for objects it does not accept.
+// for objects it does not accept. For an object decoded from a watch
+// stream by the factory's clients, Encode writes the message it was
+// decoded from (package store/wire) instead of marshalling it again.
 func Protobuf(scheme *runtime.Scheme) Codec {
 	c := &protobufCodec{}
 	c.init(NameProtobuf, tagProtobuf, scheme)
@@ -56,6 +60,11 @@ func (c *protobufCodec) Encode(dst []byte, obj runtime.Object) (out []byte, err 
 	out, err = c.appendHeader(dst, obj)
 	if err != nil {
 		return dst, err
+	}
+	if msg, ok := wire.Take(obj); ok {
+		// The message obj was decoded from (package wire): the same bytes
+		// Marshal would write, less a marshal.
+		return append(out, msg...), nil
 	}
 	size := m.Size()
 	start := len(out)

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/factory"
 	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
@@ -101,7 +102,8 @@ type Informer struct {
 	done    chan struct{}
 }
 
-// Start builds an informer of impl on pods through a clientset of cfg,
+// Start builds an informer of impl on pods through a clientset of cfg
+// (client-go's) or factory.TypedListWatch (warmcache's),
 // with a Counter as handler when withHandler, and runs it until Stop. For
 // Bolt it opens the file at opts.BoltPath(), creating it if needed: an
 // existing complete file is a warm start.
@@ -145,7 +147,13 @@ func Start(ctx context.Context, impl string, cfg *rest.Config, opts Options, wit
 		return nil, fmt.Errorf("%w: %q (want one of %v)", ErrUnknownImpl, impl, Impls)
 	}
 	if i.store != nil {
-		inf, err := informer.New(lw, &corev1.Pod{}, informer.Options{Store: i.store})
+		// warmcache's informers list and watch through the factory's
+		// clients, as a controller's do.
+		wlw, err := factory.TypedListWatch(c, nil, corev1.SchemeGroupVersion.WithResource("pods"), factory.Scope{})
+		if err != nil {
+			return nil, fmt.Errorf("informerbench: %s list-watch: %w", impl, errors.Join(err, i.closeStore()))
+		}
+		inf, err := informer.New(wlw, &corev1.Pod{}, informer.Options{Store: i.store})
 		if err != nil {
 			return nil, fmt.Errorf("informerbench: %s informer: %w", impl, errors.Join(err, i.closeStore()))
 		}
