@@ -5,7 +5,16 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/deltafifo"
 )
+
+// DefaultQueueBudget is the default Options.QueueBudget: twice
+// deltafifo.DefaultCapacity, so that a factory's informers together queue
+// no more than two informers with the default QueueCapacity, and one
+// informer alone is not slowed by it (it holds at most half of it: its
+// whole default capacity).
+const DefaultQueueBudget = 2 * deltafifo.DefaultCapacity
 
 // An InformerOption configures an informer that ForResource, ForDynamic
 // or InformerFor creates. Indexers also apply to an informer that exists

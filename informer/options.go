@@ -76,6 +76,15 @@ type Options struct {
 	// deltafifo.DefaultCapacity.
 	QueueCapacity int
 
+	// QueueBudget, when set, is shared with the queues of other
+	// informers: together they hold at most its limit of deltas and
+	// listed objects, on top of QueueCapacity (see deltafifo.Budget).
+	// Package factory gives one to all of its informers
+	// (factory.Options.QueueBudget). The informer closes its queue when
+	// it stops, which gives its share back. Default nil: QueueCapacity
+	// alone bounds the queue.
+	QueueBudget *deltafifo.Budget
+
 	// BatchSize is the most keys popped and applied to the store in one
 	// Apply (one bbolt transaction). Default DefaultBatchSize.
 	BatchSize int
