@@ -41,7 +41,8 @@ func factoryChild(ctx context.Context, spec childSpec, rss *procmem.Sampler, emi
 	m := startMeter(rss)
 	f, err := factory.New(ctx, factory.Options{
 		Path: path, RESTConfig: genserver.Config(spec.URL), ClusterID: "scalebench",
-		Informer: informer.Options{QueueCapacity: spec.QueueCapacity},
+		Informer:    informer.Options{QueueCapacity: spec.QueueCapacity},
+		QueueBudget: spec.QueueBudget,
 	})
 	if err != nil {
 		return err

@@ -29,7 +29,8 @@ func TestRunEveryPhase(t *testing.T) {
 	var stderr bytes.Buffer
 	res, err := Run(testContext(t), Options{
 		N: n, ClientGoN: cg, Mix: mix, MixOne: !testing.Short(), Dir: t.TempDir(),
-		MemLimit: "1GiB", Updates: 50, RelistPercent: 10, Stderr: &stderr,
+		MixBudget: 20, // less than one page of each of the 50 informers
+		MemLimit:  "1GiB", Updates: 50, RelistPercent: 10, Stderr: &stderr,
 	})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
