@@ -48,6 +48,9 @@ type childSpec struct {
 	// QueueBudget is the factory's queue budget
 	// (factory.Options.QueueBudget), 0 for the default, negative for none.
 	QueueBudget int `json:"queueBudget,omitempty"`
+	// PageSize is the factory informers' list page size
+	// (reflector.Options.PageSize), 0 for the default.
+	PageSize int `json:"pageSize,omitempty"`
 	// Cgroup is a cgroup directory the child joins first, "" for none.
 	Cgroup string `json:"cgroup,omitempty"`
 }

@@ -60,6 +60,11 @@ type Options struct {
 	// factory.DefaultQueueBudget, negative for none (each queue bounded by
 	// its capacity alone).
 	MixBudget int
+	// MixPage is the page size of the factory's informers' lists
+	// (reflector.Options.PageSize); 0 for the reflector's default. Each
+	// informer holds a page or two of decoded objects while it lists,
+	// whatever the budget.
+	MixPage int
 	// Dir holds the cache files. Required.
 	Dir string
 	// MemLimit is the GOMEMLIMIT of warmcache's informer processes, for
@@ -268,7 +273,7 @@ func (r *runner) mix(ctx context.Context) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	base := childSpec{URL: s.URL, Impl: "factory", Dir: dir, N: r.opts.Mix, QueueCapacity: r.opts.MixQueue, QueueBudget: r.opts.MixBudget}
+	base := childSpec{URL: s.URL, Impl: "factory", Dir: dir, N: r.opts.Mix, QueueCapacity: r.opts.MixQueue, QueueBudget: r.opts.MixBudget, PageSize: r.opts.MixPage}
 	for _, mode := range []string{modeFactoryCold, modeFactoryWarm} {
 		spec := base
 		spec.Mode = mode

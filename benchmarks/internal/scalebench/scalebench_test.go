@@ -29,8 +29,8 @@ func TestRunEveryPhase(t *testing.T) {
 	var stderr bytes.Buffer
 	res, err := Run(testContext(t), Options{
 		N: n, ClientGoN: cg, Mix: mix, MixOne: !testing.Short(), Dir: t.TempDir(),
-		MixBudget: 20, // less than one page of each of the 50 informers
-		MemLimit:  "1GiB", Updates: 50, RelistPercent: 10, Stderr: &stderr,
+		MixBudget: 20, MixPage: 7, // a budget less than the 50 informers' pages together
+		MemLimit: "1GiB", Updates: 50, RelistPercent: 10, Stderr: &stderr,
 	})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr.String())
