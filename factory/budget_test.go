@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
@@ -315,5 +318,80 @@ func TestFactoryQueueBudgetOption(t *testing.T) {
 		if err := f.Shutdown(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestRealAPIServerQueueBudget runs many informers of a factory, each
+// listing pages larger than its share of a small queue budget, against a
+// real kube-apiserver: every one syncs with the server's objects, then
+// follows a change, and Shutdown gives the whole budget back.
+func TestRealAPIServerQueueBudget(t *testing.T) {
+	t.Parallel()
+	const informers, perNS, budget, page = 10, 20, 8, 5
+	ctx, env := realAPIServer(t)
+	cs := kubernetes.NewForConfigOrDie(env.RestConfig())
+	var namespaces []string
+	for range informers {
+		ns := env.Namespace(ctx, t, "budget")
+		for i := range perNS {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm%02d", i)}}
+			if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		namespaces = append(namespaces, ns)
+	}
+	m := newBudgetRecorder()
+	l := ktesting.NewLogger(t, ktesting.NewConfig())
+	f, err := New(ctx, Options{
+		Path:               filepath.Join(t.TempDir(), "budget.db"),
+		Bolt:               bolt.Options{Sync: bolt.UnsafeNoSync},
+		RESTConfig:         env.RestConfig(),
+		Logger:             &l,
+		QueueBudget:        budget,
+		QueueBudgetMetrics: m,
+		Informer:           informer.Options{Reflector: reflector.Options{PageSize: page}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Shutdown()
+	gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
+	var hs []*stuckHandler
+	for _, ns := range namespaces {
+		inf, err := f.ForResource(ctx, gvr, "", Scope{Namespace: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := newHandler(false)
+		if _, err := inf.AddEventHandler(h); err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+	f.Start(ctx)
+	for name, ok := range f.WaitForCacheSync(ctx) {
+		if !ok {
+			t.Fatalf("informer %s did not sync", name)
+		}
+	}
+	for k, ns := range namespaces {
+		hs[k].waitAdds(ctx, t, perNS)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}
+		if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, h := range hs {
+		h.waitAdds(ctx, t, perNS+1)
+	}
+	if _, peak, _ := m.state(0); peak > budget+informers*page {
+		t.Errorf("the budget held %d objects, want at most %d+%d", peak, budget, informers*page)
+	}
+	if err := f.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if used := f.QueueBudget().Used(); used != 0 {
+		t.Errorf("the budget holds %d objects after Shutdown, want 0", used)
 	}
 }
