@@ -22,6 +22,14 @@
 // a context and returns its error if it is done first; nothing is queued
 // then.
 //
+// Queues may also share a Budget (Options.Budget), which bounds their
+// depths together, as an informer factory does for all of its informers:
+// a push then also waits until the budget has room. An empty queue always
+// takes one push and no queue holds more than half the budget, so every
+// queue keeps making progress whatever the others hold; Close gives a
+// queue's share back. A Pop interrupted by its context takes and gives
+// back nothing.
+//
 // # Consumer side
 //
 // The informer calls Pop(ctx, max) in a loop. Each call returns one Batch:

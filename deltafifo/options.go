@@ -60,6 +60,13 @@ type Options struct {
 	// empty queue). Default DefaultCapacity; negative is an error.
 	Capacity int
 
+	// Budget, when set, is shared with other queues: their depths
+	// together are bounded by its limit, on top of each queue's Capacity
+	// (see Budget for how every queue still makes progress). Close the
+	// queue when its consumer stops, so that it gives its share back.
+	// Default nil: only Capacity bounds the queue.
+	Budget *Budget
+
 	// Transformer, when set, is applied to every object pushed by Add,
 	// Update, Delete and ReplacePage before it is queued, outside the
 	// queue's lock, as client-go's RealFIFO does. It is not applied to a

@@ -43,6 +43,7 @@ func (q *Queue) pushDelta(ctx context.Context, op string, t cache.DeltaType, obj
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	defer q.settleLocked() // a deduplicated delete adds nothing
 	if err := q.waitRoomLocked(ctx, 1, outsideReplace); err != nil {
 		return fmt.Errorf("%s %q: %w", op, key, err)
 	}
@@ -172,6 +173,7 @@ func (q *Queue) syncKey(ctx context.Context, key string) (stop bool, err error) 
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	defer q.settleLocked() // a key already queued adds nothing
 	if err := q.waitRoomLocked(ctx, 1, outsideReplace); err != nil {
 		if errors.Is(err, ErrReplaceInProgress) {
 			q.logger.V(4).Info("Stopping resync: a replace began")

@@ -33,6 +33,10 @@ type Queue struct {
 	segs []*segment
 	// depth is the number of queued deltas plus queued page objects.
 	depth int
+	// held is what the queue holds of Options.Budget: depth, plus what
+	// a push took before it queues it (settleLocked gives back what the
+	// push did not use), or 0 once closed.
+	held int
 	// lastRV is the resourceVersion of the last event pushed that had
 	// one (Options.InitialResourceVersion until then).
 	lastRV string
@@ -82,12 +86,17 @@ func New(opts Options) (*Queue, error) {
 // Close closes the queue. Producers blocked in a push, and every push
 // after Close, return ErrClosed. Pop keeps returning what was queued before
 // Close and then returns ErrClosed (as client-go's queues do): a consumer
-// that wants to stop at once cancels Pop's context instead. Close is
-// idempotent.
+// that wants to stop at once cancels Pop's context instead. Close gives
+// the queue's share of Options.Budget back at once, whatever is still
+// queued. Close is idempotent.
 func (q *Queue) Close() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.closed = true
+	if b := q.opts.Budget; b != nil {
+		b.release(q.held)
+		q.held = 0
+	}
 	q.wakeLocked(&q.dataCh)
 	q.wakeLocked(&q.roomCh)
 }
@@ -185,22 +194,70 @@ func (q *Queue) stateErrLocked(want replaceWant) error {
 }
 
 // waitRoomLocked waits until n more deltas or objects fit in the queue
-// (n < 1 counts as 1: markers wait while the queue is full). A push larger
-// than Capacity fits in an empty queue. It returns stateErrLocked's error
-// (checked before and after every wait) or ctx's error when the push must
-// not proceed.
+// (n < 1 counts as 1: markers wait while the queue is full) and, with a
+// Budget, in the budget, from which it takes n (markers take nothing). A
+// push larger than Capacity, or than what the budget has left, fits in an
+// empty queue. It returns stateErrLocked's error (checked before and after
+// every wait) or ctx's error when the push must not proceed; it has taken
+// nothing then. A caller that may queue less than n defers settleLocked.
 func (q *Queue) waitRoomLocked(ctx context.Context, n int, want replaceWant) error {
-	n = max(n, 1)
+	counted := max(n, 1)
+	waited := false
 	for {
 		if err := q.stateErrLocked(want); err != nil {
 			return err
 		}
-		if q.depth == 0 || q.depth+n <= q.opts.Capacity {
+		if q.depth != 0 && q.depth+counted > q.opts.Capacity {
+			if err := q.waitLocked(ctx, &q.roomCh); err != nil {
+				return err
+			}
+			continue
+		}
+		b := q.opts.Budget
+		if b == nil || n < 1 {
 			return nil
 		}
-		if err := q.waitLocked(ctx, &q.roomCh); err != nil {
+		ok, freed := b.take(n, q.held, q.depth == 0)
+		if ok {
+			q.held += n
+			return nil
+		}
+		if !waited {
+			waited = true
+			b.blocked()
+		}
+		if err := q.waitBudgetLocked(ctx, freed); err != nil {
 			return err
 		}
+	}
+}
+
+// waitBudgetLocked releases the lock until the budget frees something
+// (freed is closed), the queue's depth drops, the queue is closed or ctx
+// is done, then retakes it. It returns ctx's error if ctx is done.
+func (q *Queue) waitBudgetLocked(ctx context.Context, freed <-chan struct{}) error {
+	if q.roomCh == nil {
+		q.roomCh = make(chan struct{})
+	}
+	room := q.roomCh
+	q.mu.Unlock()
+	select {
+	case <-room:
+	case <-freed:
+	case <-ctx.Done():
+		q.mu.Lock()
+		return ctx.Err()
+	}
+	q.mu.Lock()
+	return nil
+}
+
+// settleLocked gives back to the budget what the last push took but did
+// not queue (a deduplicated delete, a Sync for a key already queued).
+func (q *Queue) settleLocked() {
+	if b := q.opts.Budget; b != nil && q.held > q.depth && !q.closed {
+		b.release(q.held - q.depth)
+		q.held = q.depth
 	}
 }
 
@@ -221,6 +278,11 @@ func (q *Queue) addDepthLocked(n int) {
 	if n > 0 {
 		q.opts.Metrics.Adds(n)
 	} else {
+		if b := q.opts.Budget; b != nil && q.held > 0 {
+			r := min(-n, q.held)
+			b.release(r)
+			q.held -= r
+		}
 		q.wakeLocked(&q.roomCh)
 	}
 }

@@ -28,6 +28,14 @@
 // informers keep their objects in memory, as client-go's do, with a log
 // line; WithUnsafePlaintext opts one informer out.
 //
+// The queues between the informers' reflectors and their stores share a
+// budget (Options.QueueBudget, DefaultQueueBudget objects by default), so
+// that the decoded objects queued while many informers list at once do
+// not grow with the number of informers: each queue is also bounded by its
+// own QueueCapacity, holds at most half the budget, and always takes one
+// page or event when it is empty, so no informer waits forever for
+// another, not even for one whose handler is stuck.
+//
 // Without Options.Path the stores live in memory (store/memory), like
 // client-go's.
 //

@@ -72,9 +72,19 @@ type Options struct {
 	// informer (deltas plus listed objects); a full queue stalls the
 	// watch. It bounds the memory of a relist: BenchmarkColdStartRelist
 	// (50k realistic pods into bbolt) peaks at about 140 MB of heap with
-	// 2000 and 420 MB with 10000, at two thirds of the throughput. Default
-	// deltafifo.DefaultCapacity.
+	// 2000 and 420 MB with 10000, at two thirds of the throughput. It
+	// bounds one informer; QueueBudget bounds the queues of many together
+	// (a factory's). Default deltafifo.DefaultCapacity.
 	QueueCapacity int
+
+	// QueueBudget, when set, is shared with the queues of other
+	// informers: together they hold at most its limit of deltas and
+	// listed objects, on top of QueueCapacity (see deltafifo.Budget).
+	// Package factory gives one to all of its informers
+	// (factory.Options.QueueBudget). The informer closes its queue when
+	// it stops, which gives its share back. Default nil: QueueCapacity
+	// alone bounds the queue.
+	QueueBudget *deltafifo.Budget
 
 	// BatchSize is the most keys popped and applied to the store in one
 	// Apply (one bbolt transaction). Default DefaultBatchSize.

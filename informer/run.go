@@ -80,6 +80,7 @@ func (i *Informer) start(logger klog.Logger) (*deltafifo.Queue, error) {
 		KeyFunc:                i.store.KeyFunc(),
 		KnownObjects:           i.store,
 		Capacity:               i.opts.QueueCapacity,
+		Budget:                 i.opts.QueueBudget,
 		Transformer:            forgetWire(i.transform),
 		InitialResourceVersion: initialRV,
 		Logger:                 logger,

@@ -12,14 +12,14 @@ import (
 )
 
 // Register the metrics on your own registry and give each informer of a
-// factory its labelled share.
+// factory its labelled share, and the factory's queue budget its own.
 func Example() {
 	reg := prometheus.NewRegistry()
 	set, err := metrics.New(reg, metrics.Options{})
 	if err != nil {
 		panic(err)
 	}
-	f, err := factory.New(context.Background(), factory.Options{MetricsFor: set.For})
+	f, err := factory.New(context.Background(), factory.Options{MetricsFor: set.For, QueueBudgetMetrics: set.ForBudget("factory")})
 	if err != nil {
 		panic(err)
 	}

@@ -19,6 +19,13 @@
 //	warmcache_informer_store_objects             objects in the store
 //	warmcache_informer_replay_duration_seconds{kind}  replays to handlers (warm-start, handler, relist)
 //	warmcache_informer_replay_objects_total{kind}     objects replayed
+//
+// and, for a queue budget shared by several informers (ForBudget, labelled
+// budget=<name>; factory.Options.QueueBudgetMetrics):
+//
+//	warmcache_informer_queue_budget_used          deltas and listed objects queued in the queues sharing it
+//	warmcache_informer_queue_budget_limit         its limit
+//	warmcache_informer_queue_budget_waits_total   pushes that waited for it
 package metrics
 
 import (
@@ -27,6 +34,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/warmcache/warmcache/deltafifo"
 	"github.com/warmcache/warmcache/informer"
 )
 
@@ -49,6 +57,8 @@ type Set struct {
 	applyObjects, applyFailures                 *prometheus.CounterVec
 	watches, replayObjects                      *prometheus.CounterVec
 	queueDepth, storeObjects, healthy           *prometheus.GaugeVec
+	budgetUsed, budgetLimit                     *prometheus.GaugeVec
+	budgetWaits                                 *prometheus.CounterVec
 	applyDuration, replayDuration               *prometheus.HistogramVec
 }
 
@@ -89,6 +99,12 @@ func New(reg prometheus.Registerer, opts Options) (*Set, error) {
 		queueDepth:    gauge("queue_depth", "Deltas and listed objects queued between the reflector and the store."),
 		storeObjects:  gauge("store_objects", "Objects in the store."),
 		healthy:       gauge("store_healthy", "1 while store writes succeed, 0 while they fail."),
+		budgetUsed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: "informer", Name: "queue_budget_used",
+			Help: "Deltas and listed objects queued in the queues sharing a queue budget."}, []string{"budget"}),
+		budgetLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: "informer", Name: "queue_budget_limit",
+			Help: "The limit of a queue budget."}, []string{"budget"}),
+		budgetWaits: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: "informer", Name: "queue_budget_waits_total",
+			Help: "Pushes into a queue that waited for its queue budget."}, []string{"budget"}),
 		applyDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: "informer", Name: "apply_duration_seconds",
 			Help: "Duration of store writes (one transaction per batch or relist step).", Buckets: opts.ApplyBuckets}, label),
 		replayDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: "informer", Name: "replay_duration_seconds",
@@ -96,7 +112,7 @@ func New(reg prometheus.Registerer, opts Options) (*Set, error) {
 	}
 	for _, c := range []prometheus.Collector{s.lists, s.watches, s.relists, s.resumes, s.expired, s.queueAdds,
 		s.applyObjects, s.applyFailures, s.replayObjects, s.queueDepth, s.storeObjects, s.healthy,
-		s.applyDuration, s.replayDuration} {
+		s.applyDuration, s.replayDuration, s.budgetUsed, s.budgetLimit, s.budgetWaits} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
 		}
@@ -127,6 +143,29 @@ func (s *Set) For(name string) informer.Metrics {
 	m.healthy.Set(1)
 	return m
 }
+
+// ForBudget returns the metrics of the queue budget named name, for
+// factory.Options.QueueBudgetMetrics (deltafifo.BudgetOptions.Metrics).
+// Two budgets must not share a name.
+func (s *Set) ForBudget(name string) deltafifo.BudgetMetrics {
+	return &budgetRecorder{
+		used:  s.budgetUsed.WithLabelValues(name),
+		limit: s.budgetLimit.WithLabelValues(name),
+		waits: s.budgetWaits.WithLabelValues(name),
+	}
+}
+
+type budgetRecorder struct {
+	used, limit prometheus.Gauge
+	waits       prometheus.Counter
+}
+
+func (m *budgetRecorder) Used(used, limit int) {
+	m.used.Set(float64(used))
+	m.limit.Set(float64(limit))
+}
+
+func (m *budgetRecorder) Blocked() { m.waits.Inc() }
 
 type recorder struct {
 	lists, watches, watchLists, relists, resumes, expired prometheus.Counter

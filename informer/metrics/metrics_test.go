@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/deltafifo"
 	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/informer/metrics"
 	"github.com/warmcache/warmcache/internal/fakesource"
@@ -115,4 +117,60 @@ func mustVec(t *testing.T, reg *prometheus.Registry, name string) prometheus.Col
 	}
 	t.Fatalf("no metric %s", name)
 	return nil
+}
+
+// TestBudgetMetrics checks the gauges and the counter of a queue budget
+// shared by two queues.
+func TestBudgetMetrics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		set, err := metrics.New(reg, metrics.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := deltafifo.NewBudget(deltafifo.BudgetOptions{Limit: 4, Metrics: set.ForBudget("factory")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gauge := func(name string) float64 {
+			t.Helper()
+			return testutil.ToFloat64(mustVec(t, reg, name))
+		}
+		if got := gauge("warmcache_informer_queue_budget_limit"); got != 4 {
+			t.Fatalf("queue_budget_limit = %v, want 4", got)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var qs []*deltafifo.Queue
+		for _, name := range []string{"a", "b"} {
+			q, err := deltafifo.New(deltafifo.Options{Name: name, Budget: b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer q.Close()
+			for _, p := range []string{"1", "2"} {
+				if err := q.Add(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: p}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			qs = append(qs, q)
+		}
+		if got := gauge("warmcache_informer_queue_budget_used"); got != 4 {
+			t.Fatalf("queue_budget_used = %v, want 4", got)
+		}
+		done := make(chan error, 1)
+		go func() { done <- qs[0].Add(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "3"}}) }()
+		synctest.Wait()
+		if got := gauge("warmcache_informer_queue_budget_waits_total"); got != 1 {
+			t.Fatalf("queue_budget_waits_total = %v, want 1", got)
+		}
+		cancel()
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("blocked add: %v, want context.Canceled", err)
+		}
+		qs[1].Close()
+		if got := gauge("warmcache_informer_queue_budget_used"); got != 2 {
+			t.Fatalf("queue_budget_used = %v after a queue closed, want 2", got)
+		}
+	})
 }

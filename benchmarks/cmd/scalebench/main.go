@@ -7,7 +7,7 @@
 //
 // Usage:
 //
-//	go run ./benchmarks/cmd/scalebench [-n 1000000] [-memlimit 1GiB] [-cgroup-limit 1.5GiB] [-client-go-n 0] [-mix 0 [-mix-one] [-mix-queue 0]] [-updates 50000] [-relist 10] [-dir DIR]
+//	go run ./benchmarks/cmd/scalebench [-n 1000000] [-memlimit 1GiB] [-cgroup-limit 1.5GiB] [-client-go-n 0] [-mix 0 [-mix-one] [-mix-queue 0] [-mix-budget 0] [-mix-page 0]] [-updates 50000] [-relist 10] [-dir DIR]
 //
 // The pods come from a genserver in a child process (this program started
 // again), which generates each pod when it serves it; its throughput alone
@@ -17,7 +17,8 @@
 // page cache together; where none can be created the run goes on without
 // and says so. -mix N runs a factory of 50 resource types (5 built-ins, 45
 // custom resources) with N objects in all, cold then warm, and -mix-one
-// the warm start of each resource alone.
+// the warm start of each resource alone; -mix-budget sets the queue budget
+// the factory's informers share and -mix-page their list page size.
 //
 // The table goes to stdout, progress to stderr. Exit status: 0 on success,
 // 1 if a measurement failed, 2 for bad flags.
@@ -67,6 +68,8 @@ func parse(args []string, stderr io.Writer) (scalebench.Options, error) {
 	fs.IntVar(&o.Mix, "mix", 0, "objects in all of a factory of 50 resource types, cold and warm (0: none)")
 	fs.BoolVar(&o.MixOne, "mix-one", false, "with -mix: also the warm start of each resource alone")
 	fs.IntVar(&o.MixQueue, "mix-queue", 0, "with -mix: queue capacity of each informer (0: the informer's default)")
+	fs.IntVar(&o.MixBudget, "mix-budget", 0, "with -mix: queue budget the factory's informers share (0: the factory's default, negative: none)")
+	fs.IntVar(&o.MixPage, "mix-page", 0, "with -mix: list page size of each informer (0: the reflector's default)")
 	fs.StringVar(&o.MemLimit, "memlimit", "1GiB", "GOMEMLIMIT of warmcache's informer processes (empty: none)")
 	fs.StringVar(&cgroupLimit, "cgroup-limit", "", "memory limit of a cgroup per warmcache informer process, for example 1.5GiB (empty: none)")
 	fs.IntVar(&o.Updates, "updates", 50000, "updates of the steady state")
@@ -79,8 +82,8 @@ func parse(args []string, stderr io.Writer) (scalebench.Options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("%w: unexpected arguments %q", cmdrun.ErrUsage, fs.Args())
 	}
-	if o.N < 0 || o.ClientGoN < 0 || o.Mix < 0 || o.MixQueue < 0 || o.Updates <= 0 || o.RelistPercent > 100 {
-		return o, fmt.Errorf("%w: -n, -client-go-n and -mix must not be negative, -updates positive, -relist at most 100", cmdrun.ErrUsage)
+	if o.N < 0 || o.ClientGoN < 0 || o.Mix < 0 || o.MixQueue < 0 || o.MixPage < 0 || o.Updates <= 0 || o.RelistPercent > 100 {
+		return o, fmt.Errorf("%w: -n, -client-go-n, -mix, -mix-queue and -mix-page must not be negative, -updates positive, -relist at most 100", cmdrun.ErrUsage)
 	}
 	if o.N == 0 && o.ClientGoN == 0 && o.Mix == 0 {
 		return o, fmt.Errorf("%w: nothing to measure", cmdrun.ErrUsage)

@@ -28,6 +28,7 @@ func TestRun(t *testing.T) {
 		{Name: "nothing", Args: []string{"-n", "0"}, Code: cmdrun.ExitUsage, StderrIn: "nothing to measure"},
 		{Name: "bad cgroup limit", Args: []string{"-cgroup-limit", "lots"}, Code: cmdrun.ExitUsage, StderrIn: "-cgroup-limit"},
 		{Name: "bad memlimit", Args: []string{"-memlimit", "1PB"}, Code: cmdrun.ExitUsage, StderrIn: "-memlimit"},
+		{Name: "negative page", Args: []string{"-mix", "10", "-mix-page", "-1"}, Code: cmdrun.ExitUsage, StderrIn: "-mix-page"},
 		{Name: "relist beyond 100", Args: []string{"-relist", "101"}, Code: cmdrun.ExitUsage, StderrIn: "-relist"},
 		{Name: "extra arguments", Args: []string{"more"}, Code: cmdrun.ExitUsage, StderrIn: "unexpected arguments"},
 		{Name: "missing directory", Args: []string{"-n", "5", "-dir", "/nonexistent/scalebench"}, Code: cmdrun.ExitFail, StderrIn: "scalebench:"},

@@ -45,6 +45,12 @@ type childSpec struct {
 	// QueueCapacity is the factory informers' queue capacity
 	// (informer.Options.QueueCapacity), 0 for the default.
 	QueueCapacity int `json:"queueCapacity,omitempty"`
+	// QueueBudget is the factory's queue budget
+	// (factory.Options.QueueBudget), 0 for the default, negative for none.
+	QueueBudget int `json:"queueBudget,omitempty"`
+	// PageSize is the factory informers' list page size
+	// (reflector.Options.PageSize), 0 for the default.
+	PageSize int `json:"pageSize,omitempty"`
 	// Cgroup is a cgroup directory the child joins first, "" for none.
 	Cgroup string `json:"cgroup,omitempty"`
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/warmcache/warmcache/benchmarks/internal/procmem"
 	"github.com/warmcache/warmcache/factory"
 	"github.com/warmcache/warmcache/informer"
+	"github.com/warmcache/warmcache/reflector"
 	"github.com/warmcache/warmcache/store/bolt"
 )
 
@@ -41,7 +42,11 @@ func factoryChild(ctx context.Context, spec childSpec, rss *procmem.Sampler, emi
 	m := startMeter(rss)
 	f, err := factory.New(ctx, factory.Options{
 		Path: path, RESTConfig: genserver.Config(spec.URL), ClusterID: "scalebench",
-		Informer: informer.Options{QueueCapacity: spec.QueueCapacity},
+		Informer: informer.Options{
+			QueueCapacity: spec.QueueCapacity,
+			Reflector:     reflector.Options{PageSize: int64(spec.PageSize)},
+		},
+		QueueBudget: spec.QueueBudget,
 	})
 	if err != nil {
 		return err

@@ -55,6 +55,16 @@ type Options struct {
 	// queue holds up to that many decoded objects during a list, so the
 	// factory's heap during a cold start grows with MixTypes times it.
 	MixQueue int
+	// MixBudget is the factory's queue budget (factory.Options.QueueBudget):
+	// the objects all of its informers' queues hold together; 0 for
+	// factory.DefaultQueueBudget, negative for none (each queue bounded by
+	// its capacity alone).
+	MixBudget int
+	// MixPage is the page size of the factory's informers' lists
+	// (reflector.Options.PageSize); 0 for the reflector's default. Each
+	// informer holds a page or two of decoded objects while it lists,
+	// whatever the budget.
+	MixPage int
 	// Dir holds the cache files. Required.
 	Dir string
 	// MemLimit is the GOMEMLIMIT of warmcache's informer processes, for
@@ -263,7 +273,7 @@ func (r *runner) mix(ctx context.Context) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	base := childSpec{URL: s.URL, Impl: "factory", Dir: dir, N: r.opts.Mix, QueueCapacity: r.opts.MixQueue}
+	base := childSpec{URL: s.URL, Impl: "factory", Dir: dir, N: r.opts.Mix, QueueCapacity: r.opts.MixQueue, QueueBudget: r.opts.MixBudget, PageSize: r.opts.MixPage}
 	for _, mode := range []string{modeFactoryCold, modeFactoryWarm} {
 		spec := base
 		spec.Mode = mode

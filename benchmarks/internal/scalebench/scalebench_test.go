@@ -29,6 +29,7 @@ func TestRunEveryPhase(t *testing.T) {
 	var stderr bytes.Buffer
 	res, err := Run(testContext(t), Options{
 		N: n, ClientGoN: cg, Mix: mix, MixOne: !testing.Short(), Dir: t.TempDir(),
+		MixBudget: 20, MixPage: 7, // a budget less than the 50 informers' pages together
 		MemLimit: "1GiB", Updates: 50, RelistPercent: 10, Stderr: &stderr,
 	})
 	if err != nil {

@@ -1,0 +1,397 @@
+package factory
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/warmcache/warmcache/informer"
+	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/reflector"
+	"github.com/warmcache/warmcache/store/bolt"
+)
+
+// budgetRecorder records a queue budget's use.
+type budgetRecorder struct {
+	mu      sync.Mutex
+	reports []int
+	blocked int
+	changed chan struct{}
+}
+
+func newBudgetRecorder() *budgetRecorder { return &budgetRecorder{changed: make(chan struct{})} }
+
+func (r *budgetRecorder) Used(used, limit int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reports = append(r.reports, used)
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+func (r *budgetRecorder) Blocked() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.blocked++
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// waitBlocked waits until more than from pushes have waited for the
+// budget.
+func (r *budgetRecorder) waitBlocked(ctx context.Context, t *testing.T, from int) {
+	t.Helper()
+	for {
+		r.mu.Lock()
+		blocked, ch := r.blocked, r.changed
+		r.mu.Unlock()
+		if blocked > from {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("no push waited for the budget after the first %d: %v", from, ctx.Err())
+		}
+	}
+}
+
+// state returns the number of reports, the largest since report from and
+// the number of blocked pushes.
+func (r *budgetRecorder) state(from int) (n, peak, blocked int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, u := range r.reports[min(from, len(r.reports)):] {
+		peak = max(peak, u)
+	}
+	return len(r.reports), peak, r.blocked
+}
+
+// stuckHandler counts adds; it blocks in its first notification until
+// release is closed, and closes entered when it gets there.
+type stuckHandler struct {
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+
+	mu      sync.Mutex
+	adds    int
+	changed chan struct{} // closed and replaced on every add
+}
+
+func newHandler(stuck bool) *stuckHandler {
+	h := &stuckHandler{entered: make(chan struct{}), release: make(chan struct{}), changed: make(chan struct{})}
+	if !stuck {
+		close(h.release)
+	}
+	return h
+}
+
+func (h *stuckHandler) OnAdd(interface{}, bool) {
+	h.once.Do(func() { close(h.entered) })
+	<-h.release
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.adds++
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+func (h *stuckHandler) OnUpdate(interface{}, interface{}) {}
+func (h *stuckHandler) OnDelete(interface{})              {}
+
+// waitAdds waits until the handler was told of n adds.
+func (h *stuckHandler) waitAdds(ctx context.Context, t *testing.T, n int) {
+	t.Helper()
+	for {
+		h.mu.Lock()
+		got, ch := h.adds, h.changed
+		h.mu.Unlock()
+		if got >= n {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			t.Fatalf("the handler was told of %d adds, want %d: %v", got, n, ctx.Err())
+		}
+	}
+}
+
+// addPods adds n pods p<first>... in namespace ns to src.
+func addPods(t *testing.T, src *fakesource.Source, ns string, first, n int) {
+	t.Helper()
+	for i := first; i < first+n; i++ {
+		p := pod(fmt.Sprintf("p%03d", i), "")
+		p.Namespace = ns
+		if _, err := src.Add(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func budgetFactory(t *testing.T, host string, budget int, page int64, m *budgetRecorder) *Factory {
+	t.Helper()
+	l := ktesting.NewLogger(t, ktesting.NewConfig())
+	f, err := New(context.Background(), Options{
+		Path:               filepath.Join(t.TempDir(), "f.db"),
+		Bolt:               bolt.Options{Sync: bolt.UnsafeNoSync},
+		RESTConfig:         &rest.Config{Host: host},
+		Logger:             &l,
+		QueueBudget:        budget,
+		QueueBudgetMetrics: m,
+		Informer: informer.Options{
+			ReplayPending: 2,
+			Reflector:     reflector.Options{PageSize: page},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestFactoryQueueBudgetManyInformersSync runs many informers, each
+// listing pages larger than its share of a small queue budget, at once:
+// every one syncs and tells its handler of every object, the budget never
+// holds more than its limit plus one page per informer, and Shutdown gives
+// all of it back.
+func TestFactoryQueueBudgetManyInformersSync(t *testing.T) {
+	const informers, perNS, budget, page = 12, 40, 8, 5
+	src := newSource(t)
+	for k := range informers {
+		addPods(t, src, fmt.Sprintf("ns%02d", k), 0, perNS)
+	}
+	srv := serveSource(t, src)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	m := newBudgetRecorder()
+	f := budgetFactory(t, srv.URL, budget, page, m)
+	defer f.Shutdown()
+	if f.QueueBudget() == nil || f.QueueBudget().Limit() != budget {
+		t.Fatalf("QueueBudget %v, want one of limit %d", f.QueueBudget(), budget)
+	}
+	var recs []*stuckHandler
+	for k := range informers {
+		inf, err := f.ForResource(ctx, podsGVR, "Pod", Scope{Namespace: fmt.Sprintf("ns%02d", k)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := newHandler(false)
+		if _, err := inf.AddEventHandler(h); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, h)
+	}
+	f.Start(ctx)
+	for name, ok := range f.WaitForCacheSync(ctx) {
+		if !ok {
+			t.Fatalf("informer %s did not sync", name)
+		}
+	}
+	for _, h := range recs {
+		h.waitAdds(ctx, t, perNS)
+	}
+	_, peak, _ := m.state(0)
+	if peak > budget+informers*page {
+		t.Errorf("the budget held %d objects, want at most %d+%d", peak, budget, informers*page)
+	}
+	if err := f.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if used := f.QueueBudget().Used(); used != 0 {
+		t.Errorf("the budget holds %d objects after Shutdown, want 0", used)
+	}
+}
+
+// TestFactoryQueueBudgetStuckHandler checks that an informer whose handler
+// never returns holds at most half the budget, so that the factory's
+// other informers still sync, and that it syncs once its handler returns.
+func TestFactoryQueueBudgetStuckHandler(t *testing.T) {
+	const others, perNS, budget, page = 8, 30, 8, 5
+	src := newSource(t)
+	addPods(t, src, "stuck", 0, perNS)
+	for k := range others {
+		addPods(t, src, fmt.Sprintf("ns%02d", k), 0, perNS)
+	}
+	srv := serveSource(t, src)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	m := newBudgetRecorder()
+	f := budgetFactory(t, srv.URL, budget, page, m)
+	defer f.Shutdown()
+
+	stuckInf, err := f.ForResource(ctx, podsGVR, "Pod", Scope{Namespace: "stuck"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuck := newHandler(true)
+	released := false
+	defer func() {
+		if !released {
+			close(stuck.release)
+		}
+	}()
+	if _, err := stuckInf.AddEventHandler(stuck); err != nil {
+		t.Fatal(err)
+	}
+	f.Start(ctx)
+	select {
+	case <-stuck.entered: // the list is committed; its adds are stuck
+	case <-ctx.Done():
+		t.Fatal("the stuck handler was never called")
+	}
+	// Watch events fill the stuck informer's queue up to its share, half
+	// the budget, and its watch waits there.
+	_, _, blockedBefore := m.state(0)
+	addPods(t, src, "stuck", perNS, 20)
+	m.waitBlocked(ctx, t, blockedBefore)
+	if used := f.QueueBudget().Used(); used != budget/2 {
+		t.Fatalf("the stuck informer's queue holds %d of the budget, want its share %d", used, budget/2)
+	}
+
+	var hs []*stuckHandler
+	var infs []*informer.Informer
+	for k := range others {
+		inf, err := f.ForResource(ctx, podsGVR, "Pod", Scope{Namespace: fmt.Sprintf("ns%02d", k)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := newHandler(false)
+		if _, err := inf.AddEventHandler(h); err != nil {
+			t.Fatal(err)
+		}
+		hs, infs = append(hs, h), append(infs, inf)
+	}
+	f.Start(ctx)
+	for k, inf := range infs {
+		if !cache.WaitFor(ctx, "", inf.HasSyncedChecker()) {
+			t.Fatalf("informer %d did not sync beside the stuck one", k)
+		}
+		hs[k].waitAdds(ctx, t, perNS)
+	}
+	if stuckInf.HasSynced() {
+		t.Fatal("the stuck informer synced with its handler stuck")
+	}
+	if _, _, blocked := m.state(0); blocked == 0 {
+		t.Error("no push waited for the budget: the test did not exercise it")
+	}
+
+	close(stuck.release)
+	released = true
+	if !cache.WaitFor(ctx, "", stuckInf.HasSyncedChecker()) {
+		t.Fatal("the stuck informer did not sync once its handler returned")
+	}
+	stuck.waitAdds(ctx, t, perNS+20)
+	if err := f.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if used := f.QueueBudget().Used(); used != 0 {
+		t.Errorf("the budget holds %d objects after Shutdown, want 0", used)
+	}
+}
+
+func TestFactoryQueueBudgetOption(t *testing.T) {
+	for _, tc := range []struct {
+		budget, want int
+	}{{0, DefaultQueueBudget}, {5, 5}, {-1, 0}} {
+		f, err := New(context.Background(), Options{QueueBudget: tc.budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		if b := f.QueueBudget(); b != nil {
+			got = b.Limit()
+		}
+		if got != tc.want {
+			t.Errorf("QueueBudget %d: budget limit %d, want %d (0: none)", tc.budget, got, tc.want)
+		}
+		if err := f.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRealAPIServerQueueBudget runs many informers of a factory, each
+// listing pages larger than its share of a small queue budget, against a
+// real kube-apiserver: every one syncs with the server's objects, then
+// follows a change, and Shutdown gives the whole budget back.
+func TestRealAPIServerQueueBudget(t *testing.T) {
+	t.Parallel()
+	const informers, perNS, budget, page = 10, 20, 8, 5
+	ctx, env := realAPIServer(t)
+	cs := kubernetes.NewForConfigOrDie(env.RestConfig())
+	var namespaces []string
+	for range informers {
+		ns := env.Namespace(ctx, t, "budget")
+		for i := range perNS {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm%02d", i)}}
+			if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		namespaces = append(namespaces, ns)
+	}
+	m := newBudgetRecorder()
+	l := ktesting.NewLogger(t, ktesting.NewConfig())
+	f, err := New(ctx, Options{
+		Path:               filepath.Join(t.TempDir(), "budget.db"),
+		Bolt:               bolt.Options{Sync: bolt.UnsafeNoSync},
+		RESTConfig:         env.RestConfig(),
+		Logger:             &l,
+		QueueBudget:        budget,
+		QueueBudgetMetrics: m,
+		Informer:           informer.Options{Reflector: reflector.Options{PageSize: page}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Shutdown()
+	gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
+	var hs []*stuckHandler
+	for _, ns := range namespaces {
+		inf, err := f.ForResource(ctx, gvr, "", Scope{Namespace: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := newHandler(false)
+		if _, err := inf.AddEventHandler(h); err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+	f.Start(ctx)
+	for name, ok := range f.WaitForCacheSync(ctx) {
+		if !ok {
+			t.Fatalf("informer %s did not sync", name)
+		}
+	}
+	for k, ns := range namespaces {
+		hs[k].waitAdds(ctx, t, perNS)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}
+		if _, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, h := range hs {
+		h.waitAdds(ctx, t, perNS+1)
+	}
+	if _, peak, _ := m.state(0); peak > budget+informers*page {
+		t.Errorf("the budget held %d objects, want at most %d+%d", peak, budget, informers*page)
+	}
+	if err := f.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if used := f.QueueBudget().Used(); used != 0 {
+		t.Errorf("the budget holds %d objects after Shutdown, want 0", used)
+	}
+}
