@@ -103,13 +103,17 @@ type Options struct {
 	// Keys seals the objects of sensitive resources (Secrets,
 	// Sensitive, WithSealing) in the file with AES-256-GCM (package
 	// store/seal): the first key seals new writes, every key opens what
-	// it sealed. It is read once, by New; an error there is logged and
-	// leaves the factory without keys (sealed data in the file is kept
-	// for a later start). Default nil: sensitive resources are not
-	// persisted; their informers keep their objects in memory, as
-	// client-go's do, with a log line saying so, and whatever the file
-	// held for them (plaintext data of an earlier version included) is
-	// deleted.
+	// it sealed. It is read once, by New; an error there, or no valid
+	// key, is logged and leaves the factory without keys: sensitive
+	// resources are then kept in memory as with nil Keys, and what the
+	// file holds of them unsealed is deleted, but sealed data is kept
+	// for a later start with the key. Default nil: sensitive resources
+	// are not persisted; their informers keep their objects in memory,
+	// as client-go's do, with a log line saying so, and whatever the
+	// file held for them (plaintext data of an earlier version
+	// included) is deleted. The informer of a sensitive resource is not
+	// created (ErrResource) when that deletion fails, for example on a
+	// read-only file.
 	Keys seal.KeyProvider
 	// Sensitive lists resources whose objects must not reach the file in
 	// plaintext, beyond DefaultSensitive (Secrets), for example
@@ -313,7 +317,8 @@ func addMissingIndexers(inf *informer.Informer, indexers cache.Indexers) error {
 // identity records gvr, the kind and the scope, and whose meta records the
 // cluster and the transform version, or a memory store. A sensitive
 // resource (see sensitive) is stored sealed with the factory's keys, or,
-// without keys, in a memory store. cfg.hotBytes, if set, gives the store a
+// without usable keys, in a memory store, after what the file holds of it
+// unsealed is deleted (forgetSensitive). cfg.hotBytes, if set, gives the store a
 // hot tier of its own (bolt.ResourceOptions.HotBytes).
 func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, scope Scope, indexers cache.Indexers, cfg informerConfig, onCorruption func(error)) (store.Store, error) {
 	if f.db == nil {
@@ -336,8 +341,8 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 		if !ok {
 			f.logger.Info("Not persisting a sensitive resource without an encryption key: its objects are kept in memory only and relisted at every start. Set factory.Options.Keys (for example seal.FromFile of a mounted Secret) to persist it encrypted",
 				"resource", gvr.String(), "scope", scope)
-			if f.opts.Keys == nil {
-				f.forgetSensitive(ctx, id)
+			if err := f.forgetSensitive(ctx, id); err != nil {
+				return nil, err
 			}
 			return memory.New(memory.Options{Indexers: indexers})
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
@@ -42,15 +41,20 @@ const (
 	sealOff
 )
 
-// loadKeys reads the keys of opts.Keys once, at New. An error is logged
-// and leaves the factory without keys: its sensitive resources are then
-// kept in memory only, and the data a correct key sealed stays in the file
-// for a later start.
+// loadKeys reads the keys of opts.Keys once, at New. An error, or no
+// valid key (a provider that breaks its contract: an empty list or a zero
+// Key), is logged and leaves the factory without keys: its sensitive
+// resources are then kept in memory only, what the file holds of them in
+// plaintext is deleted, and the data a correct key sealed stays in the
+// file for a later start (see forgetSensitive).
 func loadKeys(ctx context.Context, opts Options, logger klog.Logger) []seal.Key {
 	if opts.Keys == nil {
 		return nil
 	}
 	keys, err := opts.Keys.Keys(ctx)
+	if err == nil {
+		keys, err = seal.Static(keys...).Keys(ctx) // at least one key, none zero
+	}
 	if err != nil {
 		logger.Error(err, "Cannot read the encryption keys; sensitive resources (Secrets, Options.Sensitive) are kept in memory only, not persisted")
 		return nil
@@ -88,41 +92,31 @@ func (f *Factory) sealedCodec(c codec.Codec) (codec.Codec, bool, error) {
 	return sc, true, nil
 }
 
-// memoryOnlyCodec is the codec recorded for a sensitive resource kept in
-// memory: opening the resource with it discards whatever the file held
-// for it (another codec's data), and it never encodes or decodes.
-type memoryOnlyCodec struct{}
-
-// memoryOnlyCodecName is recorded for a sensitive resource kept in memory.
-const memoryOnlyCodecName = "none (sensitive, kept in memory: no encryption key)"
-
-func (memoryOnlyCodec) Name() string { return memoryOnlyCodecName }
-
-func (memoryOnlyCodec) Encode([]byte, runtime.Object) ([]byte, error) {
-	return nil, fmt.Errorf("%w: %s", codec.ErrUnsupportedType, memoryOnlyCodecName)
-}
-
-func (memoryOnlyCodec) Decode([]byte) (runtime.Object, error) {
-	return nil, fmt.Errorf("%w: %s", codec.ErrDecode, memoryOnlyCodecName)
-}
-
 // forgetSensitive deletes from the file what it holds of the sensitive
-// resource id, which the factory keeps in memory because it has no keys
-// (Options.Keys nil): a file written by an earlier version, or with
-// WithUnsafePlaintext, holds it in plaintext. The deleted pages are freed,
-// not overwritten: bbolt reuses them for later writes. Errors are logged:
-// the informer works from memory either way.
-func (f *Factory) forgetSensitive(ctx context.Context, id bolt.Identity) {
-	st, err := f.db.Resource(ctx, bolt.ResourceOptions{Identity: id, Codec: memoryOnlyCodec{}, Cluster: f.cluster})
+// resource id, which the factory keeps in memory because it has no usable
+// key: a file written by an earlier version, or with WithUnsafePlaintext,
+// holds it in plaintext. Without Options.Keys everything is deleted; when
+// Options.Keys is set but gave no key (see loadKeys), data sealed by an
+// earlier start is kept for a later start with the key, and only what is
+// not sealed is deleted. The deleted pages are freed, not overwritten:
+// bbolt reuses them for later writes. An error (a read-only file, a full
+// disk) is returned: the informer is not created while plaintext of its
+// resource may be left in the file.
+func (f *Factory) forgetSensitive(ctx context.Context, id bolt.Identity) error {
+	var opts bolt.DropOptions
+	if f.opts.Keys != nil {
+		opts.Keep = func(recorded string) bool {
+			_, sealed := seal.InnerName(recorded)
+			return sealed
+		}
+	}
+	dropped, err := f.db.DropResource(ctx, id, opts)
 	if err != nil {
-		f.logger.Error(err, "Cannot delete the stored data of a sensitive resource kept in memory", "resource", id.String())
-		return
+		return fmt.Errorf("%w: sensitive resource %s is kept in memory, and what the cache file holds of it cannot be deleted: %w", ErrResource, id, err)
 	}
-	if state, err := st.State(); err == nil && state.Discarded != "" {
-		f.logger.Info("Deleted the stored data of a sensitive resource kept in memory (without an encryption key); delete or compact the file to overwrite its freed pages",
-			"resource", id.String(), "was", state.Discarded)
+	if dropped {
+		f.logger.Info("Deleted the stored data of a sensitive resource kept in memory (no usable encryption key); delete or compact the file to overwrite its freed pages",
+			"resource", id.String())
 	}
-	if err := st.Close(); err != nil {
-		f.logger.Error(err, "Closing the record of a sensitive resource kept in memory", "resource", id.String())
-	}
+	return nil
 }

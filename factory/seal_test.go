@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -282,8 +283,8 @@ func TestSecretsWithoutKeysStayInMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range res {
-		if r.Identity.Resource != "pods" && (r.Objects != 0 || r.Codec != memoryOnlyCodecName) {
-			t.Fatalf("the file holds %s with %d objects and codec %q, want none, recorded as kept in memory", r.Identity, r.Objects, r.Codec)
+		if r.Identity.Resource != "pods" {
+			t.Fatalf("the file records %s (%d objects, codec %q), want nothing of a resource kept in memory", r.Identity, r.Objects, r.Codec)
 		}
 	}
 	if err := f.Shutdown(); err != nil {
@@ -351,11 +352,11 @@ func TestSealingOptOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range res {
-		if r.Identity.Resource == "secrets" && (r.Objects != 0 || r.Codec != memoryOnlyCodecName) {
-			t.Errorf("without keys the file keeps %d plaintext Secrets (codec %q)", r.Objects, r.Codec)
+		if r.Identity.Resource == "secrets" {
+			t.Errorf("without keys the file keeps the Secrets' resource (%d objects, codec %q)", r.Objects, r.Codec)
 		}
 	}
-	if !strings.Contains(logs(), "Deleted the stored data of a sensitive resource kept in memory") || !strings.Contains(logs(), `codec \"protobuf\" recorded`) {
+	if !strings.Contains(logs(), "Deleted the stored data of a sensitive resource kept in memory") || !strings.Contains(logs(), `codec="protobuf"`) {
 		t.Errorf("no log line says the plaintext data was deleted:\n%s", logs())
 	}
 }
@@ -450,4 +451,119 @@ func mapsEqual(a, b map[string]int64) bool {
 		}
 	}
 	return true
+}
+
+// keyFunc is a seal.KeyProvider of a function, for providers that break
+// their contract.
+type keyFunc func(context.Context) ([]seal.Key, error)
+
+func (f keyFunc) Keys(ctx context.Context) ([]seal.Key, error) { return f(ctx) }
+
+// TestUnusableKeysLeaveNoPlaintext checks that a factory whose Keys give
+// no usable key (the key file missing, empty or malformed, the variable
+// unset, a provider that fails or returns no valid key) keeps Secrets in
+// memory and deletes the plaintext Secrets an earlier start stored with
+// WithUnsafePlaintext: the file's data no longer holds their bytes, as a
+// compacted copy of it (the log line's advice) shows. The pages they
+// occupied are freed, not overwritten, until bbolt reuses them (see the
+// README on switching sealing on).
+func TestUnusableKeysLeaveNoPlaintext(t *testing.T) {
+	src := secretSource(t, 2)
+	srv := serveSecrets(t, src)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	empty, malformed := filepath.Join(dir, "empty-keys"), filepath.Join(dir, "malformed-keys")
+	if err := os.WriteFile(empty, []byte("# no key yet\n\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(malformed, []byte("not base64!\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		keys seal.KeyProvider
+	}{
+		{"key file missing", seal.FromFile(filepath.Join(dir, "no-such-file"))},
+		{"key file empty", seal.FromFile(empty)},
+		{"key file malformed", seal.FromFile(malformed)},
+		{"variable unset", seal.FromEnv("WARMCACHE_TEST_KEYS_NEVER_SET")},
+		{"provider error", keyFunc(func(context.Context) ([]seal.Key, error) { return nil, errors.New("key service unavailable") })},
+		{"no key, no error", keyFunc(func(context.Context) ([]seal.Key, error) { return nil, nil })},
+		{"zero key", keyFunc(func(context.Context) ([]seal.Key, error) { return []seal.Key{{}}, nil })},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "f.db")
+			f, _ := sealFactory(t, path, srv.URL, nil)
+			if _, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{}, WithUnsafePlaintext()); err != nil {
+				t.Fatal(err)
+			}
+			syncAll(ctx, t, f)
+			if err := f.Shutdown(); err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := os.ReadFile(path); !bytes.Contains(b, secretBytes) {
+				t.Fatalf("WithUnsafePlaintext did not store the data in clear: the grep below proves nothing")
+			}
+
+			f, logs := sealFactory(t, path, srv.URL, tc.keys)
+			defer func() { _ = f.Shutdown() }()
+			secrets, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := secrets.Store().(*memory.Store); !ok {
+				t.Fatalf("store %T, want in memory", secrets.Store())
+			}
+			if !strings.Contains(logs(), "Cannot read the encryption keys") || !strings.Contains(logs(), "Deleted the stored data of a sensitive resource kept in memory") {
+				t.Fatalf("the log does not say why the keys are unusable and the plaintext deleted:\n%s", logs())
+			}
+			res, err := inspect.Resources(ctx, f.DB())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res) != 0 {
+				t.Fatalf("the file still records %+v", res)
+			}
+			syncAll(ctx, t, f)
+			assertSecretData(t, secrets, "ns/sb")
+			compacted := filepath.Join(t.TempDir(), "compacted.db")
+			if _, err := inspect.CompactTo(ctx, f.DB(), compacted); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Shutdown(); err != nil {
+				t.Fatal(err)
+			}
+			assertNoSecretBytes(t, "the cache file's data (compacted)", compacted)
+		})
+	}
+}
+
+// TestSensitiveNotCreatedWhenPlaintextStays checks that the informer of a
+// sensitive resource kept in memory is not created when what the file
+// holds of it cannot be deleted (a read-only file): the plaintext stays,
+// and the caller is told.
+func TestSensitiveNotCreatedWhenPlaintextStays(t *testing.T) {
+	src := secretSource(t, 1)
+	srv := serveSecrets(t, src)
+	path := filepath.Join(t.TempDir(), "f.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	f, _ := sealFactory(t, path, srv.URL, nil)
+	if _, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{}, WithUnsafePlaintext()); err != nil {
+		t.Fatal(err)
+	}
+	syncAll(ctx, t, f)
+	if err := f.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := New(ctx, Options{Path: path, Bolt: bolt.Options{ReadOnly: true}, RESTConfig: &rest.Config{Host: srv.URL}, ClusterID: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Shutdown() }()
+	if _, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{}); !errors.Is(err, ErrResource) || !errors.Is(err, bolt.ErrReadOnly) {
+		t.Fatalf("ForResource of Secrets kept in memory over a read-only file holding them in plaintext = %v, want ErrResource and bolt.ErrReadOnly", err)
+	}
 }

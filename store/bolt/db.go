@@ -35,11 +35,12 @@ type DB struct {
 	opts   Options
 	logger klog.Logger
 
-	// mu guards stores and closed. It is never held during a bbolt
-	// transaction.
-	mu     sync.Mutex
-	stores map[string]*Store // by bucket name, open stores only
-	closed bool
+	// mu guards stores, dropping and closed. It is never held during a
+	// bbolt transaction.
+	mu       sync.Mutex
+	stores   map[string]*Store // by bucket name, open stores only
+	dropping map[string]bool   // bucket names DropResource is deleting
+	closed   bool
 
 	// writeGate is read-locked by every write transaction (update) and
 	// write-locked by Close, which sets closing under it: once Close has

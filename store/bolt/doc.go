@@ -9,7 +9,8 @@
 // Store of one resource in it, named by an Identity: group, version,
 // resource, kind and the list/watch scope (namespace, label and field
 // selectors, shard). Everything about a resource lives under one top-level
-// bucket named by Identity.String():
+// bucket named by Identity.String(); DB.DropResource deletes that bucket in
+// one transaction:
 //
 //	warmcache/format              msgpack {magic, version, created}
 //	res;g=..;v=..;r=..;k=..;ns=..;l=..;f=..;s=../

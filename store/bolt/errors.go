@@ -76,7 +76,8 @@ var (
 	ErrInvalidOptions = errors.New("invalid options")
 
 	// ErrResourceInUse is returned by Resource when a Store for the same
-	// identity is open on this DB and not yet closed.
+	// identity is open on this DB and not yet closed, or being dropped
+	// (DropResource), and by DropResource when such a Store is open.
 	ErrResourceInUse = errors.New("resource is already open")
 
 	// ErrResourceNotFound is returned by inspect.OpenRecorded for an identity the

@@ -86,7 +86,7 @@ func (db *DB) register(s *Store) error {
 	if db.closed {
 		return fmt.Errorf("bolt: resource %s: %w", s.name, ErrClosed)
 	}
-	if _, ok := db.stores[s.name]; ok {
+	if _, ok := db.stores[s.name]; ok || db.dropping[s.name] {
 		return fmt.Errorf("bolt: resource %s: %w", s.name, ErrResourceInUse)
 	}
 	db.stores[s.name] = s
