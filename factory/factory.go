@@ -339,7 +339,11 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 			return nil, err
 		}
 		if !ok {
-			f.logger.Info("Not persisting a sensitive resource without an encryption key: its objects are kept in memory only and relisted at every start. Set factory.Options.Keys (for example seal.FromFile of a mounted Secret) to persist it encrypted",
+			hint := "Set factory.Options.Keys (for example seal.FromFile of a mounted Secret) to persist it encrypted"
+			if f.opts.Keys != nil {
+				hint = "factory.Options.Keys is set but gave no usable key (see the error logged when the factory was created); fix it to persist it encrypted"
+			}
+			f.logger.Info("Not persisting a sensitive resource without an encryption key: its objects are kept in memory only and relisted at every start. "+hint,
 				"resource", gvr.String(), "scope", scope)
 			if err := f.forgetSensitive(ctx, id); err != nil {
 				return nil, err

@@ -516,7 +516,8 @@ func TestUnusableKeysLeaveNoPlaintext(t *testing.T) {
 			if _, ok := secrets.Store().(*memory.Store); !ok {
 				t.Fatalf("store %T, want in memory", secrets.Store())
 			}
-			if !strings.Contains(logs(), "Cannot read the encryption keys") || !strings.Contains(logs(), "Deleted the stored data of a sensitive resource kept in memory") {
+			if !strings.Contains(logs(), "Cannot read the encryption keys") || !strings.Contains(logs(), "Deleted the stored data of a sensitive resource kept in memory") ||
+				!strings.Contains(logs(), "factory.Options.Keys is set but gave no usable key") {
 				t.Fatalf("the log does not say why the keys are unusable and the plaintext deleted:\n%s", logs())
 			}
 			res, err := inspect.Resources(ctx, f.DB())
