@@ -36,6 +36,19 @@
 // page or event when it is empty, so no informer waits forever for
 // another, not even for one whose handler is stuck.
 //
+// A Scope with a Shard sends it as the server-side shard selector
+// (ListOptions.ShardSelector, kube-apiserver 1.36's alpha
+// ShardedListAndWatch gate; docs/scale-out.md) on every list and watch,
+// and checks every list answer: it must carry ListMeta.ShardInfo with the
+// selector sent (a metadata-only list, which kube-apiserver sends without
+// ShardInfo, must hold only objects inside the shard's hash ranges).
+// Otherwise the list fails with ErrShardIgnored: a server without the gate
+// ignores the selector and sends the whole collection. The reflector
+// reports the error to the watch error handler and retries on its
+// backoff; nothing of that list reaches the store or the handlers, and
+// the informer does not sync. A sharded informer relists with paginated
+// LIST, not WatchList, whose stream carries no ShardInfo to check.
+//
 // Without Options.Path the stores live in memory (store/memory), like
 // client-go's.
 //

@@ -13,4 +13,14 @@ var (
 	// ErrResource is returned for a resource the factory cannot serve:
 	// an unknown kind, no client for it, a codec error.
 	ErrResource = errors.New("factory: cannot serve resource")
+	// ErrShardIgnored is returned by the list of a ListerWatcher of a
+	// sharded scope (Scope.Shard) when the server's answer is not that
+	// shard: no ListMeta.ShardInfo, the ShardInfo of another selector, or
+	// (metadata-only lists, which carry no ShardInfo) an object outside
+	// the shard's ranges. A server without the ShardedListAndWatch
+	// feature gate ignores the shard selector and sends the whole
+	// collection; enable the gate on kube-apiserver, or drop Scope.Shard.
+	// The reflector passes it to the WatchErrorHandler and retries on its
+	// backoff; the informer does not sync on such an answer.
+	ErrShardIgnored = errors.New("factory: the server ignored the shard selector (enable the ShardedListAndWatch feature gate on kube-apiserver, or drop Scope.Shard)")
 )

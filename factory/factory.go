@@ -21,6 +21,7 @@ import (
 
 	"github.com/warmcache/warmcache/deltafifo"
 	"github.com/warmcache/warmcache/informer"
+	"github.com/warmcache/warmcache/reflector"
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/memory"
@@ -222,7 +223,10 @@ func (f *Factory) QueueBudget() *deltafifo.Budget { return f.budget }
 // it does not exist. The store's codec is chosen for example (codec.ForObject)
 // and the identity recorded in the file is gvr, example's kind and scope,
 // with the factory's cluster and WithTransformVersion's version.
-// lw must apply scope itself. The informer has indexers (with
+// lw must apply scope itself. With a shard in scope, every list answer of
+// lw is checked (ErrShardIgnored when it is not the shard's: see
+// Scope.Shard's documentation in the package doc) and relists use
+// paginated LIST, never WatchList. The informer has indexers (with
 // WithIndexers' and client-go's namespace index) from its creation; an
 // existing informer gets the ones it lacks added.
 func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, lw cache.ListerWatcher, scope Scope, indexers cache.Indexers, opts ...InformerOption) (*informer.Informer, error) {
@@ -264,6 +268,13 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 	}
 	o := f.opts.Informer
 	o.Store, o.Name, o.QueueBudget = st, name, f.budget
+	if scope.Shard != "" {
+		// Every list answer must be the shard's, and a WatchList stream
+		// carries no ShardInfo to check (see shard.go): every relist of a
+		// shard is a checked LIST.
+		lw = shardChecked(lw, scope.Shard, isMetadata(example))
+		o.Reflector.UseWatchList = reflector.WatchListOff
+	}
 	if o.Logger == nil {
 		l := f.logger
 		o.Logger = &l

@@ -15,7 +15,9 @@ import (
 
 // TypedListWatch returns a ListerWatcher for the typed resource gvr in
 // scope, through a REST client built from config for gvr's group version
-// with client-go's kubernetes scheme (or s, if not nil).
+// with client-go's kubernetes scheme (or s, if not nil). With a shard in
+// scope, a list whose answer is not that shard (no ListMeta.ShardInfo, or
+// another's) fails with ErrShardIgnored.
 func TypedListWatch(config *rest.Config, s *runtime.Scheme, gvr schema.GroupVersionResource, scope Scope) (cache.ListerWatcher, error) {
 	if config == nil {
 		return nil, fmt.Errorf("%w: no REST config for %s", ErrResource, gvr)
@@ -24,24 +26,50 @@ func TypedListWatch(config *rest.Config, s *runtime.Scheme, gvr schema.GroupVers
 	if err != nil {
 		return nil, fmt.Errorf("%w: REST client for %s: %w", ErrResource, gvr, err)
 	}
-	return cache.NewFilteredListWatchFromClient(c, gvr.Resource, scope.Namespace, func(o *metav1.ListOptions) { tweak(scope, o) }), nil
+	lw := cache.NewFilteredListWatchFromClient(c, gvr.Resource, scope.Namespace, func(o *metav1.ListOptions) { tweak(scope, o) })
+	if scope.Shard == "" {
+		return lw, nil
+	}
+	list, listCtx := lw.ListFunc, lw.ListWithContextFunc
+	lw.ListFunc = func(o metav1.ListOptions) (runtime.Object, error) {
+		return checkedList(scope.Shard)(list(o))
+	}
+	lw.ListWithContextFunc = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		return checkedList(scope.Shard)(listCtx(ctx, o))
+	}
+	return checkedListWatch{lw}, nil
+}
+
+// checkedList returns a function that passes on a list's answer when it
+// is shard's (checkShardList), and ErrShardIgnored otherwise.
+func checkedList(shard string) func(runtime.Object, error) (runtime.Object, error) {
+	return func(obj runtime.Object, err error) (runtime.Object, error) {
+		if err != nil {
+			return obj, err
+		}
+		if err := checkShardList(shard, obj); err != nil {
+			return nil, err
+		}
+		return obj, nil
+	}
 }
 
 // DynamicListWatch returns a ListerWatcher of unstructured objects of gvr
-// in scope.
+// in scope. With a shard in scope, a list whose answer is not that shard
+// (no metadata.shardInfo, or another's) fails with ErrShardIgnored.
 func DynamicListWatch(client dynamic.Interface, gvr schema.GroupVersionResource, scope Scope) cache.ListerWatcher {
 	var ri dynamic.ResourceInterface = client.Resource(gvr)
 	if scope.Namespace != "" {
 		ri = client.Resource(gvr).Namespace(scope.Namespace)
 	}
-	return &cache.ListWatch{
+	return checkedListWatch{&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			tweak(scope, &o)
-			return ri.List(ctx, o)
+			return checkedList(scope.Shard)(ri.List(ctx, o))
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			tweak(scope, &o)
 			return ri.Watch(ctx, o)
 		},
-	}
+	}}
 }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/sharding"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
@@ -108,22 +109,37 @@ func nameSuffix(s *runtime.Scheme, example runtime.Object) string {
 // apiserver sends only metadata, as PartialObjectMetadataList in protobuf
 // or JSON). Each object's TypeMeta is set to kind of gvr's group version,
 // as controller-runtime's metadata informers do.
+//
+// With a shard in scope, a list whose answer is not that shard fails with
+// ErrShardIgnored. kube-apiserver 1.36 sends a metadata-only list without
+// ListMeta.ShardInfo even when it applied the selector, so when the answer
+// has none, each of its objects is checked against the selector's ranges
+// (the FNV-1a hash of its uid or namespace, as the server computes it): an
+// object outside them means the server sent the whole collection. A
+// selector that is not shardRange terms joined with || cannot be checked
+// that way, and every list without ShardInfo fails with ErrShardIgnored;
+// ForMetadata refuses such a selector.
 func MetadataListWatch(client metadata.Interface, gvr schema.GroupVersionResource, kind string, scope Scope) cache.ListerWatcher {
 	var ri metadata.ResourceInterface = client.Resource(gvr)
 	if scope.Namespace != "" {
 		ri = client.Resource(gvr).Namespace(scope.Namespace)
 	}
 	gvk := gvr.GroupVersion().WithKind(kind)
-	return &cache.ListWatch{
+	ranges, parsed := parseShard(scope.Shard)
+	return checkedListWatch{&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			tweak(scope, &o)
 			l, err := ri.List(ctx, o)
-			if l != nil {
-				for i := range l.Items {
-					l.Items[i].SetGroupVersionKind(gvk)
-				}
+			if err != nil {
+				return l, err
 			}
-			return l, err
+			if err := checkMetadataShard(scope.Shard, ranges, parsed, l); err != nil {
+				return nil, err
+			}
+			for i := range l.Items {
+				l.Items[i].SetGroupVersionKind(gvk)
+			}
+			return l, nil
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			tweak(scope, &o)
@@ -133,7 +149,23 @@ func MetadataListWatch(client metadata.Interface, gvr schema.GroupVersionResourc
 			}
 			return newKindWatch(w, gvk), nil
 		},
+	}}
+}
+
+// checkMetadataShard checks a metadata-only list sent with shard, whose
+// ranges are ranges if parsed: its ShardInfo when it has one, else its
+// objects.
+func checkMetadataShard(shard string, ranges []sharding.ShardRangeRequirement, parsed bool, l *metav1.PartialObjectMetadataList) error {
+	if shard == "" {
+		return nil
 	}
+	if _, ok := shardInfoOf(l); ok {
+		return checkShardList(shard, l)
+	}
+	if !parsed {
+		return fmt.Errorf("%w: sent shard selector %q, the metadata-only list response has no ListMeta.ShardInfo, and its objects cannot be checked against a selector that is not shardRange(...) terms joined with ||", ErrShardIgnored, shard)
+	}
+	return checkShardItems(shard, ranges, l)
 }
 
 // kindWatch sets the kind of each PartialObjectMetadata a watch delivers.
@@ -198,6 +230,9 @@ func (f *Factory) ForMetadata(ctx context.Context, gvr schema.GroupVersionResour
 	scope, err := scope.Canonical()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	if _, ok := parseShard(scope.Shard); scope.Shard != "" && !ok {
+		return nil, fmt.Errorf("%w: metadata-only %s: shard selector %q is not shardRange(field, '0x<16 hex digits>', '0x<16 hex digits>') terms joined with ||: the objects of a metadata-only list, which carries no ShardInfo, could not be checked against it", ErrInvalidOptions, gvr, scope.Shard)
 	}
 	mc, err := metadata.NewForConfig(f.opts.RESTConfig)
 	if err != nil {

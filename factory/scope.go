@@ -13,7 +13,9 @@ import (
 // Scope restricts what an informer lists and watches (namespace,
 // selectors, shard). It is part of the identity recorded in the cache
 // file: informers of different scopes never share data. Selectors are
-// canonicalised by store.Scope.Canonical.
+// canonicalised by store.Scope.Canonical. Its Shard is sent as the
+// server-side shard selector, and every list answer is checked to be that
+// shard (ErrShardIgnored; see the package documentation).
 type Scope = store.Scope
 
 // tweak applies the scope's selectors to list options: the label and

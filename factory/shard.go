@@ -1,0 +1,194 @@
+package factory
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/sharding"
+	"k8s.io/client-go/tools/cache"
+)
+
+// A server without the ShardedListAndWatch feature gate ignores
+// ListOptions.ShardSelector and answers with the whole collection. Every
+// replica of a sharded controller would then cache and reconcile every
+// object. A server with the gate echoes the selector it applied in the
+// list's ListMeta.ShardInfo (kube-apiserver 1.36: the selector parsed and
+// printed again, SelectionPredicate.SetShardInfoOnList), so each list
+// response of a sharded ListerWatcher is checked: no ShardInfo, or the
+// ShardInfo of another selector, fails the list with ErrShardIgnored.
+//
+// The reflector passes that error to the WatchErrorHandler and retries on
+// its backoff; the list failed before the reflector opened a replace (or,
+// on a later page, the replace is aborted), so nothing of it reaches the
+// store or the handlers and the informer does not sync.
+//
+// A WatchList stream carries no list metadata: kube-apiserver 1.36 marks
+// its end with a bookmark that holds only a resourceVersion and the
+// k8s.io/initial-events-end annotation, nothing of the shard. The factory
+// therefore relists a sharded informer with paginated LIST (the
+// reflector's WatchListOff), so that every relist is checked.
+
+// shardRangeTerm matches one shardRange(field, 'start', 'end') of a
+// shard selector, as kube-apiserver 1.36 accepts it (k8s.io/apiserver
+// pkg/sharding.Parse): the field is object.metadata.uid or
+// object.metadata.namespace, the bounds are 0x and 16 lowercase hex
+// digits, or 0x10000000000000000 (2^64) for the end.
+var shardRangeTerm = regexp.MustCompile(`^shardRange\(\s*(object\.metadata\.(?:uid|namespace))\s*,\s*(?:'(0x[0-9a-f]{16,17})'|"(0x[0-9a-f]{16,17})")\s*,\s*(?:'(0x[0-9a-f]{16,17})'|"(0x[0-9a-f]{16,17})")\s*\)$`)
+
+// parseShard returns the ranges of shard selector s: shardRange terms
+// joined with ||, all on one field, as kube-apiserver parses them. ok is
+// false for any other form (parenthesised terms, for example), which
+// parseShard does not read.
+func parseShard(s string) (_ []sharding.ShardRangeRequirement, ok bool) {
+	var reqs []sharding.ShardRangeRequirement
+	for _, term := range strings.Split(s, "||") {
+		m := shardRangeTerm.FindStringSubmatch(strings.TrimSpace(term))
+		if m == nil {
+			return nil, false
+		}
+		r := sharding.ShardRangeRequirement{Key: m[1], Start: m[2] + m[3], End: m[4] + m[5]}
+		if !validBound(r.Start) || !validBound(r.End) || !sharding.HexLess(r.Start, r.End) {
+			return nil, false
+		}
+		if len(reqs) > 0 && reqs[0].Key != r.Key {
+			return nil, false
+		}
+		reqs = append(reqs, r)
+	}
+	return reqs, len(reqs) > 0
+}
+
+// validBound reports a bound of 16 hex digits, or 2^64.
+func validBound(b string) bool {
+	return len(b) == 18 || b == "0x10000000000000000"
+}
+
+// sameShard reports whether the selector a server echoed is the one sent:
+// the same ranges when both parse, else the same text but for spaces.
+func sameShard(sent, echoed string) bool {
+	a, okA := parseShard(sent)
+	b, okB := parseShard(echoed)
+	if okA && okB {
+		if len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if a[i] != b[i] {
+				return false
+			}
+		}
+		return true
+	}
+	return strings.Join(strings.Fields(sent), "") == strings.Join(strings.Fields(echoed), "")
+}
+
+// shardInfoOf returns the ShardInfo selector of a list response: ListMeta's
+// for typed and metadata-only lists, metadata.shardInfo.selector for
+// unstructured ones. ok is false when the list has none.
+func shardInfoOf(list runtime.Object) (selector string, ok bool) {
+	switch l := list.(type) {
+	case *unstructured.UnstructuredList:
+		s, found, err := unstructured.NestedString(l.Object, "metadata", "shardInfo", "selector")
+		return s, found && err == nil
+	case metav1.ShardedListInterface:
+		if si := l.GetShardInfo(); si != nil {
+			return si.Selector, true
+		}
+		return "", false
+	}
+	// Typed lists embed ListMeta; reach it through the list accessor.
+	lm, err := meta.ListAccessor(list)
+	if err != nil {
+		return "", false
+	}
+	if sl, ok := lm.(metav1.ShardedListInterface); ok {
+		if si := sl.GetShardInfo(); si != nil {
+			return si.Selector, true
+		}
+	}
+	return "", false
+}
+
+// checkShardList returns an error wrapping ErrShardIgnored when list, the
+// answer to a list sent with shard selector shard, does not say it is that
+// shard (ListMeta.ShardInfo missing or another selector). A nil list (the
+// list failed) and an empty shard pass.
+func checkShardList(shard string, list runtime.Object) error {
+	if shard == "" || list == nil {
+		return nil
+	}
+	got, ok := shardInfoOf(list)
+	switch {
+	case !ok:
+		return fmt.Errorf("%w: sent shard selector %q, the list response has no ListMeta.ShardInfo: the server returned the whole collection", ErrShardIgnored, shard)
+	case !sameShard(shard, got):
+		return fmt.Errorf("%w: sent shard selector %q, the list response is shard %q", ErrShardIgnored, shard, got)
+	}
+	return nil
+}
+
+// checkShardItems returns an error wrapping ErrShardIgnored when an item
+// of list lies outside the ranges reqs of shard: the server did not apply
+// the selector. It is the check of metadata-only lists, which
+// kube-apiserver 1.36 sends without ShardInfo even when it applied the
+// selector (its PartialObjectMetadataList conversion copies only the
+// resourceVersion, continue token and remaining count of ListMeta).
+func checkShardItems(shard string, reqs []sharding.ShardRangeRequirement, list runtime.Object) error {
+	sel := sharding.NewSelector(reqs...)
+	return meta.EachListItem(list, func(obj runtime.Object) error {
+		in, err := sel.Matches(obj)
+		if err != nil {
+			return fmt.Errorf("%w: sent shard selector %q: %w", ErrShardIgnored, shard, err)
+		}
+		if !in {
+			m, _ := meta.Accessor(obj)
+			return fmt.Errorf("%w: sent shard selector %q, the list response holds %s/%s (uid %s), which is outside it: the server returned the whole collection",
+				ErrShardIgnored, shard, m.GetNamespace(), m.GetName(), m.GetUID())
+		}
+		return nil
+	})
+}
+
+// checkedListWatch is a ListerWatcher of this package that checks the
+// shard of its lists itself; InformerFor wraps any other ListerWatcher of
+// a sharded scope in shardChecked.
+type checkedListWatch struct{ *cache.ListWatch }
+
+func (checkedListWatch) checksShard() {}
+
+// shardChecked returns lw, whose lists are sent with shard, with each list
+// answer checked (checkShardList; for a metadata-only informer,
+// checkMetadataShard). lw must send the selector itself. Its watches are
+// lw's.
+func shardChecked(lw cache.ListerWatcher, shard string, metadataOnly bool) cache.ListerWatcher {
+	if _, ok := lw.(interface{ checksShard() }); ok || shard == "" {
+		return lw
+	}
+	ranges, parsed := parseShard(shard)
+	check := func(obj runtime.Object) error {
+		if l, ok := obj.(*metav1.PartialObjectMetadataList); ok && metadataOnly {
+			return checkMetadataShard(shard, ranges, parsed, l)
+		}
+		return checkShardList(shard, obj)
+	}
+	lwc := cache.ToListerWatcherWithContext(lw)
+	return checkedListWatch{&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			obj, err := lwc.ListWithContext(ctx, o)
+			if err != nil {
+				return obj, err
+			}
+			if err := check(obj); err != nil {
+				return nil, err
+			}
+			return obj, nil
+		},
+		WatchFuncWithContext: lwc.WatchWithContext,
+	}}
+}
