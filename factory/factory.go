@@ -381,12 +381,7 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 // gvr's group version (the one whose lowercase plural is gvr.Resource).
 func (f *Factory) ForResource(ctx context.Context, gvr schema.GroupVersionResource, kind string, scope Scope, opts ...InformerOption) (*informer.Informer, error) {
 	if kind == "" {
-		for k := range f.opts.Scheme.KnownTypes(gvr.GroupVersion()) {
-			if plural, _ := meta.UnsafeGuessKindToResource(gvr.GroupVersion().WithKind(k)); plural == gvr {
-				kind = k
-				break
-			}
-		}
+		kind = f.schemeKind(gvr)
 	}
 	example, err := f.opts.Scheme.New(gvr.GroupVersion().WithKind(kind))
 	if err != nil {
@@ -405,7 +400,9 @@ func (f *Factory) ForResource(ctx context.Context, gvr schema.GroupVersionResour
 
 // ForDynamic returns the informer of gvr's objects as
 // *unstructured.Unstructured (custom resources), stored with
-// codec.Unstructured.
+// codec.Unstructured. For a resource whose kind Scheme knows, it is an
+// informer apart from ForResource's of the same scope, with a store of its
+// own.
 func (f *Factory) ForDynamic(ctx context.Context, gvr schema.GroupVersionResource, scope Scope, opts ...InformerOption) (*informer.Informer, error) {
 	if f.opts.Dynamic == nil {
 		return nil, fmt.Errorf("%w: %s: no dynamic client (set RESTConfig or Dynamic)", ErrResource, gvr)
@@ -414,7 +411,25 @@ func (f *Factory) ForDynamic(ctx context.Context, gvr schema.GroupVersionResourc
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	return f.InformerFor(ctx, gvr, &unstructured.Unstructured{}, DynamicListWatch(f.opts.Dynamic, gvr, scope), scope, nil, opts...)
+	example := &unstructured.Unstructured{}
+	if kind := f.schemeKind(gvr); kind != "" {
+		// A kind Scheme knows has a typed informer too: the example's kind
+		// names this one apart ("... unstructured") and gives it a store
+		// of its own.
+		example.SetGroupVersionKind(gvr.GroupVersion().WithKind(kind))
+	}
+	return f.InformerFor(ctx, gvr, example, DynamicListWatch(f.opts.Dynamic, gvr, scope), scope, nil, opts...)
+}
+
+// schemeKind returns the kind Scheme registers for gvr (the one whose
+// lowercase plural is gvr.Resource), or "".
+func (f *Factory) schemeKind(gvr schema.GroupVersionResource) string {
+	for k := range f.opts.Scheme.KnownTypes(gvr.GroupVersion()) {
+		if plural, _ := meta.UnsafeGuessKindToResource(gvr.GroupVersion().WithKind(k)); plural == gvr {
+			return k
+		}
+	}
+	return ""
 }
 
 // Start runs every informer not yet started, each on its own goroutine,

@@ -194,3 +194,53 @@ func TestFactoryNewInformerHook(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// A dynamic and a typed informer of the same built-in resource and scope
+// are two informers, each with its objects' type, whichever comes first.
+func TestDynamicAndTypedInformersOfABuiltInAreApart(t *testing.T) {
+	srv := serveSource(t, newSource(t, "a", "b"))
+	for _, dynamicFirst := range []bool{true, false} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		f := newFactory(t, filepath.Join(t.TempDir(), "cache.db"), srv.URL)
+		var typed, dyn *informer.Informer
+		var err error
+		get := []func() error{
+			func() error { typed, err = f.ForResource(ctx, podsGVR, "", Scope{}); return err },
+			func() error { dyn, err = f.ForDynamic(ctx, podsGVR, Scope{}); return err },
+		}
+		if dynamicFirst {
+			get[0], get[1] = get[1], get[0]
+		}
+		for _, g := range get {
+			if err := g(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if typed == dyn {
+			t.Fatalf("dynamic first %t: ForDynamic and ForResource returned the same informer", dynamicFirst)
+		}
+		f.Start(ctx)
+		for name, ok := range f.WaitForCacheSync(ctx) {
+			if !ok {
+				t.Fatalf("%s did not sync", name)
+			}
+		}
+		for _, o := range typed.GetStore().List() {
+			if _, ok := o.(*corev1.Pod); !ok {
+				t.Errorf("dynamic first %t: the typed informer holds a %T", dynamicFirst, o)
+			}
+		}
+		for _, o := range dyn.GetStore().List() {
+			if _, ok := o.(*unstructured.Unstructured); !ok {
+				t.Errorf("dynamic first %t: the dynamic informer holds a %T", dynamicFirst, o)
+			}
+		}
+		if n, m := len(typed.GetStore().List()), len(dyn.GetStore().List()); n != 2 || m != 2 {
+			t.Errorf("dynamic first %t: typed holds %d pods, dynamic %d; want 2 each", dynamicFirst, n, m)
+		}
+		if err := f.Shutdown(); err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -55,9 +55,8 @@ func createConfigMaps(ctx context.Context, t *testing.T, cs kubernetes.Interface
 }
 
 // shardInformers returns a typed, a dynamic and a metadata-only informer
-// of configmaps in ns and shard, each from a factory of its own (one
-// factory returns its typed informer for ForDynamic of the same resource
-// and scope), with ro as reflector options. The factories are shut down
+// of configmaps in ns and shard, each from a factory of its own, with ro
+// as reflector options. The factories are shut down
 // when the test ends.
 func shardInformers(ctx context.Context, t *testing.T, env *testenv.Env, ns, shard string, ro reflector.Options) map[string]*informer.Informer {
 	t.Helper()
