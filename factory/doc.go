@@ -47,7 +47,11 @@
 // reports the error to the watch error handler and retries on its
 // backoff; nothing of that list reaches the store or the handlers, and
 // the informer does not sync. A sharded informer relists with paginated
-// LIST, not WatchList, whose stream carries no ShardInfo to check.
+// LIST, not WatchList, whose stream carries no ShardInfo to check. Its
+// watches, which carry no ShardInfo either, drop each event of an object
+// outside the shard's hash ranges (a watch opened on a server without the
+// gate sends every shard's), logging the first of each watch; bookmarks
+// and errors pass.
 //
 // Without Options.Path the stores live in memory (store/memory), like
 // client-go's.

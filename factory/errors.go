@@ -21,6 +21,8 @@ var (
 	// feature gate ignores the shard selector and sends the whole
 	// collection; enable the gate on kube-apiserver, or drop Scope.Shard.
 	// The reflector passes it to the WatchErrorHandler and retries on its
-	// backoff; the informer does not sync on such an answer.
+	// backoff; the informer does not sync on such an answer. A watch of
+	// such a ListerWatcher that sends an object outside the shard drops
+	// the event and logs it with ErrShardIgnored, once per watch.
 	ErrShardIgnored = errors.New("factory: the server ignored the shard selector (enable the ShardedListAndWatch feature gate on kube-apiserver, or drop Scope.Shard)")
 )

@@ -17,7 +17,8 @@ import (
 // scope, through a REST client built from config for gvr's group version
 // with client-go's kubernetes scheme (or s, if not nil). With a shard in
 // scope, a list whose answer is not that shard (no ListMeta.ShardInfo, or
-// another's) fails with ErrShardIgnored.
+// another's) fails with ErrShardIgnored, and a watch drops the events of
+// objects outside the shard (see shardEventFilter).
 func TypedListWatch(config *rest.Config, s *runtime.Scheme, gvr schema.GroupVersionResource, scope Scope) (cache.ListerWatcher, error) {
 	if config == nil {
 		return nil, fmt.Errorf("%w: no REST config for %s", ErrResource, gvr)
@@ -36,6 +37,14 @@ func TypedListWatch(config *rest.Config, s *runtime.Scheme, gvr schema.GroupVers
 	}
 	lw.ListWithContextFunc = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 		return checkedList(scope.Shard)(listCtx(ctx, o))
+	}
+	events := newShardEventFilter(scope.Shard)
+	watchNoCtx, watchCtx := lw.WatchFunc, lw.WatchFuncWithContext
+	lw.WatchFunc = func(o metav1.ListOptions) (watch.Interface, error) {
+		return events.watch(context.Background())(watchNoCtx(o))
+	}
+	lw.WatchFuncWithContext = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		return events.watch(ctx)(watchCtx(ctx, o))
 	}
 	return checkedListWatch{lw}, nil
 }
@@ -56,12 +65,14 @@ func checkedList(shard string) func(runtime.Object, error) (runtime.Object, erro
 
 // DynamicListWatch returns a ListerWatcher of unstructured objects of gvr
 // in scope. With a shard in scope, a list whose answer is not that shard
-// (no metadata.shardInfo, or another's) fails with ErrShardIgnored.
+// (no metadata.shardInfo, or another's) fails with ErrShardIgnored, and a
+// watch drops the events of objects outside the shard.
 func DynamicListWatch(client dynamic.Interface, gvr schema.GroupVersionResource, scope Scope) cache.ListerWatcher {
 	var ri dynamic.ResourceInterface = client.Resource(gvr)
 	if scope.Namespace != "" {
 		ri = client.Resource(gvr).Namespace(scope.Namespace)
 	}
+	events := newShardEventFilter(scope.Shard)
 	return checkedListWatch{&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			tweak(scope, &o)
@@ -69,7 +80,7 @@ func DynamicListWatch(client dynamic.Interface, gvr schema.GroupVersionResource,
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			tweak(scope, &o)
-			return ri.Watch(ctx, o)
+			return events.watch(ctx)(ri.Watch(ctx, o))
 		},
 	}}
 }

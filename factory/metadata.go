@@ -3,7 +3,6 @@ package factory
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -118,7 +117,8 @@ func nameSuffix(s *runtime.Scheme, example runtime.Object) string {
 // object outside them means the server sent the whole collection. A
 // selector that is not shardRange terms joined with || cannot be checked
 // that way, and every list without ShardInfo fails with ErrShardIgnored;
-// ForMetadata refuses such a selector.
+// ForMetadata refuses such a selector. A watch drops the events of objects
+// outside the shard's ranges.
 func MetadataListWatch(client metadata.Interface, gvr schema.GroupVersionResource, kind string, scope Scope) cache.ListerWatcher {
 	var ri metadata.ResourceInterface = client.Resource(gvr)
 	if scope.Namespace != "" {
@@ -126,6 +126,7 @@ func MetadataListWatch(client metadata.Interface, gvr schema.GroupVersionResourc
 	}
 	gvk := gvr.GroupVersion().WithKind(kind)
 	ranges, parsed := parseShard(scope.Shard)
+	shardEvents := newShardEventFilter(scope.Shard)
 	return checkedListWatch{&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			tweak(scope, &o)
@@ -147,7 +148,16 @@ func MetadataListWatch(client metadata.Interface, gvr schema.GroupVersionResourc
 			if err != nil {
 				return nil, err
 			}
-			return newKindWatch(w, gvk), nil
+			inShard := shardEvents.filter(ctx)
+			return newFilterWatch(w, func(e *watch.Event) bool {
+				if !inShard(e) {
+					return false
+				}
+				if m, ok := e.Object.(*metav1.PartialObjectMetadata); ok {
+					m.SetGroupVersionKind(gvk)
+				}
+				return true
+			}), nil
 		},
 	}}
 }
@@ -167,52 +177,6 @@ func checkMetadataShard(shard string, ranges []sharding.ShardRangeRequirement, p
 	}
 	return checkShardItems(shard, ranges, l)
 }
-
-// kindWatch sets the kind of each PartialObjectMetadata a watch delivers.
-// Unlike watch.Filter's, its goroutine ends on Stop even when nobody
-// reads the event it holds.
-type kindWatch struct {
-	in   watch.Interface
-	out  chan watch.Event
-	stop chan struct{}
-	once sync.Once
-}
-
-func newKindWatch(in watch.Interface, gvk schema.GroupVersionKind) *kindWatch {
-	w := &kindWatch{in: in, out: make(chan watch.Event), stop: make(chan struct{})}
-	go func() {
-		defer close(w.out)
-		for {
-			select {
-			case e, ok := <-in.ResultChan():
-				if !ok {
-					return
-				}
-				if m, ok := e.Object.(*metav1.PartialObjectMetadata); ok {
-					m.SetGroupVersionKind(gvk)
-				}
-				select {
-				case w.out <- e:
-				case <-w.stop:
-					return
-				}
-			case <-w.stop:
-				return
-			}
-		}
-	}()
-	return w
-}
-
-// Stop stops the underlying watch and the goroutine.
-func (w *kindWatch) Stop() {
-	w.once.Do(func() { close(w.stop) })
-	w.in.Stop()
-}
-
-// ResultChan returns the events, closed after Stop or the underlying
-// watch's end.
-func (w *kindWatch) ResultChan() <-chan watch.Event { return w.out }
 
 // ForMetadata returns the metadata-only informer of gvr's objects of kind
 // (for example "Secret" for secrets): its objects are

@@ -11,7 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/sharding"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 )
 
 // A server without the ShardedListAndWatch feature gate ignores
@@ -33,6 +35,11 @@ import (
 // k8s.io/initial-events-end annotation, nothing of the shard. The factory
 // therefore relists a sharded informer with paginated LIST (the
 // reflector's WatchListOff), so that every relist is checked.
+//
+// A watch carries no ShardInfo either, and may be opened on another
+// apiserver than the list (one restarted without the gate, or one of
+// several behind a load balancer): each of its events is checked against
+// the shard's ranges instead (shardEventFilter).
 
 // shardRangeTerm matches one shardRange(field, 'start', 'end') of a
 // shard selector, as kube-apiserver 1.36 accepts it (k8s.io/apiserver
@@ -162,10 +169,11 @@ type checkedListWatch struct{ *cache.ListWatch }
 
 func (checkedListWatch) checksShard() {}
 
-// shardChecked returns lw, whose lists are sent with shard, with each list
-// answer checked (checkShardList; for a metadata-only informer,
-// checkMetadataShard). lw must send the selector itself. Its watches are
-// lw's.
+// shardChecked returns lw, whose lists and watches are sent with shard,
+// with each list answer checked (checkShardList; for a metadata-only
+// informer, checkMetadataShard) and the events of objects outside the
+// shard dropped from its watches (shardEventFilter). lw must send the
+// selector itself.
 func shardChecked(lw cache.ListerWatcher, shard string, metadataOnly bool) cache.ListerWatcher {
 	if _, ok := lw.(interface{ checksShard() }); ok || shard == "" {
 		return lw
@@ -178,6 +186,7 @@ func shardChecked(lw cache.ListerWatcher, shard string, metadataOnly bool) cache
 		return checkShardList(shard, obj)
 	}
 	lwc := cache.ToListerWatcherWithContext(lw)
+	events := newShardEventFilter(shard)
 	return checkedListWatch{&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			obj, err := lwc.ListWithContext(ctx, o)
@@ -189,6 +198,82 @@ func shardChecked(lw cache.ListerWatcher, shard string, metadataOnly bool) cache
 			}
 			return obj, nil
 		},
-		WatchFuncWithContext: lwc.WatchWithContext,
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return events.watch(ctx)(lwc.WatchWithContext(ctx, o))
+		},
 	}}
+}
+
+// shardEventFilter drops the watch events of objects outside a shard.
+//
+// A server without the ShardedListAndWatch gate ignores the shard
+// selector of a watch as of a list, and a watch says nothing of the shard
+// it sends. An informer that synced through an apiserver with the gate
+// may watch through one without it (restarted without the gate, or
+// another behind the same load balancer); that watch sends every shard's
+// changes. Each ADDED, MODIFIED and DELETED event is therefore tested
+// against the shard's ranges, hashing the object's uid or namespace (read
+// through meta.Accessor: typed, unstructured and metadata-only objects
+// alike) with the sharding package's selector, as the server does. An
+// event outside the shard is dropped: its object is not the shard's, and
+// since a uid or a namespace never changes, the informer never held it (a
+// DELETED of it is dropped harmlessly). The first one a watch drops is
+// logged, once per watch, with ErrShardIgnored. BOOKMARK and ERROR events,
+// and events whose object has no metadata, pass untouched.
+//
+// A selector that is not shardRange terms joined with || (parseShard)
+// cannot be tested that way: the events of its watches pass unchecked.
+type shardEventFilter struct {
+	shard string
+	sel   sharding.Selector // nil when there is nothing to check
+}
+
+func newShardEventFilter(shard string) *shardEventFilter {
+	reqs, ok := parseShard(shard)
+	if !ok {
+		return &shardEventFilter{shard: shard}
+	}
+	return &shardEventFilter{shard: shard, sel: sharding.NewSelector(reqs...)}
+}
+
+// filter returns the filter of the events of one watch opened with ctx:
+// true for an event to pass on, false for one to drop. It logs to ctx's
+// logger (klog.FromContext). It must be called from one goroutine.
+func (f *shardEventFilter) filter(ctx context.Context) func(*watch.Event) bool {
+	if f.sel == nil {
+		return func(*watch.Event) bool { return true }
+	}
+	logger := klog.FromContext(ctx)
+	logged := false
+	return func(e *watch.Event) bool {
+		switch e.Type {
+		case watch.Added, watch.Modified, watch.Deleted:
+		default:
+			return true
+		}
+		in, err := f.sel.Matches(e.Object)
+		if err != nil || in {
+			return true
+		}
+		if !logged {
+			logged = true
+			m, _ := meta.Accessor(e.Object)
+			err := fmt.Errorf("%w: sent shard selector %q, the watch sent %s of %s/%s (uid %s), which is outside it: the server watched the whole collection",
+				ErrShardIgnored, f.shard, e.Type, m.GetNamespace(), m.GetName(), m.GetUID())
+			logger.Error(err, "Dropping the events of objects outside the shard from this watch", "shard", f.shard)
+		}
+		return false
+	}
+}
+
+// watch returns a function that passes on a watch opened with ctx with
+// its events filtered (filter), or w itself when there is nothing to
+// check, and an error as it is.
+func (f *shardEventFilter) watch(ctx context.Context) func(watch.Interface, error) (watch.Interface, error) {
+	return func(w watch.Interface, err error) (watch.Interface, error) {
+		if err != nil || w == nil || f.sel == nil {
+			return w, err
+		}
+		return newFilterWatch(w, f.filter(ctx)), nil
+	}
 }

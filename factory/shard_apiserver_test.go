@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/sharding"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
@@ -123,7 +125,9 @@ func namesIn(t *testing.T, inf *informer.Informer) []string {
 // ShardedListAndWatch gate ignores the shard selector and lists every
 // configmap; a sharded informer (typed, dynamic, metadata-only) reports
 // ErrShardIgnored to its watch error handler, retries, never syncs and
-// stores nothing.
+// stores nothing. The same server watches every configmap too; the
+// watches of the factory's sharded ListerWatchers pass on only the
+// shard's.
 func TestRealAPIServerShardIgnoredWithoutTheGate(t *testing.T) {
 	t.Parallel()
 	ctx, env := realAPIServer(t)
@@ -149,6 +153,91 @@ func TestRealAPIServerShardIgnoredWithoutTheGate(t *testing.T) {
 			}
 			if names := namesIn(t, inf); len(names) != 0 {
 				t.Errorf("the store holds %q", names)
+			}
+		})
+	}
+	t.Run("watch", func(t *testing.T) {
+		watchOutsideTheShard(ctx, t, env, cs, ns)
+	})
+}
+
+// watchOutsideTheShard opens a watch of configmaps in ns with each of the
+// factory's sharded ListerWatchers (typed, dynamic, metadata-only) on a
+// server without the ShardedListAndWatch gate, creates configmaps in
+// both halves of the uid hash space, and checks that each watch passes
+// on the ADDED events of the lower half's only, and logs what it drops.
+func watchOutsideTheShard(ctx context.Context, t *testing.T, env *testenv.Env, cs kubernetes.Interface, ns string) {
+	l, err := cs.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope := Scope{Namespace: ns, Shard: lowerHalf}
+	typed, err := TypedListWatch(env.RestConfig(), nil, configMapsGVR, scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := dynamic.NewForConfig(env.RestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc, err := metadata.NewForConfig(env.RestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lws := map[string]cache.ListerWatcher{
+		"typed":    typed,
+		"dynamic":  DynamicListWatch(dc, configMapsGVR, scope),
+		"metadata": MetadataListWatch(mc, configMapsGVR, "ConfigMap", scope),
+	}
+	watches, logs := map[string]watch.Interface{}, map[string]func() []string{}
+	for kind, lw := range lws {
+		wctx, lines := logLines()
+		w, err := cache.ToListerWatcherWithContext(lw).WatchWithContext(wctx, metav1.ListOptions{ResourceVersion: l.ResourceVersion})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		watches[kind], logs[kind] = w, lines
+	}
+	// Created until the last one is in the lower half: once a watch sent
+	// it, it has decided on every event before it.
+	var lower, upper []string
+	var last string
+	for i := 0; len(lower) < 2 || len(upper) < 2 || last != lower[len(lower)-1]; i++ {
+		cm, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("w%d", i)}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inLowerHalf(string(cm.UID)) {
+			lower = append(lower, cm.Name)
+		} else {
+			upper = append(upper, cm.Name)
+		}
+		last = cm.Name
+	}
+	for kind, w := range watches {
+		t.Run(kind, func(t *testing.T) {
+			var got []string
+			for len(got) == 0 || got[len(got)-1] != last {
+				select {
+				case e, ok := <-w.ResultChan():
+					if !ok {
+						t.Fatalf("the watch ended after %q", got)
+					}
+					m, err := meta.Accessor(e.Object)
+					if err != nil || e.Type != watch.Added {
+						t.Fatalf("the watch sent %s %v", e.Type, e.Object)
+					}
+					got = append(got, m.GetName())
+				case <-ctx.Done():
+					t.Fatalf("the watch sent %q, not %s", got, last)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(lower) {
+				t.Errorf("the watch sent %q, want the lower half's %q (the upper half's: %q)", got, lower, upper)
+			}
+			if l := logs[kind](); len(l) != 1 || !strings.Contains(l[0], "ShardedListAndWatch") {
+				t.Errorf("logged %q, want one line naming the feature gate", l)
 			}
 		})
 	}

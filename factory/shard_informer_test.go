@@ -3,7 +3,9 @@ package factory
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -24,10 +26,11 @@ import (
 )
 
 // fakeShardLW is a ListerWatcher of configmaps that answers each list
-// with page(options) and each watch with a watch that sends nothing. It
-// records the options of every request.
+// with page(options) and each watch with a watch that sends events and
+// stays open. It records the options of every request.
 type fakeShardLW struct {
-	page func(metav1.ListOptions) *corev1.ConfigMapList
+	page   func(metav1.ListOptions) *corev1.ConfigMapList
+	events []watch.Event
 
 	mu      sync.Mutex
 	lists   []metav1.ListOptions
@@ -46,7 +49,11 @@ func (f *fakeShardLW) lw() *cache.ListWatch {
 			f.mu.Lock()
 			f.watches = append(f.watches, o)
 			f.mu.Unlock()
-			return watch.NewFake(), nil
+			w := watch.NewFakeWithChanSize(len(f.events), false)
+			for _, e := range f.events {
+				w.Action(e.Type, e.Object.DeepCopyObject())
+			}
+			return w, nil
 		},
 	}
 }
@@ -281,4 +288,58 @@ func TestShardedWarmStartChecksTheShard(t *testing.T) {
 			t.Errorf("the warm start watched (%+v)", watches)
 		}
 	})
+}
+
+// TestShardedInformerDropsWatchEventsOutsideTheShard: a sharded informer
+// synced from its shard's list whose watch then sends other shards'
+// events (a server without the gate behind the same address) never puts
+// those objects in its store nor hands them to a handler, and still
+// applies its own shard's events.
+func TestShardedInformerDropsWatchEventsOutsideTheShard(t *testing.T) {
+	lower, upper := uidsByHalf(2)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cm := func(name string, uid types.UID, rv string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: uid, ResourceVersion: rv}}
+	}
+	f := shardFactory(t, filepath.Join(t.TempDir(), "f.db"))
+	fake := &fakeShardLW{
+		page: func(metav1.ListOptions) *corev1.ConfigMapList {
+			return configMapList(lowerHalf, "", map[string]types.UID{"a": lower[0]})
+		},
+		events: []watch.Event{
+			{Type: watch.Added, Object: cm("b", upper[0], "11")},
+			{Type: watch.Modified, Object: cm("a", lower[0], "12")},
+			{Type: watch.Modified, Object: cm("c", upper[1], "13")},
+			{Type: watch.Deleted, Object: cm("b", upper[0], "14")},
+			{Type: watch.Added, Object: cm("d", lower[1], "15")},
+		},
+	}
+	inf, err := f.InformerFor(ctx, configMapsGVR, &corev1.ConfigMap{}, fake.lw(), Scope{Namespace: "ns", Shard: lowerHalf}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	if _, err := inf.AddEventHandler(rec); err != nil {
+		t.Fatal(err)
+	}
+	_, other := shardErrors(t, inf)
+	f.Start(ctx)
+	// Handlers are told in the order of the watch: once d is added, every
+	// event before it was applied or dropped.
+	got := rec.WaitFor(t, 3)
+	equalEvents(t, got, []event{"add ns/a@5 initial=true", "update ns/a@5 -> ns/a@12", "add ns/d@15 initial=false"})
+	if keys := sortedKeys(inf.GetStore().ListKeys()); fmt.Sprint(keys) != "[ns/a ns/d]" {
+		t.Errorf("the store holds %q, want [ns/a ns/d]", keys)
+	}
+	select {
+	case err := <-other:
+		t.Errorf("watch error %v", err)
+	default:
+	}
+}
+
+func sortedKeys(keys []string) []string {
+	sort.Strings(keys)
+	return keys
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/sharding"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata"
@@ -100,6 +101,9 @@ type shardServer struct {
 	items []corev1.ConfigMap
 	echo  string
 	proto bool
+	// events are the events of every watch, sent in JSON, after which the
+	// watch ends.
+	events []shardServerEvent
 
 	mu     sync.Mutex
 	sent   []string
@@ -110,6 +114,10 @@ func (s *shardServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.sent = append(s.sent, r.URL.Query().Get("shardSelector"))
 	s.mu.Unlock()
+	if r.URL.Query().Get("watch") == "true" {
+		s.serveWatch(w, r)
+		return
+	}
 	lm := metav1.ListMeta{ResourceVersion: "10"}
 	if s.echo != "" {
 		lm.ShardInfo = &metav1.ShardInfo{Selector: s.echo}
@@ -259,6 +267,37 @@ func TestListWatchesCheckTheShard(t *testing.T) {
 					t.Fatalf("list holds %d objects, want %d", n, len(tc.items))
 				}
 			})
+		}
+	}
+}
+
+// shardServerEvent is an event of a shardServer's watches.
+type shardServerEvent struct {
+	typ watch.EventType
+	cm  corev1.ConfigMap
+}
+
+// serveWatch sends s.events in JSON, as PartialObjectMetadata to a
+// metadata client, and ends the watch.
+func (s *shardServer) serveWatch(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	for _, e := range s.events {
+		var obj runtime.Object
+		if strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadata") {
+			obj = &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}, ObjectMeta: e.cm.ObjectMeta}
+		} else {
+			cm := e.cm
+			cm.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}
+			obj = &cm
+		}
+		raw, err := json.Marshal(obj)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		if err := enc.Encode(metav1.WatchEvent{Type: string(e.typ), Object: runtime.RawExtension{Raw: raw}}); err != nil {
+			return
 		}
 	}
 }
