@@ -239,6 +239,9 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 	if gvr.Version == "" || gvr.Resource == "" {
 		return nil, fmt.Errorf("%w: resource %v needs a version and a resource", ErrInvalidOptions, gvr)
 	}
+	if err := checkShardScope(lw, scope.Shard); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidOptions, gvr, err)
+	}
 	name := nameOf(gvr, scope) + nameSuffix(f.opts.Scheme, example)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -344,7 +347,13 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 		Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: kind,
 		Namespace: scope.Namespace, LabelSelector: scope.LabelSelector, FieldSelector: scope.FieldSelector, Shard: scope.Shard,
 	}
-	if f.sensitive(gvr.GroupResource(), cfg.sealing) {
+	sensitive := f.sensitive(gvr.GroupResource(), cfg.sealing)
+	if kind == UnstructuredKind {
+		if err := f.dropKindless(ctx, id, sensitive); err != nil {
+			return nil, err
+		}
+	}
+	if sensitive {
 		sc, ok, err := f.sealedCodec(c)
 		if err != nil {
 			return nil, err
@@ -372,6 +381,25 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 		TransformVersion: cfg.transformVersion,
 		HotBytes:         cfg.hotBytes,
 	})
+}
+
+// dropKindless deletes the record an unstructured informer of id's
+// built-in kind left before ForDynamic named its example's kind: the same
+// resource and scope without a kind. Nothing reads it any more; for a
+// sensitive resource it may hold plaintext, which must go (forgetSensitive:
+// an error then fails the informer); for any other it is only logged.
+func (f *Factory) dropKindless(ctx context.Context, id bolt.Identity, sensitive bool) error {
+	old := id
+	old.Kind = ""
+	if sensitive {
+		return f.forgetSensitive(ctx, old)
+	}
+	if dropped, err := f.db.DropResource(ctx, old, bolt.DropOptions{}); err != nil {
+		f.logger.Error(err, "Cannot delete the record of an unstructured informer of a built-in kind left by an earlier version", "resource", old.String())
+	} else if dropped {
+		f.logger.Info("Deleted the record of an unstructured informer of a built-in kind left by an earlier version, which recorded no kind", "resource", old.String())
+	}
+	return nil
 }
 
 // ForResource returns the informer of the typed resource gvr, whose

@@ -46,7 +46,7 @@ func TypedListWatch(config *rest.Config, s *runtime.Scheme, gvr schema.GroupVers
 	lw.WatchFuncWithContext = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 		return events.watch(ctx)(watchCtx(ctx, o))
 	}
-	return checkedListWatch{lw}, nil
+	return checkedListWatch{ListWatch: lw, shard: scope.Shard}, nil
 }
 
 // checkedList returns a function that passes on a list's answer when it
@@ -73,7 +73,7 @@ func DynamicListWatch(client dynamic.Interface, gvr schema.GroupVersionResource,
 		ri = client.Resource(gvr).Namespace(scope.Namespace)
 	}
 	events := newShardEventFilter(scope.Shard)
-	return checkedListWatch{&cache.ListWatch{
+	return checkedListWatch{shard: scope.Shard, ListWatch: &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			tweak(scope, &o)
 			return checkedList(scope.Shard)(ri.List(ctx, o))

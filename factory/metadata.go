@@ -127,7 +127,7 @@ func MetadataListWatch(client metadata.Interface, gvr schema.GroupVersionResourc
 	gvk := gvr.GroupVersion().WithKind(kind)
 	ranges, parsed := parseShard(scope.Shard)
 	shardEvents := newShardEventFilter(scope.Shard)
-	return checkedListWatch{&cache.ListWatch{
+	return checkedListWatch{shard: scope.Shard, ListWatch: &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			tweak(scope, &o)
 			l, err := ri.List(ctx, o)

@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2/ktesting"
@@ -566,5 +567,58 @@ func TestSensitiveNotCreatedWhenPlaintextStays(t *testing.T) {
 	defer func() { _ = f.Shutdown() }()
 	if _, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{}); !errors.Is(err, ErrResource) || !errors.Is(err, bolt.ErrReadOnly) {
 		t.Fatalf("ForResource of Secrets kept in memory over a read-only file holding them in plaintext = %v, want ErrResource and bolt.ErrReadOnly", err)
+	}
+}
+
+// An unstructured informer of Secrets used to record no kind (ForDynamic's
+// example had none): that record, in plaintext, is deleted when the
+// Secrets' unstructured informer opens under its current identity, kept
+// in memory or sealed alike.
+func TestKindlessUnstructuredSecretsRecordDeleted(t *testing.T) {
+	src := secretSource(t, 2)
+	srv := serveSecrets(t, src)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, keys := range []seal.KeyProvider{nil, seal.Static(testKey(t))} {
+		path := filepath.Join(t.TempDir(), "f.db")
+		f, _ := sealFactory(t, path, srv.URL, nil)
+		// What ForDynamic of a built-in did before it named the kind.
+		if _, err := f.InformerFor(ctx, secretsGVR, &unstructured.Unstructured{}, DynamicListWatch(f.opts.Dynamic, secretsGVR, Scope{}), Scope{}, nil, WithUnsafePlaintext()); err != nil {
+			t.Fatal(err)
+		}
+		syncAll(ctx, t, f)
+		if err := f.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(path); !bytes.Contains(b, secretBytes) {
+			t.Fatalf("the kindless record was not written in clear: the grep below proves nothing")
+		}
+
+		f, _ = sealFactory(t, path, srv.URL, keys)
+		secrets, err := f.ForDynamic(ctx, secretsGVR, Scope{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		syncAll(ctx, t, f)
+		if n := len(secrets.GetStore().List()); n != 2 {
+			t.Fatalf("keys %v: the unstructured informer holds %d Secrets, want 2", keys != nil, n)
+		}
+		res, err := inspect.Resources(ctx, f.DB())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Identity.Kind == "" {
+				t.Fatalf("keys %v: the file still records the kindless %s", keys != nil, r.Identity)
+			}
+		}
+		compacted := filepath.Join(t.TempDir(), "compacted.db")
+		if _, err := inspect.CompactTo(ctx, f.DB(), compacted); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+		assertNoSecretBytes(t, "the cache file's data (compacted)", compacted)
 	}
 }

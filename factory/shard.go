@@ -162,12 +162,26 @@ func checkShardItems(shard string, reqs []sharding.ShardRangeRequirement, list r
 	})
 }
 
-// checkedListWatch is a ListerWatcher of this package that checks the
-// shard of its lists itself; InformerFor wraps any other ListerWatcher of
-// a sharded scope in shardChecked.
-type checkedListWatch struct{ *cache.ListWatch }
+// checkedListWatch is a ListerWatcher of this package that sends and
+// checks the shard of its scope itself ("" for none); InformerFor wraps any
+// other ListerWatcher of a sharded scope in shardChecked, and refuses one
+// of these built for another shard.
+type checkedListWatch struct {
+	*cache.ListWatch
+	shard string
+}
 
-func (checkedListWatch) checksShard() {}
+func (c checkedListWatch) checksShard() string { return c.shard }
+
+// shardCheckerOf returns the shard lw sends and checks itself, when it is
+// a ListerWatcher of this package.
+func shardCheckerOf(lw cache.ListerWatcher) (shard string, ok bool) {
+	c, ok := lw.(interface{ checksShard() string })
+	if !ok {
+		return "", false
+	}
+	return c.checksShard(), true
+}
 
 // shardChecked returns lw, whose lists and watches are sent with shard,
 // with each list answer checked (checkShardList; for a metadata-only
@@ -175,7 +189,7 @@ func (checkedListWatch) checksShard() {}
 // shard dropped from its watches (shardEventFilter). lw must send the
 // selector itself.
 func shardChecked(lw cache.ListerWatcher, shard string, metadataOnly bool) cache.ListerWatcher {
-	if _, ok := lw.(interface{ checksShard() }); ok || shard == "" {
+	if own, ok := shardCheckerOf(lw); (ok && own == shard) || shard == "" {
 		return lw
 	}
 	ranges, parsed := parseShard(shard)
@@ -187,7 +201,7 @@ func shardChecked(lw cache.ListerWatcher, shard string, metadataOnly bool) cache
 	}
 	lwc := cache.ToListerWatcherWithContext(lw)
 	events := newShardEventFilter(shard)
-	return checkedListWatch{&cache.ListWatch{
+	return checkedListWatch{shard: shard, ListWatch: &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			obj, err := lwc.ListWithContext(ctx, o)
 			if err != nil {
@@ -222,7 +236,9 @@ func shardChecked(lw cache.ListerWatcher, shard string, metadataOnly bool) cache
 // and events whose object has no metadata, pass untouched.
 //
 // A selector that is not shardRange terms joined with || (parseShard)
-// cannot be tested that way: the events of its watches pass unchecked.
+// cannot be tested that way; InformerFor refuses such a selector, and the
+// events of a ListerWatcher built with one outside InformerFor pass
+// unchecked.
 type shardEventFilter struct {
 	shard string
 	sel   sharding.Selector // nil when there is nothing to check
@@ -276,4 +292,21 @@ func (f *shardEventFilter) watch(ctx context.Context) func(watch.Interface, erro
 		}
 		return newFilterWatch(w, f.filter(ctx)), nil
 	}
+}
+
+// checkShardScope refuses a shard selector the factory cannot check
+// (parseShard: shardRange terms joined with ||; the server may accept
+// others, and echoes them in a form that could not be compared), and one
+// of this package's ListerWatchers built for another shard than the
+// scope's (it would send and check that one).
+func checkShardScope(lw cache.ListerWatcher, shard string) error {
+	if shard != "" {
+		if _, ok := parseShard(shard); !ok {
+			return fmt.Errorf("shard selector %q is not shardRange(field, '0x<16 hex digits>', '0x<16 hex digits>') terms joined with ||, the form whose answers the factory can check", shard)
+		}
+	}
+	if own, ok := shardCheckerOf(lw); ok && own != shard {
+		return fmt.Errorf("the ListerWatcher was built for shard %q, the scope's is %q: build it with the same scope", own, shard)
+	}
+	return nil
 }

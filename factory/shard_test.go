@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -314,4 +315,35 @@ func listLen(t *testing.T, obj runtime.Object) int {
 	}
 	t.Fatalf("list is a %T", obj)
 	return 0
+}
+
+// A shard the factory could not check, or a ListerWatcher of this package
+// built for another shard than the informer's scope, is refused when the
+// informer is made, not found out by lists that never sync.
+func TestInformerForRefusesShardsItCannotCheck(t *testing.T) {
+	f := newFactory(t, filepath.Join(t.TempDir(), "cache.db"), "http://127.0.0.1:1")
+	t.Cleanup(func() {
+		if err := f.Shutdown(); err != nil {
+			t.Error(err)
+		}
+	})
+	ctx := context.Background()
+	u := &unstructured.Unstructured{}
+	parenthesised := "(" + lowerHalf + ")"
+	for _, tc := range []struct {
+		name  string
+		lw    cache.ListerWatcher
+		scope Scope
+	}{
+		{"a selector the factory cannot parse", &cache.ListWatch{}, Scope{Shard: parenthesised}},
+		{"built without the scope's shard", DynamicListWatch(f.opts.Dynamic, configMapsGVR, Scope{}), Scope{Shard: lowerHalf}},
+		{"built for a shard, the scope has none", DynamicListWatch(f.opts.Dynamic, configMapsGVR, Scope{Shard: lowerHalf}), Scope{}},
+	} {
+		if _, err := f.InformerFor(ctx, configMapsGVR, u, tc.lw, tc.scope, nil); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("%s: InformerFor = %v; want an error wrapping ErrInvalidOptions", tc.name, err)
+		}
+	}
+	if _, err := f.InformerFor(ctx, configMapsGVR, u, DynamicListWatch(f.opts.Dynamic, configMapsGVR, Scope{Shard: lowerHalf}), Scope{Shard: lowerHalf}, nil); err != nil {
+		t.Errorf("InformerFor with a ListerWatcher of the scope's shard: %v", err)
+	}
 }

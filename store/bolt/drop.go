@@ -40,7 +40,8 @@ var errKeep = errors.New("resource kept")
 //
 // Errors: ErrResourceInUse when a Store of id is open on db (Resource
 // waits for DropResource, and the reverse); ErrReadOnly on a read-only DB
-// or file; ErrClosed; ErrInvalidOptions for an invalid identity; the
+// or file holding the resource (one that does not hold it, or whose Keep
+// keeps it, is (false, nil)); ErrClosed; ErrInvalidOptions for an invalid identity; the
 // write errors of any transaction (ErrDiskFull, ErrCorrupt). On error
 // nothing is deleted.
 func (db *DB) DropResource(ctx context.Context, id Identity, opts DropOptions) (dropped bool, err error) {
@@ -54,7 +55,24 @@ func (db *DB) DropResource(ctx context.Context, id Identity, opts DropOptions) (
 		return false, fmt.Errorf("bolt: %s %s: %w", op, name, err)
 	}
 	if db.opts.ReadOnly {
-		return false, fmt.Errorf("bolt: %s %s: %w (a read-only DB cannot delete it)", op, name, ErrReadOnly)
+		// Nothing to delete is not an error, even read-only.
+		var held bool
+		err := db.view(op, func(tx *bbolt.Tx) error {
+			res := tx.Bucket([]byte(name))
+			if res == nil {
+				return nil
+			}
+			m, err := layout.DecodeMeta(res.Get(layout.MetaKey))
+			held = err != nil || opts.Keep == nil || !opts.Keep(m.Codec)
+			return nil
+		})
+		switch {
+		case err != nil:
+			return false, fmt.Errorf("bolt: %s %s: %w", op, name, err)
+		case held:
+			return false, fmt.Errorf("bolt: %s %s: %w (a read-only DB cannot delete it)", op, name, ErrReadOnly)
+		}
+		return false, nil
 	}
 	if err := db.reserve(name); err != nil {
 		return false, fmt.Errorf("bolt: %s %s: %w", op, name, err)

@@ -184,9 +184,17 @@ func TestDropResourceRefused(t *testing.T) {
 	}
 
 	ro := openDB(t, path, Options{ReadOnly: true})
-	for _, id := range []Identity{podsID, {Version: "v1", Resource: "never-stored"}} {
-		if dropped, err := ro.DropResource(ctx, id, DropOptions{}); !errors.Is(err, ErrReadOnly) || dropped {
-			t.Errorf("DropResource(%s) on a read-only DB = %v, %v, want ErrReadOnly", id, dropped, err)
+	if dropped, err := ro.DropResource(ctx, podsID, DropOptions{}); !errors.Is(err, ErrReadOnly) || dropped {
+		t.Errorf("DropResource(%s) on a read-only DB = %v, %v, want ErrReadOnly", podsID, dropped, err)
+	}
+	// Nothing to delete, or a resource kept, is no error even read-only.
+	keep := DropOptions{Keep: func(string) bool { return true }}
+	for _, c := range []struct {
+		id   Identity
+		opts DropOptions
+	}{{Identity{Version: "v1", Resource: "never-stored"}, DropOptions{}}, {podsID, keep}} {
+		if dropped, err := ro.DropResource(ctx, c.id, c.opts); err != nil || dropped {
+			t.Errorf("DropResource(%s) on a read-only DB, nothing to drop = %v, %v, want false, nil", c.id, dropped, err)
 		}
 	}
 	if got := recordedNames(t, ro); len(got) != 2 {
