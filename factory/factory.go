@@ -223,7 +223,8 @@ func (f *Factory) QueueBudget() *deltafifo.Budget { return f.budget }
 // it does not exist. The store's codec is chosen for example (codec.ForObject)
 // and the identity recorded in the file is gvr, example's kind and scope,
 // with the factory's cluster and WithTransformVersion's version.
-// lw must apply scope itself. With a shard in scope, every list answer of
+// lw must apply scope itself, and must not change the objects of
+// TypedListWatch without wire.Forget (see TypedListWatch). With a shard in scope, every list answer of
 // lw is checked (ErrShardIgnored when it is not the shard's: see
 // Scope.Shard's documentation in the package doc) and relists use
 // paginated LIST, never WatchList. The informer has indexers (with

@@ -19,6 +19,13 @@ import (
 // scope, a list whose answer is not that shard (no ListMeta.ShardInfo, or
 // another's) fails with ErrShardIgnored, and a watch drops the events of
 // objects outside the shard (see shardEventFilter).
+//
+// Each object it decodes from protobuf carries the message it arrived in
+// (package store/wire), which the bolt store writes instead of marshalling
+// the object again. A wrapper that changes the objects it passes on must
+// call wire.Forget on each first, or the store writes the server's bytes
+// for an object the handlers saw changed; a transform set on the informer
+// (WithTransform) needs nothing.
 func TypedListWatch(config *rest.Config, s *runtime.Scheme, gvr schema.GroupVersionResource, scope Scope) (cache.ListerWatcher, error) {
 	if config == nil {
 		return nil, fmt.Errorf("%w: no REST config for %s", ErrResource, gvr)

@@ -30,78 +30,113 @@ import (
 	"reflect"
 	"runtime"
 	"sync"
+	"unsafe"
 	"weak"
 )
 
-// registry maps an object, by a weak pointer to it, to its message.
+// entry is a remembered object's message. wp tells the object apart from
+// a later one at the same address (once the first is collected, wp points
+// to nothing); cleanup drops the entry when the object is collected, and
+// is stopped when the entry goes first.
+type entry struct {
+	wp      weak.Pointer[byte]
+	msg     []byte
+	cleanup runtime.Cleanup
+}
+
+// registry maps an object's address to its entry. Keying by address lets
+// Take and Forget of an object never remembered (most of what the
+// informer forgets) cost a map lookup, without attaching a weak handle to
+// the object.
 var registry = struct {
 	sync.Mutex
-	m map[weak.Pointer[byte]][]byte
-}{m: make(map[weak.Pointer[byte]][]byte)}
+	m map[uintptr]entry
+}{m: make(map[uintptr]entry)}
 
-// keyOf returns the weak key of obj, or false for an object that is not a
-// pointer to a value with a size (only those have an identity).
-func keyOf(obj any) (weak.Pointer[byte], bool) {
+// addrOf returns the address of obj's value, or false for an object that
+// is not a pointer to a value with a size (only those have an identity).
+func addrOf(obj any) (unsafe.Pointer, bool) {
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Type().Elem().Size() == 0 {
-		return weak.Pointer[byte]{}, false
+		return nil, false
 	}
-	return weak.Make((*byte)(v.UnsafePointer())), true
+	return v.UnsafePointer(), true
 }
 
 // Remember records that obj was decoded from the protobuf message msg.
 // msg must not be changed afterwards. Remembering obj again replaces its
 // message.
 func Remember(obj any, msg []byte) {
-	k, ok := keyOf(obj)
+	p, ok := addrOf(obj)
 	if !ok {
 		return
 	}
 	if msg == nil {
 		msg = []byte{}
 	}
+	addr := uintptr(p)
 	registry.Lock()
-	_, had := registry.m[k]
-	registry.m[k] = msg
-	registry.Unlock()
-	if !had {
-		// An object remembered, taken, then remembered again gets a
-		// second cleanup: harmless, and the pipeline never does it.
-		runtime.AddCleanup((*byte)(reflect.ValueOf(obj).UnsafePointer()), forget, k)
+	defer registry.Unlock()
+	if e, ok := registry.m[addr]; ok {
+		if e.wp.Value() == (*byte)(p) {
+			e.msg = msg
+			registry.m[addr] = e
+			return
+		}
+		e.cleanup.Stop() // a collected object's, not yet run
 	}
+	wp := weak.Make((*byte)(p))
+	registry.m[addr] = entry{wp: wp, msg: msg, cleanup: runtime.AddCleanup((*byte)(p), collected, key{addr, wp})}
+}
+
+// key names an entry for its cleanup.
+type key struct {
+	addr uintptr
+	wp   weak.Pointer[byte]
+}
+
+// collected drops the entry of a collected object, unless a later object
+// at its address has one.
+func collected(k key) {
+	registry.Lock()
+	defer registry.Unlock()
+	if e, ok := registry.m[k.addr]; ok && e.wp == k.wp {
+		delete(registry.m, k.addr)
+	}
+}
+
+// take removes and returns obj's entry.
+func take(obj any) (entry, bool) {
+	p, ok := addrOf(obj)
+	if !ok {
+		return entry{}, false
+	}
+	addr := uintptr(p)
+	registry.Lock()
+	defer registry.Unlock()
+	e, ok := registry.m[addr]
+	if !ok || e.wp.Value() != (*byte)(p) {
+		return entry{}, false // none, or a collected object's
+	}
+	delete(registry.m, addr)
+	e.cleanup.Stop()
+	return e, true
 }
 
 // Take returns the message obj was decoded from and forgets it, or false
 // when none is remembered.
 func Take(obj any) ([]byte, bool) {
-	k, ok := keyOf(obj)
-	if !ok {
-		return nil, false
-	}
-	registry.Lock()
-	msg, ok := registry.m[k]
-	delete(registry.m, k)
-	registry.Unlock()
-	return msg, ok
+	e, ok := take(obj)
+	return e.msg, ok
 }
 
 // Forget forgets the message obj was decoded from, if any: call it before
 // changing a remembered object.
-func Forget(obj any) {
-	if k, ok := keyOf(obj); ok {
-		forget(k)
-	}
-}
+func Forget(obj any) { take(obj) }
 
-// forget drops k's entry, if any.
-func forget(k weak.Pointer[byte]) {
-	registry.Lock()
-	delete(registry.m, k)
-	registry.Unlock()
-}
-
-// Len returns the number of objects remembered and neither taken,
-// forgotten nor collected.
+// Len returns the number of entries: objects remembered and neither
+// taken, forgotten nor collected (a collected one's until its cleanup
+// runs).
 func Len() int {
 	registry.Lock()
 	defer registry.Unlock()
