@@ -145,6 +145,41 @@ func (c *readCounter) GetByKeyUncached(key string) (interface{}, bool, error) {
 	return store.GetUncached(c.Store, key)
 }
 
+// ReadStates is the store's own when it has one (bolt: the batch read the
+// informer uses), else reads key by key; each object it returns counts as
+// an uncached read.
+func (c *readCounter) ReadStates(keys []string, want func(i int, rv string) bool) ([]store.StoredState, error) {
+	var states []store.StoredState
+	if sr, ok := c.Store.(store.StatesReader); ok {
+		var err error
+		if states, err = sr.ReadStates(keys, want); err != nil {
+			return nil, err
+		}
+	} else {
+		states = make([]store.StoredState, len(keys))
+		for i, key := range keys {
+			rv, exists, err := c.Store.ResourceVersionOf(key)
+			if err != nil {
+				return nil, err
+			}
+			states[i] = store.StoredState{Exists: exists, RV: rv}
+			if exists && want(i, rv) {
+				if states[i].Obj, _, err = store.GetUncached(c.Store, key); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, st := range states {
+		if st.Obj != nil {
+			c.uncached++
+		}
+	}
+	return states, nil
+}
+
 func (c *readCounter) counts() (cached, uncached int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
