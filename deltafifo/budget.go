@@ -12,7 +12,7 @@ import (
 type BudgetMetrics interface {
 	// Used reports the objects charged to the budget after every change,
 	// with its limit. Used may exceed the limit by the pushes admitted
-	// into empty queues (see Budget).
+	// into empty queues and by each queue's floor (see Budget).
 	Used(used, limit int)
 	// Blocked counts pushes that had to wait for the budget (once per
 	// push, however long it waited).
@@ -48,10 +48,16 @@ type BudgetOptions struct {
 //     a delta or one page, whatever the budget. Used exceeds Limit by at
 //     most one page per queue then; a producer blocked on a full budget
 //     holds that page in its own memory anyway;
+//   - beyond that, a queue may always hold a floor of 1/64 of the limit,
+//     at most 64 objects (none for a limit under 64), whatever the others
+//     hold: while other queues hold the budget (two whose consumers are
+//     slow can hold all of it), its consumer still pops batches of watch
+//     events rather than one event per store write. Used exceeds Limit by
+//     at most that floor per queue then;
 //   - a queue never holds more than half of the budget (except for that
-//     one push into an empty queue), so one queue whose consumer is stuck
-//     (a handler that never returns stalls its informer's relists) leaves
-//     at least half of it to the others.
+//     one push into an empty queue and its floor), so one queue whose
+//     consumer is stuck (a handler that never returns stalls its
+//     informer's relists) leaves at least half of it to the others.
 //
 // A queue whose consumer is stopped for good keeps its share until it is
 // closed: close every queue that shares a budget when its consumer stops
@@ -105,7 +111,7 @@ func (b *Budget) Used() int {
 func (b *Budget) take(n, held int, empty bool) (ok bool, freed <-chan struct{}) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if empty || (b.used+n <= b.limit && held+n <= b.share()) {
+	if empty || held+n <= b.floor() || (b.used+n <= b.limit && held+n <= b.share()) {
 		b.used += n
 		b.metrics.Used(b.used, b.limit)
 		return true, nil
@@ -116,8 +122,16 @@ func (b *Budget) take(n, held int, empty bool) (ok bool, freed <-chan struct{}) 
 	return false, b.freed
 }
 
+// floor is what a queue may always hold, whatever the budget: enough for
+// batches of watch events rather than one event per store write while
+// other queues hold the budget (1/64 of the limit, at most 64 objects; 0
+// for budgets under 64).
+func (b *Budget) floor() int {
+	return min(b.limit/64, 64)
+}
+
 // share is the most one queue may hold, but for one push into an empty
-// queue.
+// queue and its floor.
 func (b *Budget) share() int {
 	return max(b.limit/2, 1)
 }

@@ -442,3 +442,34 @@ func pods(names ...string) []interface{} {
 	}
 	return out
 }
+
+// TestBudgetFloor checks that a queue keeps a floor of the budget (1/64 of
+// the limit, at most 64) while other queues hold all of it, so that its
+// consumer pops batches rather than one delta at a time; the push past
+// the floor waits.
+func TestBudgetFloor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		const limit = 640 // floor 10
+		b := newBudget(t, limit, nil)
+		for _, name := range []string{"slow-1", "slow-2"} {
+			q := newQueue(t, deltafifo.Options{Name: name, Capacity: limit, Budget: b})
+			for i := range limit / 2 {
+				must(t, q.Add(ctx, pod(fmt.Sprintf("%s-%d", name, i), "1")))
+			}
+		}
+		checkUsed(t, b, limit)
+
+		q := newQueue(t, deltafifo.Options{Name: "busy", Capacity: limit, Budget: b})
+		for i := range 10 {
+			must(t, q.Add(ctx, pod(fmt.Sprintf("p%d", i), "2")))
+		}
+		checkUsed(t, b, limit+10)
+		done := async(func() error { return q.Add(ctx, pod("p10", "2")) })
+		blocked(t, "add past the floor of a spent budget", done)
+		if n := len(pop(t, q, 100).Keys); n != 10 {
+			t.Fatalf("popped a batch of %d, want the floor's 10", n)
+		}
+		must(t, returned(t, "add after the queue's own pop", done))
+	})
+}

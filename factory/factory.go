@@ -65,8 +65,11 @@ type Options struct {
 	// holds at most half of it, so one informer whose handler is stuck
 	// leaves the other half to the rest, and an empty queue always takes
 	// one page (Informer.Reflector.PageSize) or event even when the
-	// budget is spent, so no informer waits forever for another: the
-	// queues hold at most QueueBudget plus one page per informer. An
+	// budget is spent, so no informer waits forever for another, and
+	// keeps a floor of 64 events (1/64 of a budget under 4,096) so that
+	// slow informers holding the budget never cut the others down to one
+	// event per store write: the queues hold at most QueueBudget plus one
+	// page or the floor per informer. An
 	// informer that lists also holds the page it is pushing, whatever the
 	// budget: lower Informer.Reflector.PageSize when many informers list
 	// at once (at 50 informers, 200k objects, no memory limit: 1,065 MiB
