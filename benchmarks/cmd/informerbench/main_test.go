@@ -17,7 +17,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestRun(t *testing.T) {
-	cmdtest.Run(t, run, cmdrun.ExitOK, []cmdtest.Case{
+	cmdtest.Run(t, run, []cmdtest.Case{
 		{
 			Name: "small run",
 			Args: []string{"-n", "80", "-updates", "30", "-impl", "client-go,bolt", "-dir", t.TempDir()},

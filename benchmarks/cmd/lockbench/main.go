@@ -30,9 +30,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
+	"github.com/warmcache/warmcache/benchmarks/internal/storebench"
 	"github.com/warmcache/warmcache/internal/podgen"
 	"github.com/warmcache/warmcache/store/bolt"
-	"github.com/warmcache/warmcache/store/codec"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -66,8 +66,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return measure(ctx, o, stdout, stderr)
 	})
 }
-
-var podsID = bolt.Identity{Version: "v1", Resource: "pods", Kind: "Pod"}
 
 func measure(ctx context.Context, o options, stdout, stderr io.Writer) error {
 	path := filepath.Join(o.dir, "lockbench.db")
@@ -108,8 +106,7 @@ func write(ctx context.Context, path string, n int) error {
 	if err != nil {
 		return err
 	}
-	s, err := db.Resource(ctx, bolt.ResourceOptions{Identity: podsID, Codec: codec.Protobuf(nil),
-		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
+	s, err := db.Resource(ctx, storebench.BoltResource())
 	if err != nil {
 		return errors.Join(err, db.Close())
 	}

@@ -12,7 +12,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestRun(t *testing.T) {
-	cmdtest.Run(t, run, cmdrun.ExitOK, []cmdtest.Case{
+	cmdtest.Run(t, run, []cmdtest.Case{
 		{
 			Name:   "small run",
 			Args:   []string{"-n", "200", "-runs", "1", "-dir", t.TempDir()},

@@ -29,13 +29,11 @@ import (
 	"os"
 	"time"
 
-	"k8s.io/client-go/tools/cache"
-
 	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
 	"github.com/warmcache/warmcache/benchmarks/internal/machine"
+	"github.com/warmcache/warmcache/benchmarks/internal/storebench"
 	"github.com/warmcache/warmcache/internal/podgen"
 	"github.com/warmcache/warmcache/store/bolt"
-	"github.com/warmcache/warmcache/store/codec"
 )
 
 // buildPage is the number of pods per Replace page when building a file.
@@ -76,14 +74,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return cmdrun.Run("openbench", args, stderr, parse, func(ctx context.Context, o options) error {
 		return measure(ctx, o, args, stdout, stderr)
 	})
-}
-
-func resourceOptions() bolt.ResourceOptions {
-	return bolt.ResourceOptions{
-		Identity: bolt.Identity{Version: "v1", Resource: "pods", Kind: "Pod"},
-		Codec:    codec.Protobuf(nil),
-		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
-	}
 }
 
 func measure(ctx context.Context, o options, args []string, stdout, stderr io.Writer) error {
@@ -140,7 +130,7 @@ func openOnce(ctx context.Context, path string) (result, error) {
 		return r, err
 	}
 	r.open = time.Since(start)
-	s, err := db.Resource(ctx, resourceOptions())
+	s, err := db.Resource(ctx, storebench.BoltResource())
 	r.resource = time.Since(start) - r.open
 	if err != nil {
 		return r, errors.Join(err, db.Close())
@@ -165,7 +155,7 @@ func build(ctx context.Context, path string, n int, stderr io.Writer) (err error
 		return err
 	}
 	defer func() { err = errors.Join(err, db.Close()) }()
-	s, err := db.Resource(ctx, resourceOptions())
+	s, err := db.Resource(ctx, storebench.BoltResource())
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestRun(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "pods.db")
-	cmdtest.Run(t, run, cmdrun.ExitOK, []cmdtest.Case{
+	cmdtest.Run(t, run, []cmdtest.Case{
 		{
 			Name:     "builds the file, then measures",
 			Args:     []string{"-file", file, "-n", "50", "-runs", "2"},

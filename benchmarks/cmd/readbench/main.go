@@ -57,20 +57,14 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, cmdrun.ErrUsage
 	}
 	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+		return o, fmt.Errorf("%w: unexpected arguments %q", cmdrun.ErrUsage, fs.Args())
 	}
 	if o.n <= 0 || o.reps <= 0 || o.gets <= 0 || o.recs <= 0 {
-		return o, fmt.Errorf("-n, -reps, -gets and -reconciles must be positive")
+		return o, fmt.Errorf("%w: -n, -reps, -gets and -reconciles must be positive", cmdrun.ErrUsage)
 	}
-	for _, s := range strings.Split(impls, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			o.impls = append(o.impls, s)
-		}
-	}
-	if len(o.impls) == 0 {
-		return o, fmt.Errorf("-impl names no store")
-	}
-	return o, nil
+	var err error
+	o.impls, err = cmdrun.Impls(impls, storebench.Impls)
+	return o, err
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

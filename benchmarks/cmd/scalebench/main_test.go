@@ -18,7 +18,7 @@ func TestMain(m *testing.M) {
 }
 
 func TestRun(t *testing.T) {
-	cmdtest.Run(t, run, cmdrun.ExitOK, []cmdtest.Case{
+	cmdtest.Run(t, run, []cmdtest.Case{
 		{
 			Name:   "small run",
 			Args:   []string{"-n", "150", "-updates", "10", "-memlimit", "512MiB", "-dir", t.TempDir()},

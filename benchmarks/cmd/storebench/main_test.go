@@ -12,7 +12,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestRun(t *testing.T) {
-	cmdtest.Run(t, run, cmdrun.ExitOK, []cmdtest.Case{
+	cmdtest.Run(t, run, []cmdtest.Case{
 		{
 			Name: "small run",
 			Args: []string{"-n", "120", "-impl", "client-go,bolt", "-batch", "50", "-get-samples", "20", "-index-samples", "2", "-dir", t.TempDir()},

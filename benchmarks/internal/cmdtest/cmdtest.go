@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
 )
 
 // Case is one invocation of a program's run function.
@@ -21,8 +23,9 @@ type Case struct {
 
 // Run calls run once per case in a subtest and checks its exit code, that
 // stdout holds every wanted substring, that stderr holds StderrIn, and
-// that a run whose wanted code is not ok wrote nothing to stdout.
-func Run(t *testing.T, run func(args []string, stdout, stderr io.Writer) int, ok int, cases []Case) {
+// that a run whose wanted code is not cmdrun.ExitOK wrote nothing to
+// stdout.
+func Run(t *testing.T, run func(args []string, stdout, stderr io.Writer) int, cases []Case) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(tc.Name, func(t *testing.T) {
@@ -38,7 +41,7 @@ func Run(t *testing.T, run func(args []string, stdout, stderr io.Writer) int, ok
 			if !strings.Contains(stderr.String(), tc.StderrIn) {
 				t.Errorf("stderr lacks %q:\n%s", tc.StderrIn, stderr.String())
 			}
-			if tc.Code != ok && stdout.Len() != 0 {
+			if tc.Code != cmdrun.ExitOK && stdout.Len() != 0 {
 				t.Errorf("a failed run wrote to stdout:\n%s", stdout.String())
 			}
 		})

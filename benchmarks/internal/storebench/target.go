@@ -84,6 +84,17 @@ func Indexers() cache.Indexers {
 	return cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
 }
 
+// BoltResource returns the options of the resource a Bolt target opens:
+// pods, in protobuf, with Indexers. Programs that write a bolt file of
+// podgen pods open it with them too.
+func BoltResource() bolt.ResourceOptions {
+	return bolt.ResourceOptions{
+		Identity: bolt.Identity{Version: "v1", Resource: "pods", Kind: "Pod"},
+		Codec:    codec.Protobuf(nil),
+		Indexers: Indexers(),
+	}
+}
+
 // Open opens an empty store of the named implementation.
 func Open(ctx context.Context, impl string, opts Options) (*Target, error) {
 	if opts.BatchSize < 0 || opts.PageSize < 0 {
@@ -122,11 +133,7 @@ func Open(ctx context.Context, impl string, opts Options) (*Target, error) {
 		if err != nil {
 			return nil, fmt.Errorf("storebench: open %s: %w", impl, err)
 		}
-		s, err := db.Resource(ctx, bolt.ResourceOptions{
-			Identity: bolt.Identity{Version: "v1", Resource: "pods", Kind: "Pod"},
-			Codec:    codec.Protobuf(nil),
-			Indexers: Indexers(),
-		})
+		s, err := db.Resource(ctx, BoltResource())
 		if err != nil {
 			return nil, fmt.Errorf("storebench: open %s: %w", impl, errors.Join(err, db.Close(), bolt.Remove(t.path)))
 		}

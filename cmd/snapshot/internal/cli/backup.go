@@ -147,7 +147,6 @@ func (o *backupOptions) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return usageErrorf("URL %q: %v", o.URL, err)
 	}
-	cred.authorize(req)
 	defer o.env.HTTPClient.CloseIdleConnections()
 	resp, err := client.Do(req)
 	if cause := context.Cause(ctx); err != nil && errors.Is(cause, errStalled) {

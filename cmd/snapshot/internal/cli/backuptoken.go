@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/transport"
 )
 
 // backupCredential is what `snapshot backup` authenticates with: a bearer
@@ -19,10 +20,8 @@ type backupCredential struct {
 	// source names where the credential comes from, for messages:
 	// "--token", "--token-file FILE", "kubeconfig context NAME".
 	source string
-	// token is the bearer token of --token and --token-file.
-	token string
-	// wrap adds the kubeconfig's credential (a token, a token file, an
-	// exec plugin) to a transport.
+	// wrap adds the credential (a token, a token file, an exec plugin) to
+	// a transport.
 	wrap func(http.RoundTripper) (http.RoundTripper, error)
 }
 
@@ -32,7 +31,7 @@ type backupCredential struct {
 func (o *backupOptions) resolveCredential() (*backupCredential, error) {
 	switch {
 	case o.Token != "":
-		return &backupCredential{source: "--token", token: o.Token}, nil
+		return &backupCredential{source: "--token", wrap: bearer(o.Token)}, nil
 	case o.TokenFile != "":
 		b, err := os.ReadFile(o.TokenFile)
 		if err != nil {
@@ -42,7 +41,7 @@ func (o *backupOptions) resolveCredential() (*backupCredential, error) {
 		if token == "" {
 			return nil, usageErrorf("--token-file %s is empty", o.TokenFile)
 		}
-		return &backupCredential{source: "--token-file " + o.TokenFile, token: token}, nil
+		return &backupCredential{source: "--token-file " + o.TokenFile, wrap: bearer(token)}, nil
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = o.Kubeconfig
@@ -80,10 +79,17 @@ func (o *backupOptions) resolveCredential() (*backupCredential, error) {
 	}}, nil
 }
 
+// bearer sends token on every request.
+func bearer(token string) func(http.RoundTripper) (http.RoundTripper, error) {
+	return func(rt http.RoundTripper) (http.RoundTripper, error) {
+		return transport.NewBearerAuthRoundTripper(token, rt), nil
+	}
+}
+
 // client returns the HTTP client that sends the credential, c nil sending
 // none, based on base.
 func (c *backupCredential) client(base *http.Client) (*http.Client, error) {
-	if c == nil || c.wrap == nil {
+	if c == nil {
 		return base, nil
 	}
 	rt := base.Transport
@@ -97,14 +103,6 @@ func (c *backupCredential) client(base *http.Client) (*http.Client, error) {
 	cl := *base
 	cl.Transport = wrapped
 	return &cl, nil
-}
-
-// authorize sets req's Authorization header for a token credential; the
-// kubeconfig's is added by the client's transport.
-func (c *backupCredential) authorize(req *http.Request) {
-	if c != nil && c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
 }
 
 // describe names the credential for messages.

@@ -270,8 +270,8 @@ func liveGeneration(t testing.TB, tx *bbolt.Tx, id bolt.Identity) *bbolt.Bucket 
 // record's bytes before the checksum.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// sealed appends to body the checksum of key and body.
-func sealed(key string, body []byte) []byte {
+// checksummed appends to body the checksum of key and body.
+func checksummed(key string, body []byte) []byte {
 	sum := crc32.Update(crc32.Checksum([]byte(key), castagnoli), castagnoli, body)
 	return binary.BigEndian.AppendUint32(body, sum)
 }
@@ -286,14 +286,14 @@ func setEnvelope(t testing.TB, tx *bbolt.Tx, id bolt.Identity, key string, body 
 	if len(entry) < 8 {
 		t.Fatalf("no item %q in %s", key, id)
 	}
-	env := sealed(key, append(slices.Clone(body), 0xce))
+	env := checksummed(key, append(slices.Clone(body), 0xce))
 	return gen.Bucket([]byte("blobs")).Put(append([]byte(nil), entry[:8]...), env)
 }
 
 // indexEntryValue is the value (its checksum) of the entry k of index
 // name.
 func indexEntryValue(name string, k []byte) []byte {
-	return sealed(name+"\x00", slices.Clone(k))[len(k):]
+	return checksummed(name+"\x00", slices.Clone(k))[len(k):]
 }
 
 // editMeta rewrites fields of a resource's meta (msgpack, by name, and a
@@ -312,7 +312,7 @@ func editMeta(t testing.TB, tx *bbolt.Tx, id bolt.Identity, fields map[string]in
 	if err != nil {
 		return err
 	}
-	return res.Put([]byte("meta"), sealed("", append(b, 0xce)))
+	return res.Put([]byte("meta"), checksummed("", append(b, 0xce)))
 }
 
 // copyFile copies src to a new file in dir.

@@ -37,8 +37,6 @@ type snapshotFile struct {
 	// codecs resolves recorded codec names, sealed ones with the keys of
 	// --key-file.
 	codecs func(name string) (codec.Codec, error)
-	// keyIDs are the IDs of the keys of --key-file.
-	keyIDs []string
 }
 
 // openOptions configures openSnapshot.
@@ -94,9 +92,6 @@ func openSnapshot(ctx context.Context, env *Env, path string, opts openOptions) 
 		return nil, explainOpenError(path, err)
 	}
 	f := &snapshotFile{path: path, info: fi, db: db, diag: diag, stores: map[string]*bolt.Store{}, recorded: map[string]bolt.Identity{}, codecs: codecResolver(keys)}
-	for _, k := range keys {
-		f.keyIDs = append(f.keyIDs, k.ID())
-	}
 	if f.resources, err = inspect.Resources(ctx, db); err != nil {
 		_ = f.Close()
 		return nil, explainOpenError(path, err)

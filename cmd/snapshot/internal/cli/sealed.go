@@ -108,10 +108,18 @@ func (f *snapshotFile) sealedInfo(ctx context.Context, info inspect.ResourceInfo
 	if err != nil {
 		return nil, fmt.Errorf("keys of %s: %w", displayName(info), err)
 	}
-	out := &sealedInfo{Cipher: "AES-256-GCM", Keys: []keyCount{}, Readable: len(f.keyIDs) > 0}
+	// The keys of the codec that reads the objects: none without
+	// --key-file.
+	var held []string
+	if c, err := f.codecs(info.Codec); err == nil {
+		if sc, ok := c.(*seal.Codec); ok {
+			held = sc.KeyIDs()
+		}
+	}
+	out := &sealedInfo{Cipher: "AES-256-GCM", Keys: []keyCount{}, Readable: len(held) > 0}
 	for id, n := range counts {
 		out.Keys = append(out.Keys, keyCount{ID: id, Objects: n})
-		if !slices.Contains(f.keyIDs, id) {
+		if !slices.Contains(held, id) {
 			out.Readable = false
 		}
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
 	"github.com/warmcache/warmcache/store/codec"
-	"github.com/warmcache/warmcache/store/seal"
 )
 
 // verifyOptions is `snapshot verify FILE`.
@@ -95,9 +94,11 @@ func (o *verifyOptions) Run(ctx context.Context) (err error) {
 	}
 	var total int64
 	names := map[string]string{}
+	// sealed holds the sealed resources --key-file does not open.
 	sealed := map[string]bool{}
 	for _, info := range f.resources {
-		_, sealed[info.Identity.String()] = seal.InnerName(info.Codec)
+		_, cerr := f.codecs(info.Codec)
+		sealed[info.Identity.String()] = errors.Is(cerr, errSealed)
 		total += info.Objects
 		if info.Problem == "" {
 			names[info.Identity.String()] = displayName(info)
@@ -141,7 +142,7 @@ func (o *verifyOptions) Run(ctx context.Context) (err error) {
 		if name == "" {
 			name = p.Resource
 		}
-		if p.Kind == inspect.ProblemNotDecoded && len(f.keyIDs) == 0 && sealed[p.Resource] {
+		if p.Kind == inspect.ProblemNotDecoded && sealed[p.Resource] {
 			// Not a problem of the file: its payloads are encrypted.
 			fmt.Fprintf(o.env.Stderr, "%s: sealed: objects not decoded (give --key-file to check them); keys, index entries and envelopes checked\n", name)
 			return
