@@ -65,12 +65,11 @@ func (l *loop) applyDeltas(ctx context.Context, b deltafifo.Batch) error {
 		changed := false
 		var last interface{}
 		for _, d := range b.Deltas[k] {
+			if skipped(d, cur.exists, cur.rv) {
+				continue
+			}
 			switch d.Type {
 			case cache.Added, cache.Updated, cache.Replaced:
-				rv := rvOf(d.Object)
-				if cur.exists && !newer(rv, cur.rv) {
-					continue
-				}
 				if notify {
 					if cur.exists {
 						old, err := l.load(key, &cur)
@@ -82,22 +81,16 @@ func (l *loop) applyDeltas(ctx context.Context, b deltafifo.Batch) error {
 						notes = append(notes, pending{n: note{kind: noteAdd, new: d.Object, initial: b.IsInInitialList}})
 					}
 				}
-				cur = keyState{exists: true, rv: rv, obj: d.Object, loaded: true}
+				cur = keyState{exists: true, rv: rvOf(d.Object), obj: d.Object, loaded: true}
 				changed, last = true, d.Object
 			case cache.Deleted:
-				if !cur.exists {
-					continue
-				}
-				if _, tomb := d.Object.(cache.DeletedFinalStateUnknown); !tomb && !newer(rvOf(d.Object), cur.rv) {
-					continue
-				}
 				if notify {
 					notes = append(notes, pending{n: note{kind: noteDelete, old: d.Object}})
 				}
 				cur = keyState{loaded: true}
 				changed, last = true, d.Object
 			case cache.Sync:
-				if !cur.exists || !notify {
+				if !notify {
 					continue
 				}
 				obj, err := l.load(key, &cur)
@@ -173,20 +166,31 @@ func (l *loop) storedStates(b deltafifo.Batch, notify bool) ([]keyState, error) 
 // skipped is an update or a resync.
 func needsStored(rv string, deltas cache.Deltas) bool {
 	for _, d := range deltas {
-		switch d.Type {
-		case cache.Added, cache.Updated, cache.Replaced:
-			if newer(rvOf(d.Object), rv) {
-				return true
-			}
-		case cache.Deleted:
-			if _, tomb := d.Object.(cache.DeletedFinalStateUnknown); tomb || newer(rvOf(d.Object), rv) {
-				return false
-			}
-		case cache.Sync:
-			return true
+		if !skipped(d, true, rv) {
+			return d.Type != cache.Deleted
 		}
 	}
 	return false
+}
+
+// skipped reports whether the walk of applyDeltas skips d against the
+// state (exists, rv) of its key: a replay not newer than a stored object,
+// a delete of a key not stored or not newer than its stored object (a
+// tombstone is never older), a resync of a key not stored.
+func skipped(d cache.Delta, exists bool, rv string) bool {
+	switch d.Type {
+	case cache.Added, cache.Updated, cache.Replaced:
+		return exists && !newer(rvOf(d.Object), rv)
+	case cache.Deleted:
+		if !exists {
+			return true
+		}
+		_, tomb := d.Object.(cache.DeletedFinalStateUnknown)
+		return !tomb && !newer(rvOf(d.Object), rv)
+	case cache.Sync:
+		return !exists
+	}
+	return true
 }
 
 // storedState reads key's stored resourceVersion as the store recorded it
