@@ -62,7 +62,7 @@ type BudgetOptions struct {
 // A queue whose consumer is stopped for good keeps its share until it is
 // closed: close every queue that shares a budget when its consumer stops
 // (the informer does). Queues that wait for the budget are woken whenever
-// it frees; none is favoured, but none can wait forever while its own
+// it frees room under its limit; none is favoured, but none can wait forever while its own
 // consumer pops, since its queue empties.
 //
 // All methods are safe for concurrent use.
@@ -74,9 +74,9 @@ type Budget struct {
 	// never the other way round (lock order: Queue.mu, then Budget.mu).
 	mu   sync.Mutex
 	used int
-	// freed, when not nil, is closed (and reset to nil) when used drops:
-	// pushes that wait for the budget wait on it. It is created only when
-	// someone waits.
+	// freed, when not nil, is closed (and reset to nil) when used drops
+	// below limit: pushes that wait for the budget wait on it. It is
+	// created only when someone waits.
 	freed chan struct{}
 }
 
@@ -136,7 +136,10 @@ func (b *Budget) share() int {
 	return max(b.limit/2, 1)
 }
 
-// release gives n objects back to the budget.
+// release gives n objects back to the budget. It wakes the waiting pushes
+// only once one object fits under the limit: until then none can pass on
+// what other queues freed (what its own queue frees wakes it through the
+// queue's room).
 func (b *Budget) release(n int) {
 	if n <= 0 {
 		return
@@ -145,7 +148,7 @@ func (b *Budget) release(n int) {
 	defer b.mu.Unlock()
 	b.used -= n
 	b.metrics.Used(b.used, b.limit)
-	if b.freed != nil {
+	if b.freed != nil && b.used < b.limit {
 		close(b.freed)
 		b.freed = nil
 	}

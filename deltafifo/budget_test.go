@@ -362,7 +362,9 @@ func TestBudgetPopCancelKeepsCharge(t *testing.T) {
 // TestBudgetConcurrentQueues runs many queues with a producer and a
 // consumer each under a small shared budget, under the race detector: every
 // object is delivered exactly once, the budget never holds more than its
-// limit plus one push per queue, and it is empty at the end.
+// limit plus one push per queue, it is charged exactly the queues' depths
+// once the consumers stop (before any Close, which zeroes a queue's
+// share), and it is empty once they are drained.
 func TestBudgetConcurrentQueues(t *testing.T) {
 	const queues, limit, page = 8, 16, 5
 	objects := 3000
@@ -374,10 +376,15 @@ func TestBudgetConcurrentQueues(t *testing.T) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	counts := make([]int, queues)
+	qs := make([]*deltafifo.Queue, queues)
 	for k := range queues {
 		q := newQueue(t, deltafifo.Options{Name: fmt.Sprint(k), Capacity: 10, Budget: b})
+		qs[k] = q
+		// The consumer pops until its producer is done, then stops,
+		// leaving what is still queued.
+		popCtx, produced := context.WithCancel(ctx)
 		wg.Go(func() { // producer
-			defer q.Close()
+			defer produced()
 			r := rand.New(rand.NewPCG(uint64(k), 1))
 			for i := 0; i < objects; {
 				var err error
@@ -407,8 +414,8 @@ func TestBudgetConcurrentQueues(t *testing.T) {
 		wg.Go(func() { // consumer
 			r := rand.New(rand.NewPCG(uint64(k), 2))
 			for {
-				bt, err := q.Pop(ctx, 1+r.IntN(4))
-				if errors.Is(err, deltafifo.ErrClosed) {
+				bt, err := q.Pop(popCtx, 1+r.IntN(4))
+				if errors.Is(err, context.Canceled) {
 					return
 				}
 				if err != nil {
@@ -420,6 +427,24 @@ func TestBudgetConcurrentQueues(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	depths := 0
+	for _, q := range qs {
+		depths += q.Depth()
+	}
+	checkUsed(t, b, depths)
+	for k, q := range qs {
+		for q.Depth() > 0 {
+			bt, err := q.Pop(ctx, 4)
+			if err != nil {
+				t.Fatalf("queue %d: drain: %v", k, err)
+			}
+			counts[k] += bt.Len()
+		}
+	}
+	checkUsed(t, b, 0) // before Close: the pops gave everything back
+	for _, q := range qs {
+		q.Close()
+	}
 	for k, n := range counts {
 		if n != objects {
 			t.Errorf("queue %d delivered %d objects, want %d", k, n, objects)

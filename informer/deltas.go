@@ -18,8 +18,7 @@ import (
 type keyState struct {
 	exists bool
 	rv     string
-	obj    interface{} // nil until needed (loaded lazily from the store)
-	loaded bool
+	obj    interface{} // nil when not needed (see needsStored)
 }
 
 // pending is a notification waiting for the batch's Apply.
@@ -60,51 +59,36 @@ func (l *loop) applyDeltas(ctx context.Context, b deltafifo.Batch) error {
 	}
 	txns := make([]cache.Transaction, 0, len(b.Keys))
 	var notes []pending
-	for k, key := range b.Keys {
+	for k := range b.Keys {
 		cur := states[k]
 		changed := false
 		var last interface{}
 		for _, d := range b.Deltas[k] {
+			if skipped(d, cur.exists, cur.rv) {
+				continue
+			}
 			switch d.Type {
 			case cache.Added, cache.Updated, cache.Replaced:
-				rv := rvOf(d.Object)
-				if cur.exists && !newer(rv, cur.rv) {
-					continue
-				}
 				if notify {
 					if cur.exists {
-						old, err := l.load(key, &cur)
-						if err != nil {
-							return err
-						}
-						notes = append(notes, pending{n: note{kind: noteUpdate, old: old, new: d.Object}})
+						notes = append(notes, pending{n: note{kind: noteUpdate, old: cur.obj, new: d.Object}})
 					} else {
 						notes = append(notes, pending{n: note{kind: noteAdd, new: d.Object, initial: b.IsInInitialList}})
 					}
 				}
-				cur = keyState{exists: true, rv: rv, obj: d.Object, loaded: true}
+				cur = keyState{exists: true, rv: rvOf(d.Object), obj: d.Object}
 				changed, last = true, d.Object
 			case cache.Deleted:
-				if !cur.exists {
-					continue
-				}
-				if _, tomb := d.Object.(cache.DeletedFinalStateUnknown); !tomb && !newer(rvOf(d.Object), cur.rv) {
-					continue
-				}
 				if notify {
 					notes = append(notes, pending{n: note{kind: noteDelete, old: d.Object}})
 				}
-				cur = keyState{loaded: true}
+				cur = keyState{}
 				changed, last = true, d.Object
 			case cache.Sync:
-				if !cur.exists || !notify {
+				if !notify {
 					continue
 				}
-				obj, err := l.load(key, &cur)
-				if err != nil {
-					return err
-				}
-				notes = append(notes, pending{n: note{kind: noteUpdate, old: obj, new: obj}, sync: true})
+				notes = append(notes, pending{n: note{kind: noteUpdate, old: cur.obj, new: cur.obj}, sync: true})
 			}
 		}
 		if !changed {
@@ -138,32 +122,53 @@ func (l *loop) applyDeltas(ctx context.Context, b deltafifo.Batch) error {
 	return nil
 }
 
-// storedStates returns the stored state of every key of b, and with
-// notify the stored objects its walk will need (the old object of an
-// update, the object of a resync): through store.StatesReader when the
-// store is one (one read for the batch, the objects decoded on every
-// core), else key by key (storedState; load reads the objects).
+// storedStates returns the stored state of every key of b and, with
+// notify, the stored object of each key whose walk reads it (needsStored:
+// the old object of an update, the object of a resync).
 func (l *loop) storedStates(b deltafifo.Batch, notify bool) ([]keyState, error) {
-	states := make([]keyState, len(b.Keys))
-	sr, ok := l.st.(store.StatesReader)
-	if !ok {
-		for k, key := range b.Keys {
-			cur, err := l.storedState(key)
-			if err != nil {
-				return nil, err
-			}
-			states[k] = cur
-		}
-		return states, nil
-	}
-	read, err := sr.ReadStates(b.Keys, func(k int, rv string) bool {
+	read, err := readStates(l.st, b.Keys, func(k int, rv string) bool {
 		return notify && needsStored(rv, b.Deltas[k])
 	})
 	if err != nil {
-		return nil, l.dropBatch(fmt.Errorf("read the stored states of %d keys: %w", len(b.Keys), err))
+		return nil, l.readFailed(fmt.Errorf("read the stored states of %d keys: %w", len(b.Keys), err))
 	}
+	states := make([]keyState, len(read))
 	for k, st := range read {
-		states[k] = keyState{exists: st.Exists, rv: st.RV, obj: st.Obj, loaded: st.Obj != nil}
+		states[k] = keyState{exists: st.Exists, rv: st.RV, obj: st.Obj}
+	}
+	return states, nil
+}
+
+// readStates reads the states of keys as store.StatesReader does: in one
+// ReadStates call when st is a StatesReader (one read for the batch, the
+// objects decoded on every core), else key by key, each resourceVersion
+// as the store recorded it (store.ResourceVersionOf: not read from the
+// shared object, which a mutating handler may have changed) and each
+// wanted object past the store's cache of decoded objects
+// (store.GetUncached: the writer neither pays for nor evicts what listers
+// read).
+func readStates(st store.Store, keys []string, want func(i int, rv string) bool) ([]store.StoredState, error) {
+	if sr, ok := st.(store.StatesReader); ok {
+		return sr.ReadStates(keys, want)
+	}
+	states := make([]store.StoredState, len(keys))
+	for i, key := range keys {
+		rv, exists, err := st.ResourceVersionOf(key)
+		if err != nil {
+			return nil, fmt.Errorf("read resourceVersion %q: %w", key, err)
+		}
+		states[i] = store.StoredState{Exists: exists, RV: rv}
+		if !exists || !want(i, rv) {
+			continue
+		}
+		obj, exists, err := store.GetUncached(st, key)
+		if err == nil && !exists {
+			err = errors.New("stored object vanished")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("get %q: %w", key, err)
+		}
+		states[i].Obj = obj
 	}
 	return states, nil
 }
@@ -173,62 +178,36 @@ func (l *loop) storedStates(b deltafifo.Batch, notify bool) ([]keyState, error) 
 // skipped is an update or a resync.
 func needsStored(rv string, deltas cache.Deltas) bool {
 	for _, d := range deltas {
-		switch d.Type {
-		case cache.Added, cache.Updated, cache.Replaced:
-			if newer(rvOf(d.Object), rv) {
-				return true
-			}
-		case cache.Deleted:
-			if _, tomb := d.Object.(cache.DeletedFinalStateUnknown); tomb || newer(rvOf(d.Object), rv) {
-				return false
-			}
-		case cache.Sync:
-			return true
+		if !skipped(d, true, rv) {
+			return d.Type != cache.Deleted
 		}
 	}
 	return false
 }
 
-// storedState reads key's stored resourceVersion as the store recorded it
-// (store.ResourceVersionOf: not read from the shared object, which a
-// mutating handler may have changed), without decoding the object: deletes
-// and replays not newer than the stored state never need it, and load
-// reads it when a notification does.
-func (l *loop) storedState(key string) (keyState, error) {
-	rv, exists, err := l.st.ResourceVersionOf(key)
-	if err != nil {
-		return keyState{}, l.readFailed("read resourceVersion", key, err)
+// skipped reports whether the walk of applyDeltas skips d against the
+// state (exists, rv) of its key: a replay not newer than a stored object,
+// a delete of a key not stored or not newer than its stored object (a
+// tombstone is never older), a resync of a key not stored.
+func skipped(d cache.Delta, exists bool, rv string) bool {
+	switch d.Type {
+	case cache.Added, cache.Updated, cache.Replaced:
+		return exists && !newer(rvOf(d.Object), rv)
+	case cache.Deleted:
+		if !exists {
+			return true
+		}
+		_, tomb := d.Object.(cache.DeletedFinalStateUnknown)
+		return !tomb && !newer(rvOf(d.Object), rv)
+	case cache.Sync:
+		return !exists
 	}
-	return keyState{exists: exists, rv: rv}, nil
-}
-
-// load returns the object of an existing key's state, reading it from the
-// store the first time. It reads past the store's cache of decoded
-// objects (store.GetUncached): the writer neither pays for nor evicts
-// what listers read.
-func (l *loop) load(key string, s *keyState) (interface{}, error) {
-	if s.loaded {
-		return s.obj, nil
-	}
-	obj, exists, err := store.GetUncached(l.st, key)
-	if err != nil {
-		return nil, l.readFailed("get", key, err)
-	}
-	if !exists {
-		return nil, l.readFailed("get", key, fmt.Errorf("stored object vanished"))
-	}
-	s.obj, s.loaded = obj, true
-	return obj, nil
+	return true
 }
 
 // readFailed handles a failed store read: the store cannot be trusted, so
 // the informer relists, and the batch is dropped (the relist redoes it).
-func (l *loop) readFailed(op, key string, err error) error {
-	return l.dropBatch(fmt.Errorf("%s %q: %w", op, key, err))
-}
-
-// dropBatch is readFailed for an error that says what was read.
-func (l *loop) dropBatch(err error) error {
+func (l *loop) readFailed(err error) error {
 	if errors.Is(err, store.ErrClosed) {
 		return err
 	}

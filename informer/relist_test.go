@@ -146,29 +146,12 @@ func (c *readCounter) GetByKeyUncached(key string) (interface{}, bool, error) {
 }
 
 // ReadStates is the store's own when it has one (bolt: the batch read the
-// informer uses), else reads key by key; each object it returns counts as
-// an uncached read.
+// informer uses), else reads key by key as the informer does; each object
+// it returns counts as an uncached read.
 func (c *readCounter) ReadStates(keys []string, want func(i int, rv string) bool) ([]store.StoredState, error) {
-	var states []store.StoredState
-	if sr, ok := c.Store.(store.StatesReader); ok {
-		var err error
-		if states, err = sr.ReadStates(keys, want); err != nil {
-			return nil, err
-		}
-	} else {
-		states = make([]store.StoredState, len(keys))
-		for i, key := range keys {
-			rv, exists, err := c.Store.ResourceVersionOf(key)
-			if err != nil {
-				return nil, err
-			}
-			states[i] = store.StoredState{Exists: exists, RV: rv}
-			if exists && want(i, rv) {
-				if states[i].Obj, _, err = store.GetUncached(c.Store, key); err != nil {
-					return nil, err
-				}
-			}
-		}
+	states, err := readStates(c.Store, keys, want)
+	if err != nil {
+		return nil, err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

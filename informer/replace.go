@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"k8s.io/client-go/tools/cache"
@@ -157,7 +158,7 @@ func (l *loop) notifyRelist(ctx context.Context, rep *relist, partial *string) (
 	}
 	if err != nil {
 		if errors.Is(err, store.ErrCorrupt) {
-			err = l.readFailed("relist changes", "", err)
+			err = l.readFailed(fmt.Errorf("relist changes: %w", err))
 		}
 		return c, err
 	}
