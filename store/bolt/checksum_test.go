@@ -71,11 +71,7 @@ func TestChecksumMismatchTakesTheCorruptionPath(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			path := damagedPath(t)
-			db, err := Open(ctx, path, Options{Sync: UnsafeNoSync})
-			must(t, err)
-			s := openPods(t, db, namespaceIndexers())
-			must(t, s.Replace([]interface{}{mkPod("ns", "a", "1"), mkPod("ns", "b", "2"), mkPod("ns", "c", "3")}, "3"))
-			must(t, db.Close())
+			writeThreePods(t, path)
 			rawUpdate(t, path, func(tx *bbolt.Tx) error {
 				_, g := rawLive(t, tx)
 				tc.damage(t, g)
@@ -83,9 +79,9 @@ func TestChecksumMismatchTakesTheCorruptionPath(t *testing.T) {
 			})
 
 			reg := prometheus.NewRegistry()
-			db = openDB(t, path, Options{Sync: UnsafeNoSync, Registerer: reg})
+			db := openDB(t, path, Options{Sync: UnsafeNoSync, Registerer: reg})
 			var reported []error
-			s, err = db.Resource(ctx, ResourceOptions{Identity: podsID, Codec: podCodec, Indexers: namespaceIndexers(),
+			s, err := db.Resource(ctx, ResourceOptions{Identity: podsID, Codec: podCodec, Indexers: namespaceIndexers(),
 				OnCorruption: func(err error) { reported = append(reported, err) }})
 			must(t, err)
 			// A sound object reads as before, through the hot tier.

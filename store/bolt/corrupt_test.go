@@ -19,20 +19,16 @@ import (
 func TestUndecodableItem(t *testing.T) {
 	ctx := context.Background()
 	path := tempPath(t)
-	db, err := Open(ctx, path, Options{Sync: UnsafeNoSync})
-	must(t, err)
-	s := openPods(t, db, namespaceIndexers())
-	must(t, s.Replace([]interface{}{mkPod("ns", "a", "1"), mkPod("ns", "b", "2"), mkPod("ns", "c", "3")}, "3"))
-	must(t, db.Close())
+	writeThreePods(t, path)
 	rawUpdate(t, path, func(tx *bbolt.Tx) error {
 		_, g := rawLive(t, tx)
 		setEnvelope(t, g, "ns/b", layout.EncodeEnvelope("ns/b", "2", "", []byte("not protobuf")))
 		return nil
 	})
 
-	db = openDB(t, path, Options{Sync: UnsafeNoSync})
+	db := openDB(t, path, Options{Sync: UnsafeNoSync})
 	var reported []error
-	s, err = db.Resource(ctx, ResourceOptions{Identity: podsID, Codec: podCodec, Indexers: namespaceIndexers(),
+	s, err := db.Resource(ctx, ResourceOptions{Identity: podsID, Codec: podCodec, Indexers: namespaceIndexers(),
 		OnCorruption: func(err error) { reported = append(reported, err) }})
 	must(t, err)
 	if st := mustState(t, s); !st.Complete {

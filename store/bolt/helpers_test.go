@@ -65,6 +65,18 @@ func tempPath(t testing.TB) string {
 	return filepath.Join(checkedDir(t), "cache.db")
 }
 
+// writeThreePods writes pods ns/a, ns/b and ns/c (resourceVersions 1 to
+// 3, list RV 3) with the namespace index to a new file at path, and closes
+// it: the file that damage and corruption tests start from.
+func writeThreePods(t testing.TB, path string) {
+	t.Helper()
+	db, err := Open(context.Background(), path, Options{Sync: UnsafeNoSync})
+	must(t, err)
+	s := openPods(t, db, namespaceIndexers())
+	must(t, s.Replace([]interface{}{mkPod("ns", "a", "1"), mkPod("ns", "b", "2"), mkPod("ns", "c", "3")}, "3"))
+	must(t, db.Close())
+}
+
 // openDB opens path and closes it at the end of the test.
 func openDB(t testing.TB, path string, opts Options) *DB {
 	t.Helper()

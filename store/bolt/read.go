@@ -290,17 +290,9 @@ func (s *Store) ResourceVersionOf(key string) (rv string, exists bool, err error
 	const op = "resource version of"
 	var bad error
 	err = s.readLive(op, func(g *layout.Generation) error {
-		v, err := g.Lookup([]byte(key))
-		if err == nil && v != nil {
-			if rv, err = layout.EnvelopeRV(v); err != nil {
-				err = fmt.Errorf("%w: item %q: %w", ErrCorrupt, key, err)
-			}
-		}
-		if err != nil {
-			bad = err
-			return nil
-		}
-		exists = v != nil
+		var env []byte
+		env, rv, bad = lookupRV(g, []byte(key))
+		exists = env != nil
 		return nil
 	})
 	if err != nil {
@@ -311,6 +303,20 @@ func (s *Store) ResourceVersionOf(key string) (rv string, exists bool, err error
 		return "", false, s.errorf(op, bad)
 	}
 	return rv, exists, nil
+}
+
+// lookupRV returns the envelope stored under key in g, nil if there is no
+// such item, and its resourceVersion. An envelope that does not verify or
+// whose resourceVersion does not parse is an error wrapping ErrCorrupt.
+func lookupRV(g *layout.Generation, key []byte) (env []byte, rv string, err error) {
+	env, err = g.Lookup(key)
+	if err != nil || env == nil {
+		return nil, "", err
+	}
+	if rv, err = layout.EnvelopeRV(env); err != nil {
+		return nil, "", fmt.Errorf("%w: item %q: %w", ErrCorrupt, key, err)
+	}
+	return env, rv, nil
 }
 
 // indexFor returns the named indexer or an error wrapping

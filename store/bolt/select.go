@@ -194,7 +194,7 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 			}
 			examined++
 			w.pos, w.started = append(w.pos[:0], k...), true
-			ok, err := w.m.matches(key, entry)
+			id, ok, err := w.m.matches(key, entry)
 			if err != nil {
 				if errors.Is(err, ErrCorrupt) {
 					bad = &keyError{string(key), err}
@@ -205,7 +205,7 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 			if !ok {
 				continue
 			}
-			env, err := g.EnvelopeOf(key, entry)
+			env, err := g.EnvelopeAt(key, id)
 			if err != nil {
 				bad = &keyError{string(key), err}
 				return nil

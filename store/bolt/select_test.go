@@ -251,19 +251,15 @@ func TestSelectCorruptEntry(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			path := damagedPath(t)
-			db, err := Open(context.Background(), path, Options{Sync: UnsafeNoSync})
-			must(t, err)
-			s := openPods(t, db, namespaceIndexers())
-			must(t, s.Replace([]interface{}{mkPod("ns", "a", "1"), mkPod("ns", "b", "2"), mkPod("ns", "c", "3")}, "3"))
-			must(t, db.Close())
+			writeThreePods(t, path)
 			rawUpdate(t, path, func(tx *bbolt.Tx) error {
 				_, g := rawLive(t, tx)
 				tc.damage(t, g)
 				return nil
 			})
-			db = openDB(t, path, Options{Sync: UnsafeNoSync})
+			db := openDB(t, path, Options{Sync: UnsafeNoSync})
 			var corrupted atomic.Int64
-			s, err = db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: podCodec, Indexers: namespaceIndexers(),
+			s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: podCodec, Indexers: namespaceIndexers(),
 				OnCorruption: func(error) { corrupted.Add(1) }})
 			must(t, err)
 			err = s.Select(context.Background(), tc.sel, func(string, interface{}) error { return nil })

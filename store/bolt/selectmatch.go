@@ -57,37 +57,38 @@ func newSelectMatcher(sel store.Selection) *selectMatcher {
 func (m *selectMatcher) everything() bool { return m.namespace == nil && m.all }
 
 // matches reports whether the object stored under key with item entry v
-// is selected. A select part that does not parse is an error wrapping
-// ErrCorrupt; an object without metadata fails a selection with a
-// namespace or labels (errNoMetadata).
-func (m *selectMatcher) matches(key, v []byte) (bool, error) {
+// is selected, and returns the blob id of its envelope (aliasing v), for
+// the caller to read it without verifying the entry again. A select part
+// that does not parse is an error wrapping ErrCorrupt; an object without
+// metadata fails a selection with a namespace or labels (errNoMetadata).
+func (m *selectMatcher) matches(key, v []byte) (id []byte, ok bool, err error) {
 	e, err := layout.ParseItemEntry(key, v)
 	if err != nil {
-		return false, fmt.Errorf("%w: item %q: %w", ErrCorrupt, key, err)
+		return nil, false, fmt.Errorf("%w: item %q: %w", ErrCorrupt, key, err)
 	}
 	p := &e.Parsed
 	if m.everything() {
-		return true, nil
+		return e.ID, true, nil
 	}
 	if !p.HasMeta {
-		return false, fmt.Errorf("key %q: %w", key, errNoMetadata)
+		return nil, false, fmt.Errorf("key %q: %w", key, errNoMetadata)
 	}
 	if m.namespace != nil && !bytes.Equal(p.NamespaceOf(key), m.namespace) {
-		return false, nil
+		return nil, false, nil
 	}
 	if m.all {
-		return true, nil
+		return e.ID, true, nil
 	}
 	m.ls = p.Labels
 	if m.reqs == nil {
-		return m.sel.Matches(&m.ls), nil
+		return e.ID, m.sel.Matches(&m.ls), nil
 	}
 	for i := range m.reqs {
 		if !m.reqs[i].matches(&m.ls) {
-			return false, nil
+			return nil, false, nil
 		}
 	}
-	return true, nil
+	return e.ID, true, nil
 }
 
 // matches is labels.Requirement.Matches on the entry's bytes for the

@@ -1,8 +1,6 @@
 package bolt
 
 import (
-	"fmt"
-
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
@@ -53,12 +51,7 @@ func (s *Store) ReadStates(keys []string, want func(i int, rv string) bool) ([]s
 		var at []int // index in keys of each chunk entry
 		for i, key := range keys {
 			k := []byte(key)
-			env, err := g.Lookup(k)
-			if err == nil && env != nil {
-				if states[i].RV, err = layout.EnvelopeRV(env); err != nil {
-					err = fmt.Errorf("%w: item %q: %w", ErrCorrupt, key, err)
-				}
-			}
+			env, rv, err := lookupRV(g, k)
 			if err != nil {
 				bad = append(bad, keyError{key, err})
 				continue
@@ -66,8 +59,8 @@ func (s *Store) ReadStates(keys []string, want func(i int, rv string) bool) ([]s
 			if env == nil {
 				continue
 			}
-			states[i].Exists = true
-			if want != nil && want(i, states[i].RV) {
+			states[i].RV, states[i].Exists = rv, true
+			if want != nil && want(i, rv) {
 				chunk = append(chunk, s.selectedOf(key, k, env))
 				at = append(at, i)
 			}

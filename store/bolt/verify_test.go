@@ -125,15 +125,11 @@ func TestVerifyDetects(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
 			path := damagedPath(t)
-			db, err := Open(ctx, path, Options{Sync: UnsafeNoSync})
-			must(t, err)
-			s := openPods(t, db, namespaceIndexers())
-			must(t, s.Replace([]interface{}{mkPod("ns", "a", "1"), mkPod("ns", "b", "2"), mkPod("ns", "c", "3")}, "3"))
-			must(t, db.Close())
+			writeThreePods(t, path)
 			rawUpdate(t, path, func(tx *bbolt.Tx) error { tc.damage(t, tx); return nil })
 
 			// Read-only, as the snapshot CLI would, with codecs by name.
-			db = openDB(t, path, Options{ReadOnly: true})
+			db := openDB(t, path, Options{ReadOnly: true})
 			var got []Problem
 			must(t, verifyDB(ctx, db, func(name string) (codec.Codec, error) { return codec.ByName(nil, name) }, func(p Problem) { got = append(got, p) }))
 			found := slices.ContainsFunc(got, func(p Problem) bool { return p.Kind == tc.want && p.Key == tc.key })

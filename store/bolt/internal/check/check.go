@@ -198,7 +198,8 @@ func (v *verifier) items(g *layout.Generation, indexes map[string]*bbolt.Bucket)
 			}
 		}
 		key := string(k)
-		if _, err := layout.VerifyItemEntry(k, val); err != nil {
+		body, err := layout.VerifyItemEntry(k, val)
+		if err != nil {
 			v.problem(Checksum, key, "", "", "item entry (envelope id, namespace, labels, index values): %s", layout.Detail(err))
 			if len(val) >= layout.BlobIDLen+layout.SumLen {
 				// The id is not trusted, but its envelope is not
@@ -207,22 +208,22 @@ func (v *verifier) items(g *layout.Generation, indexes map[string]*bbolt.Bucket)
 			}
 			continue
 		}
-		idb, err := layout.ItemBlobID(k, val)
-		if err != nil {
-			v.problem(Item, key, "", "", "%v", err)
+		if len(body) < layout.BlobIDLen {
+			v.problem(Item, key, "", "", "item entry of %d bytes, shorter than a blob id", len(body))
 			continue
 		}
+		idb := body[:layout.BlobIDLen]
 		ids = append(ids, binary.BigEndian.Uint64(idb))
 		// An entry whose select part does not parse has no readable
 		// reverse entry either; its envelope is checked all the same.
-		entry, entryErr := layout.ParseItemEntry(k, val)
+		entry, entryErr := layout.ParseItemBody(body)
 		var rev map[string][]string
 		if entryErr != nil {
 			v.problem(SelectPart, key, "", "", "%v", entryErr)
 		} else {
 			rev = v.reverse(key, entry.Reverse, indexes)
 		}
-		envb, err := g.EnvelopeOf(k, val)
+		envb, err := g.EnvelopeAt(k, idb)
 		if errors.Is(err, layout.ErrChecksum) {
 			v.problem(Checksum, key, "", "", "envelope (payload, resourceVersion, UID): %s", layout.Detail(err))
 			continue
@@ -375,11 +376,12 @@ func (v *verifier) indexEntries(g *layout.Generation, indexes map[string]*bbolt.
 				v.problem(IndexWithoutItem, "", name, "", "malformed index key %q: %v", k, err)
 				continue
 			}
-			if g.Items.Get([]byte(key)) == nil {
+			item := g.Items.Get([]byte(key))
+			if item == nil {
 				v.problem(IndexWithoutItem, key, name, value, "index entry without an item")
 				continue
 			}
-			rev, err := layout.ItemReverse([]byte(key), g.Items.Get([]byte(key)))
+			rev, err := layout.ItemReverse([]byte(key), item)
 			if err != nil || !slices.Contains(rev[name], value) {
 				v.problem(IndexWithoutReverse, key, name, value, "index entry not in the item's reverse entry")
 			}

@@ -63,8 +63,15 @@ func ParseItemEntry(key, v []byte) (ItemEntry, error) {
 	if err != nil {
 		return ItemEntry{}, err
 	}
-	if len(body) < BlobIDLen {
-		return ItemEntry{}, fmt.Errorf("item entry of %d bytes, shorter than a blob id", len(body))
+	return ParseItemBody(body)
+}
+
+// ParseItemBody splits the body of an item entry, as VerifyItemEntry
+// returned it, into its parts like ParseItemEntry, without verifying the
+// checksum again.
+func ParseItemBody(body []byte) (ItemEntry, error) {
+	if _, err := bodyBlobID(body); err != nil {
+		return ItemEntry{}, err
 	}
 	p, rev, err := ParseSelectPart(body[BlobIDLen:])
 	if err != nil {
@@ -90,6 +97,11 @@ func ItemBlobID(key, v []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return bodyBlobID(body)
+}
+
+// bodyBlobID returns the blob id of item entry body body, aliasing it.
+func bodyBlobID(body []byte) ([]byte, error) {
 	if len(body) < BlobIDLen {
 		return nil, fmt.Errorf("item entry of %d bytes, shorter than a blob id", len(body))
 	}
@@ -142,6 +154,13 @@ func (g *Generation) EnvelopeOf(key, v []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: item %q: %w", store.ErrCorrupt, key, err)
 	}
+	return g.EnvelopeAt(key, id)
+}
+
+// EnvelopeAt returns the envelope of item key stored under blob id id,
+// taken from an item entry already verified (ParseItemEntry,
+// VerifyItemEntry): EnvelopeOf without verifying the entry again.
+func (g *Generation) EnvelopeAt(key, id []byte) ([]byte, error) {
 	env := g.Blobs.Get(id)
 	if env == nil {
 		return nil, fmt.Errorf("%w: item %q: envelope %d missing", store.ErrCorrupt, key, binary.BigEndian.Uint64(id))
