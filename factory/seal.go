@@ -59,11 +59,7 @@ func loadKeys(ctx context.Context, opts Options, logger klog.Logger) []seal.Key 
 		logger.Error(err, "Cannot read the encryption keys; sensitive resources (Secrets, Options.Sensitive) are kept in memory only, not persisted")
 		return nil
 	}
-	ids := make([]string, len(keys))
-	for i, k := range keys {
-		ids[i] = k.ID()
-	}
-	logger.V(2).Info("Encryption keys loaded; sensitive resources are sealed with the first", "keyIDs", ids)
+	logger.V(2).Info("Encryption keys loaded; sensitive resources are sealed with the first", "keyIDs", seal.KeyIDs(keys))
 	return keys
 }
 

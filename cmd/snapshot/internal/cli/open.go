@@ -14,6 +14,7 @@ import (
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
 	"github.com/warmcache/warmcache/store/codec"
+	"github.com/warmcache/warmcache/store/seal"
 )
 
 // snapshotFile is a cache file opened for inspection: read-only, its
@@ -93,10 +94,7 @@ func openSnapshot(ctx context.Context, env *Env, path string, opts openOptions) 
 	if err != nil {
 		return nil, explainOpenError(path, err)
 	}
-	f := &snapshotFile{path: path, info: fi, db: db, diag: diag, stores: map[string]*bolt.Store{}, recorded: map[string]bolt.Identity{}, codecs: codecResolver(keys)}
-	for _, k := range keys {
-		f.keyIDs = append(f.keyIDs, k.ID())
-	}
+	f := &snapshotFile{path: path, info: fi, db: db, diag: diag, stores: map[string]*bolt.Store{}, recorded: map[string]bolt.Identity{}, codecs: codecResolver(keys), keyIDs: seal.KeyIDs(keys)}
 	if f.resources, err = inspect.Resources(ctx, db); err != nil {
 		_ = f.Close()
 		return nil, explainOpenError(path, err)
