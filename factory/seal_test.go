@@ -89,6 +89,18 @@ func serveSecrets(t *testing.T, src *fakesource.Source) *httptest.Server {
 	return srv
 }
 
+// secretsAPI serves n Secrets and a ConfigMap (secretSource,
+// serveSecrets) until the test ends, and returns their source, the
+// server's URL and a context that ends after a minute.
+func secretsAPI(t *testing.T, n int) (*fakesource.Source, string, context.Context) {
+	t.Helper()
+	src := secretSource(t, n)
+	srv := serveSecrets(t, src)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return src, srv.URL, ctx
+}
+
 // sealFactory returns a factory on path with keys (nil: none) and
 // sensitive resources, and its log.
 func sealFactory(t *testing.T, path, host string, keys seal.KeyProvider, sensitive ...schema.GroupResource) (*Factory, func() string) {
@@ -151,17 +163,14 @@ func assertSecretData(t *testing.T, inf *informer.Informer, key string) {
 // reach the file, its backup or a copy moved aside in clear, that the
 // sealed file warm-starts, and that ConfigMaps follow Options.Sensitive.
 func TestSecretsAreSealed(t *testing.T) {
-	src := secretSource(t, 3)
-	srv := serveSecrets(t, src)
+	_, host, ctx := secretsAPI(t, 3)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f.db")
 	keys := seal.Static(testKey(t))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 
 	for _, start := range []string{"cold", "warm"} {
 		t.Run(start, func(t *testing.T) {
-			f, logs := sealFactory(t, path, srv.URL, keys, schema.GroupResource{Resource: "configmaps"})
+			f, logs := sealFactory(t, path, host, keys, schema.GroupResource{Resource: "configmaps"})
 			secrets, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{})
 			if err != nil {
 				t.Fatal(err)
@@ -231,7 +240,7 @@ func TestSecretsAreSealed(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, logs := sealFactory(t, path, srv.URL, keys)
+	f, logs := sealFactory(t, path, host, keys)
 	if err := f.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
@@ -252,12 +261,9 @@ func TestSecretsAreSealed(t *testing.T) {
 // informer keeps its objects in memory, with a log line, and writes
 // nothing of them to the file.
 func TestSecretsWithoutKeysStayInMemory(t *testing.T) {
-	src := secretSource(t, 2)
-	srv := serveSecrets(t, src)
+	_, host, ctx := secretsAPI(t, 2)
 	path := filepath.Join(t.TempDir(), "f.db")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	f, logs := sealFactory(t, path, srv.URL, nil)
+	f, logs := sealFactory(t, path, host, nil)
 	secrets, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{})
 	if err != nil {
 		t.Fatal(err)
@@ -298,12 +304,9 @@ func TestSecretsWithoutKeysStayInMemory(t *testing.T) {
 // Secret in clear, turning sealing on later discards that data, and so
 // does a start without keys (the Secrets then kept in memory).
 func TestSealingOptOut(t *testing.T) {
-	src := secretSource(t, 1)
-	srv := serveSecrets(t, src)
+	_, host, ctx := secretsAPI(t, 1)
 	path := filepath.Join(t.TempDir(), "f.db")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	f, _ := sealFactory(t, path, srv.URL, nil)
+	f, _ := sealFactory(t, path, host, nil)
 	secrets, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{}, WithUnsafePlaintext())
 	if err != nil {
 		t.Fatal(err)
@@ -319,7 +322,7 @@ func TestSealingOptOut(t *testing.T) {
 		t.Fatalf("WithUnsafePlaintext did not store the data in clear: the grep of the other tests proves nothing")
 	}
 
-	f, logs := sealFactory(t, path, srv.URL, seal.Static(testKey(t)))
+	f, logs := sealFactory(t, path, host, seal.Static(testKey(t)))
 	defer func() { _ = f.Shutdown() }()
 	secrets, err = f.ForResource(ctx, secretsGVR, "Secret", Scope{})
 	if err != nil {
@@ -336,7 +339,7 @@ func TestSealingOptOut(t *testing.T) {
 
 	// Plaintext again, then a start without keys: the plaintext data is
 	// deleted from the file, not left behind.
-	f, _ = sealFactory(t, path, srv.URL, nil)
+	f, _ = sealFactory(t, path, host, nil)
 	if _, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{}, WithUnsafePlaintext()); err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +347,7 @@ func TestSealingOptOut(t *testing.T) {
 	if err := f.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	f, logs = sealFactory(t, path, srv.URL, nil)
+	f, logs = sealFactory(t, path, host, nil)
 	if _, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{}); err != nil {
 		t.Fatal(err)
 	}
@@ -369,12 +372,9 @@ func TestSealingOptOut(t *testing.T) {
 // relist use the new key while the old one still reads) and the removal
 // of the old key once nothing uses it (a warm start).
 func TestWrongMissingAndRotatedKeys(t *testing.T) {
-	src := secretSource(t, 3)
-	srv := serveSecrets(t, src)
+	src, host, ctx := secretsAPI(t, 3)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f.db")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	a, b := testKey(t), testKey(t)
 	secretsID := bolt.Identity{Version: "v1", Resource: "secrets", Kind: "Secret"}
 
@@ -397,7 +397,7 @@ func TestWrongMissingAndRotatedKeys(t *testing.T) {
 	}
 	for _, step := range steps {
 		t.Run(step.name, func(t *testing.T) {
-			f, logs := sealFactory(t, path, srv.URL, step.keys)
+			f, logs := sealFactory(t, path, host, step.keys)
 			defer func() {
 				if err := f.Shutdown(); err != nil {
 					t.Error(err)
@@ -469,10 +469,7 @@ func (f keyFunc) Keys(ctx context.Context) ([]seal.Key, error) { return f(ctx) }
 // occupied are freed, not overwritten, until bbolt reuses them (see the
 // README on switching sealing on).
 func TestUnusableKeysLeaveNoPlaintext(t *testing.T) {
-	src := secretSource(t, 2)
-	srv := serveSecrets(t, src)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	_, host, ctx := secretsAPI(t, 2)
 	dir := t.TempDir()
 	empty, malformed := filepath.Join(dir, "empty-keys"), filepath.Join(dir, "malformed-keys")
 	if err := os.WriteFile(empty, []byte("# no key yet\n\n"), 0o600); err != nil {
@@ -496,7 +493,7 @@ func TestUnusableKeysLeaveNoPlaintext(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "f.db")
-			f, _ := sealFactory(t, path, srv.URL, nil)
+			f, _ := sealFactory(t, path, host, nil)
 			if _, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{}, WithUnsafePlaintext()); err != nil {
 				t.Fatal(err)
 			}
@@ -508,7 +505,7 @@ func TestUnusableKeysLeaveNoPlaintext(t *testing.T) {
 				t.Fatalf("WithUnsafePlaintext did not store the data in clear: the grep below proves nothing")
 			}
 
-			f, logs := sealFactory(t, path, srv.URL, tc.keys)
+			f, logs := sealFactory(t, path, host, tc.keys)
 			defer func() { _ = f.Shutdown() }()
 			secrets, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{})
 			if err != nil {
@@ -547,12 +544,9 @@ func TestUnusableKeysLeaveNoPlaintext(t *testing.T) {
 // holds of it cannot be deleted (a read-only file): the plaintext stays,
 // and the caller is told.
 func TestSensitiveNotCreatedWhenPlaintextStays(t *testing.T) {
-	src := secretSource(t, 1)
-	srv := serveSecrets(t, src)
+	_, host, ctx := secretsAPI(t, 1)
 	path := filepath.Join(t.TempDir(), "f.db")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	f, _ := sealFactory(t, path, srv.URL, nil)
+	f, _ := sealFactory(t, path, host, nil)
 	if _, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{}, WithUnsafePlaintext()); err != nil {
 		t.Fatal(err)
 	}
@@ -560,7 +554,7 @@ func TestSensitiveNotCreatedWhenPlaintextStays(t *testing.T) {
 	if err := f.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := New(ctx, Options{Path: path, Bolt: bolt.Options{ReadOnly: true}, RESTConfig: &rest.Config{Host: srv.URL}, ClusterID: "test"})
+	f, err := New(ctx, Options{Path: path, Bolt: bolt.Options{ReadOnly: true}, RESTConfig: &rest.Config{Host: host}, ClusterID: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -575,13 +569,10 @@ func TestSensitiveNotCreatedWhenPlaintextStays(t *testing.T) {
 // Secrets' unstructured informer opens under its current identity, kept
 // in memory or sealed alike.
 func TestKindlessUnstructuredSecretsRecordDeleted(t *testing.T) {
-	src := secretSource(t, 2)
-	srv := serveSecrets(t, src)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	_, host, ctx := secretsAPI(t, 2)
 	for _, keys := range []seal.KeyProvider{nil, seal.Static(testKey(t))} {
 		path := filepath.Join(t.TempDir(), "f.db")
-		f, _ := sealFactory(t, path, srv.URL, nil)
+		f, _ := sealFactory(t, path, host, nil)
 		// What ForDynamic of a built-in did before it named the kind.
 		if _, err := f.InformerFor(ctx, secretsGVR, &unstructured.Unstructured{}, DynamicListWatch(f.opts.Dynamic, secretsGVR, Scope{}), Scope{}, nil, WithUnsafePlaintext()); err != nil {
 			t.Fatal(err)
@@ -594,7 +585,7 @@ func TestKindlessUnstructuredSecretsRecordDeleted(t *testing.T) {
 			t.Fatalf("the kindless record was not written in clear: the grep below proves nothing")
 		}
 
-		f, _ = sealFactory(t, path, srv.URL, keys)
+		f, _ = sealFactory(t, path, host, keys)
 		secrets, err := f.ForDynamic(ctx, secretsGVR, Scope{})
 		if err != nil {
 			t.Fatal(err)
