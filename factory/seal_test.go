@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2/ktesting"
 
 	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/internal/fakeapi"
@@ -105,20 +104,7 @@ func secretsAPI(t *testing.T, n int) (*fakesource.Source, string, context.Contex
 // sensitive resources, and its log.
 func sealFactory(t *testing.T, path, host string, keys seal.KeyProvider, sensitive ...schema.GroupResource) (*Factory, func() string) {
 	t.Helper()
-	l := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
-	f, err := New(context.Background(), Options{
-		Path:       path,
-		Bolt:       bolt.Options{Sync: bolt.UnsafeNoSync},
-		RESTConfig: &rest.Config{Host: host},
-		Logger:     &l,
-		ClusterID:  "test",
-		Keys:       keys,
-		Sensitive:  sensitive,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f, func() string { return l.GetSink().(ktesting.Underlier).GetBuffer().String() }
+	return loggedFactory(t, Options{Path: path, RESTConfig: &rest.Config{Host: host}, ClusterID: "test", Keys: keys, Sensitive: sensitive})
 }
 
 // syncAll starts f and waits for every informer to sync.
