@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -597,5 +598,21 @@ func TestKindlessUnstructuredSecretsRecordDeleted(t *testing.T) {
 			t.Fatal(err)
 		}
 		assertNoSecretBytes(t, "the cache file's data (compacted)", compacted)
+	}
+}
+
+// TestDefaultSensitiveCannotBeTurnedOff: what DefaultSensitive returns is
+// the caller's; changing it leaves Secrets sensitive.
+func TestDefaultSensitiveCannotBeTurnedOff(t *testing.T) {
+	d := DefaultSensitive()
+	if !slices.Contains(d, secretsGVR.GroupResource()) {
+		t.Fatalf("DefaultSensitive() = %v, want core Secrets in it", d)
+	}
+	for i := range d {
+		d[i] = schema.GroupResource{Resource: "pods"}
+	}
+	f := &Factory{}
+	if !f.sensitive(secretsGVR.GroupResource(), sealDefault) {
+		t.Fatal("Secrets are not sensitive once DefaultSensitive's result was changed")
 	}
 }
