@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -139,6 +140,21 @@ func addPods(t *testing.T, src *fakesource.Source, ns string, first, n int) {
 	}
 }
 
+// handledInformer returns the informer of gvr's objects of kind in scope,
+// with a new handler that never blocks (newHandler(false)).
+func handledInformer(ctx context.Context, t *testing.T, f *Factory, gvr schema.GroupVersionResource, kind string, scope Scope) (*informer.Informer, *stuckHandler) {
+	t.Helper()
+	inf, err := f.ForResource(ctx, gvr, kind, scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHandler(false)
+	if _, err := inf.AddEventHandler(h); err != nil {
+		t.Fatal(err)
+	}
+	return inf, h
+}
+
 func budgetFactory(t *testing.T, host string, budget int, page int64, m *budgetRecorder) *Factory {
 	t.Helper()
 	l := ktesting.NewLogger(t, ktesting.NewConfig())
@@ -182,22 +198,10 @@ func TestFactoryQueueBudgetManyInformersSync(t *testing.T) {
 	}
 	var recs []*stuckHandler
 	for k := range informers {
-		inf, err := f.ForResource(ctx, podsGVR, "Pod", Scope{Namespace: fmt.Sprintf("ns%02d", k)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := newHandler(false)
-		if _, err := inf.AddEventHandler(h); err != nil {
-			t.Fatal(err)
-		}
+		_, h := handledInformer(ctx, t, f, podsGVR, "Pod", Scope{Namespace: fmt.Sprintf("ns%02d", k)})
 		recs = append(recs, h)
 	}
-	f.Start(ctx)
-	for name, ok := range f.WaitForCacheSync(ctx) {
-		if !ok {
-			t.Fatalf("informer %s did not sync", name)
-		}
-	}
+	syncAll(ctx, t, f)
 	for _, h := range recs {
 		h.waitAdds(ctx, t, perNS)
 	}
@@ -262,14 +266,7 @@ func TestFactoryQueueBudgetStuckHandler(t *testing.T) {
 	var hs []*stuckHandler
 	var infs []*informer.Informer
 	for k := range others {
-		inf, err := f.ForResource(ctx, podsGVR, "Pod", Scope{Namespace: fmt.Sprintf("ns%02d", k)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := newHandler(false)
-		if _, err := inf.AddEventHandler(h); err != nil {
-			t.Fatal(err)
-		}
+		inf, h := handledInformer(ctx, t, f, podsGVR, "Pod", Scope{Namespace: fmt.Sprintf("ns%02d", k)})
 		hs, infs = append(hs, h), append(infs, inf)
 	}
 	f.Start(ctx)
@@ -359,22 +356,10 @@ func TestRealAPIServerQueueBudget(t *testing.T) {
 	gvr := corev1.SchemeGroupVersion.WithResource("configmaps")
 	var hs []*stuckHandler
 	for _, ns := range namespaces {
-		inf, err := f.ForResource(ctx, gvr, "", Scope{Namespace: ns})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := newHandler(false)
-		if _, err := inf.AddEventHandler(h); err != nil {
-			t.Fatal(err)
-		}
+		_, h := handledInformer(ctx, t, f, gvr, "", Scope{Namespace: ns})
 		hs = append(hs, h)
 	}
-	f.Start(ctx)
-	for name, ok := range f.WaitForCacheSync(ctx) {
-		if !ok {
-			t.Fatalf("informer %s did not sync", name)
-		}
-	}
+	syncAll(ctx, t, f)
 	for k, ns := range namespaces {
 		hs[k].waitAdds(ctx, t, perNS)
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late"}}

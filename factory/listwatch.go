@@ -35,39 +35,7 @@ func TypedListWatch(config *rest.Config, s *runtime.Scheme, gvr schema.GroupVers
 		return nil, fmt.Errorf("%w: REST client for %s: %w", ErrResource, gvr, err)
 	}
 	lw := cache.NewFilteredListWatchFromClient(c, gvr.Resource, scope.Namespace, func(o *metav1.ListOptions) { tweak(scope, o) })
-	if scope.Shard == "" {
-		return lw, nil
-	}
-	list, listCtx := lw.ListFunc, lw.ListWithContextFunc
-	lw.ListFunc = func(o metav1.ListOptions) (runtime.Object, error) {
-		return checkedList(scope.Shard)(list(o))
-	}
-	lw.ListWithContextFunc = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-		return checkedList(scope.Shard)(listCtx(ctx, o))
-	}
-	events := newShardEventFilter(scope.Shard)
-	watchNoCtx, watchCtx := lw.WatchFunc, lw.WatchFuncWithContext
-	lw.WatchFunc = func(o metav1.ListOptions) (watch.Interface, error) {
-		return events.watch(context.Background())(watchNoCtx(o))
-	}
-	lw.WatchFuncWithContext = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-		return events.watch(ctx)(watchCtx(ctx, o))
-	}
-	return checkedListWatch{ListWatch: lw, shard: scope.Shard}, nil
-}
-
-// checkedList returns a function that passes on a list's answer when it
-// is shard's (checkShardList), and ErrShardIgnored otherwise.
-func checkedList(shard string) func(runtime.Object, error) (runtime.Object, error) {
-	return func(obj runtime.Object, err error) (runtime.Object, error) {
-		if err != nil {
-			return obj, err
-		}
-		if err := checkShardList(shard, obj); err != nil {
-			return nil, err
-		}
-		return obj, nil
-	}
+	return ownShard(lw, scope.Shard), nil
 }
 
 // DynamicListWatch returns a ListerWatcher of unstructured objects of gvr
@@ -79,15 +47,14 @@ func DynamicListWatch(client dynamic.Interface, gvr schema.GroupVersionResource,
 	if scope.Namespace != "" {
 		ri = client.Resource(gvr).Namespace(scope.Namespace)
 	}
-	events := newShardEventFilter(scope.Shard)
-	return checkedListWatch{shard: scope.Shard, ListWatch: &cache.ListWatch{
+	return ownShard(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			tweak(scope, &o)
-			return checkedList(scope.Shard)(ri.List(ctx, o))
+			return ri.List(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			tweak(scope, &o)
-			return events.watch(ctx)(ri.Watch(ctx, o))
+			return ri.Watch(ctx, o)
 		},
-	}}
+	}, scope.Shard)
 }

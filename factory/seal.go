@@ -13,9 +13,14 @@ import (
 	"github.com/warmcache/warmcache/store/seal"
 )
 
-// DefaultSensitive are the resources a factory treats as sensitive
-// whatever Options.Sensitive says: core Secrets.
-var DefaultSensitive = []schema.GroupResource{{Resource: "secrets"}}
+// DefaultSensitive returns the resources a factory treats as sensitive
+// whatever Options.Sensitive says: core Secrets. It is a function, not a
+// variable, so that no package of the process can turn sealing of
+// Secrets off for every factory by assigning to it.
+func DefaultSensitive() []schema.GroupResource { return []schema.GroupResource{secretsResource} }
+
+// secretsResource is core Secrets' resource.
+var secretsResource = schema.GroupResource{Resource: "secrets"}
 
 // WithSealing makes the informer's resource sensitive, as if it were
 // listed in Options.Sensitive: its objects are sealed in the file with
@@ -59,11 +64,7 @@ func loadKeys(ctx context.Context, opts Options, logger klog.Logger) []seal.Key 
 		logger.Error(err, "Cannot read the encryption keys; sensitive resources (Secrets, Options.Sensitive) are kept in memory only, not persisted")
 		return nil
 	}
-	ids := make([]string, len(keys))
-	for i, k := range keys {
-		ids[i] = k.ID()
-	}
-	logger.V(2).Info("Encryption keys loaded; sensitive resources are sealed with the first", "keyIDs", ids)
+	logger.V(2).Info("Encryption keys loaded; sensitive resources are sealed with the first", "keyIDs", seal.KeyIDs(keys))
 	return keys
 }
 
@@ -76,7 +77,7 @@ func (f *Factory) sensitive(gr schema.GroupResource, s sealing) bool {
 	case sealOff:
 		return false
 	}
-	return slices.Contains(DefaultSensitive, gr) || slices.Contains(f.opts.Sensitive, gr)
+	return gr == secretsResource || slices.Contains(f.opts.Sensitive, gr)
 }
 
 // sealedCodec returns c sealed with the factory's keys, or ok false when

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-	"k8s.io/klog/v2/ktesting"
 
 	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/internal/fakeapi"
@@ -89,24 +89,23 @@ func serveSecrets(t *testing.T, src *fakesource.Source) *httptest.Server {
 	return srv
 }
 
+// secretsAPI serves n Secrets and a ConfigMap (secretSource,
+// serveSecrets) until the test ends, and returns their source, the
+// server's URL and a context that ends after a minute.
+func secretsAPI(t *testing.T, n int) (*fakesource.Source, string, context.Context) {
+	t.Helper()
+	src := secretSource(t, n)
+	srv := serveSecrets(t, src)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return src, srv.URL, ctx
+}
+
 // sealFactory returns a factory on path with keys (nil: none) and
 // sensitive resources, and its log.
 func sealFactory(t *testing.T, path, host string, keys seal.KeyProvider, sensitive ...schema.GroupResource) (*Factory, func() string) {
 	t.Helper()
-	l := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
-	f, err := New(context.Background(), Options{
-		Path:       path,
-		Bolt:       bolt.Options{Sync: bolt.UnsafeNoSync},
-		RESTConfig: &rest.Config{Host: host},
-		Logger:     &l,
-		ClusterID:  "test",
-		Keys:       keys,
-		Sensitive:  sensitive,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f, func() string { return l.GetSink().(ktesting.Underlier).GetBuffer().String() }
+	return loggedFactory(t, Options{Path: path, RESTConfig: &rest.Config{Host: host}, ClusterID: "test", Keys: keys, Sensitive: sensitive})
 }
 
 // syncAll starts f and waits for every informer to sync.
@@ -151,17 +150,14 @@ func assertSecretData(t *testing.T, inf *informer.Informer, key string) {
 // reach the file, its backup or a copy moved aside in clear, that the
 // sealed file warm-starts, and that ConfigMaps follow Options.Sensitive.
 func TestSecretsAreSealed(t *testing.T) {
-	src := secretSource(t, 3)
-	srv := serveSecrets(t, src)
+	_, host, ctx := secretsAPI(t, 3)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f.db")
 	keys := seal.Static(testKey(t))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 
 	for _, start := range []string{"cold", "warm"} {
 		t.Run(start, func(t *testing.T) {
-			f, logs := sealFactory(t, path, srv.URL, keys, schema.GroupResource{Resource: "configmaps"})
+			f, logs := sealFactory(t, path, host, keys, schema.GroupResource{Resource: "configmaps"})
 			secrets, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{})
 			if err != nil {
 				t.Fatal(err)
@@ -231,7 +227,7 @@ func TestSecretsAreSealed(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	f, logs := sealFactory(t, path, srv.URL, keys)
+	f, logs := sealFactory(t, path, host, keys)
 	if err := f.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
@@ -252,12 +248,9 @@ func TestSecretsAreSealed(t *testing.T) {
 // informer keeps its objects in memory, with a log line, and writes
 // nothing of them to the file.
 func TestSecretsWithoutKeysStayInMemory(t *testing.T) {
-	src := secretSource(t, 2)
-	srv := serveSecrets(t, src)
+	_, host, ctx := secretsAPI(t, 2)
 	path := filepath.Join(t.TempDir(), "f.db")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	f, logs := sealFactory(t, path, srv.URL, nil)
+	f, logs := sealFactory(t, path, host, nil)
 	secrets, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{})
 	if err != nil {
 		t.Fatal(err)
@@ -298,12 +291,9 @@ func TestSecretsWithoutKeysStayInMemory(t *testing.T) {
 // Secret in clear, turning sealing on later discards that data, and so
 // does a start without keys (the Secrets then kept in memory).
 func TestSealingOptOut(t *testing.T) {
-	src := secretSource(t, 1)
-	srv := serveSecrets(t, src)
+	_, host, ctx := secretsAPI(t, 1)
 	path := filepath.Join(t.TempDir(), "f.db")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	f, _ := sealFactory(t, path, srv.URL, nil)
+	f, _ := sealFactory(t, path, host, nil)
 	secrets, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{}, WithUnsafePlaintext())
 	if err != nil {
 		t.Fatal(err)
@@ -319,7 +309,7 @@ func TestSealingOptOut(t *testing.T) {
 		t.Fatalf("WithUnsafePlaintext did not store the data in clear: the grep of the other tests proves nothing")
 	}
 
-	f, logs := sealFactory(t, path, srv.URL, seal.Static(testKey(t)))
+	f, logs := sealFactory(t, path, host, seal.Static(testKey(t)))
 	defer func() { _ = f.Shutdown() }()
 	secrets, err = f.ForResource(ctx, secretsGVR, "Secret", Scope{})
 	if err != nil {
@@ -336,7 +326,7 @@ func TestSealingOptOut(t *testing.T) {
 
 	// Plaintext again, then a start without keys: the plaintext data is
 	// deleted from the file, not left behind.
-	f, _ = sealFactory(t, path, srv.URL, nil)
+	f, _ = sealFactory(t, path, host, nil)
 	if _, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{}, WithUnsafePlaintext()); err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +334,7 @@ func TestSealingOptOut(t *testing.T) {
 	if err := f.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	f, logs = sealFactory(t, path, srv.URL, nil)
+	f, logs = sealFactory(t, path, host, nil)
 	if _, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{}); err != nil {
 		t.Fatal(err)
 	}
@@ -369,12 +359,9 @@ func TestSealingOptOut(t *testing.T) {
 // relist use the new key while the old one still reads) and the removal
 // of the old key once nothing uses it (a warm start).
 func TestWrongMissingAndRotatedKeys(t *testing.T) {
-	src := secretSource(t, 3)
-	srv := serveSecrets(t, src)
+	src, host, ctx := secretsAPI(t, 3)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "f.db")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	a, b := testKey(t), testKey(t)
 	secretsID := bolt.Identity{Version: "v1", Resource: "secrets", Kind: "Secret"}
 
@@ -397,7 +384,7 @@ func TestWrongMissingAndRotatedKeys(t *testing.T) {
 	}
 	for _, step := range steps {
 		t.Run(step.name, func(t *testing.T) {
-			f, logs := sealFactory(t, path, srv.URL, step.keys)
+			f, logs := sealFactory(t, path, host, step.keys)
 			defer func() {
 				if err := f.Shutdown(); err != nil {
 					t.Error(err)
@@ -469,10 +456,7 @@ func (f keyFunc) Keys(ctx context.Context) ([]seal.Key, error) { return f(ctx) }
 // occupied are freed, not overwritten, until bbolt reuses them (see the
 // README on switching sealing on).
 func TestUnusableKeysLeaveNoPlaintext(t *testing.T) {
-	src := secretSource(t, 2)
-	srv := serveSecrets(t, src)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	_, host, ctx := secretsAPI(t, 2)
 	dir := t.TempDir()
 	empty, malformed := filepath.Join(dir, "empty-keys"), filepath.Join(dir, "malformed-keys")
 	if err := os.WriteFile(empty, []byte("# no key yet\n\n"), 0o600); err != nil {
@@ -496,7 +480,7 @@ func TestUnusableKeysLeaveNoPlaintext(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "f.db")
-			f, _ := sealFactory(t, path, srv.URL, nil)
+			f, _ := sealFactory(t, path, host, nil)
 			if _, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{}, WithUnsafePlaintext()); err != nil {
 				t.Fatal(err)
 			}
@@ -508,7 +492,7 @@ func TestUnusableKeysLeaveNoPlaintext(t *testing.T) {
 				t.Fatalf("WithUnsafePlaintext did not store the data in clear: the grep below proves nothing")
 			}
 
-			f, logs := sealFactory(t, path, srv.URL, tc.keys)
+			f, logs := sealFactory(t, path, host, tc.keys)
 			defer func() { _ = f.Shutdown() }()
 			secrets, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{})
 			if err != nil {
@@ -547,12 +531,9 @@ func TestUnusableKeysLeaveNoPlaintext(t *testing.T) {
 // holds of it cannot be deleted (a read-only file): the plaintext stays,
 // and the caller is told.
 func TestSensitiveNotCreatedWhenPlaintextStays(t *testing.T) {
-	src := secretSource(t, 1)
-	srv := serveSecrets(t, src)
+	_, host, ctx := secretsAPI(t, 1)
 	path := filepath.Join(t.TempDir(), "f.db")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	f, _ := sealFactory(t, path, srv.URL, nil)
+	f, _ := sealFactory(t, path, host, nil)
 	if _, err := f.ForResource(ctx, secretsGVR, "Secret", Scope{}, WithUnsafePlaintext()); err != nil {
 		t.Fatal(err)
 	}
@@ -560,7 +541,7 @@ func TestSensitiveNotCreatedWhenPlaintextStays(t *testing.T) {
 	if err := f.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := New(ctx, Options{Path: path, Bolt: bolt.Options{ReadOnly: true}, RESTConfig: &rest.Config{Host: srv.URL}, ClusterID: "test"})
+	f, err := New(ctx, Options{Path: path, Bolt: bolt.Options{ReadOnly: true}, RESTConfig: &rest.Config{Host: host}, ClusterID: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -575,13 +556,10 @@ func TestSensitiveNotCreatedWhenPlaintextStays(t *testing.T) {
 // Secrets' unstructured informer opens under its current identity, kept
 // in memory or sealed alike.
 func TestKindlessUnstructuredSecretsRecordDeleted(t *testing.T) {
-	src := secretSource(t, 2)
-	srv := serveSecrets(t, src)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	_, host, ctx := secretsAPI(t, 2)
 	for _, keys := range []seal.KeyProvider{nil, seal.Static(testKey(t))} {
 		path := filepath.Join(t.TempDir(), "f.db")
-		f, _ := sealFactory(t, path, srv.URL, nil)
+		f, _ := sealFactory(t, path, host, nil)
 		// What ForDynamic of a built-in did before it named the kind.
 		if _, err := f.InformerFor(ctx, secretsGVR, &unstructured.Unstructured{}, DynamicListWatch(f.opts.Dynamic, secretsGVR, Scope{}), Scope{}, nil, WithUnsafePlaintext()); err != nil {
 			t.Fatal(err)
@@ -594,7 +572,7 @@ func TestKindlessUnstructuredSecretsRecordDeleted(t *testing.T) {
 			t.Fatalf("the kindless record was not written in clear: the grep below proves nothing")
 		}
 
-		f, _ = sealFactory(t, path, srv.URL, keys)
+		f, _ = sealFactory(t, path, host, keys)
 		secrets, err := f.ForDynamic(ctx, secretsGVR, Scope{})
 		if err != nil {
 			t.Fatal(err)
@@ -620,5 +598,21 @@ func TestKindlessUnstructuredSecretsRecordDeleted(t *testing.T) {
 			t.Fatal(err)
 		}
 		assertNoSecretBytes(t, "the cache file's data (compacted)", compacted)
+	}
+}
+
+// TestDefaultSensitiveCannotBeTurnedOff: what DefaultSensitive returns is
+// the caller's; changing it leaves Secrets sensitive.
+func TestDefaultSensitiveCannotBeTurnedOff(t *testing.T) {
+	d := DefaultSensitive()
+	if !slices.Contains(d, secretsGVR.GroupResource()) {
+		t.Fatalf("DefaultSensitive() = %v, want core Secrets in it", d)
+	}
+	for i := range d {
+		d[i] = schema.GroupResource{Resource: "pods"}
+	}
+	f := &Factory{}
+	if !f.sensitive(secretsGVR.GroupResource(), sealDefault) {
+		t.Fatal("Secrets are not sensitive once DefaultSensitive's result was changed")
 	}
 }

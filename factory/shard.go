@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -82,15 +83,7 @@ func sameShard(sent, echoed string) bool {
 	a, okA := parseShard(sent)
 	b, okB := parseShard(echoed)
 	if okA && okB {
-		if len(a) != len(b) {
-			return false
-		}
-		for i := range a {
-			if a[i] != b[i] {
-				return false
-			}
-		}
-		return true
+		return slices.Equal(a, b)
 	}
 	return strings.Join(strings.Fields(sent), "") == strings.Join(strings.Fields(echoed), "")
 }
@@ -172,6 +165,18 @@ type checkedListWatch struct {
 }
 
 func (c checkedListWatch) checksShard() string { return c.shard }
+
+// ownShard returns lw, which sends shard itself (tweak), as a
+// ListerWatcher of this package: with its answers checked (shardChecked)
+// when shard is set, and in any case known to InformerFor as built for
+// shard, so that it is refused for a scope of another shard
+// (checkShardScope).
+func ownShard(lw *cache.ListWatch, shard string) cache.ListerWatcher {
+	if shard == "" {
+		return checkedListWatch{ListWatch: lw}
+	}
+	return shardChecked(lw, shard, false)
+}
 
 // shardCheckerOf returns the shard lw sends and checks itself, when it is
 // a ListerWatcher of this package.

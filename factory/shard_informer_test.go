@@ -102,6 +102,22 @@ func shardFactory(t *testing.T, path string) *Factory {
 	return f
 }
 
+// shardInformer returns the informer of the ConfigMaps of namespace ns in
+// the lower half of the shards, listed and watched through fake, with a
+// recorder of its events.
+func shardInformer(ctx context.Context, t *testing.T, f *Factory, fake *fakeShardLW) (*informer.Informer, *handlertest.Recorder) {
+	t.Helper()
+	inf, err := f.InformerFor(ctx, configMapsGVR, &corev1.ConfigMap{}, fake.lw(), Scope{Namespace: "ns", Shard: lowerHalf}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	if _, err := inf.AddEventHandler(rec); err != nil {
+		t.Fatal(err)
+	}
+	return inf, rec
+}
+
 // shardErrors sets inf's watch error handler and returns a channel of
 // the ErrShardIgnored errors it gets, and one of every other error.
 func shardErrors(t *testing.T, inf *informer.Informer) (shard, other <-chan error) {
@@ -171,14 +187,7 @@ func TestShardedInformerNeverSyncsOnAnUnshardedList(t *testing.T) {
 			defer cancel()
 			f := shardFactory(t, "")
 			fake := &fakeShardLW{page: tc.page}
-			inf, err := f.InformerFor(ctx, configMapsGVR, &corev1.ConfigMap{}, fake.lw(), Scope{Namespace: "ns", Shard: lowerHalf}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec := newRecorder()
-			if _, err := inf.AddEventHandler(rec); err != nil {
-				t.Fatal(err)
-			}
+			inf, rec := shardInformer(ctx, t, f, fake)
 			shard, other := shardErrors(t, inf)
 			f.Start(ctx)
 			waitShardErrors(ctx, t, 3, shard, other)
@@ -204,10 +213,7 @@ func TestShardedInformerNeverSyncsOnAnUnshardedList(t *testing.T) {
 		fake := &fakeShardLW{page: func(metav1.ListOptions) *corev1.ConfigMapList {
 			return configMapList(lowerHalf, "", map[string]types.UID{"a": lower[0]})
 		}}
-		inf, err := f.InformerFor(ctx, configMapsGVR, &corev1.ConfigMap{}, fake.lw(), Scope{Namespace: "ns", Shard: lowerHalf}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		inf, _ := shardInformer(ctx, t, f, fake)
 		_, other := shardErrors(t, inf)
 		f.Start(ctx)
 		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
@@ -240,7 +246,6 @@ func TestShardedInformerNeverSyncsOnAnUnshardedList(t *testing.T) {
 func TestShardedWarmStartChecksTheShard(t *testing.T) {
 	lower, _ := uidsByHalf(1)
 	path := filepath.Join(t.TempDir(), "f.db")
-	scope := Scope{Namespace: "ns", Shard: lowerHalf}
 	run := func(echo string, check func(context.Context, *informer.Informer, *fakeShardLW, *handlertest.Recorder, <-chan error, <-chan error)) {
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
@@ -248,14 +253,7 @@ func TestShardedWarmStartChecksTheShard(t *testing.T) {
 		fake := &fakeShardLW{page: func(metav1.ListOptions) *corev1.ConfigMapList {
 			return configMapList(echo, "", map[string]types.UID{"a": lower[0]})
 		}}
-		inf, err := f.InformerFor(ctx, configMapsGVR, &corev1.ConfigMap{}, fake.lw(), scope, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec := newRecorder()
-		if _, err := inf.AddEventHandler(rec); err != nil {
-			t.Fatal(err)
-		}
+		inf, rec := shardInformer(ctx, t, f, fake)
 		shard, other := shardErrors(t, inf)
 		f.Start(ctx)
 		check(ctx, inf, fake, rec, shard, other)
@@ -315,14 +313,7 @@ func TestShardedInformerDropsWatchEventsOutsideTheShard(t *testing.T) {
 			{Type: watch.Added, Object: cm("d", lower[1], "15")},
 		},
 	}
-	inf, err := f.InformerFor(ctx, configMapsGVR, &corev1.ConfigMap{}, fake.lw(), Scope{Namespace: "ns", Shard: lowerHalf}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := newRecorder()
-	if _, err := inf.AddEventHandler(rec); err != nil {
-		t.Fatal(err)
-	}
+	inf, rec := shardInformer(ctx, t, f, fake)
 	_, other := shardErrors(t, inf)
 	f.Start(ctx)
 	// Handlers are told in the order of the watch: once d is added, every

@@ -330,6 +330,13 @@ func TestInformerForRefusesShardsItCannotCheck(t *testing.T) {
 	ctx := context.Background()
 	u := &unstructured.Unstructured{}
 	parenthesised := "(" + lowerHalf + ")"
+	typed := func(scope Scope) cache.ListerWatcher {
+		lw, err := TypedListWatch(f.opts.RESTConfig, nil, configMapsGVR, scope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lw
+	}
 	for _, tc := range []struct {
 		name  string
 		lw    cache.ListerWatcher
@@ -338,6 +345,8 @@ func TestInformerForRefusesShardsItCannotCheck(t *testing.T) {
 		{"a selector the factory cannot parse", &cache.ListWatch{}, Scope{Shard: parenthesised}},
 		{"built without the scope's shard", DynamicListWatch(f.opts.Dynamic, configMapsGVR, Scope{}), Scope{Shard: lowerHalf}},
 		{"built for a shard, the scope has none", DynamicListWatch(f.opts.Dynamic, configMapsGVR, Scope{Shard: lowerHalf}), Scope{}},
+		{"typed, built without the scope's shard", typed(Scope{}), Scope{Shard: lowerHalf}},
+		{"typed, built for a shard, the scope has none", typed(Scope{Shard: lowerHalf}), Scope{}},
 	} {
 		if _, err := f.InformerFor(ctx, configMapsGVR, u, tc.lw, tc.scope, nil); !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("%s: InformerFor = %v; want an error wrapping ErrInvalidOptions", tc.name, err)

@@ -17,14 +17,17 @@ import (
 // bufferedFactory returns a factory on path whose log lines are kept.
 func bufferedFactory(t *testing.T, path, host, cluster string) (*Factory, func() string) {
 	t.Helper()
+	return loggedFactory(t, Options{Path: path, RESTConfig: &rest.Config{Host: host}, ClusterID: cluster})
+}
+
+// loggedFactory returns a factory of opts, its file written without
+// fsync, and the log lines it kept.
+func loggedFactory(t *testing.T, opts Options) (*Factory, func() string) {
+	t.Helper()
 	l := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
-	f, err := New(context.Background(), Options{
-		Path:       path,
-		Bolt:       bolt.Options{Sync: bolt.UnsafeNoSync},
-		RESTConfig: &rest.Config{Host: host},
-		Logger:     &l,
-		ClusterID:  cluster,
-	})
+	opts.Bolt = bolt.Options{Sync: bolt.UnsafeNoSync}
+	opts.Logger = &l
+	f, err := New(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,10 +34,12 @@ type wireDecoder struct {
 
 func (d wireDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
 	obj, gvk, err := d.Decoder.Decode(data, defaults, into)
-	if err != nil || obj == nil || meta.IsListType(obj) {
+	if err != nil || obj == nil {
 		return obj, gvk, err
 	}
-	if msg, ok := protobufMessage(data); ok {
+	// The prefix test first: JSON, the common case of other clients, then
+	// costs no IsListType (a reflect type lookup under a global lock).
+	if msg, ok := protobufMessage(data); ok && !meta.IsListType(obj) {
 		wire.Remember(obj, msg)
 	}
 	return obj, gvk, err

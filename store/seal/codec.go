@@ -65,10 +65,9 @@ func NewCodec(inner codec.Codec, keys []Key) (*Codec, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Codec{inner: inner, write: keys[0], keys: make(map[[IDSize]byte]Key, len(keys))}
+	c := &Codec{inner: inner, write: keys[0], keys: make(map[[IDSize]byte]Key, len(keys)), ids: KeyIDs(keys)}
 	for _, k := range keys {
 		c.keys[k.id] = k
-		c.ids = append(c.ids, k.ID())
 	}
 	return c, nil
 }

@@ -86,5 +86,14 @@ func ParseKey(text string) (Key, error) {
 // payload the key seals.
 func (k Key) ID() string { return hex.EncodeToString(k.id[:]) }
 
+// KeyIDs returns the IDs of keys, in their order.
+func KeyIDs(keys []Key) []string {
+	ids := make([]string, len(keys))
+	for i, k := range keys {
+		ids[i] = k.ID()
+	}
+	return ids
+}
+
 // valid reports whether k was made by NewKey.
 func (k Key) valid() bool { return k.aead != nil }
