@@ -113,6 +113,10 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 	}
 }
 
+// Pid returns the child's process id, for reading its CPU time and
+// memory from /proc.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 // ReadURL sends the first line of r, a child's standard output on which
 // ServeLoopback writes its URL, to the channel it returns, trimmed ("" if
 // r ends first), then drains r so that the child never blocks writing.
