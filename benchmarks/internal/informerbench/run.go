@@ -37,6 +37,10 @@ type Cold struct {
 	Heap Heap
 	// Requests are the server's list and watch counts during the sync.
 	Requests apiproc.Stats
+	// Server is what the server process used meanwhile; GC is this
+	// process's collections.
+	Server ServerCPU
+	GC     measure.GC
 }
 
 // ColdSync starts an informer of impl with a counting handler on an empty
@@ -58,8 +62,7 @@ func ColdSync(ctx context.Context, proc *apiproc.Process, impl string, n int, op
 	}
 	base := measure.SettledHeap()
 	peak := measure.StartPeak(0)
-	var sw measure.Stopwatch
-	sw.StartTimer()
+	m := startMeter(proc)
 	inf, err := Start(ctx, impl, proc.Config(""), opts, true)
 	if err != nil {
 		peak.Stop()
@@ -69,8 +72,8 @@ func ColdSync(ctx context.Context, proc *apiproc.Process, impl string, n int, op
 		peak.Stop()
 		return nil, c, errors.Join(err, inf.Stop())
 	}
-	sw.StopTimer()
-	c.Duration, c.CPU = sw.Elapsed(), sw.CPU()
+	m.stop()
+	c.Duration, c.CPU, c.Server, c.GC = m.sw.Elapsed(), m.sw.CPU(), m.server, m.gc
 	c.Heap.Peak = above(peak.Stop(), base)
 	c.Heap.Settled = above(measure.SettledHeap(), base)
 	after, err := proc.Stats(ctx)
@@ -92,6 +95,10 @@ type Events struct {
 	PerSec float64
 	// CPU is this process's CPU time per notification.
 	CPU time.Duration
+	// Server is what the server process used meanwhile; GC is this
+	// process's collections.
+	Server ServerCPU
+	GC     measure.GC
 }
 
 // Churn has the server update `updates` pods while the watch streams are
@@ -106,17 +113,17 @@ func Churn(ctx context.Context, proc *apiproc.Process, inf *Informer, updates, g
 	if _, err := proc.Churn(ctx, updates, gen); err != nil {
 		return ev, errors.Join(err, proc.Open(ctx))
 	}
-	var sw measure.Stopwatch
-	sw.StartTimer()
+	m := startMeter(proc)
 	if err := proc.Open(ctx); err != nil {
 		return ev, err
 	}
 	if err := inf.Counter.WaitUpdates(ctx, seen+updates); err != nil {
 		return ev, err
 	}
-	sw.StopTimer()
-	ev.PerSec = measure.PerSecond(updates, sw.Elapsed())
-	ev.CPU = sw.CPU() / time.Duration(updates)
+	m.stop()
+	ev.PerSec = measure.PerSecond(updates, m.sw.Elapsed())
+	ev.CPU = m.sw.CPU() / time.Duration(updates)
+	ev.Server, ev.GC = m.server, m.gc
 	return ev, nil
 }
 
@@ -164,7 +171,7 @@ func WarmRestart(ctx context.Context, proc *apiproc.Process, n int, opts Options
 type RunOptions struct {
 	Options
 	// Updates is the number of updates of the events/s measurement.
-	// Default min(n, 50000).
+	// Default DefaultUpdates(n).
 	Updates int
 	// RelistPercents are the relists measured after the churn: for each,
 	// that percentage of the pods changes during an outage that ends in
@@ -175,6 +182,10 @@ type RunOptions struct {
 	// implementation: IMPL-cold.pprof and IMPL-churn.pprof.
 	ProfileDir string
 }
+
+// DefaultUpdates returns the default number of updates of the events/s
+// measurement with n pods.
+func DefaultUpdates(n int) int { return min(n, 50000) }
 
 // DefaultRelistPercents are the relists Measure runs by default.
 var DefaultRelistPercents = []int{0, 10, 100}
@@ -201,7 +212,7 @@ type Result struct {
 // the server's history afterwards.
 func Measure(ctx context.Context, proc *apiproc.Process, impl string, n, gen int, opts RunOptions) (Result, error) {
 	if opts.Updates <= 0 {
-		opts.Updates = min(n, 50000)
+		opts.Updates = DefaultUpdates(n)
 	}
 	res := Result{Impl: impl, N: n, Updates: opts.Updates}
 	stop, err := startProfile(opts.ProfileDir, impl, "cold")
@@ -283,8 +294,9 @@ const (
 const mb = 1 << 20
 
 // Table lays results out side by side, the first being the baseline, with
-// the targets on the bolt column when there is one.
-func Table(title string, results []Result) *measure.Table {
+// the targets on the bolt column when there is one, then, when alone is
+// not nil, the server measured alone (its figures in the first column).
+func Table(title string, results []Result, alone *ServerAlone) *measure.Table {
 	t := &measure.Table{Title: title}
 	boltCol := -1
 	for i, r := range results {
@@ -315,6 +327,9 @@ func Table(title string, results []Result) *measure.Table {
 	}
 	t.Add("cold sync s", nil, col(func(r Result) float64 { return r.Cold.Duration.Seconds() })...)
 	t.Add("cold sync CPU s", nil, col(func(r Result) float64 { return r.Cold.CPU.Seconds() })...)
+	t.Add("cold sync server CPU s", nil, col(func(r Result) float64 { return serverSeconds(r.Cold.Server) })...)
+	t.Add("cold sync GC cycles", nil, col(func(r Result) float64 { return float64(r.Cold.GC.Cycles) })...)
+	t.Add("cold sync allocated MB", nil, col(func(r Result) float64 { return float64(r.Cold.GC.Allocs) / mb })...)
 	t.Add("cold sync peak heap MB", nil, col(func(r Result) float64 { return r.Cold.Heap.Peak / mb })...)
 	t.Add("steady heap MB", nil, col(func(r Result) float64 { return r.Cold.Heap.Settled / mb })...)
 	t.Add("steady heap bytes/pod", target(measure.Target{AtMost: true, Value: TargetSteadyHeapRatio}),
@@ -337,6 +352,13 @@ func Table(title string, results []Result) *measure.Table {
 	t.Add("update events/s", target(measure.Target{Value: TargetEventsRatio}),
 		col(func(r Result) float64 { return r.Events.PerSec })...)
 	t.Add("update CPU µs/event", nil, col(func(r Result) float64 { return measure.Micros(r.Events.CPU) })...)
+	t.Add("update server CPU µs/event", nil, col(func(r Result) float64 {
+		return perEvent(r.Events.Server, r.Updates)
+	})...)
+	t.Add("update GC cycles", nil, col(func(r Result) float64 { return float64(r.Events.GC.Cycles) })...)
+	t.Add("update allocated KB/event", nil, col(func(r Result) float64 {
+		return float64(r.Events.GC.Allocs) / 1024 / float64(r.Updates)
+	})...)
 	relist := func(i int, f func(Relisted) float64) func(Result) float64 {
 		return func(r Result) float64 {
 			if i >= len(r.Relists) {
@@ -353,5 +375,32 @@ func Table(title string, results []Result) *measure.Table {
 				col(relist(i, func(r Relisted) float64 { return r.Heap.Peak / mb }))...)
 		}
 	}
+	if alone != nil && len(results) > 0 {
+		first := func(v float64) []float64 {
+			out := col(func(Result) float64 { return math.NaN() })
+			out[0] = v
+			return out
+		}
+		t.Add("server alone: initial events/s", nil, first(alone.Initial.PerSec())...)
+		t.Add("server alone: initial server CPU µs/event", nil, first(perEvent(alone.Initial.Server, alone.Initial.Events))...)
+		t.Add("server alone: update events/s", nil, first(alone.Churn.PerSec())...)
+		t.Add("server alone: update server CPU µs/event", nil, first(perEvent(alone.Churn.Server, alone.Churn.Events))...)
+	}
 	return t
+}
+
+// serverSeconds returns the server's CPU seconds, NaN if unknown.
+func serverSeconds(s ServerCPU) float64 {
+	if !s.Known {
+		return math.NaN()
+	}
+	return s.CPU.Seconds()
+}
+
+// perEvent returns the server's CPU µs per event, NaN if unknown.
+func perEvent(s ServerCPU, events int) float64 {
+	if !s.Known || events <= 0 {
+		return math.NaN()
+	}
+	return measure.Micros(s.CPU / time.Duration(events))
 }
