@@ -6,14 +6,17 @@
 //
 // Usage:
 //
-//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 50000] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone]
+//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 150000] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone]
 //
 // The server (internal/fakeapi on internal/fakesource, with -n podgen
 // pods) runs in a child process — this program started again — so that
 // the heap measured is the informers' only. The informers run one after
 // the other against it. Events/s: the server applies -updates updates
 // while holding back the watch streams, then releases them; the figure is
-// the update notifications per second the informer's handler receives.
+// the update notifications per second the informer's handler receives,
+// over whole GC periods of the informer's process (so that collections of
+// a large heap are paid in proportion, not all or nothing), and over the
+// whole churn. -updates defaults to 1.5 times -n, at most 150,000.
 // 410 relist: the server changes -relist percent of the pods while holding
 // back the watch streams, then restarts (history compacted), so that the
 // informer's resumed watch gets 410 Expired and it relists; the figures
@@ -68,7 +71,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	var o options
 	var impls, sync, encoding, relists string
 	fs.IntVar(&o.n, "n", 100000, "number of pods")
-	fs.IntVar(&o.updates, "updates", 0, "number of updates of the events/s measurement (default min(n, 50000))")
+	fs.IntVar(&o.updates, "updates", 0, "number of updates of the events/s measurement (default min(1.5n, 150000))")
 	fs.StringVar(&impls, "impl", strings.Join(informerbench.Impls, ","), "comma-separated informers to measure, the baseline first")
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory for the bolt store's file")
 	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: "+strings.Join(syncflag.Names(), ", ")+" (the first is the store's default)")
@@ -209,6 +212,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	}
 	t.Note("heap: bytes above the settled heap before the phase; peak sampled every 10ms, garbage included")
 	t.Note("CPU: this process's user+system time during the phase (the server runs in another): what the informer cost, however busy the machine; server CPU: the server process's meanwhile; GC cycles and allocated: this process's, from runtime/metrics")
+	t.Note("update rows: whole GC periods of the informer's process within the churn, from the end of its first collection after the release to the end of its last (see informerbench.Events); the whole churn's figures follow, rows \"whole churn\"")
 	if alone != nil {
 		t.Note("server alone: its streams read by a client that splits the frames and decodes nothing, before the informers run (figures in the first column): %d pods in %.2f s (%.0f MiB), %d updates in %.2f s from their release",
 			alone.Initial.Events, alone.Initial.Elapsed.Seconds(), float64(alone.Initial.Bytes)/(1<<20), alone.Churn.Events, alone.Churn.Elapsed.Seconds())

@@ -28,7 +28,7 @@ func TestRun(t *testing.T) {
 				"bolt <= 0.05x client-go", "bolt <= 0.30x client-go", "bolt >= 0.80x client-go",
 				"client-go cold sync: 0 lists, 1 watches (1 WatchList)",
 				"cold sync server CPU s", "update GC cycles", "update allocated KB/event",
-				"server alone: initial events/s", "server alone: update server CPU µs/event", "server alone: its streams read",
+				"server alone: initial events/s", "whole churn: update CPU µs/event", "update events measured (whole GC periods)", "server alone: update server CPU µs/event", "server alone: its streams read",
 			},
 		},
 		{

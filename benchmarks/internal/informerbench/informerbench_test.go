@@ -137,6 +137,9 @@ func TestMeasureEveryImpl(t *testing.T) {
 		if !r.Cold.Server.Known || r.Cold.Server.CPU <= 0 || !r.Events.Server.Known || r.Cold.GC.Allocs == 0 || r.Events.GC.Allocs == 0 {
 			t.Errorf("%s: server CPU %+v %+v, GC %+v %+v", r.Impl, r.Cold.Server, r.Events.Server, r.Cold.GC, r.Events.GC)
 		}
+		if w := r.Events.Whole; w == nil || w.Measured != 120 || r.Events.Measured > 120 || r.Events.Steady && r.Events.Measured < 30 {
+			t.Errorf("%s: churn measured %+v, whole %+v", r.Impl, r.Events, w)
+		}
 	}
 
 	alone := &ServerAlone{
@@ -151,7 +154,7 @@ func TestMeasureEveryImpl(t *testing.T) {
 			t.Errorf("row %s: target on column %d, want bolt's", r.Metric, r.Target.Column)
 		}
 	}
-	if len(rows) != 21+2*len(DefaultRelistPercents) {
+	if len(rows) != 25+2*len(DefaultRelistPercents) {
 		t.Fatalf("%d rows", len(rows))
 	}
 	if restart := rows["restart to synced, replayed to a handler s (cold sync unless bolt)"]; restart.Values[0] != results[0].Cold.Duration.Seconds() ||
@@ -164,10 +167,13 @@ func TestMeasureEveryImpl(t *testing.T) {
 	if relist := rows["410 relist, 0% changed s"]; relist.Values[2] != results[2].Relists[0].Duration.Seconds() {
 		t.Errorf("relist row %s %v: want bolt's first relist", relist.Metric, relist.Values)
 	}
+	if v := rows["whole churn: update events/s"].Values; v[2] != results[2].Events.Whole.PerSec {
+		t.Errorf("whole churn events/s %v: want bolt's %v", v, results[2].Events.Whole.PerSec)
+	}
 	if v := rows["update GC cycles"].Values; v[1] != float64(results[1].Events.GC.Cycles) {
 		t.Errorf("update GC cycles %v: want memory's %d", v, results[1].Events.GC.Cycles)
 	}
-	if v := rows["update server CPU µs/event"].Values; v[2] != measure.Micros(results[2].Events.Server.CPU/120) {
+	if v := rows["update server CPU µs/event"].Values; v[2] != measure.Micros(results[2].Events.Server.CPU/time.Duration(results[2].Events.Measured)) {
 		t.Errorf("update server CPU %v: want bolt's per event", v)
 	}
 	for metric, want := range map[string]float64{

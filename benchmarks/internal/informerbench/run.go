@@ -89,21 +89,32 @@ func ColdSync(ctx context.Context, proc *apiproc.Process, impl string, n int, op
 	return inf, c, nil
 }
 
-// Events is what Churn measured.
+// Events is what Churn measured: the figures of whole GC periods of this
+// process within the churn when it held them (Steady), else of the whole
+// churn.
 type Events struct {
 	// PerSec is the rate of update notifications the handler received.
 	PerSec float64
 	// CPU is this process's CPU time per notification.
 	CPU time.Duration
-	// Server is what the server process used meanwhile; GC is this
-	// process's collections.
+	// Server is what the server process used meanwhile, in all; GC is
+	// this process's collections.
 	Server ServerCPU
 	GC     measure.GC
+	// Measured is the number of notifications the figures are of.
+	Measured int
+	// Steady is true when the figures are of whole GC periods.
+	Steady bool
+	// Whole holds the figures of the whole churn, from the release of the
+	// updates to the last notification; nil in itself.
+	Whole *Events
 }
 
 // Churn has the server update `updates` pods while the watch streams are
 // held back, then releases them and measures the update notifications the
-// running informer's handler receives, from the release to the last one.
+// running informer's handler receives, from the release to the last one,
+// and within that the whole GC periods of this process (see gcSample)
+// when they span at least a quarter of the updates.
 func Churn(ctx context.Context, proc *apiproc.Process, inf *Informer, updates, gen int) (Events, error) {
 	var ev Events
 	if inf.Counter == nil || updates <= 0 || gen <= 0 {
@@ -114,16 +125,30 @@ func Churn(ctx context.Context, proc *apiproc.Process, inf *Informer, updates, g
 		return ev, errors.Join(err, proc.Open(ctx))
 	}
 	m := startMeter(proc)
+	gs := startGCSampler(inf.Counter, proc.Pid(), seen)
 	if err := proc.Open(ctx); err != nil {
+		gs.stop()
 		return ev, err
 	}
-	if err := inf.Counter.WaitUpdates(ctx, seen+updates); err != nil {
+	err := inf.Counter.WaitUpdates(ctx, seen+updates)
+	samples := gs.stop()
+	if err != nil {
 		return ev, err
 	}
 	m.stop()
-	ev.PerSec = measure.PerSecond(updates, m.sw.Elapsed())
-	ev.CPU = m.sw.CPU() / time.Duration(updates)
-	ev.Server, ev.GC = m.server, m.gc
+	whole := Events{
+		PerSec:   measure.PerSecond(updates, m.sw.Elapsed()),
+		CPU:      m.sw.CPU() / time.Duration(updates),
+		Server:   m.server,
+		GC:       m.gc,
+		Measured: updates,
+	}
+	ev = whole
+	if from, to, ok := steadyWindow(samples, updates/4); ok {
+		ev = eventsBetween(from, to)
+		ev.Steady = true
+	}
+	ev.Whole = &whole
 	return ev, nil
 }
 
@@ -185,7 +210,11 @@ type RunOptions struct {
 
 // DefaultUpdates returns the default number of updates of the events/s
 // measurement with n pods.
-func DefaultUpdates(n int) int { return min(n, 50000) }
+// They are enough for client-go's informer, which collects its heap of
+// about 15 KB per pod once per about n/2 updates, to run two collections
+// or more during the churn, so that Churn measures whole GC periods; up to
+// 100k pods.
+func DefaultUpdates(n int) int { return min(n+n/2, 150000) }
 
 // DefaultRelistPercents are the relists Measure runs by default.
 var DefaultRelistPercents = []int{0, 10, 100}
@@ -353,12 +382,29 @@ func Table(title string, results []Result, alone *ServerAlone) *measure.Table {
 		col(func(r Result) float64 { return r.Events.PerSec })...)
 	t.Add("update CPU µs/event", nil, col(func(r Result) float64 { return measure.Micros(r.Events.CPU) })...)
 	t.Add("update server CPU µs/event", nil, col(func(r Result) float64 {
-		return perEvent(r.Events.Server, r.Updates)
+		return perEvent(r.Events.Server, r.Events.Measured)
 	})...)
 	t.Add("update GC cycles", nil, col(func(r Result) float64 { return float64(r.Events.GC.Cycles) })...)
 	t.Add("update allocated KB/event", nil, col(func(r Result) float64 {
-		return float64(r.Events.GC.Allocs) / 1024 / float64(r.Updates)
+		return float64(r.Events.GC.Allocs) / 1024 / float64(r.Events.Measured)
 	})...)
+	t.Add("update events measured (whole GC periods)", nil, col(func(r Result) float64 {
+		if !r.Events.Steady {
+			return math.NaN()
+		}
+		return float64(r.Events.Measured)
+	})...)
+	whole := func(f func(Events) float64) func(Result) float64 {
+		return func(r Result) float64 {
+			if r.Events.Whole == nil {
+				return math.NaN()
+			}
+			return f(*r.Events.Whole)
+		}
+	}
+	t.Add("whole churn: update events/s", nil, col(whole(func(e Events) float64 { return e.PerSec }))...)
+	t.Add("whole churn: update CPU µs/event", nil, col(whole(func(e Events) float64 { return measure.Micros(e.CPU) }))...)
+	t.Add("whole churn: GC cycles", nil, col(whole(func(e Events) float64 { return float64(e.GC.Cycles) }))...)
 	relist := func(i int, f func(Relisted) float64) func(Result) float64 {
 		return func(r Result) float64 {
 			if i >= len(r.Relists) {
