@@ -154,7 +154,7 @@ func TestMeasureEveryImpl(t *testing.T) {
 			t.Errorf("row %s: target on column %d, want bolt's", r.Metric, r.Target.Column)
 		}
 	}
-	if len(rows) != 25+2*len(DefaultRelistPercents) {
+	if len(rows) != 28+2*len(DefaultRelistPercents) {
 		t.Fatalf("%d rows", len(rows))
 	}
 	if restart := rows["restart to synced, replayed to a handler s (cold sync unless bolt)"]; restart.Values[0] != results[0].Cold.Duration.Seconds() ||

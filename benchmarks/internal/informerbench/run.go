@@ -359,6 +359,7 @@ func Table(title string, results []Result, alone *ServerAlone) *measure.Table {
 	t.Add("cold sync server CPU s", nil, col(func(r Result) float64 { return serverSeconds(r.Cold.Server) })...)
 	t.Add("cold sync GC cycles", nil, col(func(r Result) float64 { return float64(r.Cold.GC.Cycles) })...)
 	t.Add("cold sync allocated MB", nil, col(func(r Result) float64 { return float64(r.Cold.GC.Allocs) / mb })...)
+	t.Add("cold sync GC CPU s (runtime's estimate)", nil, col(func(r Result) float64 { return r.Cold.GC.CPU.Seconds() })...)
 	t.Add("cold sync peak heap MB", nil, col(func(r Result) float64 { return r.Cold.Heap.Peak / mb })...)
 	t.Add("steady heap MB", nil, col(func(r Result) float64 { return r.Cold.Heap.Settled / mb })...)
 	t.Add("steady heap bytes/pod", target(measure.Target{AtMost: true, Value: TargetSteadyHeapRatio}),
@@ -388,6 +389,9 @@ func Table(title string, results []Result, alone *ServerAlone) *measure.Table {
 	t.Add("update allocated KB/event", nil, col(func(r Result) float64 {
 		return float64(r.Events.GC.Allocs) / 1024 / float64(r.Events.Measured)
 	})...)
+	t.Add("update GC CPU µs/event (runtime's estimate)", nil, col(func(r Result) float64 {
+		return measure.Micros(r.Events.GC.CPU) / float64(r.Events.Measured)
+	})...)
 	t.Add("update events measured (whole GC periods)", nil, col(func(r Result) float64 {
 		if !r.Events.Steady {
 			return math.NaN()
@@ -405,6 +409,9 @@ func Table(title string, results []Result, alone *ServerAlone) *measure.Table {
 	t.Add("whole churn: update events/s", nil, col(whole(func(e Events) float64 { return e.PerSec }))...)
 	t.Add("whole churn: update CPU µs/event", nil, col(whole(func(e Events) float64 { return measure.Micros(e.CPU) }))...)
 	t.Add("whole churn: GC cycles", nil, col(whole(func(e Events) float64 { return float64(e.GC.Cycles) }))...)
+	t.Add("whole churn: GC CPU µs/event (runtime's estimate)", nil, col(whole(func(e Events) float64 {
+		return measure.Micros(e.GC.CPU) / float64(e.Measured)
+	}))...)
 	relist := func(i int, f func(Relisted) float64) func(Result) float64 {
 		return func(r Result) float64 {
 			if i >= len(r.Relists) {

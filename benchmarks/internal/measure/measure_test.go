@@ -308,4 +308,7 @@ func TestReadGCCountsCyclesAndAllocations(t *testing.T) {
 	if d.Allocs < size {
 		t.Errorf("%d bytes allocated counted, want at least %d", d.Allocs, size)
 	}
+	if d.CPU <= 0 {
+		t.Errorf("two collections took %v of the collector's CPU", d.CPU)
+	}
 }
