@@ -17,7 +17,6 @@ package apiproc
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +30,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/warmcache/warmcache/benchmarks/internal/genserver"
 )
 
 // envPods is the environment variable that makes a process the server; its
@@ -189,41 +190,8 @@ func (p *Process) Stats(ctx context.Context) (Stats, error) {
 }
 
 func (p *Process) call(ctx context.Context, op string, q url.Values, out interface{}) error {
-	if err := Control(ctx, p.client, p.URL, op, q, out); err != nil {
+	if err := genserver.Control(ctx, p.client, p.URL, op, q, out); err != nil {
 		return fmt.Errorf("%w: %w", ErrServer, err)
-	}
-	return nil
-}
-
-// Control posts the control request op with query q to the server at
-// base (its URL, a trailing slash allowed) through hc, and decodes the
-// JSON answer into out unless out is nil. Its errors name op; a status
-// other than 200 OK is an error that carries the answer's body.
-func Control(ctx context.Context, hc *http.Client, base, op string, q url.Values, out interface{}) error {
-	u := strings.TrimSuffix(base, "/") + ControlPrefix + op
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s: %s", op, resp.Status, strings.TrimSpace(string(body)))
-	}
-	if out != nil {
-		if err := json.Unmarshal(body, out); err != nil {
-			return fmt.Errorf("%s: %w", op, err)
-		}
 	}
 	return nil
 }
