@@ -6,10 +6,11 @@
 //
 // Usage:
 //
-//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 150000] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone]
+//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 150000] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone] [-server fakeapi|genserver]
 //
 // The server (internal/fakeapi on internal/fakesource, with -n podgen
-// pods) runs in a child process — this program started again — so that
+// pods; with -server genserver a benchmarks/internal/genserver, which
+// generates each pod when it serves it) runs in a child process — this program started again — so that
 // the heap measured is the informers' only. The informers run one after
 // the other against it. Events/s: the server applies -updates updates
 // while holding back the watch streams, then releases them; the figure is
@@ -40,6 +41,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,6 +65,7 @@ type options struct {
 	relists     []int
 	profileDir  string
 	skipAlone   bool
+	server      string
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -77,6 +80,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: "+strings.Join(syncflag.Names(), ", ")+" (the first is the store's default)")
 	fs.StringVar(&relists, "relist", joinInts(informerbench.DefaultRelistPercents), "comma-separated percentages of pods changed before a forced 410 relist, one measurement each (empty: none)")
 	fs.StringVar(&o.profileDir, "cpuprofile-dir", "", "directory to write a CPU profile of each implementation's cold sync and churn into (IMPL-cold.pprof, IMPL-churn.pprof; empty: none)")
+	fs.StringVar(&o.server, "server", apiproc.ServerFake, "the fake API server: "+strings.Join(apiproc.Servers, " (keeps every pod on its heap), ")+" (generates each pod when it serves it)")
 	fs.BoolVar(&o.skipAlone, "skip-server-alone", false, "skip the measurement of the server alone (a client that reads its streams without decoding them) before the informers")
 	fs.StringVar(&encoding, "encoding", "protobuf", "wire encoding: protobuf or json")
 	if err := fs.Parse(args); err != nil {
@@ -110,6 +114,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 			return o, fmt.Errorf("%w: -relist %q: want percentages from 0 to 100", cmdrun.ErrUsage, f)
 		}
 		o.relists = append(o.relists, pct)
+	}
+	if !slices.Contains(apiproc.Servers, o.server) {
+		return o, fmt.Errorf("%w: -server %q: want one of %v", cmdrun.ErrUsage, o.server, apiproc.Servers)
 	}
 	o.impls, err = cmdrun.Impls(impls, informerbench.Impls)
 	return o, err
@@ -158,7 +165,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 
 	fmt.Fprintf(stderr, "informerbench: starting the server with %d pods...\n", o.n)
 	start := time.Now()
-	proc, err := apiproc.Start(ctx, apiproc.Options{Pods: o.n, Stderr: stderr})
+	proc, err := apiproc.Start(ctx, apiproc.Options{Pods: o.n, Stderr: stderr, Server: o.server})
 	if err != nil {
 		return err
 	}
@@ -198,8 +205,8 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 		results = append(results, r)
 	}
 	after := machine.Read()
-	title := fmt.Sprintf("warmcache informer vs client-go SharedIndexInformer: %d podgen pods over HTTP (%s), %d updates, bolt %v\n%s",
-		o.n, o.contentType, results[0].Updates, o.sync, m)
+	title := fmt.Sprintf("warmcache informer vs client-go SharedIndexInformer: %d podgen pods over HTTP (%s) from %s, %d updates, bolt %v\n%s",
+		o.n, o.contentType, o.server, results[0].Updates, o.sync, m)
 	t := informerbench.Table(title, results, alone)
 	if l := machine.RunLabel(m, after); l != "" {
 		t.Note("%s", l)

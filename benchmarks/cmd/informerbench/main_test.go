@@ -23,7 +23,7 @@ func TestRun(t *testing.T) {
 			Args: []string{"-n", "80", "-updates", "30", "-impl", "client-go,bolt", "-dir", t.TempDir()},
 			Code: cmdrun.ExitOK,
 			Stdout: []string{
-				"80 podgen pods over HTTP (application/vnd.kubernetes.protobuf), 30 updates",
+				"80 podgen pods over HTTP (application/vnd.kubernetes.protobuf) from fakeapi, 30 updates",
 				"bolt/client-go", "cold sync s", "cold sync CPU s", "steady heap bytes/pod", "update events/s", "update CPU µs/event",
 				"bolt <= 0.05x client-go", "bolt <= 0.30x client-go", "bolt >= 0.80x client-go",
 				"client-go cold sync: 0 lists, 1 watches (1 WatchList)",
@@ -37,6 +37,13 @@ func TestRun(t *testing.T) {
 			Code:   cmdrun.ExitOK,
 			Stdout: []string{"(application/json)", "server alone: update events/s"},
 		},
+		{
+			Name:   "genserver",
+			Args:   []string{"-n", "60", "-updates", "20", "-impl", "client-go,bolt", "-server", "genserver", "-dir", t.TempDir()},
+			Code:   cmdrun.ExitOK,
+			Stdout: []string{"60 podgen pods over HTTP (application/vnd.kubernetes.protobuf) from genserver", "410 relist, 100% changed s", "server alone: update events/s"},
+		},
+		{Name: "unknown server", Args: []string{"-server", "etcd"}, Code: cmdrun.ExitUsage, StderrIn: "-server"},
 		{Name: "unknown implementation", Args: []string{"-impl", "bolt,etcd"}, Code: cmdrun.ExitUsage, StderrIn: `-impl "etcd"`},
 		{Name: "bad encoding", Args: []string{"-encoding", "xml"}, Code: cmdrun.ExitUsage, StderrIn: "-encoding"},
 		{Name: "bad sync policy", Args: []string{"-bolt-sync", "never"}, Code: cmdrun.ExitUsage, StderrIn: "-bolt-sync"},

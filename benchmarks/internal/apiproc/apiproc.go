@@ -1,6 +1,6 @@
-// Package apiproc runs internal/fakeapi in a child process for the informer
-// benchmarks, so that the benchmark process's heap holds the informers
-// only, not the fake API server's objects.
+// Package apiproc runs internal/fakeapi, or a genserver, in a child process
+// for the informer benchmarks, so that the benchmark process's heap holds
+// the informers only, not the fake API server's objects.
 //
 // The child is the benchmark's own executable (a benchmark program or a go
 // test binary) started again with an environment variable; MaybeServe, the
@@ -48,7 +48,26 @@ type Options struct {
 	Pods int
 	// Stderr receives the child's standard error. Default: os.Stderr.
 	Stderr io.Writer
+	// Server is the server the child runs: ServerFake (default) or
+	// ServerGen.
+	Server string
 }
+
+// The servers a child can run.
+const (
+	// ServerFake is internal/fakeapi on internal/fakesource, which keeps
+	// every pod and every update on its heap.
+	ServerFake = "fakeapi"
+	// ServerGen is a genserver, which generates each pod when it serves
+	// it and keeps 16 bytes per pod and 24 per update.
+	ServerGen = "genserver"
+)
+
+// Servers lists the servers a child can run, the default first.
+var Servers = []string{ServerFake, ServerGen}
+
+// envServer is the environment variable that names the child's server.
+const envServer = "WARMCACHE_BENCH_APISERVER"
 
 // Process is a running child server. Its methods are safe for concurrent
 // use, except Close.
@@ -74,8 +93,15 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: find own executable: %w", ErrServer, err)
 	}
+	switch opts.Server {
+	case "":
+		opts.Server = ServerFake
+	case ServerFake, ServerGen:
+	default:
+		return nil, fmt.Errorf("%w: unknown server %q (want one of %v)", ErrServer, opts.Server, Servers)
+	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envPods+"="+strconv.Itoa(opts.Pods))
+	cmd.Env = append(os.Environ(), envPods+"="+strconv.Itoa(opts.Pods), envServer+"="+opts.Server)
 	cmd.Stderr = opts.Stderr
 	if cmd.Stderr == nil {
 		cmd.Stderr = os.Stderr

@@ -42,7 +42,11 @@ func MaybeServe() {
 		fmt.Fprintf(os.Stderr, "apiproc: %s=%q is not a positive number\n", envPods, v)
 		os.Exit(2)
 	}
-	if err := serve(n, os.Stdin, os.Stdout); err != nil && !errors.Is(err, errParentGone) {
+	serveFn := serve
+	if os.Getenv(envServer) == ServerGen {
+		serveFn = serveGen
+	}
+	if err := serveFn(n, os.Stdin, os.Stdout); err != nil && !errors.Is(err, errParentGone) {
 		fmt.Fprintln(os.Stderr, "apiproc:", err)
 		os.Exit(1)
 	}

@@ -68,7 +68,13 @@ func TestReadStreamSplitsFrames(t *testing.T) {
 }
 
 func TestReadStreamOfTheChild(t *testing.T) {
-	p, _ := startChild(t)
+	for _, server := range Servers {
+		t.Run(server, func(t *testing.T) { testReadStreamOfTheChild(t, server) })
+	}
+}
+
+func testReadStreamOfTheChild(t *testing.T, server string) {
+	p, _ := startChild(t, server)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	for _, ct := range []string{"application/vnd.kubernetes.protobuf", "application/json"} {
