@@ -7,7 +7,8 @@
 package podgen
 
 import (
-	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,15 +27,15 @@ var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 // decimal string) unless the caller changes it.
 func Pod(i int) *corev1.Pod {
 	ns, name := Key(i)
-	app := fmt.Sprintf("app-%d", i%997)
+	app := "app-" + strconv.Itoa(i%997)
 	created := metav1.NewTime(epoch.Add(time.Duration(i) * time.Second))
-	uid := types.UID(fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i*7919))
+	uid := types.UID(hexPad(i, 8) + "-0000-4000-8000-" + hexPad(i*7919, 12))
 	labels := map[string]string{
 		"app.kubernetes.io/name":       app,
 		"app.kubernetes.io/instance":   app + "-prod",
 		"app.kubernetes.io/component":  "server",
 		"app.kubernetes.io/managed-by": "warmcache-podgen",
-		"pod-template-hash":            fmt.Sprintf("%010x", i%9973),
+		"pod-template-hash":            hexPad(i%9973, 10),
 		"tier":                         []string{"frontend", "backend", "cache"}[i%3],
 	}
 	annotations := map[string]string{
@@ -42,7 +43,7 @@ func Pod(i int) *corev1.Pod {
 		"prometheus.io/scrape":                           "true",
 		"prometheus.io/port":                             "9090",
 		"cluster-autoscaler.kubernetes.io/safe-to-evict": "true",
-		"example.com/build":                              fmt.Sprintf(`{"commit":"%040x","pipeline":%d,"branch":"main"}`, i*104729, i),
+		"example.com/build":                              `{"commit":"` + hexPad(i*104729, 40) + `","pipeline":` + strconv.Itoa(i) + `,"branch":"main"}`,
 	}
 	fields := func(f string) *metav1.FieldsV1 { return &metav1.FieldsV1{Raw: []byte(f)} }
 	return &corev1.Pod{
@@ -51,7 +52,7 @@ func Pod(i int) *corev1.Pod {
 			Name:              name,
 			Namespace:         ns,
 			UID:               uid,
-			ResourceVersion:   fmt.Sprint(i + 1),
+			ResourceVersion:   strconv.Itoa(i + 1),
 			Generation:        1,
 			CreationTimestamp: created,
 			Labels:            labels,
@@ -59,7 +60,7 @@ func Pod(i int) *corev1.Pod {
 			GenerateName:      app + "-",
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "apps/v1", Kind: "ReplicaSet", Name: app + "-7d9f8b6c5d",
-				UID: types.UID(fmt.Sprintf("rs-%08x", i%997)), Controller: boolPtr(true), BlockOwnerDeletion: boolPtr(true),
+				UID: types.UID("rs-" + hexPad(i%997, 8)), Controller: boolPtr(true), BlockOwnerDeletion: boolPtr(true),
 			}},
 			ManagedFields: []metav1.ManagedFieldsEntry{
 				{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &created, FieldsType: "FieldsV1",
@@ -69,7 +70,7 @@ func Pod(i int) *corev1.Pod {
 			},
 		},
 		Spec: corev1.PodSpec{
-			NodeName:                      fmt.Sprintf("node-%04d", i%5000),
+			NodeName:                      "node-" + decPad(i%5000, 4),
 			ServiceAccountName:            app,
 			RestartPolicy:                 corev1.RestartPolicyAlways,
 			DNSPolicy:                     corev1.DNSClusterFirst,
@@ -96,8 +97,8 @@ func Pod(i int) *corev1.Pod {
 		},
 		Status: corev1.PodStatus{
 			Phase:     corev1.PodRunning,
-			HostIP:    fmt.Sprintf("10.%d.%d.%d", (i>>16)&255, (i>>8)&255, i&255),
-			PodIP:     fmt.Sprintf("172.%d.%d.%d", 16+(i>>16)&15, (i>>8)&255, i&255),
+			HostIP:    "10." + strconv.Itoa((i>>16)&255) + "." + strconv.Itoa((i>>8)&255) + "." + strconv.Itoa(i&255),
+			PodIP:     "172." + strconv.Itoa(16+(i>>16)&15) + "." + strconv.Itoa((i>>8)&255) + "." + strconv.Itoa(i&255),
 			StartTime: &created,
 			QOSClass:  corev1.PodQOSBurstable,
 			Conditions: []corev1.PodCondition{
@@ -115,7 +116,7 @@ func Pod(i int) *corev1.Pod {
 // Key returns the namespace and name of the i-th generated pod without
 // generating it.
 func Key(i int) (namespace, name string) {
-	return fmt.Sprintf("ns-%03d", i%Namespaces), fmt.Sprintf("app-%d-%08d-x7k2p", i%997, i)
+	return "ns-" + decPad(i%Namespaces, 3), "app-" + strconv.Itoa(i%997) + "-" + decPad(i, 8) + "-x7k2p"
 }
 
 // Pods returns pods 0..n-1.
@@ -130,18 +131,18 @@ func Pods(n int) []*corev1.Pod {
 func container(name, image string, i, port int) corev1.Container {
 	env := make([]corev1.EnvVar, 0, 8)
 	for j := 0; j < 10; j++ {
-		env = append(env, corev1.EnvVar{Name: fmt.Sprintf("%s_SETTING_%d", name, j), Value: fmt.Sprintf("value-%d-%d-some-longer-configuration-string", i, j)})
+		env = append(env, corev1.EnvVar{Name: name + "_SETTING_" + strconv.Itoa(j), Value: "value-" + strconv.Itoa(i) + "-" + strconv.Itoa(j) + "-some-longer-configuration-string"})
 	}
 	env = append(env, corev1.EnvVar{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}})
 	return corev1.Container{
 		Name:  name,
-		Image: fmt.Sprintf("registry.example.com/team/%s:v1.%d.%d", image, i%10, i%100),
-		Args:  []string{"--port=" + fmt.Sprint(port), "--log-level=info", "--metrics-addr=:9090"},
+		Image: imageName(image, i),
+		Args:  []string{"--port=" + strconv.Itoa(port), "--log-level=info", "--metrics-addr=:9090"},
 		Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: int32(port), Protocol: corev1.ProtocolTCP}, {Name: "metrics", ContainerPort: 9090, Protocol: corev1.ProtocolTCP}},
 		Env:   env,
 		Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
-			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("512Mi")},
+			Requests: corev1.ResourceList{corev1.ResourceCPU: requestCPU.DeepCopy(), corev1.ResourceMemory: requestMemory.DeepCopy()},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: limitCPU.DeepCopy(), corev1.ResourceMemory: limitMemory.DeepCopy()},
 		},
 		ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: intstr.FromInt32(int32(port)), Scheme: corev1.URISchemeHTTP}},
 			PeriodSeconds: 10, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 3},
@@ -156,11 +157,38 @@ func container(name, image string, i, port int) corev1.Container {
 func status(name, image string, i int, started metav1.Time) corev1.ContainerStatus {
 	return corev1.ContainerStatus{
 		Name: name, Ready: true, Started: boolPtr(true), RestartCount: int32(i % 3),
-		Image:       fmt.Sprintf("registry.example.com/team/%s:v1.%d.%d", image, i%10, i%100),
-		ImageID:     fmt.Sprintf("registry.example.com/team/%s@sha256:%064x", image, i*31),
-		ContainerID: fmt.Sprintf("containerd://%064x", i*131),
+		Image:       imageName(image, i),
+		ImageID:     "registry.example.com/team/" + image + "@sha256:" + hexPad(i*31, 64),
+		ContainerID: "containerd://" + hexPad(i*131, 64),
 		State:       corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}},
 	}
+}
+
+// The containers' resources, parsed once: each pod gets copies.
+var (
+	requestCPU    = resource.MustParse("100m")
+	requestMemory = resource.MustParse("128Mi")
+	limitCPU      = resource.MustParse("1")
+	limitMemory   = resource.MustParse("512Mi")
+)
+
+func imageName(image string, i int) string {
+	return "registry.example.com/team/" + image + ":v1." + strconv.Itoa(i%10) + "." + strconv.Itoa(i%100)
+}
+
+// decPad returns v (not negative) in decimal, padded with zeros to width
+// digits, as fmt's %0*d does.
+func decPad(v, width int) string { return pad(strconv.Itoa(v), width) }
+
+// hexPad returns v (not negative) in lower-case hexadecimal, padded with
+// zeros to width digits, as fmt's %0*x does.
+func hexPad(v, width int) string { return pad(strconv.FormatInt(int64(v), 16), width) }
+
+func pad(s string, width int) string {
+	if len(s) >= width {
+		return s
+	}
+	return strings.Repeat("0", width-len(s)) + s
 }
 
 func boolPtr(b bool) *bool    { return &b }

@@ -1,6 +1,8 @@
 package podgen
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"testing"
 
@@ -27,5 +29,35 @@ func TestPodIsRealisticAndDeterministic(t *testing.T) {
 	}
 	if got := len(Pods(7)); got != 7 {
 		t.Errorf("Pods(7) returned %d pods", got)
+	}
+}
+
+// goldenIndices cover the wrap-arounds of every modulus Pod uses and
+// indices past 16 and 24 bits (the addresses' octets).
+var goldenIndices = []int{0, 1, 2, 3, 9, 10, 49, 50, 99, 100, 996, 997, 4999, 5000, 9972, 9973, 12345, 65535, 65536, 999999, 1<<24 + 77}
+
+// goldenDigest is the SHA-256 of the JSON of Pod(i) for every index of
+// goldenIndices, in order: what the benchmarks' figures were measured
+// with. A change to the generated pods changes it.
+const goldenDigest = "a0cc85e7da0666a8b37045728189b01359c0814526b00ca99c8a9fe0ae223929"
+
+func TestPodsAreUnchanged(t *testing.T) {
+	h := sha256.New()
+	for _, i := range goldenIndices {
+		b, err := json.Marshal(Pod(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Write(b)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != goldenDigest {
+		t.Errorf("the pods changed: digest %s, want %s", got, goldenDigest)
+	}
+}
+
+func BenchmarkPod(b *testing.B) {
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		Pod(i)
 	}
 }

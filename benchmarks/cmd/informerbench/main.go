@@ -6,18 +6,29 @@
 //
 // Usage:
 //
-//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 50000] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR]
+//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 150000] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone] [-server fakeapi|genserver]
 //
 // The server (internal/fakeapi on internal/fakesource, with -n podgen
-// pods) runs in a child process — this program started again — so that
+// pods; with -server genserver a benchmarks/internal/genserver, which
+// generates each pod when it serves it) runs in a child process — this program started again — so that
 // the heap measured is the informers' only. The informers run one after
 // the other against it. Events/s: the server applies -updates updates
 // while holding back the watch streams, then releases them; the figure is
-// the update notifications per second the informer's handler receives.
+// the update notifications per second the informer's handler receives,
+// over whole GC periods of the informer's process (so that collections of
+// a large heap are paid in proportion, not all or nothing), and over the
+// whole churn. -updates defaults to 1.5 times -n, at most 150,000.
 // 410 relist: the server changes -relist percent of the pods while holding
 // back the watch streams, then restarts (history compacted), so that the
 // informer's resumed watch gets 410 Expired and it relists; the figures
 // run from the restart to the handler having been told of every change.
+//
+// Before the informers, unless -skip-server-alone, the server is measured
+// alone: a client reads a WatchList of every pod and the backlog of a churn
+// of -updates updates, splitting the frames and decoding nothing, which is
+// the most the server can serve. Each phase also reports the server
+// process's CPU time, and the informer process's collections and
+// allocations, so that a reader can tell whether the server was the limit.
 //
 // The table goes to stdout, progress to stderr. Exit status: 0 on success,
 // 1 if a measurement failed, 2 for bad flags.
@@ -30,6 +41,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,6 +64,8 @@ type options struct {
 	contentType string
 	relists     []int
 	profileDir  string
+	skipAlone   bool
+	server      string
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -60,12 +74,14 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	var o options
 	var impls, sync, encoding, relists string
 	fs.IntVar(&o.n, "n", 100000, "number of pods")
-	fs.IntVar(&o.updates, "updates", 0, "number of updates of the events/s measurement (default min(n, 50000))")
+	fs.IntVar(&o.updates, "updates", 0, "number of updates of the events/s measurement (default min(1.5n, 150000))")
 	fs.StringVar(&impls, "impl", strings.Join(informerbench.Impls, ","), "comma-separated informers to measure, the baseline first")
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory for the bolt store's file")
 	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: "+strings.Join(syncflag.Names(), ", ")+" (the first is the store's default)")
 	fs.StringVar(&relists, "relist", joinInts(informerbench.DefaultRelistPercents), "comma-separated percentages of pods changed before a forced 410 relist, one measurement each (empty: none)")
 	fs.StringVar(&o.profileDir, "cpuprofile-dir", "", "directory to write a CPU profile of each implementation's cold sync and churn into (IMPL-cold.pprof, IMPL-churn.pprof; empty: none)")
+	fs.StringVar(&o.server, "server", apiproc.ServerFake, "the fake API server: "+strings.Join(apiproc.Servers, " (keeps every pod on its heap), ")+" (generates each pod when it serves it)")
+	fs.BoolVar(&o.skipAlone, "skip-server-alone", false, "skip the measurement of the server alone (a client that reads its streams without decoding them) before the informers")
 	fs.StringVar(&encoding, "encoding", "protobuf", "wire encoding: protobuf or json")
 	if err := fs.Parse(args); err != nil {
 		return o, cmdrun.ErrUsage
@@ -98,6 +114,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 			return o, fmt.Errorf("%w: -relist %q: want percentages from 0 to 100", cmdrun.ErrUsage, f)
 		}
 		o.relists = append(o.relists, pct)
+	}
+	if !slices.Contains(apiproc.Servers, o.server) {
+		return o, fmt.Errorf("%w: -server %q: want one of %v", cmdrun.ErrUsage, o.server, apiproc.Servers)
 	}
 	o.impls, err = cmdrun.Impls(impls, informerbench.Impls)
 	return o, err
@@ -146,7 +165,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 
 	fmt.Fprintf(stderr, "informerbench: starting the server with %d pods...\n", o.n)
 	start := time.Now()
-	proc, err := apiproc.Start(ctx, apiproc.Options{Pods: o.n, Stderr: stderr})
+	proc, err := apiproc.Start(ctx, apiproc.Options{Pods: o.n, Stderr: stderr, Server: o.server})
 	if err != nil {
 		return err
 	}
@@ -159,11 +178,25 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 		RelistPercents: o.relists,
 		ProfileDir:     o.profileDir,
 	}
+	// Generation 1 is the server alone's churn, the informers' follow.
+	var alone *informerbench.ServerAlone
+	if !o.skipAlone {
+		updates := o.updates
+		if updates == 0 {
+			updates = informerbench.DefaultUpdates(o.n)
+		}
+		fmt.Fprintf(stderr, "informerbench: measuring the server alone...\n")
+		a, err := informerbench.MeasureServerAlone(ctx, proc, o.n, updates, 1, o.contentType)
+		if err != nil {
+			return err
+		}
+		alone = &a
+	}
 	var results []informerbench.Result
 	for i, impl := range o.impls {
 		fmt.Fprintf(stderr, "informerbench: measuring %s...\n", impl)
 		start := time.Now()
-		r, err := informerbench.Measure(ctx, proc, impl, o.n, i+1, ro)
+		r, err := informerbench.Measure(ctx, proc, impl, o.n, i+2, ro)
 		if err != nil {
 			return fmt.Errorf("%s: %w", impl, err)
 		}
@@ -172,9 +205,9 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 		results = append(results, r)
 	}
 	after := machine.Read()
-	title := fmt.Sprintf("warmcache informer vs client-go SharedIndexInformer: %d podgen pods over HTTP (%s), %d updates, bolt %v\n%s",
-		o.n, o.contentType, results[0].Updates, o.sync, m)
-	t := informerbench.Table(title, results)
+	title := fmt.Sprintf("warmcache informer vs client-go SharedIndexInformer: %d podgen pods over HTTP (%s) from %s, %d updates, bolt %v\n%s",
+		o.n, o.contentType, o.server, results[0].Updates, o.sync, m)
+	t := informerbench.Table(title, results, alone)
 	if l := machine.RunLabel(m, after); l != "" {
 		t.Note("%s", l)
 	}
@@ -185,7 +218,12 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 		t.Note("%s cold sync: %d lists, %d watches (%d WatchList)", r.Impl, r.Cold.Requests.Lists, r.Cold.Requests.Watches, r.Cold.Requests.WatchLists)
 	}
 	t.Note("heap: bytes above the settled heap before the phase; peak sampled every 10ms, garbage included")
-	t.Note("CPU: this process's user+system time during the phase (the server runs in another): what the informer cost, however busy the machine")
+	t.Note("CPU: this process's user+system time during the phase (the server runs in another): what the informer cost, however busy the machine; server CPU: the server process's meanwhile; GC cycles and allocated: this process's, from runtime/metrics")
+	t.Note("update rows: whole GC periods of the informer's process within the churn, from the end of its first collection after the release to the end of its last (see informerbench.Events); the whole churn's figures follow, rows \"whole churn\"")
+	if alone != nil {
+		t.Note("server alone: its streams read by a client that splits the frames and decodes nothing, before the informers run (figures in the first column): %d pods in %.2f s (%.0f MiB), %d updates in %.2f s from their release",
+			alone.Initial.Events, alone.Initial.Elapsed.Seconds(), float64(alone.Initial.Bytes)/(1<<20), alone.Churn.Events, alone.Churn.Elapsed.Seconds())
+	}
 	t.Note("command: go run ./benchmarks/cmd/informerbench %s", strings.Join(args, " "))
 	return t.Write(stdout)
 }

@@ -1,6 +1,6 @@
-// Package apiproc runs internal/fakeapi in a child process for the informer
-// benchmarks, so that the benchmark process's heap holds the informers
-// only, not the fake API server's objects.
+// Package apiproc runs internal/fakeapi, or a genserver, in a child process
+// for the informer benchmarks, so that the benchmark process's heap holds
+// the informers only, not the fake API server's objects.
 //
 // The child is the benchmark's own executable (a benchmark program or a go
 // test binary) started again with an environment variable; MaybeServe, the
@@ -17,7 +17,6 @@ package apiproc
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -31,6 +30,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/warmcache/warmcache/benchmarks/internal/genserver"
 )
 
 // envPods is the environment variable that makes a process the server; its
@@ -47,7 +48,26 @@ type Options struct {
 	Pods int
 	// Stderr receives the child's standard error. Default: os.Stderr.
 	Stderr io.Writer
+	// Server is the server the child runs: ServerFake (default) or
+	// ServerGen.
+	Server string
 }
+
+// The servers a child can run.
+const (
+	// ServerFake is internal/fakeapi on internal/fakesource, which keeps
+	// every pod and every update on its heap.
+	ServerFake = "fakeapi"
+	// ServerGen is a genserver, which generates each pod when it serves
+	// it and keeps 16 bytes per pod and 24 per update.
+	ServerGen = "genserver"
+)
+
+// Servers lists the servers a child can run, the default first.
+var Servers = []string{ServerFake, ServerGen}
+
+// envServer is the environment variable that names the child's server.
+const envServer = "WARMCACHE_BENCH_APISERVER"
 
 // Process is a running child server. Its methods are safe for concurrent
 // use, except Close.
@@ -73,8 +93,15 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: find own executable: %w", ErrServer, err)
 	}
+	switch opts.Server {
+	case "":
+		opts.Server = ServerFake
+	case ServerFake, ServerGen:
+	default:
+		return nil, fmt.Errorf("%w: unknown server %q (want one of %v)", ErrServer, opts.Server, Servers)
+	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envPods+"="+strconv.Itoa(opts.Pods))
+	cmd.Env = append(os.Environ(), envPods+"="+strconv.Itoa(opts.Pods), envServer+"="+opts.Server)
 	cmd.Stderr = opts.Stderr
 	if cmd.Stderr == nil {
 		cmd.Stderr = os.Stderr
@@ -112,6 +139,10 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 		return nil, fmt.Errorf("%w: start: %w", ErrServer, ctx.Err())
 	}
 }
+
+// Pid returns the child's process id, for reading its CPU time and
+// memory from /proc.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // ReadURL sends the first line of r, a child's standard output on which
 // ServeLoopback writes its URL, to the channel it returns, trimmed ("" if
@@ -185,41 +216,8 @@ func (p *Process) Stats(ctx context.Context) (Stats, error) {
 }
 
 func (p *Process) call(ctx context.Context, op string, q url.Values, out interface{}) error {
-	if err := Control(ctx, p.client, p.URL, op, q, out); err != nil {
+	if err := genserver.Control(ctx, p.client, p.URL, op, q, out); err != nil {
 		return fmt.Errorf("%w: %w", ErrServer, err)
-	}
-	return nil
-}
-
-// Control posts the control request op with query q to the server at
-// base (its URL, a trailing slash allowed) through hc, and decodes the
-// JSON answer into out unless out is nil. Its errors name op; a status
-// other than 200 OK is an error that carries the answer's body.
-func Control(ctx context.Context, hc *http.Client, base, op string, q url.Values, out interface{}) error {
-	u := strings.TrimSuffix(base, "/") + ControlPrefix + op
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s: %s", op, resp.Status, strings.TrimSpace(string(body)))
-	}
-	if out != nil {
-		if err := json.Unmarshal(body, out); err != nil {
-			return fmt.Errorf("%s: %w", op, err)
-		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package apiproc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -27,11 +28,11 @@ const testTimeout = 60 * time.Second
 
 const testPods = 30
 
-func startChild(t *testing.T) (*Process, *kubernetes.Clientset) {
+func startChild(t *testing.T, server string) (*Process, *kubernetes.Clientset) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	p, err := Start(ctx, Options{Pods: testPods})
+	p, err := Start(ctx, Options{Pods: testPods, Server: server})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,13 @@ func recv(t *testing.T, w watch.Interface) watch.Event {
 }
 
 func TestChildServesChurnsAndCompacts(t *testing.T) {
-	p, cs := startChild(t)
+	for _, server := range Servers {
+		t.Run(server, func(t *testing.T) { testChildServesChurnsAndCompacts(t, server) })
+	}
+}
+
+func testChildServesChurnsAndCompacts(t *testing.T, server string) {
+	p, cs := startChild(t, server)
 	ctx := context.Background()
 	list, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -119,31 +126,67 @@ func TestChildServesChurnsAndCompacts(t *testing.T) {
 	if st.ResourceVersion != res.LastRV || st.Lists != 1 || st.OpenWatches != 1 {
 		t.Errorf("stats %+v", st)
 	}
+	// A watch from within the history resumes; once it is compacted,
+	// the watch expires.
+	if err := p.Compact(ctx, strconv.Itoa(first)); err != nil {
+		t.Fatal(err)
+	}
+	w2, err := cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{ResourceVersion: res.FirstRV})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	if ev := recv(t, w2); ev.Type != watch.Modified || ev.Object.(*corev1.Pod).ResourceVersion != strconv.Itoa(first+1) {
+		t.Fatalf("watch from the first update: %s %v", ev.Type, ev.Object)
+	}
 	if err := p.Compact(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
-	_, err = cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{
-		ResourceVersion: list.ResourceVersion, ResourceVersionMatch: metav1.ResourceVersionMatchExact,
-	})
-	if !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
-		t.Errorf("list at a compacted RV: %v, want 410", err)
+	if err := expired(t, cs, res.FirstRV); err != nil {
+		t.Error(err)
 	}
 }
 
-func TestControlErrors(t *testing.T) {
-	p, _ := startChild(t)
-	ctx := context.Background()
-	if _, err := p.Churn(ctx, 0, 1); !errors.Is(err, ErrServer) {
-		t.Errorf("Churn of 0 updates: %v, want ErrServer", err)
+// expired checks that a watch from rv is expired: the server refuses it or
+// sends an ERROR event with 410.
+func expired(t *testing.T, cs *kubernetes.Clientset, rv string) error {
+	t.Helper()
+	w, err := cs.CoreV1().Pods("").Watch(context.Background(), metav1.ListOptions{ResourceVersion: rv})
+	if err != nil {
+		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			return nil
+		}
+		return fmt.Errorf("watch from compacted RV %s: %w", rv, err)
 	}
-	if err := p.Compact(ctx, "not-a-number"); !errors.Is(err, ErrServer) {
-		t.Errorf("Compact(not-a-number): %v, want ErrServer", err)
+	defer w.Stop()
+	ev := recv(t, w)
+	if ev.Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) {
+		return fmt.Errorf("watch from compacted RV %s: %s %v, want 410", rv, ev.Type, ev.Object)
+	}
+	return nil
+}
+
+func TestControlErrors(t *testing.T) {
+	for _, server := range Servers {
+		t.Run(server, func(t *testing.T) {
+			p, _ := startChild(t, server)
+			ctx := context.Background()
+			if _, err := p.Churn(ctx, 0, 1); !errors.Is(err, ErrServer) {
+				t.Errorf("Churn of 0 updates: %v, want ErrServer", err)
+			}
+			if err := p.Compact(ctx, "not-a-number"); !errors.Is(err, ErrServer) {
+				t.Errorf("Compact(not-a-number): %v, want ErrServer", err)
+			}
+		})
 	}
 }
 
 func TestStartErrors(t *testing.T) {
 	if _, err := Start(context.Background(), Options{}); !errors.Is(err, ErrServer) {
 		t.Errorf("Start without pods: %v, want ErrServer", err)
+	}
+	if _, err := Start(context.Background(), Options{Pods: 1, Server: "etcd"}); !errors.Is(err, ErrServer) {
+		t.Errorf("Start of an unknown server: %v, want ErrServer", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

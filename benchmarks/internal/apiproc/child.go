@@ -17,15 +17,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/warmcache/warmcache/benchmarks/internal/genserver"
 	"github.com/warmcache/warmcache/benchmarks/internal/measure"
 	"github.com/warmcache/warmcache/internal/fakeapi"
 	"github.com/warmcache/warmcache/internal/fakesource"
 	"github.com/warmcache/warmcache/internal/podgen"
 )
-
-// ControlPrefix is the path of the control API, of this package's server
-// and of genserver's.
-const ControlPrefix = "/bench/"
 
 // GenerationAnnotation is the annotation Churn sets on updated pods.
 const GenerationAnnotation = "bench.warmcache.io/generation"
@@ -45,7 +42,11 @@ func MaybeServe() {
 		fmt.Fprintf(os.Stderr, "apiproc: %s=%q is not a positive number\n", envPods, v)
 		os.Exit(2)
 	}
-	if err := serve(n, os.Stdin, os.Stdout); err != nil && !errors.Is(err, errParentGone) {
+	serveFn := serve
+	if os.Getenv(envServer) == ServerGen {
+		serveFn = serveGen
+	}
+	if err := serveFn(n, os.Stdin, os.Stdout); err != nil && !errors.Is(err, errParentGone) {
 		fmt.Fprintln(os.Stderr, "apiproc:", err)
 		os.Exit(1)
 	}
@@ -85,11 +86,11 @@ func serve(n int, in io.Reader, out io.Writer) error {
 	}
 	c.gate = newGate()
 	mux := http.NewServeMux()
-	mux.HandleFunc(ControlPrefix+"churn", c.churn)
-	mux.HandleFunc(ControlPrefix+"open", c.open)
-	mux.HandleFunc(ControlPrefix+"compact", c.compact)
-	mux.HandleFunc(ControlPrefix+"restart", c.restart)
-	mux.HandleFunc(ControlPrefix+"stats", c.stats)
+	mux.HandleFunc(genserver.ControlPrefix+"churn", c.churn)
+	mux.HandleFunc(genserver.ControlPrefix+"open", c.open)
+	mux.HandleFunc(genserver.ControlPrefix+"compact", c.compact)
+	mux.HandleFunc(genserver.ControlPrefix+"restart", c.restart)
+	mux.HandleFunc(genserver.ControlPrefix+"stats", c.stats)
 	mux.Handle("/", c.gate.wrap(h))
 	return ServeLoopback(mux, out, gone, c.gate.open)
 }

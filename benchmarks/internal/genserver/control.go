@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,12 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-
-	"github.com/warmcache/warmcache/benchmarks/internal/apiproc"
 )
 
-// controlPrefix is the path of the control API; apiproc.Control calls it.
-const controlPrefix = apiproc.ControlPrefix
+// ControlPrefix is the path of the control API, of this package's server
+// and of apiproc's; Control calls it.
+const ControlPrefix = "/bench/"
+
+// controlPrefix is ControlPrefix, as the server's code spells it.
+const controlPrefix = ControlPrefix
 
 func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -111,8 +114,41 @@ func (c *Client) call(ctx context.Context, op string, q url.Values, out interfac
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	if err := apiproc.Control(ctx, hc, c.URL, op, q, out); err != nil {
+	if err := Control(ctx, hc, c.URL, op, q, out); err != nil {
 		return fmt.Errorf("%w: %w", ErrControl, err)
+	}
+	return nil
+}
+
+// Control posts the control request op with query q to the server at
+// base (its URL, a trailing slash allowed) through hc, and decodes the
+// JSON answer into out unless out is nil. Its errors name op; a status
+// other than 200 OK is an error that carries the answer's body.
+func Control(ctx context.Context, hc *http.Client, base, op string, q url.Values, out interface{}) error {
+	u := strings.TrimSuffix(base, "/") + ControlPrefix + op
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s: %s", op, resp.Status, strings.TrimSpace(string(body)))
+	}
+	if out != nil {
+		if err := json.Unmarshal(body, out); err != nil {
+			return fmt.Errorf("%s: %w", op, err)
+		}
 	}
 	return nil
 }

@@ -5,9 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"io"
 	"net/http"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -156,11 +154,6 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *resource
 		end = off + int(opts.Limit)
 	}
 	listRV := s.rv
-	type state struct {
-		idx int32
-		rv  int64
-		gen uint32
-	}
 	page := make([]state, 0, end-off)
 	for _, idx := range res.order[off:end] {
 		page = append(page, state{idx, res.rv[idx], res.gen[idx]})
@@ -212,8 +205,9 @@ func (s *Server) serveList(w http.ResponseWriter, r *http.Request, res *resource
 	_, _ = w.Write(buf.Bytes())
 }
 
-// watchBatch is the most changes a watch encodes between two flushes.
-const watchBatch = 1024
+// watchBatch is the most changes a watch takes from the history at a
+// time; encodeOrdered bounds the memory of those being encoded.
+const watchBatch = 4096
 
 // serveWatch serves a watch: WatchList initial events or a legacy watch's
 // initial ADDED events first, then every change after the starting
@@ -291,7 +285,11 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *resourc
 		if !s.waitOpen(ctx, restarted) {
 			return
 		}
-		if err := s.writeInitial(ctx, w, c, res, snap); err != nil {
+		initial := func(k int) state {
+			idx := res.order[k]
+			return state{idx: idx, rv: snap.objRV[idx], gen: snap.gen[idx]}
+		}
+		if err := encodeOrdered(ctx, w, c, res, watch.Added, res.Count, initial); err != nil {
 			return
 		}
 		if watchList {
@@ -331,18 +329,12 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *resourc
 		if !s.waitOpen(ctx, restarted) {
 			return
 		}
-		for _, ch := range changes {
-			obj, err := res.object(ch.idx, ch.rv, ch.gen)
-			if err != nil {
-				return
-			}
-			b, err := enc.encode(watch.Modified, obj, c.object)
-			if err != nil {
-				return
-			}
-			if _, err := frames.Write(b); err != nil {
-				return
-			}
+		changed := func(k int) state {
+			ch := changes[k]
+			return state{idx: ch.idx, rv: ch.rv, gen: ch.gen}
+		}
+		if err := encodeOrdered(ctx, w, c, res, watch.Modified, len(changes), changed); err != nil {
+			return
 		}
 		cursor = next
 	}
@@ -390,103 +382,4 @@ func bookmark(res *resource, rv int64) (kruntime.Object, error) {
 	acc.SetResourceVersion(strconv.FormatInt(rv, 10))
 	acc.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
 	return obj, nil
-}
-
-// eventEncoder encodes watch events into reused buffers; one per
-// goroutine.
-type eventEncoder struct {
-	c          codec
-	obj, event bytes.Buffer
-}
-
-func newEventEncoder(c codec) *eventEncoder { return &eventEncoder{c: c} }
-
-// encode returns the event's encoding, valid until the next call.
-func (e *eventEncoder) encode(typ watch.EventType, obj kruntime.Object, objEnc kruntime.Encoder) ([]byte, error) {
-	e.obj.Reset()
-	if err := objEnc.Encode(obj, &e.obj); err != nil {
-		return nil, err
-	}
-	e.event.Reset()
-	ev := &metav1.WatchEvent{Type: string(typ), Object: kruntime.RawExtension{Raw: e.obj.Bytes()}}
-	if err := e.c.event.Encode(ev, &e.event); err != nil {
-		return nil, err
-	}
-	return e.event.Bytes(), nil
-}
-
-// initialChunk is the number of objects one goroutine encodes at a time
-// for initial events.
-const initialChunk = 256
-
-// writeInitial writes snap's objects as ADDED events in key order, encoded
-// by one goroutine per core a chunk at a time and written in order.
-func (s *Server) writeInitial(ctx context.Context, w io.Writer, c codec, res *resource, snap *snapshot) error {
-	type chunk struct {
-		lo, hi int
-		buf    bytes.Buffer
-		err    error
-		done   chan struct{}
-	}
-	workers := runtime.GOMAXPROCS(0)
-	jobs := make(chan *chunk, 2*workers)
-	ordered := make(chan *chunk, 2*workers)
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		defer close(ordered)
-		defer close(jobs)
-		for lo := 0; lo < res.Count; lo += initialChunk {
-			ch := &chunk{lo: lo, hi: min(lo+initialChunk, res.Count), done: make(chan struct{})}
-			select {
-			case ordered <- ch:
-			case <-stop:
-				return
-			}
-			select {
-			case jobs <- ch:
-			case <-stop:
-				return
-			}
-		}
-	}()
-	for range workers {
-		go func() {
-			enc := newEventEncoder(c)
-			for ch := range jobs {
-				// The frame writer of a buffer writes each event's
-				// length and bytes; one per chunk, not per object.
-				fw := c.info.StreamSerializer.Framer.NewFrameWriter(&ch.buf)
-				for _, idx := range res.order[ch.lo:ch.hi] {
-					obj, err := res.object(idx, snap.objRV[idx], snap.gen[idx])
-					if err == nil {
-						var b []byte
-						b, err = enc.encode(watch.Added, obj, c.object)
-						if err == nil {
-							_, err = fw.Write(b)
-						}
-					}
-					if err != nil {
-						ch.err = err
-						break
-					}
-				}
-				close(ch.done)
-			}
-		}()
-	}
-	for ch := range ordered {
-		select {
-		case <-ch.done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		if ch.err != nil {
-			return ch.err
-		}
-		if _, err := w.Write(ch.buf.Bytes()); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -250,6 +250,25 @@ func (s *Server) Restart() {
 	s.broadcastLocked()
 }
 
+// Compact discards the history up to rv (the current resourceVersion if
+// rv is 0): a watch from an older resourceVersion gets 410 Expired. A
+// resourceVersion older than the last compaction or newer than the
+// current one is invalid.
+func (s *Server) Compact(rv int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rv == 0 {
+		rv = s.rv
+	}
+	if rv < s.compacted || rv > s.rv {
+		return fmt.Errorf("%w: compaction to %d, outside %d..%d", ErrInvalid, rv, s.compacted, s.rv)
+	}
+	i := sort.Search(len(s.log), func(i int) bool { return s.log[i].rv > rv })
+	s.log = append([]change(nil), s.log[i:]...)
+	s.compacted = rv
+	return nil
+}
+
 // Stats returns the request counters.
 func (s *Server) Stats() Stats {
 	s.mu.Lock()

@@ -203,3 +203,44 @@ func TestInvalid(t *testing.T) {
 		t.Errorf("churn of an unknown resource: %v", err)
 	}
 }
+
+func TestCompact(t *testing.T) {
+	s, _, cs := start(t, "application/vnd.kubernetes.protobuf")
+	ctx := context.Background()
+	res, err := s.Churn("pods", 5, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Open()
+	for _, rv := range []int64{res.LastRV + 1, res.FirstRV - 10} {
+		if err := s.Compact(rv); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Compact(%d) of history %d..%d: %v, want ErrInvalid", rv, res.FirstRV, res.LastRV, err)
+		}
+	}
+	if err := s.Compact(res.FirstRV + 1); err != nil {
+		t.Fatal(err)
+	}
+	// From the compaction on, the history is whole; before, it expired.
+	w, err := cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(res.FirstRV+1, 10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if ev := recv(t, w); ev.Type != watch.Modified || ev.Object.(*corev1.Pod).ResourceVersion != strconv.FormatInt(res.FirstRV+2, 10) {
+		t.Fatalf("watch from the compaction: %s %v", ev.Type, ev.Object)
+	}
+	w2, err := cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(res.FirstRV, 10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	if ev := recv(t, w2); ev.Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) {
+		t.Fatalf("watch from before the compaction: %s %v", ev.Type, ev.Object)
+	}
+	if err := s.Compact(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Compact(res.LastRV - 1); !errors.Is(err, ErrInvalid) {
+		t.Errorf("compaction backwards: %v, want ErrInvalid", err)
+	}
+}

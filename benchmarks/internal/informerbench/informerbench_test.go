@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/warmcache/warmcache/benchmarks/internal/apiproc"
+	"github.com/warmcache/warmcache/benchmarks/internal/measure"
 )
 
 func TestMain(m *testing.M) {
@@ -130,25 +131,94 @@ func TestMeasureEveryImpl(t *testing.T) {
 		t.Errorf("steady heap per pod: client-go %.0f, memory %.0f, bolt %.0f", cg, mem, bolt)
 	}
 
-	tab := Table("t", results)
-	rows := tab.Rows()
-	if len(rows) != 11+2*len(DefaultRelistPercents) {
-		t.Fatalf("%d rows", len(rows))
+	for _, r := range results {
+		// The server worked for every informer, and every informer
+		// allocated and collected during its cold sync.
+		if !r.Cold.Server.Known || r.Cold.Server.CPU <= 0 || !r.Events.Server.Known || r.Cold.GC.Allocs == 0 || r.Events.GC.Allocs == 0 {
+			t.Errorf("%s: server CPU %+v %+v, GC %+v %+v", r.Impl, r.Cold.Server, r.Events.Server, r.Cold.GC, r.Events.GC)
+		}
+		if w := r.Events.Whole; w == nil || w.Measured != 120 || r.Events.Measured > 120 || r.Events.Steady && r.Events.Measured < 30 {
+			t.Errorf("%s: churn measured %+v, whole %+v", r.Impl, r.Events, w)
+		}
 	}
-	for _, r := range rows {
+
+	alone := &ServerAlone{
+		Initial: Served{Events: 100, Elapsed: time.Second, Server: ServerCPU{CPU: 50 * time.Millisecond, Known: true}},
+		Churn:   Served{Events: 10, Elapsed: time.Second},
+	}
+	tab := Table("t", results, alone)
+	rows := map[string]measure.Row{}
+	for _, r := range tab.Rows() {
+		rows[r.Metric] = r
 		if r.Target != nil && r.Target.Column != 2 {
 			t.Errorf("row %s: target on column %d, want bolt's", r.Metric, r.Target.Column)
 		}
 	}
-	if restart := rows[5]; restart.Values[0] != results[0].Cold.Duration.Seconds() ||
+	if len(rows) != 28+2*len(DefaultRelistPercents) {
+		t.Fatalf("%d rows", len(rows))
+	}
+	if restart := rows["restart to synced, replayed to a handler s (cold sync unless bolt)"]; restart.Values[0] != results[0].Cold.Duration.Seconds() ||
 		restart.Values[2] != results[2].WarmReplay.Duration.Seconds() {
 		t.Errorf("restart row %v: want client-go's cold sync and bolt's warm restart", restart.Values)
 	}
-	if v := rows[7].Values; !math.IsNaN(v[0]) || math.IsNaN(v[2]) {
+	if v := rows["warm restart without handler s"].Values; !math.IsNaN(v[0]) || math.IsNaN(v[2]) {
 		t.Errorf("warm restart without handler %v: want client-go empty, bolt set", v)
 	}
-	if relist := rows[11]; relist.Values[2] != results[2].Relists[0].Duration.Seconds() {
+	if relist := rows["410 relist, 0% changed s"]; relist.Values[2] != results[2].Relists[0].Duration.Seconds() {
 		t.Errorf("relist row %s %v: want bolt's first relist", relist.Metric, relist.Values)
+	}
+	if v := rows["whole churn: update events/s"].Values; v[2] != results[2].Events.Whole.PerSec {
+		t.Errorf("whole churn events/s %v: want bolt's %v", v, results[2].Events.Whole.PerSec)
+	}
+	if v := rows["update GC cycles"].Values; v[1] != float64(results[1].Events.GC.Cycles) {
+		t.Errorf("update GC cycles %v: want memory's %d", v, results[1].Events.GC.Cycles)
+	}
+	if v := rows["update server CPU µs/event"].Values; v[2] != measure.Micros(results[2].Events.Server.CPU/time.Duration(results[2].Events.Measured)) {
+		t.Errorf("update server CPU %v: want bolt's per event", v)
+	}
+	for metric, want := range map[string]float64{
+		"server alone: initial events/s":            100,
+		"server alone: initial server CPU µs/event": 500,
+		"server alone: update events/s":             10,
+	} {
+		if v := rows[metric].Values; v[0] != want || !math.IsNaN(v[1]) || !math.IsNaN(v[2]) {
+			t.Errorf("%s: %v, want %v in the first column only", metric, v, want)
+		}
+	}
+	// Unknown server CPU prints as missing.
+	if v := rows["server alone: update server CPU µs/event"].Values; !math.IsNaN(v[0]) {
+		t.Errorf("unknown server CPU: %v", v)
+	}
+	if n := len(Table("t", results, nil).Rows()); n != len(rows)-4 {
+		t.Errorf("%d rows without the server alone, want %d", n, len(rows)-4)
+	}
+}
+
+func TestMeasureServerAlone(t *testing.T) {
+	proc := startProc(t, testPods)
+	ctx := testContext(t)
+	a, err := MeasureServerAlone(ctx, proc, testPods, 40, 1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Initial.Events != testPods || a.Churn.Events != 40 || a.Initial.PerSec() <= 0 || a.Churn.PerSec() <= 0 {
+		t.Errorf("incomplete %+v", a)
+	}
+	// Every pod, in protobuf, is more than a kilobyte; so is the server's
+	// CPU time per pod more than nothing.
+	if a.Initial.Bytes < testPods*1000 || a.Churn.Bytes < 40*1000 || !a.Initial.Server.Known || a.Initial.Server.CPU <= 0 {
+		t.Errorf("server alone %+v", a)
+	}
+	// One WatchList, then one watch of the churn.
+	st, err := proc.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.WatchLists != 1 || st.Watches != 2 {
+		t.Errorf("server stats %+v: want one WatchList and one watch", st)
+	}
+	if _, err := MeasureServerAlone(ctx, proc, testPods, 0, 1, ""); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("no updates: %v", err)
 	}
 }
 

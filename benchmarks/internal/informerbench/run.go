@@ -37,6 +37,10 @@ type Cold struct {
 	Heap Heap
 	// Requests are the server's list and watch counts during the sync.
 	Requests apiproc.Stats
+	// Server is what the server process used meanwhile; GC is this
+	// process's collections.
+	Server ServerCPU
+	GC     measure.GC
 }
 
 // ColdSync starts an informer of impl with a counting handler on an empty
@@ -58,8 +62,7 @@ func ColdSync(ctx context.Context, proc *apiproc.Process, impl string, n int, op
 	}
 	base := measure.SettledHeap()
 	peak := measure.StartPeak(0)
-	var sw measure.Stopwatch
-	sw.StartTimer()
+	m := startMeter(proc)
 	inf, err := Start(ctx, impl, proc.Config(""), opts, true)
 	if err != nil {
 		peak.Stop()
@@ -69,8 +72,8 @@ func ColdSync(ctx context.Context, proc *apiproc.Process, impl string, n int, op
 		peak.Stop()
 		return nil, c, errors.Join(err, inf.Stop())
 	}
-	sw.StopTimer()
-	c.Duration, c.CPU = sw.Elapsed(), sw.CPU()
+	m.stop()
+	c.Duration, c.CPU, c.Server, c.GC = m.sw.Elapsed(), m.sw.CPU(), m.server, m.gc
 	c.Heap.Peak = above(peak.Stop(), base)
 	c.Heap.Settled = above(measure.SettledHeap(), base)
 	after, err := proc.Stats(ctx)
@@ -86,17 +89,32 @@ func ColdSync(ctx context.Context, proc *apiproc.Process, impl string, n int, op
 	return inf, c, nil
 }
 
-// Events is what Churn measured.
+// Events is what Churn measured: the figures of whole GC periods of this
+// process within the churn when it held them (Steady), else of the whole
+// churn.
 type Events struct {
 	// PerSec is the rate of update notifications the handler received.
 	PerSec float64
 	// CPU is this process's CPU time per notification.
 	CPU time.Duration
+	// Server is what the server process used meanwhile, in all; GC is
+	// this process's collections.
+	Server ServerCPU
+	GC     measure.GC
+	// Measured is the number of notifications the figures are of.
+	Measured int
+	// Steady is true when the figures are of whole GC periods.
+	Steady bool
+	// Whole holds the figures of the whole churn, from the release of the
+	// updates to the last notification; nil in itself.
+	Whole *Events
 }
 
 // Churn has the server update `updates` pods while the watch streams are
 // held back, then releases them and measures the update notifications the
-// running informer's handler receives, from the release to the last one.
+// running informer's handler receives, from the release to the last one,
+// and within that the whole GC periods of this process (see gcSample)
+// when they span at least a quarter of the updates.
 func Churn(ctx context.Context, proc *apiproc.Process, inf *Informer, updates, gen int) (Events, error) {
 	var ev Events
 	if inf.Counter == nil || updates <= 0 || gen <= 0 {
@@ -106,17 +124,31 @@ func Churn(ctx context.Context, proc *apiproc.Process, inf *Informer, updates, g
 	if _, err := proc.Churn(ctx, updates, gen); err != nil {
 		return ev, errors.Join(err, proc.Open(ctx))
 	}
-	var sw measure.Stopwatch
-	sw.StartTimer()
+	m := startMeter(proc)
+	gs := startGCSampler(inf.Counter, proc.Pid(), seen)
 	if err := proc.Open(ctx); err != nil {
+		gs.stop()
 		return ev, err
 	}
-	if err := inf.Counter.WaitUpdates(ctx, seen+updates); err != nil {
+	err := inf.Counter.WaitUpdates(ctx, seen+updates)
+	samples := gs.stop()
+	if err != nil {
 		return ev, err
 	}
-	sw.StopTimer()
-	ev.PerSec = measure.PerSecond(updates, sw.Elapsed())
-	ev.CPU = sw.CPU() / time.Duration(updates)
+	m.stop()
+	whole := Events{
+		PerSec:   measure.PerSecond(updates, m.sw.Elapsed()),
+		CPU:      m.sw.CPU() / time.Duration(updates),
+		Server:   m.server,
+		GC:       m.gc,
+		Measured: updates,
+	}
+	ev = whole
+	if from, to, ok := steadyWindow(samples, updates/4); ok {
+		ev = eventsBetween(from, to)
+		ev.Steady = true
+	}
+	ev.Whole = &whole
 	return ev, nil
 }
 
@@ -164,7 +196,7 @@ func WarmRestart(ctx context.Context, proc *apiproc.Process, n int, opts Options
 type RunOptions struct {
 	Options
 	// Updates is the number of updates of the events/s measurement.
-	// Default min(n, 50000).
+	// Default DefaultUpdates(n).
 	Updates int
 	// RelistPercents are the relists measured after the churn: for each,
 	// that percentage of the pods changes during an outage that ends in
@@ -175,6 +207,14 @@ type RunOptions struct {
 	// implementation: IMPL-cold.pprof and IMPL-churn.pprof.
 	ProfileDir string
 }
+
+// DefaultUpdates returns the default number of updates of the events/s
+// measurement with n pods.
+// They are enough for client-go's informer, which collects its heap of
+// about 15 KB per pod once per about n/2 updates, to run two collections
+// or more during the churn, so that Churn measures whole GC periods; up to
+// 100k pods.
+func DefaultUpdates(n int) int { return min(n+n/2, 150000) }
 
 // DefaultRelistPercents are the relists Measure runs by default.
 var DefaultRelistPercents = []int{0, 10, 100}
@@ -201,7 +241,7 @@ type Result struct {
 // the server's history afterwards.
 func Measure(ctx context.Context, proc *apiproc.Process, impl string, n, gen int, opts RunOptions) (Result, error) {
 	if opts.Updates <= 0 {
-		opts.Updates = min(n, 50000)
+		opts.Updates = DefaultUpdates(n)
 	}
 	res := Result{Impl: impl, N: n, Updates: opts.Updates}
 	stop, err := startProfile(opts.ProfileDir, impl, "cold")
@@ -283,8 +323,9 @@ const (
 const mb = 1 << 20
 
 // Table lays results out side by side, the first being the baseline, with
-// the targets on the bolt column when there is one.
-func Table(title string, results []Result) *measure.Table {
+// the targets on the bolt column when there is one, then, when alone is
+// not nil, the server measured alone (its figures in the first column).
+func Table(title string, results []Result, alone *ServerAlone) *measure.Table {
 	t := &measure.Table{Title: title}
 	boltCol := -1
 	for i, r := range results {
@@ -315,6 +356,10 @@ func Table(title string, results []Result) *measure.Table {
 	}
 	t.Add("cold sync s", nil, col(func(r Result) float64 { return r.Cold.Duration.Seconds() })...)
 	t.Add("cold sync CPU s", nil, col(func(r Result) float64 { return r.Cold.CPU.Seconds() })...)
+	t.Add("cold sync server CPU s", nil, col(func(r Result) float64 { return serverSeconds(r.Cold.Server) })...)
+	t.Add("cold sync GC cycles", nil, col(func(r Result) float64 { return float64(r.Cold.GC.Cycles) })...)
+	t.Add("cold sync allocated MB", nil, col(func(r Result) float64 { return float64(r.Cold.GC.Allocs) / mb })...)
+	t.Add("cold sync GC CPU s (runtime's estimate)", nil, col(func(r Result) float64 { return r.Cold.GC.CPU.Seconds() })...)
 	t.Add("cold sync peak heap MB", nil, col(func(r Result) float64 { return r.Cold.Heap.Peak / mb })...)
 	t.Add("steady heap MB", nil, col(func(r Result) float64 { return r.Cold.Heap.Settled / mb })...)
 	t.Add("steady heap bytes/pod", target(measure.Target{AtMost: true, Value: TargetSteadyHeapRatio}),
@@ -337,6 +382,36 @@ func Table(title string, results []Result) *measure.Table {
 	t.Add("update events/s", target(measure.Target{Value: TargetEventsRatio}),
 		col(func(r Result) float64 { return r.Events.PerSec })...)
 	t.Add("update CPU µs/event", nil, col(func(r Result) float64 { return measure.Micros(r.Events.CPU) })...)
+	t.Add("update server CPU µs/event", nil, col(func(r Result) float64 {
+		return perEvent(r.Events.Server, r.Events.Measured)
+	})...)
+	t.Add("update GC cycles", nil, col(func(r Result) float64 { return float64(r.Events.GC.Cycles) })...)
+	t.Add("update allocated KB/event", nil, col(func(r Result) float64 {
+		return float64(r.Events.GC.Allocs) / 1024 / float64(r.Events.Measured)
+	})...)
+	t.Add("update GC CPU µs/event (runtime's estimate)", nil, col(func(r Result) float64 {
+		return measure.Micros(r.Events.GC.CPU) / float64(r.Events.Measured)
+	})...)
+	t.Add("update events measured (whole GC periods)", nil, col(func(r Result) float64 {
+		if !r.Events.Steady {
+			return math.NaN()
+		}
+		return float64(r.Events.Measured)
+	})...)
+	whole := func(f func(Events) float64) func(Result) float64 {
+		return func(r Result) float64 {
+			if r.Events.Whole == nil {
+				return math.NaN()
+			}
+			return f(*r.Events.Whole)
+		}
+	}
+	t.Add("whole churn: update events/s", nil, col(whole(func(e Events) float64 { return e.PerSec }))...)
+	t.Add("whole churn: update CPU µs/event", nil, col(whole(func(e Events) float64 { return measure.Micros(e.CPU) }))...)
+	t.Add("whole churn: GC cycles", nil, col(whole(func(e Events) float64 { return float64(e.GC.Cycles) }))...)
+	t.Add("whole churn: GC CPU µs/event (runtime's estimate)", nil, col(whole(func(e Events) float64 {
+		return measure.Micros(e.GC.CPU) / float64(e.Measured)
+	}))...)
 	relist := func(i int, f func(Relisted) float64) func(Result) float64 {
 		return func(r Result) float64 {
 			if i >= len(r.Relists) {
@@ -353,5 +428,32 @@ func Table(title string, results []Result) *measure.Table {
 				col(relist(i, func(r Relisted) float64 { return r.Heap.Peak / mb }))...)
 		}
 	}
+	if alone != nil && len(results) > 0 {
+		first := func(v float64) []float64 {
+			out := col(func(Result) float64 { return math.NaN() })
+			out[0] = v
+			return out
+		}
+		t.Add("server alone: initial events/s", nil, first(alone.Initial.PerSec())...)
+		t.Add("server alone: initial server CPU µs/event", nil, first(perEvent(alone.Initial.Server, alone.Initial.Events))...)
+		t.Add("server alone: update events/s", nil, first(alone.Churn.PerSec())...)
+		t.Add("server alone: update server CPU µs/event", nil, first(perEvent(alone.Churn.Server, alone.Churn.Events))...)
+	}
 	return t
+}
+
+// serverSeconds returns the server's CPU seconds, NaN if unknown.
+func serverSeconds(s ServerCPU) float64 {
+	if !s.Known {
+		return math.NaN()
+	}
+	return s.CPU.Seconds()
+}
+
+// perEvent returns the server's CPU µs per event, NaN if unknown.
+func perEvent(s ServerCPU, events int) float64 {
+	if !s.Known || events <= 0 {
+		return math.NaN()
+	}
+	return measure.Micros(s.CPU / time.Duration(events))
 }

@@ -293,3 +293,22 @@ func TestStopwatchCountsCPU(t *testing.T) {
 		t.Errorf("elapsed %v", s.Elapsed())
 	}
 }
+
+func TestReadGCCountsCyclesAndAllocations(t *testing.T) {
+	const size = 8 << 20
+	before := ReadGC()
+	sink = append(sink, make([]byte, size))
+	runtime.GC()
+	runtime.GC()
+	d := ReadGC().Sub(before)
+	sink = nil
+	if d.Cycles < 2 {
+		t.Errorf("%d cycles counted across two forced collections", d.Cycles)
+	}
+	if d.Allocs < size {
+		t.Errorf("%d bytes allocated counted, want at least %d", d.Allocs, size)
+	}
+	if d.CPU <= 0 {
+		t.Errorf("two collections took %v of the collector's CPU", d.CPU)
+	}
+}

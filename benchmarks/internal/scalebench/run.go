@@ -26,13 +26,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/warmcache/warmcache/benchmarks/internal/apiproc"
 	"github.com/warmcache/warmcache/benchmarks/internal/informerbench"
 	"github.com/warmcache/warmcache/benchmarks/internal/procmem"
 )
@@ -298,36 +298,11 @@ func (r *runner) mix(ctx context.Context) error {
 // without an informer taking them.
 func streamAlone(ctx context.Context, url string, n int) (ServerAlone, error) {
 	a := ServerAlone{N: n}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-		url+"/api/v1/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true", nil)
+	st, err := apiproc.ReadStream(ctx, nil, url, apiproc.WatchListQuery, "application/vnd.kubernetes.protobuf", n+1)
 	if err != nil {
-		return a, err
+		return a, fmt.Errorf("scalebench: server alone: %w", err)
 	}
-	req.Header.Set("Accept", "application/vnd.kubernetes.protobuf;stream=watch")
-	start := time.Now()
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return a, err
-	}
-	defer resp.Body.Close()
-	// Read frames: a 4-byte big-endian length, then the event; the last
-	// is the bookmark.
-	var hdr [4]byte
-	buf := make([]byte, 64<<10)
-	for events := 0; events <= n; events++ {
-		if _, err := io.ReadFull(resp.Body, hdr[:]); err != nil {
-			return a, fmt.Errorf("scalebench: server alone: after %d events: %w", events, err)
-		}
-		size := int(hdr[0])<<24 | int(hdr[1])<<16 | int(hdr[2])<<8 | int(hdr[3])
-		if size > len(buf) {
-			buf = make([]byte, size)
-		}
-		if _, err := io.ReadFull(resp.Body, buf[:size]); err != nil {
-			return a, fmt.Errorf("scalebench: server alone: event %d: %w", events, err)
-		}
-		a.Bytes += int64(4 + size)
-	}
-	a.Seconds = time.Since(start).Seconds()
+	a.Seconds, a.Bytes = st.Elapsed.Seconds(), st.Bytes
 	return a, nil
 }
 
