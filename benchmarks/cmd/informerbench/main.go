@@ -6,12 +6,14 @@
 //
 // Usage:
 //
-//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 150000] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone] [-server fakeapi|genserver]
+//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 150000] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone] [-server genserver|fakeapi]
 //
-// The server (internal/fakeapi on internal/fakesource, with -n podgen
-// pods; with -server genserver a benchmarks/internal/genserver, which
-// generates each pod when it serves it) runs in a child process — this program started again — so that
-// the heap measured is the informers' only. The informers run one after
+// The server (a benchmarks/internal/genserver with -n podgen pods, which
+// generates each pod when it serves it and encodes on every core; with
+// -server fakeapi, internal/fakeapi on internal/fakesource, which keeps
+// every pod on its heap and costs two to three times the CPU per event)
+// runs in a child process — this program started again — so that the heap
+// measured is the informers' only. The informers run one after
 // the other against it. Events/s: the server applies -updates updates
 // while holding back the watch streams, then releases them; the figure is
 // the update notifications per second the informer's handler receives,
@@ -80,7 +82,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: "+strings.Join(syncflag.Names(), ", ")+" (the first is the store's default)")
 	fs.StringVar(&relists, "relist", joinInts(informerbench.DefaultRelistPercents), "comma-separated percentages of pods changed before a forced 410 relist, one measurement each (empty: none)")
 	fs.StringVar(&o.profileDir, "cpuprofile-dir", "", "directory to write a CPU profile of each implementation's cold sync and churn into (IMPL-cold.pprof, IMPL-churn.pprof), and allocation profiles at the start and end of each (IMPL-PHASE-allocs-start.pprof, -end.pprof: compare with pprof -base; empty: none)")
-	fs.StringVar(&o.server, "server", apiproc.ServerFake, "the fake API server: "+strings.Join(apiproc.Servers, " (keeps every pod on its heap), ")+" (generates each pod when it serves it)")
+	fs.StringVar(&o.server, "server", apiproc.ServerGen, "the fake API server: "+apiproc.ServerGen+" (generates each pod when it serves it) or "+apiproc.ServerFake+" (keeps every pod on its heap)")
 	fs.BoolVar(&o.skipAlone, "skip-server-alone", false, "skip the measurement of the server alone (a client that reads its streams without decoding them) before the informers")
 	fs.StringVar(&encoding, "encoding", "protobuf", "wire encoding: protobuf or json")
 	if err := fs.Parse(args); err != nil {

@@ -23,9 +23,9 @@ func TestRun(t *testing.T) {
 			Args: []string{"-n", "80", "-updates", "30", "-impl", "client-go,bolt", "-dir", t.TempDir()},
 			Code: cmdrun.ExitOK,
 			Stdout: []string{
-				"80 podgen pods over HTTP (application/vnd.kubernetes.protobuf) from fakeapi, 30 updates",
+				"80 podgen pods over HTTP (application/vnd.kubernetes.protobuf) from genserver, 30 updates",
 				"bolt/client-go", "cold sync s", "cold sync CPU s", "steady heap bytes/pod", "update events/s", "update CPU µs/event",
-				"bolt <= 0.05x client-go", "bolt <= 0.30x client-go", "bolt >= 0.80x client-go",
+				"bolt <= 0.05x client-go", "bolt <= 0.30x client-go", "bolt >= 1.00x client-go", "bolt <= 0.80x client-go", "bolt <= 1.30x client-go",
 				"client-go cold sync: 0 lists, 1 watches (1 WatchList)",
 				"cold sync server CPU s", "update GC cycles", "update allocated KB/event",
 				"server alone: initial events/s", "whole churn: update CPU µs/event", "update events measured (whole GC periods)", "server alone: update server CPU µs/event", "server alone: its streams read",

@@ -316,8 +316,13 @@ const (
 	// TargetWarmRatio: warm restart with replay at most 0.3 of
 	// client-go's cold sync.
 	TargetWarmRatio = 0.3
-	// TargetEventsRatio: events/s at least 0.8 of client-go's.
-	TargetEventsRatio = 0.8
+	// TargetColdRatio: cold sync time at most 0.8 of client-go's.
+	TargetColdRatio = 0.8
+	// TargetEventsRatio: update events/s at least client-go's.
+	TargetEventsRatio = 1.0
+	// TargetUpdateCPURatio: CPU per update event at most 1.3 of
+	// client-go's.
+	TargetUpdateCPURatio = 1.3
 )
 
 const mb = 1 << 20
@@ -354,7 +359,7 @@ func Table(title string, results []Result, alone *ServerAlone) *measure.Table {
 		}
 		return f(*w)
 	}
-	t.Add("cold sync s", nil, col(func(r Result) float64 { return r.Cold.Duration.Seconds() })...)
+	t.Add("cold sync s", target(measure.Target{AtMost: true, Value: TargetColdRatio}), col(func(r Result) float64 { return r.Cold.Duration.Seconds() })...)
 	t.Add("cold sync CPU s", nil, col(func(r Result) float64 { return r.Cold.CPU.Seconds() })...)
 	t.Add("cold sync server CPU s", nil, col(func(r Result) float64 { return serverSeconds(r.Cold.Server) })...)
 	t.Add("cold sync GC cycles", nil, col(func(r Result) float64 { return float64(r.Cold.GC.Cycles) })...)
@@ -381,7 +386,7 @@ func Table(title string, results []Result, alone *ServerAlone) *measure.Table {
 		col(func(r Result) float64 { return warm(r.WarmReplay, func(w Warm) float64 { return w.Heap.Peak / mb }) })...)
 	t.Add("update events/s", target(measure.Target{Value: TargetEventsRatio}),
 		col(func(r Result) float64 { return r.Events.PerSec })...)
-	t.Add("update CPU µs/event", nil, col(func(r Result) float64 { return measure.Micros(r.Events.CPU) })...)
+	t.Add("update CPU µs/event", target(measure.Target{AtMost: true, Value: TargetUpdateCPURatio}), col(func(r Result) float64 { return measure.Micros(r.Events.CPU) })...)
 	t.Add("update server CPU µs/event", nil, col(func(r Result) float64 {
 		return perEvent(r.Events.Server, r.Events.Measured)
 	})...)
