@@ -93,6 +93,7 @@ type Store struct {
 	mu      sync.Mutex
 	meta    layout.Meta // as last committed
 	replace *replaceTx  // the open Replace, nil if none
+	fill    *fillTx     // the open fill (BeginFill), nil if none
 	// retained is the committed Replace whose replaced generation is kept
 	// in the file until its Release, nil if none.
 	retained *replaceTx
@@ -462,7 +463,7 @@ func (s *Store) close(unregister bool) error {
 		return nil
 	}
 	r := s.replace
-	s.replace = nil
+	s.replace, s.fill = nil, nil
 	s.hot.clear()
 	s.releaseLocked()
 	var err error
