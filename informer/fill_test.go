@@ -204,3 +204,30 @@ func TestLateHandlerDuringFill(t *testing.T) {
 		})
 	}
 }
+
+// refusingFiller is a store.Filler whose BeginFill always finds the store
+// not empty, as when something else wrote to it since its State was read.
+type refusingFiller struct{ store.Store }
+
+func (refusingFiller) BeginFill(context.Context) (store.Fill, error) {
+	return nil, fmt.Errorf("test: %w", store.ErrNotEmpty)
+}
+
+// TestFillRefusedFallsBackToReplace: a fill the store refuses as not
+// empty is not retried: the relist is staged and diffed as for any store.
+func TestFillRefusedFallsBackToReplace(t *testing.T) {
+	st := refusingFiller{newMemStore(t)}
+	inf := newTestInformer(t, Options{Store: st})
+	rec := newRecorder()
+	if _, err := inf.AddEventHandler(rec); err != nil {
+		t.Fatal(err)
+	}
+	h := startHarness(t, inf)
+	a, b := pod("a", "1"), pod("b", "2")
+	h.relist("10", b, a)
+	h.waitBatch(func(b deltafifo.Batch) bool { return b.Kind == deltafifo.KindReplaceEnd })
+	equalEvents(t, rec.Snapshot(), adds(a, b))
+	if s, err := st.State(); err != nil || !s.Complete || s.ResourceVersion != "10" || s.Objects != 2 {
+		t.Errorf("State after the relist = %+v, %v; want 2 objects, complete at 10", s, err)
+	}
+}

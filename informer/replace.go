@@ -59,13 +59,19 @@ func (l *loop) beginRelist(ctx context.Context, b deltafifo.Batch) error {
 		var fl store.Fill
 		err := l.write(ctx, "begin fill", 0, func() (err error) {
 			fl, err = f.BeginFill(ctx)
+			if errors.Is(err, store.ErrNotEmpty) {
+				return nil // written to by someone else meanwhile: replace it
+			}
 			return err
 		})
 		if err != nil {
 			return err
 		}
-		l.rep = &relist{fill: fl, initial: initial, fresh: true, start: l.i.opts.Clock.Now()}
-		return nil
+		if fl != nil {
+			l.rep = &relist{fill: fl, initial: initial, fresh: true, start: l.i.opts.Clock.Now()}
+			return nil
+		}
+		fresh = false
 	}
 	var r store.Replace
 	err = l.write(ctx, "begin replace", 0, func() (err error) {
