@@ -220,8 +220,11 @@ func TestFactoryQueueBudgetManyInformersSync(t *testing.T) {
 // TestFactoryQueueBudgetStuckHandler checks that an informer whose handler
 // never returns holds at most half the budget, so that the factory's
 // other informers still sync, and that it syncs once its handler returns.
+// Its cold start tells the handler each page as it is stored, paced, so
+// the stuck handler holds up its list: the list's pages (of its share)
+// fill its queue.
 func TestFactoryQueueBudgetStuckHandler(t *testing.T) {
-	const others, perNS, budget, page = 8, 30, 8, 5
+	const others, perNS, budget, page = 8, 30, 8, 4
 	src := newSource(t)
 	addPods(t, src, "stuck", 0, perNS)
 	for k := range others {
@@ -250,15 +253,15 @@ func TestFactoryQueueBudgetStuckHandler(t *testing.T) {
 	}
 	f.Start(ctx)
 	select {
-	case <-stuck.entered: // the list is committed; its adds are stuck
+	case <-stuck.entered: // its adds are stuck, and with them its list
 	case <-ctx.Done():
 		t.Fatal("the stuck handler was never called")
 	}
-	// Watch events fill the stuck informer's queue up to its share, half
-	// the budget, and its watch waits there.
-	_, _, blockedBefore := m.state(0)
+	// The list's pages fill the stuck informer's queue up to its share,
+	// half the budget, and its reflector waits there (the only informer
+	// started yet).
 	addPods(t, src, "stuck", perNS, 20)
-	m.waitBlocked(ctx, t, blockedBefore)
+	m.waitBlocked(ctx, t, 0)
 	if used := f.QueueBudget().Used(); used != budget/2 {
 		t.Fatalf("the stuck informer's queue holds %d of the budget, want its share %d", used, budget/2)
 	}

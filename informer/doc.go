@@ -45,8 +45,22 @@
 // deletes carrying cache.DeletedFinalStateUnknown with the last stored
 // state. The replaced content is released once the handlers have been
 // handed everything, so a relist holds a bounded number of objects
-// however many changed. A relist into an empty store (a cold start)
-// streams the committed content as adds.
+// however many changed.
+//
+// A relist into an empty store (a cold start) of a store.Filler is a
+// fill instead, as client-go's informer fills its indexer during the
+// initial list: each page is written to the store's content (listers see
+// the cache grow, marked incomplete and without a resourceVersion until
+// the list ends) and then its objects are told to the handlers as adds,
+// in page order, paced like a replay, so that a lister called from a
+// handler finds the object. The commit records the resourceVersion;
+// nothing is read back. A fill that breaks off (a failed list, a 410 on
+// a later page) leaves its objects stored and told, and the relist that
+// follows diffs against them; a crash before the commit leaves a file
+// whose next open discards them (invariant 2). A handler added between
+// two pages is replayed what was filled so far and told the later pages.
+// A store without the ability, or a relist after a warm start that told
+// the handlers part of a store, streams the committed content as adds.
 //
 // # Warm start
 //

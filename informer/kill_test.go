@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -36,6 +37,10 @@ const (
 	envKillDB     = "WARMCACHE_INFORMER_KILL_DB"
 	envKillLog    = "WARMCACHE_INFORMER_KILL_LOG"
 	envKillTarget = "WARMCACHE_INFORMER_KILL_TARGET"
+	// envKillBlockAt makes the child's handler record its N-th add in
+	// the file log + ".blocked" and then block until the child is
+	// killed: pacing then holds the informer in the middle of its list.
+	envKillBlockAt = "WARMCACHE_INFORMER_KILL_BLOCK_AT"
 )
 
 // TestKillAndResume runs an informer on a bbolt file in a child process
@@ -310,7 +315,8 @@ func killChildMain() int {
 		return fail("log: %v", err)
 	}
 	defer logFile.Close()
-	v := &protocolView{view: map[string]string{}, log: logFile}
+	v := &protocolView{view: map[string]string{}, log: logFile, blockFile: logPath + ".blocked"}
+	v.blockAt, _ = strconv.Atoi(os.Getenv(envKillBlockAt))
 	reg, err := inf.AddEventHandler(v)
 	if err != nil {
 		return fail("add handler: %v", err)
@@ -375,6 +381,10 @@ type protocolView struct {
 	mu   sync.Mutex
 	view map[string]string
 	log  *os.File
+	// blockAt, when positive, blocks OnAdd forever once the view holds
+	// that many keys, after writing blockFile.
+	blockAt   int
+	blockFile string
 }
 
 func (v *protocolView) violation(format string, args ...interface{}) {
@@ -389,6 +399,12 @@ func (v *protocolView) OnAdd(obj interface{}, _ bool) {
 		v.violation("add %s@%s for a key held at %s", key, rvOf(obj), rv)
 	}
 	v.view[key] = rvOf(obj)
+	if v.blockAt > 0 && len(v.view) == v.blockAt {
+		if err := os.WriteFile(v.blockFile, []byte(key+"\n"), 0o600); err != nil {
+			v.violation("write %s: %v", v.blockFile, err)
+		}
+		select {} // until the child is killed
+	}
 }
 
 func (v *protocolView) OnUpdate(old, new interface{}) {

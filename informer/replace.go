@@ -12,20 +12,32 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-// relist is an open relist: the store's Replace and what the log line and
-// the notifications need. Nothing per object is remembered: once the
-// relist commits, the store streams the differences between the content
-// it replaced (retained until then, in the file for a persistent store)
-// and the new one (store.Replace.Changes), so that a relist holds a
+// relist is an open relist: the store's Replace (or Fill) and what the
+// log line and the notifications need. Nothing per object is remembered:
+// once the relist commits, the store streams the differences between the
+// content it replaced (retained until then, in the file for a persistent
+// store) and the new one (store.Replace.Changes), so that a relist holds a
 // bounded number of objects in memory however many changed.
+//
+// A relist into an empty store (a cold start) of a store.Filler is a
+// fill instead: each page is written to the store's content and its
+// objects are then notified as adds, as client-go's informer fills its
+// indexer during the initial list; nothing is read back after the commit.
 type relist struct {
-	r       store.Replace
+	r store.Replace // nil for a fill
+	// fill is the open fill of a relist into an empty store.Filler.
+	fill    store.Fill
 	initial bool
 	// fresh: the store was empty at the start, so every listed object is
-	// an add: the committed content is streamed as such.
+	// an add: the committed content is streamed as such (a fill notifies
+	// each page instead).
 	fresh  bool
 	listed int
 	start  time.Time
+	// added and notifying are a fill's adds notified so far and the
+	// time spent notifying them, for the log and Metrics.Replayed.
+	added     int
+	notifying time.Duration
 }
 
 // relistCounts counts a relist's notifications, for the log.
@@ -33,12 +45,34 @@ type relistCounts struct {
 	added, updated, deleted int
 }
 
-// beginRelist opens a store replace, abandoning one left open.
+// beginRelist opens a store replace, abandoning one left open. A relist
+// into an empty store that is a store.Filler opens a fill instead, unless
+// a warm start left the handlers partly told (l.partial): the relist that
+// follows such a start is diffed as before.
 func (l *loop) beginRelist(ctx context.Context, b deltafifo.Batch) error {
 	l.abortRelist()
 	l.i.relistBegun()
 	st, err := l.st.State()
 	fresh := err == nil && st.Objects == 0
+	initial := b.IsInInitialList || l.partial != nil
+	if f, ok := l.st.(store.Filler); ok && fresh && l.partial == nil {
+		var fl store.Fill
+		err := l.write(ctx, "begin fill", 0, func() (err error) {
+			fl, err = f.BeginFill(ctx)
+			if errors.Is(err, store.ErrNotEmpty) {
+				return nil // written to by someone else meanwhile: replace it
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if fl != nil {
+			l.rep = &relist{fill: fl, initial: initial, fresh: true, start: l.i.opts.Clock.Now()}
+			return nil
+		}
+		fresh = false
+	}
 	var r store.Replace
 	err = l.write(ctx, "begin replace", 0, func() (err error) {
 		r, err = l.st.BeginReplace(ctx)
@@ -47,7 +81,7 @@ func (l *loop) beginRelist(ctx context.Context, b deltafifo.Batch) error {
 	if err != nil {
 		return err
 	}
-	l.rep = &relist{r: r, initial: b.IsInInitialList || l.partial != nil, fresh: fresh, start: l.i.opts.Clock.Now()}
+	l.rep = &relist{r: r, initial: initial, fresh: fresh, start: l.i.opts.Clock.Now()}
 	return nil
 }
 
@@ -60,11 +94,44 @@ func (l *loop) relistPage(ctx context.Context, b deltafifo.Batch) error {
 		return nil
 	}
 	rep.listed += len(b.Objects)
+	if rep.fill != nil {
+		return l.fillPage(ctx, rep, b)
+	}
 	err := l.write(ctx, "replace add", len(b.Objects), func() error { return rep.r.Add(ctx, b.Objects...) })
 	if err != nil {
 		l.abortRelist()
 	}
 	return err
+}
+
+// fillPage writes a page of a fill to the store's content and then (so
+// that a lister called from a handler finds the object) notifies the
+// handlers of its objects as adds, in page order, paced as notifyRelist
+// paces. A handler added meanwhile is replayed the content filled so far
+// (serveLate, between batches) and gets the later pages from here: no
+// object twice, none missed.
+func (l *loop) fillPage(ctx context.Context, rep *relist, b deltafifo.Batch) error {
+	err := l.write(ctx, "fill add", len(b.Objects), func() error { return rep.fill.Add(ctx, b.Objects...) })
+	if err != nil {
+		l.abortRelist()
+		return err
+	}
+	l.reportObjects()
+	ls := l.i.proc.active()
+	if len(ls) == 0 {
+		return nil
+	}
+	start := l.i.opts.Clock.Now()
+	defer func() { rep.notifying += l.since(start) }()
+	bound := int64(l.i.opts.ReplayPending)
+	for _, obj := range b.Objects {
+		if err := pace(ctx, ls, bound); err != nil {
+			return err
+		}
+		rep.added++
+		l.i.proc.distribute(note{kind: noteAdd, new: obj, initial: rep.initial}, false)
+	}
+	return nil
 }
 
 // endRelist commits the relist at the list's resourceVersion and then
@@ -79,6 +146,9 @@ func (l *loop) endRelist(ctx context.Context, b deltafifo.Batch) error {
 	if rep == nil {
 		l.logger.V(4).Info("Ignoring the end of a relist that could not begin", "resourceVersion", b.ResourceVersion)
 		return nil
+	}
+	if rep.fill != nil {
+		return l.endFill(ctx, rep, b)
 	}
 	err := l.write(ctx, "replace commit", 0, func() error { return rep.r.Commit(ctx, b.ResourceVersion) })
 	if err != nil {
@@ -100,6 +170,29 @@ func (l *loop) endRelist(ctx context.Context, b deltafifo.Batch) error {
 	l.logger.V(2).Info("Relist committed", "resourceVersion", b.ResourceVersion, "listed", rep.listed,
 		"added", c.added, "updated", c.updated, "deleted", c.deleted, "fresh", rep.fresh, "took", l.since(rep.start))
 	return err
+}
+
+// endFill commits a fill at the list's resourceVersion. Its objects were
+// notified page by page: nothing is read back.
+func (l *loop) endFill(ctx context.Context, rep *relist, b deltafifo.Batch) error {
+	err := l.write(ctx, "fill commit", 0, func() error { return rep.fill.Commit(ctx, b.ResourceVersion) })
+	if err != nil {
+		l.abortRelist()
+		return err
+	}
+	l.rep = nil
+	l.partial = nil
+	l.checked = true // the server's content now, whatever the file held
+	l.i.relistDone()
+	l.reportObjects()
+	if rep.added > 0 || len(l.i.proc.active()) > 0 {
+		// As notifyRelist reports a relist told to handlers: the adds
+		// and the time spent telling them, page by page.
+		l.i.opts.Metrics.Replayed("relist", rep.notifying, rep.added)
+	}
+	l.logger.V(2).Info("Relist committed", "resourceVersion", b.ResourceVersion, "listed", rep.listed,
+		"added", rep.added, "updated", 0, "deleted", 0, "fresh", true, "filled", true, "took", l.since(rep.start))
+	return nil
 }
 
 // notifyRelist tells the handlers what a committed relist changed. With
@@ -166,12 +259,20 @@ func (l *loop) notifyRelist(ctx context.Context, rep *relist, partial *string) (
 	return c, nil
 }
 
-// abortRelist discards the open relist, if any.
+// abortRelist discards the open relist, if any. An aborted fill leaves
+// what it wrote as the store's content (the handlers were told of it),
+// marked incomplete: the next relist diffs against it.
 func (l *loop) abortRelist() {
 	if l.rep == nil {
 		return
 	}
-	if err := l.rep.r.Abort(); err != nil {
+	var err error
+	if l.rep.fill != nil {
+		err = l.rep.fill.Abort()
+	} else {
+		err = l.rep.r.Abort()
+	}
+	if err != nil {
 		l.logger.Error(err, "Aborting a relist failed")
 	}
 	l.rep = nil

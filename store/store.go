@@ -14,6 +14,13 @@
 //     commit until the caller releases it, so that the differences (adds,
 //     updates with their old objects, deletions with their last state)
 //     can be streamed to handlers without holding them in memory.
+//   - Filler (optional): the relist of an empty store written in place,
+//     page by page, so that listers see the content grow and the informer
+//     tells the handlers of each page's objects as it is written, as
+//     client-go's informer fills its indexer during the initial list,
+//     without reading the content back after the commit. The store is
+//     marked incomplete, with no resourceVersion, until the fill commits;
+//     a crash before that discards the partial content (invariant 2).
 //   - Scan and ScanIndex: stream objects without materialising the whole set.
 //   - ResourceVersionOf: an object's RV without decoding it, for relist diffs.
 //
@@ -146,6 +153,60 @@ type Replace interface {
 	Abort() error
 }
 
+// Filler is an optional ability of a store: a relist of an empty store
+// written in place (see Fill). The informer uses it for a relist that
+// starts with an empty store (a cold start), so that each page is in the
+// store, and visible to readers, before the handlers are told of its
+// objects, and nothing is read back after the commit.
+type Filler interface {
+	// BeginFill starts a fill of the store, which must be empty: a
+	// store holding objects returns an error wrapping ErrNotEmpty. At
+	// most one Fill or Replace may be open at a time: BeginFill while
+	// either is open returns ErrReplaceInProgress, and BeginReplace
+	// while a Fill is open does too. BeginFill after a committed
+	// Replace releases the content that Replace retained.
+	//
+	// From BeginFill until the Fill's Commit the store's state is
+	// incomplete with no resourceVersion (State().Complete false,
+	// ResourceVersion ""). A persistent store records that mark in the
+	// same transaction, and an open that finds it (the process died
+	// before Commit) discards the content and reports
+	// State().RelistInterrupted: a partial fill is never served as
+	// valid nor resumed from (invariant 2).
+	BeginFill(ctx context.Context) (Fill, error)
+}
+
+// Fill is an open fill of an empty store; see Filler. Its methods are not
+// safe for concurrent use with each other.
+//
+// Its life: Add (any number of pages), then Commit or Abort. Unlike a
+// Replace's Add, a Fill's Add writes to the store's content: once it
+// returns, the objects are visible to every reader (a persistent store
+// commits each call in its own bounded transaction). Commit records the
+// resourceVersion and marks the content complete. Abort ends the fill and
+// keeps what was added as the store's content, still marked incomplete
+// (across restarts too) and with no resourceVersion: whoever was told of
+// the added objects (the informer's handlers) keeps agreeing with the
+// store, and the next relist is a Replace whose Changes diff against that
+// content; its Commit clears the mark. Other writes made while a Fill is
+// open (the informer makes none) go to the same content; a persistent
+// store discards them with it if the process dies before Commit.
+type Fill interface {
+	// Add writes objs to the store's content, keyed as the store keys
+	// them, indexed as it indexes them. A key, encoding or index
+	// function error writes none of objs and leaves the Fill open. A
+	// key added twice keeps the last object.
+	Add(ctx context.Context, objs ...interface{}) error
+	// Commit records rv as the store's resourceVersion and marks the
+	// content complete, atomically. A failed commit leaves the Fill
+	// open: the caller may retry or Abort.
+	Commit(ctx context.Context, rv string) error
+	// Abort ends the fill, keeping the added objects as the store's
+	// content, marked incomplete. It is a no-op after Commit, Abort or
+	// Close.
+	Abort() error
+}
+
 // Change is one difference between the content a Replace's Commit
 // replaced and the current one; see Replace.Changes. Old is nil for an
 // added key, New nil for a vanished one.
@@ -210,7 +271,9 @@ type State struct {
 	Complete bool
 	// RelistInterrupted is true when a Replace was begun and not committed
 	// in an earlier process; its staged data was discarded and the
-	// previous content kept.
+	// previous content kept. It is true too when a Fill was begun and not
+	// committed (or aborted and not followed by a committed Replace): its
+	// content was discarded, and the store is empty.
 	RelistInterrupted bool
 	// Discarded, when not empty, says why stored data was thrown away when
 	// the store was opened (schema, identity, codec or index mismatch,
@@ -230,11 +293,15 @@ var (
 	ErrIndexNotFound = errors.New("index does not exist")
 	// ErrIndexConflict is returned by AddIndexers for a name that exists.
 	ErrIndexConflict = errors.New("indexer conflict")
-	// ErrReplaceInProgress is returned by BeginReplace while another
-	// Replace is open.
+	// ErrReplaceInProgress is returned by BeginReplace and
+	// Filler.BeginFill while another Replace or Fill is open.
 	ErrReplaceInProgress = errors.New("a replace is already in progress")
-	// ErrReplaceDone is returned by Replace methods after Commit or Abort.
+	// ErrReplaceDone is returned by Replace and Fill methods after
+	// Commit or Abort.
 	ErrReplaceDone = errors.New("replace already committed or aborted")
+	// ErrNotEmpty is returned by Filler.BeginFill for a store that holds
+	// objects.
+	ErrNotEmpty = errors.New("store is not empty")
 	// ErrCorrupt is returned when stored data cannot be read back: a
 	// persistent store's file or one of its objects is damaged. The
 	// store marks itself incomplete, so that the next start relists; an

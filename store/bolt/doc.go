@@ -71,7 +71,15 @@
 //     that finds a staged generation deletes it and reports
 //     State().RelistInterrupted with the previous content and RV intact;
 //     it deletes a retained one too (the committed content is whole).
-//     Vanished merge-walks the live and staged keys.
+//     Vanished merge-walks the live and staged keys. A fill (BeginFill,
+//     store.Filler: the relist of an empty resource, written in place so
+//     that its pages are readable as they arrive) records the state
+//     "filling" and no RV in meta in its first transaction, writes each
+//     page to the live generation in its own, and records the RV and the
+//     complete state at Commit; an aborted fill stays "filling" until a
+//     Replace commits. An open that finds "filling" replaces the live
+//     generation with an empty one and reports RelistInterrupted: the
+//     partial content is never served nor resumed from.
 //  3. The file describes itself: a resource recorded with another schema
 //     version, identity, codec or fingerprint of the decoded Go type (its
 //     fields, types and tags: decoding drops the fields a binary's types do

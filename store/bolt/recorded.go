@@ -105,7 +105,7 @@ func (db *DB) openRecorded(ctx context.Context, id Identity, c codec.Codec) (*St
 	s.logger = db.logger.WithValues("resource", name)
 	s.indexers.Store(newIndexSet(list))
 	s.meta = m
-	s.status.Store(&status{meta: m.Clone(), relistInterrupted: m.Staging != 0})
+	s.status.Store(&status{meta: m.Clone(), relistInterrupted: m.Staging != 0 || m.State == layout.StateFilling})
 	if err := db.register(s); err != nil {
 		return nil, err
 	}

@@ -32,8 +32,9 @@ var _ store.Replace = (*replaceTx)(nil)
 // BeginReplace starts a relist into a new staging generation, recorded in
 // the resource's meta so that a crash before Commit is found by the next
 // open (State().RelistInterrupted) and its staged data deleted. Readers see
-// the previous content until Commit. A second BeginReplace while one is
-// open returns an error wrapping store.ErrReplaceInProgress; one after a
+// the previous content until Commit. A second BeginReplace while one (or a
+// fill) is open returns an error wrapping store.ErrReplaceInProgress; one
+// after a
 // Commit first deletes the generation that Commit retained.
 func (s *Store) BeginReplace(ctx context.Context) (store.Replace, error) {
 	const op = "begin replace"
@@ -48,7 +49,7 @@ func (s *Store) BeginReplace(ctx context.Context) (store.Replace, error) {
 	if s.closed.Load() {
 		return nil, s.errClosed(op)
 	}
-	if s.replace != nil {
+	if s.replace != nil || s.fill != nil {
 		return nil, s.errorf(op, store.ErrReplaceInProgress)
 	}
 	s.releaseLocked()
@@ -255,7 +256,8 @@ func (r *replaceTx) vanishedChunk(live *layout.Generation, after *[]byte, chunk 
 }
 
 // Commit makes the staged generation live and records rv and the complete
-// state, in one write transaction. The replaced generation stays in the
+// state, in one write transaction (which ends the StateFilling of a fill
+// aborted before it). The replaced generation stays in the
 // file, for Changes, until Release deletes it (a crash before that leaves
 // it for the next open to delete; nothing reads it then). A failed commit
 // leaves the previous content, rv and the Replace open: the caller may

@@ -106,8 +106,12 @@ type openFindings struct {
 	meta              layout.Meta
 	discarded         string
 	relistInterrupted bool
-	rebuild           string // why the indexes need a rebuild, "" if not
-	resealed          int64  // objects sealed with an older key, to be rewritten by a relist
+	// fill: the interrupted relist was a fill (Store.BeginFill), whose
+	// filled objects were deleted.
+	fill     bool
+	filled   int64
+	rebuild  string // why the indexes need a rebuild, "" if not
+	resealed int64  // objects sealed with an older key, to be rewritten by a relist
 }
 
 // open checks and repairs the resource's recorded data and loads its meta.
@@ -135,7 +139,10 @@ func (s *Store) open(ctx context.Context, indexVersion string) error {
 	if f.resealed > 0 {
 		s.logger.Info("Some cached objects are sealed with an older key; the resource will be relisted to rewrite them with the current key", "objects", f.resealed)
 	}
-	if f.relistInterrupted {
+	switch {
+	case f.relistInterrupted && f.fill:
+		s.logger.Info("A relist into the empty store was interrupted; the objects it had written were deleted", "objects", f.filled)
+	case f.relistInterrupted:
 		s.logger.Info("A relist was interrupted; its staged data was deleted and the previous content kept",
 			"resourceVersion", f.meta.RV, "complete", f.meta.State == layout.StateComplete)
 	}
@@ -246,6 +253,24 @@ func (s *Store) repair(tx *bbolt.Tx, want []string, indexVersion string) (openFi
 		m.Staging = 0
 	}
 	live, _ := layout.LiveGen(res)
+	if m.NextGen <= live {
+		m.NextGen = live + 1
+	}
+	if m.State == layout.StateFilling {
+		// A fill that did not commit wrote part of a list in place:
+		// never serve it nor resume from it (invariant 2). An empty
+		// generation replaces it; the loop below deletes the old one.
+		f.relistInterrupted, f.fill, f.filled = true, true, m.Objects
+		live = m.NextGen
+		m.NextGen++
+		if _, err := layout.CreateGeneration(res, live, m.Indexes); err != nil {
+			return f, err
+		}
+		if err := res.Put(layout.LiveKey, layout.LiveValue(live)); err != nil {
+			return f, err
+		}
+		m.RV, m.State, m.Reason, m.Objects = "", layout.StateNew, "", 0
+	}
 	// Delete every generation but the live one: a staged one (interrupted
 	// relist) or a replaced one whose deletion did not happen.
 	gens := res.Bucket(layout.GenBucket)
@@ -262,9 +287,6 @@ func (s *Store) repair(tx *bbolt.Tx, want []string, indexVersion string) (openFi
 		if err := gens.DeleteBucket(k); err != nil {
 			return f, err
 		}
-	}
-	if m.NextGen <= live {
-		m.NextGen = live + 1
 	}
 	f.rebuild = indexMismatch(m, want, indexVersion)
 	if f.relistInterrupted || len(stale) > 0 {
@@ -320,7 +342,7 @@ func (s *Store) inspectReadOnly(tx *bbolt.Tx, want []string, indexVersion string
 		return f, fmt.Errorf("%w: recorded data cannot be used (%s) and would have to be discarded or rebuilt", ErrReadOnly, reason)
 	}
 	f.meta = m
-	f.relistInterrupted = m.Staging != 0
+	f.relistInterrupted = m.Staging != 0 || m.State == layout.StateFilling
 	return f, nil
 }
 
@@ -436,7 +458,7 @@ func (s *Store) reindex(w *writer, ix *indexSet, after []byte, n int) ([]byte, b
 // an error wrapping store.ErrIndexConflict, a nil function
 // ErrInvalidOptions, an index function error ErrIndexFunc, an object that
 // cannot be decoded ErrCorrupt; on error nothing is added. While a Replace
-// is open it returns store.ErrReplaceInProgress. The new names are
+// (or a fill) is open it returns store.ErrReplaceInProgress. The new names are
 // recorded: a later Resource with another index set rebuilds the entries.
 func (s *Store) AddIndexers(newIndexers cache.Indexers) error {
 	const op = "add indexers"
@@ -455,7 +477,7 @@ func (s *Store) AddIndexers(newIndexers cache.Indexers) error {
 	if s.closed.Load() {
 		return s.errClosed(op)
 	}
-	if s.replace != nil {
+	if s.replace != nil || s.fill != nil {
 		return s.errorf(op, store.ErrReplaceInProgress)
 	}
 	cur := s.indexers.Load()

@@ -33,7 +33,8 @@ import (
 //
 // Consistency: every write (Add, Update, Delete, Transaction, Apply,
 // Bookmark, a Replace's Commit) is one bbolt transaction that also records
-// the resulting resourceVersion (invariant 1). Reads see committed data
+// the resulting resourceVersion (invariant 1); a fill's pages record none
+// (BeginFill clears it) until its Commit. Reads see committed data
 // only. Get, List, ByIndex, IndexKeys and the like read one consistent
 // snapshot; Scan, ScanIndex, Select and Replace.Vanished read in chunks of
 // scanChunk objects, each chunk a snapshot, and call their function outside
@@ -93,6 +94,7 @@ type Store struct {
 	mu      sync.Mutex
 	meta    layout.Meta // as last committed
 	replace *replaceTx  // the open Replace, nil if none
+	fill    *fillTx     // the open fill (BeginFill), nil if none
 	// retained is the committed Replace whose replaced generation is kept
 	// in the file until its Release, nil if none.
 	retained *replaceTx
@@ -448,7 +450,9 @@ func (s *Store) GetIndexers() cache.Indexers {
 }
 
 // Close releases the store: an open Replace is aborted (its staged data
-// deleted) and other methods return ErrClosed afterwards. The DB stays
+// deleted), an open fill is left as an aborted one (its content stays,
+// marked filling, for the next open to delete) and other methods return
+// ErrClosed afterwards. The DB stays
 // open; the identity may be opened again with Resource. Close may be
 // called again.
 func (s *Store) Close() error { return s.close(true) }
@@ -462,7 +466,7 @@ func (s *Store) close(unregister bool) error {
 		return nil
 	}
 	r := s.replace
-	s.replace = nil
+	s.replace, s.fill = nil, nil
 	s.hot.clear()
 	s.releaseLocked()
 	var err error

@@ -72,6 +72,10 @@ type Options struct {
 //
 // Writes made while a Replace is open change the current content and are
 // discarded when the Replace commits, which installs the staged content.
+//
+// BeginFill (store.Filler) fills an empty store in place: State().Complete
+// is false and the resourceVersion empty from BeginFill until the fill's
+// Commit, and after an Abort until a Replace commits.
 type Store struct {
 	keyFunc cache.KeyFunc
 
@@ -89,6 +93,8 @@ type Store struct {
 	complete bool
 	// replace is the open Replace, nil if none.
 	replace *replace
+	// fill is the open Fill (BeginFill), nil if none.
+	fill *fill
 	// retained is the committed Replace whose replaced content is kept
 	// until its Release, nil if none.
 	retained *replace
@@ -336,6 +342,7 @@ func (s *Store) Close() error {
 	s.indexers = nil
 	s.indexPos = map[string]int{}
 	s.replace = nil
+	s.fill = nil
 	s.releaseLocked()
 	s.rv = ""
 	return nil

@@ -28,7 +28,8 @@ type replace struct {
 
 // BeginReplace starts a relist; see store.Store. Objects added to it are
 // indexed as they are staged, so Commit only swaps content. A second
-// BeginReplace while one is open returns store.ErrReplaceInProgress; one
+// BeginReplace while one (or a Fill) is open returns
+// store.ErrReplaceInProgress; one
 // after a Commit releases the content that Commit retained.
 func (s *Store) BeginReplace(ctx context.Context) (store.Replace, error) {
 	if err := ctx.Err(); err != nil {
@@ -39,7 +40,7 @@ func (s *Store) BeginReplace(ctx context.Context) (store.Replace, error) {
 	if s.closed {
 		return nil, errClosed("begin replace")
 	}
-	if s.replace != nil {
+	if s.replace != nil || s.fill != nil {
 		return nil, fmt.Errorf("memory: begin replace: %w", store.ErrReplaceInProgress)
 	}
 	s.releaseLocked()

@@ -1,7 +1,8 @@
 // Package storetest is the contract test suite every store.Store
 // implementation runs: client-go's cache.Indexer and cache.TransactionStore
 // semantics, and warmcache's persistence additions (Apply, State,
-// BeginReplace, Scan, ScanIndex, ResourceVersionOf, Close).
+// BeginReplace, Scan, ScanIndex, ResourceVersionOf, Close, and the optional
+// store.Filler).
 //
 // A store's tests call Run with a function that opens a new, empty store:
 //
@@ -37,7 +38,8 @@ import (
 
 // Run runs the contract suite as subtests of t, grouped by area
 // (Indexer, Index, ResourceVersion, Transaction, Apply, State, Replace,
-// Scan, Close, Concurrency), so one area can be selected with -run.
+// Fill, Scan, Close, Concurrency), so one area can be selected with -run.
+// The Fill tests run on stores that implement store.Filler only.
 //
 // newStore must return a new, empty store using the default key function
 // (cache.DeletionHandlingMetaNamespaceKeyFunc) and exactly the given
@@ -59,6 +61,7 @@ func Run(t *testing.T, newStore func(t *testing.T, indexers cache.Indexers) stor
 		{"State", stateTests},
 		{"Replace", replaceTests},
 		{"Changes", changesTests},
+		{"Fill", fillTests},
 		{"Scan", scanTests},
 		{"Select", selectTests},
 		{"Close", closeTests},

@@ -24,6 +24,9 @@ const (
 	// StateIncomplete: the items were complete once but something was
 	// lost since (an item that does not decode); a relist is needed.
 	StateIncomplete = ResourceState(layout.StateIncomplete)
+	// StateFilling: a relist into the empty resource wrote its objects
+	// in place and did not commit; the next read-write open deletes them.
+	StateFilling = ResourceState(layout.StateFilling)
 	// StateRelisting is reported by Resources (never recorded as such)
 	// for a resource with a staged, uncommitted Replace.
 	StateRelisting ResourceState = "relisting"
@@ -50,8 +53,8 @@ type ResourceInfo struct {
 	Cluster, TransformVersion string
 	// ResourceVersion is the recorded RV.
 	ResourceVersion string
-	// State is StateNew, StateComplete or StateIncomplete, or
-	// StateRelisting while a Replace is staged.
+	// State is StateNew, StateComplete, StateIncomplete or StateFilling,
+	// or StateRelisting while a Replace is staged.
 	State ResourceState
 	// Reason says why the state is incomplete, if it is.
 	Reason string

@@ -303,6 +303,11 @@ func TestInfoStates(t *testing.T) {
 				return editMeta(t, tx, podsID, map[string]interface{}{"staging": 9})
 			})
 		}, []string{"State:             complete; a relist was interrupted", `"relistInterrupted": true`, `"state": "relisting"`}},
+		{"filling", func(t *testing.T, path string) {
+			mutate(t, path, func(tx *bbolt.Tx) error {
+				return editMeta(t, tx, podsID, map[string]interface{}{"state": "filling", "rv": ""})
+			})
+		}, []string{"State:             filling (a first list", `"relistInterrupted": true`, `"state": "filling"`}},
 		{"never listed", func(t *testing.T, path string) {
 			mutate(t, path, func(tx *bbolt.Tx) error {
 				return editMeta(t, tx, podsID, map[string]interface{}{"state": "new", "rv": ""})
@@ -324,6 +329,20 @@ func TestInfoStates(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestVerifyFillingFile: a file left by a first list that did not commit
+// (written in place, state filling) verifies clean: its partial content
+// is consistent, and the next start discards it.
+func TestVerifyFillingFile(t *testing.T) {
+	path := fixture(t, fixtureOptions{podsOnly: true})
+	mutate(t, path, func(tx *bbolt.Tx) error {
+		return editMeta(t, tx, podsID, map[string]interface{}{"state": "filling", "rv": ""})
+	})
+	unchanged(t, path)
+	if r := run(t, "verify", path); r.code != ExitOK {
+		t.Errorf("verify of a filling file: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 

@@ -274,13 +274,15 @@ func stateText(r *resourceInfo) string {
 		s = "complete"
 	case r.State == string(inspect.StateNew) || (r.State == string(inspect.StateRelisting) && r.ResourceVersion == ""):
 		s = "new (never completely listed)"
+	case r.State == string(inspect.StateFilling):
+		s = "filling (a first list, written in place, did not complete; the next start discards it)"
 	default:
 		s = "incomplete"
 	}
 	if r.Reason != "" {
 		s += ": " + r.Reason
 	}
-	if r.RelistInterrupted {
+	if r.RelistInterrupted && r.State != string(inspect.StateFilling) {
 		s += "; a relist was interrupted (its staged data is ignored, the previous content kept)"
 	}
 	return s

@@ -292,6 +292,8 @@ func warnIncomplete(env *Env, info inspect.ResourceInfo) {
 		fmt.Fprintf(env.Stderr, "warning: %s was never listed into this file: it holds only the changes watched since, not every object\n", displayName(info))
 	case inspect.StateRelisting:
 		fmt.Fprintf(env.Stderr, "warning: a relist of %s was interrupted: the file shows the state before it, which may be out of date\n", displayName(info))
+	case inspect.StateFilling:
+		fmt.Fprintf(env.Stderr, "warning: the first list of %s into this file did not complete: the file shows part of it, which the next start discards\n", displayName(info))
 	default:
 		fmt.Fprintf(env.Stderr, "warning: %s is incomplete in this file (%s): objects may be missing\n", displayName(info), info.Reason)
 	}

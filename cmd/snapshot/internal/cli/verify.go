@@ -170,7 +170,7 @@ func metaProblems(info inspect.ResourceInfo) []string {
 		out = append(out, fmt.Sprintf("schema version %d, this snapshot reads %d: the resource's data cannot be checked reliably", info.Schema, inspect.SchemaVersion))
 	}
 	switch info.State {
-	case inspect.StateNew, inspect.StateComplete, inspect.StateIncomplete, inspect.StateRelisting:
+	case inspect.StateNew, inspect.StateComplete, inspect.StateIncomplete, inspect.StateRelisting, inspect.StateFilling:
 	default:
 		out = append(out, fmt.Sprintf("unknown state %q", info.State))
 	}

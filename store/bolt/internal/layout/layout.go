@@ -92,6 +92,10 @@ const (
 	// StateIncomplete: the items were complete once but something was
 	// lost since (an item that does not decode); a relist is needed.
 	StateIncomplete State = "incomplete"
+	// StateFilling: a fill (Store.BeginFill) wrote the items in place
+	// and has not committed, or was aborted and no Replace committed
+	// since. The items are partial; an open discards them.
+	StateFilling State = "filling"
 )
 
 // Meta is the value of <resource>/meta. Fields are encoded by name,
