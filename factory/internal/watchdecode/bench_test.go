@@ -23,7 +23,15 @@ func BenchmarkWatchDecodeSmall(b *testing.B) {
 		p := podgen.Pod(i)
 		e.event(b, watch.Added, &corev1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, ResourceVersion: p.ResourceVersion}})
 	}
-	benchDecode(b, client{"typed protobuf small", protobuf, typedSerializer}, e.buf.Bytes())
+	benchDecode(b, client{"typed protobuf small", protobuf, typedSerializer}, e.buf.Bytes(), benchEvents)
+}
+
+// BenchmarkWatchDecodeTiny decodes a watch stream of one pod: what a
+// watch costs to set up and tear down.
+func BenchmarkWatchDecodeTiny(b *testing.B) {
+	e := newEncoder(b, protobuf)
+	e.podEvents(b, 0, 1)
+	benchDecode(b, client{"typed protobuf one pod", protobuf, typedSerializer}, e.buf.Bytes(), 1)
 }
 
 // BenchmarkWatchDecode decodes a watch stream of benchEvents podgen pods
@@ -34,13 +42,13 @@ func BenchmarkWatchDecode(b *testing.B) {
 	for _, c := range clients {
 		e := newEncoder(b, c.mediaType)
 		e.podEvents(b, 0, benchEvents)
-		benchDecode(b, c, e.buf.Bytes())
+		benchDecode(b, c, e.buf.Bytes(), benchEvents)
 	}
 }
 
-// benchDecode runs c's decoding of data, benchEvents events, with
-// client-go's decoding and with the parallel one.
-func benchDecode(b *testing.B, c client, data []byte) {
+// benchDecode runs c's decoding of data, events events, with client-go's
+// decoding and with the parallel one.
+func benchDecode(b *testing.B, c client, data []byte, events int) {
 	for _, impl := range []string{"client-go", "parallel"} {
 		b.Run(c.name+"/"+impl, func(b *testing.B) {
 			ns := c.ns()
@@ -58,11 +66,11 @@ func benchDecode(b *testing.B, c client, data []byte) {
 					}
 					n++
 				}
-				if n != benchEvents {
-					b.Fatalf("%d events, want %d", n, benchEvents)
+				if n != events {
+					b.Fatalf("%d events, want %d", n, events)
 				}
 			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchEvents), "ns/event")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*events), "ns/event")
 		})
 	}
 }

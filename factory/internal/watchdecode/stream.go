@@ -28,8 +28,13 @@ const (
 )
 
 // arenas recycles the bytes of chunks' frames, which nothing keeps once
-// their envelopes are decoded (the envelope copies the embedded object).
+// their envelopes are decoded (the envelope copies the embedded object,
+// as client-go's streaming decoder, which reuses its buffer, relies on).
 var arenas = sync.Pool{New: func() any { b := make([]byte, 0, chunkBytes); return &b }}
+
+// buffers recycles the read buffers of ended streams' bodies, which only
+// their reader goroutines use.
+var buffers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBuffer) }}
 
 // stream is a frame reader whose frames are decoded on workers. A reader
 // goroutine reads frames in order into chunks; each chunk goes to the
@@ -93,9 +98,16 @@ func newStream(f k8sruntime.Framer, body io.ReadCloser, envelope, decoder k8srun
 		maxWorkers: int32(procs),
 		scratch:    make([]byte, 1024),
 	}
-	buffered := bufio.NewReaderSize(flushingReader{s: s, r: body}, readBuffer)
+	buffered := buffers.Get().(*bufio.Reader)
+	buffered.Reset(flushingReader{s: s, r: body})
 	s.frames = f.NewFrameReader(bufferedBody{Reader: buffered, Closer: body})
-	go s.read()
+	go func() {
+		s.read()
+		// Nothing reads the buffer once read returns: Close only closes
+		// the body.
+		buffered.Reset(nil)
+		buffers.Put(buffered)
+	}()
 	return s
 }
 
