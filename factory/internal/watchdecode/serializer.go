@@ -19,7 +19,9 @@
 // the status of a failed request and WatchList's sendInitialEvents stay
 // client-go's, and so does the StreamWatcher (event types, Error events,
 // the quiet close on EOF, unexpected EOF, probable EOF and timeouts, Stop
-// from any goroutine). What it relies on is that runtime's ClientNegotiator
+// from any goroutine). The alternatives copy more of client-go: a Watch
+// wrapper over Request.Stream would redo Watch's retries and its handling
+// of failed responses, and an http.RoundTripper sees bytes, not decoders. What it relies on is that runtime's ClientNegotiator
 // takes the three values of a StreamDecoder from one SupportedMediaTypes
 // answer (SupportedMediaTypes returns fresh values on each call, which is
 // what links them), and that client-go's streaming decoder reads one frame
