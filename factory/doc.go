@@ -53,6 +53,18 @@
 // gate sends every shard's), logging the first of each watch; bookmarks
 // and errors pass.
 //
+// The watches of the clients the factory builds (ForResource's typed
+// clients, protobuf or JSON; the dynamic client of ForDynamic unless
+// Options.Dynamic is set; ForMetadata's metadata client) decode their
+// streams on every core (factory/internal/watchdecode): one goroutine
+// reads the frames in order, up to GOMAXPROCS workers decode them, and
+// client-go's own watcher delivers the events in order, with client-go's
+// semantics for errors, bookmarks, the end of the stream and Stop. The
+// request itself (status, retries, WatchList) stays client-go's. With one
+// P the decoding stays on client-go's goroutine. ListerWatchers given to
+// InformerFor, and those of package informers (the user's clientset),
+// decode as their clients do.
+//
 // Without Options.Path the stores live in memory (store/memory), like
 // client-go's.
 //

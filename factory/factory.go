@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/factory/internal/watchdecode"
 	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/reflector"
 	"github.com/warmcache/warmcache/store"
@@ -171,7 +172,7 @@ func New(ctx context.Context, opts Options) (*Factory, error) {
 		return nil, fmt.Errorf("%w: Options.Informer.Store is set by the factory", ErrInvalidOptions)
 	}
 	if opts.Dynamic == nil && opts.RESTConfig != nil {
-		d, err := dynamic.NewForConfig(opts.RESTConfig)
+		d, err := dynamicClientFor(opts.RESTConfig)
 		if err != nil {
 			return nil, fmt.Errorf("%w: dynamic client: %w", ErrResource, err)
 		}
@@ -548,7 +549,9 @@ func (f *Factory) Shutdown() error {
 }
 
 // restClientFor builds a REST client for gv with s's codecs, as
-// client-go's generated clients do.
+// client-go's generated clients do, whose watches are decoded on every
+// core (factory/internal/watchdecode) and whose protobuf decoders
+// remember each object's message (wireSerializer).
 func restClientFor(config *rest.Config, s *runtime.Scheme, gv schema.GroupVersion) (*rest.RESTClient, error) {
 	if s == nil {
 		s = scheme.Scheme
@@ -559,7 +562,7 @@ func restClientFor(config *rest.Config, s *runtime.Scheme, gv schema.GroupVersio
 	if gv.Group == "" {
 		c.APIPath = "/api"
 	}
-	c.NegotiatedSerializer = wireSerializer{rest.CodecFactoryForGeneratedClient(s, serializer.NewCodecFactory(s)).WithoutConversion()}
+	c.NegotiatedSerializer = watchdecode.Wrap(wireSerializer{rest.CodecFactoryForGeneratedClient(s, serializer.NewCodecFactory(s)).WithoutConversion()})
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}

@@ -21,7 +21,9 @@
 // the kind's conventional plural, checked against client-go's own
 // ForResource by the tests) and lists and watches through the typed client
 // of the kubernetes.Interface the factory was given (any implementation,
-// client-go's fake clientset included). The informer's identity in the
+// client-go's fake clientset included), so its watches decode as that
+// client does (client-go's: on one goroutine), not on every core as those
+// of factory.Factory's own clients. The informer's identity in the
 // file records the resource, the kind, the namespace of WithNamespace (for
 // namespaced resources) and the selectors the tweak sets, so that
 // factories of different scopes never share stored data.

@@ -48,7 +48,8 @@ var rules = []rule{
 	{pkg: "listers/internal/...", allow: []string{}},
 	{pkg: "listers/...", allow: []string{"store", "listers"}},
 	// The wiring: the only library package that knows every store.
-	{pkg: "factory", allow: []string{"informer", "informer/metrics", "store", "store/codec", "store/wire", "store/seal", "store/memory", "store/bolt", "deltafifo", "reflector"}},
+	{pkg: "factory/internal/...", allow: []string{}},
+	{pkg: "factory", allow: []string{"factory/internal/...", "informer", "informer/metrics", "store", "store/codec", "store/wire", "store/seal", "store/memory", "store/bolt", "deltafifo", "reflector"}},
 	// client-go's SharedInformerFactory on the wiring.
 	{pkg: "informers", allow: []string{"factory"}},
 	// Who may download a file's backup: the bolt store's Authorizer.
