@@ -6,7 +6,7 @@
 //
 // Usage:
 //
-//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 150000] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone] [-server genserver|fakeapi]
+//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 150000] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone] [-server genserver|fakeapi] [-bolt-gogc N]
 //
 // The server (a benchmarks/internal/genserver with -n podgen pods, which
 // generates each pod when it serves it and encodes on every core; with
@@ -43,6 +43,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,6 +68,7 @@ type options struct {
 	relists     []int
 	profileDir  string
 	skipAlone   bool
+	boltGOGC    int
 	server      string
 }
 
@@ -83,6 +85,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&relists, "relist", joinInts(informerbench.DefaultRelistPercents), "comma-separated percentages of pods changed before a forced 410 relist, one measurement each (empty: none)")
 	fs.StringVar(&o.profileDir, "cpuprofile-dir", "", "directory to write a CPU profile of each implementation's cold sync and churn into (IMPL-cold.pprof, IMPL-churn.pprof), and allocation profiles at the start and end of each (IMPL-PHASE-allocs-start.pprof, -end.pprof: compare with pprof -base; empty: none)")
 	fs.StringVar(&o.server, "server", apiproc.ServerGen, "the fake API server: "+apiproc.ServerGen+" (generates each pod when it serves it) or "+apiproc.ServerFake+" (keeps every pod on its heap)")
+	fs.IntVar(&o.boltGOGC, "bolt-gogc", 0, "GOGC during the bolt informer's phases only (0: the process's, 100 unless GOGC is set); its heap is a few MB, so a higher value costs little memory and saves collections")
 	fs.BoolVar(&o.skipAlone, "skip-server-alone", false, "skip the measurement of the server alone (a client that reads its streams without decoding them) before the informers")
 	fs.StringVar(&encoding, "encoding", "protobuf", "wire encoding: protobuf or json")
 	if err := fs.Parse(args); err != nil {
@@ -198,7 +201,13 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	for i, impl := range o.impls {
 		fmt.Fprintf(stderr, "informerbench: measuring %s...\n", impl)
 		start := time.Now()
+		restore := func() {}
+		if impl == informerbench.Bolt && o.boltGOGC > 0 {
+			prev := debug.SetGCPercent(o.boltGOGC)
+			restore = func() { debug.SetGCPercent(prev) }
+		}
 		r, err := informerbench.Measure(ctx, proc, impl, o.n, i+2, ro)
+		restore()
 		if err != nil {
 			return fmt.Errorf("%s: %w", impl, err)
 		}
@@ -218,6 +227,9 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	}
 	for _, r := range results {
 		t.Note("%s cold sync: %d lists, %d watches (%d WatchList)", r.Impl, r.Cold.Requests.Lists, r.Cold.Requests.Watches, r.Cold.Requests.WatchLists)
+	}
+	if o.boltGOGC > 0 {
+		t.Note("bolt measured with GOGC=%d (debug.SetGCPercent during its phases), the others with the process's", o.boltGOGC)
 	}
 	t.Note("heap: bytes above the settled heap before the phase; peak sampled every 10ms, garbage included")
 	t.Note("CPU: this process's user+system time during the phase (the server runs in another): what the informer cost, however busy the machine; server CPU: the server process's meanwhile; GC cycles and allocated: this process's, from runtime/metrics")

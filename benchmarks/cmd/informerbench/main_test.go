@@ -38,6 +38,12 @@ func TestRun(t *testing.T) {
 			Stdout: []string{"(application/json)", "server alone: update events/s"},
 		},
 		{
+			Name:   "bolt GOGC",
+			Args:   []string{"-n", "40", "-updates", "10", "-impl", "client-go,bolt", "-relist=", "-skip-server-alone", "-bolt-gogc", "400", "-dir", t.TempDir()},
+			Code:   cmdrun.ExitOK,
+			Stdout: []string{"bolt measured with GOGC=400"},
+		},
+		{
 			Name:   "genserver",
 			Args:   []string{"-n", "60", "-updates", "20", "-impl", "client-go,bolt", "-server", "genserver", "-dir", t.TempDir()},
 			Code:   cmdrun.ExitOK,
