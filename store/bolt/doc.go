@@ -299,7 +299,7 @@
 // existing file keeps the page size it was created with (bbolt reads it
 // from the meta page), whatever the option says, and inspect.CompactTo's
 // copy keeps its source's. The default is the operating system's page size
-// (4 KiB on amd64 and arm64 Linux), as bbolt's. Larger pages trade bytes
+// (4 KiB on amd64, usually on arm64 too), as bbolt's. Larger pages trade bytes
 // written per commit for fewer multi-page nodes: bbolt allocates a node of
 // one page from a pool and one of several pages with make([]byte) at every
 // commit, and a podgen pod's envelope (4.6 KB here, about 6.4 KB as the
@@ -308,21 +308,22 @@
 // each run, the spread of the runs given (CPU per object; written bytes
 // and allocations are exact).
 //
-// Informer update churn, 30,000 podgen pods, 45,000 updates, 4 runs each
+// Informer update churn, 30,000 podgen pods, 45,000 updates, 7 runs each
 // (go run ./benchmarks/cmd/informerbench -n 30000 -impl bolt -relist=
-// -server genserver -skip-server-alone -bolt-page-size N -cpuprofile-dir
-// DIR; bbolt Commit's CPU from the churn's profile):
+// -server genserver -skip-server-alone -bolt-page-size N; bbolt Commit's
+// CPU from the churn's profile, -cpuprofile-dir DIR, in 4 of them):
 //
-//	                                  4096         8192         16384
-//	update allocated KB/event         71.9-73.7    75.3-79.4    58.9-64.9
-//	update CPU µs/event               129-147      133-150      120-139
-//	whole churn CPU µs/event          126-144      129-143      119-123
-//	bbolt Commit CPU µs/event         12-18        17-20        9-12
-//	update events/s (load-bound)      2,955-7,877  4,206-6,012  3,517-6,093
-//	cold sync CPU s                   2.87-3.24    2.82-3.28    2.59-2.88
-//	cold sync s                       3.5-7.9      3.0-7.4      3.7-4.6
-//	cold sync allocated MB            1,867-1,871  1,931-1,934  1,729-1,739
-//	warm restart with replay CPU s    1.00-1.24    0.96-1.56    1.02-1.14
+//	                                  4096          8192           16384
+//	update allocated KB/event         71.5-74.2     75.0-79.4      58.8-64.9
+//	update CPU µs/event               129-151       133-154        120-139
+//	whole churn CPU µs/event          126-144       129-153        119-135
+//	bbolt Commit CPU µs/event         12-18         17-20          9-12
+//	update events/s (load-bound)      1,855-8,213   4,206-10,759   3,517-10,871
+//	cold sync CPU s                   2.86-3.33     2.82-3.28      2.59-3.02
+//	cold sync s (load-bound)          2.2-11.6      2.3-7.4        2.1-4.6
+//	cold sync allocated MB            1,866-1,874   1,919-1,934    1,729-1,740
+//	file MB after cold sync, churn    197, 204      254, 262       176, 184
+//	warm restart with replay CPU s    1.00-1.26     0.96-1.56      0.99-1.14
 //
 // Store writes and reads, 10,000 objects with the namespace index, the hot
 // tier off, 3 runs each (BenchmarkPageSize: go test -run '^$' -bench
@@ -360,14 +361,14 @@
 //
 // 16 KiB pays only for objects of several KB written in commits of ten or
 // more: under heavy pod churn 10 KB less allocated and 5-10% less CPU per
-// update, at cold sync 7% less allocated and about 10% less CPU, and a 10%
+// update, at cold sync 7% less allocated and about 8% less CPU, and a 10%
 // smaller file of pods. Everywhere else it costs: a commit of one object
 // (a quiet cluster's watch) takes about 1.35 times the CPU for a pod and
 // 2.4-2.9 times for a configmap, every commit writes 1.3-3.5 times the
 // bytes (index, item and branch pages are rewritten whole), and a
 // namespace's pods read 15-30% slower. 8 KiB is worse than 4 KiB almost
 // everywhere: a leaf keeps at least two envelopes (13 KB for pods), so it
-// still spans two pages, and the file of pods is 30% larger. So the
+// still spans two pages, and the file of pods is 29% larger. So the
 // default stays the operating system's page size. One file holds every
 // resource of a factory, so the page size is chosen per file: one that
 // mostly holds pods or other objects of several KB under heavy churn may

@@ -80,7 +80,7 @@ type Options struct {
 	// with (bbolt reads it from the file's meta page), whatever this
 	// option says. See the package documentation for the measurements
 	// behind the default. Default (0): the operating system's page size
-	// (os.Getpagesize, 4096 on amd64 and arm64 Linux), as bbolt does.
+	// (os.Getpagesize: 4096 on amd64, usually on arm64 too), as bbolt does.
 	PageSize int
 }
 
