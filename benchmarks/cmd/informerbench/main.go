@@ -210,8 +210,12 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 		results = append(results, r)
 	}
 	after := machine.Read()
-	title := fmt.Sprintf("warmcache informer vs client-go SharedIndexInformer: %d podgen pods over HTTP (%s) from %s, %d updates, bolt %v\n%s",
-		o.n, o.contentType, o.server, results[0].Updates, o.sync, m)
+	pageSize := "default page size"
+	if o.pageSize != 0 {
+		pageSize = fmt.Sprintf("page size %d", o.pageSize)
+	}
+	title := fmt.Sprintf("warmcache informer vs client-go SharedIndexInformer: %d podgen pods over HTTP (%s) from %s, %d updates, bolt %v, %s\n%s",
+		o.n, o.contentType, o.server, results[0].Updates, o.sync, pageSize, m)
 	t := informerbench.Table(title, results, alone)
 	if l := machine.RunLabel(m, after); l != "" {
 		t.Note("%s", l)

@@ -47,7 +47,7 @@ func TestRun(t *testing.T) {
 			Name:   "page size",
 			Args:   []string{"-n", "20", "-updates", "5", "-impl", "bolt", "-bolt-page-size", "16384", "-relist=", "-skip-server-alone", "-dir", t.TempDir()},
 			Code:   cmdrun.ExitOK,
-			Stdout: []string{"update events/s", "-bolt-page-size 16384", "file MB after cold sync", "file MB after the churn"},
+			Stdout: []string{"update events/s", "bolt SyncOnClose, page size 16384", "-bolt-page-size 16384", "file MB after cold sync", "file MB after the churn"},
 		},
 		{Name: "unknown server", Args: []string{"-server", "etcd"}, Code: cmdrun.ExitUsage, StderrIn: "-server"},
 		{Name: "unknown implementation", Args: []string{"-impl", "bolt,etcd"}, Code: cmdrun.ExitUsage, StderrIn: `-impl "etcd"`},
