@@ -188,6 +188,7 @@ func openBolt(path string, opts Options) (bdb *bbolt.DB, err error) {
 	return bbolt.Open(path, opts.FileMode, &bbolt.Options{
 		Timeout:    opts.Timeout,
 		ReadOnly:   opts.ReadOnly,
+		PageSize:   opts.PageSize, // bbolt uses it only to create the file
 		NoSync:     opts.Sync == UnsafeNoSync || opts.Sync == SyncOnClose,
 		NoGrowSync: opts.Sync == UnsafeNoSync || opts.Sync == SyncOnClose,
 		// Always at first: otherwise bbolt commits a freelist inside Open,

@@ -2,15 +2,19 @@ package bolt
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 	bbolt "go.etcd.io/bbolt"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
@@ -175,6 +179,10 @@ func TestOpenOptions(t *testing.T) {
 	for name, opts := range map[string]Options{
 		"negative timeout": {Timeout: -time.Second},
 		"unknown sync":     {Sync: SyncPolicy(42)},
+		"page size 3000":   {PageSize: 3000},
+		"page size 256":    {PageSize: 256},
+		"page size 128K":   {PageSize: 128 << 10},
+		"page size -4096":  {PageSize: -4096},
 	} {
 		if _, err := Open(ctx, tempPath(t), opts); !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("%s: Open = %v, want ErrInvalidOptions", name, err)
@@ -207,6 +215,86 @@ func TestOpenOptions(t *testing.T) {
 	}
 	if _, err := s.State(); !errors.Is(err, ErrClosed) {
 		t.Errorf("State of a store of a closed DB = %v, want ErrClosed", err)
+	}
+}
+
+// filePageSize reads the page size recorded in the meta page at the start
+// of the bbolt file at path: a 16-byte page header, then the meta's magic,
+// version and page size (uint32, native byte order, little-endian on every
+// platform the tests run on).
+func filePageSize(t testing.TB, path string) int {
+	t.Helper()
+	b := make([]byte, 28)
+	f, err := os.Open(path)
+	must(t, err)
+	defer f.Close()
+	if _, err := f.ReadAt(b, 0); err != nil {
+		t.Fatalf("read meta of %s: %v", path, err)
+	}
+	return int(binary.LittleEndian.Uint32(b[24:]))
+}
+
+// TestPageSize checks that Options.PageSize sets the page size of a file
+// Open creates, and that an existing file keeps its page size whatever the
+// option says when it is opened again, with its data readable, writable and
+// passing the file check and Verify.
+func TestPageSize(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct{ create, reopen, want int }{
+		{0, 16384, os.Getpagesize()},
+		{MinPageSize, 0, MinPageSize},
+		{8192, 4096, 8192},
+		{16384, 0, 16384},
+		{16384, 8192, 16384},
+		{MaxPageSize, 16384, MaxPageSize},
+	} {
+		t.Run(fmt.Sprintf("create %d reopen %d", tc.create, tc.reopen), func(t *testing.T) {
+			path := tempPath(t)
+			db, err := Open(ctx, path, Options{Sync: UnsafeNoSync, PageSize: tc.create})
+			must(t, err)
+			if got := db.bolt.Info().PageSize; got != tc.want {
+				t.Errorf("created with PageSize %d: bbolt page size %d, want %d", tc.create, got, tc.want)
+			}
+			s := openPods(t, db, namespaceIndexers())
+			var pods []interface{}
+			for i := 0; i < 200; i++ {
+				pods = append(pods, mkPod(fmt.Sprintf("ns%d", i%7), fmt.Sprintf("p%03d", i), strconv.Itoa(i+1)))
+			}
+			must(t, s.Replace(pods, "200"))
+			must(t, db.Close())
+			if got := filePageSize(t, path); got != tc.want {
+				t.Fatalf("file created with PageSize %d has page size %d, want %d", tc.create, got, tc.want)
+			}
+
+			db = openDB(t, path, Options{Sync: UnsafeNoSync, PageSize: tc.reopen, CheckAtOpen: true})
+			if got := db.bolt.Info().PageSize; got != tc.want {
+				t.Errorf("reopened with PageSize %d: bbolt page size %d, want the file's %d", tc.reopen, got, tc.want)
+			}
+			s = openPods(t, db, namespaceIndexers())
+			if keys := s.ListKeys(); len(keys) != len(pods) {
+				t.Errorf("reopened: %d keys, want %d", len(keys), len(pods))
+			}
+			objs, err := s.ByIndex(cache.NamespaceIndex, "ns3")
+			must(t, err)
+			if want := len(pods) / 7; len(objs) != want && len(objs) != want+1 {
+				t.Errorf("reopened: ByIndex(ns3) = %d objects, want about %d", len(objs), want)
+			}
+			for _, o := range pods {
+				p := o.(*corev1.Pod)
+				got, ok, err := s.GetByKey(p.Namespace + "/" + p.Name)
+				if err != nil || !ok || got.(*corev1.Pod).ResourceVersion != p.ResourceVersion {
+					t.Fatalf("GetByKey(%s/%s) = %v, %v, %v", p.Namespace, p.Name, got, ok, err)
+				}
+			}
+			must(t, s.Add(mkPod("ns", "new", "201")))
+			if res, err := db.WaitFileCheck(ctx); err != nil || res.Err != nil {
+				t.Errorf("file check: %v, %v", err, res.Err)
+			}
+			verifyClean(t, db)
+			if got := filePageSize(t, path); got != tc.want {
+				t.Errorf("after reopening with PageSize %d, the file's page size is %d, want %d", tc.reopen, got, tc.want)
+			}
+		})
 	}
 }
 

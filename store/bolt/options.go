@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
 	"github.com/warmcache/warmcache/store/codec"
 )
 
@@ -73,7 +74,22 @@ type Options struct {
 	// independent of the file's size, and the rest is checked in the
 	// background (see DB.FileCheck).
 	CheckAtOpen bool
+	// PageSize is the page size, in bytes, of a file Open creates: a power
+	// of two from MinPageSize to MaxPageSize. It applies only when the
+	// file is created; an existing file keeps the page size it was created
+	// with (bbolt reads it from the file's meta page), whatever this
+	// option says. See the package documentation for the measurements
+	// behind the default. Default (0): the operating system's page size
+	// (os.Getpagesize: 4096 on amd64, usually on arm64 too), as bbolt does.
+	PageSize int
 }
+
+// The range of Options.PageSize: what the file check accepts as a bbolt
+// page size.
+const (
+	MinPageSize = filecheck.MinPageSize
+	MaxPageSize = filecheck.MaxPageSize
+)
 
 // DefaultHotBytes is the default budget of a DB's hot tier: 32 MiB, about
 // 3,000 decoded podgen pods (10.5 KB each), which hold 80% of the reads of
@@ -148,6 +164,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: unknown Sync policy %v", ErrInvalidOptions, o.Sync)
 	case o.UnsafeIgnoreState && !o.ReadOnly:
 		return o, fmt.Errorf("%w: UnsafeIgnoreState needs ReadOnly", ErrInvalidOptions)
+	case o.PageSize != 0 && (o.PageSize < MinPageSize || o.PageSize > MaxPageSize || o.PageSize&(o.PageSize-1) != 0):
+		return o, fmt.Errorf("%w: PageSize %d is not a power of two from %d to %d", ErrInvalidOptions, o.PageSize, MinPageSize, MaxPageSize)
 	}
 	if o.Timeout == 0 {
 		o.Timeout = defaultTimeout

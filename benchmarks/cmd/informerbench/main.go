@@ -64,6 +64,7 @@ type options struct {
 	impls       []string
 	dir         string
 	sync        bolt.SyncPolicy
+	pageSize    int
 	contentType string
 	relists     []int
 	profileDir  string
@@ -82,6 +83,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&impls, "impl", strings.Join(informerbench.Impls, ","), "comma-separated informers to measure, the baseline first")
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory for the bolt store's file")
 	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: "+strings.Join(syncflag.Names(), ", ")+" (the first is the store's default)")
+	fs.IntVar(&o.pageSize, "bolt-page-size", 0, "page size of the bolt store's file in bytes, a power of two (0: the store's default)")
 	fs.StringVar(&relists, "relist", joinInts(informerbench.DefaultRelistPercents), "comma-separated percentages of pods changed before a forced 410 relist, one measurement each (empty: none)")
 	fs.StringVar(&o.profileDir, "cpuprofile-dir", "", "directory to write a CPU profile of each implementation's cold sync and churn into (IMPL-cold.pprof, IMPL-churn.pprof), and allocation profiles at the start and end of each (IMPL-PHASE-allocs-start.pprof, -end.pprof: compare with pprof -base; empty: none)")
 	fs.StringVar(&o.server, "server", apiproc.ServerGen, "the fake API server: "+apiproc.ServerGen+" (generates each pod when it serves it) or "+apiproc.ServerFake+" (keeps every pod on its heap)")
@@ -100,6 +102,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	var err error
 	if o.sync, err = syncflag.Parse(sync); err != nil {
 		return o, fmt.Errorf("%w: -bolt-sync: %w", cmdrun.ErrUsage, err)
+	}
+	if err := syncflag.CheckPageSize(o.pageSize); err != nil {
+		return o, fmt.Errorf("%w: -bolt-page-size: %w", cmdrun.ErrUsage, err)
 	}
 	switch encoding {
 	case "protobuf":
@@ -178,7 +183,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	fmt.Fprintf(stderr, "informerbench: server at %s ready in %v\n", proc.URL, time.Since(start).Round(time.Millisecond))
 
 	ro := informerbench.RunOptions{
-		Options:        informerbench.Options{Dir: dir, BoltSync: o.sync, ContentType: o.contentType},
+		Options:        informerbench.Options{Dir: dir, BoltSync: o.sync, BoltPageSize: o.pageSize, ContentType: o.contentType},
 		Updates:        o.updates,
 		RelistPercents: o.relists,
 		ProfileDir:     o.profileDir,
@@ -216,8 +221,12 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 		results = append(results, r)
 	}
 	after := machine.Read()
-	title := fmt.Sprintf("warmcache informer vs client-go SharedIndexInformer: %d podgen pods over HTTP (%s) from %s, %d updates, bolt %v\n%s",
-		o.n, o.contentType, o.server, results[0].Updates, o.sync, m)
+	pageSize := "default page size"
+	if o.pageSize != 0 {
+		pageSize = fmt.Sprintf("page size %d", o.pageSize)
+	}
+	title := fmt.Sprintf("warmcache informer vs client-go SharedIndexInformer: %d podgen pods over HTTP (%s) from %s, %d updates, bolt %v, %s\n%s",
+		o.n, o.contentType, o.server, results[0].Updates, o.sync, pageSize, m)
 	t := informerbench.Table(title, results, alone)
 	if l := machine.RunLabel(m, after); l != "" {
 		t.Note("%s", l)

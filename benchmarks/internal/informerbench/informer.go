@@ -63,6 +63,9 @@ type Options struct {
 	// BoltSync is the bolt store's durability policy. Default (zero):
 	// bolt.SyncOnClose, the store's default.
 	BoltSync bolt.SyncPolicy
+	// BoltPageSize is the page size of the bolt store's file
+	// (bolt.Options.PageSize). Default (0): the store's default.
+	BoltPageSize int
 	// ContentType is the clients' content type. Default
 	// ProtobufContentType.
 	ContentType string
@@ -131,7 +134,7 @@ func Start(ctx context.Context, impl string, cfg *rest.Config, opts Options, wit
 		}
 		i.store = st
 	case Bolt:
-		db, err := bolt.Open(ctx, opts.BoltPath(), bolt.Options{Sync: opts.BoltSync})
+		db, err := bolt.Open(ctx, opts.BoltPath(), bolt.Options{Sync: opts.BoltSync, PageSize: opts.BoltPageSize})
 		if err != nil {
 			return nil, fmt.Errorf("informerbench: %s store: %w", impl, err)
 		}

@@ -154,12 +154,17 @@ func TestMeasureEveryImpl(t *testing.T) {
 			t.Errorf("row %s: target on column %d, want bolt's", r.Metric, r.Target.Column)
 		}
 	}
-	if len(rows) != 28+2*len(DefaultRelistPercents) {
+	if len(rows) != 30+2*len(DefaultRelistPercents) {
 		t.Fatalf("%d rows", len(rows))
 	}
 	if restart := rows["restart to synced, replayed to a handler s (cold sync unless bolt)"]; restart.Values[0] != results[0].Cold.Duration.Seconds() ||
 		restart.Values[2] != results[2].WarmReplay.Duration.Seconds() {
 		t.Errorf("restart row %v: want client-go's cold sync and bolt's warm restart", restart.Values)
+	}
+	for _, name := range []string{"file MB after cold sync", "file MB after the churn"} {
+		if v := rows[name].Values; !math.IsNaN(v[0]) || !math.IsNaN(v[1]) || !(v[2] > 0) {
+			t.Errorf("%s %v: want client-go and memory empty, bolt's file size", name, v)
+		}
 	}
 	if v := rows["warm restart without handler s"].Values; !math.IsNaN(v[0]) || math.IsNaN(v[2]) {
 		t.Errorf("warm restart without handler %v: want client-go empty, bolt set", v)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"runtime/debug"
 	"time"
 
@@ -233,6 +234,23 @@ type Result struct {
 	WarmReplay, WarmNoHandler *Warm
 	// Relists are the 410 relists, in RunOptions.RelistPercents order.
 	Relists []Relisted
+	// ColdFileBytes and ChurnFileBytes are the sizes of the bolt store's
+	// file after the cold sync and after the churn; zero for the other
+	// implementations.
+	ColdFileBytes, ChurnFileBytes int64
+}
+
+// boltFileSize returns the size of the bolt store's file, or 0 for another
+// implementation.
+func boltFileSize(impl string, opts Options) (int64, error) {
+	if impl != Bolt {
+		return 0, nil
+	}
+	fi, err := os.Stat(opts.BoltPath())
+	if err != nil {
+		return 0, fmt.Errorf("informerbench: %w", err)
+	}
+	return fi.Size(), nil
 }
 
 // Measure runs, for impl, a cold sync of the server's n pods, the churn of
@@ -256,11 +274,17 @@ func Measure(ctx context.Context, proc *apiproc.Process, impl string, n, gen int
 		return res, err
 	}
 	res.Cold = cold
+	if res.ColdFileBytes, err = boltFileSize(impl, opts.Options); err != nil {
+		return res, errors.Join(err, inf.Stop())
+	}
 	if stop, err = startProfile(opts.ProfileDir, impl, "churn"); err != nil {
 		return res, errors.Join(err, inf.Stop())
 	}
 	res.Events, err = Churn(ctx, proc, inf, opts.Updates, gen)
 	err = errors.Join(err, stop())
+	if err == nil {
+		res.ChurnFileBytes, err = boltFileSize(impl, opts.Options)
+	}
 	if opts.RelistPercents == nil {
 		opts.RelistPercents = DefaultRelistPercents
 	}
@@ -384,6 +408,16 @@ func Table(title string, results []Result, alone *ServerAlone) *measure.Table {
 		})...)
 	t.Add("warm restart peak heap MB", nil,
 		col(func(r Result) float64 { return warm(r.WarmReplay, func(w Warm) float64 { return w.Heap.Peak / mb }) })...)
+	fileMB := func(f func(Result) int64) func(Result) float64 {
+		return func(r Result) float64 {
+			if f(r) == 0 {
+				return math.NaN()
+			}
+			return float64(f(r)) / mb
+		}
+	}
+	t.Add("file MB after cold sync", nil, col(fileMB(func(r Result) int64 { return r.ColdFileBytes }))...)
+	t.Add("file MB after the churn", nil, col(fileMB(func(r Result) int64 { return r.ChurnFileBytes }))...)
 	t.Add("update events/s", target(measure.Target{Value: TargetEventsRatio}),
 		col(func(r Result) float64 { return r.Events.PerSec })...)
 	t.Add("update CPU µs/event", target(measure.Target{AtMost: true, Value: TargetUpdateCPURatio}), col(func(r Result) float64 { return measure.Micros(r.Events.CPU) })...)

@@ -1,5 +1,6 @@
-// Package syncflag parses the -bolt-sync flag of the benchmark commands:
-// the name of a bolt.SyncPolicy.
+// Package syncflag parses the bolt flags of the benchmark commands:
+// -bolt-sync, the name of a bolt.SyncPolicy, and -bolt-page-size, a
+// bolt.Options.PageSize.
 package syncflag
 
 import (
@@ -35,4 +36,14 @@ func Parse(name string) (bolt.SyncPolicy, error) {
 		}
 	}
 	return 0, fmt.Errorf("%w: sync policy %q: want one of %s", bolt.ErrInvalidOptions, name, strings.Join(Names(), ", "))
+}
+
+// CheckPageSize returns an error wrapping bolt.ErrInvalidOptions unless
+// size is a valid bolt.Options.PageSize: 0 (the store's default) or a
+// power of two from bolt.MinPageSize to bolt.MaxPageSize.
+func CheckPageSize(size int) error {
+	if size == 0 || size >= bolt.MinPageSize && size <= bolt.MaxPageSize && size&(size-1) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: page size %d: want 0 or a power of two from %d to %d", bolt.ErrInvalidOptions, size, bolt.MinPageSize, bolt.MaxPageSize)
 }

@@ -31,3 +31,18 @@ func TestParse(t *testing.T) {
 		t.Errorf("Parse(sometimes) = %v, want ErrInvalidOptions", err)
 	}
 }
+
+// TestCheckPageSize checks that the page sizes bolt.Open accepts pass and
+// that others are refused with bolt.ErrInvalidOptions.
+func TestCheckPageSize(t *testing.T) {
+	for _, size := range []int{0, bolt.MinPageSize, 4096, 16384, bolt.MaxPageSize} {
+		if err := CheckPageSize(size); err != nil {
+			t.Errorf("CheckPageSize(%d) = %v, want nil", size, err)
+		}
+	}
+	for _, size := range []int{-4096, 1, bolt.MinPageSize / 2, 3000, bolt.MaxPageSize * 2} {
+		if err := CheckPageSize(size); !errors.Is(err, bolt.ErrInvalidOptions) {
+			t.Errorf("CheckPageSize(%d) = %v, want bolt.ErrInvalidOptions", size, err)
+		}
+	}
+}

@@ -48,7 +48,9 @@ const compactTxMaxSize = 64 << 20
 // buckets, keys and values, densely packed, without free pages; it is read
 // from one read transaction, so writes to db may go on meanwhile. The new
 // file is flushed to stable storage before CompactTo returns. db itself is
-// only read.
+// only read. The copy has the page size of db's file (bolt.Options.PageSize
+// applies only to files Open creates; the copy keeps the one its source was
+// created with).
 //
 // path must not exist (an error wrapping fs.ErrExist otherwise); on error
 // the partly written file is removed. ctx is checked before the copy
@@ -79,7 +81,7 @@ func CompactTo(ctx context.Context, db *bolt.DB, path string) (size int64, err e
 			_ = os.Remove(path)
 		}
 	}()
-	dst, err := bbolt.Open(path, 0o600, &bbolt.Options{NoSync: true, NoGrowSync: true, FreelistType: bbolt.FreelistMapType})
+	dst, err := bbolt.Open(path, 0o600, &bbolt.Options{NoSync: true, NoGrowSync: true, FreelistType: bbolt.FreelistMapType, PageSize: src.Info().PageSize})
 	if err != nil {
 		return fail(hooks.Classify(err))
 	}

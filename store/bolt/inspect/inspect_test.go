@@ -2,7 +2,10 @@ package inspect_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -91,12 +94,19 @@ func TestResourcesAndOpenRecorded(t *testing.T) {
 
 // TestCompactedFileKeepsBlobIDs checks that a compacted copy (CompactTo,
 // the snapshot CLI's compact) keeps the blobs bucket's sequence: the copy
-// takes new items without reusing the ids of those it holds.
+// takes new items without reusing the ids of those it holds, and keeps its
+// source's page size.
 func TestCompactedFileKeepsBlobIDs(t *testing.T) {
+	for _, ps := range []int{0, 16384} {
+		t.Run(fmt.Sprintf("page size %d", ps), func(t *testing.T) { testCompactedFileKeepsBlobIDs(t, ps) })
+	}
+}
+
+func testCompactedFileKeepsBlobIDs(t *testing.T, pageSize int) {
 	ctx := context.Background()
 	path := tempPath(t)
 	dir := filepath.Dir(path)
-	db := openDB(t, path, bolt.Options{Sync: bolt.UnsafeNoSync})
+	db := openDB(t, path, bolt.Options{Sync: bolt.UnsafeNoSync, PageSize: pageSize})
 	s := openPods(t, db, nodeIndexers())
 	for i := range 20 {
 		must(t, s.Add(mkPod("ns", "p"+strconv.Itoa(i), strconv.Itoa(i+1))))
@@ -109,6 +119,9 @@ func TestCompactedFileKeepsBlobIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	if got, want := filePageSize(t, out), filePageSize(t, path); got != want {
+		t.Errorf("compacted file has page size %d, its source %d", got, want)
+	}
 	db2 := openDB(t, out, bolt.Options{Sync: bolt.UnsafeNoSync})
 	s2 := openPods(t, db2, nodeIndexers())
 	for i := range 10 {
@@ -128,4 +141,20 @@ func TestCompactedFileKeepsBlobIDs(t *testing.T) {
 			t.Errorf("%s has RV %q, want %d", added, rv, 100+i)
 		}
 	}
+}
+
+// filePageSize reads the page size recorded in the meta page at the start
+// of the bbolt file at path: a 16-byte page header, then the meta's magic,
+// version and page size (uint32, little-endian on every platform the tests
+// run on).
+func filePageSize(t *testing.T, path string) int {
+	t.Helper()
+	b := make([]byte, 28)
+	f, err := os.Open(path)
+	must(t, err)
+	defer f.Close()
+	if _, err := f.ReadAt(b, 0); err != nil {
+		t.Fatalf("read meta of %s: %v", path, err)
+	}
+	return int(binary.LittleEndian.Uint32(b[24:]))
 }

@@ -144,8 +144,8 @@ func validate(ctx context.Context, r io.ReaderAt, size int64, path string, opts 
 		// then assume) failed.
 		return corruptf(path, noPage, "no valid meta page (%s)", describeMetas(r, size))
 	}
-	if !isPowerOfTwo(pageSize) || pageSize < minPageSize || pageSize > maxPageSize {
-		return corruptf(path, noPage, "page size %d is not a power of two in [%d, %d]", pageSize, minPageSize, maxPageSize)
+	if !isPowerOfTwo(pageSize) || pageSize < MinPageSize || pageSize > MaxPageSize {
+		return corruptf(path, noPage, "page size %d is not a power of two in [%d, %d]", pageSize, MinPageSize, MaxPageSize)
 	}
 	if uint64(size) < 2*pageSize {
 		return corruptf(path, noPage, "file of %d bytes is smaller than two %d-byte meta pages", size, pageSize)

@@ -39,8 +39,10 @@ const (
 	probeMin      = 1024
 	probeSteps    = 14
 
-	minPageSize = 512
-	maxPageSize = 64 << 10
+	// MinPageSize and MaxPageSize bound the page sizes the check
+	// accepts.
+	MinPageSize = 512
+	MaxPageSize = 64 << 10
 )
 
 var ne = binary.NativeEndian

@@ -36,8 +36,8 @@ func CheckTree(ctx context.Context, r io.ReaderAt, size int64, path string, t Tr
 	}
 	ps := uint64(t.PageSize)
 	switch {
-	case !isPowerOfTwo(ps) || ps < minPageSize || ps > maxPageSize:
-		return corruptf(path, noPage, "page size %d is not a power of two in [%d, %d]", ps, minPageSize, maxPageSize)
+	case !isPowerOfTwo(ps) || ps < MinPageSize || ps > MaxPageSize:
+		return corruptf(path, noPage, "page size %d is not a power of two in [%d, %d]", ps, MinPageSize, MaxPageSize)
 	case t.HWM < 2 || t.HWM > uint64(size)/ps:
 		return corruptf(path, noPage, "high water mark %d pages (%d bytes) does not fit a file of %d bytes (truncated?)", t.HWM, t.HWM*ps, size)
 	case t.Root >= t.HWM:
