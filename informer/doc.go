@@ -59,6 +59,10 @@
 // follows diffs against them; a crash before the commit leaves a file
 // whose next open discards them (invariant 2). A handler added between
 // two pages is replayed what was filled so far and told the later pages.
+// A key a list holds twice (which neither a paginated LIST nor a
+// WatchList of kube-apiserver produces; only a custom ListerWatcher can)
+// is stored once, as its last object, but told to the handlers as two
+// adds, where client-go's informer tells an add and an update.
 // A store without the ability, or a relist after a warm start that told
 // the handlers part of a store, streams the committed content as adds.
 //
