@@ -34,10 +34,14 @@ type relist struct {
 	fresh  bool
 	listed int
 	start  time.Time
-	// added and notifying are a fill's adds notified so far and the
-	// time spent notifying them, for the log and Metrics.Replayed.
-	added     int
-	notifying time.Duration
+	// added, updated and notifying are a fill's adds and updates
+	// notified so far and the time spent notifying them, for the log and
+	// Metrics.Replayed.
+	added, updated int
+	notifying      time.Duration
+	// filled holds the keys a fill wrote, to tell a key the list repeats
+	// (see fillRepeats).
+	filled *keyFilter
 }
 
 // relistCounts counts a relist's notifications, for the log.
@@ -109,9 +113,15 @@ func (l *loop) relistPage(ctx context.Context, b deltafifo.Batch) error {
 // handlers of its objects as adds, in page order, paced as notifyRelist
 // paces. A handler added meanwhile is replayed the content filled so far
 // (serveLate, between batches) and gets the later pages from here: no
-// object twice, none missed.
+// object twice, none missed. A key the list holds twice is told as an
+// update the second time, as client-go's informer tells it.
 func (l *loop) fillPage(ctx context.Context, rep *relist, b deltafifo.Batch) error {
-	err := l.write(ctx, "fill add", len(b.Objects), func() error { return rep.fill.Add(ctx, b.Objects...) })
+	repeated, err := l.fillRepeats(rep, b.Objects)
+	if err != nil {
+		l.abortRelist()
+		return err
+	}
+	err = l.write(ctx, "fill add", len(b.Objects), func() error { return rep.fill.Add(ctx, b.Objects...) })
 	if err != nil {
 		l.abortRelist()
 		return err
@@ -124,14 +134,83 @@ func (l *loop) fillPage(ctx context.Context, rep *relist, b deltafifo.Batch) err
 	start := l.i.opts.Clock.Now()
 	defer func() { rep.notifying += l.since(start) }()
 	bound := int64(l.i.opts.ReplayPending)
-	for _, obj := range b.Objects {
+	for i, obj := range b.Objects {
 		if err := pace(ctx, ls, bound); err != nil {
 			return err
 		}
-		rep.added++
-		l.i.proc.distribute(note{kind: noteAdd, new: obj, initial: rep.initial}, false)
+		nt := note{kind: noteAdd, new: obj, initial: rep.initial}
+		if old, ok := repeated[i]; ok {
+			nt = note{kind: noteUpdate, old: old, new: obj}
+			rep.updated++
+		} else {
+			rep.added++
+		}
+		l.i.proc.distribute(nt, false)
 	}
 	return nil
+}
+
+// fillRepeats returns, by index in objs, the object the handlers were
+// last told of for each object of a fill's page whose key the fill
+// already wrote (an earlier page) or the page already holds (an earlier
+// object): a list that repeats a key, which kube-apiserver's lists and
+// WatchLists never do. The fill's key filter answers for every key
+// without a store read; only the keys it may hold are read, before the
+// page overwrites them. A key the store cannot key is left to the
+// store's Add, which refuses the page.
+func (l *loop) fillRepeats(rep *relist, objs []interface{}) (map[int]interface{}, error) {
+	if rep.filled == nil {
+		rep.filled = newKeyFilter()
+	}
+	keyOf := l.st.KeyFunc()
+	keys := make([]string, len(objs))
+	var maybe []bool // by index: the filter may have held the key
+	for i, obj := range objs {
+		key, err := keyOf(obj)
+		if err != nil {
+			continue
+		}
+		keys[i] = key
+		if rep.filled.add(key) {
+			if maybe == nil {
+				maybe = make([]bool, len(objs))
+			}
+			maybe[i] = true
+		}
+	}
+	if maybe == nil {
+		return nil, nil
+	}
+	repeated := map[int]interface{}{}
+	last := make(map[string]int, len(objs))
+	var stored []string
+	var storedAt []int
+	for i, key := range keys {
+		if key == "" {
+			continue
+		}
+		if j, ok := last[key]; ok {
+			repeated[i] = objs[j]
+		} else if maybe[i] {
+			// Filled by an earlier page, or a false positive of the
+			// filter (the store then lacks it: an add).
+			stored, storedAt = append(stored, key), append(storedAt, i)
+		}
+		last[key] = i
+	}
+	if len(stored) == 0 {
+		return repeated, nil
+	}
+	states, err := readStates(l.st, stored, func(int, string) bool { return true })
+	if err != nil {
+		return nil, l.readFailed(fmt.Errorf("read the stored states of %d keys a fill may repeat: %w", len(stored), err))
+	}
+	for n, st := range states {
+		if st.Exists && st.Obj != nil {
+			repeated[storedAt[n]] = st.Obj
+		}
+	}
+	return repeated, nil
 }
 
 // endRelist commits the relist at the list's resourceVersion and then
@@ -185,13 +264,13 @@ func (l *loop) endFill(ctx context.Context, rep *relist, b deltafifo.Batch) erro
 	l.checked = true // the server's content now, whatever the file held
 	l.i.relistDone()
 	l.reportObjects()
-	if rep.added > 0 || len(l.i.proc.active()) > 0 {
+	if rep.added+rep.updated > 0 || len(l.i.proc.active()) > 0 {
 		// As notifyRelist reports a relist told to handlers: the adds
 		// and the time spent telling them, page by page.
-		l.i.opts.Metrics.Replayed("relist", rep.notifying, rep.added)
+		l.i.opts.Metrics.Replayed("relist", rep.notifying, rep.added+rep.updated)
 	}
 	l.logger.V(2).Info("Relist committed", "resourceVersion", b.ResourceVersion, "listed", rep.listed,
-		"added", rep.added, "updated", 0, "deleted", 0, "fresh", true, "filled", true, "took", l.since(rep.start))
+		"added", rep.added, "updated", rep.updated, "deleted", 0, "fresh", true, "filled", true, "took", l.since(rep.start))
 	return nil
 }
 
