@@ -93,24 +93,8 @@ func (f *fillTx) Add(ctx context.Context, objs ...interface{}) error {
 	if err := ctx.Err(); err != nil {
 		return s.errorf(op, err)
 	}
-	ops := make([]prepared, len(objs))
-	errs := forEachParallel(len(objs), func(i int) error {
-		obj := objs[i]
-		key, err := s.key(obj)
-		if err != nil {
-			return s.errorf(op, err)
-		}
-		env, err := s.encode(key, obj)
-		if err != nil {
-			return s.errorf(fmt.Sprintf("%s: key %q", op, key), err)
-		}
-		ops[i] = prepared{pos: i, key: key, obj: obj, env: env, sel: layout.AppendSelectPart(nil, key, obj)}
-		if err := ops[i].computeValues(f.ix); err != nil {
-			return s.errorf(op, err)
-		}
-		return nil
-	})
-	if err := firstError(errs); err != nil {
+	ops, err := s.prepareAdds(op, objs, f.ix)
+	if err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -113,24 +113,8 @@ func (r *replaceTx) Add(ctx context.Context, objs ...interface{}) error {
 	if err := ctx.Err(); err != nil {
 		return s.errorf(op, err)
 	}
-	ops := make([]prepared, len(objs))
-	errs := forEachParallel(len(objs), func(i int) error {
-		obj := objs[i]
-		key, err := s.key(obj)
-		if err != nil {
-			return s.errorf(op, err)
-		}
-		env, err := s.encode(key, obj)
-		if err != nil {
-			return s.errorf(fmt.Sprintf("%s: key %q", op, key), err)
-		}
-		ops[i] = prepared{pos: i, key: key, obj: obj, env: env, sel: layout.AppendSelectPart(nil, key, obj)}
-		if err := ops[i].computeValues(r.ix); err != nil {
-			return s.errorf(op, err)
-		}
-		return nil
-	})
-	if err := firstError(errs); err != nil {
+	ops, err := s.prepareAdds(op, objs, r.ix)
+	if err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -143,7 +127,7 @@ func (r *replaceTx) Add(ctx context.Context, objs ...interface{}) error {
 	}
 	sortByKey(ops)
 	var added int64
-	err := r.writeStagingLocked(op, func(_ *bbolt.Bucket, g *layout.Generation) error {
+	err = r.writeStagingLocked(op, func(_ *bbolt.Bucket, g *layout.Generation) error {
 		w := writer{g: g, names: r.ix.names()}
 		for i := range ops {
 			delta, err := w.apply(&ops[i])
@@ -368,4 +352,31 @@ func (s *Store) abortLocked(r *replaceTx) error {
 	}
 	s.setMetaLocked(m)
 	return nil
+}
+
+// prepareAdds keys, encodes and indexes objs for a relist's or a fill's
+// Add, on every core, in a slice in the order of objs. A key, encoding or
+// index function error is returned for the first object that has one.
+func (s *Store) prepareAdds(op string, objs []interface{}, ix *indexSet) ([]prepared, error) {
+	ops := make([]prepared, len(objs))
+	errs := forEachParallel(len(objs), func(i int) error {
+		obj := objs[i]
+		key, err := s.key(obj)
+		if err != nil {
+			return s.errorf(op, err)
+		}
+		env, err := s.encode(key, obj)
+		if err != nil {
+			return s.errorf(fmt.Sprintf("%s: key %q", op, key), err)
+		}
+		ops[i] = prepared{pos: i, key: key, obj: obj, env: env, sel: layout.AppendSelectPart(nil, key, obj)}
+		if err := ops[i].computeValues(ix); err != nil {
+			return s.errorf(op, err)
+		}
+		return nil
+	})
+	if err := firstError(errs); err != nil {
+		return nil, err
+	}
+	return ops, nil
 }
