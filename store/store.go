@@ -163,7 +163,8 @@ type Filler interface {
 	// store holding objects returns an error wrapping ErrNotEmpty. At
 	// most one Fill or Replace may be open at a time: BeginFill while
 	// either is open returns ErrReplaceInProgress, and BeginReplace
-	// while a Fill is open does too. BeginFill after a committed
+	// and AddIndexers while a Fill is open do too (the pages written
+	// so far were indexed with the fill's indexers). BeginFill after a committed
 	// Replace releases the content that Replace retained.
 	//
 	// From BeginFill until the Fill's Commit the store's state is

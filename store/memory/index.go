@@ -136,7 +136,7 @@ func (s *Store) AddIndexers(newIndexers cache.Indexers) error {
 	if s.closed {
 		return errClosed("add indexers")
 	}
-	if s.replace != nil {
+	if s.replace != nil || s.fill != nil {
 		return fmt.Errorf("memory: add indexers: %w", store.ErrReplaceInProgress)
 	}
 	var conflicts []string

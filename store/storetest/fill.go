@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/store"
 )
@@ -110,6 +111,11 @@ func testFillRefusals(t *testing.T, h harness) {
 	}
 	if _, err := s.BeginReplace(ctx); !errors.Is(err, store.ErrReplaceInProgress) {
 		t.Errorf("BeginReplace with a fill open = %v, want ErrReplaceInProgress", err)
+	}
+	// As during a Replace: the pages written so far were indexed with
+	// the fill's indexers.
+	if err := s.AddIndexers(cache.Indexers{"late": cache.MetaNamespaceIndexFunc}); !errors.Is(err, store.ErrReplaceInProgress) {
+		t.Errorf("AddIndexers with a fill open = %v, want ErrReplaceInProgress", err)
 	}
 	if err := fl.Add(ctx, mkPod("ns", "a", "1")); err != nil {
 		t.Fatal(err)
