@@ -108,14 +108,9 @@ func (f *fillTx) Add(ctx context.Context, objs ...interface{}) error {
 	sortByKey(ops)
 	return s.writeLiveLocked(op, func(g *layout.Generation, m *layout.Meta) error {
 		w := writer{g: g, names: f.ix.names()}
-		for i := range ops {
-			delta, err := w.apply(&ops[i])
-			if err != nil {
-				return err
-			}
-			m.Objects += delta
-		}
-		return nil
+		delta, err := w.applyAll(ops)
+		m.Objects += delta
+		return err
 	})
 }
 

@@ -129,14 +129,9 @@ func (r *replaceTx) Add(ctx context.Context, objs ...interface{}) error {
 	var added int64
 	err = r.writeStagingLocked(op, func(_ *bbolt.Bucket, g *layout.Generation) error {
 		w := writer{g: g, names: r.ix.names()}
-		for i := range ops {
-			delta, err := w.apply(&ops[i])
-			if err != nil {
-				return err
-			}
-			added += delta
-		}
-		return nil
+		var err error
+		added, err = w.applyAll(ops)
+		return err
 	})
 	if err != nil {
 		return s.errorf(op, err)

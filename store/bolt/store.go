@@ -253,13 +253,11 @@ func (s *Store) commitLocked(op string, ix *indexSet, ops []prepared, rv string,
 	sortByKey(ops)
 	err := s.writeLiveWithLocked(op, s.db.updateKeepHot, func(g *layout.Generation, m *layout.Meta) error {
 		w := writer{g: g, names: ix.names()}
-		for i := range ops {
-			delta, err := w.apply(&ops[i])
-			if err != nil {
-				return err
-			}
-			m.Objects += delta
+		delta, err := w.applyAll(ops)
+		if err != nil {
+			return err
 		}
+		m.Objects += delta
 		if setRV {
 			m.RV = rv
 		}

@@ -168,6 +168,20 @@ func (w *writer) indexBucket(i int) (*bbolt.Bucket, error) {
 	return w.idx[i], nil
 }
 
+// applyAll performs ops in order and returns the change in the number of
+// objects.
+func (w *writer) applyAll(ops []prepared) (int64, error) {
+	var delta int64
+	for i := range ops {
+		d, err := w.apply(&ops[i])
+		if err != nil {
+			return 0, err
+		}
+		delta += d
+	}
+	return delta, nil
+}
+
 // apply performs p and returns the change in the number of objects.
 func (w *writer) apply(p *prepared) (int64, error) {
 	if p.delete {
