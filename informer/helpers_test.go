@@ -101,6 +101,18 @@ func newTestInformer(t *testing.T, opts Options) *Informer {
 	return inf
 }
 
+// recordedHarness is a test informer on st with a recorder as its one
+// handler, started on a hand-driven queue (startHarness).
+func recordedHarness(t *testing.T, st store.Store) (*recorder, *harness) {
+	t.Helper()
+	inf := newTestInformer(t, Options{Store: st})
+	rec := newRecorder()
+	if _, err := inf.AddEventHandler(rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec, startHarness(t, inf)
+}
+
 // startHarness starts inf's processing loop and handlers on a hand-driven
 // queue, as RunWithContext would but without a reflector.
 func startHarness(t *testing.T, inf *Informer) *harness {
