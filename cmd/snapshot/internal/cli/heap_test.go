@@ -3,12 +3,9 @@ package cli
 import (
 	"context"
 	"io"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -16,50 +13,56 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"k8s.io/client-go/tools/cache"
 )
 
-// liveHeap samples the live heap (as marked by the last garbage
-// collection) while a command runs: if a command held every object, the
-// live heap at the collections during the run would grow with their number.
-type liveHeap struct {
-	stop chan struct{}
-	done chan struct{}
-	peak uint64
+// heapProbe is a command's Stdout that measures the live heap while the
+// command writes: at its first write and then every probeBytes or
+// probeWrites, it runs a full collection and reads the heap it marked. The
+// command's goroutine is blocked in Write meanwhile, so the only memory
+// allocated during the collection is what the command's helpers (a scan's
+// decoders) have in flight, which its pipeline bounds: the peak is what the
+// command holds, not what a collection slowed by a loaded machine counted
+// as live because it was allocated while marking, as a sampler of the
+// background collections does.
+type heapProbe struct {
+	mu             sync.Mutex
+	peak           uint64
+	probes         int
+	writes, unread int
 }
 
-var liveHeapMetric = []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+const (
+	probeBytes  = 256 << 10
+	probeWrites = 256
+)
 
 func currentLive() uint64 {
-	s := append([]metrics.Sample(nil), liveHeapMetric...)
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64()
 }
 
-func watchLiveHeap() *liveHeap {
-	h := &liveHeap{stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(h.done)
-		tick := time.NewTicker(2 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			h.peak = max(h.peak, currentLive())
-			select {
-			case <-h.stop:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	return h
+// collectedLive runs a full collection and returns the live heap it marked.
+func collectedLive() uint64 {
+	runtime.GC()
+	return currentLive()
 }
 
-// Stop ends the sampling and returns the peak in bytes.
-func (h *liveHeap) Stop() uint64 {
-	close(h.stop)
-	<-h.done
-	h.peak = max(h.peak, currentLive())
-	return h.peak
+func (p *heapProbe) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.writes++
+	p.unread += len(b)
+	if p.probes == 0 || p.unread >= probeBytes || p.writes%probeWrites == 0 {
+		p.peak = max(p.peak, collectedLive())
+		p.probes++
+		p.unread = 0
+	}
+	return len(b), nil
 }
 
 // streamingCommands are the commands that must stream.
@@ -79,23 +82,22 @@ func streamingCommands(path string) [][]string {
 // test weigh on the heap while staying cheap to print.
 const padBytes = 8 << 10
 
-// peakLiveGrowth runs args with the collector running often (GOGC=10), so
-// that the live heap it marks tracks what the command holds, and returns
-// how much the live heap grew at most. Stdout is discarded: a buffer would
-// hold the output.
+// peakLiveGrowth runs args with a heapProbe as Stdout and returns how
+// much the live heap grew at most while the command wrote, over the live
+// heap before it started. The output is discarded: a buffer would hold it.
 func peakLiveGrowth(t testing.TB, args []string) int64 {
 	t.Helper()
-	defer debug.SetGCPercent(debug.SetGCPercent(10))
-	runtime.GC()
-	base := currentLive()
-	h := watchLiveHeap()
+	base := collectedLive()
+	probe := &heapProbe{}
 	var stderr safeBuffer
-	code := Run(context.Background(), Env{Stdout: io.Discard, Stderr: &stderr}, args)
-	peak := h.Stop()
+	code := Run(context.Background(), Env{Stdout: probe, Stderr: &stderr}, args)
 	if code != ExitOK {
 		t.Fatalf("%q: exit %d: %s", args, code, stderr.String())
 	}
-	return int64(peak) - int64(base)
+	if probe.probes == 0 {
+		t.Fatalf("%q wrote nothing: the heap was never measured", args)
+	}
+	return int64(probe.peak) - int64(base)
 }
 
 // TestStreamingKeepsHeapFlat checks that list, export and verify do not
@@ -169,8 +171,8 @@ func removeBenchFile() {
 // BenchmarkStreaming runs list, export and verify on a file of
 // SNAPSHOT_BENCH_PODS podgen pods (default 100000): ns/op and objects/s
 // are the time of a normal run; live-MB is the peak growth of the live heap
-// in one extra run with the collector running often (GOGC=10), so that the
-// heap it marks tracks what the command holds.
+// in one extra run, measured by full collections while the command writes
+// (heapProbe).
 //
 //	go test ./cmd/snapshot/internal/cli -run '^$' -bench Streaming -benchtime 1x
 func BenchmarkStreaming(b *testing.B) {
