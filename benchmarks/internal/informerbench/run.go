@@ -122,7 +122,7 @@ func Churn(ctx context.Context, proc *apiproc.Process, inf *Informer, updates, g
 		return ev, fmt.Errorf("%w: churn of %d updates, generation %d, on an informer with a handler", ErrInvalidArgument, updates, gen)
 	}
 	_, seen, _ := inf.Counter.Counts()
-	if _, err := proc.Churn(ctx, updates, gen); err != nil {
+	if _, err := proc.Churn(ctx, updates, gen, 0); err != nil {
 		return ev, errors.Join(err, proc.Open(ctx))
 	}
 	m := startMeter(proc)

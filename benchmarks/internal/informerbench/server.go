@@ -96,7 +96,7 @@ func MeasureServerAlone(ctx context.Context, proc *apiproc.Process, n, updates, 
 	if err != nil {
 		return a, err
 	}
-	if _, err := proc.Churn(ctx, updates, gen); err != nil {
+	if _, err := proc.Churn(ctx, updates, gen, 0); err != nil {
 		return a, errors.Join(err, proc.Open(ctx))
 	}
 	type result struct {
