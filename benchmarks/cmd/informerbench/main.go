@@ -258,8 +258,12 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	t.Note("CPU: this process's user+system time during the phase (the server runs in another): what the informer cost, however busy the machine; server CPU: the server process's meanwhile; GC cycles and allocated: this process's, from runtime/metrics")
 	t.Note("update rows: whole GC periods of the informer's process within the churn, from the end of its first collection after the release to the end of its last (see informerbench.Events); the whole churn's figures follow, rows \"whole churn\"")
 	if o.churnHot > 0 {
-		t.Note("churn: the %d updates cycle over a hot set of %d pods spread over the namespaces (-churn-hot), each updated about %d times; the 410 relists change pods spread over all",
-			results[0].Updates, o.churnHot, (results[0].Updates+o.churnHot-1)/o.churnHot)
+		relists := ""
+		if len(o.relists) > 0 {
+			relists = "; the 410 relists change pods spread over all"
+		}
+		t.Note("churn: the %d updates cycle over a hot set of %d pods spread over the namespaces (-churn-hot), each updated about %d times%s",
+			results[0].Updates, o.churnHot, (results[0].Updates+o.churnHot-1)/o.churnHot, relists)
 	}
 	if alone != nil {
 		t.Note("server alone: its streams read by a client that splits the frames and decodes nothing, before the informers run (figures in the first column): %d pods in %.2f s (%.0f MiB), %d updates in %.2f s from their release",

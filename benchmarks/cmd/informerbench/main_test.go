@@ -65,7 +65,7 @@ func TestRun(t *testing.T) {
 				"40 podgen pods over HTTP (application/vnd.kubernetes.protobuf) from genserver, 30 updates over a hot set of 4 pods,",
 				"update events/s, hot set of 4 pods", "update CPU µs/event, hot set of 4 pods", "whole churn: update events/s, hot set of 4 pods",
 				"server alone: update events/s, hot set of 4 pods", "server alone: initial events/s",
-				"churn: the 30 updates cycle over a hot set of 4 pods", "410 relist, 10% changed s", "-churn-hot 4",
+				"churn: the 30 updates cycle over a hot set of 4 pods spread over the namespaces (-churn-hot), each updated about 8 times; the 410 relists change pods spread over all", "410 relist, 10% changed s", "-churn-hot 4",
 			},
 		},
 		{Name: "negative hot set", Args: []string{"-churn-hot", "-1"}, Code: cmdrun.ExitUsage, StderrIn: "-churn-hot -1"},
