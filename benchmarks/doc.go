@@ -24,5 +24,7 @@
 // The programs storebench and informerbench (under cmd/) run the same
 // measurements at 100k pods by default and print tables with each
 // implementation's ratio to client-go; those tables are what the README
-// quotes.
+// quotes. informerbench's churn spreads its updates over every pod;
+// -churn-hot N has them cycle over a hot set of N pods instead, as a
+// rollout's do, and its table names the hot set on the churn's rows.
 package benchmarks

@@ -149,7 +149,7 @@ func benchEvents(b *testing.B, proc *apiproc.Process, impl string, n int) {
 	m := updatesPerChurn(n)
 	var total, cpu time.Duration
 	for range b.N {
-		ev, err := informerbench.Churn(benchContext(b), proc, inf, m, int(generations.Add(1)))
+		ev, err := informerbench.Churn(benchContext(b), proc, inf, m, int(generations.Add(1)), 0)
 		if err != nil {
 			b.Fatal(err)
 		}

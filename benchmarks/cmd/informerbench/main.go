@@ -6,7 +6,7 @@
 //
 // Usage:
 //
-//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 150000] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone] [-server genserver|fakeapi] [-bolt-gogc N]
+//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 150000] [-churn-hot 0] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone] [-server genserver|fakeapi] [-bolt-gogc N]
 //
 // The server (a benchmarks/internal/genserver with -n podgen pods, which
 // generates each pod when it serves it and encodes on every core; with
@@ -19,7 +19,11 @@
 // the update notifications per second the informer's handler receives,
 // over whole GC periods of the informer's process (so that collections of
 // a large heap are paid in proportion, not all or nothing), and over the
-// whole churn. -updates defaults to 1.5 times -n, at most 150,000.
+// whole churn. -updates defaults to 1.5 times -n, at most 150,000. The
+// updates are spread over every pod (each updated about 1.5 times by
+// default); with -churn-hot N they cycle over a hot set of N pods (spread
+// over the namespaces), as a rollout updates a few pods many times, and
+// the churn's rows and the title say so.
 // 410 relist: the server changes -relist percent of the pods while holding
 // back the watch streams, then restarts (history compacted), so that the
 // informer's resumed watch gets 410 Expired and it relists; the figures
@@ -61,6 +65,7 @@ import (
 type options struct {
 	n           int
 	updates     int
+	churnHot    int
 	impls       []string
 	dir         string
 	sync        bolt.SyncPolicy
@@ -80,6 +85,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	var impls, sync, encoding, relists string
 	fs.IntVar(&o.n, "n", 100000, "number of pods")
 	fs.IntVar(&o.updates, "updates", 0, "number of updates of the events/s measurement (default min(1.5n, 150000))")
+	fs.IntVar(&o.churnHot, "churn-hot", 0, "restrict the events/s measurement's updates (and the server alone's) to a hot set of this many pods, at most -n, spread over the namespaces and each updated about updates/N times, as a rollout updates a few pods many times; the 410 relists still change pods spread over all (0: spread over every pod)")
 	fs.StringVar(&impls, "impl", strings.Join(informerbench.Impls, ","), "comma-separated informers to measure, the baseline first")
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory for the bolt store's file")
 	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: "+strings.Join(syncflag.Names(), ", ")+" (the first is the store's default)")
@@ -98,6 +104,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.n <= 0 || o.updates < 0 {
 		return o, fmt.Errorf("%w: -n must be positive and -updates not negative", cmdrun.ErrUsage)
+	}
+	if o.churnHot < 0 || o.churnHot > o.n {
+		return o, fmt.Errorf("%w: -churn-hot %d: want 0 (every pod) to -n (%d)", cmdrun.ErrUsage, o.churnHot, o.n)
 	}
 	var err error
 	if o.sync, err = syncflag.Parse(sync); err != nil {
@@ -185,6 +194,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	ro := informerbench.RunOptions{
 		Options:        informerbench.Options{Dir: dir, BoltSync: o.sync, BoltPageSize: o.pageSize, ContentType: o.contentType},
 		Updates:        o.updates,
+		ChurnHot:       o.churnHot,
 		RelistPercents: o.relists,
 		ProfileDir:     o.profileDir,
 	}
@@ -196,7 +206,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 			updates = informerbench.DefaultUpdates(o.n)
 		}
 		fmt.Fprintf(stderr, "informerbench: measuring the server alone...\n")
-		a, err := informerbench.MeasureServerAlone(ctx, proc, o.n, updates, 1, o.contentType)
+		a, err := informerbench.MeasureServerAlone(ctx, proc, o.n, updates, 1, o.churnHot, o.contentType)
 		if err != nil {
 			return err
 		}
@@ -225,8 +235,12 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	if o.pageSize != 0 {
 		pageSize = fmt.Sprintf("page size %d", o.pageSize)
 	}
-	title := fmt.Sprintf("warmcache informer vs client-go SharedIndexInformer: %d podgen pods over HTTP (%s) from %s, %d updates, bolt %v, %s\n%s",
-		o.n, o.contentType, o.server, results[0].Updates, o.sync, pageSize, m)
+	updates := fmt.Sprintf("%d updates", results[0].Updates)
+	if o.churnHot > 0 {
+		updates += fmt.Sprintf(" over a hot set of %d pods", o.churnHot)
+	}
+	title := fmt.Sprintf("warmcache informer vs client-go SharedIndexInformer: %d podgen pods over HTTP (%s) from %s, %s, bolt %v, %s\n%s",
+		o.n, o.contentType, o.server, updates, o.sync, pageSize, m)
 	t := informerbench.Table(title, results, alone)
 	if l := machine.RunLabel(m, after); l != "" {
 		t.Note("%s", l)
@@ -243,6 +257,14 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	t.Note("heap: bytes above the settled heap before the phase; peak sampled every 10ms, garbage included")
 	t.Note("CPU: this process's user+system time during the phase (the server runs in another): what the informer cost, however busy the machine; server CPU: the server process's meanwhile; GC cycles and allocated: this process's, from runtime/metrics")
 	t.Note("update rows: whole GC periods of the informer's process within the churn, from the end of its first collection after the release to the end of its last (see informerbench.Events); the whole churn's figures follow, rows \"whole churn\"")
+	if o.churnHot > 0 {
+		relists := ""
+		if len(o.relists) > 0 {
+			relists = "; the 410 relists change pods spread over all"
+		}
+		t.Note("churn: the %d updates cycle over a hot set of %d pods spread over the namespaces (-churn-hot), each updated about %d times%s",
+			results[0].Updates, o.churnHot, (results[0].Updates+o.churnHot-1)/o.churnHot, relists)
+	}
 	if alone != nil {
 		t.Note("server alone: its streams read by a client that splits the frames and decodes nothing, before the informers run (figures in the first column): %d pods in %.2f s (%.0f MiB), %d updates in %.2f s from their release",
 			alone.Initial.Events, alone.Initial.Elapsed.Seconds(), float64(alone.Initial.Bytes)/(1<<20), alone.Churn.Events, alone.Churn.Elapsed.Seconds())

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"io"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -55,6 +57,19 @@ func TestRun(t *testing.T) {
 			Code:   cmdrun.ExitOK,
 			Stdout: []string{"update events/s", "bolt SyncOnClose, page size 16384", "-bolt-page-size 16384", "file MB after cold sync", "file MB after the churn"},
 		},
+		{
+			Name: "hot set",
+			Args: []string{"-n", "40", "-updates", "30", "-churn-hot", "4", "-impl", "client-go,bolt", "-relist", "10", "-dir", t.TempDir()},
+			Code: cmdrun.ExitOK,
+			Stdout: []string{
+				"40 podgen pods over HTTP (application/vnd.kubernetes.protobuf) from genserver, 30 updates over a hot set of 4 pods,",
+				"update events/s, hot set of 4 pods", "update CPU µs/event, hot set of 4 pods", "whole churn: update events/s, hot set of 4 pods",
+				"server alone: update events/s, hot set of 4 pods", "server alone: initial events/s",
+				"churn: the 30 updates cycle over a hot set of 4 pods spread over the namespaces (-churn-hot), each updated about 8 times; the 410 relists change pods spread over all", "410 relist, 10% changed s", "-churn-hot 4",
+			},
+		},
+		{Name: "negative hot set", Args: []string{"-churn-hot", "-1"}, Code: cmdrun.ExitUsage, StderrIn: "-churn-hot -1"},
+		{Name: "hot set above the pods", Args: []string{"-n", "10", "-churn-hot", "11"}, Code: cmdrun.ExitUsage, StderrIn: "-churn-hot 11"},
 		{Name: "unknown server", Args: []string{"-server", "etcd"}, Code: cmdrun.ExitUsage, StderrIn: "-server"},
 		{Name: "unknown implementation", Args: []string{"-impl", "bolt,etcd"}, Code: cmdrun.ExitUsage, StderrIn: `-impl "etcd"`},
 		{Name: "bad encoding", Args: []string{"-encoding", "xml"}, Code: cmdrun.ExitUsage, StderrIn: "-encoding"},
@@ -64,4 +79,31 @@ func TestRun(t *testing.T) {
 		{Name: "extra arguments", Args: []string{"more"}, Code: cmdrun.ExitUsage, StderrIn: "unexpected arguments"},
 		{Name: "missing directory", Args: []string{"-n", "5", "-impl", "bolt", "-dir", "/nonexistent/informerbench"}, Code: cmdrun.ExitFail, StderrIn: "informerbench:"},
 	})
+}
+
+func TestParseChurnHot(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want int
+		ok   bool
+	}{
+		{nil, 0, true},
+		{[]string{"-churn-hot", "0"}, 0, true},
+		{[]string{"-churn-hot", "100"}, 100, true},
+		{[]string{"-n", "50", "-churn-hot", "50"}, 50, true},
+		{[]string{"-churn-hot", "-1"}, 0, false},
+		{[]string{"-n", "50", "-churn-hot", "51"}, 0, false},
+		{[]string{"-churn-hot", "many"}, 0, false},
+	} {
+		o, err := parse(c.args, io.Discard)
+		if !c.ok {
+			if !errors.Is(err, cmdrun.ErrUsage) {
+				t.Errorf("parse(%q): %v, want a usage error", c.args, err)
+			}
+			continue
+		}
+		if err != nil || o.churnHot != c.want {
+			t.Errorf("parse(%q): -churn-hot %d, %v; want %d", c.args, o.churnHot, err, c.want)
+		}
+	}
 }

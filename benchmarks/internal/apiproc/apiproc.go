@@ -174,13 +174,21 @@ type ChurnResult struct {
 	Seconds float64 `json:"seconds"`
 }
 
-// Churn holds back every watch stream, then updates n pods (pod
-// (k*stride) mod pods for the k-th, spread over all of them), each setting
-// the annotation GenerationAnnotation to gen. The watches stay held back
+// Churn holds back every watch stream, then updates n pods, each setting
+// the annotation GenerationAnnotation to gen, in the order of
+// genserver.NewChurnOrder(pods, hot) on either server: with hot 0, pod
+// (k*stride) mod pods for the k-th, spread over all of them; with hot > 0,
+// cycling over a hot set of hot distinct pods, spread the same way (a
+// rollout's skew), so that each changes about n/hot times. A hot set
+// above the pods, or negative, is refused. The watches stay held back
 // until Open.
-func (p *Process) Churn(ctx context.Context, n, gen int) (ChurnResult, error) {
+func (p *Process) Churn(ctx context.Context, n, gen, hot int) (ChurnResult, error) {
 	var res ChurnResult
-	err := p.call(ctx, "churn", url.Values{"updates": {strconv.Itoa(n)}, "gen": {strconv.Itoa(gen)}}, &res)
+	q := url.Values{"updates": {strconv.Itoa(n)}, "gen": {strconv.Itoa(gen)}}
+	if hot != 0 {
+		q.Set("hot", strconv.Itoa(hot))
+	}
+	err := p.call(ctx, "churn", q, &res)
 	return res, err
 }
 

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/warmcache/warmcache/benchmarks/internal/genserver"
+	"github.com/warmcache/warmcache/internal/podgen"
 )
 
 func TestMain(m *testing.M) {
@@ -85,7 +89,7 @@ func testChildServesChurnsAndCompacts(t *testing.T, server string) {
 	defer w.Stop()
 
 	const updates = 45 // more than the pods: some are updated twice
-	res, err := p.Churn(ctx, updates, 7)
+	res, err := p.Churn(ctx, updates, 7, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +151,66 @@ func testChildServesChurnsAndCompacts(t *testing.T, server string) {
 	}
 }
 
+func TestChildChurnsHotSet(t *testing.T) {
+	for _, server := range Servers {
+		t.Run(server, func(t *testing.T) { testChildChurnsHotSet(t, server) })
+	}
+}
+
+// testChildChurnsHotSet checks that both servers churn a hot set the same
+// way: cycling over its pods, in the order of genserver.NewChurnOrder.
+func testChildChurnsHotSet(t *testing.T, server string) {
+	p, cs := startChild(t, server)
+	ctx := context.Background()
+	st, err := p.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{ResourceVersion: st.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	const hot, updates = 4, 3*4 + 1
+	res, err := p.Churn(ctx, updates, 3, hot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := strconv.Atoi(res.FirstRV)
+	last, _ := strconv.Atoi(res.LastRV)
+	if last-first != updates-1 {
+		t.Fatalf("churn result %+v for %d updates", res, updates)
+	}
+	if err := p.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	order, err := genserver.NewChurnOrder(testPods, hot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for k := range updates {
+		ev := recv(t, w)
+		pod, ok := ev.Object.(*corev1.Pod)
+		if ev.Type != watch.Modified || !ok {
+			t.Fatalf("event %d: %s %T, want MODIFIED pod", k, ev.Type, ev.Object)
+		}
+		ns, name := podgen.Key(order.Index(k))
+		if pod.Namespace != ns || pod.Name != name || pod.ResourceVersion != strconv.Itoa(first+k) || pod.Annotations[GenerationAnnotation] != "3" {
+			t.Fatalf("event %d: %s/%s RV %s generation %q, want %s/%s", k, pod.Namespace, pod.Name, pod.ResourceVersion, pod.Annotations[GenerationAnnotation], ns, name)
+		}
+		seen[pod.Name]++
+	}
+	if len(seen) != hot {
+		t.Errorf("%d distinct pods updated, want the hot set's %d", len(seen), hot)
+	}
+	for name, n := range seen {
+		if n < updates/hot || n > updates/hot+1 {
+			t.Errorf("%s updated %d times, want %d or %d", name, n, updates/hot, updates/hot+1)
+		}
+	}
+}
+
 // expired checks that a watch from rv is expired: the server refuses it or
 // sends an ERROR event with 410.
 func expired(t *testing.T, cs *kubernetes.Clientset, rv string) error {
@@ -171,8 +235,22 @@ func TestControlErrors(t *testing.T) {
 		t.Run(server, func(t *testing.T) {
 			p, _ := startChild(t, server)
 			ctx := context.Background()
-			if _, err := p.Churn(ctx, 0, 1); !errors.Is(err, ErrServer) {
+			if _, err := p.Churn(ctx, 0, 1, 0); !errors.Is(err, ErrServer) {
 				t.Errorf("Churn of 0 updates: %v, want ErrServer", err)
+			}
+			// A hot set must be of 0 to every pod; the refusal names
+			// the server and the hot set.
+			for _, hot := range []int{-1, testPods + 1} {
+				_, err := p.Churn(ctx, 1, 1, hot)
+				if !errors.Is(err, ErrServer) || !strings.Contains(err.Error(), "400") || !strings.Contains(err.Error(), server+": ") || !strings.Contains(err.Error(), "hot set") {
+					t.Errorf("Churn with a hot set of %d: %v, want ErrServer, 400 from %s naming the hot set", hot, err, server)
+				}
+			}
+			if _, err := p.Churn(ctx, 1, 1, testPods); err != nil {
+				t.Errorf("Churn with a hot set of every pod: %v", err)
+			}
+			if err := p.Open(ctx); err != nil {
+				t.Fatal(err)
 			}
 			if err := p.Compact(ctx, "not-a-number"); !errors.Is(err, ErrServer) {
 				t.Errorf("Compact(not-a-number): %v, want ErrServer", err)

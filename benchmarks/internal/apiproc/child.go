@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/warmcache/warmcache/benchmarks/internal/genserver"
-	"github.com/warmcache/warmcache/benchmarks/internal/measure"
 	"github.com/warmcache/warmcache/internal/fakeapi"
 	"github.com/warmcache/warmcache/internal/fakesource"
 	"github.com/warmcache/warmcache/internal/podgen"
@@ -149,18 +148,25 @@ func fail(w http.ResponseWriter, code int, format string, args ...interface{}) {
 func (c *child) churn(w http.ResponseWriter, r *http.Request) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n, err1 := strconv.Atoi(r.URL.Query().Get("updates"))
-	gen, err2 := strconv.Atoi(r.URL.Query().Get("gen"))
-	if err1 != nil || err2 != nil || n <= 0 || gen <= 0 {
-		fail(w, http.StatusBadRequest, "updates and gen must be positive numbers")
+	q := r.URL.Query()
+	n, err1 := strconv.Atoi(q.Get("updates"))
+	gen, err2 := strconv.Atoi(q.Get("gen"))
+	hot, err3 := genserver.OptionalInt(q.Get("hot"))
+	if err1 != nil || err2 != nil || err3 != nil || n <= 0 || gen <= 0 {
+		fail(w, http.StatusBadRequest, "updates and gen must be positive numbers, hot a number")
+		return
+	}
+	// The genserver's order, so that both servers churn the same pods.
+	order, err := genserver.NewChurnOrder(len(c.keys), hot)
+	if err != nil {
+		fail(w, http.StatusBadRequest, "%s: hot set of %d pods: want 0 (every pod) to %d", ServerFake, hot, len(c.keys))
 		return
 	}
 	c.gate.close()
-	stride := measure.SpreadStride(len(c.keys))
 	start := time.Now()
 	var res ChurnResult
 	for k := range n {
-		key := c.keys[int((int64(k)*int64(stride))%int64(len(c.keys)))]
+		key := c.keys[order.Index(k)]
 		obj, ok := c.src.Get(podGVK, key.namespace, key.name)
 		if !ok {
 			fail(w, http.StatusInternalServerError, "pod %s/%s vanished", key.namespace, key.name)

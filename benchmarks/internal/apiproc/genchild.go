@@ -19,16 +19,18 @@ func serveGen(n int, in io.Reader, out io.Writer) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(genserver.ControlPrefix+"churn", func(w http.ResponseWriter, r *http.Request) {
-		n, err1 := strconv.Atoi(r.URL.Query().Get("updates"))
-		gen, err2 := strconv.ParseUint(r.URL.Query().Get("gen"), 10, 32)
-		if err1 != nil || err2 != nil {
-			fail(w, http.StatusBadRequest, "updates and gen must be positive numbers")
+		q := r.URL.Query()
+		n, err1 := strconv.Atoi(q.Get("updates"))
+		gen, err2 := strconv.ParseUint(q.Get("gen"), 10, 32)
+		hot, err3 := genserver.OptionalInt(q.Get("hot"))
+		if err1 != nil || err2 != nil || err3 != nil {
+			fail(w, http.StatusBadRequest, "updates and gen must be positive numbers, hot a number")
 			return
 		}
 		start := time.Now()
-		res, err := s.Churn("", n, uint32(gen))
+		res, err := s.Churn("", n, uint32(gen), hot)
 		if err != nil {
-			fail(w, http.StatusBadRequest, "%v", err)
+			fail(w, http.StatusBadRequest, "%s: %v", ServerGen, err)
 			return
 		}
 		writeJSON(w, ChurnResult{

@@ -92,7 +92,7 @@ func testReadStreamOfTheChild(t *testing.T, server string) {
 		t.Fatal(err)
 	}
 	const updates = 7
-	if _, err := p.Churn(ctx, updates, 1); err != nil {
+	if _, err := p.Churn(ctx, updates, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	got := make(chan error, 1)

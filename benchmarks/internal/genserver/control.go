@@ -30,11 +30,12 @@ func (s *Server) serveControl(w http.ResponseWriter, r *http.Request) {
 	case "churn":
 		n, err1 := strconv.Atoi(q.Get("changes"))
 		gen, err2 := strconv.ParseUint(q.Get("gen"), 10, 32)
-		if err1 != nil || err2 != nil {
-			http.Error(w, "changes and gen must be numbers", http.StatusBadRequest)
+		hot, err3 := OptionalInt(q.Get("hot"))
+		if err1 != nil || err2 != nil || err3 != nil {
+			http.Error(w, "changes, gen and hot must be numbers", http.StatusBadRequest)
 			return
 		}
-		res, err := s.Churn(q.Get("resource"), n, uint32(gen))
+		res, err := s.Churn(q.Get("resource"), n, uint32(gen), hot)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -87,10 +88,22 @@ type Client struct {
 func Config(url string) *rest.Config { return &rest.Config{Host: url, QPS: -1} }
 
 // Churn calls Server.Churn.
-func (c *Client) Churn(ctx context.Context, resource string, n int, gen uint32) (ChurnResult, error) {
+func (c *Client) Churn(ctx context.Context, resource string, n int, gen uint32, hot int) (ChurnResult, error) {
 	var res ChurnResult
-	err := c.call(ctx, "churn", url.Values{"resource": {resource}, "changes": {strconv.Itoa(n)}, "gen": {strconv.FormatUint(uint64(gen), 10)}}, &res)
+	q := url.Values{"resource": {resource}, "changes": {strconv.Itoa(n)}, "gen": {strconv.FormatUint(uint64(gen), 10)}}
+	if hot != 0 {
+		q.Set("hot", strconv.Itoa(hot))
+	}
+	err := c.call(ctx, "churn", q, &res)
 	return res, err
+}
+
+// OptionalInt parses an optional integer query parameter: "" is 0.
+func OptionalInt(v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	return strconv.Atoi(v)
 }
 
 // Hold calls Server.Hold.

@@ -102,7 +102,7 @@ func TestServedBytesAreCanonical(t *testing.T) {
 
 			// Changes before the WatchList: its initial events carry
 			// generations.
-			before, err := s.Churn("pods", 7, 3)
+			before, err := s.Churn("pods", 7, 3, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +132,7 @@ func TestServedBytesAreCanonical(t *testing.T) {
 				}
 			}
 
-			res, err := s.Churn("pods", changes, 4)
+			res, err := s.Churn("pods", changes, 4, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

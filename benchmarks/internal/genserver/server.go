@@ -167,12 +167,46 @@ type ChurnResult struct {
 	LastRV  int64 `json:"lastRV"`
 }
 
+// ChurnOrder is the order in which Churn changes the objects of a
+// resource: the k-th change is object ((k mod Hot) * stride) mod Count,
+// stride being measure.SpreadStride(Count). Stride is coprime with Count,
+// so the first Hot changes go to Hot distinct objects spread over the
+// whole key range (every namespace), and the following ones cycle over
+// them in the same order. With Hot = Count (which a Hot of 0 stands for)
+// this is (k*stride) mod Count: every object changes once before any
+// changes twice.
+type ChurnOrder struct {
+	count, hot, stride int64
+}
+
+// NewChurnOrder returns the order of the changes to a resource of count
+// objects restricted to a hot set of hot of them; 0 for all of them. A
+// negative hot, or one above count, is invalid (not clamped: a hot set
+// larger than the objects is a mistake of the caller's, not a request for
+// the uniform churn).
+func NewChurnOrder(count, hot int) (ChurnOrder, error) {
+	if count <= 0 || hot < 0 || hot > count {
+		return ChurnOrder{}, fmt.Errorf("%w: churn over a hot set of %d of %d objects", ErrInvalid, hot, count)
+	}
+	if hot == 0 {
+		hot = count
+	}
+	return ChurnOrder{count: int64(count), hot: int64(hot), stride: int64(measure.SpreadStride(count))}, nil
+}
+
+// Index returns the index of the object the k-th change (k >= 0) changes.
+func (o ChurnOrder) Index(k int) int {
+	return int(((int64(k) % o.hot) * o.stride) % o.count)
+}
+
 // Churn holds back every watch stream (until Open) and changes n objects
 // of the resource named resource ("pods", or "group/version/resource" in
-// general; "" for the first resource) to generation gen: the k-th change
-// is object (k*stride) mod Count, stride spreading the changes over every
-// object before any changes twice.
-func (s *Server) Churn(resource string, n int, gen uint32) (ChurnResult, error) {
+// general; "" for the first resource) to generation gen, in the order of
+// NewChurnOrder(Count, hot): with hot 0, spread over every object before
+// any changes twice; with hot > 0, cycling over hot distinct objects
+// spread over the key range. A hot set above the resource's Count is
+// invalid.
+func (s *Server) Churn(resource string, n int, gen uint32, hot int) (ChurnResult, error) {
 	var res ChurnResult
 	r, err := s.lookup(resource)
 	if err != nil {
@@ -181,13 +215,16 @@ func (s *Server) Churn(resource string, n int, gen uint32) (ChurnResult, error) 
 	if n <= 0 || gen == 0 {
 		return res, fmt.Errorf("%w: churn of %d changes to generation %d", ErrInvalid, n, gen)
 	}
+	order, err := NewChurnOrder(r.Count, hot)
+	if err != nil {
+		return res, err
+	}
 	ri := r.ri
-	stride := int64(measure.SpreadStride(r.Count))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.holdLocked()
 	for k := range n {
-		idx := int32((int64(k) * stride) % int64(r.Count))
+		idx := int32(order.Index(k))
 		s.rv++
 		r.rv[idx], r.gen[idx] = s.rv, gen
 		s.log = append(s.log, change{rv: s.rv, res: ri, idx: idx, gen: gen})

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/warmcache/warmcache/benchmarks/internal/measure"
 	"github.com/warmcache/warmcache/internal/podgen"
 )
 
@@ -121,7 +124,7 @@ func TestWatchListThenChangesThenRestart(t *testing.T) {
 	}
 
 	// Changes are held back until Open.
-	res, err := c.Churn(ctx, "pods", 3, 9)
+	res, err := c.Churn(ctx, "pods", 3, 9, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,10 +199,10 @@ func TestInvalid(t *testing.T) {
 		t.Errorf("a resource twice: %v", err)
 	}
 	_, c, _ := start(t, "")
-	if _, err := c.Churn(context.Background(), "pods", 0, 1); !errors.Is(err, ErrControl) {
+	if _, err := c.Churn(context.Background(), "pods", 0, 1, 0); !errors.Is(err, ErrControl) {
 		t.Errorf("churn of nothing: %v", err)
 	}
-	if _, err := c.Churn(context.Background(), "widgets", 1, 1); !errors.Is(err, ErrControl) {
+	if _, err := c.Churn(context.Background(), "widgets", 1, 1, 0); !errors.Is(err, ErrControl) {
 		t.Errorf("churn of an unknown resource: %v", err)
 	}
 }
@@ -207,7 +210,7 @@ func TestInvalid(t *testing.T) {
 func TestCompact(t *testing.T) {
 	s, _, cs := start(t, "application/vnd.kubernetes.protobuf")
 	ctx := context.Background()
-	res, err := s.Churn("pods", 5, 2)
+	res, err := s.Churn("pods", 5, 2, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,5 +245,145 @@ func TestCompact(t *testing.T) {
 	}
 	if err := s.Compact(res.LastRV - 1); !errors.Is(err, ErrInvalid) {
 		t.Errorf("compaction backwards: %v, want ErrInvalid", err)
+	}
+}
+
+func TestChurnOrder(t *testing.T) {
+	for _, count := range []int{1, 2, 50, testPods, 1009} {
+		stride := measure.SpreadStride(count)
+		uniform, err := NewChurnOrder(count, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Hot set 0 is today's order: every object once, then again.
+		for k := range 2*count + 3 {
+			if got, want := uniform.Index(k), int(int64(k)*int64(stride)%int64(count)); got != want {
+				t.Fatalf("%d objects, no hot set: change %d to %d, want %d", count, k, got, want)
+			}
+		}
+		for _, hot := range []int{1, 7, 60, count / 3, count} {
+			if hot < 1 || hot > count {
+				continue
+			}
+			o, err := NewChurnOrder(count, hot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[int]bool{}
+			namespaces := map[string]bool{}
+			for k := range 3*hot + 2 {
+				i := o.Index(k)
+				if i < 0 || i >= count {
+					t.Fatalf("%d objects, hot set %d: change %d to object %d", count, hot, k, i)
+				}
+				if k < hot {
+					if seen[i] {
+						t.Fatalf("%d objects, hot set %d: change %d repeats object %d", count, hot, k, i)
+					}
+					// The hot set's first objects are the uniform
+					// order's: spread the same way.
+					if u := uniform.Index(k); i != u {
+						t.Fatalf("%d objects, hot set %d: change %d to %d, the uniform order's %d", count, hot, k, i, u)
+					}
+				} else if want := o.Index(k - hot); i != want {
+					t.Fatalf("%d objects, hot set %d: change %d to %d, want %d as change %d", count, hot, k, i, want, k-hot)
+				}
+				seen[i] = true
+				ns, _ := podgen.Key(i)
+				namespaces[ns] = true
+			}
+			if len(seen) != hot {
+				t.Errorf("%d objects, hot set %d: %d distinct objects changed", count, hot, len(seen))
+			}
+			// Spread: where the namespaces divide the objects
+			// evenly, the hot objects fall in distinct namespaces,
+			// as many as there are (the stride is coprime with them).
+			if want := min(hot, podgen.Namespaces); count%podgen.Namespaces == 0 && len(namespaces) != want {
+				t.Errorf("%d objects, hot set %d: %d namespaces, want %d", count, hot, len(namespaces), want)
+			}
+		}
+	}
+	for _, c := range [][2]int{{10, -1}, {10, 11}, {0, 0}, {-1, 0}} {
+		if _, err := NewChurnOrder(c[0], c[1]); !errors.Is(err, ErrInvalid) {
+			t.Errorf("NewChurnOrder(%d, %d): %v, want ErrInvalid", c[0], c[1], err)
+		}
+	}
+}
+
+func TestChurnHotSet(t *testing.T) {
+	s, c, cs := start(t, "application/vnd.kubernetes.protobuf")
+	ctx := context.Background()
+	const hot, changes = 60, 3*60 + 7
+	// Through the control API: the watch sees changes cycling over the
+	// hot set's pods, in the order of NewChurnOrder.
+	before := s.Stats().ResourceVersion
+	res, err := c.Churn(ctx, "pods", changes, 5, hot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.LastRV-res.FirstRV != changes-1 {
+		t.Fatalf("churn result %+v for %d changes", res, changes)
+	}
+	if err := c.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	w, err := cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(before, 10)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	order, err := NewChurnOrder(testPods, hot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	distinct := map[string]int{}
+	for k := range changes {
+		ev := recv(t, w)
+		p := ev.Object.(*corev1.Pod)
+		ns, name := podgen.Key(order.Index(k))
+		if ev.Type != watch.Modified || p.Namespace != ns || p.Name != name || p.Annotations[GenerationAnnotation] != "5" {
+			t.Fatalf("change %d: %s %s/%s generation %q, want MODIFIED %s/%s", k, ev.Type, p.Namespace, p.Name, p.Annotations[GenerationAnnotation], ns, name)
+		}
+		distinct[p.Namespace+"/"+p.Name]++
+	}
+	if len(distinct) != hot {
+		t.Errorf("%d distinct pods changed, want the hot set's %d", len(distinct), hot)
+	}
+	for key, n := range distinct {
+		if n < changes/hot || n > changes/hot+1 {
+			t.Errorf("%s changed %d times, want %d or %d", key, n, changes/hot, changes/hot+1)
+		}
+	}
+
+	// The server's state: the hot set's pods changed, no other.
+	r := s.res[0]
+	s.mu.Lock()
+	changed := 0
+	for _, g := range r.gen {
+		if g != 0 {
+			changed++
+		}
+	}
+	s.mu.Unlock()
+	if changed != hot {
+		t.Errorf("%d pods at a generation, want %d", changed, hot)
+	}
+
+	// A hot set of every pod is the uniform churn; above it, or
+	// negative, is invalid.
+	if _, err := s.Churn("pods", 1, 6, testPods); err != nil {
+		t.Errorf("hot set of every pod: %v", err)
+	}
+	s.Open()
+	for _, h := range []int{-1, testPods + 1} {
+		if _, err := s.Churn("pods", 1, 6, h); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Churn with a hot set of %d: %v, want ErrInvalid", h, err)
+		}
+		if _, err := c.Churn(ctx, "pods", 1, 6, h); !errors.Is(err, ErrControl) || !strings.Contains(err.Error(), "hot set") {
+			t.Errorf("control churn with a hot set of %d: %v, want ErrControl naming the hot set", h, err)
+		}
+	}
+	if err := Control(ctx, c.HTTP, c.URL, "churn", url.Values{"changes": {"1"}, "gen": {"6"}, "hot": {"many"}}, nil); err == nil || !strings.Contains(err.Error(), "400") {
+		t.Errorf("control churn with hot=many: %v, want 400", err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -197,12 +199,42 @@ func TestMeasureEveryImpl(t *testing.T) {
 	if n := len(Table("t", results, nil).Rows()); n != len(rows)-4 {
 		t.Errorf("%d rows without the server alone, want %d", n, len(rows)-4)
 	}
+
+	// Over a hot set, every row of the churn names it, and no other row.
+	hotResults := slices.Clone(results)
+	for i := range hotResults {
+		hotResults[i].ChurnHot = 7
+	}
+	hotAlone := *alone
+	hotAlone.ChurnHot = 7
+	hotRows := Table("t", hotResults, &hotAlone).Rows()
+	if len(hotRows) != len(rows) {
+		t.Errorf("%d rows over a hot set, want %d", len(hotRows), len(rows))
+	}
+	labelled := 0
+	for _, r := range hotRows {
+		base, isHot := strings.CutSuffix(r.Metric, ", hot set of 7 pods")
+		churn := strings.HasPrefix(base, "update ") || strings.HasPrefix(base, "whole churn: ") ||
+			strings.HasPrefix(base, "server alone: update ") || base == "file MB after the churn"
+		if churn != isHot {
+			t.Errorf("row %q over a hot set of 7 pods", r.Metric)
+		}
+		if _, ok := rows[base]; !ok {
+			t.Errorf("row %q over a hot set: no row %q without", r.Metric, base)
+		}
+		if isHot {
+			labelled++
+		}
+	}
+	if labelled != 14 {
+		t.Errorf("%d rows name the hot set, want the churn's 14", labelled)
+	}
 }
 
 func TestMeasureServerAlone(t *testing.T) {
 	proc := startProc(t, testPods)
 	ctx := testContext(t)
-	a, err := MeasureServerAlone(ctx, proc, testPods, 40, 1, "")
+	a, err := MeasureServerAlone(ctx, proc, testPods, 40, 1, 0, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,8 +254,56 @@ func TestMeasureServerAlone(t *testing.T) {
 	if st.WatchLists != 1 || st.Watches != 2 {
 		t.Errorf("server stats %+v: want one WatchList and one watch", st)
 	}
-	if _, err := MeasureServerAlone(ctx, proc, testPods, 0, 1, ""); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := MeasureServerAlone(ctx, proc, testPods, 0, 1, 0, ""); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("no updates: %v", err)
+	}
+	for _, hot := range []int{-1, testPods + 1} {
+		if _, err := MeasureServerAlone(ctx, proc, testPods, 10, 2, hot, ""); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("hot set of %d pods: %v", hot, err)
+		}
+	}
+	// The same over a hot set: the backlog is as long, of its pods.
+	h, err := MeasureServerAlone(ctx, proc, testPods, 40, 2, 3, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.ChurnHot != 3 || h.Churn.Events != 40 || h.Churn.Bytes < 40*1000 || h.Churn.PerSec() <= 0 {
+		t.Errorf("server alone over a hot set of 3 pods: %+v", h)
+	}
+}
+
+func TestChurnHotSet(t *testing.T) {
+	proc := startProc(t, 50)
+	ctx := testContext(t)
+	opts := Options{Dir: t.TempDir()}
+	for _, impl := range Impls {
+		t.Run(impl, func(t *testing.T) {
+			inf, _, err := ColdSync(ctx, proc, impl, 50, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				if err := inf.Stop(); err != nil {
+					t.Error(err)
+				}
+			}()
+			// Each of the 3 pods is updated 20 times, many in one
+			// batch of the watch: the handler is told of every update.
+			ev, err := Churn(ctx, proc, inf, 60, 1, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := ev.Whole; w == nil || w.Measured != 60 || w.PerSec <= 0 {
+				t.Errorf("churn over a hot set measured %+v, whole %+v", ev, w)
+			}
+			if _, updates, _ := inf.Counter.Counts(); updates != 60 {
+				t.Errorf("handler told of %d updates, want 60", updates)
+			}
+			// A hot set above the server's pods is refused.
+			if _, err := Churn(ctx, proc, inf, 1, 2, 51); !errors.Is(err, apiproc.ErrServer) {
+				t.Errorf("churn over a hot set of 51 of 50 pods: %v, want apiproc.ErrServer", err)
+			}
+		})
 	}
 }
 
@@ -235,7 +315,7 @@ func TestWarmRestartResumesTheWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Churn(ctx, proc, inf, 20, 1); err != nil {
+	if _, err := Churn(ctx, proc, inf, 20, 1, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := inf.Stop(); err != nil {
@@ -276,9 +356,9 @@ func TestChurnRejectsBadArguments(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer inf.Stop()
-	for _, c := range [][2]int{{0, 1}, {1, 0}} {
-		if _, err := Churn(ctx, proc, inf, c[0], c[1]); !errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("Churn(%d, %d) = %v, want ErrInvalidArgument", c[0], c[1], err)
+	for _, c := range [][3]int{{0, 1, 0}, {1, 0, 0}, {1, 1, -1}} {
+		if _, err := Churn(ctx, proc, inf, c[0], c[1], c[2]); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("Churn(%d, %d, %d) = %v, want ErrInvalidArgument", c[0], c[1], c[2], err)
 		}
 	}
 	if _, _, err := ColdSync(ctx, proc, Memory, 0, Options{}); !errors.Is(err, ErrInvalidArgument) {

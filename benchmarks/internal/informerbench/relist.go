@@ -54,7 +54,7 @@ func Relist(ctx context.Context, proc *apiproc.Process, inf *Informer, n, percen
 	_, seen, _ := inf.Counter.Counts()
 	marked := inf.Counter.Mark(isGeneration(gen + 1))
 	if r.Changed > 0 {
-		if _, err := proc.Churn(ctx, r.Changed, gen); err != nil {
+		if _, err := proc.Churn(ctx, r.Changed, gen, 0); err != nil {
 			return r, errors.Join(err, proc.Open(ctx))
 		}
 	}
@@ -75,7 +75,7 @@ func Relist(ctx context.Context, proc *apiproc.Process, inf *Informer, n, percen
 	}
 	// The list's snapshot is taken: the marker's update comes after it,
 	// through the watch, after every notification of the relist.
-	if _, err := proc.Churn(ctx, 1, gen+1); err != nil {
+	if _, err := proc.Churn(ctx, 1, gen+1, 0); err != nil {
 		return r, errors.Join(err, proc.Open(ctx))
 	}
 	if err := proc.Open(ctx); err != nil {

@@ -115,14 +115,16 @@ type Events struct {
 // held back, then releases them and measures the update notifications the
 // running informer's handler receives, from the release to the last one,
 // and within that the whole GC periods of this process (see gcSample)
-// when they span at least a quarter of the updates.
-func Churn(ctx context.Context, proc *apiproc.Process, inf *Informer, updates, gen int) (Events, error) {
+// when they span at least a quarter of the updates. With hot 0 the
+// updates are spread over every pod; with hot > 0 they cycle over a hot
+// set of hot pods (see apiproc.Process.Churn), at most the server's.
+func Churn(ctx context.Context, proc *apiproc.Process, inf *Informer, updates, gen, hot int) (Events, error) {
 	var ev Events
-	if inf.Counter == nil || updates <= 0 || gen <= 0 {
-		return ev, fmt.Errorf("%w: churn of %d updates, generation %d, on an informer with a handler", ErrInvalidArgument, updates, gen)
+	if inf.Counter == nil || updates <= 0 || gen <= 0 || hot < 0 {
+		return ev, fmt.Errorf("%w: churn of %d updates, generation %d, hot set of %d pods, on an informer with a handler", ErrInvalidArgument, updates, gen, hot)
 	}
 	_, seen, _ := inf.Counter.Counts()
-	if _, err := proc.Churn(ctx, updates, gen); err != nil {
+	if _, err := proc.Churn(ctx, updates, gen, hot); err != nil {
 		return ev, errors.Join(err, proc.Open(ctx))
 	}
 	m := startMeter(proc)
@@ -199,6 +201,12 @@ type RunOptions struct {
 	// Updates is the number of updates of the events/s measurement.
 	// Default DefaultUpdates(n).
 	Updates int
+	// ChurnHot, when positive, restricts the updates of the events/s
+	// measurement to a hot set of that many pods (at most n), each
+	// updated about Updates/ChurnHot times, as a rollout updates a few
+	// pods many times; 0 spreads them over every pod. The relists'
+	// changes are spread over every pod either way.
+	ChurnHot int
 	// RelistPercents are the relists measured after the churn: for each,
 	// that percentage of the pods changes during an outage that ends in
 	// 410 Expired (see Relist). Default DefaultRelistPercents; an empty
@@ -225,7 +233,10 @@ type Result struct {
 	Impl    string
 	N       int
 	Updates int
-	Cold    Cold
+	// ChurnHot is the hot set the updates were restricted to; 0 for
+	// every pod (see RunOptions.ChurnHot).
+	ChurnHot int
+	Cold     Cold
 	// Events is the sustained rate of update notifications.
 	Events Events
 	// WarmReplay and WarmNoHandler are the bolt informer's restarts with
@@ -254,14 +265,15 @@ func boltFileSize(impl string, opts Options) (int64, error) {
 }
 
 // Measure runs, for impl, a cold sync of the server's n pods, the churn of
-// opts.Updates updates (generation gen), the 410 relists of
+// opts.Updates updates (generation gen; over opts.ChurnHot pods if set),
+// the 410 relists of
 // opts.RelistPercents and, for Bolt, the two warm restarts. It compacts
 // the server's history afterwards.
 func Measure(ctx context.Context, proc *apiproc.Process, impl string, n, gen int, opts RunOptions) (Result, error) {
 	if opts.Updates <= 0 {
 		opts.Updates = DefaultUpdates(n)
 	}
-	res := Result{Impl: impl, N: n, Updates: opts.Updates}
+	res := Result{Impl: impl, N: n, Updates: opts.Updates, ChurnHot: opts.ChurnHot}
 	stop, err := startProfile(opts.ProfileDir, impl, "cold")
 	if err != nil {
 		return res, err
@@ -280,7 +292,7 @@ func Measure(ctx context.Context, proc *apiproc.Process, impl string, n, gen int
 	if stop, err = startProfile(opts.ProfileDir, impl, "churn"); err != nil {
 		return res, errors.Join(err, inf.Stop())
 	}
-	res.Events, err = Churn(ctx, proc, inf, opts.Updates, gen)
+	res.Events, err = Churn(ctx, proc, inf, opts.Updates, gen, opts.ChurnHot)
 	err = errors.Join(err, stop())
 	if err == nil {
 		res.ChurnFileBytes, err = boltFileSize(impl, opts.Options)
@@ -351,11 +363,28 @@ const (
 
 const mb = 1 << 20
 
+// churnLabel returns metric, a row of a churn's figures, labelled with its
+// hot set when it had one ("update events/s, hot set of 100 pods"), so that
+// a row pasted alone cannot pass for the uniform churn's.
+func churnLabel(metric string, hot int) string {
+	if hot <= 0 {
+		return metric
+	}
+	return fmt.Sprintf("%s, hot set of %d pods", metric, hot)
+}
+
 // Table lays results out side by side, the first being the baseline, with
 // the targets on the bolt column when there is one, then, when alone is
 // not nil, the server measured alone (its figures in the first column).
+// The churn's rows name its hot set when results[0] had one (see
+// churnLabel).
 func Table(title string, results []Result, alone *ServerAlone) *measure.Table {
 	t := &measure.Table{Title: title}
+	hot := 0
+	if len(results) > 0 {
+		hot = results[0].ChurnHot
+	}
+	churnRow := func(metric string) string { return churnLabel(metric, hot) }
 	boltCol := -1
 	for i, r := range results {
 		t.Columns = append(t.Columns, r.Impl)
@@ -417,21 +446,21 @@ func Table(title string, results []Result, alone *ServerAlone) *measure.Table {
 		}
 	}
 	t.Add("file MB after cold sync", nil, col(fileMB(func(r Result) int64 { return r.ColdFileBytes }))...)
-	t.Add("file MB after the churn", nil, col(fileMB(func(r Result) int64 { return r.ChurnFileBytes }))...)
-	t.Add("update events/s", target(measure.Target{Value: TargetEventsRatio}),
+	t.Add(churnRow("file MB after the churn"), nil, col(fileMB(func(r Result) int64 { return r.ChurnFileBytes }))...)
+	t.Add(churnRow("update events/s"), target(measure.Target{Value: TargetEventsRatio}),
 		col(func(r Result) float64 { return r.Events.PerSec })...)
-	t.Add("update CPU µs/event", target(measure.Target{AtMost: true, Value: TargetUpdateCPURatio}), col(func(r Result) float64 { return measure.Micros(r.Events.CPU) })...)
-	t.Add("update server CPU µs/event", nil, col(func(r Result) float64 {
+	t.Add(churnRow("update CPU µs/event"), target(measure.Target{AtMost: true, Value: TargetUpdateCPURatio}), col(func(r Result) float64 { return measure.Micros(r.Events.CPU) })...)
+	t.Add(churnRow("update server CPU µs/event"), nil, col(func(r Result) float64 {
 		return perEvent(r.Events.Server, r.Events.Measured)
 	})...)
-	t.Add("update GC cycles", nil, col(func(r Result) float64 { return float64(r.Events.GC.Cycles) })...)
-	t.Add("update allocated KB/event", nil, col(func(r Result) float64 {
+	t.Add(churnRow("update GC cycles"), nil, col(func(r Result) float64 { return float64(r.Events.GC.Cycles) })...)
+	t.Add(churnRow("update allocated KB/event"), nil, col(func(r Result) float64 {
 		return float64(r.Events.GC.Allocs) / 1024 / float64(r.Events.Measured)
 	})...)
-	t.Add("update GC CPU µs/event (runtime's estimate)", nil, col(func(r Result) float64 {
+	t.Add(churnRow("update GC CPU µs/event (runtime's estimate)"), nil, col(func(r Result) float64 {
 		return measure.Micros(r.Events.GC.CPU) / float64(r.Events.Measured)
 	})...)
-	t.Add("update events measured (whole GC periods)", nil, col(func(r Result) float64 {
+	t.Add(churnRow("update events measured (whole GC periods)"), nil, col(func(r Result) float64 {
 		if !r.Events.Steady {
 			return math.NaN()
 		}
@@ -445,10 +474,10 @@ func Table(title string, results []Result, alone *ServerAlone) *measure.Table {
 			return f(*r.Events.Whole)
 		}
 	}
-	t.Add("whole churn: update events/s", nil, col(whole(func(e Events) float64 { return e.PerSec }))...)
-	t.Add("whole churn: update CPU µs/event", nil, col(whole(func(e Events) float64 { return measure.Micros(e.CPU) }))...)
-	t.Add("whole churn: GC cycles", nil, col(whole(func(e Events) float64 { return float64(e.GC.Cycles) }))...)
-	t.Add("whole churn: GC CPU µs/event (runtime's estimate)", nil, col(whole(func(e Events) float64 {
+	t.Add(churnRow("whole churn: update events/s"), nil, col(whole(func(e Events) float64 { return e.PerSec }))...)
+	t.Add(churnRow("whole churn: update CPU µs/event"), nil, col(whole(func(e Events) float64 { return measure.Micros(e.CPU) }))...)
+	t.Add(churnRow("whole churn: GC cycles"), nil, col(whole(func(e Events) float64 { return float64(e.GC.Cycles) }))...)
+	t.Add(churnRow("whole churn: GC CPU µs/event (runtime's estimate)"), nil, col(whole(func(e Events) float64 {
 		return measure.Micros(e.GC.CPU) / float64(e.Measured)
 	}))...)
 	relist := func(i int, f func(Relisted) float64) func(Result) float64 {
@@ -475,8 +504,8 @@ func Table(title string, results []Result, alone *ServerAlone) *measure.Table {
 		}
 		t.Add("server alone: initial events/s", nil, first(alone.Initial.PerSec())...)
 		t.Add("server alone: initial server CPU µs/event", nil, first(perEvent(alone.Initial.Server, alone.Initial.Events))...)
-		t.Add("server alone: update events/s", nil, first(alone.Churn.PerSec())...)
-		t.Add("server alone: update server CPU µs/event", nil, first(perEvent(alone.Churn.Server, alone.Churn.Events))...)
+		t.Add(churnLabel("server alone: update events/s", alone.ChurnHot), nil, first(alone.Churn.PerSec())...)
+		t.Add(churnLabel("server alone: update server CPU µs/event", alone.ChurnHot), nil, first(perEvent(alone.Churn.Server, alone.Churn.Events))...)
 	}
 	return t
 }

@@ -70,16 +70,19 @@ type ServerAlone struct {
 	// Churn is the backlog of a churn of updates, read from a watch from
 	// the resourceVersion before it once the server releases it.
 	Churn Served
+	// ChurnHot is the hot set the churn's updates cycled over; 0 for
+	// every pod.
+	ChurnHot int
 }
 
 // MeasureServerAlone measures the server of n pods alone: a WatchList of
-// them, then a churn of updates updates (generation gen) read from a
-// watch, each in contentType (default protobuf). It compacts the server's
-// history afterwards.
-func MeasureServerAlone(ctx context.Context, proc *apiproc.Process, n, updates, gen int, contentType string) (ServerAlone, error) {
-	var a ServerAlone
-	if n <= 0 || updates <= 0 || gen <= 0 {
-		return a, fmt.Errorf("%w: server alone with %d pods, %d updates, generation %d", ErrInvalidArgument, n, updates, gen)
+// them, then a churn of updates updates (generation gen; over a hot set of
+// hot pods if hot > 0, as Churn) read from a watch, each in contentType
+// (default protobuf). It compacts the server's history afterwards.
+func MeasureServerAlone(ctx context.Context, proc *apiproc.Process, n, updates, gen, hot int, contentType string) (ServerAlone, error) {
+	a := ServerAlone{ChurnHot: hot}
+	if n <= 0 || updates <= 0 || gen <= 0 || hot < 0 || hot > n {
+		return a, fmt.Errorf("%w: server alone with %d pods, %d updates, generation %d, hot set of %d pods", ErrInvalidArgument, n, updates, gen, hot)
 	}
 	if contentType == "" {
 		contentType = ProtobufContentType
@@ -96,7 +99,7 @@ func MeasureServerAlone(ctx context.Context, proc *apiproc.Process, n, updates, 
 	if err != nil {
 		return a, err
 	}
-	if _, err := proc.Churn(ctx, updates, gen); err != nil {
+	if _, err := proc.Churn(ctx, updates, gen, hot); err != nil {
 		return a, errors.Join(err, proc.Open(ctx))
 	}
 	type result struct {

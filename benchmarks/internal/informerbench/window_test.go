@@ -67,7 +67,7 @@ func TestChurnMeasuresWholeGCPeriods(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	ev, err := Churn(ctx, proc, inf, updates, 1)
+	ev, err := Churn(ctx, proc, inf, updates, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,7 +88,7 @@ func coldSteadyRelist(ctx context.Context, spec childSpec, ctl *genserver.Client
 	if spec.Updates > 0 {
 		m = startMeter(rss)
 		_, seen, _ := inf.Counter.Counts()
-		if _, err := ctl.Churn(ctx, "", spec.Updates, spec.Gen); err != nil {
+		if _, err := ctl.Churn(ctx, "", spec.Updates, spec.Gen, 0); err != nil {
 			return stop(errors.Join(err, ctl.Open(ctx)))
 		}
 		if err := ctl.Open(ctx); err != nil {
@@ -126,7 +126,7 @@ func relist(ctx context.Context, spec childSpec, ctl *genserver.Client, inf *inf
 	_, seen, _ := inf.Counter.Counts()
 	marked := inf.Counter.Mark(isGeneration(gen + 1))
 	if changed > 0 {
-		if _, err := ctl.Churn(ctx, "", changed, gen); err != nil {
+		if _, err := ctl.Churn(ctx, "", changed, gen, 0); err != nil {
 			return Phase{}, errors.Join(err, ctl.Open(ctx))
 		}
 	} else if err := ctl.Hold(ctx); err != nil {
@@ -143,7 +143,7 @@ func relist(ctx context.Context, spec childSpec, ctl *genserver.Client, inf *inf
 	if err := informerbench.WaitList(ctx, listsOf(ctl), before.Lists+before.WatchLists); err != nil {
 		return Phase{}, err
 	}
-	if _, err := ctl.Churn(ctx, "", 1, gen+1); err != nil {
+	if _, err := ctl.Churn(ctx, "", 1, gen+1, 0); err != nil {
 		return Phase{}, errors.Join(err, ctl.Open(ctx))
 	}
 	if err := ctl.Open(ctx); err != nil {
