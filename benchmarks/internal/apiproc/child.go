@@ -145,15 +145,26 @@ func fail(w http.ResponseWriter, code int, format string, args ...interface{}) {
 	http.Error(w, fmt.Sprintf(format, args...), code)
 }
 
+// churnQuery parses the parameters of a churn request, the same for both
+// servers: updates and gen positive (gen a uint32, a generation), hot
+// optional (0). It answers 400 and returns false when they are not.
+func churnQuery(w http.ResponseWriter, r *http.Request) (n, gen, hot int, ok bool) {
+	q := r.URL.Query()
+	n, err1 := strconv.Atoi(q.Get("updates"))
+	g, err2 := strconv.ParseUint(q.Get("gen"), 10, 32)
+	hot, err3 := genserver.OptionalInt(q.Get("hot"))
+	if err1 != nil || err2 != nil || err3 != nil || n <= 0 || g == 0 {
+		fail(w, http.StatusBadRequest, "updates and gen must be positive numbers, hot a number")
+		return 0, 0, 0, false
+	}
+	return n, int(g), hot, true
+}
+
 func (c *child) churn(w http.ResponseWriter, r *http.Request) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	q := r.URL.Query()
-	n, err1 := strconv.Atoi(q.Get("updates"))
-	gen, err2 := strconv.Atoi(q.Get("gen"))
-	hot, err3 := genserver.OptionalInt(q.Get("hot"))
-	if err1 != nil || err2 != nil || err3 != nil || n <= 0 || gen <= 0 {
-		fail(w, http.StatusBadRequest, "updates and gen must be positive numbers, hot a number")
+	n, gen, hot, ok := churnQuery(w, r)
+	if !ok {
 		return
 	}
 	// The genserver's order, so that both servers churn the same pods.

@@ -19,12 +19,8 @@ func serveGen(n int, in io.Reader, out io.Writer) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(genserver.ControlPrefix+"churn", func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		n, err1 := strconv.Atoi(q.Get("updates"))
-		gen, err2 := strconv.ParseUint(q.Get("gen"), 10, 32)
-		hot, err3 := genserver.OptionalInt(q.Get("hot"))
-		if err1 != nil || err2 != nil || err3 != nil {
-			fail(w, http.StatusBadRequest, "updates and gen must be positive numbers, hot a number")
+		n, gen, hot, ok := churnQuery(w, r)
+		if !ok {
 			return
 		}
 		start := time.Now()
