@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	bbolt "go.etcd.io/bbolt"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -63,7 +64,7 @@ func (s *Store) encode(key string, obj interface{}) ([]byte, error) {
 	if m, err := meta.Accessor(obj); err == nil {
 		rv, uid = m.GetResourceVersion(), string(m.GetUID())
 	}
-	buf, off := layout.AppendEnvelopeHeader(make([]byte, 0, 1024), rv, uid)
+	buf, off := layout.AppendEnvelopeHeader(newEnvBuf(), rv, uid)
 	buf, err := codec.EncodeFor(s.codec, buf, ro, func() []byte { return layout.ItemAD(s.name, key, rv, uid) })
 	if err != nil {
 		return nil, fmt.Errorf("%w with codec %s: %w", ErrEncode, s.codec.Name(), err)
@@ -72,6 +73,43 @@ func (s *Store) encode(key string, obj interface{}) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %w", ErrEncode, err)
 	}
 	return buf, nil
+}
+
+// envPool recycles envelope buffers (*[]byte). An envelope lives from
+// prepare to the end of the write transaction that stores it (bbolt copies
+// values into its pages at commit and keeps no reference after the
+// transaction), so a stream of batches reuses a few buffers instead of
+// allocating one per object, grown to the object's size.
+var envPool sync.Pool
+
+const (
+	// envBufStart is the capacity of a new envelope buffer.
+	envBufStart = 1024
+	// envBufMaxPooled is the largest buffer kept for reuse: a rare large
+	// object (a big Secret or ConfigMap) is not kept alive by the pool.
+	envBufMaxPooled = 64 << 10
+)
+
+// newEnvBuf returns an empty envelope buffer, a recycled one if any.
+func newEnvBuf() []byte {
+	if p, ok := envPool.Get().(*[]byte); ok {
+		return (*p)[:0]
+	}
+	return make([]byte, 0, envBufStart)
+}
+
+// releaseEnvs gives the envelopes of ops back to envPool and clears them.
+// Call it only once the write transaction that stored them has ended
+// (committed or not), and only on ops whose entries each hold their own
+// envelope (as prepare and prepareAdds make them).
+func releaseEnvs(ops []prepared) {
+	for i := range ops {
+		b := ops[i].env
+		ops[i].env = nil
+		if cap(b) > 0 && cap(b) <= envBufMaxPooled {
+			envPool.Put(&b)
+		}
+	}
 }
 
 // sortByKey orders ops by key, keeping the order of ops on the same key:

@@ -13,6 +13,8 @@ type Codec interface {
 	// file written with another codec name is rebuilt, never misread.
 	Name() string
 	// Encode appends the encoding of obj to dst and returns the result.
+	// It retains neither dst nor the result: the caller reuses that
+	// memory once it is done with it.
 	Encode(dst []byte, obj runtime.Object) ([]byte, error)
 	// Decode decodes data into a new object. Malformed data returns an
 	// error, never a panic.
