@@ -562,7 +562,7 @@ func restClientFor(config *rest.Config, s *runtime.Scheme, gv schema.GroupVersio
 	if gv.Group == "" {
 		c.APIPath = "/api"
 	}
-	c.NegotiatedSerializer = watchdecode.Wrap(wireSerializer{rest.CodecFactoryForGeneratedClient(s, serializer.NewCodecFactory(s)).WithoutConversion()})
+	c.NegotiatedSerializer = watchdecode.Wrap(wireSerializer{rest.CodecFactoryForGeneratedClient(s, serializer.NewCodecFactory(s)).WithoutConversion(), s})
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}

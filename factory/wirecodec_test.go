@@ -19,7 +19,7 @@ import (
 // mediaType, and that media type's serializer.
 func decoderFor(t *testing.T, mediaType string) (runtime.Decoder, runtime.Serializer) {
 	t.Helper()
-	ns := wireSerializer{rest.CodecFactoryForGeneratedClient(scheme.Scheme, serializer.NewCodecFactory(scheme.Scheme)).WithoutConversion()}
+	ns := wireSerializer{rest.CodecFactoryForGeneratedClient(scheme.Scheme, serializer.NewCodecFactory(scheme.Scheme)).WithoutConversion(), scheme.Scheme}
 	info, ok := runtime.SerializerInfoForMediaType(ns.SupportedMediaTypes(), mediaType)
 	if !ok {
 		t.Fatalf("no serializer for %s", mediaType)
