@@ -18,7 +18,7 @@ import (
 type keyState struct {
 	exists bool
 	rv     string
-	obj    interface{} // nil when not needed (see needsStored)
+	obj    interface{} // nil when not needed (see storedFor)
 }
 
 // pending is a notification waiting for the batch's Apply.
@@ -123,11 +123,14 @@ func (l *loop) applyDeltas(ctx context.Context, b deltafifo.Batch) error {
 }
 
 // storedStates returns the stored state of every key of b and, with
-// notify, the stored object of each key whose walk reads it (needsStored:
+// notify, the stored object of each key whose walk reads it (storedFor:
 // the old object of an update, the object of a resync).
 func (l *loop) storedStates(b deltafifo.Batch, notify bool) ([]keyState, error) {
-	read, err := readStates(l.st, b.Keys, func(k int, rv string) bool {
-		return notify && needsStored(rv, b.Deltas[k])
+	read, err := readStates(l.st, b.Keys, func(k int, rv string) (bool, interface{}) {
+		if !notify {
+			return false, nil
+		}
+		return storedFor(rv, b.Deltas[k])
 	})
 	if err != nil {
 		return nil, l.readFailed(fmt.Errorf("read the stored states of %d keys: %w", len(b.Keys), err))
@@ -147,9 +150,15 @@ func (l *loop) storedStates(b deltafifo.Batch, notify bool) ([]keyState, error) 
 // wanted object past the store's cache of decoded objects
 // (store.GetUncached: the writer neither pays for nor evicts what listers
 // read).
-func readStates(st store.Store, keys []string, want func(i int, rv string) bool) ([]store.StoredState, error) {
+func readStates(st store.Store, keys []string, want func(i int, rv string) (bool, interface{})) ([]store.StoredState, error) {
+	if sr, ok := st.(store.LikeStatesReader); ok {
+		return sr.ReadStatesLike(keys, want)
+	}
 	if sr, ok := st.(store.StatesReader); ok {
-		return sr.ReadStates(keys, want)
+		return sr.ReadStates(keys, func(i int, rv string) bool {
+			ok, _ := want(i, rv)
+			return ok
+		})
 	}
 	states := make([]store.StoredState, len(keys))
 	for i, key := range keys {
@@ -158,7 +167,10 @@ func readStates(st store.Store, keys []string, want func(i int, rv string) bool)
 			return nil, fmt.Errorf("read resourceVersion %q: %w", key, err)
 		}
 		states[i] = store.StoredState{Exists: exists, RV: rv}
-		if !exists || !want(i, rv) {
+		if !exists {
+			continue
+		}
+		if ok, _ := want(i, rv); !ok {
 			continue
 		}
 		obj, exists, err := store.GetUncached(st, key)
@@ -173,16 +185,25 @@ func readStates(st store.Store, keys []string, want func(i int, rv string) bool)
 	return states, nil
 }
 
-// needsStored reports whether the walk of deltas from a stored object at
+// storedFor reports whether the walk of deltas from a stored object at
 // resourceVersion rv reads the stored object: its first delta that is not
-// skipped is an update or a resync.
-func needsStored(rv string, deltas cache.Deltas) bool {
+// skipped is an update or a resync. For an update it also returns the new
+// object, which the stored one (the update's old object) may be decoded
+// sharing what the two have in common (store.LikeStatesReader).
+func storedFor(rv string, deltas cache.Deltas) (bool, interface{}) {
 	for _, d := range deltas {
-		if !skipped(d, true, rv) {
-			return d.Type != cache.Deleted
+		if skipped(d, true, rv) {
+			continue
 		}
+		switch d.Type {
+		case cache.Deleted:
+			return false, nil
+		case cache.Sync:
+			return true, nil
+		}
+		return true, d.Object
 	}
-	return false
+	return false, nil
 }
 
 // skipped reports whether the walk of applyDeltas skips d against the

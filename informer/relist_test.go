@@ -149,7 +149,7 @@ func (c *readCounter) GetByKeyUncached(key string) (interface{}, bool, error) {
 // informer uses), else reads key by key as the informer does; each object
 // it returns counts as an uncached read.
 func (c *readCounter) ReadStates(keys []string, want func(i int, rv string) bool) ([]store.StoredState, error) {
-	states, err := readStates(c.Store, keys, want)
+	states, err := readStates(c.Store, keys, func(i int, rv string) (bool, interface{}) { return want(i, rv), nil })
 	if err != nil {
 		return nil, err
 	}

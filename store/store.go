@@ -261,6 +261,19 @@ type StatesReader interface {
 	ReadStates(keys []string, want func(i int, rv string) bool) ([]StoredState, error)
 }
 
+// LikeStatesReader is a StatesReader that can decode each wanted stored
+// object sharing, with the object about to replace it, what the two
+// encode alike (package store/codec's Sharing): most of an update's old
+// object is then taken from the new one instead of decoded. The informer
+// reads the old objects of its updates so. ReadStatesLike is ReadStates
+// whose want also returns that object, or nil. The objects returned share
+// memory with those given: neither may be changed (which objects an
+// informer hands out never are).
+type LikeStatesReader interface {
+	StatesReader
+	ReadStatesLike(keys []string, want func(i int, rv string) (bool, interface{})) ([]StoredState, error)
+}
+
 // State describes what a store holds.
 type State struct {
 	// ResourceVersion is the RV the stored items are consistent with: a

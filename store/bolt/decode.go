@@ -25,6 +25,9 @@ type selected struct {
 	k   []byte
 	env []byte
 	obj interface{}
+	// like, if not nil, is the object about to replace this one: the
+	// decode shares with it what the two encode alike (decodeItemLike).
+	like interface{}
 }
 
 // selectedOf returns the chunk entry of item k (key as a string, or "")
@@ -54,8 +57,8 @@ func (s *Store) decodeSelected(chunk []selected, workers int) []error {
 			c.k = nil
 			return nil
 		}
-		obj, err := s.decodeRecovered(c.k, c.env)
-		c.obj, c.env = obj, nil
+		obj, err := s.decodeRecovered(c.k, c.env, c.like)
+		c.obj, c.env, c.like = obj, nil, nil
 		if err == nil {
 			c.k = nil
 		}
@@ -76,7 +79,7 @@ func firstBad(chunk []selected, errs []error) *keyError {
 
 // decodeRecovered is decodeItem with a panic turned into an error wrapping
 // ErrCorrupt: bad data cannot crash the process from a decoding goroutine.
-func (s *Store) decodeRecovered(k, env []byte) (obj interface{}, err error) {
+func (s *Store) decodeRecovered(k, env []byte, like interface{}) (obj interface{}, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			obj, err = nil, fmt.Errorf("%w: item %q: codec %s panicked: %v", ErrCorrupt, k, s.codec.Name(), r)
@@ -86,7 +89,7 @@ func (s *Store) decodeRecovered(k, env []byte) (obj interface{}, err error) {
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	return s.decodeItem(string(k), env)
+	return s.decodeItemLike(string(k), env, like)
 }
 
 // bulkDecoder is the decode of the reads that return a slice from one

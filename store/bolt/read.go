@@ -8,11 +8,13 @@ import (
 	"slices"
 
 	bbolt "go.etcd.io/bbolt"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 	"github.com/warmcache/warmcache/store/codec"
+	"github.com/warmcache/warmcache/store/wire"
 )
 
 // readLive runs fn on the live generation in a read transaction.
@@ -40,15 +42,64 @@ func (s *Store) readLive(op string, fn func(g *layout.Generation) error) error {
 // decodeItem decodes an item's envelope and payload. v may alias a bbolt
 // page; the result does not.
 func (s *Store) decodeItem(key string, v []byte) (interface{}, error) {
+	return s.decodeItemLike(key, v, nil)
+}
+
+// decodeItemLike is decodeItem sharing with like, the object about to
+// replace the item, what the two encode alike (codec.Sharing), when the
+// codec can and like's message is remembered (package wire); else, or
+// with a nil like, decodeItem.
+func (s *Store) decodeItemLike(key string, v []byte, like interface{}) (interface{}, error) {
 	env, err := layout.DecodeEnvelope(v)
 	if err != nil {
 		return nil, fmt.Errorf("%w: item %q: %w", ErrCorrupt, key, err)
 	}
-	obj, err := codec.DecodeFor(s.codec, env.Payload, func() []byte { return layout.ItemAD(s.name, key, env.RV, env.UID) })
+	var obj runtime.Object
+	if sh, ok := s.sharingWith(like); ok {
+		obj, err = sh.decode(env.Payload)
+	} else {
+		obj, err = codec.DecodeFor(s.codec, env.Payload, func() []byte { return layout.ItemAD(s.name, key, env.RV, env.UID) })
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: item %q: codec %s: %w", ErrCorrupt, key, s.codec.Name(), err)
 	}
 	return obj, nil
+}
+
+// sharedDecode is a decode sharing with like (codec.Sharing).
+type sharedDecode struct {
+	codec codec.Sharing
+	like  runtime.Object
+	msg   []byte
+}
+
+func (d sharedDecode) decode(payload []byte) (runtime.Object, error) {
+	return d.codec.DecodeSharing(payload, d.like, d.msg)
+}
+
+// sharingWith returns the shared decode with like, if the store's codec
+// can share (a Bound codec binds each payload to its item: none) and
+// like's message is remembered.
+func (s *Store) sharingWith(like interface{}) (sharedDecode, bool) {
+	if like == nil {
+		return sharedDecode{}, false
+	}
+	sh, ok := s.codec.(codec.Sharing)
+	if !ok {
+		return sharedDecode{}, false
+	}
+	if _, bound := s.codec.(codec.Bound); bound {
+		return sharedDecode{}, false
+	}
+	ro, ok := like.(runtime.Object)
+	if !ok {
+		return sharedDecode{}, false
+	}
+	msg, ok := wire.Peek(like)
+	if !ok {
+		return sharedDecode{}, false
+	}
+	return sharedDecode{codec: sh, like: ro, msg: msg}, true
 }
 
 // readItem returns the object of item k with envelope v, from the hot

@@ -43,6 +43,16 @@ func (s *Store) GetByKeyUncached(key string) (item interface{}, exists bool, err
 // the hot tier (as GetByKeyUncached: what the tier holds is used, nothing
 // is added to it).
 func (s *Store) ReadStates(keys []string, want func(i int, rv string) bool) ([]store.StoredState, error) {
+	if want == nil {
+		return s.ReadStatesLike(keys, nil)
+	}
+	return s.ReadStatesLike(keys, func(i int, rv string) (bool, interface{}) { return want(i, rv), nil })
+}
+
+// ReadStatesLike implements store.LikeStatesReader: ReadStates, each
+// wanted object not in the hot tier decoded sharing with the object want
+// returns what the two encode alike (Store.decodeItemLike).
+func (s *Store) ReadStatesLike(keys []string, want func(i int, rv string) (bool, interface{})) ([]store.StoredState, error) {
 	const op = "read states"
 	states := make([]store.StoredState, len(keys))
 	var bad []keyError
@@ -60,8 +70,15 @@ func (s *Store) ReadStates(keys []string, want func(i int, rv string) bool) ([]s
 				continue
 			}
 			states[i].RV, states[i].Exists = rv, true
-			if want != nil && want(i, rv) {
-				chunk = append(chunk, s.selectedOf(key, k, env))
+			if want == nil {
+				continue
+			}
+			if ok, like := want(i, rv); ok {
+				c := s.selectedOf(key, k, env)
+				if c.env != nil {
+					c.like = like
+				}
+				chunk = append(chunk, c)
 				at = append(at, i)
 			}
 		}

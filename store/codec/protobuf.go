@@ -2,6 +2,7 @@ package codec
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -97,6 +98,30 @@ func (c *protobufCodec) Decode(data []byte) (obj runtime.Object, err error) {
 		return nil, fmt.Errorf("%w: %s: %v (%T) does not implement protobuf unmarshalling", ErrDecode, c.name, h.info.gvk, obj)
 	}
 	if err := u.Unmarshal(body); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v: %w", ErrDecode, c.name, h.info.gvk, err)
+	}
+	h.setTypeMeta(obj)
+	return obj, nil
+}
+
+// DecodeSharing implements Sharing: Decode, with every field of the object
+// (and of its struct fields, three levels down) that data encodes as
+// likeMsg does taken from like.
+func (c *protobufCodec) DecodeSharing(data []byte, like runtime.Object, likeMsg []byte) (obj runtime.Object, err error) {
+	defer recoverDecode(c.name, &obj, &err)
+	h, body, err := c.readHeader(data)
+	if err != nil {
+		return nil, err
+	}
+	obj, err = c.newObject(h)
+	if err != nil {
+		return nil, err
+	}
+	ov, lv := reflect.ValueOf(obj), reflect.ValueOf(like)
+	if ov.Type() != lv.Type() || ov.Kind() != reflect.Pointer || ov.Elem().Kind() != reflect.Struct || lv.IsNil() {
+		return c.Decode(data)
+	}
+	if err := unmarshalSharing(ov, lv, body, likeMsg, shareDepth); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v: %w", ErrDecode, c.name, h.info.gvk, err)
 	}
 	h.setTypeMeta(obj)

@@ -130,6 +130,22 @@ func Take(obj any) ([]byte, bool) {
 	return e.msg, ok
 }
 
+// Peek returns the message obj was decoded from without forgetting it, or
+// false when none is remembered. The message must not be changed.
+func Peek(obj any) ([]byte, bool) {
+	p, ok := addrOf(obj)
+	if !ok {
+		return nil, false
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	e, ok := registry.m[uintptr(p)]
+	if !ok || e.wp.Value() != (*byte)(p) {
+		return nil, false
+	}
+	return e.msg, true
+}
+
 // Forget forgets the message obj was decoded from, if any: call it before
 // changing a remembered object.
 func Forget(obj any) { take(obj) }

@@ -17,8 +17,19 @@ func TestRememberTakeForget(t *testing.T) {
 	a, b := &object{name: "a"}, &object{name: "b"}
 	Remember(a, []byte("message of a"))
 	Remember(b, []byte("message of b"))
+	for range 2 {
+		if msg, ok := Peek(a); !ok || string(msg) != "message of a" {
+			t.Fatalf("Peek(a) = %q, %v; want the message remembered for a, kept", msg, ok)
+		}
+	}
+	if msg, ok := Peek(&object{name: "a"}); ok {
+		t.Fatalf("Peek of a copy of a = %q; want nothing", msg)
+	}
 	if msg, ok := Take(a); !ok || string(msg) != "message of a" {
 		t.Fatalf("Take(a) = %q, %v; want the message remembered for a", msg, ok)
+	}
+	if msg, ok := Peek(a); ok {
+		t.Fatalf("Peek(a) after Take(a) = %q; want nothing", msg)
 	}
 	if msg, ok := Take(a); ok {
 		t.Fatalf("a second Take(a) = %q; want nothing: Take forgets", msg)

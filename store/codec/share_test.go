@@ -1,0 +1,213 @@
+package codec_test
+
+import (
+	"math/rand"
+	"reflect"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/warmcache/warmcache/internal/podgen"
+	"github.com/warmcache/warmcache/store/codec"
+)
+
+var sharing = codec.Protobuf(scheme.Scheme).(codec.Sharing)
+
+// messageOf returns obj's protobuf message.
+func messageOf(t testing.TB, obj runtime.Object) []byte {
+	t.Helper()
+	msg, err := obj.(interface{ Marshal() ([]byte, error) }).Marshal()
+	if err != nil {
+		t.Fatalf("Marshal %T: %v", obj, err)
+	}
+	return msg
+}
+
+// checkDecodeSharing encodes obj, decodes it sharing with like (decoded
+// from likeMsg) and fails unless the result equals Decode's, exactly
+// (reflect.DeepEqual: nil and empty told apart). It returns the result.
+func checkDecodeSharing(t *testing.T, obj, like runtime.Object, likeMsg []byte) runtime.Object {
+	t.Helper()
+	data, err := sharing.Encode(nil, obj)
+	if err != nil {
+		t.Fatalf("Encode: %v", err)
+	}
+	want, err := sharing.Decode(data)
+	if err != nil {
+		t.Fatalf("Decode: %v", err)
+	}
+	got, err := sharing.DecodeSharing(data, like, likeMsg)
+	if err != nil {
+		t.Fatalf("DecodeSharing: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("DecodeSharing differs from Decode (-Decode +DecodeSharing):\n%s", cmp.Diff(want, got))
+	}
+	return got
+}
+
+// mix returns a copy of a in which each protobuf field, and each field of
+// a struct field, is b's with probability 1/2: objects that encode
+// partly alike, at every level sharing looks at.
+func mix(r *rand.Rand, a, b runtime.Object) runtime.Object {
+	out := a.DeepCopyObject()
+	mixValue(r, reflect.ValueOf(out).Elem(), reflect.ValueOf(b.DeepCopyObject()).Elem(), 2)
+	return out
+}
+
+func mixValue(r *rand.Rand, dst, src reflect.Value, depth int) {
+	t := dst.Type()
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		if _, ok := sf.Tag.Lookup("protobuf"); !ok || !sf.IsExported() {
+			continue
+		}
+		switch {
+		case depth > 0 && sf.Type.Kind() == reflect.Struct && r.Intn(2) == 0:
+			mixValue(r, dst.Field(i), src.Field(i), depth-1)
+		case r.Intn(2) == 0:
+			dst.Field(i).Set(src.Field(i))
+		}
+	}
+}
+
+// TestDecodeSharingEqualsDecodeAllKinds: for random objects of every kind
+// and objects mixed from two of them, DecodeSharing gives what Decode
+// gives, whatever the two have in common.
+func TestDecodeSharingEqualsDecodeAllKinds(t *testing.T) {
+	iterations := 4
+	if testing.Short() {
+		iterations = 2
+	}
+	seed := testSeed(t)
+	f := newFuzzer(seed)
+	r := rand.New(rand.NewSource(seed))
+	for _, gvk := range externalKinds() {
+		obj, err := scheme.Scheme.New(gvk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := obj.(interface{ Marshal() ([]byte, error) }); !ok {
+			continue
+		}
+		t.Run(kindName(gvk), func(t *testing.T) {
+			for range iterations {
+				a, _ := scheme.Scheme.New(gvk)
+				b, _ := scheme.Scheme.New(gvk)
+				f.Fill(a)
+				f.Fill(b)
+				msg := messageOf(t, a)
+				like, _ := scheme.Scheme.New(gvk)
+				if err := like.(interface{ Unmarshal([]byte) error }).Unmarshal(msg); err != nil {
+					t.Fatal(err)
+				}
+				checkDecodeSharing(t, mix(r, a, b), like, msg)
+				checkDecodeSharing(t, a, like, msg)
+				checkDecodeSharing(t, b, like, msg)
+			}
+		})
+	}
+}
+
+// decodedPod returns a podgen pod as a client decodes it, and its message.
+func decodedPod(t *testing.T, i int, change func(*corev1.Pod)) (*corev1.Pod, []byte) {
+	t.Helper()
+	p := podgen.Pod(i)
+	if change != nil {
+		change(p)
+	}
+	msg := messageOf(t, p)
+	var out corev1.Pod
+	if err := out.Unmarshal(msg); err != nil {
+		t.Fatal(err)
+	}
+	return &out, msg
+}
+
+func samePointer(a, b interface{}) bool {
+	return reflect.ValueOf(a).Pointer() == reflect.ValueOf(b).Pointer()
+}
+
+// TestDecodeSharingSharesWhatIsUnchanged: an update of a pod's metadata
+// shares its spec and status with the new pod, and the metadata's
+// unchanged maps; a status update shares the spec and the metadata's
+// unchanged parts; what changed is decoded.
+func TestDecodeSharingSharesWhatIsUnchanged(t *testing.T) {
+	old, _ := decodedPod(t, 5, nil)
+	t.Run("annotation", func(t *testing.T) {
+		like, likeMsg := decodedPod(t, 5, func(p *corev1.Pod) {
+			p.ResourceVersion = "999"
+			p.Annotations = map[string]string{"changed": "yes"}
+		})
+		got := checkDecodeSharing(t, old, like, likeMsg).(*corev1.Pod)
+		if !samePointer(got.Spec.Containers, like.Spec.Containers) || !samePointer(got.Status.ContainerStatuses, like.Status.ContainerStatuses) {
+			t.Error("the unchanged spec and status were decoded, not shared")
+		}
+		if !samePointer(got.Labels, like.Labels) || !samePointer(got.ManagedFields, like.ManagedFields) {
+			t.Error("the unchanged labels and managed fields were decoded, not shared")
+		}
+		if samePointer(got.Annotations, like.Annotations) {
+			t.Error("the changed annotations were shared")
+		}
+	})
+	t.Run("status", func(t *testing.T) {
+		like, likeMsg := decodedPod(t, 5, func(p *corev1.Pod) {
+			p.ResourceVersion = "999"
+			p.Status.Conditions[0].LastTransitionTime = metav1.Unix(1, 0)
+		})
+		got := checkDecodeSharing(t, old, like, likeMsg).(*corev1.Pod)
+		if !samePointer(got.Spec.Containers, like.Spec.Containers) || !samePointer(got.Labels, like.Labels) {
+			t.Error("the unchanged spec and labels were decoded, not shared")
+		}
+		if !samePointer(got.Status.ContainerStatuses, like.Status.ContainerStatuses) {
+			t.Error("the unchanged container statuses were decoded, not shared")
+		}
+		if samePointer(got.Status.Conditions, like.Status.Conditions) {
+			t.Error("the changed conditions were shared")
+		}
+	})
+	t.Run("another pod", func(t *testing.T) {
+		like, likeMsg := decodedPod(t, 6, nil)
+		checkDecodeSharing(t, old, like, likeMsg)
+	})
+	t.Run("another type", func(t *testing.T) {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}
+		checkDecodeSharing(t, old, cm, messageOf(t, cm))
+	})
+}
+
+// FuzzDecodeSharing: whatever the stored message, DecodeSharing fails
+// when Decode fails and otherwise gives what Decode gives.
+func FuzzDecodeSharing(f *testing.F) {
+	p := podgen.Pod(3)
+	seed, _ := p.Marshal()
+	f.Add(seed)
+	p.Annotations = map[string]string{"a": "b"}
+	seed2, _ := p.Marshal()
+	f.Add(seed2)
+	f.Add(seed2[:len(seed2)/2])
+	likeMsg, _ := podgen.Pod(3).Marshal()
+	like := &corev1.Pod{}
+	if err := like.Unmarshal(likeMsg); err != nil {
+		f.Fatal(err)
+	}
+	header, err := sharing.Encode(nil, &corev1.Pod{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		data := append(append([]byte{}, header...), msg...)
+		want, werr := sharing.Decode(data)
+		got, gerr := sharing.DecodeSharing(data, like, likeMsg)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("Decode error %v, DecodeSharing error %v", werr, gerr)
+		}
+		if werr == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("DecodeSharing differs from Decode:\n%s", cmp.Diff(want, got))
+		}
+	})
+}
