@@ -211,3 +211,50 @@ func FuzzDecodeSharing(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkDecodeSharing decodes a stored podgen pod as the old object of
+// an update (the stored pod, then the pod as changed), plainly and
+// sharing with the new pod, for three kinds of update.
+func BenchmarkDecodeSharing(b *testing.B) {
+	old := podgen.Pod(5)
+	data, err := sharing.Encode(nil, old)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, u := range []struct {
+		name   string
+		change func(*corev1.Pod)
+	}{
+		{"metadata", func(p *corev1.Pod) { p.Annotations = map[string]string{"changed": "yes"} }},
+		{"status", func(p *corev1.Pod) { p.Status.Conditions[0].LastTransitionTime = metav1.Unix(1, 0) }},
+		{"spec", func(p *corev1.Pod) { p.Spec.Containers[0].Image = "changed" }},
+	} {
+		p := podgen.Pod(5)
+		p.ResourceVersion = "999"
+		u.change(p)
+		msg, err := p.Marshal()
+		if err != nil {
+			b.Fatal(err)
+		}
+		like := &corev1.Pod{}
+		if err := like.Unmarshal(msg); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(u.name+"/plain", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := sharing.Decode(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(u.name+"/sharing", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := sharing.DecodeSharing(data, like, msg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
