@@ -49,8 +49,9 @@ type pending struct {
 // of each key of the batch is read without decoding its object; the
 // stored object is decoded only for a notification that needs it (the old
 // object of an update, a resync) and only when handlers exist, once per
-// key, past the store's cache of decoded objects. Deletes and skipped
-// replays decode nothing.
+// key, past the store's cache of decoded objects, sharing with the
+// update's new object what the two encode alike (store.LikeStatesReader).
+// Deletes and skipped replays decode nothing.
 func (l *loop) applyDeltas(ctx context.Context, b deltafifo.Batch) error {
 	notify := l.i.proc.count() > 0
 	states, err := l.storedStates(b, notify)

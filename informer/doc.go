@@ -109,7 +109,12 @@
 // The informer does not own the store given in Options: the caller closes
 // it after Run has returned. A factory.Factory owns its file and stores and
 // closes them in Shutdown. Objects handed to handlers and returned by the store
-// are shared: nobody may mutate them (invariant 6). Tests check that with
+// are shared: nobody may mutate them (invariant 6). An update's old object
+// may even share memory with its new one: read from a store that can
+// (store.LikeStatesReader: bolt with the protobuf codec, for objects the
+// factory's clients decoded), each part the update left as it was (the
+// spec of a status update, the unchanged labels) is the new object's
+// value, not a decoded copy. Tests check that with
 // the mutation detector (Options.DetectMutations, or client-go's switch
 // KUBE_CACHE_MUTATION_DETECTOR=true): it keeps a copy of every object handed
 // out and panics with a diff when one changes.
