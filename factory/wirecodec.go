@@ -102,6 +102,8 @@ func (d wireDecoder) decodeObject(data []byte) (runtime.Object, *schema.GroupVer
 	if err := pb.Unmarshal(env.raw); err != nil {
 		return nil, nil, false
 	}
+	// As WithoutVersionDecoder leaves every object it decodes.
+	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 	wire.Remember(obj, env.raw)
 	return obj, &gvk, true
 }

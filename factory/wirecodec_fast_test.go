@@ -110,8 +110,16 @@ func TestWireDecoderDecodesAsClientGo(t *testing.T) {
 	if !dec.(wireDecoder).protobuf {
 		t.Fatal("the protobuf decoder does not take the direct path")
 	}
-	for i, data := range wireDecoderSeeds(t, ser) {
+	seeds := wireDecoderSeeds(t, ser)
+	for i, data := range seeds {
 		t.Run(fmt.Sprint(i), func(t *testing.T) { checkSameDecode(t, dec, data) })
+	}
+	// The pod takes the direct path; the list goes to client-go's.
+	if _, _, ok := dec.(wireDecoder).decodeObject(seeds[0]); !ok {
+		t.Error("a pod's envelope did not take the direct path")
+	}
+	if _, _, ok := dec.(wireDecoder).decodeObject(seeds[3]); ok {
+		t.Error("a list's envelope took the direct path")
 	}
 }
 

@@ -131,7 +131,11 @@ func (l *loop) storedStates(b deltafifo.Batch, notify bool) ([]keyState, error) 
 		if !notify {
 			return false, nil
 		}
-		return storedFor(rv, b.Deltas[k])
+		ok, like := storedFor(rv, b.Deltas[k])
+		if l.i.opts.UnsharedOldObjects {
+			like = nil
+		}
+		return ok, like
 	})
 	if err != nil {
 		return nil, l.readFailed(fmt.Errorf("read the stored states of %d keys: %w", len(b.Keys), err))

@@ -114,7 +114,7 @@
 // (store.LikeStatesReader: bolt with the protobuf codec, for objects the
 // factory's clients decoded), each part the update left as it was (the
 // spec of a status update, the unchanged labels) is the new object's
-// value, not a decoded copy. Tests check that with
+// value, not a decoded copy (Options.UnsharedOldObjects turns that off). Tests check that with
 // the mutation detector (Options.DetectMutations, or client-go's switch
 // KUBE_CACHE_MUTATION_DETECTOR=true): it keeps a copy of every object handed
 // out and panics with a diff when one changes.

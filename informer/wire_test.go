@@ -1,10 +1,13 @@
 package informer
 
 import (
+	"fmt"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/warmcache/warmcache/store/wire"
 )
@@ -75,5 +78,67 @@ func TestHandledObjectsKeepNoWireMessage(t *testing.T) {
 		if _, ok := wire.Take(p); ok {
 			t.Errorf("the message of %s (resourceVersion %s) is still remembered after its batch was handled", p.Name, p.ResourceVersion)
 		}
+	}
+}
+
+// An update's old object, read from a bolt store, shares with the new
+// object the parts the update left alone (the new object's message is
+// remembered, as the factory's clients remember it); with
+// UnsharedOldObjects it is decoded whole. Either way it is the stored
+// object, equal to what was listed.
+func TestUpdateOldObjectSharesWithTheNew(t *testing.T) {
+	decoded := func(t *testing.T, rv, annotation string) *corev1.Pod {
+		p := pod("p", rv)
+		p.Annotations = map[string]string{"a": annotation}
+		p.Spec.Containers = []corev1.Container{{Name: "c", Image: "img", Args: []string{"x", "y"}}}
+		p.Status.Phase = corev1.PodRunning
+		msg, err := p.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := &corev1.Pod{}
+		if err := out.Unmarshal(msg); err != nil {
+			t.Fatal(err)
+		}
+		wire.Remember(out, msg)
+		return out
+	}
+	for _, unshared := range []bool{false, true} {
+		t.Run(fmt.Sprint("UnsharedOldObjects=", unshared), func(t *testing.T) {
+			st, closeStore := openBolt(t, filepath.Join(t.TempDir(), "cache.db"), nil, nil)
+			t.Cleanup(closeStore)
+			inf := newTestInformer(t, Options{Store: st, UnsharedOldObjects: unshared})
+			rec := &objRecorder{}
+			if _, err := inf.AddEventHandler(rec.handler()); err != nil {
+				t.Fatal(err)
+			}
+			h := startHarness(t, inf)
+			listed := decoded(t, "10", "listed")
+			want := listed.DeepCopy()
+			h.relist("10", listed)
+			h.must(h.q.Update(h.ctx, decoded(t, "11", "updated")))
+			h.waitIdle("11")
+			h.waitListenersIdle()
+			var update *objEvent
+			for _, e := range rec.snapshot() {
+				if e.kind == "update" {
+					update = &e
+				}
+			}
+			if update == nil {
+				t.Fatalf("no update notified: %+v", rec.snapshot())
+			}
+			old, updated := update.old.(*corev1.Pod), update.new.(*corev1.Pod)
+			if !apiequality.Semantic.DeepEqual(old, want) {
+				t.Fatalf("old object %+v, want the listed pod %+v", old, want)
+			}
+			if updated.Annotations["a"] != "updated" {
+				t.Fatalf("new object %+v", updated)
+			}
+			shared := reflect.ValueOf(old.Spec.Containers).Pointer() == reflect.ValueOf(updated.Spec.Containers).Pointer()
+			if shared == unshared {
+				t.Fatalf("old and new share their containers: %v, want %v", shared, !unshared)
+			}
+		})
 	}
 }

@@ -7,7 +7,10 @@ import (
 	"sync"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/store/codec"
 )
 
 // TestEnvelopeBuffersOutliveTheirCommit applies batches from several
@@ -53,6 +56,54 @@ func TestEnvelopeBuffersOutliveTheirCommit(t *testing.T) {
 			if got, want := podsOf(t, []interface{}{obj})[key].Spec.Containers[0].Image, image(w, k, rounds-1); got != want {
 				t.Errorf("%s: image %.40q..., want %.40q...", key, got, want)
 			}
+		}
+	}
+}
+
+// keepingCodec is podJSON that keeps what every Encode appended, as a
+// codec that caches its encodings might: its buffers must never be
+// recycled.
+type keepingCodec struct {
+	podJSON
+	mu   *sync.Mutex
+	kept *[][]byte
+	was  *[]string
+}
+
+func (c keepingCodec) Encode(dst []byte, obj runtime.Object) ([]byte, error) {
+	out, err := c.podJSON.Encode(dst, obj)
+	if err == nil {
+		// What it appended: the store patches its own header in dst.
+		mine := out[len(dst):]
+		c.mu.Lock()
+		*c.kept = append(*c.kept, mine)
+		*c.was = append(*c.was, string(mine))
+		c.mu.Unlock()
+	}
+	return out, err
+}
+
+// TestEnvelopeBuffersOfOtherCodecsAreNotRecycled: a codec outside package
+// codec may keep what its Encode returned (codec.RetainsNothing is false
+// for it), so the store never reuses that memory.
+func TestEnvelopeBuffersOfOtherCodecsAreNotRecycled(t *testing.T) {
+	var kept [][]byte
+	var was []string
+	c := keepingCodec{mu: &sync.Mutex{}, kept: &kept, was: &was}
+	if codec.RetainsNothing(c) {
+		t.Fatal("RetainsNothing is true for a codec outside package codec")
+	}
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
+	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: c})
+	must(t, err)
+	for r := range 20 {
+		p := mkPod("ns", fmt.Sprint("p-", r%3), fmt.Sprint(r+1))
+		p.Spec.Containers[0].Image = strings.Repeat("i", r*50)
+		must(t, s.Apply(context.Background(), []cache.Transaction{{Type: cache.TransactionTypeUpdate, Object: p}}, ""))
+	}
+	for i := range kept {
+		if string(kept[i]) != was[i] {
+			t.Fatalf("encoding %d was overwritten after Encode returned it", i)
 		}
 	}
 }

@@ -97,7 +97,7 @@ func (f *fillTx) Add(ctx context.Context, objs ...interface{}) error {
 	if err != nil {
 		return err
 	}
-	defer releaseEnvs(ops)
+	defer s.releaseEnvs(ops)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := f.openErrLocked(op); err != nil {

@@ -117,7 +117,7 @@ func (r *replaceTx) Add(ctx context.Context, objs ...interface{}) error {
 	if err != nil {
 		return err
 	}
-	defer releaseEnvs(ops)
+	defer s.releaseEnvs(ops)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := r.openErrLocked(op); err != nil {

@@ -220,7 +220,7 @@ func (s *Store) apply(ctx context.Context, op string, txns []cache.Transaction, 
 		ops[i], err = s.prepare(op, i, txns[i])
 		return err
 	})
-	defer releaseEnvs(ops)
+	defer s.releaseEnvs(ops)
 	if err := firstError(errs); err != nil {
 		return err
 	}

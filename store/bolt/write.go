@@ -98,11 +98,15 @@ func newEnvBuf() []byte {
 	return make([]byte, 0, envBufStart)
 }
 
-// releaseEnvs gives the envelopes of ops back to envPool and clears them.
+// releaseEnvs gives the envelopes of ops back to envPool and clears them,
+// if the store's codec retains nothing it encoded (codec.RetainsNothing).
 // Call it only once the write transaction that stored them has ended
 // (committed or not), and only on ops whose entries each hold their own
 // envelope (as prepare and prepareAdds make them).
-func releaseEnvs(ops []prepared) {
+func (s *Store) releaseEnvs(ops []prepared) {
+	if !codec.RetainsNothing(s.codec) {
+		return
+	}
 	for i := range ops {
 		b := ops[i].env
 		ops[i].env = nil

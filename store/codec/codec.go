@@ -13,10 +13,23 @@ type Codec interface {
 	// file written with another codec name is rebuilt, never misread.
 	Name() string
 	// Encode appends the encoding of obj to dst and returns the result.
-	// It retains neither dst nor the result: the caller reuses that
-	// memory once it is done with it.
 	Encode(dst []byte, obj runtime.Object) ([]byte, error)
 	// Decode decodes data into a new object. Malformed data returns an
 	// error, never a panic.
 	Decode(data []byte) (runtime.Object, error)
+}
+
+// RetainsNothing reports whether c's Encode retains neither dst nor its
+// result, so that the caller may reuse that memory once done with it: true
+// for this package's codecs, and for any codec with a RetainsNothing
+// method that returns true (package seal's). A bolt store recycles its
+// envelope buffers only for such codecs.
+func RetainsNothing(c Codec) bool {
+	switch c := c.(type) {
+	case *protobufCodec, *jsonCodec, unstructuredCodec, *unstructuredCodec:
+		return true
+	case interface{ RetainsNothing() bool }:
+		return c.RetainsNothing()
+	}
+	return false
 }

@@ -45,8 +45,10 @@ const shareDepth = 3
 // byte those in likeMsg. A field that differs and holds a message of a
 // struct type is unmarshalled the same way, down to depth levels; the
 // rest is unmarshalled by the type's generated code from msg's own bytes,
-// in msg's order. Malformed msg is left to the generated code, whose
-// error is returned.
+// in msg's order. A message whose fields are not in field-number order
+// (the generated code always writes them in order) is unmarshalled whole,
+// so the walk is linear in both messages. Malformed msg is left to the
+// generated code, whose error is returned.
 func unmarshalSharing(dst, like reflect.Value, msg, likeMsg []byte, depth int) error {
 	u, ok := dst.Interface().(protoUnmarshaler)
 	if !ok {
@@ -70,17 +72,22 @@ func unmarshalSharing(dst, like reflect.Value, msg, likeMsg []byte, depth int) e
 		}
 		return nil
 	}
+	k := 0 // likeSpans[k:] are the occurrences of numbers not yet reached
 	for i := 0; i < len(spans); {
 		num := spans[i].num
-		j := i + 1
-		for j < len(spans) && spans[j].num == num {
-			j++
+		j := runEnd(spans, i)
+		for k < len(likeSpans) && likeSpans[k].num < num {
+			k++
+		}
+		theirs := likeSpans[k:runEnd(likeSpans, k)]
+		if len(theirs) > 0 && theirs[0].num != num {
+			theirs = nil
 		}
 		f, known := fields[num]
 		switch {
-		case !known || spans.occursElsewhere(i, j):
-			// Unknown to the type, or not in one run: decoded in place.
-		case sameOccurrences(msg, spans[i:j], likeMsg, likeSpans.of(num)):
+		case !known:
+			// Unknown to the type: decoded in place (skipped).
+		case sameOccurrences(msg, spans[i:j], likeMsg, theirs):
 			if err := flush(); err != nil {
 				return err
 			}
@@ -88,7 +95,6 @@ func unmarshalSharing(dst, like reflect.Value, msg, likeMsg []byte, depth int) e
 			start, end, i = spans[j-1].end, spans[j-1].end, j
 			continue
 		case f.message && depth > 0 && j == i+1:
-			theirs := likeSpans.of(num)
 			if len(theirs) != 1 || (f.pointer && like.Elem().Field(f.index).IsNil()) {
 				break
 			}
@@ -127,15 +133,17 @@ type span struct {
 	start, end int
 }
 
-type spans []span
-
 // parseSpans splits msg into its field occurrences, false if it is not a
-// well-formed sequence of fields.
-func parseSpans(msg []byte) (spans, bool) {
-	out := make(spans, 0, 16)
+// well-formed sequence of fields in field-number order (each number's
+// occurrences then form one run).
+func parseSpans(msg []byte) ([]span, bool) {
+	out := make([]span, 0, 16)
 	for off := 0; off < len(msg); {
 		num, typ, n := protowire.ConsumeTag(msg[off:])
 		if n < 0 {
+			return nil, false
+		}
+		if len(out) > 0 && num < out[len(out)-1].num {
 			return nil, false
 		}
 		m := protowire.ConsumeFieldValue(num, typ, msg[off+n:])
@@ -148,39 +156,18 @@ func parseSpans(msg []byte) (spans, bool) {
 	return out, true
 }
 
-// occursElsewhere reports whether s[i].num occurs outside the run s[i:j].
-func (s spans) occursElsewhere(i, j int) bool {
-	num := s[i].num
-	for k := range s {
-		if (k < i || k >= j) && s[k].num == num {
-			return true
-		}
+// runEnd returns the end of the run of occurrences of s[i].num from i.
+func runEnd(s []span, i int) int {
+	j := i
+	for j < len(s) && s[j].num == s[i].num {
+		j++
 	}
-	return false
-}
-
-// of returns the occurrences of num in s if they form one run, else nil
-// (then nothing is shared for num).
-func (s spans) of(num protowire.Number) spans {
-	for i := range s {
-		if s[i].num != num {
-			continue
-		}
-		j := i + 1
-		for j < len(s) && s[j].num == num {
-			j++
-		}
-		if s.occursElsewhere(i, j) {
-			return nil
-		}
-		return s[i:j]
-	}
-	return nil
+	return j
 }
 
 // sameOccurrences reports whether the occurrences a of msg and b of
 // likeMsg are the same bytes: then the field decodes to equal values.
-func sameOccurrences(msg []byte, a spans, likeMsg []byte, b spans) bool {
+func sameOccurrences(msg []byte, a []span, likeMsg []byte, b []span) bool {
 	if len(a) != len(b) || len(a) == 0 {
 		return false
 	}

@@ -1,11 +1,13 @@
 package codec_test
 
 import (
+	"bytes"
 	"math/rand"
 	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/encoding/protowire"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -180,6 +182,22 @@ func TestDecodeSharingSharesWhatIsUnchanged(t *testing.T) {
 	})
 }
 
+// podHeader returns the codec's header of a pod without TypeMeta: what
+// precedes the pod's message in its encoding.
+func podHeader(t testing.TB) []byte {
+	t.Helper()
+	p := podgen.Pod(1)
+	data, err := sharing.Encode(nil, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := messageOf(t, p)
+	if !bytes.HasSuffix(data, msg) {
+		t.Fatal("the encoding does not end with the message")
+	}
+	return data[:len(data)-len(msg)]
+}
+
 // FuzzDecodeSharing: whatever the stored message, DecodeSharing fails
 // when Decode fails and otherwise gives what Decode gives.
 func FuzzDecodeSharing(f *testing.F) {
@@ -195,10 +213,7 @@ func FuzzDecodeSharing(f *testing.F) {
 	if err := like.Unmarshal(likeMsg); err != nil {
 		f.Fatal(err)
 	}
-	header, err := sharing.Encode(nil, &corev1.Pod{})
-	if err != nil {
-		f.Fatal(err)
-	}
+	header := podHeader(f)
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		data := append(append([]byte{}, header...), msg...)
 		want, werr := sharing.Decode(data)
@@ -256,5 +271,82 @@ func BenchmarkDecodeSharing(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// fieldsOf splits a message into its field occurrences (tag included).
+func fieldsOf(t *testing.T, msg []byte) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for len(msg) > 0 {
+		num, typ, n := protowire.ConsumeTag(msg)
+		m := protowire.ConsumeFieldValue(num, typ, msg[n:])
+		if n < 0 || m < 0 {
+			t.Fatal("malformed message")
+		}
+		out = append(out, msg[:n+m])
+		msg = msg[n+m:]
+	}
+	return out
+}
+
+// TestDecodeSharingNonCanonicalEncodings: encodings the generated code
+// never writes but decodes (fields out of order, a message split over two
+// occurrences, which merge; a field written twice, the last one winning)
+// decode as Decode decodes them, on either side.
+func TestDecodeSharingNonCanonicalEncodings(t *testing.T) {
+	p := podgen.Pod(11)
+	msg := messageOf(t, p)
+	top := fieldsOf(t, msg) // metadata (1), spec (2), status (3)
+	if len(top) != 3 {
+		t.Fatalf("a podgen pod has %d top-level fields, want 3", len(top))
+	}
+	meta := p.ObjectMeta
+	metaMsg, err := meta.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	metaFields := fieldsOf(t, metaMsg)
+	splitMeta := func() []byte {
+		// Two occurrences of field 1, which merge: the first half of
+		// ObjectMeta's fields, then the rest.
+		half := len(metaFields) / 2
+		a := bytes.Join(metaFields[:half], nil)
+		b := bytes.Join(metaFields[half:], nil)
+		return append(protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), a),
+			protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), b)...)
+	}
+	// ObjectMeta's name (1) written before the whole ObjectMeta, whose
+	// own name wins.
+	nameTwice := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType),
+		append(protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte("first")), metaMsg...))
+	variants := map[string][]byte{
+		"canonical":            msg,
+		"status before spec":   bytes.Join([][]byte{top[0], top[2], top[1]}, nil),
+		"metadata split":       bytes.Join([][]byte{splitMeta(), top[1], top[2]}, nil),
+		"name written twice":   bytes.Join([][]byte{nameTwice, top[1], top[2]}, nil),
+		"spec written twice":   bytes.Join([][]byte{top[0], top[1], top[1], top[2]}, nil),
+		"unknown field at end": bytes.Join([][]byte{top[0], top[1], top[2], protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), 7)}, nil),
+	}
+	header := podHeader(t)
+	for likeName, likeMsg := range variants {
+		like := &corev1.Pod{}
+		if err := like.Unmarshal(likeMsg); err != nil {
+			t.Fatalf("%s: %v", likeName, err)
+		}
+		for name, m := range variants {
+			data := append(append([]byte{}, header...), m...)
+			want, err := sharing.Decode(data)
+			if err != nil {
+				t.Fatalf("%s: Decode: %v", name, err)
+			}
+			got, err := sharing.DecodeSharing(data, like, likeMsg)
+			if err != nil {
+				t.Fatalf("%s like %s: DecodeSharing: %v", name, likeName, err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s like %s: DecodeSharing differs from Decode:\n%s", name, likeName, cmp.Diff(want, got))
+			}
+		}
 	}
 }

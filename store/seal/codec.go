@@ -118,6 +118,10 @@ func (s *scratch) release(plain []byte) {
 	scratchPool.Put(s)
 }
 
+// RetainsNothing reports that EncodeBound keeps neither dst nor its result
+// (codec.RetainsNothing): the store may recycle them.
+func (c *Codec) RetainsNothing() bool { return true }
+
 // EncodeBound implements codec.Bound: it appends obj's inner encoding,
 // sealed with the first key and bound to ad, to dst.
 func (c *Codec) EncodeBound(dst []byte, obj runtime.Object, ad []byte) ([]byte, error) {

@@ -218,3 +218,11 @@ func FuzzDecodeBound(f *testing.F) {
 }
 
 var _ runtime.Object = (*corev1.Secret)(nil)
+
+// The sealed codec appends to dst and keeps nothing: a store may recycle
+// its envelope buffers (codec.RetainsNothing).
+func TestSealedCodecRetainsNothing(t *testing.T) {
+	if !codec.RetainsNothing(sealed(t, newKey(t))) {
+		t.Fatal("codec.RetainsNothing is false for a sealed codec")
+	}
+}

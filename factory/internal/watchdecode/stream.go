@@ -270,6 +270,10 @@ func (s *stream) decodeClaimed(c *chunk) {
 
 // decode decodes c's frames as rest/watch.Decoder does.
 func (s *stream) decode(c *chunk) {
+	// Fresh for every chunk, never pooled: an event's Object.Raw is
+	// copied out of the arena by its Unmarshal, and the object decoder
+	// remembers it as the object's message (package store/wire), which
+	// must outlive the arena's reuse.
 	c.items = make([]item, len(c.ends))
 	start := 0
 	for i, end := range c.ends {
