@@ -126,108 +126,64 @@ func parseEnvelope(data []byte) (envelope, bool) {
 		return envelope{}, false
 	}
 	var env envelope
-	var seen [5]bool
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return envelope{}, false
-		}
-		b = b[n:]
-		if num > 4 {
-			m := protowire.ConsumeFieldValue(num, typ, b)
-			if m < 0 {
-				return envelope{}, false
-			}
-			b = b[m:]
-			continue
-		}
-		if typ != protowire.BytesType || seen[num] {
-			return envelope{}, false
-		}
-		seen[num] = true
-		v, m := protowire.ConsumeBytes(b)
-		if m < 0 {
-			return envelope{}, false
-		}
-		b = b[m:]
+	hasRaw := false
+	ok = bytesFields(b, 4, func(num protowire.Number, v []byte) bool {
 		switch num {
 		case 1:
-			if env.apiVersion, env.kind, ok = parseTypeMeta(v); !ok {
-				return envelope{}, false
-			}
+			return bytesFields(v, 2, func(num protowire.Number, v []byte) bool {
+				if num == 1 {
+					env.apiVersion = string(v)
+				} else {
+					env.kind = string(v)
+				}
+				return true
+			})
 		case 2:
-			env.raw = v
+			env.raw, hasRaw = v, true
 		}
-	}
-	return env, seen[2]
+		return true
+	})
+	return env, ok && hasRaw
 }
 
-// parseTypeMeta parses a TypeMeta message: apiVersion (1), kind (2), each
-// at most once; other fields are skipped.
-func parseTypeMeta(b []byte) (apiVersion, kind string, ok bool) {
-	var seen [3]bool
+// bytesFields calls fn with the value of each field of message b numbered
+// 1 to last, and skips the others. False when b is malformed, when one of
+// those fields is not length-delimited or occurs twice, or when fn returns
+// false.
+func bytesFields(b []byte, last protowire.Number, fn func(num protowire.Number, v []byte) bool) bool {
+	var seen uint64
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return "", "", false
+			return false
 		}
 		b = b[n:]
-		if num > 2 {
+		if num > last {
 			m := protowire.ConsumeFieldValue(num, typ, b)
 			if m < 0 {
-				return "", "", false
+				return false
 			}
 			b = b[m:]
 			continue
 		}
-		if typ != protowire.BytesType || seen[num] {
-			return "", "", false
+		if typ != protowire.BytesType || seen&(1<<num) != 0 {
+			return false
 		}
-		seen[num] = true
+		seen |= 1 << num
 		v, m := protowire.ConsumeBytes(b)
-		if m < 0 {
-			return "", "", false
+		if m < 0 || !fn(num, v) {
+			return false
 		}
 		b = b[m:]
-		if num == 1 {
-			apiVersion = string(v)
-		} else {
-			kind = string(v)
-		}
 	}
-	return apiVersion, kind, true
+	return true
 }
 
 // protobufMessage returns the message of an object in Kubernetes'
-// protobuf encoding: the prefix, then a runtime.Unknown whose Raw field
-// (2) is the object's message. It aliases data, which the REST client
-// allocates for each object and never reuses. False for anything else.
+// protobuf encoding (parseEnvelope's raw). It aliases data, which the REST
+// client allocates for each object and never reuses. False for anything
+// else.
 func protobufMessage(data []byte) ([]byte, bool) {
-	b, ok := bytes.CutPrefix(data, protobufPrefix)
-	if !ok {
-		return nil, false
-	}
-	var raw []byte
-	found := false
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return nil, false
-		}
-		b = b[n:]
-		if num == 2 && typ == protowire.BytesType {
-			v, m := protowire.ConsumeBytes(b)
-			if m < 0 {
-				return nil, false
-			}
-			raw, found, b = v, true, b[m:]
-			continue
-		}
-		m := protowire.ConsumeFieldValue(num, typ, b)
-		if m < 0 {
-			return nil, false
-		}
-		b = b[m:]
-	}
-	return raw, found
+	env, ok := parseEnvelope(data)
+	return env.raw, ok
 }

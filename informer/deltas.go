@@ -132,10 +132,7 @@ func (l *loop) storedStates(b deltafifo.Batch, notify bool) ([]keyState, error) 
 			return false, nil
 		}
 		ok, like := storedFor(rv, b.Deltas[k])
-		if l.i.opts.UnsharedOldObjects {
-			like = nil
-		}
-		return ok, like
+		return ok, l.shareWith(like)
 	})
 	if err != nil {
 		return nil, l.readFailed(fmt.Errorf("read the stored states of %d keys: %w", len(b.Keys), err))
@@ -188,6 +185,16 @@ func readStates(st store.Store, keys []string, want func(i int, rv string) (bool
 		states[i].Obj = obj
 	}
 	return states, nil
+}
+
+// shareWith returns obj as the object a stored object about to be
+// replaced by it is decoded sharing with (store.LikeStatesReader), or nil
+// with Options.UnsharedOldObjects.
+func (l *loop) shareWith(obj interface{}) interface{} {
+	if l.i.opts.UnsharedOldObjects {
+		return nil
+	}
+	return obj
 }
 
 // storedFor reports whether the walk of deltas from a stored object at

@@ -201,12 +201,7 @@ func (l *loop) fillRepeats(rep *relist, objs []interface{}) (map[int]interface{}
 	if len(stored) == 0 {
 		return repeated, nil
 	}
-	states, err := readStates(l.st, stored, func(n int, _ string) (bool, interface{}) {
-		if l.i.opts.UnsharedOldObjects {
-			return true, nil
-		}
-		return true, objs[storedAt[n]]
-	})
+	states, err := readStates(l.st, stored, func(n int, _ string) (bool, interface{}) { return true, l.shareWith(objs[storedAt[n]]) })
 	if err != nil {
 		return nil, l.readFailed(fmt.Errorf("read the stored states of %d keys a fill may repeat: %w", len(stored), err))
 	}

@@ -107,7 +107,9 @@ func TestUpdateOldObjectSharesWithTheNew(t *testing.T) {
 		t.Run(fmt.Sprint("UnsharedOldObjects=", unshared), func(t *testing.T) {
 			st, closeStore := openBolt(t, filepath.Join(t.TempDir(), "cache.db"), nil, nil)
 			t.Cleanup(closeStore)
-			inf := newTestInformer(t, Options{Store: st, UnsharedOldObjects: unshared})
+			// The mutation detector checks that neither object handed
+			// out changes afterwards (invariant 6).
+			inf := newTestInformer(t, Options{Store: st, UnsharedOldObjects: unshared, DetectMutations: true})
 			rec := &objRecorder{}
 			if _, err := inf.AddEventHandler(rec.handler()); err != nil {
 				t.Fatal(err)

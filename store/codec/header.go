@@ -208,6 +208,25 @@ func (t *typed) newObject(h header) (runtime.Object, error) {
 	return obj, nil
 }
 
+// decode is the Decode of a typed codec: the header, a new object of its
+// kind, unmarshal of the body into the object (an error wraps ErrDecode),
+// the TypeMeta the header recorded. A panic is an ErrDecode.
+func (t *typed) decode(data []byte, unmarshal func(obj runtime.Object, body []byte) error) (obj runtime.Object, err error) {
+	defer recoverDecode(t.name, &obj, &err)
+	h, body, err := t.readHeader(data)
+	if err != nil {
+		return nil, err
+	}
+	if obj, err = t.newObject(h); err != nil {
+		return nil, err
+	}
+	if err := unmarshal(obj, body); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v: %w", ErrDecode, t.name, h.info.gvk, err)
+	}
+	h.setTypeMeta(obj)
+	return obj, nil
+}
+
 // setTypeMeta sets obj's TypeMeta as the header recorded it.
 func (h header) setTypeMeta(obj runtime.Object) {
 	switch h.mode {

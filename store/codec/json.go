@@ -60,19 +60,8 @@ func (c *jsonCodec) Encode(dst []byte, obj runtime.Object) (out []byte, err erro
 // decodes, and the custom unmarshallers of apimachinery's types
 // (RawExtension, FieldsV1) copy their input, so the object shares no memory
 // with data.
-func (c *jsonCodec) Decode(data []byte) (obj runtime.Object, err error) {
-	defer recoverDecode(c.name, &obj, &err)
-	h, body, err := c.readHeader(data)
-	if err != nil {
-		return nil, err
-	}
-	obj, err = c.newObject(h)
-	if err != nil {
-		return nil, err
-	}
-	if err := sigsjson.UnmarshalCaseSensitivePreserveInts(body, obj); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v: %w", ErrDecode, c.name, h.info.gvk, err)
-	}
-	h.setTypeMeta(obj)
-	return obj, nil
+func (c *jsonCodec) Decode(data []byte) (runtime.Object, error) {
+	return c.decode(data, func(obj runtime.Object, body []byte) error {
+		return sigsjson.UnmarshalCaseSensitivePreserveInts(body, obj)
+	})
 }

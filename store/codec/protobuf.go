@@ -83,47 +83,28 @@ func (c *protobufCodec) Encode(dst []byte, obj runtime.Object) (out []byte, err 
 // Decode decodes data into a new object. The generated protobuf code copies
 // every string and byte slice it decodes, so the object shares no memory
 // with data (TestDecodeDoesNotAliasInput checks this for every type).
-func (c *protobufCodec) Decode(data []byte) (obj runtime.Object, err error) {
-	defer recoverDecode(c.name, &obj, &err)
-	h, body, err := c.readHeader(data)
-	if err != nil {
-		return nil, err
-	}
-	obj, err = c.newObject(h)
-	if err != nil {
-		return nil, err
-	}
+func (c *protobufCodec) Decode(data []byte) (runtime.Object, error) {
+	return c.decode(data, unmarshalProto)
+}
+
+// unmarshalProto unmarshals body into obj with its generated code.
+func unmarshalProto(obj runtime.Object, body []byte) error {
 	u, ok := obj.(protoUnmarshaler)
 	if !ok {
-		return nil, fmt.Errorf("%w: %s: %v (%T) does not implement protobuf unmarshalling", ErrDecode, c.name, h.info.gvk, obj)
+		return fmt.Errorf("%T: %w", obj, errNotUnmarshaler)
 	}
-	if err := u.Unmarshal(body); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v: %w", ErrDecode, c.name, h.info.gvk, err)
-	}
-	h.setTypeMeta(obj)
-	return obj, nil
+	return u.Unmarshal(body)
 }
 
 // DecodeSharing implements Sharing: Decode, with every field of the object
 // (and of its struct fields, three levels down) that data encodes as
 // likeMsg does taken from like.
-func (c *protobufCodec) DecodeSharing(data []byte, like runtime.Object, likeMsg []byte) (obj runtime.Object, err error) {
-	defer recoverDecode(c.name, &obj, &err)
-	h, body, err := c.readHeader(data)
-	if err != nil {
-		return nil, err
-	}
-	obj, err = c.newObject(h)
-	if err != nil {
-		return nil, err
-	}
-	ov, lv := reflect.ValueOf(obj), reflect.ValueOf(like)
-	if ov.Type() != lv.Type() || ov.Kind() != reflect.Pointer || ov.Elem().Kind() != reflect.Struct || lv.IsNil() {
-		return c.Decode(data)
-	}
-	if err := unmarshalSharing(ov, lv, body, likeMsg, shareDepth); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v: %w", ErrDecode, c.name, h.info.gvk, err)
-	}
-	h.setTypeMeta(obj)
-	return obj, nil
+func (c *protobufCodec) DecodeSharing(data []byte, like runtime.Object, likeMsg []byte) (runtime.Object, error) {
+	return c.decode(data, func(obj runtime.Object, body []byte) error {
+		ov, lv := reflect.ValueOf(obj), reflect.ValueOf(like)
+		if ov.Type() != lv.Type() || ov.Kind() != reflect.Pointer || ov.Elem().Kind() != reflect.Struct || lv.IsNil() {
+			return unmarshalProto(obj, body)
+		}
+		return unmarshalSharing(ov, lv, body, likeMsg, shareDepth)
+	})
 }

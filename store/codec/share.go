@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
@@ -52,7 +53,7 @@ const shareDepth = 3
 func unmarshalSharing(dst, like reflect.Value, msg, likeMsg []byte, depth int) error {
 	u, ok := dst.Interface().(protoUnmarshaler)
 	if !ok {
-		return errNotUnmarshaler
+		return fmt.Errorf("%s: %w", dst.Type(), errNotUnmarshaler)
 	}
 	fields := protoFieldsOf(dst.Type().Elem())
 	spans, ok := parseSpans(msg)
@@ -263,6 +264,5 @@ func generated(t reflect.Type) bool {
 	return strings.HasPrefix(p, "k8s.io/api/") || strings.HasPrefix(p, "k8s.io/apimachinery/")
 }
 
-// errNotUnmarshaler: unmarshalSharing was given a type without generated
-// protobuf code.
+// errNotUnmarshaler: a type without generated protobuf code.
 var errNotUnmarshaler = errors.New("type does not implement protobuf unmarshalling")

@@ -42,12 +42,17 @@ func checkDecodeSharing(t *testing.T, obj, like runtime.Object, likeMsg []byte) 
 	if err != nil {
 		t.Fatalf("Decode: %v", err)
 	}
+	likeBefore := like.DeepCopyObject()
 	got, err := sharing.DecodeSharing(data, like, likeMsg)
 	if err != nil {
 		t.Fatalf("DecodeSharing: %v", err)
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("DecodeSharing differs from Decode (-Decode +DecodeSharing):\n%s", cmp.Diff(want, got))
+	}
+	// Invariant 6: like is an object handed out; the decode only reads it.
+	if !reflect.DeepEqual(like, likeBefore) {
+		t.Fatalf("DecodeSharing changed like:\n%s", cmp.Diff(likeBefore, like))
 	}
 	return got
 }
