@@ -96,6 +96,13 @@ func unmarshalProto(obj runtime.Object, body []byte) error {
 	return u.Unmarshal(body)
 }
 
+// Message implements Sharing: data's body after the header, as the
+// object's generated Marshal wrote it.
+func (c *protobufCodec) Message(data []byte) ([]byte, error) {
+	_, body, err := c.readHeader(data)
+	return body, err
+}
+
 // DecodeSharing implements Sharing: Decode, with every field of the object
 // (and of its struct fields, three levels down) that data encodes as
 // likeMsg does taken from like.

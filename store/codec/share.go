@@ -32,6 +32,12 @@ type Sharing interface {
 	// protobuf message, as package wire remembers it. An object of
 	// another type than like's is decoded as Decode does.
 	DecodeSharing(data []byte, like runtime.Object, likeMsg []byte) (runtime.Object, error)
+	// Message returns the protobuf message of the object data encodes
+	// (data as Encode wrote it, aliased, not copied): the likeMsg of
+	// that object when it is decoded from data and another is decoded
+	// sharing with it. A store's relist, which decodes both objects of a
+	// changed key from the file, shares so.
+	Message(data []byte) ([]byte, error)
 }
 
 // shareDepth is how many levels of nested messages unmarshalSharing
