@@ -234,6 +234,7 @@ func (w *changeWalk) read() ([]store.Change, *keyError) {
 		if f.oenv != nil && !f.oldHot {
 			var sh sharedDecode
 			if w.share && f.lenv != nil {
+
 				sh = w.s.sharingWithStored(f.ch.New, f.lenv)
 			}
 			f.ch.Old, f.oldErr = w.s.decodeRecovered(f.k, f.oenv, sh)
