@@ -112,6 +112,8 @@ func (c *protobufCodec) DecodeSharing(data []byte, like runtime.Object, likeMsg 
 		if ov.Type() != lv.Type() || ov.Kind() != reflect.Pointer || ov.Elem().Kind() != reflect.Struct || lv.IsNil() {
 			return unmarshalProto(obj, body)
 		}
-		return unmarshalSharing(ov, lv, body, likeMsg, shareDepth)
+		buf := spanBufs.Get().(*[]span)
+		defer putSpans(buf)
+		return unmarshalSharing(ov, lv, body, likeMsg, shareDepth, buf)
 	})
 }
