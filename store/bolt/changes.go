@@ -118,11 +118,12 @@ type changeWalk struct {
 	found []foundChange
 }
 
-// foundChange is a change walk found. Its envelopes alias the read
-// transaction: oenv is the replaced object's (nil if none, or oldErr if it
-// is unreadable), lenv the live one's (nil if none). An object the hot
-// tier holds is set in ch already and its envelope kept only as the
-// other's message (oldHot, newHot).
+// foundChange is a change walk found. Its key and envelopes alias the
+// read transaction: oenv is the replaced object's envelope (nil if there
+// is none, or it is unreadable), lenv the live one's (nil if none). An
+// object the hot tier holds is set in ch already (oldHot, newHot); the
+// live one's envelope is kept all the same, as the message the replaced
+// object is decoded sharing with.
 type foundChange struct {
 	k              []byte
 	oenv, lenv     []byte
