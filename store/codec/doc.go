@@ -116,11 +116,11 @@
 // (TestDecodeSharingEqualsDecodeAllKinds mixes random objects of every
 // kind; FuzzDecodeSharing) and shares memory with the new object, which
 // the informer's no-mutation rule makes safe. For a podgen pod, go test
-// -run '^$' -bench DecodeSharing ./store/codec/: an update of its metadata
-// decodes the old pod in 2.9-3.0 µs and 1.9 KB instead of 17-18 µs and
-// 19.0 KB, one of its status in 3.9-4.0 µs and 3.3 KB, one of a
-// container's image in 12 µs and 12.1 KB (the whole container list is
-// decoded again).
+// -run '^$' -bench DecodeSharing -count 3 ./store/codec/ (a busy machine,
+// where the plain decode took 19-30 µs and 19.0 KB): an update of its
+// metadata decodes the old pod in 2.6-3.6 µs and 1.9 KB, one of its status
+// in 5.7-6.2 µs and 3.3 KB, one of a container's image in 12.8-13.0 µs and
+// 12.1 KB (the whole container list is decoded again).
 //
 // # Names and compatibility
 //
