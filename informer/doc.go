@@ -111,10 +111,12 @@
 // closes them in Shutdown. Objects handed to handlers and returned by the store
 // are shared: nobody may mutate them (invariant 6). An update's old object
 // may even share memory with its new one: read from a store that can
-// (store.LikeStatesReader: bolt with the protobuf codec, for objects the
-// factory's clients decoded), each part the update left as it was (the
-// spec of a status update, the unchanged labels) is the new object's
-// value, not a decoded copy (Options.UnsharedOldObjects turns that off). Tests check that with
+// (store.LikeStatesReader for a watch event's update: bolt with the
+// protobuf codec, for objects the factory's clients decoded;
+// store.SharedChanges for a relist's updates, whose new objects bolt reads
+// from its file too), each part the update left as it was (the spec of a
+// status update, the unchanged labels) is the new object's value, not a
+// decoded copy (Options.UnsharedOldObjects turns that off). Tests check that with
 // the mutation detector (Options.DetectMutations, or client-go's switch
 // KUBE_CACHE_MUTATION_DETECTOR=true): it keeps a copy of every object handed
 // out and panics with a diff when one changes.

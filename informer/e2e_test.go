@@ -41,8 +41,16 @@ func storeKinds(t *testing.T, onCorruption func(error)) []storeKind {
 // pods codec.
 func openBolt(t *testing.T, path string, c codec.Codec, onCorruption func(error)) (store.Store, func()) {
 	t.Helper()
+	return openBoltWith(t, path, bolt.Options{}, c, onCorruption)
+}
+
+// openBoltWith is openBolt with the file opened with opts, without sync and
+// with the test's logger.
+func openBoltWith(t *testing.T, path string, opts bolt.Options, c codec.Codec, onCorruption func(error)) (store.Store, func()) {
+	t.Helper()
 	ctx := context.Background()
-	db, err := bolt.Open(ctx, path, bolt.Options{Sync: bolt.UnsafeNoSync, Logger: ktesting.NewLogger(t, ktesting.NewConfig())})
+	opts.Sync, opts.Logger = bolt.UnsafeNoSync, ktesting.NewLogger(t, ktesting.NewConfig())
+	db, err := bolt.Open(ctx, path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

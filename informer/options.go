@@ -134,13 +134,14 @@ type Options struct {
 	// client-go's switch) is true.
 	DetectMutations bool
 
-	// UnsharedOldObjects decodes the old object of every update whole. By
-	// default, a store that can (store.LikeStatesReader) decodes only what
-	// the update changed and shares the rest with the new object (the spec
+	// UnsharedOldObjects decodes the old object of every update whole,
+	// a watch event's or a relist's. By default, a store that can
+	// (store.LikeStatesReader, store.SharedChanges) decodes only what the
+	// update changed and shares the rest with the new object (the spec
 	// of a status update, the unchanged labels), which saves most of the
 	// decode. Handlers must not change the objects they are given, old or
 	// new (as in client-go), and with sharing a change to the old object
-	// would also change the new one, which the cache holds. Set this for
+	// would also change the new one, which the cache may hold. Set this for
 	// handlers that cannot be trusted to leave the old object alone; the
 	// mutation detector (DetectMutations) finds such handlers. Default:
 	// false.

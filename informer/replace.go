@@ -309,7 +309,7 @@ func (l *loop) notifyRelist(ctx context.Context, rep *relist, partial *string) (
 	case partial != nil && *partial == "":
 		err = addsAfter(partial)
 	default:
-		err = rep.r.Changes(ctx, func(ch store.Change) error {
+		err = l.changes(ctx, rep.r, func(ch store.Change) error {
 			if partial != nil && ch.Key > *partial {
 				return nil // the handlers never saw it: addsAfter tells them
 			}
@@ -355,4 +355,14 @@ func (l *loop) abortRelist() {
 		l.logger.Error(err, "Aborting a relist failed")
 	}
 	l.rep = nil
+}
+
+// changes calls r's Changes, or its ChangesShared when the store can share
+// an update's old object with the new one and Options.UnsharedOldObjects
+// is not set (see shareWith).
+func (l *loop) changes(ctx context.Context, r store.Replace, fn store.ChangeFunc) error {
+	if sc, ok := r.(store.SharedChanges); ok && !l.i.opts.UnsharedOldObjects {
+		return sc.ChangesShared(ctx, fn)
+	}
+	return r.Changes(ctx, fn)
 }

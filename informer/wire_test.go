@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
+	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/wire"
 )
 
@@ -83,9 +84,10 @@ func TestHandledObjectsKeepNoWireMessage(t *testing.T) {
 
 // An update's old object, read from a bolt store, shares with the new
 // object the parts the update left alone (the new object's message is
-// remembered, as the factory's clients remember it); with
-// UnsharedOldObjects it is decoded whole. Either way it is the stored
-// object, equal to what was listed.
+// remembered, as the factory's clients remember it), and so does the old
+// object of an update a relist finds (both read from the store); with
+// UnsharedOldObjects each is decoded whole. Either way it is the stored
+// object, equal to what was listed or updated.
 func TestUpdateOldObjectSharesWithTheNew(t *testing.T) {
 	decoded := func(t *testing.T, rv, annotation string) *corev1.Pod {
 		p := pod("p", rv)
@@ -105,7 +107,10 @@ func TestUpdateOldObjectSharesWithTheNew(t *testing.T) {
 	}
 	for _, unshared := range []bool{false, true} {
 		t.Run(fmt.Sprint("UnsharedOldObjects=", unshared), func(t *testing.T) {
-			st, closeStore := openBolt(t, filepath.Join(t.TempDir(), "cache.db"), nil, nil)
+			// Without a hot tier, which would hold the objects the
+			// informer wrote, so that the relist's old object is read
+			// from the file.
+			st, closeStore := openBoltWith(t, filepath.Join(t.TempDir(), "cache.db"), bolt.Options{HotBytes: new(int64)}, nil, nil)
 			t.Cleanup(closeStore)
 			// The mutation detector checks that neither object handed
 			// out changes afterwards (invariant 6).
@@ -121,25 +126,33 @@ func TestUpdateOldObjectSharesWithTheNew(t *testing.T) {
 			h.must(h.q.Update(h.ctx, decoded(t, "11", "updated")))
 			h.waitIdle("11")
 			h.waitListenersIdle()
-			var update *objEvent
+			// The same of an update a relist finds, whose objects are
+			// both read from the store.
+			h.relist("12", decoded(t, "12", "relisted"))
+			h.waitIdle("13")
+			h.waitListenersIdle()
+			updates := map[string]objEvent{}
 			for _, e := range rec.snapshot() {
 				if e.kind == "update" {
-					update = &e
+					updates[e.new.(*corev1.Pod).ResourceVersion] = e
 				}
 			}
-			if update == nil {
-				t.Fatalf("no update notified: %+v", rec.snapshot())
+			if len(updates) != 2 {
+				t.Fatalf("updates notified: %+v, want one to 11 and one to 12", rec.snapshot())
 			}
-			old, updated := update.old.(*corev1.Pod), update.new.(*corev1.Pod)
-			if !apiequality.Semantic.DeepEqual(old, want) {
-				t.Fatalf("old object %+v, want the listed pod %+v", old, want)
-			}
-			if updated.Annotations["a"] != "updated" {
-				t.Fatalf("new object %+v", updated)
-			}
-			shared := reflect.ValueOf(old.Spec.Containers).Pointer() == reflect.ValueOf(updated.Spec.Containers).Pointer()
-			if shared == unshared {
-				t.Fatalf("old and new share their containers: %v, want %v", shared, !unshared)
+			for rv, wantOld := range map[string]*corev1.Pod{"11": want, "12": decoded(t, "11", "updated")} {
+				update := updates[rv]
+				old, updated := update.old.(*corev1.Pod), update.new.(*corev1.Pod)
+				if !apiequality.Semantic.DeepEqual(old, wantOld) {
+					t.Fatalf("update to %s: old object %+v, want %+v", rv, old, wantOld)
+				}
+				if updated.Annotations["a"] == wantOld.Annotations["a"] {
+					t.Fatalf("update to %s: new object %+v", rv, updated)
+				}
+				shared := reflect.ValueOf(old.Spec.Containers).Pointer() == reflect.ValueOf(updated.Spec.Containers).Pointer()
+				if shared == unshared {
+					t.Fatalf("update to %s: old and new share their containers: %v, want %v", rv, shared, !unshared)
+				}
 			}
 		})
 	}

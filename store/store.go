@@ -274,6 +274,17 @@ type LikeStatesReader interface {
 	ReadStatesLike(keys []string, want func(i int, rv string) (bool, interface{})) ([]StoredState, error)
 }
 
+// SharedChanges is implemented by a Replace whose Changes can decode the
+// Old of a key in both contents sharing with its New what the two encode
+// alike (package store/codec's Sharing), as LikeStatesReader decodes an
+// update's old object: the informer reads a relist's changes so, unless
+// told not to share (informer.Options.UnsharedOldObjects). ChangesShared
+// is Changes with that sharing. Old and New may then share memory:
+// neither may be changed.
+type SharedChanges interface {
+	ChangesShared(ctx context.Context, fn ChangeFunc) error
+}
+
 // State describes what a store holds.
 type State struct {
 	// ResourceVersion is the RV the stored items are consistent with: a

@@ -18,13 +18,24 @@ const changesWalk = 16 * scanChunk
 // live one; see store.Replace. It merge-walks the two generations' items
 // in chunks of at most scanChunk changes (changesWalk entries), each in its
 // own read transaction, compares resourceVersions from the envelopes
-// without decoding, decodes only the objects of changed keys (without
-// filling or reordering the hot tier) and calls fn outside any transaction.
-// A retained object that cannot be decoded is logged: its live object, if
-// any, is told as an add (Old nil), and a vanished one is skipped; a live
-// one stops Changes with an error wrapping ErrCorrupt and marks the
-// resource incomplete.
+// without decoding, decodes only the objects of changed keys, on every
+// core (without filling or reordering the hot tier), and calls fn outside
+// any transaction. A retained object that cannot be decoded is logged:
+// its live object, if any, is told as an add (Old nil), and a vanished one
+// is skipped; a live one stops Changes with an error wrapping ErrCorrupt
+// and marks the resource incomplete.
 func (r *replaceTx) Changes(ctx context.Context, fn store.ChangeFunc) error {
+	return r.changes(ctx, false, fn)
+}
+
+// ChangesShared implements store.SharedChanges: Changes, with the Old of
+// each key in both generations decoded sharing with its New what the two
+// encode alike, when the store's codec can (Store.sharingWithStored).
+func (r *replaceTx) ChangesShared(ctx context.Context, fn store.ChangeFunc) error {
+	return r.changes(ctx, true, fn)
+}
+
+func (r *replaceTx) changes(ctx context.Context, share bool, fn store.ChangeFunc) error {
 	const op = "replace changes"
 	s := r.s
 	var after []byte
@@ -35,7 +46,7 @@ func (r *replaceTx) Changes(ctx context.Context, fn store.ChangeFunc) error {
 		if err := r.retainedErr(op); err != nil {
 			return err
 		}
-		chunk := make([]store.Change, 0, scanChunk)
+		var chunk []store.Change
 		var bad []keyError
 		var liveBad *keyError
 		done := true
@@ -47,8 +58,11 @@ func (r *replaceTx) Changes(ctx context.Context, fn store.ChangeFunc) error {
 				}
 				return fmt.Errorf("%w: retained generation: %w", ErrCorrupt, err)
 			}
-			w := changeWalk{s: s, old: old, live: live}
-			done, liveBad = w.walk(after, func(c store.Change) { chunk = append(chunk, c) })
+			w := changeWalk{s: s, old: old, live: live, share: share}
+			done, liveBad = w.walk(after)
+			if liveBad == nil {
+				chunk, liveBad = w.read()
+			}
 			after, bad = w.after, w.bad
 			return nil
 		})
@@ -91,57 +105,66 @@ func (r *replaceTx) retainedErr(op string) error {
 }
 
 // changeWalk is one chunk of Changes' merge walk, in one read
-// transaction.
+// transaction: walk finds the changed keys, read decodes their objects.
 type changeWalk struct {
 	s         *Store
 	old, live *layout.Generation
+	share     bool // decode an updated key's Old sharing with its New
 	// after is the last key handled (nil: none yet).
 	after []byte
 	// bad are retained objects that did not decode.
 	bad []keyError
+	// found are the changes walk found, in key order.
+	found []foundChange
 }
 
-// walk calls add for the changes after after, up to scanChunk changes or
+// foundChange is a change walk found. Its key and envelopes alias the
+// read transaction: oenv is the replaced object's envelope (nil if there
+// is none, or it is unreadable), lenv the live one's (nil if none). An
+// object the hot tier holds is set in ch already (oldHot, newHot); the
+// live one's envelope is kept all the same, as the message the replaced
+// object is decoded sharing with.
+type foundChange struct {
+	k              []byte
+	oenv, lenv     []byte
+	oldHot, newHot bool
+	ch             store.Change
+	oldErr, newErr error
+}
+
+// walk finds the changes after after, up to scanChunk changes or
 // changesWalk entries. done is false when it stopped early; liveBad is a
-// live object that did not decode, which stops the walk.
-func (w *changeWalk) walk(after []byte, add func(store.Change)) (done bool, liveBad *keyError) {
+// live object whose envelope is unreadable, which stops the walk.
+func (w *changeWalk) walk(after []byte) (done bool, liveBad *keyError) {
 	w.after = after
 	oc, lc := w.old.Items.Cursor(), w.live.Items.Cursor()
 	ok, ov := seekAfter(oc, after)
 	lk, lv := seekAfter(lc, after)
-	changes := 0
 	for walked := 0; ok != nil || lk != nil; walked++ {
-		if changes == scanChunk || walked == changesWalk {
+		if len(w.found) == scanChunk || walked == changesWalk {
 			return false, nil
 		}
 		c := compareKeys(ok, lk)
 		switch {
 		case c < 0: // only in the replaced generation: vanished
-			if obj, err := w.s.readEntry(w.old, ok, ov); err != nil {
+			if oenv, err := w.old.EnvelopeOf(ok, ov); err != nil {
 				w.bad = append(w.bad, keyError{string(ok), err})
 			} else {
-				add(store.Change{Key: string(ok), Old: obj})
-				changes++
+				w.add(ok, oenv, nil)
 			}
 			w.after = append(w.after[:0], ok...)
 			ok, ov = oc.Next()
 		case c > 0: // only in the live generation: added
-			obj, err := w.s.readEntry(w.live, lk, lv)
+			lenv, err := w.live.EnvelopeOf(lk, lv)
 			if err != nil {
 				return false, &keyError{string(lk), err}
 			}
-			add(store.Change{Key: string(lk), New: obj})
-			changes++
+			w.add(lk, nil, lenv)
 			w.after = append(w.after[:0], lk...)
 			lk, lv = lc.Next()
 		default:
-			ch, changed, bad := w.both(ok, ov, lv)
-			if bad != nil {
+			if bad := w.both(ok, ov, lv); bad != nil {
 				return false, bad
-			}
-			if changed {
-				add(ch)
-				changes++
 			}
 			w.after = append(w.after[:0], lk...)
 			ok, ov = oc.Next()
@@ -153,39 +176,88 @@ func (w *changeWalk) walk(after []byte, add func(store.Change)) (done bool, live
 
 // both compares key k, present in both generations with item entries ov
 // and lv: changed when the resourceVersions of its envelopes differ.
-func (w *changeWalk) both(k, ov, lv []byte) (ch store.Change, changed bool, liveBad *keyError) {
+func (w *changeWalk) both(k, ov, lv []byte) (liveBad *keyError) {
 	lenv, err := w.live.EnvelopeOf(k, lv)
 	if err != nil {
-		return ch, false, &keyError{string(k), err}
+		return &keyError{string(k), err}
 	}
 	lrv, err := layout.EnvelopeRV(lenv)
 	if err != nil {
-		return ch, false, &keyError{string(k), fmt.Errorf("%w: item %q: %w", ErrCorrupt, k, err)}
+		return &keyError{string(k), fmt.Errorf("%w: item %q: %w", ErrCorrupt, k, err)}
 	}
 	oenv, err := w.old.EnvelopeOf(k, ov)
 	var orv string
 	if err == nil {
 		orv, err = layout.EnvelopeRV(oenv)
 	}
-	var oldObj interface{}
 	switch {
 	case err != nil:
 		// The replaced object is unreadable: whether it changed is
 		// unknown, so the live one is told as an add, as client-go tells
 		// an object its indexer does not hold, rather than not at all.
 		w.bad = append(w.bad, keyError{string(k), err})
-	case orv == lrv:
-		return ch, false, nil
-	default:
-		if oldObj, err = w.s.readItem(k, oenv); err != nil {
-			w.bad = append(w.bad, keyError{string(k), err})
+		w.add(k, nil, lenv)
+	case orv != lrv:
+		w.add(k, oenv, lenv)
+	}
+	return nil
+}
+
+// add records a change of key k, taking from the hot tier the objects it
+// holds.
+func (w *changeWalk) add(k, oenv, lenv []byte) {
+	f := foundChange{k: k, oenv: oenv, lenv: lenv, ch: store.Change{Key: string(k)}}
+	if oenv != nil {
+		f.ch.Old, f.oldHot = w.s.hot.peek(k, oenv)
+	}
+	if lenv != nil {
+		f.ch.New, f.newHot = w.s.hot.peek(k, lenv)
+	}
+	w.found = append(w.found, f)
+}
+
+// read decodes the objects of the changes walk found, on every core, the
+// live object first and then the replaced one, sharing with it when
+// w.share, and returns the changes in key order, or the first live object
+// that did not decode. A replaced object that did not decode is recorded
+// in bad; its change becomes an add, or nothing for a vanished key. It
+// must run inside the read transaction.
+func (w *changeWalk) read() ([]store.Change, *keyError) {
+	found := w.found
+	w.found = nil
+	forEachParallel(len(found), func(i int) error {
+		f := &found[i]
+		if f.lenv != nil && !f.newHot {
+			if f.ch.New, f.newErr = w.s.decodeRecovered(f.k, f.lenv, sharedDecode{}); f.newErr != nil {
+				return nil
+			}
 		}
+		if f.oenv != nil && !f.oldHot {
+			var sh sharedDecode
+			if w.share && f.lenv != nil {
+
+				sh = w.s.sharingWithStored(f.ch.New, f.lenv)
+			}
+			f.ch.Old, f.oldErr = w.s.decodeRecovered(f.k, f.oenv, sh)
+		}
+		return nil
+	})
+	out := make([]store.Change, 0, len(found))
+	for i := range found {
+		f := &found[i]
+		switch {
+		case f.newErr != nil:
+			return nil, &keyError{f.ch.Key, f.newErr}
+		case f.oldErr != nil:
+			w.bad = append(w.bad, keyError{f.ch.Key, f.oldErr})
+			if f.lenv == nil {
+				continue // vanished, and unreadable: skipped
+			}
+			f.ch.Old = nil
+		}
+		out = append(out, f.ch)
 	}
-	newObj, err := w.s.readItem(k, lenv)
-	if err != nil {
-		return ch, false, &keyError{string(k), err}
-	}
-	return store.Change{Key: string(k), Old: oldObj, New: newObj}, true, nil
+	return out, nil
 }
 
 // compareKeys compares two cursor keys, nil (the end) after every key.

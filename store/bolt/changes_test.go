@@ -2,11 +2,14 @@ package bolt
 
 import (
 	"context"
+	"reflect"
 	"testing"
 
 	bbolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/internal/podgen"
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
@@ -153,5 +156,90 @@ func TestChangesTellsAnUnreadableReplacedObjectAsAnAdd(t *testing.T) {
 	}
 	if rv := got[0].New.(*corev1.Pod).ResourceVersion; rv != "2" {
 		t.Fatalf("ns/a told at resourceVersion %s, want 2", rv)
+	}
+}
+
+// TestChangesSharedSharesWithTheNewObject: a relist's changes read with
+// ChangesShared equal those Changes reads, and the old object of each
+// updated key shares with its new one what the update left alone, unless
+// the hot tier holds it (then both read the tier's object); Changes
+// shares nothing. Enough keys change to be decoded on every core, over
+// several chunks.
+func TestChangesSharedSharesWithTheNewObject(t *testing.T) {
+	ctx := context.Background()
+	// A tier that holds the last hundred or so pods written.
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync, HotBytes: ptrTo[int64](1 << 20)})
+	s := openPods(t, db, nil)
+	const n = 3*scanChunk + 10
+	withRV := func(i int, rv string, change func(*corev1.Pod)) *corev1.Pod {
+		p := podgen.Pod(i)
+		p.ResourceVersion = rv
+		if change != nil {
+			change(p)
+		}
+		return p
+	}
+	var txns []cache.Transaction
+	for i := range n {
+		txns = append(txns, cache.Transaction{Type: cache.TransactionTypeAdd, Object: withRV(i, "10", nil)})
+	}
+	must(t, s.Apply(ctx, txns, "10"))
+	r, err := s.BeginReplace(ctx)
+	must(t, err)
+	var page []interface{}
+	changed := 0
+	for i := range n {
+		switch i % 3 {
+		case 0: // the metadata changes
+			page = append(page, withRV(i, "20", func(p *corev1.Pod) { p.Annotations = map[string]string{"relisted": "yes"} }))
+			changed++
+		case 1: // the status changes
+			page = append(page, withRV(i, "20", func(p *corev1.Pod) { p.Status.Message = "relisted" }))
+			changed++
+		default: // unchanged
+			page = append(page, withRV(i, "10", nil))
+		}
+	}
+	// Staged and committed without going through the tier.
+	must(t, r.Add(ctx, page...))
+	must(t, r.Commit(ctx, "20"))
+	collect := func(read func(context.Context, store.ChangeFunc) error) []store.Change {
+		var got []store.Change
+		must(t, read(ctx, func(c store.Change) error { got = append(got, c); return nil }))
+		return got
+	}
+	plain := collect(r.Changes)
+	shared := collect(r.(store.SharedChanges).ChangesShared)
+	must(t, r.Release())
+	if len(plain) != changed || len(shared) != changed {
+		t.Fatalf("Changes told %d changes, ChangesShared %d, want %d", len(plain), len(shared), changed)
+	}
+	sameContainers := func(c store.Change) bool {
+		return reflect.ValueOf(c.Old.(*corev1.Pod).Spec.Containers).Pointer() == reflect.ValueOf(c.New.(*corev1.Pod).Spec.Containers).Pointer()
+	}
+	hot, sharedOnes := 0, 0
+	for i, c := range shared {
+		p := plain[i]
+		if c.Key != p.Key || !reflect.DeepEqual(c.Old, p.Old) || !reflect.DeepEqual(c.New, p.New) {
+			t.Fatalf("change %d: ChangesShared told %s, Changes %s", i, c.Key, p.Key)
+		}
+		if o, nw := c.Old.(*corev1.Pod), c.New.(*corev1.Pod); o.ResourceVersion != "10" || nw.ResourceVersion != "20" ||
+			o.Annotations["relisted"] != "" || o.Status.Message != "" {
+			t.Fatalf("%s: old object at %s (annotations %v, message %q), new at %s", c.Key, o.ResourceVersion, o.Annotations, o.Status.Message, nw.ResourceVersion)
+		}
+		if sameContainers(p) {
+			t.Fatalf("%s: Changes shared the containers of the old and the new object", c.Key)
+		}
+		if c.Old == p.Old { // both read the hot tier's object
+			hot++
+			continue
+		}
+		if !sameContainers(c) {
+			t.Fatalf("%s: ChangesShared did not share the containers", c.Key)
+		}
+		sharedOnes++
+	}
+	if hot == 0 || sharedOnes == 0 {
+		t.Fatalf("%d old objects from the hot tier and %d shared, want some of each", hot, sharedOnes)
 	}
 }

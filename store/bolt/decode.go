@@ -25,9 +25,9 @@ type selected struct {
 	k   []byte
 	env []byte
 	obj interface{}
-	// like, if not nil, is the object about to replace this one: the
-	// decode shares with it what the two encode alike (decodeItemLike).
-	like interface{}
+	// share, if set, decodes env sharing with the object about to
+	// replace this one what the two encode alike (decodeItemShared).
+	share sharedDecode
 }
 
 // selectedOf returns the chunk entry of item k (key as a string, or "")
@@ -57,8 +57,8 @@ func (s *Store) decodeSelected(chunk []selected, workers int) []error {
 			c.k = nil
 			return nil
 		}
-		obj, err := s.decodeRecovered(c.k, c.env, c.like)
-		c.obj, c.env, c.like = obj, nil, nil
+		obj, err := s.decodeRecovered(c.k, c.env, c.share)
+		c.obj, c.env, c.share = obj, nil, sharedDecode{}
 		if err == nil {
 			c.k = nil
 		}
@@ -77,9 +77,10 @@ func firstBad(chunk []selected, errs []error) *keyError {
 	return nil
 }
 
-// decodeRecovered is decodeItem with a panic turned into an error wrapping
-// ErrCorrupt: bad data cannot crash the process from a decoding goroutine.
-func (s *Store) decodeRecovered(k, env []byte, like interface{}) (obj interface{}, err error) {
+// decodeRecovered is decodeItemShared with a panic turned into an error
+// wrapping ErrCorrupt: bad data cannot crash the process from a decoding
+// goroutine.
+func (s *Store) decodeRecovered(k, env []byte, sh sharedDecode) (obj interface{}, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			obj, err = nil, fmt.Errorf("%w: item %q: codec %s panicked: %v", ErrCorrupt, k, s.codec.Name(), r)
@@ -89,7 +90,7 @@ func (s *Store) decodeRecovered(k, env []byte, like interface{}) (obj interface{
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	return s.decodeItemLike(string(k), env, like)
+	return s.decodeItemShared(string(k), env, sh)
 }
 
 // bulkDecoder is the decode of the reads that return a slice from one

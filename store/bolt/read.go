@@ -42,21 +42,20 @@ func (s *Store) readLive(op string, fn func(g *layout.Generation) error) error {
 // decodeItem decodes an item's envelope and payload. v may alias a bbolt
 // page; the result does not.
 func (s *Store) decodeItem(key string, v []byte) (interface{}, error) {
-	return s.decodeItemLike(key, v, nil)
+	return s.decodeItemShared(key, v, sharedDecode{})
 }
 
-// decodeItemLike is decodeItem sharing with like, the object about to
-// replace the item, what the two encode alike (codec.Sharing), when the
-// codec can and like's message is remembered (package wire); else, or
-// with a nil like, decodeItem.
-func (s *Store) decodeItemLike(key string, v []byte, like interface{}) (interface{}, error) {
+// decodeItemShared is decodeItem sharing, through sh, what the item
+// encodes alike with the object sh was made with (codec.Sharing); with a
+// zero sh, decodeItem.
+func (s *Store) decodeItemShared(key string, v []byte, sh sharedDecode) (interface{}, error) {
 	env, err := layout.DecodeEnvelope(v)
 	if err != nil {
 		return nil, fmt.Errorf("%w: item %q: %w", ErrCorrupt, key, err)
 	}
 	var obj runtime.Object
-	if sh, ok := s.sharingWith(like); ok {
-		obj, err = sh.decode(env.Payload)
+	if sh.codec != nil {
+		obj, err = sh.codec.DecodeSharing(env.Payload, sh.like, sh.msg)
 	} else {
 		obj, err = codec.DecodeFor(s.codec, env.Payload, func() []byte { return layout.ItemAD(s.name, key, env.RV, env.UID) })
 	}
@@ -66,40 +65,74 @@ func (s *Store) decodeItemLike(key string, v []byte, like interface{}) (interfac
 	return obj, nil
 }
 
-// sharedDecode is a decode sharing with like (codec.Sharing).
+// sharedDecode is a decode sharing with like, whose protobuf message is
+// msg (codec.Sharing). The zero value decodes without sharing.
 type sharedDecode struct {
 	codec codec.Sharing
 	like  runtime.Object
 	msg   []byte
 }
 
-func (d sharedDecode) decode(payload []byte) (runtime.Object, error) {
-	return d.codec.DecodeSharing(payload, d.like, d.msg)
-}
-
-// sharingWith returns the shared decode with like, if the store's codec
-// can share (a Bound codec binds each payload to its item: none) and
-// like's message is remembered.
-func (s *Store) sharingWith(like interface{}) (sharedDecode, bool) {
-	if like == nil {
-		return sharedDecode{}, false
-	}
+// sharingCodec returns the store's codec if it can share: it implements
+// codec.Sharing and is not Bound (a Bound codec binds each payload to its
+// item).
+func (s *Store) sharingCodec() (codec.Sharing, bool) {
 	sh, ok := s.codec.(codec.Sharing)
 	if !ok {
-		return sharedDecode{}, false
+		return nil, false
 	}
 	if _, bound := s.codec.(codec.Bound); bound {
-		return sharedDecode{}, false
+		return nil, false
+	}
+	return sh, true
+}
+
+// sharingWith returns the decode sharing with like, the object about to
+// replace the item decoded, if the store's codec can share and like's
+// message is remembered (package wire); else, or for a nil like, the
+// zero sharedDecode.
+func (s *Store) sharingWith(like interface{}) sharedDecode {
+	if like == nil {
+		return sharedDecode{}
+	}
+	sh, ok := s.sharingCodec()
+	if !ok {
+		return sharedDecode{}
 	}
 	ro, ok := like.(runtime.Object)
 	if !ok {
-		return sharedDecode{}, false
+		return sharedDecode{}
 	}
 	msg, ok := wire.Peek(like)
 	if !ok {
-		return sharedDecode{}, false
+		return sharedDecode{}
 	}
-	return sharedDecode{codec: sh, like: ro, msg: msg}, true
+	return sharedDecode{codec: sh, like: ro, msg: msg}
+}
+
+// sharingWithStored is sharingWith for like decoded from (or, from the
+// hot tier, equal to what decodes from) the envelope likeEnv, whose
+// payload is its message: the relist's changes, whose new objects come
+// from the file. A malformed likeEnv gives the zero sharedDecode. The
+// result aliases likeEnv, and so the read transaction.
+func (s *Store) sharingWithStored(like interface{}, likeEnv []byte) sharedDecode {
+	sh, ok := s.sharingCodec()
+	if !ok || like == nil {
+		return sharedDecode{}
+	}
+	ro, ok := like.(runtime.Object)
+	if !ok {
+		return sharedDecode{}
+	}
+	env, err := layout.DecodeEnvelope(likeEnv)
+	if err != nil {
+		return sharedDecode{}
+	}
+	msg, err := sh.Message(env.Payload)
+	if err != nil {
+		return sharedDecode{}
+	}
+	return sharedDecode{codec: sh, like: ro, msg: msg}
 }
 
 // readItem returns the object of item k with envelope v, from the hot

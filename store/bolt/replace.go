@@ -27,7 +27,10 @@ type replaceTx struct {
 	old uint64
 }
 
-var _ store.Replace = (*replaceTx)(nil)
+var (
+	_ store.Replace       = (*replaceTx)(nil)
+	_ store.SharedChanges = (*replaceTx)(nil)
+)
 
 // BeginReplace starts a relist into a new staging generation, recorded in
 // the resource's meta so that a crash before Commit is found by the next

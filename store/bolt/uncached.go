@@ -51,7 +51,7 @@ func (s *Store) ReadStates(keys []string, want func(i int, rv string) bool) ([]s
 
 // ReadStatesLike implements store.LikeStatesReader: ReadStates, each
 // wanted object not in the hot tier decoded sharing with the object want
-// returns what the two encode alike (Store.decodeItemLike).
+// returns what the two encode alike (Store.decodeItemShared).
 func (s *Store) ReadStatesLike(keys []string, want func(i int, rv string) (bool, interface{})) ([]store.StoredState, error) {
 	const op = "read states"
 	states := make([]store.StoredState, len(keys))
@@ -76,7 +76,7 @@ func (s *Store) ReadStatesLike(keys []string, want func(i int, rv string) (bool,
 			if ok, like := want(i, rv); ok {
 				c := s.selectedOf(key, k, env)
 				if c.env != nil {
-					c.like = like
+					c.share = s.sharingWith(like)
 				}
 				chunk = append(chunk, c)
 				at = append(at, i)

@@ -142,7 +142,7 @@ func (t *typed) appendHeader(dst []byte, obj runtime.Object) ([]byte, error) {
 }
 
 // readHeader parses the header at the start of data and returns it and the
-// body that follows. Nothing it returns aliases data.
+// body that follows, which aliases data (nothing else it returns does).
 func (t *typed) readHeader(data []byte) (header, []byte, error) {
 	var h header
 	if len(data) < 2 {

@@ -96,6 +96,13 @@ func unmarshalProto(obj runtime.Object, body []byte) error {
 	return u.Unmarshal(body)
 }
 
+// Message implements Sharing: data's body after the header, as the
+// object's generated Marshal wrote it.
+func (c *protobufCodec) Message(data []byte) ([]byte, error) {
+	_, body, err := c.readHeader(data)
+	return body, err
+}
+
 // DecodeSharing implements Sharing: Decode, with every field of the object
 // (and of its struct fields, three levels down) that data encodes as
 // likeMsg does taken from like.
@@ -105,6 +112,8 @@ func (c *protobufCodec) DecodeSharing(data []byte, like runtime.Object, likeMsg 
 		if ov.Type() != lv.Type() || ov.Kind() != reflect.Pointer || ov.Elem().Kind() != reflect.Struct || lv.IsNil() {
 			return unmarshalProto(obj, body)
 		}
-		return unmarshalSharing(ov, lv, body, likeMsg, shareDepth)
+		buf := spanBufs.Get().(*[]span)
+		defer putSpans(buf)
+		return unmarshalSharing(ov, lv, body, likeMsg, shareDepth, buf)
 	})
 }

@@ -32,6 +32,12 @@ type Sharing interface {
 	// protobuf message, as package wire remembers it. An object of
 	// another type than like's is decoded as Decode does.
 	DecodeSharing(data []byte, like runtime.Object, likeMsg []byte) (runtime.Object, error)
+	// Message returns the protobuf message of the object data encodes
+	// (data as Encode wrote it, aliased, not copied): the likeMsg of
+	// that object when it is decoded from data and another is decoded
+	// sharing with it. A store's relist, which decodes both objects of a
+	// changed key from the file, shares so.
+	Message(data []byte) ([]byte, error)
 }
 
 // shareDepth is how many levels of nested messages unmarshalSharing
@@ -50,18 +56,29 @@ const shareDepth = 3
 // (the generated code always writes them in order) is unmarshalled whole,
 // so the walk is linear in both messages. Malformed msg is left to the
 // generated code, whose error is returned.
-func unmarshalSharing(dst, like reflect.Value, msg, likeMsg []byte, depth int) error {
+//
+// buf is scratch space for the spans of every level: each level appends
+// its own after its callers' and truncates them when it returns.
+func unmarshalSharing(dst, like reflect.Value, msg, likeMsg []byte, depth int, buf *[]span) error {
 	u, ok := dst.Interface().(protoUnmarshaler)
 	if !ok {
 		return fmt.Errorf("%s: %w", dst.Type(), errNotUnmarshaler)
 	}
 	fields := protoFieldsOf(dst.Type().Elem())
-	spans, ok := parseSpans(msg)
-	if !ok || fields == nil {
+	if fields == nil {
 		return u.Unmarshal(msg)
 	}
-	likeSpans, ok := parseSpans(likeMsg)
-	if !ok {
+	base := len(*buf)
+	defer func() { *buf = (*buf)[:base] }()
+	// A later append may move *buf: the spans taken before keep the
+	// array they were parsed into, which nothing writes again.
+	var ok2 bool
+	*buf, ok = appendSpans(*buf, msg)
+	spans := (*buf)[base:]
+	mid := len(*buf)
+	*buf, ok2 = appendSpans(*buf, likeMsg)
+	likeSpans := (*buf)[mid:]
+	if !ok || !ok2 {
 		return u.Unmarshal(msg)
 	}
 	start, end := 0, 0 // the bytes of msg still to unmarshal, in order
@@ -113,7 +130,7 @@ func unmarshalSharing(dst, like reflect.Value, msg, likeMsg []byte, depth int) e
 			} else {
 				fd, fl = fd.Addr(), fl.Addr()
 			}
-			if err := unmarshalSharing(fd, fl, sub, likeSub, depth-1); err != nil {
+			if err := unmarshalSharing(fd, fl, sub, likeSub, depth-1, buf); err != nil {
 				return err
 			}
 			start, end, i = spans[i].end, spans[i].end, j
@@ -134,22 +151,35 @@ type span struct {
 	start, end int
 }
 
-// parseSpans splits msg into its field occurrences, false if it is not a
-// well-formed sequence of fields in field-number order (each number's
+// spanBufs recycles the span scratch of DecodeSharing's calls; one grown
+// past maxPooledSpans by a message of very many fields is dropped.
+var spanBufs = sync.Pool{New: func() any { b := make([]span, 0, 256); return &b }}
+
+const maxPooledSpans = 4096
+
+func putSpans(buf *[]span) {
+	if cap(*buf) <= maxPooledSpans {
+		*buf = (*buf)[:0]
+		spanBufs.Put(buf)
+	}
+}
+
+// appendSpans appends to out msg's field occurrences, false if msg is not
+// a well-formed sequence of fields in field-number order (each number's
 // occurrences then form one run).
-func parseSpans(msg []byte) ([]span, bool) {
-	out := make([]span, 0, 16)
+func appendSpans(out []span, msg []byte) ([]span, bool) {
+	base := len(out)
 	for off := 0; off < len(msg); {
 		num, typ, n := protowire.ConsumeTag(msg[off:])
 		if n < 0 {
-			return nil, false
+			return out, false
 		}
-		if len(out) > 0 && num < out[len(out)-1].num {
-			return nil, false
+		if len(out) > base && num < out[len(out)-1].num {
+			return out, false
 		}
 		m := protowire.ConsumeFieldValue(num, typ, msg[off+n:])
 		if m < 0 {
-			return nil, false
+			return out, false
 		}
 		out = append(out, span{num: num, start: off, end: off + n + m})
 		off += n + m

@@ -2,6 +2,7 @@ package codec_test
 
 import (
 	"bytes"
+	"errors"
 	"math/rand"
 	"reflect"
 	"testing"
@@ -352,6 +353,36 @@ func TestDecodeSharingNonCanonicalEncodings(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Fatalf("%s like %s: DecodeSharing differs from Decode:\n%s", name, likeName, cmp.Diff(want, got))
 			}
+		}
+	}
+}
+
+// TestMessage: Message returns, from an encoding, the object's protobuf
+// message (what DecodeSharing takes as likeMsg), aliasing the encoding;
+// data that is not an encoding of the codec's is an error.
+func TestMessage(t *testing.T) {
+	p := podgen.Pod(3)
+	data, err := sharing.Encode(nil, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := sharing.Message(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(msg, messageOf(t, p)) {
+		t.Fatalf("Message returned %d bytes, not the pod's message (%d bytes)", len(msg), len(messageOf(t, p)))
+	}
+	if &msg[len(msg)-1] != &data[len(data)-1] {
+		t.Error("Message copied the message")
+	}
+	for name, bad := range map[string][]byte{
+		"empty":         nil,
+		"another codec": append([]byte{data[0] + 1}, data[1:]...),
+		"truncated":     data[:4],
+	} {
+		if _, err := sharing.Message(bad); !errors.Is(err, codec.ErrDecode) {
+			t.Errorf("%s: Message error %v, want ErrDecode", name, err)
 		}
 	}
 }

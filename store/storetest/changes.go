@@ -34,15 +34,36 @@ func changeString(c store.Change) string {
 	return fmt.Sprintf("update %s %s %s", c.Key, rvString(c.Old), rvString(c.New))
 }
 
-// changes collects r's Changes as strings.
+// changes collects r's Changes as strings. When r is a
+// store.SharedChanges, its ChangesShared must tell the same changes, with
+// equal objects.
 func changes(t *testing.T, r store.Replace) []string {
 	t.Helper()
 	var got []string
+	var all []store.Change
 	if err := r.Changes(context.Background(), func(c store.Change) error {
 		got = append(got, changeString(c))
+		all = append(all, c)
 		return nil
 	}); err != nil {
 		t.Fatalf("Changes: %v", err)
+	}
+	if sc, ok := r.(store.SharedChanges); ok {
+		var shared []store.Change
+		if err := sc.ChangesShared(context.Background(), func(c store.Change) error {
+			shared = append(shared, c)
+			return nil
+		}); err != nil {
+			t.Fatalf("ChangesShared: %v", err)
+		}
+		if len(shared) != len(all) {
+			t.Fatalf("ChangesShared told %d changes, Changes %d", len(shared), len(all))
+		}
+		for i := range all {
+			if shared[i].Key != all[i].Key || !apiequality.Semantic.DeepEqual(shared[i].Old, all[i].Old) || !apiequality.Semantic.DeepEqual(shared[i].New, all[i].New) {
+				t.Fatalf("change %d: ChangesShared told %+v, Changes %+v", i, shared[i], all[i])
+			}
+		}
 	}
 	return got
 }

@@ -213,7 +213,8 @@ type RunOptions struct {
 	// non-nil slice measures none.
 	RelistPercents []int
 	// ProfileDir, when set, receives a CPU profile of each phase of each
-	// implementation: IMPL-cold.pprof and IMPL-churn.pprof.
+	// implementation: IMPL-cold.pprof, IMPL-churn.pprof and
+	// IMPL-relistPCT.pprof for each relist.
 	ProfileDir string
 }
 
@@ -307,7 +308,11 @@ func Measure(ctx context.Context, proc *apiproc.Process, impl string, n, gen int
 		var r Relisted
 		// Generations of the relists' updates and markers follow the
 		// churn's, distinct per implementation too.
+		if stop, err = startProfile(opts.ProfileDir, impl, fmt.Sprintf("relist%d", pct)); err != nil {
+			break
+		}
 		r, err = Relist(ctx, proc, inf, n, pct, gen*1000+2*i+1)
+		err = errors.Join(err, stop())
 		res.Relists = append(res.Relists, r)
 	}
 	rv := inf.ResourceVersion()
