@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
@@ -59,9 +61,13 @@ func (r *replaceTx) changes(ctx context.Context, share bool, fn store.ChangeFunc
 				return fmt.Errorf("%w: retained generation: %w", ErrCorrupt, err)
 			}
 			w := changeWalk{s: s, old: old, live: live, share: share}
-			done, liveBad = w.walk(after)
-			if liveBad == nil {
-				chunk, liveBad = w.read()
+			var walkBad *keyError
+			done, walkBad = w.walk(after)
+			// The changes found before a live envelope that is
+			// unreadable are decoded all the same: one of them that
+			// does not decode comes first.
+			if chunk, liveBad = w.read(); liveBad == nil {
+				liveBad = walkBad
 			}
 			after, bad = w.after, w.bad
 			return nil
@@ -69,7 +75,12 @@ func (r *replaceTx) changes(ctx context.Context, share bool, fn store.ChangeFunc
 		if err != nil {
 			return err
 		}
+		// In key order: the walk found some, the decode the others.
+		slices.SortStableFunc(bad, func(a, b keyError) int { return strings.Compare(a.key, b.key) })
 		for _, b := range bad {
+			if liveBad != nil && b.key >= liveBad.key {
+				break // not reached
+			}
 			s.logger.Error(b.err, "A replaced object cannot be decoded; its live object is told as an add, or nothing if it vanished", "key", b.key)
 		}
 		if liveBad != nil {
@@ -233,12 +244,16 @@ func (w *changeWalk) read() ([]store.Change, *keyError) {
 			}
 		}
 		if f.oenv != nil && !f.oldHot {
-			var sh sharedDecode
-			if w.share && f.lenv != nil {
-
-				sh = w.s.sharingWithStored(f.ch.New, f.lenv)
-			}
-			f.ch.Old, f.oldErr = w.s.decodeRecovered(f.k, f.oenv, sh)
+			f.ch.Old, f.oldErr = w.s.recovered(f.k, func() (interface{}, error) {
+				// Only with a new object decoded from lenv: the hot
+				// tier may hold the object a write encoded, which
+				// need not be what its message decodes to.
+				var sh sharedDecode
+				if w.share && f.lenv != nil && !f.newHot {
+					sh = w.s.sharingWithStored(f.ch.New, f.lenv)
+				}
+				return w.s.decodeItemShared(string(f.k), f.oenv, sh)
+			})
 		}
 		return nil
 	})

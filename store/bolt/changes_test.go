@@ -2,7 +2,9 @@ package bolt
 
 import (
 	"context"
+	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	bbolt "go.etcd.io/bbolt"
@@ -162,8 +164,8 @@ func TestChangesTellsAnUnreadableReplacedObjectAsAnAdd(t *testing.T) {
 // TestChangesSharedSharesWithTheNewObject: a relist's changes read with
 // ChangesShared equal those Changes reads, and the old object of each
 // updated key shares with its new one what the update left alone, unless
-// the hot tier holds it (then both read the tier's object); Changes
-// shares nothing. Enough keys change to be decoded on every core, over
+// the hot tier holds it (then both read the tier's object) or the new one
+// (then the old one is decoded whole); Changes shares nothing. Enough keys change to be decoded on every core, over
 // several chunks.
 func TestChangesSharedSharesWithTheNewObject(t *testing.T) {
 	ctx := context.Background()
@@ -203,6 +205,18 @@ func TestChangesSharedSharesWithTheNewObject(t *testing.T) {
 	// Staged and committed without going through the tier.
 	must(t, r.Add(ctx, page...))
 	must(t, r.Commit(ctx, "20"))
+	// The tier also holds some new objects, which a lister read: an old
+	// object is not decoded sharing with those (a write may put in the
+	// tier an object that differs from what its message decodes to).
+	hotNew := map[string]interface{}{}
+	for i := 0; i < n; i += 60 {
+		ns, name := podgen.Key(i)
+		obj, ok, err := s.GetByKey(ns + "/" + name)
+		if err != nil || !ok {
+			t.Fatalf("GetByKey %s/%s: %v, %v", ns, name, ok, err)
+		}
+		hotNew[ns+"/"+name] = obj
+	}
 	collect := func(read func(context.Context, store.ChangeFunc) error) []store.Change {
 		var got []store.Change
 		must(t, read(ctx, func(c store.Change) error { got = append(got, c); return nil }))
@@ -230,6 +244,15 @@ func TestChangesSharedSharesWithTheNewObject(t *testing.T) {
 		if sameContainers(p) {
 			t.Fatalf("%s: Changes shared the containers of the old and the new object", c.Key)
 		}
+		if h, ok := hotNew[c.Key]; ok {
+			if c.New != h || p.New != h {
+				t.Fatalf("%s: the new object is not the hot tier's", c.Key)
+			}
+			if sameContainers(c) {
+				t.Fatalf("%s: the old object shares with the hot tier's new one", c.Key)
+			}
+			continue
+		}
 		if c.Old == p.Old { // both read the hot tier's object
 			hot++
 			continue
@@ -241,5 +264,92 @@ func TestChangesSharedSharesWithTheNewObject(t *testing.T) {
 	}
 	if hot == 0 || sharedOnes == 0 {
 		t.Fatalf("%d old objects from the hot tier and %d shared, want some of each", hot, sharedOnes)
+	}
+}
+
+// undecodable returns env, the envelope of item key, with its payload's
+// codec tag changed and its checksum made valid again: an envelope that
+// reads but whose object does not decode.
+func undecodable(t *testing.T, key string, env []byte) []byte {
+	t.Helper()
+	payload, err := layout.EnvelopePayload(env)
+	must(t, err)
+	body := append([]byte(nil), env[:len(env)-1-layout.SumLen]...) // the checksum element dropped
+	body[len(body)-len(payload)] ^= 0xff
+	return layout.SealEnvelope([]byte(key), body)
+}
+
+// TestChangesOfObjectsThatDoNotDecode: with checksums that hold, a
+// replaced object that does not decode turns its key's update into an add
+// and its vanished key into nothing (logged); a live one stops Changes
+// with ErrCorrupt before any change of its chunk is told, and it is the
+// one reported even when a later live envelope is unreadable too. Changes
+// and ChangesShared alike.
+func TestChangesOfObjectsThatDoNotDecode(t *testing.T) {
+	ctx := context.Background()
+	reads := map[string]func(store.Replace) func(context.Context, store.ChangeFunc) error{
+		"Changes": func(r store.Replace) func(context.Context, store.ChangeFunc) error { return r.Changes },
+		"ChangesShared": func(r store.Replace) func(context.Context, store.ChangeFunc) error {
+			return r.(store.SharedChanges).ChangesShared
+		},
+	}
+	for name, read := range reads {
+		t.Run(name+"/replaced", func(t *testing.T) {
+			path := tempPath(t)
+			db := openDB(t, path, Options{})
+			s := openPods(t, db, nil)
+			for _, p := range []string{"a", "b", "c"} {
+				must(t, s.Add(mkPod("ns", p, "1")))
+			}
+			must(t, db.Close())
+			rawUpdate(t, path, func(tx *bbolt.Tx) error {
+				_, g := rawLive(t, tx)
+				for _, k := range []string{"ns/a", "ns/c"} {
+					setEnvelope(t, g, k, undecodable(t, k, rawEnvelope(t, g, k)))
+				}
+				return nil
+			})
+			db = openDB(t, path, Options{})
+			s = openPods(t, db, nil)
+			r, err := s.BeginReplace(ctx)
+			must(t, err)
+			must(t, r.Add(ctx, mkPod("ns", "a", "2"), mkPod("ns", "b", "1")))
+			must(t, r.Commit(ctx, "2")) // c vanished
+			var got []store.Change
+			must(t, read(r)(ctx, func(c store.Change) error { got = append(got, c); return nil }))
+			must(t, r.Release())
+			if len(got) != 1 || got[0].Key != "ns/a" || got[0].Old != nil || got[0].New.(*corev1.Pod).ResourceVersion != "2" {
+				t.Fatalf("changes = %+v, want one add of ns/a at 2", got)
+			}
+		})
+		t.Run(name+"/live", func(t *testing.T) {
+			db := openDB(t, damagedPath(t), Options{HotBytes: new(int64)})
+			s := openPods(t, db, nil)
+			for _, p := range []string{"a", "b", "c", "d"} {
+				must(t, s.Add(mkPod("ns", p, "1")))
+			}
+			r, err := s.BeginReplace(ctx)
+			must(t, err)
+			for _, p := range []string{"a", "b", "c", "d"} {
+				must(t, r.Add(ctx, mkPod("ns", p, "2")))
+			}
+			must(t, r.Commit(ctx, "2"))
+			must(t, s.db.bolt.Update(func(tx *bbolt.Tx) error {
+				_, g := rawLive(t, tx)
+				setEnvelope(t, g, "ns/b", undecodable(t, "ns/b", rawEnvelope(t, g, "ns/b")))
+				env := append([]byte(nil), rawEnvelope(t, g, "ns/c")...)
+				env[len(env)/2] ^= 0xff // its checksum fails
+				setEnvelope(t, g, "ns/c", env)
+				return nil
+			}))
+			var got []store.Change
+			err = read(r)(ctx, func(c store.Change) error { got = append(got, c); return nil })
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), `"ns/b"`) {
+				t.Fatalf("error %v, want ErrCorrupt naming ns/b", err)
+			}
+			if len(got) != 0 {
+				t.Fatalf("changes told before the corrupt object: %+v", got)
+			}
+		})
 	}
 }

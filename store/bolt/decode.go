@@ -81,6 +81,13 @@ func firstBad(chunk []selected, errs []error) *keyError {
 // wrapping ErrCorrupt: bad data cannot crash the process from a decoding
 // goroutine.
 func (s *Store) decodeRecovered(k, env []byte, sh sharedDecode) (obj interface{}, err error) {
+	return s.recovered(k, func() (interface{}, error) { return s.decodeItemShared(string(k), env, sh) })
+}
+
+// recovered runs decode, which reads item k's stored bytes, with a panic
+// (of a codec, or a fault reading the mapping: see filecheck.go) turned
+// into an error wrapping ErrCorrupt.
+func (s *Store) recovered(k []byte, decode func() (interface{}, error)) (obj interface{}, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			obj, err = nil, fmt.Errorf("%w: item %q: codec %s panicked: %v", ErrCorrupt, k, s.codec.Name(), r)
@@ -90,7 +97,7 @@ func (s *Store) decodeRecovered(k, env []byte, sh sharedDecode) (obj interface{}
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	return s.decodeItemShared(string(k), env, sh)
+	return decode()
 }
 
 // bulkDecoder is the decode of the reads that return a slice from one

@@ -110,11 +110,12 @@ func (s *Store) sharingWith(like interface{}) sharedDecode {
 	return sharedDecode{codec: sh, like: ro, msg: msg}
 }
 
-// sharingWithStored is sharingWith for like decoded from (or, from the
-// hot tier, equal to what decodes from) the envelope likeEnv, whose
-// payload is its message: the relist's changes, whose new objects come
-// from the file. A malformed likeEnv gives the zero sharedDecode. The
-// result aliases likeEnv, and so the read transaction.
+// sharingWithStored is sharingWith for like decoded from the envelope
+// likeEnv, whose payload holds its message: the relist's changes, whose
+// new objects come from the file. A malformed likeEnv gives the zero
+// sharedDecode. The result aliases likeEnv, and so the read transaction;
+// it reads likeEnv, so it runs where a fault reading the mapping is
+// recovered (Store.recovered).
 func (s *Store) sharingWithStored(like interface{}, likeEnv []byte) sharedDecode {
 	sh, ok := s.sharingCodec()
 	if !ok || like == nil {
@@ -124,11 +125,11 @@ func (s *Store) sharingWithStored(like interface{}, likeEnv []byte) sharedDecode
 	if !ok {
 		return sharedDecode{}
 	}
-	env, err := layout.DecodeEnvelope(likeEnv)
+	payload, err := layout.EnvelopePayload(likeEnv)
 	if err != nil {
 		return sharedDecode{}
 	}
-	msg, err := sh.Message(env.Payload)
+	msg, err := sh.Message(payload)
 	if err != nil {
 		return sharedDecode{}
 	}
