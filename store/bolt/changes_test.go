@@ -121,46 +121,6 @@ func TestGetByKeyUncached(t *testing.T) {
 	}
 }
 
-// TestChangesTellsAnUnreadableReplacedObjectAsAnAdd: a replaced object
-// whose bytes are damaged cannot be compared or decoded; the live object
-// of its key is told as an add (Old nil), never left out, and a key that
-// vanished with it is skipped.
-func TestChangesTellsAnUnreadableReplacedObjectAsAnAdd(t *testing.T) {
-	ctx := context.Background()
-	path := tempPath(t)
-	db := openDB(t, path, Options{})
-	s := openPods(t, db, nil)
-	for _, p := range []string{"a", "b", "c"} {
-		must(t, s.Add(mkPod("ns", p, "1")))
-	}
-	must(t, db.Close())
-	rawUpdate(t, path, func(tx *bbolt.Tx) error {
-		_, g := rawLive(t, tx)
-		for _, k := range []string{"ns/a", "ns/c"} {
-			env := append([]byte(nil), rawEnvelope(t, g, k)...)
-			env[len(env)/2] ^= 0xff // inside the payload: the checksum fails
-			setEnvelope(t, g, k, env)
-		}
-		return nil
-	})
-	db = openDB(t, path, Options{})
-	s = openPods(t, db, nil)
-	r, err := s.BeginReplace(ctx)
-	must(t, err)
-	must(t, r.Add(ctx, mkPod("ns", "a", "2"))) // changed, replaced one unreadable
-	must(t, r.Add(ctx, mkPod("ns", "b", "1"))) // unchanged
-	must(t, r.Commit(ctx, "2"))                // c vanished, replaced one unreadable
-	var got []store.Change
-	must(t, r.Changes(ctx, func(c store.Change) error { got = append(got, c); return nil }))
-	must(t, r.Release())
-	if len(got) != 1 || got[0].Key != "ns/a" || got[0].Old != nil || got[0].New == nil {
-		t.Fatalf("changes = %+v, want one add of ns/a", got)
-	}
-	if rv := got[0].New.(*corev1.Pod).ResourceVersion; rv != "2" {
-		t.Fatalf("ns/a told at resourceVersion %s, want 2", rv)
-	}
-}
-
 // TestChangesSharedSharesWithTheNewObject: a relist's changes read with
 // ChangesShared equal those Changes reads, and the old object of each
 // updated key shares with its new one what the update left alone, unless
@@ -279,13 +239,14 @@ func undecodable(t *testing.T, key string, env []byte) []byte {
 	return layout.SealEnvelope([]byte(key), body)
 }
 
-// TestChangesOfObjectsThatDoNotDecode: with checksums that hold, a
-// replaced object that does not decode turns its key's update into an add
-// and its vanished key into nothing (logged); a live one stops Changes
-// with ErrCorrupt before any change of its chunk is told, and it is the
-// one reported even when a later live envelope is unreadable too. Changes
-// and ChangesShared alike.
-func TestChangesOfObjectsThatDoNotDecode(t *testing.T) {
+// TestChangesOfUnreadableObjects: a replaced object that cannot be
+// compared or decoded (its checksum fails, or it does not decode) turns its
+// key's update into an add (Old nil), never leaves it out, and makes its
+// vanished key nothing (logged); a live one that does not decode stops
+// Changes with ErrCorrupt before any change of its chunk is told, and it is
+// the one reported even when a later live envelope is unreadable too.
+// Changes and ChangesShared alike.
+func TestChangesOfUnreadableObjects(t *testing.T) {
 	ctx := context.Background()
 	reads := map[string]func(store.Replace) func(context.Context, store.ChangeFunc) error{
 		"Changes": func(r store.Replace) func(context.Context, store.ChangeFunc) error { return r.Changes },
@@ -293,35 +254,21 @@ func TestChangesOfObjectsThatDoNotDecode(t *testing.T) {
 			return r.(store.SharedChanges).ChangesShared
 		},
 	}
+	// A replaced object whose checksum fails, or that does not decode.
+	damages := map[string]func(t *testing.T, key string, env []byte) []byte{
+		"checksum": func(_ *testing.T, _ string, env []byte) []byte {
+			env = append([]byte(nil), env...)
+			env[len(env)/2] ^= 0xff // inside the payload
+			return env
+		},
+		"decode": undecodable,
+	}
 	for name, read := range reads {
-		t.Run(name+"/replaced", func(t *testing.T) {
-			path := tempPath(t)
-			db := openDB(t, path, Options{})
-			s := openPods(t, db, nil)
-			for _, p := range []string{"a", "b", "c"} {
-				must(t, s.Add(mkPod("ns", p, "1")))
-			}
-			must(t, db.Close())
-			rawUpdate(t, path, func(tx *bbolt.Tx) error {
-				_, g := rawLive(t, tx)
-				for _, k := range []string{"ns/a", "ns/c"} {
-					setEnvelope(t, g, k, undecodable(t, k, rawEnvelope(t, g, k)))
-				}
-				return nil
+		for damage, damaged := range damages {
+			t.Run(name+"/replaced/"+damage, func(t *testing.T) {
+				testChangesOfAnUnreadableReplacedObject(t, read, damaged)
 			})
-			db = openDB(t, path, Options{})
-			s = openPods(t, db, nil)
-			r, err := s.BeginReplace(ctx)
-			must(t, err)
-			must(t, r.Add(ctx, mkPod("ns", "a", "2"), mkPod("ns", "b", "1")))
-			must(t, r.Commit(ctx, "2")) // c vanished
-			var got []store.Change
-			must(t, read(r)(ctx, func(c store.Change) error { got = append(got, c); return nil }))
-			must(t, r.Release())
-			if len(got) != 1 || got[0].Key != "ns/a" || got[0].Old != nil || got[0].New.(*corev1.Pod).ResourceVersion != "2" {
-				t.Fatalf("changes = %+v, want one add of ns/a at 2", got)
-			}
-		})
+		}
 		t.Run(name+"/live", func(t *testing.T) {
 			db := openDB(t, damagedPath(t), Options{HotBytes: new(int64)})
 			s := openPods(t, db, nil)
@@ -351,5 +298,39 @@ func TestChangesOfObjectsThatDoNotDecode(t *testing.T) {
 				t.Fatalf("changes told before the corrupt object: %+v", got)
 			}
 		})
+	}
+}
+
+// testChangesOfAnUnreadableReplacedObject: the replaced objects of ns/a
+// (changed) and ns/c (vanished), damaged by damaged, make an add of ns/a
+// and nothing of ns/c; ns/b is unchanged.
+func testChangesOfAnUnreadableReplacedObject(t *testing.T, read func(store.Replace) func(context.Context, store.ChangeFunc) error,
+	damaged func(t *testing.T, key string, env []byte) []byte) {
+	ctx := context.Background()
+	path := tempPath(t)
+	db := openDB(t, path, Options{})
+	s := openPods(t, db, nil)
+	for _, p := range []string{"a", "b", "c"} {
+		must(t, s.Add(mkPod("ns", p, "1")))
+	}
+	must(t, db.Close())
+	rawUpdate(t, path, func(tx *bbolt.Tx) error {
+		_, g := rawLive(t, tx)
+		for _, k := range []string{"ns/a", "ns/c"} {
+			setEnvelope(t, g, k, damaged(t, k, rawEnvelope(t, g, k)))
+		}
+		return nil
+	})
+	db = openDB(t, path, Options{})
+	s = openPods(t, db, nil)
+	r, err := s.BeginReplace(ctx)
+	must(t, err)
+	must(t, r.Add(ctx, mkPod("ns", "a", "2"), mkPod("ns", "b", "1")))
+	must(t, r.Commit(ctx, "2")) // c vanished
+	var got []store.Change
+	must(t, read(r)(ctx, func(c store.Change) error { got = append(got, c); return nil }))
+	must(t, r.Release())
+	if len(got) != 1 || got[0].Key != "ns/a" || got[0].Old != nil || got[0].New.(*corev1.Pod).ResourceVersion != "2" {
+		t.Fatalf("changes = %+v, want one add of ns/a at 2", got)
 	}
 }
