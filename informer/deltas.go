@@ -191,11 +191,16 @@ func readStates(st store.Store, keys []string, want func(i int, rv string) (bool
 // replaced by it is decoded sharing with (store.LikeStatesReader), or nil
 // with Options.UnsharedOldObjects.
 func (l *loop) shareWith(obj interface{}) interface{} {
-	if l.i.opts.UnsharedOldObjects {
+	if !l.sharesOld() {
 		return nil
 	}
 	return obj
 }
+
+// sharesOld reports whether old objects are decoded sharing with their
+// new ones (store.LikeStatesReader, store.SharedChanges): unless
+// Options.UnsharedOldObjects.
+func (l *loop) sharesOld() bool { return !l.i.opts.UnsharedOldObjects }
 
 // storedFor reports whether the walk of deltas from a stored object at
 // resourceVersion rv reads the stored object: its first delta that is not

@@ -358,10 +358,9 @@ func (l *loop) abortRelist() {
 }
 
 // changes calls r's Changes, or its ChangesShared when the store can share
-// an update's old object with the new one and Options.UnsharedOldObjects
-// is not set (see shareWith).
+// an update's old object with the new one (sharesOld).
 func (l *loop) changes(ctx context.Context, r store.Replace, fn store.ChangeFunc) error {
-	if sc, ok := r.(store.SharedChanges); ok && !l.i.opts.UnsharedOldObjects {
+	if sc, ok := r.(store.SharedChanges); ok && l.sharesOld() {
 		return sc.ChangesShared(ctx, fn)
 	}
 	return r.Changes(ctx, fn)

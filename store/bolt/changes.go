@@ -116,7 +116,8 @@ func (r *replaceTx) retainedErr(op string) error {
 }
 
 // changeWalk is one chunk of Changes' merge walk, in one read
-// transaction: walk finds the changed keys, read decodes their objects.
+// transaction: walk finds the changed keys and their objects' envelopes,
+// read decodes those with the read path's machinery (decodeSelected).
 type changeWalk struct {
 	s         *Store
 	old, live *layout.Generation
@@ -125,22 +126,21 @@ type changeWalk struct {
 	after []byte
 	// bad are retained objects that did not decode.
 	bad []keyError
-	// found are the changes walk found, in key order.
-	found []foundChange
+	// found are the changes walk found, in key order; olds and news
+	// their replaced and live objects, in key order too.
+	found      []foundChange
+	olds, news []selected
 }
 
-// foundChange is a change walk found. Its key and envelopes alias the
-// read transaction: oenv is the replaced object's envelope (nil if there
-// is none, or it is unreadable), lenv the live one's (nil if none). An
-// object the hot tier holds is set in ch already (oldHot, newHot); the
-// live one's envelope is kept all the same, as the message the replaced
-// object is decoded sharing with.
+// foundChange is a change walk found: the indexes of its replaced and
+// live objects in olds and news (-1: none, or a replaced one that is
+// unreadable), and the live object's envelope when that object is decoded
+// from it (not the hot tier's), as the message the replaced one is decoded
+// sharing with. lenv aliases the read transaction.
 type foundChange struct {
-	k              []byte
-	oenv, lenv     []byte
-	oldHot, newHot bool
-	ch             store.Change
-	oldErr, newErr error
+	key      string
+	old, new int
+	lenv     []byte
 }
 
 // walk finds the changes after after, up to scanChunk changes or
@@ -214,64 +214,66 @@ func (w *changeWalk) both(k, ov, lv []byte) (liveBad *keyError) {
 	return nil
 }
 
-// add records a change of key k, taking from the hot tier the objects it
-// holds.
+// add records a change of key k, whose replaced and live objects have
+// envelopes oenv and lenv (nil: none).
 func (w *changeWalk) add(k, oenv, lenv []byte) {
-	f := foundChange{k: k, oenv: oenv, lenv: lenv, ch: store.Change{Key: string(k)}}
+	f := foundChange{key: string(k), old: -1, new: -1}
 	if oenv != nil {
-		f.ch.Old, f.oldHot = w.s.hot.peek(k, oenv)
+		f.old = len(w.olds)
+		w.olds = append(w.olds, w.s.selectedOf(f.key, k, oenv))
 	}
 	if lenv != nil {
-		f.ch.New, f.newHot = w.s.hot.peek(k, lenv)
+		f.new = len(w.news)
+		c := w.s.selectedOf(f.key, k, lenv)
+		if c.env != nil {
+			f.lenv = lenv
+		}
+		w.news = append(w.news, c)
 	}
 	w.found = append(w.found, f)
 }
 
-// read decodes the objects of the changes walk found, on every core, the
-// live object first and then the replaced one, sharing with it when
-// w.share, and returns the changes in key order, or the first live object
-// that did not decode. A replaced object that did not decode is recorded
-// in bad; its change becomes an add, or nothing for a vanished key. It
-// must run inside the read transaction.
+// read decodes the objects of the changes walk found, on every core: the
+// live ones, then the replaced ones, each sharing with its live one when
+// w.share and that one was decoded from its envelope (the hot tier may
+// hold the object a write encoded, which need not be what its message
+// decodes to). It returns the changes in key order, or the first live
+// object that did not decode. A replaced object that did not decode is
+// recorded in bad; its change becomes an add, or nothing for a vanished
+// key. It must run inside the read transaction.
 func (w *changeWalk) read() ([]store.Change, *keyError) {
-	found := w.found
-	w.found = nil
-	forEachParallel(len(found), func(i int) error {
-		f := &found[i]
-		if f.lenv != nil && !f.newHot {
-			if f.ch.New, f.newErr = w.s.decodeRecovered(f.k, f.lenv, sharedDecode{}); f.newErr != nil {
-				return nil
-			}
-		}
-		if f.oenv != nil && !f.oldHot {
-			f.ch.Old, f.oldErr = w.s.recovered(f.k, func() (interface{}, error) {
-				// Only with a new object decoded from lenv: the hot
-				// tier may hold the object a write encoded, which
-				// need not be what its message decodes to.
-				var sh sharedDecode
-				if w.share && f.lenv != nil && !f.newHot {
-					sh = w.s.sharingWithStored(f.ch.New, f.lenv)
-				}
-				return w.s.decodeItemShared(string(f.k), f.oenv, sh)
-			})
-		}
-		return nil
-	})
-	out := make([]store.Change, 0, len(found))
-	for i := range found {
-		f := &found[i]
-		switch {
-		case f.newErr != nil:
-			return nil, &keyError{f.ch.Key, f.newErr}
-		case f.oldErr != nil:
-			w.bad = append(w.bad, keyError{f.ch.Key, f.oldErr})
-			if f.lenv == nil {
-				continue // vanished, and unreadable: skipped
-			}
-			f.ch.Old = nil
-		}
-		out = append(out, f.ch)
+	if bad := firstBad(w.news, w.s.decodeSelected(w.news, 0)); bad != nil {
+		return nil, bad
 	}
+	if w.share {
+		for _, f := range w.found {
+			if f.old >= 0 && f.lenv != nil && w.olds[f.old].env != nil {
+				// Here, in the transaction's goroutine, a fault
+				// reading lenv is recovered by the transaction (view).
+				w.olds[f.old].share = w.s.sharingWithStored(w.news[f.new].obj, f.lenv)
+			}
+		}
+	}
+	oldErrs := w.s.decodeSelected(w.olds, 0)
+	out := make([]store.Change, 0, len(w.found))
+	for _, f := range w.found {
+		ch := store.Change{Key: f.key}
+		if f.new >= 0 {
+			ch.New = w.news[f.new].obj
+		}
+		if f.old >= 0 {
+			if oldErrs != nil && oldErrs[f.old] != nil {
+				w.bad = append(w.bad, keyError{f.key, oldErrs[f.old]})
+				if f.new < 0 {
+					continue // vanished, and unreadable: skipped
+				}
+			} else {
+				ch.Old = w.olds[f.old].obj
+			}
+		}
+		out = append(out, ch)
+	}
+	w.found, w.olds, w.news = nil, nil, nil
 	return out, nil
 }
 

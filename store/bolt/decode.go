@@ -12,9 +12,11 @@ import (
 // the others on every core (decodeSelected) while the transaction is
 // still open, and drops the references to the stored bytes before the
 // transaction ends. Select, Scan and ScanIndex (selectWalk), ScanParallel
-// (a selectWalk run ahead of its caller) and List, ByIndex and Index
-// (bulkDecoder, one transaction each) all use it, so the results are in
-// key order and at most a chunk of envelopes is referenced at a time.
+// (a selectWalk run ahead of its caller), List, ByIndex and Index
+// (bulkDecoder, one transaction each), the informer's reads of old objects
+// (ReadStatesLike) and a relist's changes (changeWalk) all use it, so the
+// results are in key order and at most a chunk of envelopes is referenced
+// at a time.
 
 // selected is an object of a chunk: obj when the hot tier had it, else
 // decoded from env. k and env alias the read transaction; key is the
@@ -81,13 +83,6 @@ func firstBad(chunk []selected, errs []error) *keyError {
 // wrapping ErrCorrupt: bad data cannot crash the process from a decoding
 // goroutine.
 func (s *Store) decodeRecovered(k, env []byte, sh sharedDecode) (obj interface{}, err error) {
-	return s.recovered(k, func() (interface{}, error) { return s.decodeItemShared(string(k), env, sh) })
-}
-
-// recovered runs decode, which reads item k's stored bytes, with a panic
-// (of a codec, or a fault reading the mapping: see filecheck.go) turned
-// into an error wrapping ErrCorrupt.
-func (s *Store) recovered(k []byte, decode func() (interface{}, error)) (obj interface{}, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			obj, err = nil, fmt.Errorf("%w: item %q: codec %s panicked: %v", ErrCorrupt, k, s.codec.Name(), r)
@@ -97,7 +92,7 @@ func (s *Store) recovered(k []byte, decode func() (interface{}, error)) (obj int
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	return decode()
+	return s.decodeItemShared(string(k), env, sh)
 }
 
 // bulkDecoder is the decode of the reads that return a slice from one

@@ -95,34 +95,22 @@ func (s *Store) sharingWith(like interface{}) sharedDecode {
 	if like == nil {
 		return sharedDecode{}
 	}
-	sh, ok := s.sharingCodec()
-	if !ok {
-		return sharedDecode{}
-	}
-	ro, ok := like.(runtime.Object)
-	if !ok {
-		return sharedDecode{}
-	}
 	msg, ok := wire.Peek(like)
 	if !ok {
 		return sharedDecode{}
 	}
-	return sharedDecode{codec: sh, like: ro, msg: msg}
+	return s.sharing(like, msg)
 }
 
 // sharingWithStored is sharingWith for like decoded from the envelope
 // likeEnv, whose payload holds its message: the relist's changes, whose
 // new objects come from the file. A malformed likeEnv gives the zero
-// sharedDecode. The result aliases likeEnv, and so the read transaction;
-// it reads likeEnv, so it runs where a fault reading the mapping is
-// recovered (Store.recovered).
+// sharedDecode. The result aliases likeEnv, and so the read transaction,
+// whose goroutine it must run in (it reads likeEnv: a fault reading the
+// mapping is then recovered, see filecheck.go).
 func (s *Store) sharingWithStored(like interface{}, likeEnv []byte) sharedDecode {
 	sh, ok := s.sharingCodec()
 	if !ok || like == nil {
-		return sharedDecode{}
-	}
-	ro, ok := like.(runtime.Object)
-	if !ok {
 		return sharedDecode{}
 	}
 	payload, err := layout.EnvelopePayload(likeEnv)
@@ -131,6 +119,20 @@ func (s *Store) sharingWithStored(like interface{}, likeEnv []byte) sharedDecode
 	}
 	msg, err := sh.Message(payload)
 	if err != nil {
+		return sharedDecode{}
+	}
+	return s.sharing(like, msg)
+}
+
+// sharing returns the decode sharing with like, whose message is msg, if
+// the store's codec can share and like is a runtime.Object.
+func (s *Store) sharing(like interface{}, msg []byte) sharedDecode {
+	sh, ok := s.sharingCodec()
+	if !ok {
+		return sharedDecode{}
+	}
+	ro, ok := like.(runtime.Object)
+	if !ok {
 		return sharedDecode{}
 	}
 	return sharedDecode{codec: sh, like: ro, msg: msg}
