@@ -6,7 +6,7 @@
 //
 // Usage:
 //
-//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 150000] [-churn-hot 0] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone] [-server genserver|fakeapi] [-bolt-gogc N]
+//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 400000] [-churn-hot 0] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone] [-server genserver|fakeapi] [-bolt-gogc N]
 //
 // The server (a benchmarks/internal/genserver with -n podgen pods, which
 // generates each pod when it serves it and encodes on every core; with
@@ -19,11 +19,12 @@
 // the update notifications per second the informer's handler receives,
 // over whole GC periods of the informer's process (so that collections of
 // a large heap are paid in proportion, not all or nothing), and over the
-// whole churn. -updates defaults to 1.5 times -n, at most 150,000. The
-// updates are spread over every pod (each updated about 1.5 times by
-// default); with -churn-hot N they cycle over a hot set of N pods (spread
-// over the namespaces), as a rollout updates a few pods many times, and
-// the churn's rows and the title say so.
+// whole churn. -updates defaults to 4 times -n, at most 400,000 (six or
+// more of client-go's collections at 100k pods). The updates are spread
+// over every pod (each updated about 4 times by default); with -churn-hot
+// N they cycle over a hot set of N pods (spread over the namespaces), as a
+// rollout updates a few pods many times, and the churn's rows and the
+// title say so.
 // 410 relist: the server changes -relist percent of the pods while holding
 // back the watch streams, then restarts (history compacted), so that the
 // informer's resumed watch gets 410 Expired and it relists; the figures
@@ -84,7 +85,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	var o options
 	var impls, sync, encoding, relists string
 	fs.IntVar(&o.n, "n", 100000, "number of pods")
-	fs.IntVar(&o.updates, "updates", 0, "number of updates of the events/s measurement (default min(1.5n, 150000))")
+	fs.IntVar(&o.updates, "updates", 0, "number of updates of the events/s measurement (default min(4n, 400000))")
 	fs.IntVar(&o.churnHot, "churn-hot", 0, "restrict the events/s measurement's updates (and the server alone's) to a hot set of this many pods, at most -n, spread over the namespaces and each updated about updates/N times, as a rollout updates a few pods many times; the 410 relists still change pods spread over all (0: spread over every pod)")
 	fs.StringVar(&impls, "impl", strings.Join(informerbench.Impls, ","), "comma-separated informers to measure, the baseline first")
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory for the bolt store's file")
