@@ -147,8 +147,10 @@ type Options struct {
 	// the previous relist relists at once. Default DefaultBackoffReset.
 	BackoffReset time.Duration
 	// MinWatchTimeout is the shortest server-side timeout asked for a
-	// watch; each asks for a random one in [min, 2*min]. Default
-	// DefaultMinWatchTimeout.
+	// watch; each asks for a random one in [min, 2*min]. Values below
+	// DefaultMinWatchTimeout (5m) are raised to it, as client-go does,
+	// so that watches are not re-established often enough to load the
+	// control plane. Default DefaultMinWatchTimeout.
 	MinWatchTimeout time.Duration
 	// MaxInternalErrorRetryDuration is how long the reflector keeps
 	// re-watching from the last RV after 500 Internal Server Error
@@ -210,7 +212,7 @@ func (o Options) withDefaults(expectedType runtime.Object) (Options, error) {
 	if o.BackoffReset == 0 {
 		o.BackoffReset = DefaultBackoffReset
 	}
-	if o.MinWatchTimeout == 0 {
+	if o.MinWatchTimeout < DefaultMinWatchTimeout {
 		o.MinWatchTimeout = DefaultMinWatchTimeout
 	}
 	if o.ResumeSettle == 0 {
