@@ -52,8 +52,11 @@ const (
 	// WatchListAuto streams relists with WatchList and falls back to a
 	// paginated LIST when the ListerWatcher reports it cannot
 	// (IsWatchListSemanticsUnSupported, as client-go checks; no WatchList
-	// is tried), or when a WatchList request fails for any reason, as
-	// client-go's reflector does: the relist continues at once with a LIST.
+	// is tried), or when a WatchList request fails, as client-go's
+	// reflector does: the relist continues at once with a LIST. A 429 or
+	// a refused connection is not a reason to list: the WatchList is sent
+	// again after a backoff (at least the 429's Retry-After), as
+	// client-go does.
 	// When the server rejected or ignored the request
 	// (ErrWatchListUnsupported) the reflector keeps using LIST for the
 	// rest of its Run; after any other error its next relist tries
