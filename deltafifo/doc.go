@@ -60,12 +60,26 @@
 // is dropped. Accumulation never crosses a segment boundary, so a key can
 // have deltas in two segments.
 //
-// Differences from client-go: a Delete for a key the queue and
-// KnownObjects do not hold is queued rather than dropped (popped batches
-// may not be applied yet, so only the consumer knows); the queue does not
-// compute the deletions of a relist (the store's replace finds the
-// vanished objects); bookmarks never appear as deltas (they move the safe
-// resourceVersion instead).
+// Differences from client-go's DeltaFIFO (clientgo_*_test.go runs its
+// tests against this queue and shows each one):
+//
+//   - a Delete for a key the queue and KnownObjects do not hold is queued
+//     rather than dropped (popped batches may not be applied yet, so only
+//     the consumer knows);
+//   - a relist is not turned into deltas: the listed objects are popped as
+//     pages of a replace segment, after every delta pushed before it, not
+//     as Sync or Replaced deltas (there is no EmitDeltaTypeReplaced), and
+//     the queue does not compute the relist's deletions (the consumer's
+//     store replace finds the vanished keys and their last state), so
+//     KnownObjects is read by Resync only;
+//   - Sync deltas carry their key (cache.ExplicitKey), not the object;
+//   - bookmarks never appear as deltas (they move the safe
+//     resourceVersion instead);
+//   - HasSynced waits for the initial relist's KindReplaceEnd to be
+//     popped, even when the list was empty (client-go is synced at once by
+//     an empty initial Replace);
+//   - there is no exported KeyOf, AddIfNotPresent or requeue: a popped
+//     batch belongs to the consumer and is never handed back.
 //
 // # The safe resourceVersion (invariant 1)
 //

@@ -21,7 +21,9 @@ var (
 	//
 	// This error, ErrWatchListIncomplete and every other error of a
 	// WatchList request are logged, not passed to the WatchErrorHandler:
-	// the relist goes on at once with a LIST, whose own errors are.
+	// the relist goes on at once with a LIST, whose own errors are (or,
+	// after a 429 or a refused connection, with the WatchList again after
+	// a backoff, as client-go does).
 	ErrWatchListUnsupported = errors.New("server does not support WatchList")
 	// ErrWatchListIncomplete: a WatchList stream closed before its
 	// initial-events-end bookmark; that relist goes on with a LIST.

@@ -33,8 +33,9 @@ func (l *noWatchListLW) WatchWithContext(ctx context.Context, opts metav1.ListOp
 	return l.ListerWatcherWithContext.WatchWithContext(ctx, opts)
 }
 
-// TestWatchListFailureFallsBackToList: a WatchList that fails for any
-// reason, on the request or midway through its stream, is followed at
+// TestWatchListFailureFallsBackToList: a WatchList that fails, on the
+// request or midway through its stream, for any reason but a refused
+// connection or a 429 (TestWatchListRefusedIsRetried), is followed at
 // once by a paginated LIST (as client-go's reflector does), so the Sink
 // syncs without a backoff; the WatchList error is logged, not handled as
 // a watch error. A relist that follows a later 410 tries WatchList again.
@@ -49,7 +50,6 @@ func TestWatchListFailureFallsBackToList(t *testing.T) {
 		before []string
 	}{
 		{name: "500 on the request", fault: &fakesource.Fault{Err: fakesource.InternalError("aggregated API is unavailable")}},
-		{name: "connection refused", fault: &fakesource.Fault{Err: fakesource.ConnectionRefused()}},
 		{name: "stream fails midway", fault: &fakesource.Fault{AfterEvents: 1, End: fakesource.EndDecodeError},
 			before: []string{"BeginReplace", "ReplacePage a", "AbortReplace"}},
 		{name: "stream closes before its end bookmark", fault: &fakesource.Fault{AfterEvents: 1, End: fakesource.EndClose},
@@ -133,5 +133,33 @@ func TestWatchListFailureFallsBackToList(t *testing.T) {
 			clk.noTimer(t)
 			rec.checkModel(t, src)
 		})
+	}
+}
+
+// TestWatchListRefusedIsRetried: a WatchList whose connection is refused
+// is sent again after a backoff, as client-go's reflector does, not
+// followed by a LIST (the server is away: a LIST at once would fail too).
+// A 429 is retried the same way (clientgo_watchlist_test.go).
+func TestWatchListRefusedIsRetried(t *testing.T) {
+	src := newSource(t, fakesource.Options{}, "a", "b") // RV 3
+	src.FailWatches(1, fakesource.Fault{Err: fakesource.ConnectionRefused()})
+	rec := newRecorder()
+	rec.strict = true
+	clk, _ := runWith(t, src.Endpoint(podGVK, ""), abortingRecorder{rec}, Options{PageSize: 1})
+	if d := clk.nextTimer(t); d != DefaultBackoff().Duration {
+		t.Fatalf("backoff %v, want %v", d, DefaultBackoff().Duration)
+	}
+	clk.Step(DefaultBackoff().Duration)
+	want := []string{"BeginReplace", "ReplacePage a", "ReplacePage b", "EndReplace 3"}
+	if calls := rec.waitCall(t, "EndReplace 3"); !reflect.DeepEqual(calls, want) {
+		t.Fatalf("sink calls = %v, want %v", calls, want)
+	}
+	rec.checkModel(t, src)
+	if n := len(requests(src, "list")); n != 0 {
+		t.Errorf("%d LIST requests, want none", n)
+	}
+	watches := requests(src, "watch")
+	if len(watches) != 2 || watches[0].Options.SendInitialEvents == nil || watches[1].Options.SendInitialEvents == nil {
+		t.Errorf("watch requests = %+v, want two WatchLists", watches)
 	}
 }

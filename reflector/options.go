@@ -52,8 +52,11 @@ const (
 	// WatchListAuto streams relists with WatchList and falls back to a
 	// paginated LIST when the ListerWatcher reports it cannot
 	// (IsWatchListSemanticsUnSupported, as client-go checks; no WatchList
-	// is tried), or when a WatchList request fails for any reason, as
-	// client-go's reflector does: the relist continues at once with a LIST.
+	// is tried), or when a WatchList request fails, as client-go's
+	// reflector does: the relist continues at once with a LIST. A 429 or
+	// a refused connection is not a reason to list: the WatchList is sent
+	// again after a backoff (at least the 429's Retry-After), as
+	// client-go does.
 	// When the server rejected or ignored the request
 	// (ErrWatchListUnsupported) the reflector keeps using LIST for the
 	// rest of its Run; after any other error its next relist tries
@@ -147,8 +150,10 @@ type Options struct {
 	// the previous relist relists at once. Default DefaultBackoffReset.
 	BackoffReset time.Duration
 	// MinWatchTimeout is the shortest server-side timeout asked for a
-	// watch; each asks for a random one in [min, 2*min]. Default
-	// DefaultMinWatchTimeout.
+	// watch; each asks for a random one in [min, 2*min]. Values below
+	// DefaultMinWatchTimeout (5m) are raised to it, as client-go does,
+	// so that watches are not re-established often enough to load the
+	// control plane. Default DefaultMinWatchTimeout.
 	MinWatchTimeout time.Duration
 	// MaxInternalErrorRetryDuration is how long the reflector keeps
 	// re-watching from the last RV after 500 Internal Server Error
@@ -210,7 +215,7 @@ func (o Options) withDefaults(expectedType runtime.Object) (Options, error) {
 	if o.BackoffReset == 0 {
 		o.BackoffReset = DefaultBackoffReset
 	}
-	if o.MinWatchTimeout == 0 {
+	if o.MinWatchTimeout < DefaultMinWatchTimeout {
 		o.MinWatchTimeout = DefaultMinWatchTimeout
 	}
 	if o.ResumeSettle == 0 {

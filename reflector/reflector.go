@@ -10,8 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
@@ -233,18 +235,31 @@ func (r *Reflector) resume(ctx context.Context) bool {
 // relist pushes the complete current state into the Sink. It returns the
 // open watch to continue with after a WatchList, nil after a LIST.
 //
-// As in client-go, a WatchList that fails for any reason is followed at
-// once by a LIST, so that a source that cannot serve sendInitialEvents
-// (an aggregated API, a proxy, a custom ListerWatcher) still syncs; the
-// WatchList error is logged, and only the LIST's error, if any, is
-// returned. After a server's refusal (ErrWatchListUnsupported) every later
-// relist uses LIST; after any other error the next relist tries WatchList
-// again, as client-go's does.
+// As in client-go, a WatchList answered with 429 Too Many Requests or a
+// refused connection (as a failed request or as an ERROR event of the
+// stream) is sent again after a backoff (at least the 429's Retry-After):
+// the server is busy or away, and a LIST at once would only add load. A
+// WatchList that fails for any other reason is followed at once by a
+// LIST, so that a source that cannot serve sendInitialEvents (an
+// aggregated API, a proxy, a custom ListerWatcher) still syncs. WatchList
+// errors are logged, and only the LIST's error, if any, is returned.
+// After a server's refusal (ErrWatchListUnsupported) every later relist
+// uses LIST; after any other error the next relist tries WatchList again,
+// as client-go's does.
 func (r *Reflector) relist(ctx context.Context) (watch.Interface, error) {
 	r.metrics.RelistStarted()
 	logger := klog.FromContext(ctx)
 	if r.useWatchList() {
 		w, err := r.watchList(ctx)
+		for err != nil && ctx.Err() == nil && isWatchListRetriable(err) {
+			r.abortReplace(ctx)
+			d := r.retryDelay(err)
+			logger.V(2).Info("WatchList failed; backing off before sending it again", "retryIn", d, "err", err)
+			if !r.sleep(ctx, d) {
+				return nil, ctx.Err()
+			}
+			w, err = r.watchList(ctx)
+		}
 		if err == nil {
 			r.lastRelist = r.clock.Now()
 			return w, nil
@@ -266,6 +281,13 @@ func (r *Reflector) relist(ctx context.Context) (watch.Interface, error) {
 	}
 	r.lastRelist = r.clock.Now()
 	return nil, nil
+}
+
+// isWatchListRetriable reports the WatchList errors after which
+// client-go's reflector sends the WatchList again after a backoff rather
+// than listing: the server is busy (429) or unreachable.
+func isWatchListRetriable(err error) bool {
+	return utilnet.IsConnectionRefused(err) || apierrors.IsTooManyRequests(err)
 }
 
 func (r *Reflector) useWatchList() bool {

@@ -27,6 +27,11 @@ func (r *Reflector) watch(ctx context.Context, w watch.Interface, warm *bool, se
 	logger := klog.FromContext(ctx)
 	for {
 		if w == nil {
+			if err := ctx.Err(); err != nil {
+				// No request once ctx is done (after a backoff it
+				// interrupted, or before the first watch).
+				return err
+			}
 			rv := r.LastSyncResourceVersion()
 			r.metrics.WatchRequested(false)
 			var err error
