@@ -7,6 +7,9 @@ package storetest
 // function yields the empty value, an Index probe with duplicate values).
 
 import (
+	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/store"
 )
 
 var clientGoIndexTests = []clientGoTest{
@@ -21,6 +26,8 @@ var clientGoIndexTests = []clientGoTest{
 	{name: "TestMultiIndexKeys", fn: testCGMultiIndexKeys},
 	{name: "EmptyIndexValue", fn: testCGEmptyIndexValue},
 	{name: "IndexProbeDuplicateValues", fn: testCGIndexProbeDuplicates},
+	{name: "IndexNames", fn: testCGIndexNames},
+	{name: "LongIndexValue", fn: testCGLongIndexValue},
 }
 
 func cgTestIndexFunc(obj interface{}) ([]string, error) {
@@ -206,4 +213,98 @@ func testCGIndexProbeDuplicates(t *testing.T, h cgHarness) {
 	if keys, err := index.IndexKeys("byUser", "ernie"); err != nil || len(keys) != 1 || keys[0] != "one" {
 		t.Errorf("IndexKeys(byUser, ernie) = %q, %v; want [one]", keys, err)
 	}
+}
+
+// testCGIndexNames: client-go's indexers are a map, and any string names
+// an index, the empty one included, at NewIndexer and at AddIndexers.
+func testCGIndexNames(t *testing.T, h cgHarness) {
+	names := []string{"", "\x00", "\x00byUser", "a/b", "with space", "\xff"}
+	initial := cache.Indexers{}
+	for _, n := range names[:3] {
+		initial[n] = cgTestUsersIndexFunc
+	}
+	index := h.open(t, cache.MetaNamespaceKeyFunc, initial)
+	mustDo(t, "Add one", index.Add(cgPod("one", nil, map[string]string{"users": "ernie,bert"})))
+	later := cache.Indexers{}
+	for _, n := range names[3:] {
+		later[n] = cgTestUsersIndexFunc
+	}
+	mustDo(t, "AddIndexers", index.AddIndexers(later))
+	mustDo(t, "Add two", index.Add(cgPod("two", nil, map[string]string{"users": "bert"})))
+	assertKeys(t, "GetIndexers names", mapKeys(index.GetIndexers()), names...)
+	for _, n := range names {
+		if keys, err := index.IndexKeys(n, "bert"); err != nil || len(keys) != 2 || keys[0] != "one" || keys[1] != "two" {
+			t.Errorf("IndexKeys(%q, bert) = %q, %v; want [one two]", n, keys, err)
+		}
+		assertKeys(t, fmt.Sprintf("ListIndexFuncValues(%q)", n), index.ListIndexFuncValues(n), "ernie", "bert")
+	}
+	mustDo(t, "Replace", index.Replace([]interface{}{cgPod("three", nil, map[string]string{"users": "elmo"})}, "5"))
+	for _, n := range names {
+		if keys, err := index.IndexKeys(n, "elmo"); err != nil || len(keys) != 1 || keys[0] != "three" {
+			t.Errorf("after Replace: IndexKeys(%q, elmo) = %q, %v; want [three]", n, keys, err)
+		}
+	}
+}
+
+// testCGLongIndexValue: client-go indexes values of any length. An
+// annotation may hold up to 256 KiB, and an index function may return it
+// (or any other long string) whole.
+func testCGLongIndexValue(t *testing.T, h cgHarness) {
+	index := h.open(t, cache.MetaNamespaceKeyFunc, cache.Indexers{"byUser": cgTestUsersIndexFunc})
+	long := strings.Repeat("u", 200<<10)
+	longer := long + "\x00\x01" + long
+	mustDo(t, "Add one", index.Add(cgPod("one", nil, map[string]string{"users": long + ",ernie"})))
+	mustDo(t, "Add two", index.Add(cgPod("two", nil, map[string]string{"users": longer})))
+	mustDo(t, "Add tre", index.Add(cgPod("tre", nil, map[string]string{"users": long})))
+	// A value sharing a long prefix with the long ones, and shorter ones.
+	mustDo(t, "Add four", index.Add(cgPod("four", nil, map[string]string{"users": long[:len(long)-1] + "v"})))
+
+	wantKeys := func(value string, want ...string) {
+		t.Helper()
+		keys, err := index.IndexKeys("byUser", value)
+		if err != nil || !slices.Equal(keys, want) {
+			t.Errorf("IndexKeys(byUser, %d-byte value) = %q, %v; want %q", len(value), keys, err, want)
+		}
+		objs, err := index.ByIndex("byUser", value)
+		if err != nil || len(objs) != len(want) {
+			t.Errorf("ByIndex(byUser, %d-byte value) = %d objects, %v; want %d", len(value), len(objs), err, len(want))
+		}
+	}
+	wantKeys(long, "one", "tre")
+	wantKeys(longer, "two")
+	var selected []string
+	if err := store.Select(context.Background(), index, store.Selection{Index: "byUser", Value: long}, func(key string, _ interface{}) error {
+		selected = append(selected, key)
+		return nil
+	}); err != nil {
+		t.Errorf("Select(byUser, long value): %v", err)
+	}
+	assertKeys(t, "Select(byUser, long value)", selected, "one", "tre")
+	wantKeys(long[:len(long)-1]+"v", "four")
+	wantKeys(long[:len(long)-1])
+	wantKeys(long + "u")
+	wantKeys("ernie", "one")
+	values := index.ListIndexFuncValues("byUser")
+	if len(values) != 4 {
+		t.Errorf("ListIndexFuncValues(byUser) has %d values, want 4", len(values))
+	}
+	for _, v := range values {
+		if v != long && v != longer && v != "ernie" && v != long[:len(long)-1]+"v" {
+			t.Errorf("ListIndexFuncValues(byUser) has an unexpected %d-byte value", len(v))
+		}
+	}
+	got, err := index.Index("byUser", cgPod("probe", nil, map[string]string{"users": longer + "," + long}))
+	if err != nil || len(got) != 3 {
+		t.Errorf("Index(byUser, probe of the two long values) = %d objects, %v; want 3", len(got), err)
+	}
+
+	// Updates and deletes remove the long entries.
+	mustDo(t, "Update one", index.Update(cgPod("one", nil, map[string]string{"users": "ernie"})))
+	mustDo(t, "Delete two", index.Delete(cgPod("two", nil, nil)))
+	wantKeys(long, "tre")
+	wantKeys(longer)
+	mustDo(t, "Replace", index.Replace([]interface{}{cgPod("five", nil, map[string]string{"users": longer})}, "9"))
+	wantKeys(long)
+	wantKeys(longer, "five")
+	assertKeys(t, "ListIndexFuncValues(byUser) after Replace", index.ListIndexFuncValues("byUser"), longer)
 }
