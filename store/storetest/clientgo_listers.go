@@ -5,7 +5,7 @@ package storetest
 // listers_test.go leaves to the generated listers, on the stores.
 // Adapted: TestListAll's objects are cluster-scoped pods instead of
 // metav1.PartialObjectMetadata (same metadata; a store that encodes
-// objects has a codec for pods), and 1,000 of them instead of 100,000 and
+// objects has a codec for pods), and 500 of them instead of 100,000 and
 // 1,000,000, to keep the suite fast; the typed listers
 // (corelisters.NewPodLister) are tested by the contract suite's
 // Indexer/TypedLister.
@@ -43,23 +43,23 @@ func testCGListAll(t *testing.T, h cgHarness) {
 	}{
 		{
 			name:           "subset match",
-			numObjects:     1000,
-			numMatching:    100,
+			numObjects:     500,
+			numMatching:    50,
 			matchingLabels: map[string]string{"match": "true"},
 			selector:       labels.SelectorFromSet(map[string]string{"match": "true"}),
-			expectedCount:  100,
+			expectedCount:  50,
 		},
 		{
 			name:           "all match",
-			numObjects:     1000,
+			numObjects:     500,
 			numMatching:    0,
 			matchingLabels: map[string]string{},
 			selector:       labels.Everything(),
-			expectedCount:  1000,
+			expectedCount:  500,
 		},
 		{
 			name:           "no match",
-			numObjects:     1000,
+			numObjects:     500,
 			numMatching:    0,
 			matchingLabels: map[string]string{"nomatch": "true"},
 			selector:       labels.SelectorFromSet(map[string]string{"match": "true"}),
