@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -172,13 +173,29 @@ func TestChecksumsBindKeys(t *testing.T) {
 	}
 	x := layout.NewIndexSum("namespace")
 	k := layout.IndexKey("ns", "ns/a")
-	if err := x.Verify(k, x.Value(k)); err != nil {
+	if err := x.Verify(k, x.Value(k, "ns")); err != nil {
 		t.Fatalf("Verify of an index entry: %v", err)
 	}
-	if err := layout.NewIndexSum("other").Verify(k, x.Value(k)); !errors.Is(err, ErrChecksum) {
+	if err := layout.NewIndexSum("other").Verify(k, x.Value(k, "ns")); !errors.Is(err, ErrChecksum) {
 		t.Errorf("an entry of index namespace checked as one of index other = %v, want ErrChecksum", err)
 	}
-	if err := x.Verify(layout.IndexKey("ns", "ns/b"), x.Value(k)); !errors.Is(err, ErrChecksum) {
+	if err := x.Verify(layout.IndexKey("ns", "ns/b"), x.Value(k, "ns")); !errors.Is(err, ErrChecksum) {
 		t.Errorf("an entry's checksum under another key = %v, want ErrChecksum", err)
+	}
+
+	// A long value, held by its entry, is covered by the checksum.
+	long := strings.Repeat("v", layout.MaxInlineIndexValue+1)
+	lk := layout.IndexKey(long, "ns/a")
+	lv := x.Value(lk, long)
+	if err := x.Verify(lk, lv); err != nil {
+		t.Fatalf("Verify of the entry of a long value: %v", err)
+	}
+	damaged := bytes.Clone(lv)
+	damaged[len(damaged)-1] = 'w'
+	if err := x.Verify(lk, damaged); !errors.Is(err, ErrChecksum) {
+		t.Errorf("Verify of a long value's entry with a damaged value = %v, want ErrChecksum", err)
+	}
+	if err := x.Verify(lk, lv[:layout.SumLen-1]); !errors.Is(err, ErrChecksum) {
+		t.Errorf("Verify of a truncated entry = %v, want ErrChecksum", err)
 	}
 }

@@ -1,6 +1,7 @@
 package bolt
 
 import (
+	"context"
 	"testing"
 
 	"k8s.io/client-go/tools/cache"
@@ -17,5 +18,21 @@ func TestContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, indexers cache.Indexers) store.Store {
 		db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
 		return openPods(t, db, indexers)
+	})
+}
+
+// TestClientGo runs client-go's own tools/cache store, indexer and lister
+// tests (storetest.RunClientGo) on a Store of a fresh file. The store
+// holds runtime.Objects only, so client-go's plain structs are pods.
+func TestClientGo(t *testing.T) {
+	storetest.RunClientGo(t, storetest.ClientGoConfig{
+		New: func(t *testing.T, keyFunc cache.KeyFunc, indexers cache.Indexers) store.Store {
+			db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
+			s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: podCodec, Indexers: indexers, KeyFunc: keyFunc})
+			if err != nil {
+				t.Fatalf("Resource: %v", err)
+			}
+			return s
+		},
 	})
 }

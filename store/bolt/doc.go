@@ -25,6 +25,9 @@
 //	                   (a key that is empty or starts with 0x00 gets a 0x00 prefix)
 //	  gen/<n>/blobs/   blob id -> msgpack [rv, uid, payload, checksum]
 //	  gen/<n>/index/<name>/ value 0x00 key -> checksum
+//	                   (a name that is empty or starts with 0x00 gets a 0x00 prefix;
+//	                   a value over 1 KiB is filed under its first 256 bytes and
+//	                   its SHA-256, and its entry holds it after the checksum)
 //
 // Every checksum is a CRC-32C (4 bytes) of the record, bound to the key it
 // is stored under (an envelope's and an item entry's to the object key,
@@ -407,7 +410,9 @@
 // writes schema 4, and then selects without decoding. Schema version 5
 // records the cluster and the transform version of each resource
 // (ResourceOptions.Cluster and TransformVersion); a file of schema 4 is
-// relisted once.
+// relisted once. Schema version 7 names index buckets so that an index may
+// be named "" and files index values over 1 KiB under a hash, so that
+// values of any length can be indexed; a file of schema 6 is relisted once.
 //
 // # Inspection
 //

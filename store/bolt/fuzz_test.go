@@ -3,7 +3,10 @@ package bolt
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"testing"
+
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
@@ -73,11 +76,24 @@ func FuzzIndexKey(f *testing.F) {
 	f.Add("default", "default/a", "defaul")
 	f.Add("a\x00b", "k", "a")
 	f.Add("\x01\x02", "\x00", "\x01")
+	long := strings.Repeat("v", layout.MaxInlineIndexValue)
+	f.Add(long+"w", "k", long)
+	f.Add(long+"w", "k", long+"x")
+	f.Add(long, "k", long+"\x01\x03")
+	f.Add("\x00"+long, "\x00", "\x00"+long+"\x00")
+	sums := layout.NewIndexSum("fuzz")
 	f.Fuzz(func(t *testing.T, value, key, other string) {
 		k := layout.IndexKey(value, key)
-		v, gotKey, err := layout.SplitIndexKey(k)
+		entry := sums.Value(k, value)
+		if err := sums.Verify(k, entry); err != nil {
+			t.Fatalf("Verify of the entry of %q under %q: %v", key, value, err)
+		}
+		v, gotKey, err := layout.SplitIndexKey(k, entry)
 		if err != nil || v != value || gotKey != key {
 			t.Fatalf("split(layout.IndexKey(%q, %q)) = %q, %q, %v", value, key, v, gotKey, err)
+		}
+		if len(k) > bbolt.MaxKeySize && len(key) < bbolt.MaxKeySize/2 {
+			t.Fatalf("the index key of a %d-byte value and a %d-byte key has %d bytes, more than bbolt takes", len(value), len(key), len(k))
 		}
 		if other != value && bytes.HasPrefix(k, layout.AppendIndexPrefix(nil, other)) {
 			t.Fatalf("the prefix of %q matches an entry of %q", other, value)

@@ -227,7 +227,7 @@ func itemEntry(t testing.TB, g *layout.Generation, key string) layout.ItemEntry 
 func putIndexEntry(t testing.TB, g *layout.Generation, name, value, key string) {
 	t.Helper()
 	k := layout.IndexKey(value, key)
-	must(t, g.Index.Bucket([]byte(name)).Put(k, layout.NewIndexSum(name).Value(k)))
+	must(t, g.Index.Bucket([]byte(name)).Put(k, layout.NewIndexSum(name).Value(k, value)))
 }
 
 // rawMeta rewrites the pods resource's meta with fn.

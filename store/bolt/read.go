@@ -450,7 +450,7 @@ type index struct {
 
 // openIndex returns the named index of g.
 func openIndex(g *layout.Generation, name string) (index, error) {
-	b := g.Index.Bucket([]byte(name))
+	b := g.Index.Bucket(layout.IndexBucketName(name))
 	if b == nil {
 		return index{}, fmt.Errorf("%w: index bucket %q missing", ErrCorrupt, name)
 	}
@@ -563,7 +563,9 @@ func (s *Store) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
 }
 
 // ListIndexFuncValues returns the values of indexName that at least one
-// stored object has, in order. An unknown index yields an empty list, as in
+// stored object has, in the order of their index keys (see
+// layout.AppendIndexPrefix: values up to 1 KiB in order, longer ones by
+// their first 256 bytes and a hash). An unknown index yields an empty list, as in
 // client-go; a read error is logged and yields what was read.
 func (s *Store) ListIndexFuncValues(indexName string) []string {
 	out := []string{}
@@ -578,7 +580,7 @@ func (s *Store) ListIndexFuncValues(indexName string) []string {
 		}
 		c := x.b.Cursor()
 		for k, v := c.First(); k != nil; {
-			value, key, err := layout.SplitIndexKey(k)
+			value, key, err := layout.SplitIndexKey(k, v)
 			if err == nil {
 				err = x.sums.Verify(k, v)
 			}

@@ -365,7 +365,7 @@ func (s *Store) rebuildIndexesLocked(ctx context.Context, indexVersion string) e
 			return err
 		}
 		for _, name := range names {
-			if _, err := g.Index.CreateBucket([]byte(name)); err != nil {
+			if _, err := g.Index.CreateBucket(layout.IndexBucketName(name)); err != nil {
 				return err
 			}
 		}
@@ -498,7 +498,7 @@ func (s *Store) AddIndexers(newIndexers cache.Indexers) error {
 	names := next.names()
 	err := s.writeLiveLocked(op, func(g *layout.Generation, m *layout.Meta) error {
 		for _, x := range added {
-			if _, err := g.Index.CreateBucket([]byte(x.name)); err != nil {
+			if _, err := g.Index.CreateBucket(layout.IndexBucketName(x.name)); err != nil {
 				return err
 			}
 		}

@@ -3,6 +3,7 @@ package bolt
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -145,7 +146,7 @@ func TestSchema5DiscardedOnce(t *testing.T) {
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
 	db = openDB(t, path, Options{Sync: UnsafeNoSync, Logger: logger})
 	s = openPods(t, db, namespaceIndexers())
-	want := "schema version 5 recorded, this binary uses 6"
+	want := fmt.Sprintf("schema version 5 recorded, this binary uses %d", layout.SchemaVersion)
 	if st := mustState(t, s); st.Discarded != want || st.Objects != 0 || st.Complete || st.RV != "" {
 		t.Errorf("state = %+v, want discarded for %q, empty", st, want)
 	}

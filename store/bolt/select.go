@@ -268,7 +268,7 @@ func (w *selectWalk) item(g *layout.Generation, k, v []byte) ([]byte, []byte, er
 	}
 	key := k[len(w.src.prefix):]
 	if err := w.sums.Verify(k, v); err != nil {
-		value, _, _ := layout.SplitIndexKey(k)
+		value, _, _ := layout.SplitIndexKey(k, v)
 		return key, nil, indexEntryError(w.src.index, value, string(key), err)
 	}
 	entry := g.Items.Get(key)

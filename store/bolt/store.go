@@ -55,6 +55,25 @@ import (
 //   - GetIndexers returns a copy.
 //   - List, ListKeys, IndexKeys and Scan return objects in key order.
 //
+// Differences that follow from storing objects encoded in a file (the
+// Store runs client-go's own store, indexer and lister tests,
+// storetest.RunClientGo, with pods where client-go stores plain structs):
+//
+//   - It holds runtime.Objects of its codec's type only; another value is
+//     a cache.KeyError (no metadata for the default key function) or
+//     ErrEncode, and nothing is written. store/memory holds any value.
+//   - Objects returned are decoded from the file or shared from the hot
+//     tier: equal to the object written, not necessarily the same pointer.
+//   - Object keys are bbolt keys, at most 32 KiB (a Kubernetes key has at
+//     most 317 bytes); a longer one is an error and nothing is written.
+//     Index names and values have no limit: an index may be named "",
+//     and a value over 1 KiB is filed under a hash (see doc.go).
+//   - An index named "" serves every cache.Indexer method but cannot be
+//     selected by store.Selection, whose empty Index means no index.
+//   - ListIndexFuncValues returns values in the order of their index keys
+//     (a value over 1 KiB by its first 256 bytes and a hash); client-go's
+//     order is unspecified.
+//
 // Index functions and the KeyFunc are called while the store's write lock
 // may be held and must not call the store.
 type Store struct {

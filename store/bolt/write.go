@@ -201,7 +201,7 @@ func (w *writer) indexBucket(i int) (*bbolt.Bucket, error) {
 		w.sums = make([]layout.IndexSum, len(w.names))
 	}
 	if w.idx[i] == nil {
-		b := w.g.Index.Bucket([]byte(w.names[i]))
+		b := w.g.Index.Bucket(layout.IndexBucketName(w.names[i]))
 		if b == nil {
 			return nil, fmt.Errorf("%w: index bucket %q missing", ErrCorrupt, w.names[i])
 		}
@@ -298,7 +298,7 @@ func (w *writer) put(key string, env, sel []byte, values [][]string) (added bool
 		for _, v := range nv {
 			if !slices.Contains(ov, v) {
 				ik := layout.IndexKey(v, key)
-				if err := b.Put(ik, w.sums[i].Value(ik)); err != nil {
+				if err := b.Put(ik, w.sums[i].Value(ik, v)); err != nil {
 					return false, err
 				}
 			}

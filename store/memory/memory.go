@@ -16,6 +16,11 @@
 //   - A transaction of an unknown type is an error (ErrTransactionType);
 //     client-go ignores it and reports it successful.
 //   - GetIndexers returns a copy.
+//
+// Like client-go's, the store holds values of any type (with a key
+// function that keys them): client-go's own store, indexer and lister
+// tests run on it with their plain structs (storetest.RunClientGo). Only
+// objects with metadata move LastStoreSyncResourceVersion.
 package memory
 
 import (

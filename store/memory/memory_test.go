@@ -381,3 +381,19 @@ func TestKeyFunctionPanicIsKeyError(t *testing.T) {
 		})
 	}
 }
+
+// TestClientGo runs client-go's own tools/cache store, indexer and lister
+// tests (storetest.RunClientGo), with client-go's plain structs as well as
+// pods: the store holds values of any type.
+func TestClientGo(t *testing.T) {
+	storetest.RunClientGo(t, storetest.ClientGoConfig{
+		New: func(t *testing.T, keyFunc cache.KeyFunc, indexers cache.Indexers) store.Store {
+			s, err := memory.New(memory.Options{KeyFunc: keyFunc, Indexers: indexers})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		},
+		Arbitrary: true,
+	})
+}

@@ -19,6 +19,13 @@
 // The suite stores *corev1.Pod objects only, so that a store which encodes
 // objects can run it, and compares what it reads back with
 // apiequality.Semantic.DeepEqual, never by pointer identity.
+//
+// RunClientGo runs client-go's own tests of tools/cache (store_test.go,
+// index_test.go, thread_safe_store_test.go and listers_test.go at v0.36.3)
+// on a store opened with their key functions and indexers, with the plain
+// structs they store where the store holds any value and with pods
+// carrying the same ids and values otherwise. The cases Run covers are
+// not repeated; clientgo_threadsafe.go names where they are.
 package storetest
 
 import (

@@ -153,15 +153,15 @@ func (v *verifier) resource(res *bbolt.Bucket, resolve func(string) (codec.Codec
 	}
 	indexes := map[string]*bbolt.Bucket{}
 	for _, n := range m.Indexes {
-		if b := g.Index.Bucket([]byte(n)); b != nil {
+		if b := g.Index.Bucket(layout.IndexBucketName(n)); b != nil {
 			indexes[n] = b
 		} else {
 			v.problem(Layout, "", n, "", "index bucket missing")
 		}
 	}
 	if err := g.Index.ForEachBucket(func(k []byte) error {
-		if !slices.Contains(m.Indexes, string(k)) {
-			v.problem(Layout, "", string(k), "", "index bucket not recorded in meta")
+		if name := layout.IndexNameOf(k); !slices.Contains(m.Indexes, name) {
+			v.problem(Layout, "", name, "", "index bucket not recorded in meta")
 		}
 		return nil
 	}); err != nil {
@@ -367,7 +367,7 @@ func (v *verifier) indexEntries(g *layout.Generation, indexes map[string]*bbolt.
 					return err
 				}
 			}
-			value, key, err := layout.SplitIndexKey(k)
+			value, key, err := layout.SplitIndexKey(k, val)
 			if serr := sums.Verify(k, val); serr != nil {
 				v.problem(Checksum, key, name, value, "index entry: %s", layout.Detail(serr))
 				continue

@@ -25,7 +25,9 @@ import (
 //	             labels, which selections trust without decoding) and
 //	             reverse entry (the index values an update removes)
 //	index entry  the value (empty before schema 6) is 4 bytes covering the
-//	             index name and the entry's key (value 0x00 object key)
+//	             index name, the entry's key (value 0x00 object key) and
+//	             what follows them: a value over 1 KiB, which the key
+//	             holds a hash of (schema 7)
 //	meta         a msgpack uint32 after the msgpack map covers the map
 //	live         4 bytes after the 8-byte generation number cover it
 //

@@ -84,3 +84,16 @@ func (c ItemCursor) Seek(seek []byte) ([]byte, []byte) {
 
 // Delete deletes the item under the cursor.
 func (c ItemCursor) Delete() error { return c.c.Delete() }
+
+// Index bucket names. bbolt refuses an empty bucket name, but client-go's
+// indexers accept any string as an index name, the empty one included, so
+// a generation's index bucket of index name is named by the item key
+// encoding of name (0x00 name if name is empty or starts with 0x00, name
+// as it is otherwise). Schema version 6 named them by name as it is and
+// so could not hold an index named "".
+
+// IndexBucketName returns the name of the index bucket of index name.
+func IndexBucketName(name string) []byte { return EncodeItemKey([]byte(name)) }
+
+// IndexNameOf returns the index name of index bucket name b.
+func IndexNameOf(b []byte) string { return string(DecodeItemKey(b)) }

@@ -35,3 +35,26 @@ func TestItemKeyEncoding(t *testing.T) {
 		t.Error("DecodeItemKey(nil) is not nil: a cursor's end would be lost")
 	}
 }
+
+// TestIndexBucketName checks that index bucket names are never empty (bbolt
+// refuses them), are one-to-one, and leave ordinary names as they are.
+func TestIndexBucketName(t *testing.T) {
+	names := []string{"", "\x00", "\x00\x00", "\x00namespace", "namespace", "a/b", "\xff"}
+	seen := map[string]string{}
+	for _, n := range names {
+		b := IndexBucketName(n)
+		if len(b) == 0 {
+			t.Errorf("IndexBucketName(%q) is empty", n)
+		}
+		if got := IndexNameOf(b); got != n {
+			t.Errorf("IndexNameOf(IndexBucketName(%q)) = %q", n, got)
+		}
+		if other, ok := seen[string(b)]; ok {
+			t.Errorf("IndexBucketName(%q) = IndexBucketName(%q) = %q", n, other, b)
+		}
+		seen[string(b)] = n
+	}
+	if got := IndexBucketName("namespace"); string(got) != "namespace" {
+		t.Errorf("IndexBucketName(namespace) = %q, want the name as it is", got)
+	}
+}

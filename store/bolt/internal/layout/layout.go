@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"slices"
 	"time"
 
@@ -28,7 +27,8 @@ import (
 //	                       without values)
 //	      blobs/    8-byte blob id -> envelope [rv, uid, payload]
 //	      index/
-//	        <name>/ escaped(value) 0x00 key -> empty
+//	        <name>/ escaped(value) 0x00 key -> empty (the name encoded
+//	                as an item key, see IndexBucketName)
 //
 // Envelopes live apart from the keys so that a write in watch order (keys
 // spread over the key space) rewrites a leaf of small item entries and
@@ -54,8 +54,12 @@ const (
 	// AppendSelectPart), so a selection decoded every object; version 4
 	// recorded neither the cluster nor the transform version in Meta;
 	// version 5 had no checksums (see checksum.go), so a damaged byte
-	// inside a stored value was served.
-	SchemaVersion = 6
+	// inside a stored value was served; version 6 named index buckets by
+	// the index name as it is, and so could not hold an index named ""
+	// (see IndexBucketName), and stored every index value in its keys,
+	// and so could not index a value longer than bbolt's key limit (see
+	// AppendIndexPrefix).
+	SchemaVersion = 7
 	// Magic marks a warmcache file.
 	Magic = "warmcache"
 )
@@ -287,98 +291,11 @@ func CreateGeneration(res *bbolt.Bucket, gen uint64, indexes []string) (*Generat
 		return nil, err
 	}
 	for _, name := range indexes {
-		if _, err := g.Index.CreateBucket([]byte(name)); err != nil {
+		if _, err := g.Index.CreateBucket(IndexBucketName(name)); err != nil {
 			return nil, fmt.Errorf("create index bucket %q: %w", name, err)
 		}
 	}
 	return g, nil
-}
-
-// Index keys are escaped(value) 0x00 key. The escaping keeps 0x00 out of
-// the value part so that the first 0x00 always ends it: 0x00 is written as
-// 0x01 0x01 and 0x01 as 0x01 0x02. Values without those bytes are stored
-// as is, so the layout reads as <value>\x00<key>.
-
-// AppendIndexPrefix appends escaped(value) 0x00.
-func AppendIndexPrefix(dst []byte, value string) []byte {
-	for i := 0; i < len(value); i++ {
-		switch c := value[i]; c {
-		case 0x00:
-			dst = append(dst, 0x01, 0x01)
-		case 0x01:
-			dst = append(dst, 0x01, 0x02)
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return append(dst, 0x00)
-}
-
-// IndexKey is the index entry key of object key under value.
-func IndexKey(value, key string) []byte {
-	b := AppendIndexPrefix(make([]byte, 0, len(value)+len(key)+2), value)
-	return append(b, key...)
-}
-
-// IndexSum computes and checks the checksums of the entries of one index:
-// the value of entry k is the CRC-32C of the index name, 0x00 and k.
-type IndexSum struct {
-	seed uint32
-}
-
-// NewIndexSum returns the IndexSum of index name.
-func NewIndexSum(name string) IndexSum {
-	return IndexSum{seed: sum(append([]byte(name), 0x00), nil)}
-}
-
-// Value returns the value of index entry k.
-func (x IndexSum) Value(k []byte) []byte {
-	return binary.BigEndian.AppendUint32(make([]byte, 0, SumLen), crc32.Update(x.seed, castagnoli, k))
-}
-
-// Verify checks that v is the value of index entry k; the error matches
-// ErrChecksum.
-func (x IndexSum) Verify(k, v []byte) error {
-	computed := crc32.Update(x.seed, castagnoli, k)
-	if len(v) != SumLen {
-		return &ChecksumError{Part: PartIndex, Missing: fmt.Sprintf("a value of %d bytes", len(v))}
-	}
-	if stored := binary.BigEndian.Uint32(v); stored != computed {
-		return &ChecksumError{Part: PartIndex, Stored: stored, Computed: computed}
-	}
-	return nil
-}
-
-// SplitIndexKey returns the value and object key of an index key.
-func SplitIndexKey(k []byte) (value, key string, err error) {
-	i := bytes.IndexByte(k, 0x00)
-	if i < 0 {
-		return "", "", errors.New("index key without separator")
-	}
-	esc := k[:i]
-	if bytes.IndexByte(esc, 0x01) < 0 {
-		return string(esc), string(k[i+1:]), nil
-	}
-	v := make([]byte, 0, len(esc))
-	for j := 0; j < len(esc); j++ {
-		if esc[j] != 0x01 {
-			v = append(v, esc[j])
-			continue
-		}
-		if j+1 == len(esc) {
-			return "", "", errors.New("index key with a dangling escape")
-		}
-		j++
-		switch esc[j] {
-		case 0x01:
-			v = append(v, 0x00)
-		case 0x02:
-			v = append(v, 0x01)
-		default:
-			return "", "", errors.New("index key with an invalid escape")
-		}
-	}
-	return string(v), string(k[i+1:]), nil
 }
 
 // Reverse entries map index name to the (deduplicated, sorted) values the
