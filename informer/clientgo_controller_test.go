@@ -2,8 +2,8 @@ package informer
 
 // Ports of the informer-level tests of client-go's
 // tools/cache/controller_test.go at v0.36.3: TestHammerController,
-// TestUpdate, TestTransformingInformer and TestDeletionHandlingObjectToName,
-// on the memory and the bolt store.
+// TestUpdate, TestTransformingInformer, TestTransformingInformerRace and
+// TestDeletionHandlingObjectToName, on the memory and the bolt store.
 //
 // Adapted: client-go's NewInformer and NewTransformingInformer are New
 // (with SetTransform). TestHammerController's 100ms sleep before stopping
@@ -19,9 +19,11 @@ package informer
 // hand.
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/randfill"
 )
 
@@ -431,6 +434,142 @@ func TestClientGoDeletionHandlingObjectToName(t *testing.T) {
 		}
 		if expected != actual {
 			t.Errorf("Expected %#v, got %#v", expected, actual)
+		}
+	})
+}
+
+// TestClientGoTransformingInformerRace is client-go's
+// TestTransformingInformerRace: resyncs must not transform stored objects
+// again, nor race with readers of the store. Adapted: client-go resyncs
+// every 5ms (a shared informer raises it to 1s) for a second of real time;
+// here the informer's fake clock is stepped through five resyncs, each
+// awaited.
+func TestClientGoTransformingInformerRace(t *testing.T) {
+	forEachStore(t, func(t *testing.T, sk cgStore) {
+		// Canceled *only* when the test is done.
+		testCtx, cancelTest := context.WithCancel(context.Background())
+		defer cancelTest()
+		// Canceled *also* during the test.
+		ctx, cancel := context.WithCancel(testCtx)
+		defer cancel()
+
+		// source simulates an apiserver object endpoint.
+		source := newFakeControllerSource(t)
+
+		label := "to-be-transformed"
+		makePod := func(name string) *v1.Pod {
+			return &v1.Pod{
+				ObjectMeta: metav1.ObjectMeta{
+					Name:      name,
+					Namespace: "namespace",
+					Labels:    map[string]string{label: "true"},
+				},
+				Spec: v1.PodSpec{
+					Hostname: "hostname",
+				},
+			}
+		}
+
+		badTransform := atomic.Bool{}
+		podTransformer := func(obj interface{}) (interface{}, error) {
+			pod, ok := obj.(*v1.Pod)
+			if !ok {
+				return nil, fmt.Errorf("unexpected object type: %T", obj)
+			}
+			if pod.ObjectMeta.Labels[label] != "true" {
+				badTransform.Store(true)
+				return nil, fmt.Errorf("object already transformed: %#v", obj)
+			}
+			pod.ObjectMeta.Labels[label] = "false"
+			return pod, nil
+		}
+
+		numObjs := 5
+		for i := 0; i < numObjs; i++ {
+			source.Add(makePod(fmt.Sprintf("pod-%d", i)))
+		}
+
+		type event struct{}
+		events := make(chan event, numObjs)
+		recordEvent := func(eventType watch.EventType, previous, current interface{}) {
+			select {
+			case events <- event{}:
+			case <-testCtx.Done():
+				// Don't block forever in the write above when test is
+				// already done.
+			}
+		}
+		checkEvents := func(count int) {
+			for i := 0; i < count; i++ {
+				select {
+				case <-events:
+				case <-time.After(wait.ForeverTestTimeout):
+					t.Fatalf("%d of %d events", i, count)
+				}
+			}
+		}
+		clock := testingclock.NewFakeClock(time.Now())
+		controller := newInformer(t, source, Options{Store: sk.open(t), ResyncPeriod: time.Second, Clock: clock})
+		if err := controller.SetTransform(podTransformer); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := controller.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+			AddFunc:    func(obj interface{}, isInInitialList bool) { recordEvent(watch.Added, nil, obj) },
+			UpdateFunc: func(oldObj, newObj interface{}) { recordEvent(watch.Modified, oldObj, newObj) },
+			DeleteFunc: func(obj interface{}) { recordEvent(watch.Deleted, obj, nil) },
+		}); err != nil {
+			t.Fatal(err)
+		}
+		store := controller.GetStore()
+
+		stop := runUntil(t, controller)
+		defer stop()
+
+		checkEvents(numObjs)
+
+		// Periodically fetch objects to ensure no access races.
+		wg := sync.WaitGroup{}
+		errors := make(chan error, numObjs)
+		for i := 0; i < numObjs; i++ {
+			key := fmt.Sprintf("namespace/pod-%d", i)
+			wg.Go(func() {
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					default:
+					}
+
+					obj, ok, err := store.GetByKey(key)
+					if !ok || err != nil {
+						errors <- fmt.Errorf("couldn't get the object for %v", key)
+						return
+					}
+					pod := obj.(*v1.Pod)
+					if pod.ObjectMeta.Labels[label] != "false" {
+						errors <- fmt.Errorf("unexpected object: %#v", pod)
+						return
+					}
+				}
+			})
+		}
+
+		// Let resyncs happen.
+		waitTickers(t, controller, clock)
+		for range 5 {
+			clock.Step(time.Second)
+			checkEvents(numObjs)
+		}
+
+		cancel()
+		wg.Wait()
+		close(errors)
+		for err := range errors {
+			t.Error(err)
+		}
+
+		if badTransform.Load() {
+			t.Errorf("unexpected transformation happened")
 		}
 	})
 }
