@@ -129,6 +129,10 @@
 //     panic crashes the process, as client-go's shared informer does.
 //   - LastSyncResourceVersion before Run returns the store's persisted
 //     resourceVersion (client-go: ""), which a warm start resumes from.
+//     The store's resourceVersion (LastStoreSyncResourceVersion) is the
+//     watch's progress, read before the transform: where a transform
+//     returns objects without metadata, client-go's stays at the last one
+//     it could read from a transformed object.
 //   - A handler added without HandlerOptions.Logger logs to the informer's
 //     logger (Options.Logger), not to klog.Background; a nil handler is
 //     refused with an error.
