@@ -3,11 +3,12 @@ package informer
 // Tests of client-go's shared informer behaviour (tools/cache at v0.36.3)
 // that its own tests leave implicit, on the memory and the bolt store:
 // what a resync hands to OnUpdate, the watch error handler on a watch
-// disruption, and a registration's HasSynced when the initial list is
-// empty. Each states the client-go code it holds this package to.
+// disruption, a registration's HasSynced when the initial list is empty,
+// and a handler removing itself from its callback. Each states the client-go code it holds this package to.
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -162,5 +163,63 @@ func TestClientGoRegistrationSyncedOnEmptyList(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitDone(t, "late registration", late.HasSyncedChecker())
+	})
+}
+
+// A handler may remove itself from its own callback (client-go's
+// RemoveEventHandler takes the informer's locks, which no callback
+// holds): it is told nothing after the callback that removed it, and the
+// informer goes on serving the others.
+func TestClientGoHandlerRemovesItself(t *testing.T) {
+	forEachStore(t, func(t *testing.T, sk cgStore) {
+		source := newFakeControllerSource(t)
+		source.Add(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod1"}})
+		informer := newSharedInformer(t, sk, source, 0)
+		var (
+			mu     sync.Mutex
+			told   []string
+			handle cache.ResourceEventHandlerRegistration
+		)
+		removed := make(chan error, 1)
+		h, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj interface{}) {
+			mu.Lock()
+			told = append(told, obj.(*v1.Pod).Name)
+			reg := handle
+			mu.Unlock()
+			if obj.(*v1.Pod).Name == "pod2" {
+				removed <- informer.RemoveEventHandler(reg)
+			}
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		handle = h
+		mu.Unlock()
+		witness := newTestListener("witness", 0, "pod1", "pod2", "pod3")
+		if _, err := informer.AddEventHandler(witness); err != nil {
+			t.Fatal(err)
+		}
+		runUntil(t, informer)
+		waitDone(t, "handler", h.HasSyncedChecker())
+		source.Add(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod2"}})
+		select {
+		case err := <-removed:
+			if err != nil {
+				t.Fatalf("a handler removing itself: %v", err)
+			}
+		case <-time.After(wait.ForeverTestTimeout):
+			t.Fatal("the handler was not told pod2")
+		}
+		if isRegistered(informer, h) {
+			t.Fatal("still registered after removing itself")
+		}
+		source.Add(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod3"}})
+		(&barrier{source: source}).ok(t, []*testListener{witness})
+		mu.Lock()
+		defer mu.Unlock()
+		if want := []string{"pod1", "pod2"}; !slices.Equal(told, want) {
+			t.Fatalf("the removed handler was told %v, want %v", told, want)
+		}
 	})
 }
