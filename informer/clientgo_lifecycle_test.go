@@ -28,6 +28,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -161,9 +162,19 @@ func TestClientGoLastSyncResourceVersion(t *testing.T) {
 		if rv := informer.LastSyncResourceVersion(); rv != "4" {
 			t.Errorf("LastSyncResourceVersion after pod3 and a barrier = %q, want \"4\"", rv)
 		}
+		// A relist's: pod4 is seen by the relist only.
+		source.AddDropWatch(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod4"}})
+		source.ResetWatch()
+		listener.setExpected("pod1", "pod2", "pod3", "pod4")
+		err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, wait.ForeverTestTimeout, true, func(context.Context) (bool, error) {
+			return listener.satisfiedExpectations() && informer.LastSyncResourceVersion() == "5", nil
+		})
+		if err != nil {
+			t.Errorf("after a relist at 5: LastSyncResourceVersion %q, listener got %v", informer.LastSyncResourceVersion(), listener.received())
+		}
 		stop()
-		if rv := informer.LastSyncResourceVersion(); rv != "4" {
-			t.Errorf("LastSyncResourceVersion after stop = %q, want \"4\"", rv)
+		if rv := informer.LastSyncResourceVersion(); rv != "5" {
+			t.Errorf("LastSyncResourceVersion after stop = %q, want \"5\"", rv)
 		}
 	})
 }
