@@ -313,3 +313,35 @@ func TestEmptyPageDoesNotBlock(t *testing.T) {
 		equalLines(t, "batches", drain(t, q, 10), []string{"ReplaceBegin initial", "ReplacePage a/1 initial"})
 	})
 }
+
+// TestReady checks that Ready reports a queued batch, including a marker
+// that carries no delta, and a closed queue: what Pop returns at once.
+func TestReady(t *testing.T) {
+	q := newQueue(t, deltafifo.Options{})
+	pop := func() {
+		t.Helper()
+		if _, err := q.Pop(context.Background(), 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if q.Ready() {
+		t.Fatal("an empty queue is ready")
+	}
+	must(t, q.MarkSynced(context.Background()))
+	if !q.Ready() {
+		t.Fatal("a queued Synced marker is not ready")
+	}
+	pop()
+	if q.Ready() {
+		t.Fatal("a popped queue is ready")
+	}
+	must(t, q.Add(context.Background(), pod("a", "1")))
+	if !q.Ready() {
+		t.Fatal("a queued delta is not ready")
+	}
+	pop()
+	q.Close()
+	if !q.Ready() {
+		t.Fatal("a closed queue is not ready: Pop returns ErrClosed at once")
+	}
+}

@@ -101,6 +101,15 @@ func (q *Queue) Close() {
 	q.wakeLocked(&q.roomCh)
 }
 
+// Ready reports whether Pop would return at once: a batch is queued, or
+// the queue is closed. For a queue with one consumer, a Ready that
+// consumer saw stays true until it pops.
+func (q *Queue) Ready() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.segs) > 0 || q.closed
+}
+
 // HasSynced reports whether the initial sync is complete: the first
 // KindReplaceEnd or KindSynced batch has been popped, or (client-go's
 // semantic) the first thing pushed was an Add, Update or Delete, before

@@ -104,6 +104,44 @@
 // OnCorruption hook, which should call ReportCorruption; package factory
 // wires it) makes the informer relist, which rewrites the content.
 //
+// # Differences from client-go
+//
+// The clientgo_*_test.go files run client-go's own shared informer tests
+// (tools/cache at v0.36.3) on the memory and the bolt store. Where this
+// package differs from client-go on purpose:
+//
+//   - A bolt store hands out decoded copies: the object a handler gets, or
+//     a lister returns, is never the pointer the ListerWatcher produced,
+//     and two reads return two copies. Their content is the same. A resync
+//     still hands one object as OnUpdate's old and new.
+//   - A relist notifies only what changed (see Relists): an object whose
+//     resourceVersion did not change produces no notification, where
+//     client-go sends handlers due for a resync an update.
+//   - A handler added after Run is replayed the store by the processing
+//     goroutine, not by AddEventHandler: the call returns at once and the
+//     registration's HasSynced stays false until the replay is delivered.
+//     Late handlers are served in rounds, with a queued batch handled
+//     between two, so that handlers added without end never stall the
+//     watch.
+//   - An initial-list add whose handler panicked (utilruntime.ReallyCrash
+//     off) counts as delivered: the registration still syncs, where
+//     client-go's never does (kubernetes#129024). With ReallyCrash on, the
+//     panic crashes the process, as client-go's shared informer does.
+//   - LastSyncResourceVersion before Run returns the store's persisted
+//     resourceVersion (client-go: ""), which a warm start resumes from.
+//     The store's resourceVersion (LastStoreSyncResourceVersion) is the
+//     watch's progress, read before the transform: where a transform
+//     returns objects without metadata, client-go's stays at the last one
+//     it could read from a transformed object.
+//   - A handler added without HandlerOptions.Logger logs to the informer's
+//     logger (Options.Logger), not to klog.Background; a nil handler is
+//     refused with an error.
+//   - Errors name the informer before client-go's words ("informer pods:
+//     handler ... was not added to shared informer because it has stopped
+//     already"), and match ErrStarted, ErrStopped or
+//     ErrInvalidRegistration. The *cache.Reflector a watch error handler
+//     receives carries the reflector's name and type description only.
+//
 // # Ownership
 //
 // The informer does not own the store given in Options: the caller closes

@@ -225,3 +225,65 @@ func TestLateHandlerAfterAWarmStartStoppedMidway(t *testing.T) {
 	equalEvents(t, early.Snapshot(), want)
 	equalEvents(t, late.Snapshot(), want)
 }
+
+// Late handlers that keep coming must not starve the watch: each handler,
+// on its first add, adds the next one, and ReplayPending 1 makes the
+// replay of three objects wait for that first add to return, so a new
+// handler is always waiting when one is served. Between two rounds of late
+// handlers the processing loop handles a queued batch (found by
+// client-go's TestSharedInformerHandlerAbuse, whose hundred goroutines
+// adding handlers held the loop in its replays while the watch stalled).
+func TestLateHandlersWithoutEndDoNotStarveTheWatch(t *testing.T) {
+	inf := newTestInformer(t, Options{ReplayPending: 1})
+	h := startHarness(t, inf)
+	h.relist("10", pod("a", "1"), pod("b", "2"), pod("c", "3"))
+	h.waitIdle("11")
+
+	var (
+		chain  atomic.Bool
+		served atomic.Int64
+		mu     sync.Mutex
+		errs   []error
+	)
+	chain.Store(true)
+	var next func() cache.ResourceEventHandler
+	next = func() cache.ResourceEventHandler {
+		var once sync.Once
+		return cache.ResourceEventHandlerFuncs{AddFunc: func(interface{}) {
+			once.Do(func() {
+				served.Add(1)
+				if !chain.Load() {
+					return
+				}
+				if _, err := inf.AddEventHandler(next()); err != nil && !errors.Is(err, ErrStopped) {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			})
+		}}
+	}
+	if _, err := inf.AddEventHandler(next()); err != nil {
+		t.Fatal(err)
+	}
+	// The chain is under way.
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return served.Load() >= 3, nil
+	}); err != nil {
+		t.Fatalf("the chain of late handlers did not start: %d served", served.Load())
+	}
+	h.must(h.q.Add(h.ctx, pod("d", "12")))
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		_, ok, err := inf.GetStore().GetByKey("ns/d")
+		return ok || err != nil, err
+	})
+	chain.Store(false)
+	if err != nil {
+		t.Fatalf("a queued add was not applied while late handlers kept coming (%d served): %v", served.Load(), err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+}

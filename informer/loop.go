@@ -37,6 +37,10 @@ type loop struct {
 	// replaced the content with the server's. Replays wait for the
 	// verdict until then (waitChecked).
 	checked bool
+	// servedLate is set when serveLate served a late handler and cleared
+	// when a batch is popped: a batch queued meanwhile is handled before
+	// the next late handler is served.
+	servedLate bool
 }
 
 func newLoop(i *Informer, q *deltafifo.Queue, logger klog.Logger) *loop {
@@ -87,21 +91,32 @@ func (l *loop) run(ctx context.Context) {
 }
 
 // pop pops a batch; AddEventHandler interrupts it to get a late handler
-// served.
+// served. Late handlers waiting are served first (context.Canceled),
+// unless some were served since the last batch and one is queued: that
+// batch is taken first, so that handlers added without end (from many
+// goroutines, or from handlers' callbacks) never hold up the watch. Pop
+// does not block then (the loop is the queue's only consumer), and is not
+// interrupted.
 func (l *loop) pop(ctx context.Context) (deltafifo.Batch, error) {
+	owed := l.servedLate && l.q.Ready()
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	l.i.mu.Lock()
-	if len(l.i.late) > 0 {
+	if len(l.i.late) > 0 && !owed {
 		l.i.mu.Unlock()
 		return deltafifo.Batch{}, context.Canceled
 	}
-	l.i.popCancel = cancel
+	if !owed {
+		l.i.popCancel = cancel
+	}
 	l.i.mu.Unlock()
 	b, err := l.q.Pop(pctx, l.i.opts.BatchSize)
 	l.i.mu.Lock()
 	l.i.popCancel = nil
 	l.i.mu.Unlock()
+	if err == nil {
+		l.servedLate = false
+	}
 	return b, err
 }
 

@@ -97,8 +97,15 @@ func (l *loop) warmStart(ctx context.Context) error {
 // the server's state. Such a handler is replayed the keys up to
 // *l.partial only (none when it is empty); the relist then tells it the
 // rest with the others.
+//
+// It serves at most the handlers waiting when it is called: those added
+// meanwhile wait for the next call, after the loop has handled a batch if
+// one is queued (see pop).
 func (l *loop) serveLate(ctx context.Context) error {
-	for {
+	l.i.mu.Lock()
+	round := len(l.i.late)
+	l.i.mu.Unlock()
+	for ; round > 0; round-- {
 		// Handlers added and removed in a loop keep the list from
 		// emptying: check for the end at each one.
 		if err := ctx.Err(); err != nil {
@@ -119,6 +126,7 @@ func (l *loop) serveLate(ctx context.Context) error {
 		if !l.i.proc.activate(h) {
 			continue // removed meanwhile
 		}
+		l.servedLate = true
 		last, err := l.replay(ctx, []*listener{h}, "handler", l.partial)
 		h.tracker.Finished() // the guard taken by AddEventHandler
 		if err != nil {
@@ -131,6 +139,7 @@ func (l *loop) serveLate(ctx context.Context) error {
 			l.i.ReportCorruption(err)
 		}
 	}
+	return nil
 }
 
 // errHandlersRemoved ends a replay whose handlers were all removed;

@@ -135,8 +135,9 @@ type Replace interface {
 	// differs between the content Commit replaced and the current one:
 	// a key only in the current content (Old nil), a key in both with
 	// another resourceVersion (both set; equal resourceVersions are
-	// unchanged), a key only in the replaced content (New nil, Old its
-	// last state). Objects are read in bounded chunks, so that memory
+	// unchanged, and objects without metadata, which have none, always
+	// differ), a key only in the replaced content (New nil, Old its last
+	// state). Objects are read in bounded chunks, so that memory
 	// stays proportional to a chunk, and fn is called without locks held
 	// (it may read the store; writes made meanwhile may or may not be
 	// seen). An object of the replaced content that cannot be read is

@@ -222,7 +222,11 @@ func (r *replace) Abort() error {
 // sameResourceVersion reports whether a and b have the same
 // resourceVersion.
 func sameResourceVersion(a, b interface{}) bool {
-	ra, _ := rvOf(a)
-	rb, _ := rvOf(b)
-	return ra == rb
+	ra, okA := rvOf(a)
+	rb, okB := rvOf(b)
+	// Objects without metadata (a transform may store anything) have no
+	// resourceVersion to compare: they count as changed, as client-go's
+	// informer tells a relisted object it cannot compare as an update to
+	// every handler.
+	return okA && okB && ra == rb
 }

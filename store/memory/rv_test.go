@@ -2,11 +2,14 @@ package memory_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/memory"
 )
 
 // ResourceVersionOf reports the resourceVersion an object had when it was
@@ -63,5 +66,44 @@ func TestResourceVersionRecordedAtWrite(t *testing.T) {
 				t.Fatalf("ResourceVersionOf after an update = %q, want 7", rv)
 			}
 		})
+	}
+}
+
+// A relist's Changes cannot compare objects without metadata (a transform
+// may store anything): such a key in both contents is a change, as
+// client-go's informer tells such a relisted object as an update.
+func TestChangesOfObjectsWithoutMetadata(t *testing.T) {
+	ctx := context.Background()
+	s := mustNew(t, memory.Options{KeyFunc: func(obj interface{}) (string, error) {
+		return obj.(string)[:1], nil
+	}})
+	if err := s.Replace([]interface{}{"a1", "b1"}, "5"); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.BeginReplace(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []interface{}{"a2", "b1"} {
+		if err := r.Add(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Commit(ctx, "6"); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := r.Changes(ctx, func(c store.Change) error {
+		got = append(got, fmt.Sprintf("%s:%v->%v", c.Key, c.Old, c.New))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a:a1->a2", "b:b1->b1"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("changes %q, want %q", got, want)
+	}
+	if err := r.Release(); err != nil {
+		t.Fatal(err)
 	}
 }
