@@ -81,6 +81,7 @@ func FuzzIndexKey(f *testing.F) {
 	f.Add(long+"w", "k", long+"x")
 	f.Add(long, "k", long+"\x01\x03")
 	f.Add("\x00"+long, "\x00", "\x00"+long+"\x00")
+	f.Add("\x00\x03", "k", "\x00") // the long value's marker, one byte off an escape
 	sums := layout.NewIndexSum("fuzz")
 	f.Fuzz(func(t *testing.T, value, key, other string) {
 		k := layout.IndexKey(value, key)

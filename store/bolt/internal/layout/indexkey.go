@@ -23,10 +23,11 @@ import (
 //	escaped(value[:hashedPrefixLen]) 0x01 0x03 hex(SHA-256(value)) 0x00 key
 //
 // and its entry holds the value itself after the checksum, so that
-// ListIndexFuncValues and Verify can read it. No escaped value holds 0x01
-// 0x03, so such a prefix never equals an inline one, nor starts one (both
-// end at their first 0x00). Lookups compute the same prefix from the
-// value. Schema version 6 stored every value inline, and so could not hold
+// ListIndexFuncValues and Verify can read it. An escaped value has no 0x01
+// 0x03 where an escape starts (it may hold those bytes one byte off: 0x00
+// 0x03 escapes to 0x01 0x01 0x03), so such a prefix never equals an inline
+// one, nor starts one (both end at their first 0x00). Lookups compute the
+// same prefix from the value. Schema version 6 stored every value inline, and so could not hold
 // one whose key passed bbolt's limit.
 
 // MaxInlineIndexValue is the longest index value stored in its index keys
@@ -128,7 +129,7 @@ func SplitIndexKey(k, v []byte) (value, key string, err error) {
 	if len(v) > SumLen {
 		held = v[SumLen:]
 	}
-	if bytes.Contains(esc, hashedMarker) {
+	if hasMarker(esc) {
 		if !hashed(string(held)) {
 			return "", key, fmt.Errorf("index key of a long value whose entry holds %d bytes of it", len(held))
 		}
@@ -150,6 +151,21 @@ func SplitIndexKey(k, v []byte) (value, key string, err error) {
 		return "", key, fmt.Errorf("inline index key of a %d-byte value", len(val))
 	}
 	return string(val), key, nil
+}
+
+// hasMarker reports whether the escaped bytes esc hold hashedMarker where
+// an escape starts, as a long value's kept bytes are followed by it.
+func hasMarker(esc []byte) bool {
+	for j := 0; j+1 < len(esc); j++ {
+		if esc[j] != 0x01 {
+			continue
+		}
+		if esc[j+1] == hashedMarker[1] {
+			return true
+		}
+		j++ // an escape: its second byte is not the start of another
+	}
+	return false
 }
 
 // unescape reverses appendEscaped.

@@ -21,6 +21,11 @@ func TestIndexKeyLongValues(t *testing.T) {
 		{"one byte over", strings.Repeat("a", MaxInlineIndexValue+1)},
 		{"long", long},
 		{"long with escaped bytes", "\x00\x01" + long},
+		// 0x00 0x03 escapes to 0x01 0x01 0x03, which holds the long
+		// value's marker 0x01 0x03 one byte off an escape.
+		{"inline with the marker's bytes after an escape", "\x00\x03"},
+		{"inline with them inside", "a\x00\x03\x01\x03b"},
+		{"long with them in its kept bytes", "\x00\x03" + long},
 	}
 	for _, tc := range cases {
 		k := IndexKey(tc.value, "ns/one")
