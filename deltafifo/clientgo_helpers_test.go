@@ -9,7 +9,6 @@ package deltafifo_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -82,18 +81,7 @@ func project(b deltafifo.Batch) popped {
 // popAll closes q and pops everything with batches of at most max.
 func popAll(t *testing.T, q *deltafifo.Queue, max int) []popped {
 	t.Helper()
-	q.Close()
-	var out []popped
-	for {
-		b, err := q.Pop(context.Background(), max)
-		if errors.Is(err, deltafifo.ErrClosed) {
-			return out
-		}
-		if err != nil {
-			t.Fatalf("Pop: %v", err)
-		}
-		out = append(out, project(b))
-	}
+	return popClosed(t, q, max, project)
 }
 
 // popKey pops one key, as client-go's Pop(f) pops one item, and returns

@@ -101,8 +101,15 @@ func describe(b deltafifo.Batch) string {
 // returning the described batches.
 func drain(t *testing.T, q *deltafifo.Queue, max int) []string {
 	t.Helper()
+	return popClosed(t, q, max, describe)
+}
+
+// popClosed closes q and pops until ErrClosed, with batches of at most
+// max, returning each batch as f makes it.
+func popClosed[T any](t *testing.T, q *deltafifo.Queue, max int, f func(deltafifo.Batch) T) []T {
+	t.Helper()
 	q.Close()
-	var out []string
+	var out []T
 	for {
 		b, err := q.Pop(context.Background(), max)
 		if errors.Is(err, deltafifo.ErrClosed) {
@@ -111,7 +118,7 @@ func drain(t *testing.T, q *deltafifo.Queue, max int) []string {
 		if err != nil {
 			t.Fatalf("Pop: %v", err)
 		}
-		out = append(out, describe(b))
+		out = append(out, f(b))
 	}
 }
 

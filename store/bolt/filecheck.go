@@ -215,8 +215,13 @@ func (db *DB) recordCorrupt(cause error) error {
 }
 
 // fileCorrupted marks s incomplete and calls its OnCorruption after the
-// file was found corrupt.
+// file was found corrupt, the first time only: DB.Resource calls it for a
+// corruption found before the store was registered, and the report of a
+// corruption found meanwhile may already have called it.
 func (s *Store) fileCorrupted(err error) {
+	if !s.fileCorrupt.CompareAndSwap(false, true) {
+		return
+	}
 	s.markIncomplete(fmt.Sprintf("the cache file is corrupt: %v", err))
 	if s.onCorrupt != nil {
 		s.onCorrupt(s.errorf("file check", err))

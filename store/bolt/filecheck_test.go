@@ -216,6 +216,36 @@ func podObjects(n int) []interface{} {
 	return objs
 }
 
+// The file's corruption is told to a store's OnCorruption once, when it
+// is found both by the report that reaches every registered store and by
+// DB.Resource for a store registered meanwhile (the race that called it
+// twice: a background check finishing while Resource opened the store).
+func TestFileCorruptionToldOnce(t *testing.T) {
+	db := mustOpen(t, tempPath(t), Options{})
+	defer func() { _ = db.Close() }()
+	var mu sync.Mutex
+	var told []error
+	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: podCodec,
+		OnCorruption: func(err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			told = append(told, err)
+		}})
+	must(t, err)
+	damage := fmt.Errorf("%w: page 7 damaged", ErrCorrupt)
+	db.reportCorrupt(damage)
+	s.fileCorrupted(damage) // what Resource does when it finds db.corrupt set
+	db.bg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(told) != 1 || !errors.Is(told[0], ErrCorrupt) {
+		t.Errorf("OnCorruption got %v, want one ErrCorrupt", told)
+	}
+	if st := mustState(t, s); st.Complete {
+		t.Errorf("State = %+v, want incomplete", st)
+	}
+}
+
 // mustOpen opens path with a test logger; the caller closes it.
 func mustOpen(t *testing.T, path string, opts Options) *DB {
 	t.Helper()

@@ -75,7 +75,7 @@ func (db *DB) Resource(ctx context.Context, opts ResourceOptions) (*Store, error
 		return nil, err
 	}
 	if p := db.corrupt.Load(); p != nil {
-		s.fileCorrupted(*p) // found before s was registered: see filecheck.go
+		s.fileCorrupted(*p) // found before s was registered, or while it opened (told once): see filecheck.go
 	}
 	return s, nil
 }

@@ -87,7 +87,10 @@ type Store struct {
 	transform string // ResourceOptions.TransformVersion, recorded in meta
 	keyFunc   cache.KeyFunc
 	onCorrupt func(error)
-	logger    klog.Logger
+	// fileCorrupt is set by the first fileCorrupted: the file's corruption
+	// is told to OnCorruption once, however many paths find it.
+	fileCorrupt atomic.Bool
+	logger      klog.Logger
 	// readOnly is set for stores of a read-only DB and for inspect.OpenRecorded.
 	readOnly bool
 	// hot is the store's part of its hot tier of decoded objects; nil if

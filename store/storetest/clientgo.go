@@ -90,19 +90,7 @@ func (h cgHarness) open(t *testing.T, keyFunc cache.KeyFunc, indexers cache.Inde
 	if indexers == nil {
 		indexers = cache.Indexers{}
 	}
-	s := h.cfg.New(t, keyFunc, indexers)
-	if s == nil {
-		t.Fatal("New returned nil")
-	}
-	t.Cleanup(func() {
-		if _, err := s.State(); err == nil && !t.Failed() {
-			CheckConsistent(t, s)
-		}
-		if err := s.Close(); err != nil && !errors.Is(err, store.ErrClosed) {
-			t.Errorf("Close: %v", err)
-		}
-	})
-	return s
+	return checkedAtEnd(t, h.cfg.New(t, keyFunc, indexers))
 }
 
 // openKind returns a store keyed by the kind's id with client-go's

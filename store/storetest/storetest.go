@@ -99,9 +99,16 @@ func (h harness) open(t *testing.T, indexers cache.Indexers) store.Store {
 	if indexers == nil {
 		indexers = defaultIndexers()
 	}
-	s := h.newStore(t, indexers)
+	return checkedAtEnd(t, h.newStore(t, indexers))
+}
+
+// checkedAtEnd fails t if s is nil, and otherwise has s checked
+// (CheckConsistent, unless t failed or s is unreadable) and closed when t
+// ends. It returns s.
+func checkedAtEnd(t *testing.T, s store.Store) store.Store {
+	t.Helper()
 	if s == nil {
-		t.Fatal("newStore returned nil")
+		t.Fatal("the store constructor returned nil")
 	}
 	t.Cleanup(func() {
 		if _, err := s.State(); err == nil && !t.Failed() {
