@@ -119,7 +119,8 @@ func TestMeasureEveryImpl(t *testing.T) {
 			t.Fatalf("%s: %d relists measured, want %d", impl, len(r.Relists), len(DefaultRelistPercents))
 		}
 		for j, rl := range r.Relists {
-			if pct := DefaultRelistPercents[j]; rl.Percent != pct || rl.Changed != testPods*pct/100 || rl.Duration <= 0 || rl.Heap.Peak == 0 {
+			if pct := DefaultRelistPercents[j]; rl.Percent != pct || rl.Changed != testPods*pct/100 || rl.Duration <= 0 || rl.Heap.Peak == 0 ||
+				rl.Listed <= 0 || rl.Listed > rl.Duration || rl.CPU <= 0 {
 				t.Errorf("%s: relist %d: incomplete result %+v", impl, j, rl)
 			}
 		}
@@ -156,7 +157,7 @@ func TestMeasureEveryImpl(t *testing.T) {
 			t.Errorf("row %s: target on column %d, want bolt's", r.Metric, r.Target.Column)
 		}
 	}
-	if len(rows) != 30+2*len(DefaultRelistPercents) {
+	if len(rows) != 30+4*len(DefaultRelistPercents) {
 		t.Fatalf("%d rows", len(rows))
 	}
 	if restart := rows["restart to synced, replayed to a handler s (cold sync unless bolt)"]; restart.Values[0] != results[0].Cold.Duration.Seconds() ||
@@ -173,6 +174,12 @@ func TestMeasureEveryImpl(t *testing.T) {
 	}
 	if relist := rows["410 relist, 0% changed s"]; relist.Values[2] != results[2].Relists[0].Duration.Seconds() {
 		t.Errorf("relist row %s %v: want bolt's first relist", relist.Metric, relist.Values)
+	}
+	if relist := rows["410 relist, 0% changed, from the list's start s"]; relist.Values[2] != results[2].Relists[0].Listed.Seconds() {
+		t.Errorf("relist row %s %v: want bolt's first relist from its list", relist.Metric, relist.Values)
+	}
+	if relist := rows["410 relist, 0% changed CPU s"]; relist.Values[2] != results[2].Relists[0].CPU.Seconds() {
+		t.Errorf("relist row %s %v: want bolt's first relist's CPU", relist.Metric, relist.Values)
 	}
 	if v := rows["whole churn: update events/s"].Values; v[2] != results[2].Events.Whole.PerSec {
 		t.Errorf("whole churn events/s %v: want bolt's %v", v, results[2].Events.Whole.PerSec)

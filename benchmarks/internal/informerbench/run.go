@@ -500,6 +500,10 @@ func Table(title string, results []Result, alone *ServerAlone) *measure.Table {
 		for i, rl := range results[0].Relists {
 			t.Add(fmt.Sprintf("410 relist, %d%% changed s", rl.Percent), nil,
 				col(relist(i, func(r Relisted) float64 { return r.Duration.Seconds() }))...)
+			t.Add(fmt.Sprintf("410 relist, %d%% changed, from the list's start s", rl.Percent), nil,
+				col(relist(i, func(r Relisted) float64 { return r.Listed.Seconds() }))...)
+			t.Add(fmt.Sprintf("410 relist, %d%% changed CPU s", rl.Percent), nil,
+				col(relist(i, func(r Relisted) float64 { return r.CPU.Seconds() }))...)
 			t.Add(fmt.Sprintf("410 relist, %d%% changed peak heap MB", rl.Percent), nil,
 				col(relist(i, func(r Relisted) float64 { return r.Heap.Peak / mb }))...)
 		}
