@@ -94,6 +94,15 @@
 // whenever a handler has more than Options.ReplayPending notifications
 // pending, so memory stays flat however many objects are replayed.
 //
+// The price: while a replay waits for a handler, so does the informer's
+// processing loop, and with it the store and every other handler; once the
+// queue is full the watch waits too. A handler that blocks (on a lock, on
+// the informer's own sync, on a slow call) therefore holds the informer up
+// during replays, where client-go's would grow its buffer instead. A wait
+// of over 30 seconds is logged as a warning naming the handler, with what
+// it took meanwhile, and again every 30 seconds until it catches up. Keep
+// handlers quick: queue the work (a workqueue) and return.
+//
 // # Failures
 //
 // A store write that fails (disk full, read-only file) is retried with
