@@ -132,6 +132,12 @@
 //     Late handlers are served in rounds, with a queued batch handled
 //     between two, so that handlers added without end never stall the
 //     watch.
+//   - Replays (warm start, a late handler, a relist's changes) wait for a
+//     handler that is more than Options.ReplayPending notifications
+//     behind, and the informer waits with them (see Replays are paced);
+//     client-go's processorListener buffers without bound, so one stuck
+//     handler never holds up its informer there. Live watch events are
+//     buffered without bound here too.
 //   - An initial-list add whose handler panicked (utilruntime.ReallyCrash
 //     off) counts as delivered: the registration still syncs, where
 //     client-go's never does (kubernetes#129024). With ReallyCrash on, the
