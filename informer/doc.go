@@ -94,6 +94,15 @@
 // whenever a handler has more than Options.ReplayPending notifications
 // pending, so memory stays flat however many objects are replayed.
 //
+// The price: while a replay waits for a handler, so does the informer's
+// processing loop, and with it the store and every other handler; once the
+// queue is full the watch waits too. A handler that blocks (on a lock, on
+// the informer's own sync, on a slow call) therefore holds the informer up
+// during replays, where client-go's would grow its buffer instead. A wait
+// of over 30 seconds is logged as a warning naming the handler, with what
+// it took meanwhile, and again every 30 seconds until it catches up. Keep
+// handlers quick: queue the work (a workqueue) and return.
+//
 // # Failures
 //
 // A store write that fails (disk full, read-only file) is retried with
@@ -123,6 +132,12 @@
 //     Late handlers are served in rounds, with a queued batch handled
 //     between two, so that handlers added without end never stall the
 //     watch.
+//   - Replays (warm start, a late handler, a relist's changes) wait for a
+//     handler that is more than Options.ReplayPending notifications
+//     behind, and the informer waits with them (see Replays are paced);
+//     client-go's processorListener buffers without bound, so one stuck
+//     handler never holds up its informer there. Live watch events are
+//     buffered without bound here too.
 //   - An initial-list add whose handler panicked (utilruntime.ReallyCrash
 //     off) counts as delivered: the registration still syncs, where
 //     client-go's never does (kubernetes#129024). With ReallyCrash on, the

@@ -58,6 +58,11 @@ type listener struct {
 
 	// pending counts queued notifications plus the one being delivered.
 	pending atomic.Int64
+	// taken counts the notifications delivered, for the slow-replay log.
+	taken atomic.Int64
+	// slowAfter is how long waitBelow waits before it logs the wait:
+	// slowReplayWarning (tests shorten it).
+	slowAfter time.Duration
 
 	// mu guards buf, head, stopped, room and started. The delivering
 	// goroutine waits on cond (with mu held) for work or stop.
@@ -99,6 +104,7 @@ func newListener(logger klog.Logger, handler cache.ResourceEventHandler, name st
 		stopCh:                make(chan struct{}),
 		requestedResyncPeriod: requested,
 		resyncPeriod:          period,
+		slowAfter:             slowReplayWarning,
 	}
 	l.cond = sync.NewCond(&l.mu)
 	l.determineNextResync(clk.Now())
@@ -208,6 +214,7 @@ func (l *listener) next() (n note, ok bool) {
 
 // delivered records that one notification was handled.
 func (l *listener) delivered() {
+	l.taken.Add(1)
 	p := l.pending.Add(-1)
 	l.mu.Lock()
 	if l.room != nil && p <= l.roomBound {
@@ -274,9 +281,27 @@ func (l *listener) deliver(n note) (returned bool) {
 	return true
 }
 
+// slowReplayWarning is how long a replay waits for one handler before
+// that is logged, and again after each such period: the informer's loop,
+// and with it the store and every other handler, waits with the replay.
+const slowReplayWarning = 30 * time.Second
+
 // waitBelow blocks while more than bound notifications are pending (and
-// the listener runs). It returns ctx's error if ctx is done first.
+// the listener runs). It returns ctx's error if ctx is done first. A wait
+// of over l.slowAfter (slowReplayWarning) is logged, with the
+// notifications the handler took meanwhile, once per period, in real time
+// whatever the informer's clock: a stuck handler is never silent.
 func (l *listener) waitBelow(ctx context.Context, bound int64) error {
+	var (
+		warn  *time.Timer
+		start time.Time
+		from  int64
+	)
+	defer func() {
+		if warn != nil {
+			warn.Stop()
+		}
+	}()
 	for l.pending.Load() > bound {
 		l.mu.Lock()
 		if l.stopped || l.pending.Load() <= bound {
@@ -292,8 +317,15 @@ func (l *listener) waitBelow(ctx context.Context, bound int64) error {
 		}
 		ch := l.room
 		l.mu.Unlock()
+		if warn == nil {
+			warn, start, from = time.NewTimer(l.slowAfter), time.Now(), l.taken.Load()
+		}
 		select {
 		case <-ch:
+		case <-warn.C:
+			l.logger.Info("Warning: a replay is waiting for a slow handler, and the informer with it: its store and other handlers are not updated meanwhile, and the watch stalls once the queue is full",
+				"handler", l.name, "waited", time.Since(start).Round(time.Second), "taken", l.taken.Load()-from, "pending", l.pending.Load(), "waitingFor", l.pending.Load()-bound)
+			warn.Reset(l.slowAfter)
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -3,9 +3,13 @@ package informer
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/clock"
 )
 
@@ -85,4 +89,57 @@ func TestListenerWaitBelow(t *testing.T) {
 	if err := <-waited; err != nil {
 		t.Fatalf("after stop: %v", err)
 	}
+}
+
+// A replay that waits long for a handler logs it, with what the handler
+// took meanwhile, once per period, until the handler catches up.
+func TestListenerWaitBelowLogsASlowHandler(t *testing.T) {
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	buf := logger.GetSink().(ktesting.Underlier).GetBuffer()
+	l := newListener(logger, newRecorder(), "slow-handler", 0, 0, clock.RealClock{})
+	l.slowAfter = 10 * time.Millisecond
+	for i := 0; i < 3; i++ {
+		l.add(note{kind: noteAdd, new: i})
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- l.waitBelow(context.Background(), 0) }()
+	warned := func(want string) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return strings.Contains(buf.String(), want), nil
+		})
+		if err != nil {
+			t.Fatalf("no log line with %s:\n%s", want, buf.String())
+		}
+	}
+	const msg = "a replay is waiting for a slow handler"
+	warned(msg)
+	for _, want := range []string{`handler="slow-handler"`, `taken=0`, `pending=3`, `waitingFor=3`} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the warning has no %s:\n%s", want, buf.String())
+		}
+	}
+	if _, ok := l.next(); !ok {
+		t.Fatal("stopped")
+	}
+	l.delivered()
+	warned(`taken=1`)
+	select {
+	case err := <-waited:
+		t.Fatalf("waitBelow returned with %d pending: %v", l.pending.Load(), err)
+	default:
+	}
+	for i := 0; i < 2; i++ {
+		if _, ok := l.next(); !ok {
+			t.Fatal("stopped")
+		}
+		l.delivered()
+	}
+	if err := <-waited; err != nil {
+		t.Fatalf("waitBelow: %v", err)
+	}
+	if n := strings.Count(buf.String(), msg); n < 2 {
+		t.Errorf("%d warnings, want one per period waited (at least 2)", n)
+	}
+	l.stop()
 }
