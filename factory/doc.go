@@ -12,6 +12,14 @@
 // kind (UnstructuredKind) each have their own identity, apart from the
 // typed informer of the same resource and scope.
 //
+// A controller calls New once (Options.Path, the file; Options.RESTConfig,
+// the cluster), asks ForResource (typed kinds), ForDynamic (custom resources)
+// or ForMetadata (metadata only) for each informer, or InformerFor with a
+// ListerWatcher of its own (as Example does), and adds its handlers, then
+// calls Start, WaitForCacheSync, and Shutdown when it stops, which flushes
+// and closes the file. Package informers puts client-go's
+// SharedInformerFactory interface on a Factory.
+//
 // Each resource in the file also records the cluster it came from
 // (Options.ClusterID: by default the UID of the kube-system namespace, one
 // GET when New opens the file) and the version of its transform

@@ -412,6 +412,11 @@ func (f *Factory) dropKindless(ctx context.Context, id bolt.Identity, sensitive 
 // Scheme), listed and watched through a REST client built from
 // RESTConfig. An empty kind is guessed from the kinds Scheme registers for
 // gvr's group version (the one whose lowercase plural is gvr.Resource).
+// Asking again for the same resource, kind and scope returns the same
+// informer (see InformerFor); one created after Start runs from the next
+// Start. The error wraps ErrResource for a kind Scheme does not know or a
+// factory without RESTConfig, ErrInvalidOptions for a scope whose selectors
+// do not parse, and informer.ErrStopped once the factory has shut down.
 func (f *Factory) ForResource(ctx context.Context, gvr schema.GroupVersionResource, kind string, scope Scope, opts ...InformerOption) (*informer.Informer, error) {
 	if kind == "" {
 		kind = f.schemeKind(gvr)

@@ -2,6 +2,16 @@
 // shared informer, handler and HasSynced contract, on a store.Store that
 // may live in a bbolt file and survive restarts.
 //
+// # Where to start
+//
+// A controller seldom calls New itself: package factory builds informers on
+// one cache file (list/watch, store, identity in the file), package informers
+// gives them client-go's SharedInformerFactory interface, and the crcache
+// module a controller-runtime cache. New is for a ListerWatcher and a store
+// of your own (Options.Store: store/memory, or a Store of store/bolt's
+// DB.Resource); see Example. The informer then behaves as client-go's: add
+// handlers, Run (or RunWithContext), wait for HasSynced, read GetIndexer.
+//
 // # Pipeline
 //
 // An Informer runs three kinds of goroutines: the reflector (package

@@ -7,7 +7,7 @@
 // gets a warmcache informer whose cache lives in that file and survives
 // restarts:
 //
-//	wf, err := factory.New(ctx, factory.Options{Path: "/var/cache/ctl/cache.db"})
+//	wf, err := factory.New(ctx, factory.Options{Path: "/var/cache/ctl/cache.db", RESTConfig: config})
 //	...
 //	f := informers.NewSharedInformerFactoryWithOptions(wf, client, 10*time.Minute, informers.WithNamespace("prod"))
 //	defer f.Shutdown() // stops the informers, flushes and closes the file
@@ -15,6 +15,13 @@
 //	pods.Informer().AddEventHandler(handler)
 //	f.Start(ctx.Done())
 //	for typ, ok := range f.WaitForCacheSync(ctx.Done()) { ... }
+//
+// Give the factory.Factory the rest.Config the client was built from
+// (factory.Options.RESTConfig), or a factory.Options.ClusterID: the file
+// records the cluster its data came from, read once by factory.New, so
+// that a file reused against a recreated or another cluster is relisted,
+// never served. This package lists and watches through client only; without
+// either, the cluster is recorded as unknown.
 //
 // How a typed informer is built: InformerFor maps the Go type of its
 // object to the group/version/kind of client-go's scheme (the resource is

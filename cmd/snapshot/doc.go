@@ -100,19 +100,19 @@
 //
 // # Exit codes
 //
-//	0  success
-//	1  general error (I/O, network, output file exists)
-//	2  usage error (bad command line, selector or output format; FILE is a directory)
-//	3  not found (file, resource, object or index)
-//	4  file locked by a running process: use snapshot backup to read its cache
-//	5  not a readable warmcache file (empty, truncated, garbage, a bbolt file
-//	   of another program, left unflushed across a restart of the machine:
-//	   see --unsafe-ignore-state), written by a newer warmcache, or damaged:
-//	   list, get and export print every object they can read, then the
-//	   keys they could not on standard error
-//	6  verify found problems
-//	7  diff --exit-code found differences
-//	130 interrupted (Ctrl-C)
+//	  0  success
+//	  1  general error (I/O, network, output file exists)
+//	  2  usage error (bad command line, selector or output format; FILE is a directory)
+//	  3  not found (file, resource, object or index)
+//	  4  file locked by a running process: use snapshot backup to read its cache
+//	  5  not a readable warmcache file (empty, truncated, garbage, a bbolt file
+//	       of another program, left unflushed across a restart of the machine:
+//	       see --unsafe-ignore-state), written by a newer warmcache, or damaged:
+//	       list, get and export print every object they can read, then the
+//	       keys they could not on standard error
+//	  6  verify found problems
+//	  7  diff --exit-code found differences
+//	130  interrupted (Ctrl-C)
 //
 // # Examples
 //

@@ -10,7 +10,8 @@ import (
 func TestWriteTable(t *testing.T) {
 	cold := RunResult{WatchLists: 1, Stats: democtl.Stats{
 		SyncedSeconds: 8.523, BytesReceived: 160 << 20, PeakHeapBytes: 80 << 20, SteadyHeapBytes: 12 << 20,
-		Events: democtl.EventCounts{InitialAdds: 20000},
+		Events:  democtl.EventCounts{InitialAdds: 20000},
+		Relists: 1,
 	}}
 	warm := RunResult{Stats: democtl.Stats{
 		SyncedSeconds: 0.9, BytesReceived: 1536 << 10, PeakHeapBytes: 30 << 20, SteadyHeapBytes: 11 << 20,
@@ -28,6 +29,7 @@ func TestWriteTable(t *testing.T) {
 		"bytes received   160.0 MiB   1.5 MiB",
 		"events delivered   20000   20250",
 		"adds / updates / deletes   0 / 0 / 0   50 / 150 / 50",
+		"lists of every pod   1   0",
 		"cache file   95.0 MiB",
 	} {
 		if !strings.Contains(squeeze(got), want) {

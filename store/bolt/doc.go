@@ -3,6 +3,12 @@
 // resourceVersion, streamed relists and scans) whose objects live in a bbolt
 // file instead of the Go heap, and survive restarts.
 //
+// Package factory opens the file and the store of each informer for a
+// controller (factory.Options.Path; factory.Options.Bolt passes this
+// package's Options). Open and DB.Resource are for an informer or a tool
+// built by hand (see ExampleOpen), and package inspect reads a file as the
+// snapshot CLI does.
+//
 // # Files and resources
 //
 // Open opens one file (one per informer factory); DB.Resource opens the

@@ -320,7 +320,7 @@ func (s *Store) GetByKey(key string) (item interface{}, exists bool, err error) 
 }
 
 // List returns every stored object in key order, read in one read
-// transaction and decoded on every core in chunks of scanChunk (see
+// transaction and decoded on every core in chunks of 256 objects (see
 // decode.go); objects the hot tier holds are taken from it, without
 // filling it. Objects that cannot be decoded are skipped, logged and the
 // resource marked incomplete (List has no error result). It returns nil

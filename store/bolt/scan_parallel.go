@@ -21,7 +21,7 @@ type walked struct {
 
 // ScanParallel is Scan with the reading and decoding of the next chunk
 // overlapping the calls of fn: one goroutine walks the items as Scan does,
-// each chunk of scanChunk objects decoded inside its short read
+// each chunk of 256 objects decoded inside its short read
 // transaction by up to n goroutines (capped at 64), from the stored bytes
 // without copying them, and fn is called on the calling goroutine, one
 // call at a time, in key order, outside any transaction. At most three

@@ -44,8 +44,8 @@ var errNoMetadata = errors.New("object has no metadata to select by namespace or
 // label selector works (equality, set-based, exists, !key); the common
 // operators are evaluated on the entry's bytes without allocating.
 //
-// Entries are examined in read transactions of at most selectExamine
-// entries; the objects selected among them, up to scanChunk, are decoded
+// Entries are examined in read transactions of at most 4,096
+// entries; the objects selected among them, up to 256, are decoded
 // in that transaction on every core, from the stored bytes without copying
 // them (an object in the hot tier is taken from it, without
 // filling or reordering the cache, so a bulk read never evicts what point

@@ -37,7 +37,7 @@ import (
 // (BeginFill clears it) until its Commit. Reads see committed data
 // only. Get, List, ByIndex, IndexKeys and the like read one consistent
 // snapshot; Scan, ScanIndex, Select and Replace.Vanished read in chunks of
-// scanChunk objects, each chunk a snapshot, and call their function outside
+// 256 objects, each chunk a snapshot, and call their function outside
 // any transaction (so it may read the store), so they may observe writes
 // made during the scan.
 //

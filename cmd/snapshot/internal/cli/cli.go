@@ -214,7 +214,8 @@ func strictCompletion(root *cobra.Command) {
 func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := v(cmd, args); err != nil {
-			return usageErrorf("%v", err)
+			// cobra's message counts the arguments without naming them.
+			return withHint(usageErrorf("%v", err), "Usage: %s", cmd.UseLine())
 		}
 		return nil
 	}

@@ -46,15 +46,15 @@ const (
 
 // exitCodesHelp documents the exit codes in --help.
 const exitCodesHelp = `Exit codes:
-  0  success
-  1  general error (I/O, network, output file exists)
-  2  usage error (bad command line, selector or output format; FILE is a directory)
-  3  not found (file, resource, object or index)
-  4  file locked by a running process: use 'snapshot backup' to read its cache
-  5  not a readable warmcache file (empty, truncated, garbage, foreign, unflushed), written by a newer warmcache,
-     or damaged: list, get and export print every object they can read, then the keys they could not
-  6  verify found problems
-  7  diff --exit-code found differences
+    0  success
+    1  general error (I/O, network, output file exists)
+    2  usage error (bad command line, selector or output format; FILE is a directory)
+    3  not found (file, resource, object or index)
+    4  file locked by a running process: use 'snapshot backup' to read its cache
+    5  not a readable warmcache file (empty, truncated, garbage, foreign, unflushed), written by a newer warmcache,
+       or damaged: list, get and export print every object they can read, then the keys they could not
+    6  verify found problems
+    7  diff --exit-code found differences
   130  interrupted (Ctrl-C)`
 
 // Sentinel errors of the commands; ExitCode maps them (and the errors of

@@ -64,7 +64,7 @@ func openSnapshot(ctx context.Context, env *Env, path string, opts openOptions) 
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, withHint(mark(ErrNotFound, "file %s does not exist", path),
-			"Give the path of a warmcache cache file (the file a controller passes to bolt.Open).")
+			"Give the path of a warmcache cache file (the factory.Options.Path of a controller, or the file it passes to bolt.Open).")
 	case err != nil:
 		return nil, fmt.Errorf("cannot read %s: %w", path, pathCause(err))
 	case fi.IsDir():
