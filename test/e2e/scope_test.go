@@ -6,9 +6,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/warmcache/warmcache/factory"
 	"github.com/warmcache/warmcache/informers"
+	"github.com/warmcache/warmcache/internal/democtl"
 	corelisters "github.com/warmcache/warmcache/listers/core/v1"
 	"github.com/warmcache/warmcache/store/bolt"
 )
@@ -52,32 +55,57 @@ type scopedInformer struct {
 	selector   string   // its label selector, "" for every object
 	inf        cache.SharedIndexInformer
 	events     recorder
-	// strays are the objects of its events outside its scope.
-	strays chan string
+
+	// mu guards problems: events outside the scope, or told before the
+	// store had the change.
+	mu       sync.Mutex
+	problems []string
 }
 
-// handler records inf's events and checks that every object of an add or
-// update is in its scope (a delete may carry the state an object had when
-// it left the scope).
+// handler records inf's events and checks each one: the object of an add
+// or update is in the informer's scope (a delete may carry the state an
+// object had when it left it), and the store is not behind the event (as
+// in client-go, the indexer has the change before the handler is told: it
+// holds the object at the event's resourceVersion or a newer one, or no
+// longer holds it; after a delete, it holds no state of the object as old
+// as the deleted one).
 func (s *scopedInformer) handler(t *testing.T) cache.ResourceEventHandler {
 	sel, err := labels.Parse(s.selector)
 	if err != nil {
 		t.Fatal(err)
 	}
-	check := func(obj interface{}) {
-		cm, ok := obj.(*corev1.ConfigMap)
-		if !ok {
-			s.strays <- fmt.Sprintf("a %T", obj)
-			return
+	problem := func(format string, args ...interface{}) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.problems = append(s.problems, fmt.Sprintf(format, args...))
+	}
+	check := func(op string, obj interface{}) {
+		key, rv := keyOf(obj), democtl.ResourceVersion(obj)
+		if op != "delete" {
+			cm, ok := obj.(*corev1.ConfigMap)
+			if !ok {
+				problem("%s of a %T", op, obj)
+				return
+			}
+			if s.namespace != "" && cm.Namespace != s.namespace || !sel.Matches(labels.Set(cm.Labels)) {
+				problem("%s of %s (labels %v), outside the scope", op, key, cm.Labels)
+			}
 		}
-		if s.namespace != "" && cm.Namespace != s.namespace || !sel.Matches(labels.Set(cm.Labels)) {
-			s.strays <- fmt.Sprintf("%s/%s labels %v", cm.Namespace, cm.Name, cm.Labels)
+		cur, exists, err := s.inf.GetIndexer().GetByKey(key)
+		switch {
+		case err != nil:
+			problem("%s of %s: the store's GetByKey: %v", op, key, err)
+		case !exists:
+		case op != "delete" && rvLess(democtl.ResourceVersion(cur), rv):
+			problem("%s of %s at %s: the store holds %s", op, key, rv, democtl.ResourceVersion(cur))
+		case op == "delete" && !rvLess(rv, democtl.ResourceVersion(cur)):
+			problem("delete of %s at %s: the store holds %s", key, rv, democtl.ResourceVersion(cur))
 		}
 	}
 	return cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc:    func(obj interface{}, initial bool) { check(obj); s.events.OnAdd(obj, initial) },
-		UpdateFunc: func(oldObj, newObj interface{}) { check(newObj); s.events.OnUpdate(oldObj, newObj) },
-		DeleteFunc: s.events.OnDelete,
+		AddFunc:    func(obj interface{}, initial bool) { check("add", obj); s.events.OnAdd(obj, initial) },
+		UpdateFunc: func(oldObj, newObj interface{}) { check("update", newObj); s.events.OnUpdate(oldObj, newObj) },
+		DeleteFunc: func(obj interface{}) { check("delete", obj); s.events.OnDelete(obj) },
 	}
 }
 
@@ -170,7 +198,7 @@ func runScopes(ctx context.Context, t *testing.T, c *cluster, ns, ns2 string, be
 			}
 		}
 		for _, s := range scoped {
-			s.events, s.strays = newRecorder(), make(chan string, 1000)
+			s.events = newRecorder()
 			if _, err := s.inf.AddEventHandler(s.handler(t)); err != nil {
 				t.Fatal(err)
 			}
@@ -181,20 +209,31 @@ func runScopes(ctx context.Context, t *testing.T, c *cluster, ns, ns2 string, be
 				t.Fatalf("%s did not sync", name)
 			}
 		}
+		// converged waits until each handler's view equals the server's,
+		// then checks the listers (the first time, before any change,
+		// with a hot tier full of what the later changes make stale).
+		converged := func() {
+			t.Helper()
+			for _, s := range scoped {
+				want := c.listScope(ctx, t, s.namespaces, s.selector)
+				err := s.events.WaitFor(ctx, func(es []event) bool {
+					return restrict(fold(state{}, es), s.namespaces).diff(want) == ""
+				})
+				if err != nil {
+					t.Fatalf("%s: %v; its view differs from the server's: %s", s.name, err, restrict(fold(state{}, s.events.Events()), s.namespaces).diff(want))
+				}
+				checkListers(ctx, t, c, s, want)
+			}
+		}
+		converged()
 		during()
+		converged()
 		for _, s := range scoped {
-			want := c.listScope(ctx, t, s.namespaces, s.selector)
-			err := s.events.WaitFor(ctx, func(es []event) bool {
-				return restrict(fold(state{}, es), s.namespaces).diff(want) == ""
-			})
-			if err != nil {
-				t.Fatalf("%s: %v; its view differs from the server's: %s", s.name, err, restrict(fold(state{}, s.events.Events()), s.namespaces).diff(want))
+			s.mu.Lock()
+			for _, p := range s.problems {
+				t.Errorf("%s: %s", s.name, p)
 			}
-			close(s.strays)
-			for stray := range s.strays {
-				t.Errorf("%s: an event of %s, outside its scope", s.name, stray)
-			}
-			checkListers(ctx, t, c, s, want)
+			s.mu.Unlock()
 		}
 		return scoped
 	}
@@ -237,6 +276,20 @@ func runScopes(ctx context.Context, t *testing.T, c *cluster, ns, ns2 string, be
 			t.Errorf("%s: the cache file differs from the server's list: %s", s.name, d)
 		}
 	}
+}
+
+// scopeNames are the names of every ConfigMap the test creates.
+func scopeNames() []string {
+	var names []string
+	for i := range scopeObjects {
+		names = append(names, fmt.Sprintf("cm-%d", i))
+	}
+	for _, base := range []int{0, 12} {
+		for i := range 3 {
+			names = append(names, fmt.Sprintf("new-%d-%d", base, i))
+		}
+	}
+	return names
 }
 
 // scopeLabels are the labels of object class cls (0: none, 1: tier a,
@@ -448,11 +501,17 @@ func checkListers(ctx context.Context, t *testing.T, c *cluster, s *scopedInform
 				if d := cmState(got).diff(nsWant); d != "" {
 					t.Errorf("%s: %s List(%q) in %s differs from the server's list: %s", s.name, name, sel, ns, d)
 				}
-				for k := range nsWant {
-					_, n, _ := strings.Cut(k, "/")
+				if sel != "" {
+					continue
+				}
+				for _, n := range scopeNames() {
+					k := ns + "/" + n
 					cm, err := l.ConfigMaps(ns).Get(n)
-					if err != nil || cm.ResourceVersion != nsWant[k] {
-						t.Errorf("%s: %s Get(%s) = %v, %v; want resourceVersion %s", s.name, name, k, cm, err, nsWant[k])
+					switch rv, ok := nsWant[k]; {
+					case !ok && !apierrors.IsNotFound(err):
+						t.Errorf("%s: %s Get(%s) = %v, %v; want NotFound", s.name, name, k, cm, err)
+					case ok && (err != nil || cm.ResourceVersion != rv):
+						t.Errorf("%s: %s Get(%s) = %v, %v; want resourceVersion %s", s.name, name, k, cm, err, rv)
 					}
 				}
 			}
