@@ -23,6 +23,16 @@ type Options struct {
 	// (cache.Options.Scheme and the rest.Config NewCache's function is
 	// given). Default Logger: klog's global logger.
 	Factory factory.Options
+	// TransformVersion names the transforms of the cache options
+	// (DefaultTransform, ByObject's and the per-namespace configs'
+	// Transform), recorded with every informer in the file
+	// (factory.WithTransformVersion). The file stores transformed
+	// objects and cannot see a transform's code: change TransformVersion
+	// whenever a transform changes what it keeps or how it rewrites
+	// objects (adding or removing one included), so that the warm start
+	// relists instead of serving objects shaped by the old transform.
+	// Default "": no transform, or transforms that never change.
+	TransformVersion string
 }
 
 // NewCache returns a cache.NewCacheFunc for ctrl.Options.NewCache (or
@@ -105,7 +115,7 @@ func newCache(config *rest.Config, o cache.Options, opts Options) (*Cache, error
 		return nil, fmt.Errorf("crcache: %w", err)
 	}
 	c := &Cache{opts: o, f: f, registry: &registry{}, runs: newRuns()}
-	h := &hook{ctx: ctx, f: f, scheme: o.Scheme, registry: c.registry, runs: c.runs}
+	h := &hook{ctx: ctx, f: f, scheme: o.Scheme, registry: c.registry, runs: c.runs, transformVersion: opts.TransformVersion}
 	o.NewInformer = h.newInformer
 	inner, err := cache.New(config, o)
 	if err != nil {

@@ -16,6 +16,12 @@
 // reusing another scope's objects. The informer maps of DefaultNamespaces
 // and ByObject each get their own informers, as in controller-runtime.
 //
+// The file stores objects as the cache options' transforms shaped them
+// (DefaultTransform, ByObject's Transform): change Options.TransformVersion
+// whenever a transform changes meaning, or a warm start serves objects
+// shaped by the old one. Indexes added with IndexField are rebuilt at
+// every start.
+//
 // Reads: Get is controller-runtime's (a point read of one key). List
 // (what mgr.GetClient() and the cache answer) pushes InNamespace,
 // MatchingLabels, MatchingLabelsSelector and MatchingFields (on fields

@@ -132,6 +132,8 @@ type hook struct {
 	scheme   *runtime.Scheme
 	registry *registry
 	runs     *runs
+	// transformVersion is Options.TransformVersion.
+	transformVersion string
 }
 
 func (h *hook) newInformer(lw toolscache.ListerWatcher, example runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
@@ -185,7 +187,7 @@ func (p *pending) SetTransform(fn toolscache.TransformFunc) error {
 	if err != nil {
 		return fmt.Errorf("crcache: informer of %T: %w", p.example, err)
 	}
-	inf, err := p.h.f.HookInformer(p.h.ctx, p.lw, p.example, p.resync, p.indexers, t.scope)
+	inf, err := p.h.f.HookInformer(p.h.ctx, p.lw, p.example, p.resync, p.indexers, t.scope, factory.WithTransformVersion(p.h.transformVersion))
 	if err != nil {
 		return fmt.Errorf("crcache: persistent informer of %s in scope %+v: %w", gvk, t.scope, err)
 	}

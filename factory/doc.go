@@ -29,6 +29,12 @@
 // or the indexer. When the GET is forbidden the cluster is recorded as
 // unknown and New logs it; set Options.ClusterID then.
 //
+// Index entries are kept across restarts while the informer's index names
+// are the same; the file cannot see an index function's code. An index
+// function that changes meaning under the same name needs a new
+// WithIndexVersion, which makes the warm start rebuild the entries from
+// the stored objects instead of answering ByIndex from the old ones.
+//
 // Sensitive resources (Secrets, DefaultSensitive, and those of
 // Options.Sensitive or WithSealing) are stored sealed with AES-256-GCM
 // under Options.Keys (package store/seal): their data never reaches the

@@ -334,11 +334,12 @@ func addMissingIndexers(inf *informer.Informer, indexers cache.Indexers) error {
 
 // openStore opens the store of one informer: a bolt resource whose
 // identity records gvr, the kind and the scope, and whose meta records the
-// cluster and the transform version, or a memory store. A sensitive
-// resource (see sensitive) is stored sealed with the factory's keys, or,
-// without usable keys, in a memory store, after what the file holds of it
-// unsealed is deleted (forgetSensitive). cfg.hotBytes, if set, gives the store a
-// hot tier of its own (bolt.ResourceOptions.HotBytes).
+// cluster, the transform version and the index version, or a memory
+// store. A sensitive resource (see sensitive) is stored sealed with the
+// factory's keys, or, without usable keys, in a memory store, after what
+// the file holds of it unsealed is deleted (forgetSensitive).
+// cfg.hotBytes, if set, gives the store a hot tier of its own
+// (bolt.ResourceOptions.HotBytes).
 func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, scope Scope, indexers cache.Indexers, cfg informerConfig, onCorruption func(error)) (store.Store, error) {
 	if f.db == nil {
 		return memory.New(memory.Options{Indexers: indexers})
@@ -384,6 +385,7 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 		OnCorruption:     onCorruption,
 		Cluster:          f.cluster,
 		TransformVersion: cfg.transformVersion,
+		IndexVersion:     cfg.indexVersion,
 		HotBytes:         cfg.hotBytes,
 	})
 }

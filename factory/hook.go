@@ -3,6 +3,7 @@ package factory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -30,10 +31,13 @@ type NewInformerFunc func(lw cache.ListerWatcher, example runtime.Object, resync
 // return an error, a kind that cannot be resolved, a scope already in use
 // or a store that cannot be opened is logged and served by client-go's
 // in-memory informer instead: the controller keeps working, without
-// persistence.
-func (f *Factory) NewInformerFunc(ctx context.Context, scopeOf func(example runtime.Object) Scope) NewInformerFunc {
+// persistence. opts apply to every informer, as to InformerFor (for
+// example WithTransformVersion, whenever the transforms controller-runtime
+// sets change meaning); the resync controller-runtime gives replaces
+// WithResyncPeriod.
+func (f *Factory) NewInformerFunc(ctx context.Context, scopeOf func(example runtime.Object) Scope, opts ...InformerOption) NewInformerFunc {
 	return func(lw cache.ListerWatcher, example runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
-		inf, err := f.hookInformer(ctx, lw, example, resync, indexers, scopeOf)
+		inf, err := f.hookInformer(ctx, lw, example, resync, indexers, scopeOf, opts)
 		if err != nil {
 			f.logger.Error(err, "Cannot give this informer a persistent cache; using client-go's in-memory informer", "type", fmt.Sprintf("%T", example))
 			return cache.NewSharedIndexInformer(lw, example, resync, indexers)
@@ -42,7 +46,7 @@ func (f *Factory) NewInformerFunc(ctx context.Context, scopeOf func(example runt
 	}
 }
 
-func (f *Factory) hookInformer(ctx context.Context, lw cache.ListerWatcher, example runtime.Object, resync time.Duration, indexers cache.Indexers, scopeOf func(runtime.Object) Scope) (*informer.Informer, error) {
+func (f *Factory) hookInformer(ctx context.Context, lw cache.ListerWatcher, example runtime.Object, resync time.Duration, indexers cache.Indexers, scopeOf func(runtime.Object) Scope, opts []InformerOption) (*informer.Informer, error) {
 	gvk := gvkOf(f.opts.Scheme, example)
 	if gvk.Kind == "" || gvk.Version == "" {
 		return nil, fmt.Errorf("%w: no kind for %T", ErrResource, example)
@@ -63,7 +67,7 @@ func (f *Factory) hookInformer(ctx context.Context, lw cache.ListerWatcher, exam
 	if exists {
 		return nil, fmt.Errorf("%w: an informer for %s exists already; its ListerWatcher may differ", ErrResource, name)
 	}
-	inf, err := f.InformerFor(ctx, gvr, example, lw, scope, indexers, WithResyncPeriod(resync))
+	inf, err := f.InformerFor(ctx, gvr, example, lw, scope, indexers, append(slices.Clone(opts), WithResyncPeriod(resync))...)
 	if err != nil {
 		return nil, err
 	}

@@ -117,3 +117,62 @@ func TestForResourceTakesIndexersAndTransform(t *testing.T) {
 		t.Fatalf("warm start rebuilt the indexes:\n%s", logs)
 	}
 }
+
+// An index function that changes meaning under the same name, with
+// WithIndexVersion changed too, gets its entries rebuilt on the warm
+// start: ByIndex answers with the new function, never from the entries
+// the old one filed.
+func TestWithIndexVersionRebuildsAChangedIndex(t *testing.T) {
+	src := newSource(t, "a", "b")
+	srv := serveSource(t, src)
+	path := filepath.Join(t.TempDir(), "f.db")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	byName := func(obj interface{}) ([]string, error) { return []string{obj.(*corev1.Pod).Name}, nil }
+	byUpperName := func(obj interface{}) ([]string, error) { return []string{strings.ToUpper(obj.(*corev1.Pod).Name)}, nil }
+	// run runs the informer with fn as its "name" index and returns the
+	// keys filed under value, and the logs.
+	run := func(fn cache.IndexFunc, value string, opts ...InformerOption) ([]string, string) {
+		l := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+		f, err := New(ctx, Options{Path: path, Bolt: bolt.Options{Sync: bolt.UnsafeNoSync}, RESTConfig: &rest.Config{Host: srv.URL}, Logger: &l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inf, err := f.ForResource(ctx, podsGVR, "Pod", Scope{}, append(opts, WithIndexers(cache.Indexers{"name": fn}))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Start(ctx)
+		for name, ok := range f.WaitForCacheSync(ctx) {
+			if !ok {
+				t.Fatalf("%s did not sync", name)
+			}
+		}
+		keys, err := inf.GetIndexer().IndexKeys("name", value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Shutdown(); err != nil {
+			t.Fatal(err)
+		}
+		return keys, l.GetSink().(ktesting.Underlier).GetBuffer().String()
+	}
+	if keys, _ := run(byName, "a"); len(keys) != 1 || keys[0] != "ns/a" {
+		t.Fatalf("IndexKeys(name, a) = %v, want [ns/a]", keys)
+	}
+	keys, logs := run(byUpperName, "A", WithIndexVersion("upper"))
+	if len(keys) != 1 || keys[0] != "ns/a" {
+		t.Errorf("after the index function and version changed, IndexKeys(name, A) = %v, want [ns/a]", keys)
+	}
+	if !strings.Contains(logs, "Rebuilding the index entries") {
+		t.Errorf("the warm start with a new index version did not rebuild the indexes:\n%s", logs)
+	}
+	// The same version again: the entries are kept.
+	keys, logs = run(byUpperName, "A", WithIndexVersion("upper"))
+	if len(keys) != 1 || keys[0] != "ns/a" {
+		t.Errorf("IndexKeys(name, A) = %v, want [ns/a]", keys)
+	}
+	if strings.Contains(logs, "Rebuilding the index entries") {
+		t.Errorf("a warm start with the recorded index version rebuilt the indexes:\n%s", logs)
+	}
+}

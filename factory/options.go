@@ -29,6 +29,7 @@ type informerConfig struct {
 	indexers         cache.Indexers
 	transform        cache.TransformFunc
 	transformVersion string
+	indexVersion     string
 	resync           *time.Duration
 	hotBytes         *int64
 	sealing          sealing
@@ -40,6 +41,11 @@ type informerConfig struct {
 // AddIndexers after creation would do. Every informer also has client-go's
 // namespace index (cache.NamespaceIndex), as client-go's and
 // controller-runtime's informers do.
+//
+// The file keeps index entries across restarts while the index names are
+// the same; it cannot see a function's code. When an index function
+// changes meaning under the same name, change WithIndexVersion too, or a
+// warm start answers ByIndex from the entries the old function filed.
 func WithIndexers(indexers cache.Indexers) InformerOption {
 	return func(c *informerConfig) {
 		if c.indexers == nil {
@@ -69,6 +75,18 @@ func WithTransform(fn cache.TransformFunc) InformerOption {
 // changes.
 func WithTransformVersion(version string) InformerOption {
 	return func(c *informerConfig) { c.transformVersion = version }
+}
+
+// WithIndexVersion records version as the version of the informer's index
+// functions (all of them: WithIndexers', Options.Informer.Indexers' and
+// client-go's namespace index) in the file, as
+// bolt.ResourceOptions.IndexVersion. Change it whenever an index function
+// changes meaning under the same name: a warm start that finds another
+// version recorded rebuilds the index entries from the stored objects
+// (decoding each once, with a log line) instead of serving the entries the
+// old function filed. Default "".
+func WithIndexVersion(version string) InformerOption {
+	return func(c *informerConfig) { c.indexVersion = version }
 }
 
 // WithResyncPeriod sets the informer's resync period, replacing

@@ -17,7 +17,9 @@ import (
 // watched by lw in scope. The caller runs the informer (Factory.Start does
 // not) and must have stopped it before Factory.Shutdown. An informer of
 // the same resource and scope that exists already is an error wrapping
-// ErrResource: lw may differ from its own.
-func (f *Factory) HookInformer(ctx context.Context, lw cache.ListerWatcher, example runtime.Object, resync time.Duration, indexers cache.Indexers, scope Scope) (*informer.Informer, error) {
-	return f.hookInformer(ctx, lw, example, resync, indexers, func(runtime.Object) Scope { return scope })
+// ErrResource: lw may differ from its own. opts apply as to InformerFor
+// (WithTransformVersion, WithIndexVersion, WithHotBytes ...); resync
+// replaces WithResyncPeriod.
+func (f *Factory) HookInformer(ctx context.Context, lw cache.ListerWatcher, example runtime.Object, resync time.Duration, indexers cache.Indexers, scope Scope, opts ...InformerOption) (*informer.Informer, error) {
+	return f.hookInformer(ctx, lw, example, resync, indexers, func(runtime.Object) Scope { return scope }, opts)
 }

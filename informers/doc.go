@@ -45,6 +45,15 @@
 // from the persisted resourceVersion: such a factory serves its informers
 // from client-go's in-memory informer, with a log line saying why.
 //
+// Transforms and index functions across restarts: the file stores
+// transformed objects and index entries, and cannot see a function's
+// code. When WithTransform's function changes meaning, change
+// WithTransformVersion too (the warm start then relists instead of serving
+// objects shaped by the old function); when an index function given at
+// creation (InformerFor's newFunc) changes meaning under the same name,
+// change WithIndexVersion (its entries are then rebuilt). Indexes added
+// with AddIndexers are rebuilt at every start.
+//
 // Fallback: a type the factory cannot persist (a Go type unknown to
 // client-go's scheme, a client without a typed client for it, a store that
 // cannot be opened) gets the informer newFunc builds, client-go's, in

@@ -37,9 +37,30 @@ func WithTweakListOptions(tweak internalinterfaces.TweakListOptionsFunc) SharedI
 }
 
 // WithTransform sets a transform on every informer; the transformed object
-// is what the file stores.
+// is what the file stores. When the function changes what it keeps or how
+// it rewrites objects, change WithTransformVersion too, or a warm start
+// serves objects shaped by the old function.
 func WithTransform(transform cache.TransformFunc) SharedInformerOption {
 	return func(f *Factory) { f.transform = transform }
+}
+
+// WithTransformVersion records version as the version of the factory's
+// transform in the file (factory.WithTransformVersion): a warm start that
+// finds another version recorded (adding, removing or changing the
+// transform included) discards the stored objects, logs why, and relists.
+// Default "": no transform, or one that never changes.
+func WithTransformVersion(version string) SharedInformerOption {
+	return func(f *Factory) { f.transformVersion = version }
+}
+
+// WithIndexVersion records version as the version of the index functions
+// the informers are created with (those of InformerFor's newFunc), as
+// factory.WithIndexVersion: change it whenever one changes meaning under
+// the same name, so that a warm start rebuilds their entries instead of
+// answering ByIndex from the old ones. Indexes added later with
+// AddIndexers are rebuilt at every start and need no version.
+func WithIndexVersion(version string) SharedInformerOption {
+	return func(f *Factory) { f.indexVersion = version }
 }
 
 // WithCustomResyncConfig sets the resync period of the informers of the
@@ -73,6 +94,11 @@ type Factory struct {
 	customResync  map[reflect.Type]time.Duration
 	informerName  *cache.InformerName
 	logger        klog.Logger
+
+	// transformVersion and indexVersion are recorded with every informer
+	// (factory.WithTransformVersion, factory.WithIndexVersion).
+	transformVersion, indexVersion string
+
 	// ctx bounds the creation of stores (opening a resource of the file).
 	ctx context.Context
 
@@ -190,7 +216,11 @@ func (f *Factory) warmInformerLocked(obj runtime.Object, resync time.Duration, i
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r.gvr, err)
 	}
-	opts := []factory.InformerOption{factory.WithResyncPeriod(resync)}
+	opts := []factory.InformerOption{
+		factory.WithResyncPeriod(resync),
+		factory.WithTransformVersion(f.transformVersion),
+		factory.WithIndexVersion(f.indexVersion),
+	}
 	if f.transform != nil {
 		opts = append(opts, factory.WithTransform(f.transform))
 	}

@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/internal/fakeapi"
@@ -181,5 +183,76 @@ func TestTransformAndResync(t *testing.T) {
 	case <-resyncs:
 	case <-deadline(t).Done():
 		t.Fatal("no resync with the custom period")
+	}
+}
+
+// A transform or an index function that changes meaning between two runs
+// on one file, with WithTransformVersion or WithIndexVersion changed too,
+// is never answered from what the old one stored: the warm start relists
+// the objects (transform) or rebuilds the index entries (index). An index
+// added with AddIndexers is rebuilt at every start, without a version.
+func TestVersionsOfTransformAndIndexes(t *testing.T) {
+	srv := newServer(t)
+	srv.add(t, newObject(t, podGVK, "ns", "a", nil))
+	path := tempFile(t)
+	labelWith := func(v string) cache.TransformFunc {
+		return func(obj any) (any, error) {
+			if m, ok := obj.(metav1.Object); ok {
+				m.SetLabels(map[string]string{"transform": v})
+			}
+			return obj, nil
+		}
+	}
+	// indexWith files a pod under prefix+its name.
+	indexWith := func(prefix string) cache.IndexFunc {
+		return func(obj any) ([]string, error) { return []string{prefix + obj.(*corev1.Pod).Name}, nil }
+	}
+	// run runs the pods' informer, created with index "created" (prefix
+	// created) and, unless added is "", then given index "added" (prefix
+	// added), and returns the stored pod's transform label and whether
+	// each index files it under its prefix (added: true if not given).
+	run := func(transform, created, added string, opts ...SharedInformerOption) (label string, createdOK, addedOK bool) {
+		t.Helper()
+		logger, _ := newLogger(t)
+		f := newFactory(t, path, srv.client, logger, append(opts, WithTransform(labelWith(transform)))...)
+		defer f.Shutdown()
+		inf := f.InformerFor(&corev1.Pod{}, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+			return coreinformers.NewPodInformer(c, metav1.NamespaceAll, resync, cache.Indexers{"created": indexWith(created)})
+		})
+		if added != "" {
+			if err := inf.AddIndexers(cache.Indexers{"added": indexWith(added)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		syncAll(t, f)
+		p, err := f.Core().V1().Pods().Lister().Pods("ns").Get("a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		has := func(index, value string) bool {
+			keys, err := inf.GetIndexer().IndexKeys(index, value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(keys) == 1 && keys[0] == "ns/a"
+		}
+		return p.Labels["transform"], has("created", created+"a"), added == "" || has("added", added+"a")
+	}
+	for _, r := range []struct {
+		name                      string
+		transform, created, added string
+		transformVersion          string
+		indexVersion              string
+	}{
+		{"cold start", "1", "c1-", "", "1", "1"},
+		{"the transform changed", "2", "c1-", "", "2", "1"},
+		{"the index changed", "2", "c2-", "", "2", "2"},
+		{"an index added", "2", "c2-", "a1-", "2", "2"},
+		{"the added index changed", "2", "c2-", "a2-", "2", "2"},
+	} {
+		label, c, a := run(r.transform, r.created, r.added, WithTransformVersion(r.transformVersion), WithIndexVersion(r.indexVersion))
+		if label != r.transform || !c || !a {
+			t.Errorf("%s: transform label %q, indexed %v, %v; want %s, true, true", r.name, label, c, a, r.transform)
+		}
 	}
 }
