@@ -75,12 +75,7 @@ func TestFactoryTypedAndDynamicInformersShareAFile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.Start(ctx)
-		for name, ok := range f.WaitForCacheSync(ctx) {
-			if !ok {
-				t.Fatalf("%s did not sync", name)
-			}
-		}
+		syncAll(ctx, t, f)
 		if n := len(all.GetStore().ListKeys()); n != 3 {
 			t.Fatalf("all pods: %d", n)
 		}
@@ -220,12 +215,7 @@ func TestDynamicAndTypedInformersOfABuiltInAreApart(t *testing.T) {
 		if typed == dyn {
 			t.Fatalf("dynamic first %t: ForDynamic and ForResource returned the same informer", dynamicFirst)
 		}
-		f.Start(ctx)
-		for name, ok := range f.WaitForCacheSync(ctx) {
-			if !ok {
-				t.Fatalf("%s did not sync", name)
-			}
-		}
+		syncAll(ctx, t, f)
 		for _, o := range typed.GetStore().List() {
 			if _, ok := o.(*corev1.Pod); !ok {
 				t.Errorf("dynamic first %t: the typed informer holds a %T", dynamicFirst, o)

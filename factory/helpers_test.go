@@ -1,6 +1,7 @@
 package factory
 
 import (
+	"context"
 	"net/http/httptest"
 	"testing"
 
@@ -68,3 +69,14 @@ func serveSource(t *testing.T, src *fakesource.Source) *httptest.Server {
 var nopLW = &cache.ListWatch{}
 
 var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
+
+// syncAll starts f and waits for every informer to sync.
+func syncAll(ctx context.Context, t *testing.T, f *Factory) {
+	t.Helper()
+	f.Start(ctx)
+	for name, ok := range f.WaitForCacheSync(ctx) {
+		if !ok {
+			t.Fatalf("%s did not sync", name)
+		}
+	}
+}

@@ -44,12 +44,7 @@ func TestFactoryWarmStartKeepsIndexes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.Start(ctx)
-		for name, ok := range f.WaitForCacheSync(ctx) {
-			if !ok {
-				t.Fatalf("%s did not sync", name)
-			}
-		}
+		syncAll(ctx, t, f)
 		if keys, err := inf.GetIndexer().IndexKeys("byName", "a"); err != nil || len(keys) != 1 {
 			t.Fatalf("IndexKeys(byName, a) = %v, %v", keys, err)
 		}
@@ -94,12 +89,7 @@ func TestForResourceTakesIndexersAndTransform(t *testing.T) {
 		if got := inf.GetIndexer().GetIndexers(); len(got) != 2 || got[cache.NamespaceIndex] == nil || got["byName"] == nil {
 			t.Fatalf("indexers = %v, want byName and the namespace index", got)
 		}
-		f.Start(ctx)
-		for name, ok := range f.WaitForCacheSync(ctx) {
-			if !ok {
-				t.Fatalf("%s did not sync", name)
-			}
-		}
+		syncAll(ctx, t, f)
 		if keys, err := inf.GetIndexer().IndexKeys(cache.NamespaceIndex, "ns"); err != nil || len(keys) != 2 {
 			t.Fatalf("IndexKeys(namespace, ns) = %v, %v", keys, err)
 		}
@@ -142,12 +132,7 @@ func TestWithIndexVersionRebuildsAChangedIndex(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f.Start(ctx)
-		for name, ok := range f.WaitForCacheSync(ctx) {
-			if !ok {
-				t.Fatalf("%s did not sync", name)
-			}
-		}
+		syncAll(ctx, t, f)
 		keys, err := inf.GetIndexer().IndexKeys("name", value)
 		if err != nil {
 			t.Fatal(err)

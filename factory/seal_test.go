@@ -108,17 +108,6 @@ func sealFactory(t *testing.T, path, host string, keys seal.KeyProvider, sensiti
 	return loggedFactory(t, Options{Path: path, RESTConfig: &rest.Config{Host: host}, ClusterID: "test", Keys: keys, Sensitive: sensitive})
 }
 
-// syncAll starts f and waits for every informer to sync.
-func syncAll(ctx context.Context, t *testing.T, f *Factory) {
-	t.Helper()
-	f.Start(ctx)
-	for name, ok := range f.WaitForCacheSync(ctx) {
-		if !ok {
-			t.Fatalf("%s did not sync", name)
-		}
-	}
-}
-
 // assertNoSecretBytes fails if secretBytes, or its base64 form, is in the
 // file at path.
 func assertNoSecretBytes(t *testing.T, what, path string) {

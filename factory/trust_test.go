@@ -81,12 +81,7 @@ func TestRecordedIdentityDiscards(t *testing.T) {
 			case step.reason != "" && (n != 0 || !strings.Contains(logs(), step.reason)):
 				t.Errorf("discard: %d objects before start (want 0), log lacks %q:\n%s", n, step.reason, logs())
 			}
-			f.Start(ctx)
-			for name, ok := range f.WaitForCacheSync(ctx) {
-				if !ok {
-					t.Fatalf("%s did not sync", name)
-				}
-			}
+			syncAll(ctx, t, f)
 			if n := len(inf.GetIndexer().ListKeys()); n != 2 {
 				t.Errorf("%d objects after sync, want 2", n)
 			}
