@@ -6,7 +6,7 @@
 //
 // Usage:
 //
-//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 400000] [-churn-hot 0] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone] [-server genserver|fakeapi] [-bolt-gogc N]
+//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 400000] [-churn-hot 0] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone] [-server genserver|fakeapi] [-bolt-gogc N] [-batch-size N] [-queue-capacity N]
 //
 // The server (a benchmarks/internal/genserver with -n podgen pods, which
 // generates each pod when it serves it and encodes on every core; with
@@ -60,6 +60,8 @@ import (
 	"github.com/warmcache/warmcache/benchmarks/internal/informerbench"
 	"github.com/warmcache/warmcache/benchmarks/internal/machine"
 	"github.com/warmcache/warmcache/benchmarks/internal/syncflag"
+	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/store/bolt"
 )
 
@@ -71,6 +73,8 @@ type options struct {
 	dir         string
 	sync        bolt.SyncPolicy
 	pageSize    int
+	batchSize   int
+	queueCap    int
 	contentType string
 	relists     []int
 	profileDir  string
@@ -91,6 +95,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory for the bolt store's file")
 	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: "+strings.Join(syncflag.Names(), ", ")+" (the first is the store's default)")
 	fs.IntVar(&o.pageSize, "bolt-page-size", 0, "page size of the bolt store's file in bytes, a power of two (0: the store's default)")
+	fs.IntVar(&o.batchSize, "batch-size", 0, "warmcache informers' BatchSize, the most keys applied in one store write (0: the informer's default, "+strconv.Itoa(informer.DefaultBatchSize)+")")
+	fs.IntVar(&o.queueCap, "queue-capacity", 0, "warmcache informers' QueueCapacity, the most deltas queued between the watch and the store (0: the informer's default, "+strconv.Itoa(deltafifo.DefaultCapacity)+")")
 	fs.StringVar(&relists, "relist", joinInts(informerbench.DefaultRelistPercents), "comma-separated percentages of pods changed before a forced 410 relist, one measurement each (empty: none)")
 	fs.StringVar(&o.profileDir, "cpuprofile-dir", "", "directory to write a CPU profile of each implementation's cold sync, churn and relists into (IMPL-cold.pprof, IMPL-churn.pprof, IMPL-relistPCT.pprof), and allocation profiles at the start and end of each (IMPL-PHASE-allocs-start.pprof, -end.pprof: compare with pprof -base; empty: none)")
 	fs.StringVar(&o.server, "server", apiproc.ServerGen, "the fake API server: "+apiproc.ServerGen+" (generates each pod when it serves it) or "+apiproc.ServerFake+" (keeps every pod on its heap)")
@@ -105,6 +111,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.n <= 0 || o.updates < 0 {
 		return o, fmt.Errorf("%w: -n must be positive and -updates not negative", cmdrun.ErrUsage)
+	}
+	if o.batchSize < 0 || o.queueCap < 0 {
+		return o, fmt.Errorf("%w: -batch-size and -queue-capacity must not be negative", cmdrun.ErrUsage)
 	}
 	if o.churnHot < 0 || o.churnHot > o.n {
 		return o, fmt.Errorf("%w: -churn-hot %d: want 0 (every pod) to -n (%d)", cmdrun.ErrUsage, o.churnHot, o.n)
@@ -193,7 +202,8 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	fmt.Fprintf(stderr, "informerbench: server at %s ready in %v\n", proc.URL, time.Since(start).Round(time.Millisecond))
 
 	ro := informerbench.RunOptions{
-		Options:        informerbench.Options{Dir: dir, BoltSync: o.sync, BoltPageSize: o.pageSize, ContentType: o.contentType},
+		Options: informerbench.Options{Dir: dir, BoltSync: o.sync, BoltPageSize: o.pageSize, ContentType: o.contentType,
+			BatchSize: o.batchSize, QueueCapacity: o.queueCap},
 		Updates:        o.updates,
 		ChurnHot:       o.churnHot,
 		RelistPercents: o.relists,
@@ -235,6 +245,12 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	pageSize := "default page size"
 	if o.pageSize != 0 {
 		pageSize = fmt.Sprintf("page size %d", o.pageSize)
+	}
+	if o.batchSize != 0 {
+		pageSize += fmt.Sprintf(", BatchSize %d", o.batchSize)
+	}
+	if o.queueCap != 0 {
+		pageSize += fmt.Sprintf(", QueueCapacity %d", o.queueCap)
 	}
 	updates := fmt.Sprintf("%d updates", results[0].Updates)
 	if o.churnHot > 0 {

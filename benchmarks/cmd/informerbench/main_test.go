@@ -107,3 +107,20 @@ func TestParseChurnHot(t *testing.T) {
 		}
 	}
 }
+
+// -batch-size and -queue-capacity reach the informers' options; negative
+// values are usage errors.
+func TestParseBatchSizeAndQueueCapacity(t *testing.T) {
+	o, err := parse([]string{"-batch-size", "2000", "-queue-capacity", "1000"}, io.Discard)
+	if err != nil || o.batchSize != 2000 || o.queueCap != 1000 {
+		t.Fatalf("parse: batch %d, capacity %d, %v; want 2000, 1000", o.batchSize, o.queueCap, err)
+	}
+	if o, err := parse(nil, io.Discard); err != nil || o.batchSize != 0 || o.queueCap != 0 {
+		t.Fatalf("parse(nil): batch %d, capacity %d, %v; want the informer's defaults (0)", o.batchSize, o.queueCap, err)
+	}
+	for _, args := range [][]string{{"-batch-size", "-1"}, {"-queue-capacity", "-5"}} {
+		if _, err := parse(args, io.Discard); !errors.Is(err, cmdrun.ErrUsage) {
+			t.Errorf("parse(%q): %v, want a usage error", args, err)
+		}
+	}
+}

@@ -69,6 +69,10 @@ type Options struct {
 	// ContentType is the clients' content type. Default
 	// ProtobufContentType.
 	ContentType string
+	// BatchSize and QueueCapacity are warmcache's informer's
+	// (informer.Options), for the memory and bolt informers. Default (0):
+	// the informer's defaults.
+	BatchSize, QueueCapacity int
 }
 
 func (o Options) withDefaults(impl string) (Options, error) {
@@ -157,7 +161,7 @@ func Start(ctx context.Context, impl string, cfg *rest.Config, opts Options, wit
 		if err != nil {
 			return nil, fmt.Errorf("informerbench: %s list-watch: %w", impl, errors.Join(err, i.closeStore()))
 		}
-		inf, err := informer.New(wlw, &corev1.Pod{}, informer.Options{Store: i.store})
+		inf, err := informer.New(wlw, &corev1.Pod{}, informer.Options{Store: i.store, BatchSize: opts.BatchSize, QueueCapacity: opts.QueueCapacity})
 		if err != nil {
 			return nil, fmt.Errorf("informerbench: %s informer: %w", impl, errors.Join(err, i.closeStore()))
 		}
