@@ -9,7 +9,8 @@
 //
 //	wf, err := factory.New(ctx, factory.Options{Path: "/var/cache/ctl/cache.db", RESTConfig: config})
 //	...
-//	f := informers.NewSharedInformerFactoryWithOptions(wf, client, 10*time.Minute, informers.WithNamespace("prod"))
+//	f := informers.NewSharedInformerFactoryWithOptions(wf, client, 10*time.Minute,
+//		informers.WithNamespace("prod"), informers.WithRESTConfig(config))
 //	defer f.Shutdown() // stops the informers, flushes and closes the file
 //	pods := f.Core().V1().Pods()
 //	pods.Informer().AddEventHandler(handler)
@@ -29,8 +30,11 @@
 // ForResource by the tests) and lists and watches through the typed client
 // of the kubernetes.Interface the factory was given (any implementation,
 // client-go's fake clientset included), so its watches decode as that
-// client does (client-go's: on one goroutine), not on every core as those
-// of factory.Factory's own clients. The informer's identity in the
+// client does (client-go's: on one goroutine). With WithRESTConfig (the
+// config the client was built from) they go through clients built from
+// that config instead, as factory.Factory's own: their watches decode on
+// every core, and the bolt store writes each protobuf object's message as
+// it arrived instead of marshalling it again. The informer's identity in the
 // file records the resource, the kind, the namespace of WithNamespace (for
 // namespaced resources) and the selectors the tweak sets, so that
 // factories of different scopes never share stored data.

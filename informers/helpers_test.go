@@ -15,6 +15,7 @@ import (
 	clientinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
@@ -38,6 +39,8 @@ func TestMain(m *testing.M) {
 type server struct {
 	src    *fakesource.Source
 	client kubernetes.Interface
+	// config reaches the server with protobuf, as client was built.
+	config *rest.Config
 }
 
 // newServer serves resources over HTTP (protobuf, through a real
@@ -53,11 +56,12 @@ func newServer(t *testing.T, resources ...fakeapi.Resource) *server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	cs, err := kubernetes.NewForConfig(s.Config("application/vnd.kubernetes.protobuf"))
+	config := s.Config("application/vnd.kubernetes.protobuf")
+	cs, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &server{src: src, client: cs}
+	return &server{src: src, client: cs, config: config}
 }
 
 // add adds obj to the source.

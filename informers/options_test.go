@@ -1,6 +1,7 @@
 package informers
 
 import (
+	"context"
 	"sort"
 	"sync/atomic"
 	"testing"
@@ -8,8 +9,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/internal/fakeapi"
@@ -254,5 +257,39 @@ func TestVersionsOfTransformAndIndexes(t *testing.T) {
 		if label != r.transform || !c || !a {
 			t.Errorf("%s: transform label %q, indexed %v, %v; want %s, true, true", r.name, label, c, a, r.transform)
 		}
+	}
+}
+
+// With WithRESTConfig the informers list and watch through clients built
+// from the config, not through the client's typed clients (here a
+// clientset of a server that is gone), with the tweak applied to every
+// request; the watch's events reach the store.
+func TestWithRESTConfigListsAndWatchesThroughTheConfig(t *testing.T) {
+	srv := newServer(t)
+	srv.add(t, newObject(t, podGVK, "ns", "x1", map[string]string{"app": "x"}))
+	srv.add(t, newObject(t, podGVK, "ns", "y1", map[string]string{"app": "y"}))
+	// Nothing listens on port 1: every request of this client fails.
+	gone, err := kubernetes.NewForConfig(&rest.Config{Host: "http://127.0.0.1:1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger, _ := newLogger(t)
+	f := newFactory(t, tempFile(t), gone, logger, WithRESTConfig(srv.config),
+		WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "app=x" }))
+	defer f.Shutdown()
+	f.Core().V1().Pods().Informer()
+	syncAll(t, f)
+	equalStrings(t, "synced through the config, tweaked", podNames(t, f), []string{"ns/x1"})
+	srv.add(t, newObject(t, podGVK, "ns", "x2", map[string]string{"app": "x"}))
+	srv.add(t, newObject(t, podGVK, "ns", "y2", map[string]string{"app": "y"}))
+	err = wait.PollUntilContextTimeout(deadline(t), 5*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return len(podNames(t, f)) == 2, nil
+	})
+	if err != nil {
+		t.Fatalf("the watch's add never reached the store: %v", err)
+	}
+	equalStrings(t, "after the watch", podNames(t, f), []string{"ns/x1", "ns/x2"})
+	if len(f.Fallbacks()) != 0 {
+		t.Fatalf("fallbacks: %v", f.Fallbacks())
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/factory"
 )
 
 // typedClient says how kubernetes.Interface reaches the typed client of
@@ -111,4 +113,29 @@ func (tc typedClient) listWatch(client kubernetes.Interface, namespace string, t
 		},
 	}
 	return cache.ToListWatcherWithWatchListSemantics(lw, client), nil
+}
+
+// listWatch returns the ListerWatcher of resource r in scope: through the
+// factory's REST config if it has one (WithRESTConfig), with the tweak
+// applied to every request after the scope's selectors (which the tweak
+// set), else through the client's typed client.
+func (f *Factory) listWatch(r typedResource, scope factory.Scope) (cache.ListerWatcher, error) {
+	if f.config == nil {
+		return r.client.listWatch(f.client, scope.Namespace, f.tweak)
+	}
+	lw, err := factory.TypedListWatch(f.config, nil, r.gvr, scope)
+	if err != nil || f.tweak == nil {
+		return lw, err
+	}
+	inner := cache.ToListerWatcherWithContext(lw)
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			f.tweak(&o)
+			return inner.ListWithContext(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			f.tweak(&o)
+			return inner.WatchWithContext(ctx, o)
+		},
+	}, nil
 }

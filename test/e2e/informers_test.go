@@ -26,7 +26,9 @@ import (
 // on warmcache's factory against a real apiserver: cold on an empty file,
 // stopped, changes made while it is down, then warm on the same file. The
 // warm start lists nothing but its resume checks (no WatchList) and the controller
-// reconciles the changes.
+// reconciles the changes. The cold start lists and watches through
+// warmcache's clients (informers.WithRESTConfig), the warm one through the
+// controller's clientset: the file one wrote serves the other.
 func TestSampleControllerOnInformerFactory(t *testing.T) {
 	t.Parallel()
 	ctx := needEnv(t)
@@ -56,7 +58,7 @@ func TestSampleControllerOnInformerFactory(t *testing.T) {
 
 	// run runs the controller on the file until it has reconciled want,
 	// and returns the LIST and WatchList requests its start made.
-	run := func() (lists, watchLists float64) {
+	run := func(opts ...informers.SharedInformerOption) (lists, watchLists float64) {
 		t.Helper()
 		logger := ktesting.NewLogger(t, ktesting.NewConfig())
 		runCtx, cancel := context.WithCancel(klog.NewContext(ctx, logger))
@@ -65,7 +67,7 @@ func TestSampleControllerOnInformerFactory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		f := informers.NewSharedInformerFactoryWithContext(runCtx, wf, c.cs, time.Hour, informers.WithNamespace(ns))
+		f := informers.NewSharedInformerFactoryWithContext(runCtx, wf, c.cs, time.Hour, append(opts, informers.WithNamespace(ns))...)
 		defer f.Shutdown()
 		ctrl, err := newSampleController(c.cs, f)
 		if err != nil {
@@ -97,7 +99,7 @@ func TestSampleControllerOnInformerFactory(t *testing.T) {
 		return lists1 - lists0, watchLists1 - watchLists0
 	}
 
-	lists, watchLists := run()
+	lists, watchLists := run(informers.WithRESTConfig(c.config))
 	t.Logf("cold start: %v LIST, %v WatchList requests", lists, watchLists)
 	if lists+watchLists == 0 {
 		t.Fatal("the cold start made no LIST nor WatchList request")
