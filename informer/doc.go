@@ -108,9 +108,11 @@
 // processing loop, and with it the store and every other handler; once the
 // queue is full the watch waits too. A handler that blocks (on a lock, on
 // the informer's own sync, on a slow call) therefore holds the informer up
-// during replays, where client-go's would grow its buffer instead. A wait
-// of over 30 seconds is logged as a warning naming the handler, with what
-// it took meanwhile, and again every 30 seconds until it catches up. Keep
+// during replays, where client-go's would grow its buffer instead. Waits
+// for one handler add up until it catches up (a slow handler holds a
+// replay up one notification at a time): over 30 seconds in all is logged
+// as a warning naming the handler, with what it took meanwhile, and again
+// every 30 seconds until it catches up. Keep
 // handlers quick: queue the work (a workqueue) and return.
 //
 // # Failures

@@ -60,11 +60,14 @@ type listener struct {
 	pending atomic.Int64
 	// taken counts the notifications delivered, for the slow-replay log.
 	taken atomic.Int64
-	// slowAfter is how long waitBelow waits before it logs the wait:
+	// slowAfter is how long replays wait before that is logged:
 	// slowReplayWarning (tests shorten it).
 	slowAfter time.Duration
+	// slowWaiting says slow holds a wait, so that a waitBelow that finds
+	// the handler within bound only takes mu to clear it.
+	slowWaiting atomic.Bool
 
-	// mu guards buf, head, stopped, room and started. The delivering
+	// mu guards buf, head, stopped, room, slow and started. The delivering
 	// goroutine waits on cond (with mu held) for work or stop.
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -75,7 +78,16 @@ type listener struct {
 	// pacing bound someone is waiting for, or the listener stops.
 	room      chan struct{}
 	roomBound int64
-	started   bool
+	// slow adds up the replays' waits for this handler since a waitBelow
+	// last found it within bound, for the slow-replay log: a replay calls
+	// waitBelow once per notification, so a slow handler makes many
+	// short waits, none of which alone lasts long.
+	slow struct {
+		waited time.Duration // time blocked, in real time
+		warnAt time.Duration // waited at which the next warning is due
+		from   int64         // taken when the first wait began
+	}
+	started bool
 	// done is closed when the delivering goroutine has returned (or at
 	// stop, if it never started).
 	done chan struct{}
@@ -287,22 +299,19 @@ func (l *listener) deliver(n note) (returned bool) {
 const slowReplayWarning = 30 * time.Second
 
 // waitBelow blocks while more than bound notifications are pending (and
-// the listener runs). It returns ctx's error if ctx is done first. A wait
-// of over l.slowAfter (slowReplayWarning) is logged, with the
-// notifications the handler took meanwhile, once per period, in real time
-// whatever the informer's clock: a stuck handler is never silent.
+// the listener runs). It returns ctx's error if ctx is done first. The
+// time blocked adds up over the calls until one finds the handler within
+// bound; once it exceeds l.slowAfter (slowReplayWarning) that is logged,
+// with the notifications the handler took meanwhile, and again after each
+// further period, in real time whatever the informer's clock: neither a
+// stuck handler nor one that holds a long replay up notification by
+// notification is silent.
 func (l *listener) waitBelow(ctx context.Context, bound int64) error {
-	var (
-		warn  *time.Timer
-		start time.Time
-		from  int64
-	)
-	defer func() {
-		if warn != nil {
-			warn.Stop()
-		}
-	}()
-	for l.pending.Load() > bound {
+	if l.pending.Load() <= bound {
+		l.caughtUp()
+		return nil
+	}
+	for {
 		l.mu.Lock()
 		if l.stopped || l.pending.Load() <= bound {
 			l.mu.Unlock()
@@ -316,21 +325,49 @@ func (l *listener) waitBelow(ctx context.Context, bound int64) error {
 			l.roomBound = bound
 		}
 		ch := l.room
-		l.mu.Unlock()
-		if warn == nil {
-			warn, start, from = time.NewTimer(l.slowAfter), time.Now(), l.taken.Load()
+		if !l.slowWaiting.Load() {
+			l.slowWaiting.Store(true)
+			l.slow.waited, l.slow.warnAt, l.slow.from = 0, l.slowAfter, l.taken.Load()
 		}
+		warn := time.NewTimer(l.slow.warnAt - l.slow.waited)
+		l.mu.Unlock()
+		start := time.Now()
+		var err error
 		select {
 		case <-ch:
 		case <-warn.C:
-			l.logger.Info("Warning: a replay is waiting for a slow handler, and the informer with it: its store and other handlers are not updated meanwhile, and the watch stalls once the queue is full",
-				"handler", l.name, "waited", time.Since(start).Round(time.Second), "taken", l.taken.Load()-from, "pending", l.pending.Load(), "waitingFor", l.pending.Load()-bound)
-			warn.Reset(l.slowAfter)
 		case <-ctx.Done():
-			return ctx.Err()
+			err = ctx.Err()
+		}
+		warn.Stop()
+		l.mu.Lock()
+		l.slow.waited += time.Since(start)
+		due := l.slow.waited >= l.slow.warnAt
+		if due {
+			l.slow.warnAt = l.slow.waited + l.slowAfter
+		}
+		waited, taken := l.slow.waited, l.taken.Load()-l.slow.from
+		l.mu.Unlock()
+		if due {
+			pending := l.pending.Load()
+			l.logger.Info("Warning: a replay is waiting for a slow handler, and the informer with it: its store and other handlers are not updated meanwhile, and the watch stalls once the queue is full",
+				"handler", l.name, "waited", waited.Round(time.Second), "taken", taken, "pending", pending, "waitingFor", pending-bound)
+		}
+		if err != nil {
+			return err
 		}
 	}
-	return nil
+}
+
+// caughtUp ends the slow-replay log's account of waits: a waitBelow found
+// the handler within bound.
+func (l *listener) caughtUp() {
+	if !l.slowWaiting.Load() {
+		return
+	}
+	l.mu.Lock()
+	l.slowWaiting.Store(false)
+	l.mu.Unlock()
 }
 
 func (l *listener) shouldResync(now time.Time) bool {

@@ -143,3 +143,42 @@ func TestListenerWaitBelowLogsASlowHandler(t *testing.T) {
 	}
 	l.stop()
 }
+
+// A replay paces itself with one waitBelow per notification, so a slow
+// handler makes many short waits: they add up, and the replay that waits
+// long in all is logged, with what the handler took meanwhile.
+func TestListenerWaitBelowLogsAReplayHeldUpNoteByNote(t *testing.T) {
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	buf := logger.GetSink().(ktesting.Underlier).GetBuffer()
+	l := newListener(logger, newRecorder(), "slow-handler", 0, 0, clock.RealClock{})
+	l.slowAfter = 50 * time.Millisecond
+	defer l.stop()
+	// The handler takes one notification per tick, far less than
+	// slowAfter each.
+	handled := make(chan struct{})
+	go func() {
+		defer close(handled)
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for range tick.C {
+			if _, ok := l.next(); !ok {
+				return
+			}
+			l.delivered()
+		}
+	}()
+	const msg = "a replay is waiting for a slow handler"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := 0; !strings.Contains(buf.String(), msg); i++ {
+		if err := l.waitBelow(ctx, 1); err != nil {
+			t.Fatalf("no log line with %s after %d notifications: %v\n%s", msg, i, err, buf.String())
+		}
+		l.add(note{kind: noteAdd, new: i})
+	}
+	if strings.Contains(buf.String(), "taken=0 ") {
+		t.Errorf("the warning counts no notification taken:\n%s", buf.String())
+	}
+	l.stop()
+	<-handled
+}
