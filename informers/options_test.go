@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/warmcache/warmcache/internal/fakeapi"
 )
@@ -263,7 +264,8 @@ func TestVersionsOfTransformAndIndexes(t *testing.T) {
 // With WithRESTConfig the informers list and watch through clients built
 // from the config, not through the client's typed clients (here a
 // clientset of a server that is gone), with the tweak applied to every
-// request; the watch's events reach the store.
+// request, after the reflector's own options (its TimeoutSeconds); the
+// watch's events reach the store.
 func TestWithRESTConfigListsAndWatchesThroughTheConfig(t *testing.T) {
 	srv := newServer(t)
 	srv.add(t, newObject(t, podGVK, "ns", "x1", map[string]string{"app": "x"}))
@@ -275,7 +277,7 @@ func TestWithRESTConfigListsAndWatchesThroughTheConfig(t *testing.T) {
 	}
 	logger, _ := newLogger(t)
 	f := newFactory(t, tempFile(t), gone, logger, WithRESTConfig(srv.config),
-		WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "app=x" }))
+		WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector, o.TimeoutSeconds = "app=x", ptr.To[int64](1234) }))
 	defer f.Shutdown()
 	f.Core().V1().Pods().Informer()
 	syncAll(t, f)
@@ -291,5 +293,14 @@ func TestWithRESTConfigListsAndWatchesThroughTheConfig(t *testing.T) {
 	equalStrings(t, "after the watch", podNames(t, f), []string{"ns/x1", "ns/x2"})
 	if len(f.Fallbacks()) != 0 {
 		t.Fatalf("fallbacks: %v", f.Fallbacks())
+	}
+	reqs := srv.src.Requests()
+	if len(reqs) == 0 {
+		t.Fatal("the server saw no request")
+	}
+	for _, r := range reqs {
+		if r.Options.LabelSelector != "app=x" || r.Options.TimeoutSeconds == nil || *r.Options.TimeoutSeconds != 1234 {
+			t.Errorf("%s request with label selector %q and timeout %d (0: none): want the tweak's, app=x and 1234", r.Verb, r.Options.LabelSelector, ptr.Deref(r.Options.TimeoutSeconds, 0))
+		}
 	}
 }
