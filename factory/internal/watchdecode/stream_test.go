@@ -155,7 +155,9 @@ func TestSameEventsAsClientGo(t *testing.T) {
 		for _, st := range streams {
 			for _, ra := range readaheads {
 				t.Run(c.name+"/"+st.name+ra.name, func(t *testing.T) {
-					sameEventsAsClientGo(t, c, st.write, st.wantError, ra.budget())
+					synctest.Test(t, func(t *testing.T) {
+						sameEventsAsClientGo(t, c, st.write, st.wantError, ra.budget())
+					})
 				})
 			}
 		}
@@ -178,6 +180,7 @@ func sameEventsAsClientGo(t *testing.T, c client, write func(testing.TB, *encode
 		t.Error("the body is open after the watch closed")
 	}
 	w.Stop()
+	synctest.Wait() // the reader ends once the body is closed
 	if free := budget.Free(); free != budget.limit {
 		t.Errorf("read-ahead budget: %d bytes free after the stream ended, want all %d", free, budget.limit)
 	}
