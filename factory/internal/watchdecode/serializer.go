@@ -32,9 +32,13 @@
 //
 // Memory stays bounded: frames travel in chunks (at most chunkFrames
 // frames or chunkBytes bytes, whatever is buffered when the reader would
-// wait for the network), at most 2*GOMAXPROCS chunks are read ahead of the
-// consumer, and a consumer that does not receive stops the reader. With
-// one P the frame reader is client-go's own, and decoding stays inline.
+// wait for the network). A consumer that falls behind finds the backlog
+// read ahead as raw chunks, up to a Budget of bytes shared by the
+// process's streams plus a floor per stream (see readahead.go); at most
+// 2*GOMAXPROCS chunks beyond them are decoded ahead of the consumer, and a
+// consumer that does not receive stops the reader once the budget is
+// spent. With one P the frame reader is client-go's own, and decoding
+// stays inline.
 package watchdecode
 
 import (
