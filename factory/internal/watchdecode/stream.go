@@ -119,6 +119,8 @@ func newStream(f k8sruntime.Framer, body io.ReadCloser, envelope, decoder k8srun
 	buffered.Reset(flushingReader{s: s, r: body})
 	s.frames = f.NewFrameReader(bufferedBody{Reader: buffered, Closer: body})
 	go func() {
+		// The forwarder runs until the reader closes raw.
+		go s.forward()
 		s.read()
 		close(s.raw)
 		// Nothing reads the buffer once read returns: Close only closes
@@ -126,7 +128,6 @@ func newStream(f k8sruntime.Framer, body io.ReadCloser, envelope, decoder k8srun
 		buffered.Reset(nil)
 		buffers.Put(buffered)
 	}()
-	go s.forward()
 	return s
 }
 
