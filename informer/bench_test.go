@@ -250,7 +250,7 @@ func BenchmarkApplyDeltas(b *testing.B) {
 //	go test -run '^$' -bench ColdStartRelist -benchtime 1x ./informer
 func BenchmarkColdStartRelist(b *testing.B) {
 	const n = 50000
-	for _, capacity := range []int{2000, 10000} {
+	for _, capacity := range []int{DefaultQueueCapacity, 10000} {
 		b.Run(fmt.Sprintf("capacity=%d", capacity), func(b *testing.B) {
 			if testing.Short() {
 				b.Skip("large relist skipped in -short mode")

@@ -150,6 +150,12 @@
 //     client-go's processorListener buffers without bound, so one stuck
 //     handler never holds up its informer there. Live watch events are
 //     buffered without bound here too.
+//   - The queue between the reflector and the store is bounded
+//     (Options.QueueCapacity, DefaultQueueCapacity decoded objects), where
+//     client-go's DeltaFIFO is not: a full queue stalls the watch. Package
+//     factory's clients read a stalled watch's backlog ahead as wire bytes
+//     (up to 64 MiB for the whole process), which cost the collector
+//     nothing to mark; client-go's leave it in the connection.
 //   - An initial-list add whose handler panicked (utilruntime.ReallyCrash
 //     off) counts as delivered: the registration still syncs, where
 //     client-go's never does (kubernetes#129024). With ReallyCrash on, the

@@ -19,6 +19,9 @@ import (
 const (
 	// DefaultBatchSize is the default Options.BatchSize.
 	DefaultBatchSize = 500
+	// DefaultQueueCapacity is the default Options.QueueCapacity: two
+	// batches, one being applied while the next is queued.
+	DefaultQueueCapacity = 2 * DefaultBatchSize
 	// DefaultReplayPending is the default Options.ReplayPending.
 	DefaultReplayPending = 1024
 	// DefaultApplyBackoff and DefaultApplyBackoffCap are the defaults of
@@ -69,12 +72,20 @@ type Options struct {
 	Metrics Metrics
 
 	// QueueCapacity bounds the queue between the reflector and the
-	// informer (deltas plus listed objects); a full queue stalls the
-	// watch. It bounds the memory of a relist: BenchmarkColdStartRelist
-	// (50k realistic pods into bbolt) peaks at about 140 MB of heap with
-	// 2000 and 420 MB with 10000, at two thirds of the throughput. It
-	// bounds one informer; QueueBudget bounds the queues of many together
-	// (a factory's). Default deltafifo.DefaultCapacity.
+	// informer (deltas plus listed objects, decoded); a full queue stalls
+	// the watch. It bounds the memory of a relist: BenchmarkColdStartRelist
+	// (50k realistic pods into bbolt) peaks at about 90 MB of heap with
+	// 1000 and 370-400 MB with 10000, for the same throughput (21-23k
+	// against 24k objects/s). A backlog of watch events beyond it waits
+	// elsewhere: package factory's clients read it ahead as wire bytes
+	// (up to 64 MiB for the whole process), a third of the memory of the
+	// decoded objects and nothing for the collector to mark, which a
+	// queue of decoded objects costs at every collection; a client-go
+	// client leaves it in the connection, and an apiserver closes a watch
+	// it cannot send to for long (the reflector then resumes it from its
+	// resourceVersion). It bounds one informer; QueueBudget bounds the
+	// queues of many together (a factory's). Default
+	// DefaultQueueCapacity.
 	QueueCapacity int
 
 	// QueueBudget, when set, is shared with the queues of other
@@ -176,7 +187,7 @@ func (o Options) withDefaults() (Options, error) {
 		}
 	}
 	if o.QueueCapacity == 0 {
-		o.QueueCapacity = deltafifo.DefaultCapacity
+		o.QueueCapacity = DefaultQueueCapacity
 	}
 	if o.BatchSize == 0 {
 		o.BatchSize = DefaultBatchSize

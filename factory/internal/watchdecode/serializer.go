@@ -32,9 +32,13 @@
 //
 // Memory stays bounded: frames travel in chunks (at most chunkFrames
 // frames or chunkBytes bytes, whatever is buffered when the reader would
-// wait for the network), at most 2*GOMAXPROCS chunks are read ahead of the
-// consumer, and a consumer that does not receive stops the reader. With
-// one P the frame reader is client-go's own, and decoding stays inline.
+// wait for the network). A consumer that falls behind finds the backlog
+// read ahead as raw chunks, up to a Budget of bytes shared by the
+// process's streams plus a floor per stream (see readahead.go); at most
+// 2*GOMAXPROCS chunks beyond them are decoded ahead of the consumer, and a
+// consumer that does not receive stops the reader once the budget is
+// spent. With one P the frame reader is client-go's own, and decoding
+// stays inline.
 package watchdecode
 
 import (
@@ -56,6 +60,8 @@ type negotiated struct {
 	inner k8sruntime.NegotiatedSerializer
 	// procs, when not zero, replaces GOMAXPROCS (tests).
 	procs int
+	// budget bounds the streams' read-ahead; nil: the process's default.
+	budget *Budget
 }
 
 // SupportedMediaTypes returns inner's, each with a fresh link between its
@@ -68,7 +74,7 @@ func (n negotiated) SupportedMediaTypes() []k8sruntime.SerializerInfo {
 		if info.StreamSerializer == nil || info.Serializer == nil {
 			continue
 		}
-		l := &link{serializer: info.Serializer, envelope: info.StreamSerializer.Serializer, framer: info.StreamSerializer.Framer, procs: n.procs}
+		l := &link{serializer: info.Serializer, envelope: info.StreamSerializer.Serializer, framer: info.StreamSerializer.Framer, procs: n.procs, budget: n.budget}
 		ss := *info.StreamSerializer
 		ss.Serializer = envelopeSerializer{l}
 		ss.Framer = framer{l}
@@ -106,9 +112,17 @@ type link struct {
 	envelope   k8sruntime.Serializer // inner's stream serializer
 	framer     k8sruntime.Framer     // inner's
 	procs      int
+	budget     *Budget
 
 	decoder k8sruntime.Decoder // the first DecoderToVersion's answer
 	stream  *stream            // the frame reader, once created
+}
+
+func (l *link) readahead() *Budget {
+	if l.budget != nil {
+		return l.budget
+	}
+	return defaultBudget
 }
 
 func (l *link) workers() int {
@@ -174,7 +188,7 @@ func (f framer) NewFrameReader(r io.ReadCloser) io.ReadCloser {
 	if f.decoder == nil || f.stream != nil || procs < 2 {
 		return f.framer.NewFrameReader(r)
 	}
-	f.stream = newStream(f.framer, r, f.envelope, f.decoder, procs)
+	f.stream = newStream(f.framer, r, f.envelope, f.decoder, procs, f.readahead())
 	return f.stream
 }
 

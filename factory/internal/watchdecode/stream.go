@@ -25,6 +25,9 @@ const (
 	// readBuffer buffers the body under the inner frame reader, so that
 	// the reader hands over a chunk only when it would wait for the network.
 	readBuffer = 32 << 10
+	// maxPooledArena is the largest arena returned to the pool: one grown
+	// for a large frame is left to the collector.
+	maxPooledArena = 2 * chunkBytes
 )
 
 // arenas recycles the bytes of chunks' frames, which nothing keeps once
@@ -47,6 +50,13 @@ type stream struct {
 	frames   io.ReadCloser // inner's frame reader over the buffered body
 	envelope k8sruntime.Decoder
 	decoder  k8sruntime.Decoder
+
+	// raw holds the chunks read ahead of the decode window, undecoded
+	// (see readahead.go); the forwarder moves them to ordered and work.
+	raw    chan *chunk
+	budget *Budget
+	held   atomic.Int64  // bytes of the chunks in raw
+	wake   chan struct{} // signalled when a chunk leaves raw or the budget frees bytes
 
 	ordered chan *chunk // the chunks in stream order, for the consumer
 	work    chan *chunk // the same chunks, for the workers
@@ -74,6 +84,10 @@ type chunk struct {
 	items []item
 	err   error
 
+	// cost is the bytes the chunk holds while read ahead, budgeted the
+	// part of it taken from the stream's Budget.
+	cost, budgeted int64
+
 	claimed atomic.Bool
 	decoded chan struct{} // closed when items are set
 }
@@ -88,10 +102,13 @@ type item struct {
 	objErr error
 }
 
-func newStream(f k8sruntime.Framer, body io.ReadCloser, envelope, decoder k8sruntime.Decoder, procs int) *stream {
+func newStream(f k8sruntime.Framer, body io.ReadCloser, envelope, decoder k8sruntime.Decoder, procs int, budget *Budget) *stream {
 	s := &stream{
 		envelope:   envelope,
 		decoder:    decoder,
+		raw:        make(chan *chunk, budget.maxChunks()),
+		budget:     budget,
+		wake:       make(chan struct{}, 1),
 		ordered:    make(chan *chunk, 2*procs),
 		work:       make(chan *chunk, 2*procs),
 		done:       make(chan struct{}),
@@ -102,7 +119,10 @@ func newStream(f k8sruntime.Framer, body io.ReadCloser, envelope, decoder k8srun
 	buffered.Reset(flushingReader{s: s, r: body})
 	s.frames = f.NewFrameReader(bufferedBody{Reader: buffered, Closer: body})
 	go func() {
+		// The forwarder runs until the reader closes raw.
+		go s.forward()
 		s.read()
+		close(s.raw)
 		// Nothing reads the buffer once read returns: Close only closes
 		// the body.
 		buffered.Reset(nil)
@@ -117,8 +137,8 @@ type bufferedBody struct {
 	io.Closer
 }
 
-// flushingReader hands the pending chunk over before each read of the
-// body, which may wait for the network.
+// flushingReader queues the pending chunk before each read of the body,
+// which may wait for the network.
 type flushingReader struct {
 	s *stream
 	r io.Reader
@@ -127,7 +147,7 @@ type flushingReader struct {
 func (f flushingReader) Read(p []byte) (int, error) {
 	if c := f.s.pending; c != nil && len(c.ends) > 0 {
 		f.s.pending = nil
-		if !f.s.dispatch(c) {
+		if !f.s.queueRaw(c) {
 			return 0, io.EOF
 		}
 	}
@@ -146,12 +166,12 @@ func (s *stream) read() {
 		if err != nil {
 			c.err = err
 			s.pending = nil
-			s.dispatch(c)
+			s.queueRaw(c)
 			return
 		}
 		if len(c.ends) > 0 && len(*c.arena)+len(frame) > chunkBytes {
 			s.pending = nil
-			if !s.dispatch(c) {
+			if !s.queueRaw(c) {
 				return
 			}
 			c = newChunk()
@@ -161,7 +181,7 @@ func (s *stream) read() {
 		c.ends = append(c.ends, len(*c.arena))
 		if len(c.ends) == chunkFrames || len(*c.arena) >= chunkBytes {
 			s.pending = nil
-			if !s.dispatch(c) {
+			if !s.queueRaw(c) {
 				return
 			}
 		}
@@ -299,8 +319,10 @@ func (s *stream) decode(c *chunk) {
 // release returns c's arena to the pool.
 func (s *stream) release(c *chunk) {
 	if c.arena != nil {
-		*c.arena = (*c.arena)[:0]
-		arenas.Put(c.arena)
+		if cap(*c.arena) <= maxPooledArena {
+			*c.arena = (*c.arena)[:0]
+			arenas.Put(c.arena)
+		}
 		c.arena = nil
 	}
 }

@@ -139,38 +139,61 @@ var streams = []struct {
 // TestSameEventsAsClientGo decodes each stream with client-go's decoding
 // and with the parallel one, and wants the same events, in the same
 // order, with the same objects and errors, and the body closed.
+//
+// Each runs with the default read-ahead and with the least (one chunk
+// read ahead at a time, so the reader waits on the decoders at every
+// chunk), which must give the budget back once the stream has ended.
 func TestSameEventsAsClientGo(t *testing.T) {
+	readaheads := []struct {
+		name   string
+		budget func() *Budget
+	}{
+		{"", func() *Budget { return NewBudget(DefaultBudgetBytes) }},
+		{"/one chunk read ahead", func() *Budget { return newBudget(0, 0) }},
+	}
 	for _, c := range clients {
 		for _, st := range streams {
-			t.Run(c.name+"/"+st.name, func(t *testing.T) {
-				e := newEncoder(t, c.mediaType)
-				if !st.write(t, e, c.mediaType) {
-					t.Skipf("%s cannot carry this stream", c.mediaType)
-				}
-				data := e.buf.Bytes()
-
-				want := drain(watchOver(t, c.ns(), c.mediaType, newBody(data)))
-				b := newBody(data)
-				ns := negotiated{inner: c.ns(), procs: 4}
-				w := watchOver(t, ns, c.mediaType, b)
-				got := drain(w)
-				if !b.closed.Load() {
-					t.Error("the body is open after the watch closed")
-				}
-				w.Stop()
-
-				if len(got) != len(want) {
-					t.Fatalf("got %d events, client-go %d", len(got), len(want))
-				}
-				for i := range want {
-					if got[i].Type != want[i].Type || !reflect.DeepEqual(got[i].Object, want[i].Object) {
-						t.Fatalf("event %d: got %s %#v, client-go %s %#v", i, got[i].Type, got[i].Object, want[i].Type, want[i].Object)
-					}
-				}
-				checkShape(t, got, st.wantError)
-			})
+			for _, ra := range readaheads {
+				t.Run(c.name+"/"+st.name+ra.name, func(t *testing.T) {
+					synctest.Test(t, func(t *testing.T) {
+						sameEventsAsClientGo(t, c, st.write, st.wantError, ra.budget())
+					})
+				})
+			}
 		}
 	}
+}
+
+func sameEventsAsClientGo(t *testing.T, c client, write func(testing.TB, *encoder, string) bool, wantError string, budget *Budget) {
+	e := newEncoder(t, c.mediaType)
+	if !write(t, e, c.mediaType) {
+		t.Skipf("%s cannot carry this stream", c.mediaType)
+	}
+	data := e.buf.Bytes()
+
+	want := drain(watchOver(t, c.ns(), c.mediaType, newBody(data)))
+	b := newBody(data)
+	ns := negotiated{inner: c.ns(), procs: 4, budget: budget}
+	w := watchOver(t, ns, c.mediaType, b)
+	got := drain(w)
+	if !b.closed.Load() {
+		t.Error("the body is open after the watch closed")
+	}
+	w.Stop()
+	synctest.Wait() // the reader ends once the body is closed
+	if free := budget.Free(); free != budget.limit {
+		t.Errorf("read-ahead budget: %d bytes free after the stream ended, want all %d", free, budget.limit)
+	}
+
+	if len(got) != len(want) {
+		t.Fatalf("got %d events, client-go %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].Type != want[i].Type || !reflect.DeepEqual(got[i].Object, want[i].Object) {
+			t.Fatalf("event %d: got %s %#v, client-go %s %#v", i, got[i].Type, got[i].Object, want[i].Type, want[i].Object)
+		}
+	}
+	checkShape(t, got, wantError)
 }
 
 // checkShape checks what the events must be whatever client-go does:
@@ -316,28 +339,86 @@ func (r *repeatBody) Read(p []byte) (int, error) {
 func (r *repeatBody) Close() error { return nil }
 
 // TestBackPressure wants a watch whose consumer does not receive to stop
-// reading its body after a bounded number of frames.
+// reading its body once it has read ahead what its floor and its budget
+// allow (chunks charged chunkBytes each) beyond its decode window, and to
+// give the budget back when stopped.
 func TestBackPressure(t *testing.T) {
-	const procs = 4
+	const (
+		procs       = 4
+		floorChunks = 2
+		budgetChunk = 5
+	)
 	for _, c := range clients {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEncoder(t, c.mediaType)
-			e.event(t, watch.Bookmark, &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{ResourceVersion: "1"}})
+			frame := bookmarkFrame(t, c.mediaType)
 			synctest.Test(t, func(t *testing.T) {
-				b := &repeatBody{frame: e.buf.Bytes(), n: 200000}
-				w := watchOver(t, negotiated{inner: c.ns(), procs: procs}, c.mediaType, b)
+				budget := newBudget(budgetChunk*chunkBytes, floorChunks*chunkBytes)
+				b := &repeatBody{frame: frame, n: 200000}
+				w := watchOver(t, negotiated{inner: c.ns(), procs: procs, budget: budget}, c.mediaType, b)
 				if ev := <-w.ResultChan(); ev.Type != watch.Bookmark {
 					t.Fatalf("first event %s", ev.Type)
 				}
 				synctest.Wait()
-				// Chunks queued, pending, being delivered, and what the
-				// body's buffer holds.
-				bound := (2*procs+2)*chunkFrames + readBuffer/len(b.frame) + 2
+				// Chunks read ahead, queued for decoding, pending, being
+				// delivered, and what the body's buffer holds.
+				window := (2*procs + 2) * chunkFrames
+				bound := window + (floorChunks+budgetChunk)*chunkFrames + readBuffer/len(frame) + 2
 				if b.served > bound {
 					t.Errorf("served %d frames to a consumer that took 1; want at most %d", b.served, bound)
 				}
+				if b.served <= window+floorChunks*chunkFrames {
+					t.Errorf("served %d frames to a consumer that took 1; want more than the decode window and the floor (%d): frames read ahead on the budget", b.served, window+floorChunks*chunkFrames)
+				}
+				if free := budget.Free(); free != 0 {
+					t.Errorf("%d bytes of the budget free while the consumer waits, want none", free)
+				}
 				w.Stop()
+				synctest.Wait()
+				if free := budget.Free(); free != budget.limit {
+					t.Errorf("%d bytes of the budget free after Stop, want all %d", free, budget.limit)
+				}
 			})
 		})
 	}
+}
+
+// TestSharedBudget has a stream whose consumer does not receive take all
+// of a shared budget, and wants another stream on it to deliver every
+// event all the same, from its floor.
+func TestSharedBudget(t *testing.T) {
+	const procs = 2
+	for _, c := range clients {
+		t.Run(c.name, func(t *testing.T) {
+			frame := bookmarkFrame(t, c.mediaType)
+			synctest.Test(t, func(t *testing.T) {
+				budget := newBudget(4*chunkBytes, 2*chunkBytes)
+				ns := negotiated{inner: c.ns(), procs: procs, budget: budget}
+				stuck := watchOver(t, ns, c.mediaType, &repeatBody{frame: frame, n: 200000})
+				<-stuck.ResultChan()
+				synctest.Wait()
+				if free := budget.Free(); free != 0 {
+					t.Fatalf("%d bytes of the budget free while the stuck stream waits, want none", free)
+				}
+
+				const n = 5000
+				other := &repeatBody{frame: frame, n: n}
+				got := drain(watchOver(t, ns, c.mediaType, other))
+				if len(got) != n || other.served != n {
+					t.Errorf("the other stream delivered %d events of %d served, want %d", len(got), other.served, n)
+				}
+				stuck.Stop()
+				synctest.Wait()
+				if free := budget.Free(); free != budget.limit {
+					t.Errorf("%d bytes of the budget free after Stop, want all %d", free, budget.limit)
+				}
+			})
+		})
+	}
+}
+
+// bookmarkFrame returns the frame of one bookmark event.
+func bookmarkFrame(t *testing.T, mediaType string) []byte {
+	e := newEncoder(t, mediaType)
+	e.event(t, watch.Bookmark, &corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{ResourceVersion: "1"}})
+	return e.buf.Bytes()
 }
