@@ -140,9 +140,10 @@ var streams = []struct {
 // and with the parallel one, and wants the same events, in the same
 // order, with the same objects and errors, and the body closed.
 //
-// Each runs with the default read-ahead and with the least (one chunk
-// read ahead at a time, so the reader waits on the decoders at every
-// chunk), which must give the budget back once the stream has ended.
+// Each runs with the default read-ahead, and the protobuf client's also
+// with the least (one chunk read ahead at a time, so the reader waits on
+// the decoders at every chunk; the read-ahead does not depend on the
+// framing); each must give the budget back once the stream has ended.
 func TestSameEventsAsClientGo(t *testing.T) {
 	readaheads := []struct {
 		name   string
@@ -153,7 +154,10 @@ func TestSameEventsAsClientGo(t *testing.T) {
 	}
 	for _, c := range clients {
 		for _, st := range streams {
-			for _, ra := range readaheads {
+			for i, ra := range readaheads {
+				if i > 0 && c.mediaType != protobuf {
+					continue
+				}
 				t.Run(c.name+"/"+st.name+ra.name, func(t *testing.T) {
 					synctest.Test(t, func(t *testing.T) {
 						sameEventsAsClientGo(t, c, st.write, st.wantError, ra.budget())
