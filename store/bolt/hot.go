@@ -324,9 +324,14 @@ func (p *hotPart) putLocked(key string, sum uint64, envLen int, obj interface{},
 		t.evictLocked(t.prob.prev)
 	}
 	for t.used > t.budget {
+		// The main segment's least recently used entry, unless that is
+		// the one just put.
 		last := t.lru.prev
-		if last == &t.lru {
+		if last == &t.lru || last == e {
 			last = t.prob.prev
+		}
+		if last == &t.prob || last == e {
+			break // only e is left, and it fits
 		}
 		t.evictLocked(last)
 	}

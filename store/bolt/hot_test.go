@@ -480,3 +480,33 @@ func TestHotTierConcurrentReadsAndWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestHotTierReadNeverEvictsItself checks that an object a point read
+// decodes stays cached when probation holds the whole budget: probation's
+// least recently used entry makes room for it.
+func TestHotTierReadNeverEvictsItself(t *testing.T) {
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync, HotBytes: hotBudget(t, 4)})
+	c := &countingCodec{Codec: podCodec}
+	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: c})
+	must(t, err)
+	tier := s.hot.tier
+	tier.mu.Lock()
+	tier.probBudget = tier.budget
+	tier.mu.Unlock()
+	for i := range 5 { // probation keeps p1 to p4
+		must(t, s.Add(mkPod("ns", fmt.Sprintf("p%d", i), "1")))
+	}
+	for range 2 {
+		if _, ok, err := s.GetByKey("ns/p0"); err != nil || !ok {
+			t.Fatalf("GetByKey(ns/p0) = %t, %v", ok, err)
+		}
+	}
+	if n := c.decoded.Load(); n != 1 {
+		t.Errorf("two point reads of an object not cached decoded %d objects, want 1", n)
+	}
+	tier.mu.Lock()
+	defer tier.mu.Unlock()
+	if _, ok := s.hot.m["ns/p1"]; ok {
+		t.Error("probation's least recently used entry was kept")
+	}
+}
