@@ -155,7 +155,7 @@
 //
 // # Hot tier
 //
-// Point reads (Get, GetByKey) go through the hot tier: an LRU of decoded
+// Point reads (Get, GetByKey) go through the hot tier: a cache of decoded
 // objects bounded in bytes, one per DB shared by its resources
 // (Options.HotBytes, default DefaultHotBytes, 32 MiB), or one per store
 // (ResourceOptions.HotBytes); a budget of 0 disables it. It is filled by
@@ -164,6 +164,22 @@
 // next, and keeping it costs no decode), never by bulk reads, which take
 // what it holds without reordering it, so that a List does not evict what
 // the point reads keep. Relists (Replace) do not fill it either.
+//
+// Two least-recently-used segments share the budget, as in the 2Q and ARC
+// policies. What a point read decodes, or finds, goes to the main one.
+// What a write puts goes to probation, and moves to the main segment when
+// a point read finds it there or when the same object is written again
+// soon (a rollout's pods, a flapping node's: the keys probation evicted
+// are remembered). Probation's share adapts to the readers, between a
+// sixteenth of the budget and all of it: a point read that misses an
+// object probation evicted grows it, and each eviction from probation
+// shrinks it a little. A controller that reads each object some events
+// after its write thus keeps its reads served, and an informer whose
+// writes nothing reads keeps a sixteenth of the budget alive instead of
+// all of it. The collector marks every cached object at each of its
+// cycles: a full tier of 32 MiB of decoded pods cost a churn of updates
+// spread over 100k pods, none of them read, about 12 µs of CPU per update
+// (informerbench), a tenth of its CPU.
 //
 // An object's bytes are estimated from its envelope: its length times a
 // factor per codec measured on podgen pods (Go heap after a GC divided by

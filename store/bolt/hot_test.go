@@ -54,17 +54,20 @@ func TestHotTierMetrics(t *testing.T) {
 	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: podCodec})
 	must(t, err)
 	for i := range 5 {
-		must(t, s.Add(mkPod("ns", fmt.Sprintf("p%d", i), "1"))) // keeps p2, p3, p4
+		// Probation's half of the budget holds one: keeps p4.
+		must(t, s.Add(mkPod("ns", fmt.Sprintf("p%d", i), "1")))
 	}
-	if got := hotSeries(t, reg, "evictions_total"); got != 2 {
-		t.Errorf("evictions after 5 writes into a tier of 3 = %v, want 2", got)
+	if got := hotSeries(t, reg, "evictions_total"); got != 4 {
+		t.Errorf("evictions after 5 writes into probation of 1.5 = %v, want 4", got)
 	}
-	for _, key := range []string{"ns/p4", "ns/p3", "ns/p0", "ns/p0"} { // hit, hit, miss (evicts p2), hit
+	// Hit (p4 moves to the main segment), misses put p3, p2 and p1 there
+	// (evicting p4, the least recently used), miss (evicts p3).
+	for _, key := range []string{"ns/p4", "ns/p3", "ns/p2", "ns/p1", "ns/p4"} {
 		if _, ok, err := s.GetByKey(key); err != nil || !ok {
 			t.Fatalf("GetByKey(%s) = %t, %v", key, ok, err)
 		}
 	}
-	for name, want := range map[string]float64{"hits_total": 3, "misses_total": 1, "evictions_total": 3, "entries": 3} {
+	for name, want := range map[string]float64{"hits_total": 1, "misses_total": 4, "evictions_total": 6, "entries": 3} {
 		if got := hotSeries(t, reg, name); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
@@ -93,8 +96,73 @@ func TestHotTierMetrics(t *testing.T) {
 	if _, ok, err := s2.GetByKey("ns/p0"); err != nil || !ok {
 		t.Fatalf("GetByKey = %t, %v", ok, err)
 	}
-	if got := hotSeries(t, reg, "hits_total"); got != 4 {
-		t.Errorf("hits after a second DB's hit = %v, want 4", got)
+	if got := hotSeries(t, reg, "hits_total"); got != 2 {
+		t.Errorf("hits after a second DB's hit = %v, want 2", got)
+	}
+}
+
+// TestHotTierProbationAdapts checks probation's share of the budget:
+// writes that nothing reads shrink it to its least, a sixteenth, and the
+// cached objects with it; a reader that reads each object some writes
+// after it was written (a reconcile lagging its events) grows it until
+// every read hits.
+func TestHotTierProbationAdapts(t *testing.T) {
+	const budget, lag = 64, 20
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync, HotBytes: hotBudget(t, budget)})
+	c := &countingCodec{Codec: podCodec}
+	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: c})
+	must(t, err)
+	tier := s.hot.tier
+	name := func(i int) string { return fmt.Sprintf("p%03d", i) }
+	for i := range 400 {
+		must(t, s.Add(mkPod("ns", name(i), "1")))
+	}
+	tier.mu.Lock()
+	share, held := tier.probBudget, len(s.hot.m)
+	tier.mu.Unlock()
+	if share != tier.probMin() || held > budget/16+1 {
+		t.Fatalf("after 400 writes nothing read: probation's share %d (least %d), %d objects held; want the least, at most %d objects", share, tier.probMin(), held, budget/16+1)
+	}
+
+	hits := 0
+	for i := 400; i < 1000; i++ {
+		must(t, s.Add(mkPod("ns", name(i), "1")))
+		before := c.decoded.Load()
+		if _, ok, err := s.GetByKey("ns/" + name(i-lag)); err != nil || !ok {
+			t.Fatalf("GetByKey(%s) = %t, %v", name(i-lag), ok, err)
+		}
+		if i >= 900 && c.decoded.Load() == before {
+			hits++
+		}
+	}
+	if hits != 100 {
+		t.Errorf("%d of the last 100 reads %d writes after their object's write served by the tier, want all", hits, lag)
+	}
+}
+
+// TestHotTierRewriteEntersMain checks that objects written again soon
+// after probation evicted them (a rollout's pods, while the rest of the
+// cluster churns) enter the main segment and stay there, so that their
+// next update finds the old object cached.
+func TestHotTierRewriteEntersMain(t *testing.T) {
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync, HotBytes: hotBudget(t, 64)})
+	s := openPods(t, db, nil)
+	for i := range 400 {
+		must(t, s.Add(mkPod("ns", fmt.Sprintf("cold%03d", i), "1")))
+	}
+	for round := range 4 {
+		for i := range 8 { // more than probation holds at its least (4)
+			must(t, s.Update(mkPod("ns", fmt.Sprintf("hot%d", i), fmt.Sprint(round+1))))
+			must(t, s.Add(mkPod("ns", fmt.Sprintf("cold%03d", 400+8*round+i), "1")))
+		}
+	}
+	s.hot.tier.mu.Lock()
+	defer s.hot.tier.mu.Unlock()
+	for i := range 8 {
+		e, ok := s.hot.m[fmt.Sprintf("ns/hot%d", i)]
+		if !ok || e.prob {
+			t.Errorf("hot%d after four rounds of writes: cached %t, in probation %t; want cached in the main segment", i, ok, ok && e.prob)
+		}
 	}
 }
 
@@ -410,5 +478,35 @@ func TestHotTierConcurrentReadsAndWrites(t *testing.T) {
 		if got != fresh.(*corev1.Pod).ResourceVersion {
 			t.Errorf("p%d: GetByKey rv %s, the file holds %s", k, got, fresh.(*corev1.Pod).ResourceVersion)
 		}
+	}
+}
+
+// TestHotTierReadNeverEvictsItself checks that an object a point read
+// decodes stays cached when probation holds the whole budget: probation's
+// least recently used entry makes room for it.
+func TestHotTierReadNeverEvictsItself(t *testing.T) {
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync, HotBytes: hotBudget(t, 4)})
+	c := &countingCodec{Codec: podCodec}
+	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: c})
+	must(t, err)
+	tier := s.hot.tier
+	tier.mu.Lock()
+	tier.probBudget = tier.budget
+	tier.mu.Unlock()
+	for i := range 5 { // probation keeps p1 to p4
+		must(t, s.Add(mkPod("ns", fmt.Sprintf("p%d", i), "1")))
+	}
+	for range 2 {
+		if _, ok, err := s.GetByKey("ns/p0"); err != nil || !ok {
+			t.Fatalf("GetByKey(ns/p0) = %t, %v", ok, err)
+		}
+	}
+	if n := c.decoded.Load(); n != 1 {
+		t.Errorf("two point reads of an object not cached decoded %d objects, want 1", n)
+	}
+	tier.mu.Lock()
+	defer tier.mu.Unlock()
+	if _, ok := s.hot.m["ns/p1"]; ok {
+		t.Error("probation's least recently used entry was kept")
 	}
 }

@@ -53,10 +53,11 @@ type Options struct {
 	// decoded objects that serves repeated point reads (Get, GetByKey)
 	// without decoding, shared by every resource of the DB that does not
 	// set ResourceOptions.HotBytes. It is filled by point reads and by the
-	// objects the store writes (Add, Update, Apply, Transaction), never by
-	// bulk reads; see the package documentation for what it holds and how
-	// an object's bytes are estimated. Default (nil): DefaultHotBytes;
-	// a pointer to 0 (or less) disables it.
+	// objects the store writes (Add, Update, Apply, Transaction; those in
+	// a probation segment whose share adapts to the reads), never by bulk
+	// reads; see the package documentation for what it holds and how an
+	// object's bytes are estimated. Default (nil): DefaultHotBytes; a
+	// pointer to 0 (or less) disables it.
 	HotBytes *int64
 	// Registerer, if set, receives the stores' Prometheus metrics: the
 	// hot tier's (warmcache_store_hot_*, labelled by resource),

@@ -149,7 +149,9 @@ func TestSelectDecodesOnlyMatches(t *testing.T) {
 func TestSelectPeeksTheObjectCache(t *testing.T) {
 	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
 	c := &countingCodec{Codec: podCodec}
-	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: c, HotBytes: hotBudget(t, 2)})
+	// Room for the two objects read below and for what the writes leave
+	// in probation.
+	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: c, HotBytes: hotBudget(t, 4)})
 	must(t, err)
 	for i := range 10 {
 		must(t, s.Add(mkPod("ns", fmt.Sprintf("p%d", i), "1")))

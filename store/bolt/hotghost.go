@@ -1,0 +1,53 @@
+package bolt
+
+import "hash/maphash"
+
+// hotGhostBytes is the tier's budget per key its ghosts remember: a 32
+// MiB tier remembers the last 8,192 keys probation evicted, about three
+// times the podgen pods the whole tier holds, so that an object written
+// again within a few thousand writes (a rollout's pods, a flapping node's)
+// enters the main segment, and one written again after a hundred
+// thousand (a churn spread over every pod) does not.
+const hotGhostBytes = 4096
+
+// hotGhosts remembers the hashes of the last keys probation evicted
+// (hotTier), oldest first out: a ring and a count of each hash in it.
+// Neither holds a pointer the collector must follow. A hash collision
+// only lets an entry into the main segment early.
+type hotGhosts struct {
+	ring []uint64
+	next int // the slot the next hash overwrites
+	n    int // hashes in the ring
+	in   map[uint64]int32
+}
+
+func (g *hotGhosts) init(size int) {
+	g.ring = make([]uint64, size)
+	g.in = make(map[uint64]int32, size)
+}
+
+// add remembers h, forgetting the oldest hash if the ring is full.
+func (g *hotGhosts) add(h uint64) {
+	if g.n == len(g.ring) {
+		old := g.ring[g.next]
+		if g.in[old]--; g.in[old] <= 0 {
+			delete(g.in, old)
+		}
+	} else {
+		g.n++
+	}
+	g.ring[g.next] = h
+	g.next = (g.next + 1) % len(g.ring)
+	g.in[h]++
+}
+
+// has reports whether h is remembered. A hash stays in the ring until
+// overwritten, and a key evicted again meanwhile is in it twice.
+func (g *hotGhosts) has(h uint64) bool {
+	return g.in[h] > 0
+}
+
+// ghost returns the hash the ghosts remember key of p by.
+func (p *hotPart) ghost(key string) uint64 {
+	return maphash.String(p.tier.seed, key) ^ p.id*0x9e3779b97f4a7c15
+}
