@@ -18,7 +18,7 @@ import (
 
 const (
 	// DefaultBudgetBytes is the size of the budget all of the process's
-	// streams share unless given their own (WrapBudget).
+	// streams share unless given their own (negotiated.budget, tests).
 	DefaultBudgetBytes = 64 << 20
 	// floorBytes is what each stream reads ahead outside its budget, so
 	// that streams whose consumers are stuck never leave another with
@@ -62,9 +62,12 @@ func (b *Budget) Free() int64 {
 
 // take takes n bytes if that many are free, and forgets wake; otherwise
 // it registers wake (a channel of capacity 1) for a signal when bytes are
-// next given back. Each stream waits on a channel of its own, never on
-// one of the budget's: the budget is shared by streams that may live in
-// different synctest bubbles (tests).
+// next given back. Each stream waits on a channel of its own, which give
+// signals from the goroutine of whichever stream gives bytes back: a
+// channel created in a synctest bubble may not be used from outside it,
+// so streams in different bubbles (tests) must not share a budget that
+// can run out (each test bubble makes its own; the default one is not
+// spent by tests).
 func (b *Budget) take(n int64, wake chan<- struct{}) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
