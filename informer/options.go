@@ -85,7 +85,8 @@ type Options struct {
 	// it cannot send to for long (the reflector then resumes it from its
 	// resourceVersion). It bounds one informer; QueueBudget bounds the
 	// queues of many together (a factory's). Default
-	// DefaultQueueCapacity.
+	// DefaultQueueCapacity, or two batches if BatchSize is larger than
+	// DefaultBatchSize.
 	QueueCapacity int
 
 	// QueueBudget, when set, is shared with the queues of other
@@ -186,11 +187,13 @@ func (o Options) withDefaults() (Options, error) {
 			return o, fmt.Errorf("%w: index %q has a nil IndexFunc", ErrInvalidOptions, name)
 		}
 	}
-	if o.QueueCapacity == 0 {
-		o.QueueCapacity = DefaultQueueCapacity
-	}
 	if o.BatchSize == 0 {
 		o.BatchSize = DefaultBatchSize
+	}
+	if o.QueueCapacity == 0 {
+		// Two batches of a larger BatchSize: a batch never holds more
+		// than the queue.
+		o.QueueCapacity = max(DefaultQueueCapacity, 2*o.BatchSize)
 	}
 	if o.ReplayPending == 0 {
 		o.ReplayPending = DefaultReplayPending

@@ -46,3 +46,23 @@ func TestNewValidatesOptions(t *testing.T) {
 		t.Fatalf("an index the store has already: %v", err)
 	}
 }
+
+// TestDefaultQueueCapacityHoldsTwoBatches wants the default queue to hold
+// two batches, one being applied while the next is queued, whatever the
+// BatchSize: a larger batch than the default capacity would never fill.
+func TestDefaultQueueCapacityHoldsTwoBatches(t *testing.T) {
+	for _, tc := range []struct{ batch, capacity, want int }{
+		{0, 0, DefaultQueueCapacity},
+		{100, 0, DefaultQueueCapacity},
+		{2000, 0, 4000},
+		{2000, 300, 300},
+	} {
+		o, err := Options{Store: newMemStore(t), BatchSize: tc.batch, QueueCapacity: tc.capacity}.withDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.QueueCapacity != tc.want {
+			t.Errorf("BatchSize %d, QueueCapacity %d: default QueueCapacity %d, want %d", tc.batch, tc.capacity, o.QueueCapacity, tc.want)
+		}
+	}
+}

@@ -45,8 +45,9 @@ import (
 // object a write puts enters probation; an entry moves to the main
 // segment when a point read finds it, or when the object is written again
 // while cached or soon after it left probation (the keys probation
-// evicted are remembered, hashed, in a ring of their own, the ghosts); an
-// object a point read decoded enters the main segment directly. Eviction
+// evicted are remembered, hashed, in a ring of their own, the ghosts,
+// until they enter the main segment); an object a point read decoded
+// enters the main segment directly. Eviction
 // takes probation's least recently used entry while probation is over its
 // share (but never its newest entry), then the main segment's while the
 // tier is over its budget.
@@ -199,8 +200,14 @@ func (p *hotPart) committed(ops []prepared) {
 			}
 			continue
 		}
-		_, cached := p.m[op.key]
-		prob := !cached && !t.ghosts.has(p.ghost(op.key))
+		prob := false
+		if _, cached := p.m[op.key]; !cached {
+			// Written again soon after probation evicted it: into the
+			// main segment, and out of the ghosts.
+			g := p.ghost(op.key)
+			prob = !t.ghosts.has(g)
+			t.ghosts.forget(g)
+		}
 		p.putLocked(op.key, op.sum, len(op.env), op.obj, true, epoch, prob)
 	}
 }
@@ -290,9 +297,12 @@ func (p *hotPart) put(key string, sum uint64, envLen int, obj interface{}, st ho
 	t := p.tier
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ghosts.has(p.ghost(key)) {
+	if g := p.ghost(key); t.ghosts.has(g) {
 		// Probation evicted what a reader wanted: keep writes longer.
+		// The key leaves the ghosts for the main segment, so that a
+		// miss after the main segment evicted it does not count.
 		t.probBudget = min(t.budget, t.probBudget+p.cost(key, envLen))
+		t.ghosts.forget(g)
 	}
 	p.putLocked(key, sum, envLen, obj, st.seq == p.seq, st.epoch, false)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -508,5 +509,85 @@ func TestHotTierReadNeverEvictsItself(t *testing.T) {
 	defer tier.mu.Unlock()
 	if _, ok := s.hot.m["ns/p1"]; ok {
 		t.Error("probation's least recently used entry was kept")
+	}
+}
+
+// TestHotTierGhostGrowsProbationOnce checks that probation's share grows
+// once for a key probation evicted: the point read that misses it puts
+// it in the main segment, and a later miss, after the main segment
+// evicted it, is no sign that probation keeps writes too briefly.
+func TestHotTierGhostGrowsProbationOnce(t *testing.T) {
+	const envLen = 1000
+	m := hotMetrics{
+		hits: prometheus.NewCounter(prometheus.CounterOpts{Name: "h"}), misses: prometheus.NewCounter(prometheus.CounterOpts{Name: "m"}),
+		evictions: prometheus.NewCounter(prometheus.CounterOpts{Name: "e"}),
+		bytes:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "b"}), entries: prometheus.NewGauge(prometheus.GaugeOpts{Name: "n"}),
+	}
+	one := (&hotPart{factor: costFactor("protobuf")}).cost("k000", envLen)
+	tier := newHotTier(20 * one)
+	var epoch atomic.Uint64
+	p := tier.part("protobuf", m, &epoch)
+	key := func(prefix string, i int) string { return fmt.Sprintf("%s%03d", prefix, i) }
+	write := func(k string) {
+		tier.mu.Lock()
+		defer tier.mu.Unlock()
+		p.putLocked(k, 1, envLen, k, true, 0, true)
+	}
+	share := func() int64 {
+		tier.mu.Lock()
+		defer tier.mu.Unlock()
+		return tier.probBudget
+	}
+	read := func(k string) { p.put(k, 1, envLen, k, p.stamp()) }
+
+	write("k000")
+	for i := range 20 { // probation evicts k000
+		write(key("w", i))
+	}
+	before := share()
+	read("k000")
+	if got := share(); got != before+one {
+		t.Fatalf("probation's share %d after a read missed what probation evicted, want %d", got, before+one)
+	}
+	for i := range 20 { // the main segment evicts k000
+		read(key("r", i))
+	}
+	tier.mu.Lock()
+	_, cached := p.m["k000"]
+	tier.mu.Unlock()
+	if cached {
+		t.Fatal("k000 still cached after 20 reads of other objects")
+	}
+	before = share()
+	read("k000")
+	if got := share(); got != before {
+		t.Errorf("probation's share %d after a read missed what the main segment evicted, want %d (unchanged)", got, before)
+	}
+}
+
+// TestHotGhostsForget checks that a forgotten hash stays forgotten while
+// its slots leave the ring, and that one added again after is remembered
+// until its own slot leaves.
+func TestHotGhostsForget(t *testing.T) {
+	var g hotGhosts
+	g.init(4)
+	g.add(1)
+	g.forget(1)
+	if g.has(1) {
+		t.Fatal("has a forgotten hash")
+	}
+	g.add(1)
+	g.add(2)
+	g.add(3)
+	if !g.has(1) {
+		t.Fatal("forgot a hash added again")
+	}
+	g.add(4) // overwrites the forgotten slot
+	if !g.has(1) {
+		t.Fatal("forgot a hash added again when its forgotten slot left")
+	}
+	g.add(5) // overwrites the slot added again
+	if g.has(1) || len(g.in) != 4 {
+		t.Errorf("has(1) %t with %d hashes counted after its last slot left, want false, 4", g.has(1), len(g.in))
 	}
 }

@@ -18,33 +18,58 @@ type hotGhosts struct {
 	ring []uint64
 	next int // the slot the next hash overwrites
 	n    int // hashes in the ring
-	in   map[uint64]int32
+	in   map[uint64]hotGhost
+}
+
+// hotGhost counts a hash's slots in the ring, and how many of them,
+// the oldest, were forgotten.
+type hotGhost struct {
+	slots, forgotten int32
 }
 
 func (g *hotGhosts) init(size int) {
 	g.ring = make([]uint64, size)
-	g.in = make(map[uint64]int32, size)
+	g.in = make(map[uint64]hotGhost, size)
 }
 
 // add remembers h, forgetting the oldest hash if the ring is full.
 func (g *hotGhosts) add(h uint64) {
 	if g.n == len(g.ring) {
 		old := g.ring[g.next]
-		if g.in[old]--; g.in[old] <= 0 {
+		o := g.in[old]
+		// The oldest slot goes: a forgotten one if any is left.
+		o.slots--
+		o.forgotten = max(o.forgotten-1, 0)
+		if o.slots <= 0 {
 			delete(g.in, old)
+		} else {
+			g.in[old] = o
 		}
 	} else {
 		g.n++
 	}
 	g.ring[g.next] = h
 	g.next = (g.next + 1) % len(g.ring)
-	g.in[h]++
+	o := g.in[h]
+	o.slots++
+	g.in[h] = o
 }
 
 // has reports whether h is remembered. A hash stays in the ring until
-// overwritten, and a key evicted again meanwhile is in it twice.
+// overwritten (forget only marks it), and a key evicted again meanwhile
+// is in it twice.
 func (g *hotGhosts) has(h uint64) bool {
-	return g.in[h] > 0
+	o := g.in[h]
+	return o.slots > o.forgotten
+}
+
+// forget forgets h until it is added again: its key left the ghosts for
+// the main segment (hotTier).
+func (g *hotGhosts) forget(h uint64) {
+	if o, ok := g.in[h]; ok {
+		o.forgotten = o.slots
+		g.in[h] = o
+	}
 }
 
 // ghost returns the hash the ghosts remember key of p by.

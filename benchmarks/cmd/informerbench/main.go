@@ -95,7 +95,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: "+strings.Join(syncflag.Names(), ", ")+" (the first is the store's default)")
 	fs.IntVar(&o.pageSize, "bolt-page-size", 0, "page size of the bolt store's file in bytes, a power of two (0: the store's default)")
 	fs.IntVar(&o.batchSize, "batch-size", 0, "warmcache informers' BatchSize, the most keys applied in one store write (0: the informer's default, "+strconv.Itoa(informer.DefaultBatchSize)+")")
-	fs.IntVar(&o.queueCap, "queue-capacity", 0, "warmcache informers' QueueCapacity, the most deltas queued between the watch and the store (0: the informer's default, "+strconv.Itoa(informer.DefaultQueueCapacity)+")")
+	fs.IntVar(&o.queueCap, "queue-capacity", 0, "warmcache informers' QueueCapacity, the most deltas queued between the watch and the store (0: the informer's default, "+strconv.Itoa(informer.DefaultQueueCapacity)+", or two batches if larger)")
 	fs.StringVar(&relists, "relist", joinInts(informerbench.DefaultRelistPercents), "comma-separated percentages of pods changed before a forced 410 relist, one measurement each (empty: none)")
 	fs.StringVar(&o.profileDir, "cpuprofile-dir", "", "directory to write a CPU profile of each implementation's cold sync, churn and relists into (IMPL-cold.pprof, IMPL-churn.pprof, IMPL-relistPCT.pprof), and allocation profiles at the start and end of each (IMPL-PHASE-allocs-start.pprof, -end.pprof: compare with pprof -base; empty: none)")
 	fs.StringVar(&o.server, "server", apiproc.ServerGen, "the fake API server: "+apiproc.ServerGen+" (generates each pod when it serves it) or "+apiproc.ServerFake+" (keeps every pod on its heap)")

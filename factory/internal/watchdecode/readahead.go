@@ -18,7 +18,7 @@ import (
 
 const (
 	// DefaultBudgetBytes is the size of the budget all of the process's
-	// streams share unless given their own (WrapBudget).
+	// streams share unless given their own (negotiated.budget, tests).
 	DefaultBudgetBytes = 64 << 20
 	// floorBytes is what each stream reads ahead outside its budget, so
 	// that streams whose consumers are stuck never leave another with
@@ -60,23 +60,28 @@ func (b *Budget) Free() int64 {
 	return b.free
 }
 
-// take takes n bytes if that many are free; otherwise it registers wake
-// (a channel of capacity 1) for a signal when bytes are next given back.
-// Each stream waits on a channel of its own, never on one of the
-// budget's: the budget is shared by streams that may live in different
-// synctest bubbles (tests).
+// take takes n bytes if that many are free, and forgets wake; otherwise
+// it registers wake (a channel of capacity 1) for a signal when bytes are
+// next given back. Each stream waits on a channel of its own, which give
+// signals from the goroutine of whichever stream gives bytes back: a
+// channel created in a synctest bubble may not be used from outside it,
+// so streams in different bubbles (tests) must not share a budget that
+// can run out (each test bubble makes its own; the default one is not
+// spent by tests).
 func (b *Budget) take(n int64, wake chan<- struct{}) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if n <= b.free {
 		b.free -= n
+		delete(b.waiters, wake)
 		return true
 	}
 	b.waiters[wake] = struct{}{}
 	return false
 }
 
-// cancel forgets wake, registered by a take of a stream that stopped.
+// cancel forgets wake, registered by a take of a stream that stopped
+// waiting.
 func (b *Budget) cancel(wake chan<- struct{}) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -115,15 +120,22 @@ func (s *stream) queueRaw(c *chunk) bool {
 	if c.arena != nil && len(c.ends) > 0 {
 		n = int64(max(cap(*c.arena), chunkBytes))
 	}
+	waited := false // wake may be registered with the budget
 	for {
 		held := s.held.Load()
 		if held == 0 || held+n <= s.budget.floor {
+			if waited {
+				// Room in the floor: the budget must not keep wake,
+				// which it would hold until its next give.
+				s.budget.cancel(s.wake)
+			}
 			break
 		}
 		if s.budget.take(n, s.wake) {
 			c.budgeted = n
 			break
 		}
+		waited = true
 		select {
 		case <-s.wake:
 		case <-s.done:
