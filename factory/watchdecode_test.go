@@ -25,6 +25,7 @@ import (
 	restwatch "k8s.io/client-go/rest/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/factory/internal/watchdecode"
 	"github.com/warmcache/warmcache/internal/podgen"
 	"github.com/warmcache/warmcache/store/wire"
 )
@@ -80,19 +81,6 @@ func (s *watchServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(b.Bytes())
 }
 
-// streamReaders counts the goroutines reading a watch stream for
-// factory/internal/watchdecode's workers (started or not yet).
-func streamReaders() int {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			return strings.Count(string(buf[:n]), "created by github.com/warmcache/warmcache/factory/internal/watchdecode.newStream ")
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-}
-
 // TestClientsDecodeWatchesOnEveryCore: the watches of every client the
 // factory builds (typed in protobuf and JSON, dynamic, metadata-only)
 // read their streams on the parallel path when there is more than one P,
@@ -143,12 +131,12 @@ func TestClientsDecodeWatchesOnEveryCore(t *testing.T) {
 			defer hs.Close()
 			lw := cache.ToListerWatcherWithContext(tc.new(t, &rest.Config{Host: hs.URL}))
 			ctx := context.Background()
-			before := streamReaders()
+			before := watchdecode.StreamsOpened()
 			w, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "1", AllowWatchBookmarks: true})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if readers := streamReaders() - before; runtime.GOMAXPROCS(0) > 1 && readers != 1 {
+			if readers := watchdecode.StreamsOpened() - before; runtime.GOMAXPROCS(0) > 1 && readers != 1 {
 				t.Errorf("%d parallel stream readers for the watch; want 1", readers)
 			} else if runtime.GOMAXPROCS(0) == 1 && readers != 0 {
 				t.Errorf("%d parallel stream readers with one P; want 0", readers)

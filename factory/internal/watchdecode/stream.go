@@ -35,6 +35,14 @@ const (
 // as client-go's streaming decoder, which reuses its buffer, relies on).
 var arenas = sync.Pool{New: func() any { b := make([]byte, 0, chunkBytes); return &b }}
 
+// opened counts the streams newStream created (StreamsOpened).
+var opened atomic.Int64
+
+// StreamsOpened returns how many watch streams of the process were read
+// for the workers so far (with one P none is: the frame reader is
+// client-go's).
+func StreamsOpened() int64 { return opened.Load() }
+
 // buffers recycles the read buffers of ended streams' bodies, which only
 // their reader goroutines use.
 var buffers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, readBuffer) }}
@@ -115,6 +123,7 @@ func newStream(f k8sruntime.Framer, body io.ReadCloser, envelope, decoder k8srun
 		maxWorkers: int32(procs),
 		scratch:    make([]byte, 1024),
 	}
+	opened.Add(1)
 	buffered := buffers.Get().(*bufio.Reader)
 	buffered.Reset(flushingReader{s: s, r: body})
 	s.frames = f.NewFrameReader(bufferedBody{Reader: buffered, Closer: body})
