@@ -54,7 +54,8 @@ func TestDefaultQueueCapacityHoldsTwoBatches(t *testing.T) {
 	for _, tc := range []struct{ batch, capacity, want int }{
 		{0, 0, DefaultQueueCapacity},
 		{100, 0, DefaultQueueCapacity},
-		{2000, 0, 4000},
+		{2000, 0, DefaultQueueCapacity},
+		{DefaultQueueCapacity, 0, 2 * DefaultQueueCapacity},
 		{2000, 300, 300},
 	} {
 		o, err := Options{Store: newMemStore(t), BatchSize: tc.batch, QueueCapacity: tc.capacity}.withDefaults()
