@@ -62,7 +62,8 @@ import (
 // keep a sixteenth of the budget alive instead of all of it; the
 // collector marks every cached object at each of its cycles, and marking
 // 32 MiB of decoded pods cost such a churn about 12 µs per update
-// (informerbench, 100k pods), a tenth of its CPU.
+// (informerbench, 100k pods, the informer's queue at 1,000), a tenth of
+// its CPU.
 type hotTier struct {
 	seed   maphash.Seed
 	budget int64 // bytes, > 0
