@@ -129,8 +129,12 @@ func (g *Generation) NextBlobID() ([]byte, error) {
 
 // CheckSequence returns an error if the blobs bucket's sequence is below
 // the largest envelope id in use: the next add would overwrite another
-// item's envelope. Open, Verify and the first add of each write
-// transaction check it.
+// item's envelope. Open, Verify and each write transaction, before it
+// deletes anything, check it.
+//
+// It must not run in a write transaction after deletes in the blobs
+// bucket: bbolt's Cursor.Last (v1.4.3) loops without end once they have
+// emptied every leaf under a branch.
 func (g *Generation) CheckSequence() error {
 	k, _ := g.Blobs.Cursor().Last()
 	if k == nil {
