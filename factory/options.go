@@ -8,10 +8,9 @@ import (
 )
 
 // DefaultQueueBudget is the default Options.QueueBudget: 20,000 decoded
-// objects, two informers at their default QueueCapacity
-// (informer.DefaultQueueCapacity), so that one informer alone is not
-// slowed by it (it holds at most half of it: its whole default
-// capacity). With it, fifty informers cold-starting at once
+// objects, twenty informers at their default QueueCapacity
+// (informer.DefaultQueueCapacity), so that one informer alone, or a few,
+// are never slowed by it. With it, fifty informers cold-starting at once
 // over a million objects stayed under a 1 GiB GOMEMLIMIT, where without a
 // budget they passed 4.5 GB; a budget of 5,000 peaked no lower at 200k
 // objects (the informers' list pages dominate then; see QueueBudget).

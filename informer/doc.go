@@ -141,9 +141,12 @@
 //   - A handler added after Run is replayed the store by the processing
 //     goroutine, not by AddEventHandler: the call returns at once and the
 //     registration's HasSynced stays false until the replay is delivered.
-//     Late handlers are served in rounds, with a queued batch handled
-//     between two, so that handlers added without end never stall the
-//     watch.
+//     A queued batch is handled between two late handlers' replays, so
+//     that handlers added without end never stall the watch, and once 16
+//     late handlers wait for their replays the next AddEventHandler waits
+//     for one to be served (never while the processing goroutine waits on
+//     a handler): adders without end pay for the replays they cause, as
+//     client-go's, which replay on the caller's goroutine.
 //   - Replays (warm start, a late handler, a relist's changes) wait for a
 //     handler that is more than Options.ReplayPending notifications
 //     behind, and the informer waits with them (see Replays are paced);

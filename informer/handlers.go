@@ -36,6 +36,12 @@ func (i *Informer) AddEventHandlerWithResyncPeriod(handler cache.ResourceEventHa
 // added after Run gets its replay from the informer's processing
 // goroutine: the call returns at once (HasSynced false until the replay
 // is delivered), so a handler may add handlers from its own callbacks.
+// Only when 16 late handlers already wait for their replays does the
+// call wait for the processing goroutine to serve one: goroutines that
+// add handlers without end then pay for the replays they cause, as
+// client-go's adders do, instead of holding up the watch. It never waits
+// while the processing goroutine waits on a handler, so a callback that
+// adds handlers cannot deadlock with a replay waiting for it.
 //
 // It returns an error matching ErrStopped, worded as client-go's ("...
 // was not added to shared informer because it has stopped already"), once
@@ -80,7 +86,12 @@ func (i *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler
 	}
 	// Late handler: the processing loop replays the store to it, then
 	// activates it for live changes. The guard keeps HasSynced false
-	// until that replay is delivered.
+	// until that replay is delivered. With many waiting already, the
+	// caller waits for room first.
+	i.waitLateRoomLocked()
+	if i.stopped {
+		return nil, i.handlerStopped(handler)
+	}
 	l.tracker.Start()
 	if !i.proc.add(l, false) {
 		return nil, i.handlerStopped(handler)
@@ -104,9 +115,14 @@ func (i *Informer) RemoveEventHandler(handle cache.ResourceEventHandlerRegistrat
 	// A late handler not served yet leaves the late list now: handlers
 	// added and removed in a loop must not pile up there.
 	i.mu.Lock()
-	i.late = slices.DeleteFunc(i.late, func(x *listener) bool { return x == l })
-	if len(i.late) == 0 {
-		i.late = nil
+	if n := len(i.late); n > 0 {
+		i.late = slices.DeleteFunc(i.late, func(x *listener) bool { return x == l })
+		if len(i.late) == 0 {
+			i.late = nil
+		}
+		if len(i.late) < n {
+			i.wakeLateLocked()
+		}
 	}
 	i.mu.Unlock()
 	i.proc.remove(l)

@@ -57,6 +57,14 @@ type Informer struct {
 	// serves them.
 	late      []*listener
 	popCancel context.CancelFunc
+	// lateRoom, when set, is closed to wake the callers of
+	// AddEventHandler that wait for room in the late list (see
+	// lateFullLocked); loopServing says the processing loop serves late
+	// handlers (it is past its warm start and has not exited), loopWaiting
+	// that it waits on a handler or the file check.
+	lateRoom    chan struct{}
+	loopServing bool
+	loopWaiting bool
 	// relistCancel stops the running reflector so that a new one
 	// relists; forceRelist makes that one relist even if the store still
 	// says it is complete.

@@ -58,6 +58,8 @@ func (l *loop) run(ctx context.Context) {
 		}
 		return
 	}
+	l.i.setLoopState(true)
+	defer l.i.setLoopState(false)
 	for {
 		if err := l.serveLate(ctx); err != nil {
 			if ctx.Err() == nil {

@@ -54,7 +54,7 @@ func TestDefaultQueueCapacityHoldsTwoBatches(t *testing.T) {
 	for _, tc := range []struct{ batch, capacity, want int }{
 		{0, 0, DefaultQueueCapacity},
 		{100, 0, DefaultQueueCapacity},
-		{2000, 0, DefaultQueueCapacity},
+		{2000, 0, 4000},
 		{DefaultQueueCapacity, 0, 2 * DefaultQueueCapacity},
 		{2000, 300, 300},
 	} {

@@ -135,7 +135,7 @@ func (l *loop) fillPage(ctx context.Context, rep *relist, b deltafifo.Batch) err
 	defer func() { rep.notifying += l.since(start) }()
 	bound := int64(l.i.opts.ReplayPending)
 	for i, obj := range b.Objects {
-		if err := pace(ctx, ls, bound); err != nil {
+		if err := l.pace(ctx, ls, bound); err != nil {
 			return err
 		}
 		nt := note{kind: noteAdd, new: obj, initial: rep.initial}
@@ -287,7 +287,7 @@ func (l *loop) notifyRelist(ctx context.Context, rep *relist, partial *string) (
 	start := l.i.opts.Clock.Now()
 	bound := int64(l.i.opts.ReplayPending)
 	send := func(nt note) error {
-		if err := pace(ctx, ls, bound); err != nil {
+		if err := l.pace(ctx, ls, bound); err != nil {
 			return err
 		}
 		l.i.proc.distribute(nt, false)

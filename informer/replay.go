@@ -98,9 +98,10 @@ func (l *loop) warmStart(ctx context.Context) error {
 // *l.partial only (none when it is empty); the relist then tells it the
 // rest with the others.
 //
-// It serves at most the handlers waiting when it is called: those added
-// meanwhile wait for the next call, after the loop has handled a batch if
-// one is queued (see pop).
+// It serves at most the handlers waiting when it is called, and returns
+// after a replay when a batch is queued: the loop handles that batch
+// before the next replay (see pop), so that the watch waits for one
+// replay at most.
 func (l *loop) serveLate(ctx context.Context) error {
 	l.i.mu.Lock()
 	round := len(l.i.late)
@@ -122,6 +123,7 @@ func (l *loop) serveLate(ctx context.Context) error {
 		if len(l.i.late) == 0 {
 			l.i.late = nil // let the array go
 		}
+		l.i.wakeLateLocked()
 		l.i.mu.Unlock()
 		if !l.i.proc.activate(h) {
 			continue // removed meanwhile
@@ -137,6 +139,13 @@ func (l *loop) serveLate(ctx context.Context) error {
 			// on; the relist re-establishes the store.
 			l.logger.Error(err, "Replay to a new handler stopped midway; the handler misses the objects after the last key replayed", "handler", h.name, "lastKey", last)
 			l.i.ReportCorruption(err)
+		}
+		if l.q.Ready() {
+			// A batch is queued: the loop handles it before the next
+			// late handler's replay (see pop), so that handlers added
+			// without end never hold up the watch for more than one
+			// replay.
+			return nil
 		}
 	}
 	return nil
@@ -182,7 +191,7 @@ func (l *loop) replay(ctx context.Context, ls []*listener, kind string, through 
 		if allStopped(ls) {
 			return errHandlersRemoved
 		}
-		if err := pace(ctx, ls, bound); err != nil {
+		if err := l.pace(ctx, ls, bound); err != nil {
 			return err
 		}
 		l.i.detector.watch(obj)
@@ -216,7 +225,10 @@ func (l *loop) waitChecked(ctx context.Context) error {
 	if l.checked || !ok {
 		return nil
 	}
-	if err := fc.WaitFileChecked(ctx); err != nil {
+	l.setWaiting(true)
+	err := fc.WaitFileChecked(ctx)
+	l.setWaiting(false)
+	if err != nil {
 		return err
 	}
 	l.checked = true

@@ -99,6 +99,7 @@ func (i *Informer) stop() {
 	i.mu.Lock()
 	i.stopped = true
 	i.late = nil
+	i.wakeLateLocked()
 	i.mu.Unlock()
 	i.proc.stop()
 	i.detector.check()
