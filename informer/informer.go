@@ -61,7 +61,7 @@ type Informer struct {
 	// AddEventHandler that wait for room in the late list (see
 	// lateFullLocked); loopServing says the processing loop serves late
 	// handlers (it is past its warm start and has not exited), loopWaiting
-	// that it waits on a handler or the file check.
+	// that it waits on a handler, the file check or a write retry.
 	lateRoom    chan struct{}
 	loopServing bool
 	loopWaiting bool

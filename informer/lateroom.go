@@ -12,7 +12,8 @@ const maxLateWaiting = 16
 
 // lateFullLocked reports whether an adder must wait for room in the late
 // list: the loop is serving late handlers, maxLateWaiting of them wait,
-// and the loop itself is not waiting on a handler or the file check. An
+// and the loop itself is not waiting on a handler, the file check or a
+// failed write's retry. An
 // adder never waits for a loop that waits, so a handler that adds
 // handlers from its callbacks cannot deadlock with a replay waiting for
 // that handler; nor before the warm start's replay is done (a late
@@ -54,8 +55,9 @@ func (i *Informer) setLoopState(serving bool) {
 	i.wakeLateLocked()
 }
 
-// setWaiting records whether the processing loop waits on a handler or
-// the file check; adders waiting for room go on when it starts to.
+// setWaiting records whether the processing loop waits on a handler, the
+// file check or a failed write's retry; adders waiting for room go on
+// when it starts to.
 func (l *loop) setWaiting(waiting bool) {
 	l.i.mu.Lock()
 	defer l.i.mu.Unlock()

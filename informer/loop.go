@@ -174,11 +174,14 @@ func (l *loop) write(ctx context.Context, op string, n int, fn func() error) err
 			return errDropped
 		}
 		l.logger.Error(werr, "Store write failed; the cache is falling behind the server. Retrying", "op", op, "retryIn", delay)
+		l.setWaiting(true) // adders do not wait for a store that fails
 		select {
 		case <-ctx.Done():
+			l.setWaiting(false)
 			return ctx.Err()
 		case <-l.i.opts.Clock.After(delay):
 		}
+		l.setWaiting(false)
 		delay = min(2*delay, l.i.opts.ApplyBackoffCap)
 	}
 }
