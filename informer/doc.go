@@ -145,8 +145,10 @@
 //     that handlers added without end never stall the watch, and once 16
 //     late handlers wait for their replays the next AddEventHandler waits
 //     for one to be served (never while the processing goroutine waits on
-//     a handler): adders without end pay for the replays they cause, as
-//     client-go's, which replay on the caller's goroutine.
+//     a handler, the file check or a failed write's retry, nor before the
+//     warm start's replay is done): adders without end pay for the
+//     replays they cause, as client-go's, which replay on the caller's
+//     goroutine.
 //   - Replays (warm start, a late handler, a relist's changes) wait for a
 //     handler that is more than Options.ReplayPending notifications
 //     behind, and the informer waits with them (see Replays are paced);

@@ -40,8 +40,10 @@ func (i *Informer) AddEventHandlerWithResyncPeriod(handler cache.ResourceEventHa
 // call wait for the processing goroutine to serve one: goroutines that
 // add handlers without end then pay for the replays they cause, as
 // client-go's adders do, instead of holding up the watch. It never waits
-// while the processing goroutine waits on a handler, so a callback that
-// adds handlers cannot deadlock with a replay waiting for it.
+// while the processing goroutine waits on a handler (so a callback that
+// adds handlers cannot deadlock with a replay waiting for it), on the
+// store's file check or to retry a failed write, nor before the warm
+// start's replay is done.
 //
 // It returns an error matching ErrStopped, worded as client-go's ("...
 // was not added to shared informer because it has stopped already"), once

@@ -229,8 +229,8 @@ func TestLateHandlerAfterAWarmStartStoppedMidway(t *testing.T) {
 // Late handlers that keep coming must not starve the watch: each handler,
 // on its first add, adds the next one, and ReplayPending 1 makes the
 // replay of three objects wait for that first add to return, so a new
-// handler is always waiting when one is served. Between two rounds of late
-// handlers the processing loop handles a queued batch (found by
+// handler is always waiting when one is served. Between two late handlers'
+// replays the processing loop handles a queued batch (found by
 // client-go's TestSharedInformerHandlerAbuse, whose hundred goroutines
 // adding handlers held the loop in its replays while the watch stalled).
 func TestLateHandlersWithoutEndDoNotStarveTheWatch(t *testing.T) {
