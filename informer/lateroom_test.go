@@ -37,6 +37,19 @@ func (s *gatedStore) Apply(ctx context.Context, txns []cache.Transaction, rv str
 	return s.Store.Apply(ctx, txns, rv)
 }
 
+// gatedHarness starts a test informer with opts on a gated memory store,
+// relisted with objs at resourceVersion 10 and idle.
+func gatedHarness(t *testing.T, opts Options, objs ...interface{}) (*gatedStore, *Informer, *harness) {
+	t.Helper()
+	st := &gatedStore{Store: newMemStore(t)}
+	opts.Store = st
+	inf := newTestInformer(t, opts)
+	h := startHarness(t, inf)
+	h.relist("10", objs...)
+	h.waitIdle("11")
+	return st, inf, h
+}
+
 // holdLoop arms st's gate, queues a change and waits until the loop holds
 // in its Apply; the returned func lets it go on.
 func holdLoop(t *testing.T, h *harness, st *gatedStore) func() {
@@ -108,11 +121,7 @@ func checkReturned(t *testing.T, added []*atomic.Bool, why string) {
 // the watch without it). Every handler still gets its replay.
 func TestAddersWaitForRoomInTheLateList(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := &gatedStore{Store: newMemStore(t)}
-		inf := newTestInformer(t, Options{Store: st})
-		h := startHarness(t, inf)
-		h.relist("10", pod("a", "1"), pod("b", "2"))
-		h.waitIdle("11")
+		st, inf, h := gatedHarness(t, Options{}, pod("a", "1"), pod("b", "2"))
 		release := holdLoop(t, h, st)
 
 		recs := make([]*recorder, maxLateWaiting+3)
@@ -194,11 +203,7 @@ func TestAddersDoNotWaitForALoopWaitingOnAHandler(t *testing.T) {
 // room goes on at once, while the loop is still busy.
 func TestRemovingALateHandlerMakesRoom(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := &gatedStore{Store: newMemStore(t)}
-		inf := newTestInformer(t, Options{Store: st})
-		h := startHarness(t, inf)
-		h.relist("10", pod("a", "1"))
-		h.waitIdle("11")
+		st, inf, h := gatedHarness(t, Options{}, pod("a", "1"))
 		regs, extra, release := fillLateList(t, h, st, 1)
 
 		if err := inf.RemoveEventHandler(regs[0]); err != nil {
@@ -219,11 +224,7 @@ func TestRemovingALateHandlerMakesRoom(t *testing.T) {
 // take long, and a handler adding handlers must not stall with it.
 func TestAddersDoNotWaitForAFailingStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := &gatedStore{Store: newMemStore(t)}
-		inf := newTestInformer(t, Options{Store: st, ApplyBackoff: 10 * time.Second, ApplyBackoffCap: 10 * time.Second})
-		h := startHarness(t, inf)
-		h.relist("10", pod("a", "1"))
-		h.waitIdle("11")
+		st, inf, h := gatedHarness(t, Options{ApplyBackoff: 10 * time.Second, ApplyBackoffCap: 10 * time.Second}, pod("a", "1"))
 		_, extra, release := fillLateList(t, h, st, 3)
 
 		fail := error(errDiskFull)
@@ -260,11 +261,7 @@ func TestAddersGoOnWhenTheLoopEnds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				st := &gatedStore{Store: newMemStore(t)}
-				inf := newTestInformer(t, Options{Store: st})
-				h := startHarness(t, inf)
-				h.relist("10", pod("a", "1"))
-				h.waitIdle("11")
+				st, _, h := gatedHarness(t, Options{}, pod("a", "1"))
 				_, extra, release := fillLateList(t, h, st, 3)
 
 				tc.end(h, st, release)
