@@ -210,9 +210,10 @@ func TestAddRefusesUsedEnvelopeID(t *testing.T) {
 
 // A batch that deletes every stored object, whose envelopes fill several
 // leaf pages, and then adds one: the envelope sequence check of the add
-// must not run after the deletes, where bbolt's Cursor.Last (v1.4.3) never
-// returns once every leaf under a branch is empty. Found by client-go's
-// TestSharedInformerHandlerAbuse, whose batches delete and add at random.
+// runs after the deletes, where bbolt's Cursor.Last (v1.4.3) never returns
+// once every leaf under a branch is empty; the check must not use it.
+// Found by client-go's TestSharedInformerHandlerAbuse, whose batches
+// delete and add at random.
 func TestApplyDeletingEveryEnvelopeThenAdding(t *testing.T) {
 	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
 	s := openPods(t, db, namespaceIndexers())
@@ -228,8 +229,8 @@ func TestApplyDeletingEveryEnvelopeThenAdding(t *testing.T) {
 		txns = append(txns, cache.Transaction{Type: cache.TransactionTypeDelete, Object: mkPod("ns", fmt.Sprintf("p%03d", i), "2")})
 	}
 	txns = append(txns, cache.Transaction{Type: cache.TransactionTypeAdd, Object: mkPod("ns", "z", "3")})
-	// Without the check's move, Apply never returns (the test binary's
-	// timeout then shows it spinning in CheckSequence).
+	// With a check on Cursor.Last, Apply never returns (the test
+	// binary's timeout then shows it spinning in CheckSequence).
 	must(t, s.Apply(context.Background(), txns, "3"))
 	if keys := s.ListKeys(); len(keys) != 1 || keys[0] != "ns/z" {
 		t.Fatalf("keys after the batch: %v, want [ns/z]", keys)

@@ -210,31 +210,9 @@ func (w *writer) indexBucket(i int) (*bbolt.Bucket, error) {
 	return w.idx[i], nil
 }
 
-// checkSequence checks, once per writer (one per transaction), that the
-// envelope sequence is ahead of every id in use: a sequence that went
-// back (a damaged file) would give another item's envelope to the next
-// key added. applyAll checks before its first operation: bbolt's
-// Cursor.Last, which the check uses, never returns once the deletes of
-// the same transaction have emptied every leaf under a branch (bbolt
-// v1.4.3: its skip over empty leaves goes back and forth between them),
-// and a batch may delete every envelope before it adds one.
-func (w *writer) checkSequence() error {
-	if w.sequenceChecked {
-		return nil
-	}
-	if err := w.g.CheckSequence(); err != nil {
-		return fmt.Errorf("%w: %w", ErrCorrupt, err)
-	}
-	w.sequenceChecked = true
-	return nil
-}
-
 // applyAll performs ops in order and returns the change in the number of
 // objects.
 func (w *writer) applyAll(ops []prepared) (int64, error) {
-	if err := w.checkSequence(); err != nil {
-		return 0, err
-	}
 	var delta int64
 	for i := range ops {
 		d, err := w.apply(&ops[i])
@@ -327,8 +305,14 @@ func (w *writer) put(key string, env, sel []byte, values [][]string) (added bool
 		}
 	}
 	if added {
-		if err := w.checkSequence(); err != nil {
-			return false, fmt.Errorf("key %q: %w", key, err)
+		if !w.sequenceChecked {
+			// Once per transaction, not per add: a sequence that went
+			// back (a damaged file) would give another item's envelope
+			// to this key.
+			if err := w.g.CheckSequence(); err != nil {
+				return false, fmt.Errorf("%w: key %q: %w", ErrCorrupt, key, err)
+			}
+			w.sequenceChecked = true
 		}
 		if id, err = w.g.NextBlobID(); err != nil {
 			return false, err

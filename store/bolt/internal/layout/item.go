@@ -3,6 +3,7 @@ package layout
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/warmcache/warmcache/store"
 )
@@ -128,25 +129,29 @@ func (g *Generation) NextBlobID() ([]byte, error) {
 }
 
 // CheckSequence returns an error if the blobs bucket's sequence is below
-// the largest envelope id in use: the next add would overwrite another
-// item's envelope. Open, Verify and each write transaction, before it
-// deletes anything, check it.
+// an envelope id in use: the next add would overwrite another item's
+// envelope. Open, Verify and the first add of each write transaction
+// check it.
 //
-// It must not run in a write transaction after deletes in the blobs
-// bucket: bbolt's Cursor.Last (v1.4.3) loops without end once they have
-// emptied every leaf under a branch.
+// It seeks the first id above the sequence rather than the last id:
+// bbolt's Cursor.Last (v1.4.3) loops without end in a write transaction
+// whose deletes have emptied every leaf under a branch (its skip over
+// empty leaves goes back and forth between them), and a batch may delete
+// every envelope before it adds one. Seek only moves forward over empty
+// leaves.
 func (g *Generation) CheckSequence() error {
-	k, _ := g.Blobs.Cursor().Last()
+	seq := g.Blobs.Sequence()
+	if seq == math.MaxUint64 {
+		return nil // no id is above it
+	}
+	k, _ := g.Blobs.Cursor().Seek(binary.BigEndian.AppendUint64(make([]byte, 0, BlobIDLen), seq+1))
 	if k == nil {
 		return nil
 	}
 	if len(k) != BlobIDLen {
 		return fmt.Errorf("malformed envelope id %x", k)
 	}
-	if last, seq := binary.BigEndian.Uint64(k), g.Blobs.Sequence(); seq < last {
-		return fmt.Errorf("envelope sequence %d is below the largest envelope id %d", seq, last)
-	}
-	return nil
+	return fmt.Errorf("envelope sequence %d is below envelope id %d, in use", seq, binary.BigEndian.Uint64(k))
 }
 
 // EnvelopeOf returns the envelope of item key with entry v, aliasing the
