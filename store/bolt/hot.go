@@ -205,9 +205,7 @@ func (p *hotPart) committed(ops []prepared) {
 		if _, cached := p.m[op.key]; !cached {
 			// Written again soon after probation evicted it: into the
 			// main segment, and out of the ghosts.
-			g := p.ghost(op.key)
-			prob = !t.ghosts.has(g)
-			t.ghosts.forget(g)
+			prob = !t.ghosts.take(p.ghost(op.key))
 		}
 		p.putLocked(op.key, op.sum, len(op.env), op.obj, true, epoch, prob)
 	}
@@ -298,12 +296,11 @@ func (p *hotPart) put(key string, sum uint64, envLen int, obj interface{}, st ho
 	t := p.tier
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if g := p.ghost(key); t.ghosts.has(g) {
+	if t.ghosts.take(p.ghost(key)) {
 		// Probation evicted what a reader wanted: keep writes longer.
 		// The key leaves the ghosts for the main segment, so that a
 		// miss after the main segment evicted it does not count.
 		t.probBudget = min(t.budget, t.probBudget+p.cost(key, envLen))
-		t.ghosts.forget(g)
 	}
 	p.putLocked(key, sum, envLen, obj, st.seq == p.seq, st.epoch, false)
 }

@@ -55,21 +55,18 @@ func (g *hotGhosts) add(h uint64) {
 	g.in[h] = o
 }
 
-// has reports whether h is remembered. A hash stays in the ring until
-// overwritten (forget only marks it), and a key evicted again meanwhile
-// is in it twice.
-func (g *hotGhosts) has(h uint64) bool {
-	o := g.in[h]
-	return o.slots > o.forgotten
-}
-
-// forget forgets h until it is added again: its key left the ghosts for
-// the main segment (hotTier).
-func (g *hotGhosts) forget(h uint64) {
-	if o, ok := g.in[h]; ok {
-		o.forgotten = o.slots
-		g.in[h] = o
+// take reports whether h is remembered, and forgets it until it is added
+// again: its key leaves the ghosts for the main segment (hotTier). A hash
+// stays in the ring until overwritten (take only marks it), and a key
+// evicted again meanwhile is in it twice.
+func (g *hotGhosts) take(h uint64) bool {
+	o, ok := g.in[h]
+	if !ok || o.slots <= o.forgotten {
+		return false
 	}
+	o.forgotten = o.slots
+	g.in[h] = o
+	return true
 }
 
 // ghost returns the hash the ghosts remember key of p by.
