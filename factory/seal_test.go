@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"net/http/httptest"
 	"os"
@@ -212,7 +213,10 @@ func TestSecretsAreSealed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	copy(b[0:4096*2], make([]byte, 4096*2)) // both meta pages
+	// Both meta pages: the first two pages, of the size the first records
+	// after its 16-byte page header (magic, version, page size).
+	pageSize := int(binary.LittleEndian.Uint32(b[24:28]))
+	clear(b[:2*pageSize])
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -241,7 +241,8 @@ func filePageSize(t testing.TB, path string) int {
 func TestPageSize(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct{ create, reopen, want int }{
-		{0, 16384, os.Getpagesize()},
+		{0, 4096, DefaultPageSize},
+		{4096, 0, 4096},
 		{MinPageSize, 0, MinPageSize},
 		{8192, 4096, 8192},
 		{16384, 0, 16384},

@@ -79,9 +79,10 @@ type Options struct {
 	// of two from MinPageSize to MaxPageSize. It applies only when the
 	// file is created; an existing file keeps the page size it was created
 	// with (bbolt reads it from the file's meta page), whatever this
-	// option says. See the package documentation for the measurements
-	// behind the default. Default (0): the operating system's page size
-	// (os.Getpagesize: 4096 on amd64, usually on arm64 too), as bbolt does.
+	// option says. Default (0): DefaultPageSize, 16 KiB. See the package
+	// documentation for the measurements behind the default, and for when
+	// the operating system's page size (4096, bbolt's own default) is the
+	// better choice.
 	PageSize int
 }
 
@@ -91,6 +92,12 @@ const (
 	MinPageSize = filecheck.MinPageSize
 	MaxPageSize = filecheck.MaxPageSize
 )
+
+// DefaultPageSize is the default Options.PageSize: 16 KiB, four times
+// the operating system's usual page size, so that the leaf holding two
+// objects of several KB (a pod's envelope is about 6.4 KB) is one page
+// instead of four or more. See the package documentation's "Page size".
+const DefaultPageSize = 16 << 10
 
 // DefaultHotBytes is the default budget of a DB's hot tier: 32 MiB, about
 // 3,000 decoded podgen pods (10.5 KB each), which hold 80% of the reads of
@@ -179,6 +186,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.HotBytes == nil {
 		o.HotBytes = ptrTo(DefaultHotBytes)
+	}
+	if o.PageSize == 0 {
+		o.PageSize = DefaultPageSize
 	}
 	return o, nil
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/binary"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -48,7 +49,9 @@ func TestCorruptOrForeignCacheFile(t *testing.T) {
 		}},
 		{"warmcache file with its first page zeroed", func(t *testing.T, path string) {
 			b := bytes.Clone(soundBytes)
-			clear(b[:4096])
+			// The page size the first meta page records after its
+			// 16-byte page header (magic, version, page size).
+			clear(b[:binary.LittleEndian.Uint32(b[24:28])])
 			writeFile(t, path, b)
 		}},
 		{"foreign bbolt file", func(t *testing.T, path string) {

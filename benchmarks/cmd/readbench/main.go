@@ -31,6 +31,7 @@ import (
 	"github.com/warmcache/warmcache/benchmarks/internal/machine"
 	"github.com/warmcache/warmcache/benchmarks/internal/readbench"
 	"github.com/warmcache/warmcache/benchmarks/internal/storebench"
+	"github.com/warmcache/warmcache/benchmarks/internal/syncflag"
 )
 
 type options struct {
@@ -40,6 +41,8 @@ type options struct {
 	reps  int
 	gets  int
 	recs  int
+	// pageSize is the bolt store's page size (0: the store's default).
+	pageSize int
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -53,6 +56,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.reps, "reps", 3, "repetitions of each list (the median is reported)")
 	fs.IntVar(&o.gets, "gets", 20000, "GetByKey lookups of each key distribution")
 	fs.IntVar(&o.recs, "reconciles", 2000, "iterations of the reconcile loop")
+	fs.IntVar(&o.pageSize, "bolt-page-size", 0, "page size of the bolt store's file in bytes, a power of two (0: the store's default)")
 	if err := fs.Parse(args); err != nil {
 		return o, cmdrun.ErrUsage
 	}
@@ -61,6 +65,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.n <= 0 || o.reps <= 0 || o.gets <= 0 || o.recs <= 0 {
 		return o, fmt.Errorf("%w: -n, -reps, -gets and -reconciles must be positive", cmdrun.ErrUsage)
+	}
+	if err := syncflag.CheckPageSize(o.pageSize); err != nil {
+		return o, err
 	}
 	var err error
 	o.impls, err = cmdrun.Impls(impls, storebench.Impls)
@@ -92,7 +99,11 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 		debug.FreeOSMemory()
 	}
 	after := machine.Read()
-	t := readbench.Table(fmt.Sprintf("reads of %d podgen pods, namespace index on every store\n%s", o.n, m), results)
+	pageSize := "default page size"
+	if o.pageSize != 0 {
+		pageSize = fmt.Sprintf("page size %d", o.pageSize)
+	}
+	t := readbench.Table(fmt.Sprintf("reads of %d podgen pods, namespace index on every store, bolt's %s\n%s", o.n, pageSize, m), results)
 	if l := machine.RunLabel(m, after); l != "" {
 		t.Note("%s", l)
 	}
@@ -104,7 +115,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 func measureOne(ctx context.Context, impl string, c *storebench.Corpus, o options, stderr io.Writer) (readbench.Result, error) {
 	fmt.Fprintf(stderr, "readbench: loading %s...\n", impl)
 	reg := prometheus.NewRegistry()
-	t, err := storebench.Open(ctx, impl, storebench.Options{Dir: o.dir, Registerer: reg})
+	t, err := storebench.Open(ctx, impl, storebench.Options{Dir: o.dir, Registerer: reg, BoltPageSize: o.pageSize})
 	if err != nil {
 		return readbench.Result{}, err
 	}

@@ -60,6 +60,9 @@ type Options struct {
 	// objects, which keeps the objects written up to its budget whatever
 	// the number of pods. Default (nil): bolt.DefaultHotBytes.
 	BoltHotBytes *int64
+	// BoltPageSize is the page size of the bolt store's file
+	// (bolt.Options.PageSize). Default (0): the store's default.
+	BoltPageSize int
 }
 
 // Target is one store under test, with the namespace index
@@ -129,7 +132,7 @@ func Open(ctx context.Context, impl string, opts Options) (*Target, error) {
 		if err := errors.Join(f.Close(), os.Remove(t.path)); err != nil {
 			return nil, fmt.Errorf("storebench: open %s: %w", impl, err)
 		}
-		db, err := bolt.Open(ctx, t.path, bolt.Options{Sync: opts.BoltSync, Registerer: opts.Registerer, HotBytes: opts.BoltHotBytes})
+		db, err := bolt.Open(ctx, t.path, bolt.Options{Sync: opts.BoltSync, Registerer: opts.Registerer, HotBytes: opts.BoltHotBytes, PageSize: opts.BoltPageSize})
 		if err != nil {
 			return nil, fmt.Errorf("storebench: open %s: %w", impl, err)
 		}

@@ -25,7 +25,7 @@ func TestMetaPages(t *testing.T) {
 	}
 	newer := chosen
 	// Tear the newer page: a byte its checksum covers, header intact.
-	off := int64(newer)*int64(os.Getpagesize()) + 16 + 24
+	off := int64(newer)*int64(filePageSize(t, path)) + 16 + 24
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	must(t, err)
 	b := make([]byte, 1)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"slices"
@@ -136,14 +137,20 @@ func TestErrorNamesPathOnce(t *testing.T) {
 // bbolt silently replaces by the other one.
 func TestVerifyReportsDamagedMetaPage(t *testing.T) {
 	path := fixture(t, fixtureOptions{podsOnly: true})
-	pageSize := int64(os.Getpagesize())
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The page size the file records in its first meta page (after the
+	// 16-byte page header: magic, version, page size).
+	b := make([]byte, 28)
+	if _, err := f.ReadAt(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	pageSize := int64(binary.LittleEndian.Uint32(b[24:]))
 	// A byte of meta page 1's root bucket sequence, which its checksum
 	// covers; the page header stays intact (a torn write).
-	b := make([]byte, 1)
+	b = make([]byte, 1)
 	if _, err := f.ReadAt(b, pageSize+16+24); err != nil {
 		t.Fatal(err)
 	}
