@@ -331,32 +331,48 @@
 // Options.PageSize sets the bbolt page size of a file Open creates; an
 // existing file keeps the page size it was created with (bbolt reads it
 // from the meta page), whatever the option says, and inspect.CompactTo's
-// copy keeps its source's. The default is the operating system's page size
-// (4 KiB on amd64, usually on arm64 too), as bbolt's. Larger pages trade bytes
-// written per commit for fewer multi-page nodes: bbolt allocates a node of
-// one page from a pool and one of several pages with make([]byte) at every
-// commit, and a podgen pod's envelope (4.6 KB here, about 6.4 KB as the
-// informer stores it) makes the leaf holding it a node of several 4 KiB
-// pages. Measured on 2 shared, loaded cores, page sizes alternated within
-// each run, the spread of the runs given (CPU per object; written bytes
-// and allocations are exact).
+// copy keeps its source's. The default, DefaultPageSize, is 16 KiB, four
+// times the operating system's usual page size (bbolt's own default).
+// bbolt keeps at least two entries in a leaf, whatever their size,
+// allocates a node of one page from a pool and one of several pages with
+// make([]byte) at every commit, and writes each dirty node with a write
+// call of its own. A podgen pod's envelope is about 6.4 KB as the informer
+// stores it, so the leaf holding it is about 13 KB: one 16 KiB page, or a
+// node of four 4 KiB pages. Larger pages also make a large resource's
+// trees shallower, with a quarter of the branch pages for an update's path
+// to read and rewrite.
 //
-// Informer update churn, 30,000 podgen pods, 45,000 updates, 7 runs each
-// (go run ./benchmarks/cmd/informerbench -n 30000 -impl bolt -relist=
-// -server genserver -skip-server-alone -bolt-page-size N; bbolt Commit's
-// CPU from the churn's profile, -cpuprofile-dir DIR, in 4 of them):
+// Informer, 100,000 podgen pods, a churn of 400,000 updates spread over
+// every pod, client-go's informer measured in the same runs; three runs
+// per page size, alternated, on 2 shared cores (load 2.4-2.8 at the start
+// of each) (go run ./benchmarks/cmd/informerbench -n 100000 -impl
+// client-go,bolt -skip-server-alone -bolt-page-size N):
 //
-//	                                  4096          8192           16384
-//	update allocated KB/event         71.5-74.2     75.0-79.4      58.8-64.9
-//	update CPU µs/event               129-151       133-154        120-139
-//	whole churn CPU µs/event          126-144       129-153        119-135
-//	bbolt Commit CPU µs/event         12-18         17-20          9-12
-//	update events/s (load-bound)      1,855-8,213   4,206-10,759   3,517-10,871
-//	cold sync CPU s                   2.86-3.33     2.82-3.28      2.59-3.02
-//	cold sync s (load-bound)          2.2-11.6      2.3-7.4        2.1-4.6
-//	cold sync allocated MB            1,866-1,874   1,919-1,934    1,729-1,740
-//	file MB after cold sync, churn    197, 204      254, 262       176, 184
-//	warm restart with replay CPU s    1.00-1.26     0.96-1.56      0.99-1.14
+//	                                        4096            16384
+//	update CPU µs/event                     87.2-97.1       76.0-81.7
+//	  against client-go's in the same run   0.95-1.18x      0.81-0.97x
+//	update events/s against client-go's     0.86-1.05x      1.03-1.25x
+//	update allocated KB/event               47.7            33.9-34.0
+//	update GC CPU µs/event                  12.3-13.4       7.9-8.2
+//	cold sync CPU s                         5.05-6.25       5.04-5.29
+//	cold sync peak heap MB                  183-200         161-164
+//	warm restart with replay CPU s          3.17-4.20       3.60-4.79
+//	410 relist CPU s, 0% changed            5.78-6.36       5.46-6.44
+//	                  10% changed           6.01-6.79       5.57-7.08
+//	                  every pod changed     9.44-12.6       9.67-10.7
+//	file MB after cold sync, after churn    656, 666        586, 595
+//
+// Reads, the same pods in a store with the namespace index, two runs per
+// page size, alternated (go run ./benchmarks/cmd/readbench -n 100000
+// -impl client-go,bolt -bolt-page-size N; warmcache's listers, medians):
+//
+//	                                        4096            16384
+//	List(everything), 100,000 pods ms       1,893-1,976     1,891-2,231
+//	List(label selector), 101 pods ms       25.8-34.6       22.8-27.9
+//	Pods(ns).List(everything), 2,000 ms     25.5-32.2       27.0-30.7
+//	Pods(ns).List(selector), 3 pods ms      0.61-0.66       0.81-0.85
+//	GetByKey uniform p50 µs                 20.6-22.1       21.4-22.2
+//	reconcile reads p50 µs                  474-505         418-427
 //
 // Store writes and reads, 10,000 objects with the namespace index, the hot
 // tier off, 3 runs each (BenchmarkPageSize: go test -run '^$' -bench
@@ -392,22 +408,27 @@
 //	warm Open + Resource CPU ms       1.7-2.9      1.5-2.9      1.5-2.8
 //	file after the list, MiB          9.6          9.6          9.7
 //
-// 16 KiB pays only for objects of several KB written in commits of ten or
-// more: under heavy pod churn 10 KB less allocated and 5-10% less CPU per
-// update, at cold sync 7% less allocated and about 8% less CPU, and a 10%
-// smaller file of pods. Everywhere else it costs: a commit of one object
-// (a quiet cluster's watch) takes about 1.35 times the CPU for a pod and
-// 2.4-2.9 times for a configmap, every commit writes 1.3-3.5 times the
-// bytes (index, item and branch pages are rewritten whole), and a
-// namespace's pods read 15-30% slower. 8 KiB is worse than 4 KiB almost
-// everywhere: a leaf keeps at least two envelopes (13 KB for pods), so it
-// still spans two pages, and the file of pods is 29% larger. So the
-// default stays the operating system's page size. One file holds every
-// resource of a factory, so the page size is chosen per file: one that
-// mostly holds pods or other objects of several KB under heavy churn may
-// set 16384 (factory.Options.Bolt.PageSize); a file created before keeps
-// its page size until it is recreated (removed, or moved aside, and
-// relisted).
+// At the sizes warmcache is for, 16 KiB is the better page: at 100k pods
+// an update spread over the resource costs 15% less CPU and 29% less
+// allocation, which puts the informer's update rate ahead of client-go's
+// in every run instead of at parity, the file is 11% smaller, and the
+// reads cost the same (a namespace's selector list of a few pods reads a
+// larger index page: 0.2 ms more). At 30,000 pods the gain was 5-10% of
+// the CPU: it grows with the resource, as its trees deepen. What 16 KiB
+// costs is the commit of one object at a time, which a quiet cluster's
+// watch makes: about 1.35 times the CPU for a pod and 2.4-2.9 times for a
+// configmap (35-70 µs more per commit), and every commit writes
+// 1.3-3.5 times the bytes into the page cache (index, item and branch
+// pages are rewritten whole). A small resource also takes more room: at
+// least one 16 KiB page for each of its buckets that does not fit inline
+// (a file of two pods and two configmaps is 272 KiB instead of 76 KiB).
+// 8 KiB is worse than both almost everywhere: a leaf keeps at least two
+// pod envelopes (13 KB), so it still spans two pages, and the file of pods
+// is 29% larger. So a file that mostly holds small objects (configmaps,
+// leases, endpoint slices) on a quiet cluster, where the bytes written
+// per commit matter more than the CPU of a churn, may set 4096
+// (factory.Options.Bolt.PageSize); a file created before keeps its page
+// size until it is recreated (removed, or moved aside, and relisted).
 //
 // # Concurrency
 //

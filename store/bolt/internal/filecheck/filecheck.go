@@ -140,8 +140,7 @@ func validate(ctx context.Context, r io.ReaderAt, size int64, path string, opts 
 		if !magicSeen {
 			return notBoltf(path, "no bbolt meta page (%d bytes)", size)
 		}
-		// Report why meta 0 (and meta 1 at the OS page size bbolt would
-		// then assume) failed.
+		// Report why meta 0 and meta 1 failed.
 		return corruptf(path, noPage, "no valid meta page (%s)", describeMetas(r, size))
 	}
 	if !isPowerOfTwo(pageSize) || pageSize < MinPageSize || pageSize > MaxPageSize {
@@ -217,14 +216,30 @@ func validate(ctx context.Context, r io.ReaderAt, size int64, path string, opts 
 	return nil
 }
 
-// describeMetas says why the metas at offset 0 and at the OS page size are
-// invalid, for the error message of a file with bbolt magic but no valid
-// meta.
+// describeMetas says why meta 0 and meta 1 are invalid, for the error
+// message of a file with bbolt magic but no valid meta. Meta 1 is looked
+// for where bbolt probes for it (1 KiB << i): the first position whose
+// page has bbolt's magic, as a torn meta 1 keeps it, else the operating
+// system's page size.
 func describeMetas(r io.ReaderAt, size int64) string {
-	m0, err0 := readMetaAt(r, 0, size, pageHeaderSize+metaSize)
-	m1, err1 := readMetaAt(r, int64(os.Getpagesize()), size, pageHeaderSize+metaSize)
-	if err0 != nil || err1 != nil {
+	m0, err := readMetaAt(r, 0, size, pageHeaderSize+metaSize)
+	if err != nil {
 		return "unreadable"
 	}
-	return fmt.Sprintf("meta 0: %s; meta 1: %s", m0.err, m1.err)
+	at := int64(os.Getpagesize())
+	for i := 0; i <= probeSteps; i++ {
+		pos := int64(probeMin) << i
+		if pos >= size-probeMin {
+			break
+		}
+		if m, err := readMetaAt(r, pos, size, pageHeaderSize+metaSize); err == nil && m.magicOK {
+			at = pos
+			break
+		}
+	}
+	m1, err := readMetaAt(r, at, size, pageHeaderSize+metaSize)
+	if err != nil {
+		return "unreadable"
+	}
+	return fmt.Sprintf("meta 0: %s; meta 1 (at %d): %s", m0.err, at, m1.err)
 }

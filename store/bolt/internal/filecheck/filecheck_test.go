@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -601,5 +602,24 @@ func TestCorruptionErrorFields(t *testing.T) {
 	}
 	if ce.Path != f.path || ce.Page != int64(f.branch) || !strings.Contains(ce.Reason, "branch element 2") {
 		t.Fatalf("CorruptionError = %+v, want path %s, page %d, branch element 2", ce, f.path, f.branch)
+	}
+}
+
+// TestNoValidMetaNamesBoth checks that the error of a file whose two meta
+// pages are torn says why each failed, meta 1 read where it is, whatever
+// the page size: not at the operating system's page size, which is inside
+// meta page 0 for a file of larger pages.
+func TestNoValidMetaNamesBoth(t *testing.T) {
+	for _, ps := range []int{1024, 4096, 16384, 65536} {
+		t.Run(fmt.Sprintf("page size %d", ps), func(t *testing.T) {
+			f := newFixture(t, fixtureOptions{pageSize: ps})
+			edit(t, f.path, func(b []byte) []byte {
+				b[metaOff+metaRootOff] ^= 0xFF
+				b[ps+metaOff+metaRootOff] ^= 0xFF
+				return b
+			})
+			err := Validate(context.Background(), f.path, Options{SkipTreeWalk: true})
+			checkWant(t, err, corrupt(fmt.Sprintf("meta 0: checksum mismatch; meta 1 (at %d): checksum mismatch", ps)))
+		})
 	}
 }
