@@ -30,10 +30,11 @@ import (
 // readers keep reading the old file (see lock.go). Close closes every
 // Store opened from the DB.
 type DB struct {
-	bolt   *bbolt.DB
-	path   string
-	opts   Options
-	logger klog.Logger
+	bolt     *bbolt.DB
+	path     string
+	pageSize int // the file's, from its meta page
+	opts     Options
+	logger   klog.Logger
 
 	// mu guards stores, dropping and closed. It is never held during a
 	// bbolt transaction.
@@ -138,7 +139,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
 	}
-	db := &DB{bolt: bdb, writers: writers, path: path, opts: opts, logger: logger, stores: map[string]*Store{},
+	db := &DB{bolt: bdb, pageSize: bdb.Info().PageSize, writers: writers, path: path, opts: opts, logger: logger, stores: map[string]*Store{},
 		hot: newHotTier(*opts.HotBytes), hotc: hotc, fcm: fcm}
 	db.freelistStale.Store(!opened.report.Persisted)
 	db.mapped = opened.mapped
@@ -298,6 +299,11 @@ func writeFormat(tx *bbolt.Tx) error {
 
 // Path returns the file's path as given to Open.
 func (db *DB) Path() string { return db.path }
+
+// PageSize returns the bbolt page size of the file, in bytes: the one it
+// was created with (Options.PageSize when Open created it), whatever
+// Options.PageSize says at later opens. It answers after Close too.
+func (db *DB) PageSize() int { return db.pageSize }
 
 // Close closes every Store opened from db (aborting their open Replaces),
 // stops the background file check, writes bbolt's freelist if a commit

@@ -256,6 +256,9 @@ func TestPageSize(t *testing.T) {
 			if got := db.bolt.Info().PageSize; got != tc.want {
 				t.Errorf("created with PageSize %d: bbolt page size %d, want %d", tc.create, got, tc.want)
 			}
+			if got := db.PageSize(); got != tc.want {
+				t.Errorf("created with PageSize %d: DB.PageSize() = %d, want %d", tc.create, got, tc.want)
+			}
 			s := openPods(t, db, namespaceIndexers())
 			var pods []interface{}
 			for i := 0; i < 200; i++ {
@@ -270,6 +273,9 @@ func TestPageSize(t *testing.T) {
 			db = openDB(t, path, Options{Sync: UnsafeNoSync, PageSize: tc.reopen, CheckAtOpen: true})
 			if got := db.bolt.Info().PageSize; got != tc.want {
 				t.Errorf("reopened with PageSize %d: bbolt page size %d, want the file's %d", tc.reopen, got, tc.want)
+			}
+			if got := db.PageSize(); got != tc.want {
+				t.Errorf("reopened with PageSize %d: DB.PageSize() = %d, want the file's %d", tc.reopen, got, tc.want)
 			}
 			s = openPods(t, db, namespaceIndexers())
 			if keys := s.ListKeys(); len(keys) != len(pods) {

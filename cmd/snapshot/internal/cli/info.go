@@ -33,6 +33,7 @@ type infoOptions struct {
 type fileInfo struct {
 	File      string         `json:"file"`
 	Size      int64          `json:"size"`
+	PageSize  int            `json:"pageSize"`
 	Modified  time.Time      `json:"modified"`
 	Resources []resourceInfo `json:"resources"`
 }
@@ -84,12 +85,12 @@ func newInfoCommand(env *Env, common *commonOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "info FILE",
 		Short: "Describe a cache file and the resources it holds",
-		Long: `Describe a cache file: its size and last write, and per resource its group, version,
-resource and kind, the scope of its list/watch, the cluster its data came from and the
-version of the transform that shaped its objects (a resource opened with another one
-is discarded and relisted), its object count and resourceVersion, whether its data is
-complete (or a relist was interrupted), its schema version, codec, indexes with their
-number of values, and the bytes it occupies.
+		Long: `Describe a cache file: its size, page size and last write, and per resource its
+group, version, resource and kind, the scope of its list/watch, the cluster its data
+came from and the version of the transform that shaped its objects (a resource opened
+with another one is discarded and relisted), its object count and resourceVersion,
+whether its data is complete (or a relist was interrupted), its schema version, codec,
+indexes with their number of values, and the bytes it occupies.
 
 Counts come from what the file records, not from reading every object: info answers
 quickly on large files. The ID of each resource names it unambiguously in other
@@ -120,7 +121,7 @@ func (o *infoOptions) Run(ctx context.Context) (err error) {
 		return err
 	}
 	defer closeInto(f, &err)
-	out := fileInfo{File: o.File, Size: f.info.Size(), Modified: f.info.ModTime().UTC(), Resources: []resourceInfo{}}
+	out := fileInfo{File: o.File, Size: f.info.Size(), PageSize: f.db.PageSize(), Modified: f.info.ModTime().UTC(), Resources: []resourceInfo{}}
 	for _, info := range f.resources {
 		r, err := o.describe(ctx, f, info)
 		if err != nil {
@@ -215,6 +216,7 @@ func writeInfoText(w io.Writer, out *fileInfo) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "File:\t%s\n", out.File)
 	fmt.Fprintf(tw, "Size:\t%s (%d bytes)\n", progress.Size(out.Size), out.Size)
+	fmt.Fprintf(tw, "Page size:\t%s\n", progress.Size(int64(out.PageSize)))
 	fmt.Fprintf(tw, "Modified:\t%s\n", out.Modified.Format(time.RFC3339))
 	fmt.Fprintf(tw, "Resources:\t%d\n", len(out.Resources))
 	if err := tw.Flush(); err != nil {
