@@ -145,9 +145,10 @@ type corruptLayout struct {
 	pageSize int
 	hwm      int // pages in use: [0, hwm)
 	txid     int
-	inUse    []int // first pages of branch and leaf pages
-	free     []int // pages on the freelist
-	values   []int // overflow pages of leaf pages holding value bytes only
+	inUse    []int               // first pages of branch and leaf pages
+	nodes    map[int]corruptNode // the pages of inUse
+	free     []int               // pages on the freelist
+	values   []int               // overflow pages of leaf pages holding value bytes only
 	freelist int
 }
 
@@ -162,7 +163,7 @@ func corruptLayoutOf(t *testing.T, data []byte) corruptLayout {
 		t.Fatal(err)
 	}
 	defer func() { _ = db.Close() }()
-	l := corruptLayout{pageSize: db.Info().PageSize, freelist: -1}
+	l := corruptLayout{pageSize: db.Info().PageSize, freelist: -1, nodes: map[int]corruptNode{}}
 	err = db.View(func(tx *bbolt.Tx) error {
 		l.hwm, l.txid = int(tx.Size())/l.pageSize, tx.ID()
 		for id := 2; id < l.hwm; {
@@ -179,8 +180,10 @@ func corruptLayoutOf(t *testing.T, data []byte) corruptLayout {
 				l.freelist = id
 			case "branch":
 				l.inUse = append(l.inUse, id)
+				l.nodes[id] = corruptNode{id: id, kind: info.Type, count: info.Count}
 			case "leaf":
 				l.inUse = append(l.inUse, id)
+				l.nodes[id] = corruptNode{id: id, kind: info.Type, count: info.Count}
 				l.values = append(l.values, corruptValueOnlyPages(data, l.pageSize, id, info.Count, info.OverflowCount)...)
 			default:
 				return fmt.Errorf("page %d: unexpected type %s", id, info.Type)
@@ -231,6 +234,45 @@ func corruptValueOnlyPages(data []byte, pageSize, id, count, overflow int) []int
 	return pages
 }
 
+// corruptNode is a branch or leaf page in use.
+type corruptNode struct {
+	id    int
+	kind  string // "branch" or "leaf"
+	count int    // elements
+}
+
+// corruptStructuralFrom reports whether the first page of node, in data,
+// holds structural bytes (its element table, a key, a nested bucket) at
+// byte off of the page or after it.
+func corruptStructuralFrom(data []byte, pageSize int, node corruptNode, off int) bool {
+	ne := binary.NativeEndian
+	if 16+16*node.count > off {
+		return true
+	}
+	for i := range node.count {
+		e := node.id*pageSize + 16 + 16*i
+		from, to := 0, 0
+		if node.kind == "branch" { // pos, ksize (uint32), pgid (uint64)
+			from = 16 + 16*i + int(ne.Uint32(data[e:]))
+			to = from + int(ne.Uint32(data[e+4:]))
+		} else { // flags, pos, ksize, vsize (uint32)
+			from = 16 + 16*i + int(ne.Uint32(data[e+4:]))
+			to = from + int(ne.Uint32(data[e+8:]))
+			if ne.Uint32(data[e:]) != 0 { // a nested bucket
+				to += int(ne.Uint32(data[e+12:]))
+			}
+		}
+		if from < pageSize && to > off {
+			return true
+		}
+	}
+	return false
+}
+
+// corruptSector is the sector size of the disks a torn page write is
+// imagined on: a page larger than it may reach the disk in part.
+const corruptSector = 4096
+
 // corruptCounts sizes the randomly placed variants of one base file.
 type corruptCounts struct{ truncations, garbage int }
 
@@ -262,6 +304,35 @@ func structuralVariants(t *testing.T, prefix string, base []byte, n corruptCount
 		// bbolt grows its file ahead of use: cutting what is not in use
 		// loses nothing.
 		add("truncated at the high water mark", corruptExpectClean, base[:used])
+	}
+
+	if l.pageSize > corruptSector {
+		// A page write torn on a disk of 4 KiB sectors: a page in use
+		// whose first sector alone was written, the rest of the page left
+		// as it was before, zeroes when the file grew for it. Pages whose
+		// keys, element table or nested buckets reach past the sector:
+		// one branch page and two leaf pages.
+		branches, leaves := 0, 0
+		for _, id := range l.inUse {
+			node := l.nodes[id]
+			if (node.kind == "branch" && branches == 1) || (node.kind == "leaf" && leaves == 2) ||
+				!corruptStructuralFrom(base, l.pageSize, node, corruptSector) {
+				continue
+			}
+			if node.kind == "branch" {
+				branches++
+			} else {
+				leaves++
+			}
+			b := slices.Clone(base)
+			clear(b[id*l.pageSize+corruptSector : (id+1)*l.pageSize])
+			add(fmt.Sprintf("%s page %d in use torn: its first %d bytes alone written", node.kind, id, corruptSector), corruptExpectCorrupt, b)
+		}
+		if leaves == 0 {
+			t.Fatalf("base file of %d-byte pages has no leaf page in use with a key past its first %d bytes", l.pageSize, corruptSector)
+		}
+		// The file cut at a sector boundary inside its last page in use.
+		add(fmt.Sprintf("truncated %d bytes into the last page in use", corruptSector), corruptExpectCorrupt, base[:used-l.pageSize+corruptSector])
 	}
 
 	// Garbage over pages in use: found by the walk before bbolt reads it.
@@ -346,7 +417,8 @@ func corruptRandomBytes(rng *rand.Rand, n int) []byte {
 
 // corruptVariants derives the damaged files from base files written with
 // the default sync policy (no persisted freelist: Validate walks the tree
-// as bbolt does on open) and with SyncFull (a persisted freelist page).
+// as bbolt does on open), with SyncFull (a persisted freelist page) and
+// with 4 KiB pages.
 func corruptVariants(t *testing.T) []corruptVariant {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(20260101, 42))
@@ -355,6 +427,9 @@ func corruptVariants(t *testing.T) []corruptVariant {
 	vs = append(vs, structuralVariants(t, "SyncFull: ", buildCorruptBase(t, Options{Sync: SyncFull}), corruptCounts{truncations: 4, garbage: 4}, rng)...)
 	vs = append(vs, foreignVariants(t, base, rng)...)
 	vs = append(vs, checksumVariants(t, base)...)
+	// A file created with the 4 KiB pages of bbolt's own default, before
+	// DefaultPageSize: files of earlier versions still have them.
+	vs = append(vs, structuralVariants(t, "4 KiB pages: ", buildCorruptBase(t, Options{PageSize: 4096}), corruptCounts{truncations: 4, garbage: 4}, rng)...)
 	for i := range vs {
 		vs[i].File = fmt.Sprintf("variant-%02d.db", i)
 	}

@@ -412,19 +412,24 @@
 // an update spread over the resource costs 15% less CPU and 29% less
 // allocation, which puts the informer's update rate ahead of client-go's
 // in every run instead of at parity, the file is 11% smaller, and the
-// reads cost the same (a namespace's selector list of a few pods reads a
-// larger index page: 0.2 ms more). At 30,000 pods the gain was 5-10% of
-// the CPU: it grows with the resource, as its trees deepen. What 16 KiB
-// costs is the commit of one object at a time, which a quiet cluster's
-// watch makes: about 1.35 times the CPU for a pod and 2.4-2.9 times for a
-// configmap (35-70 µs more per commit), and every commit writes
-// 1.3-3.5 times the bytes into the page cache (index, item and branch
-// pages are rewritten whole). A small resource also takes more room: at
-// least one 16 KiB page for each of its buckets that does not fit inline
-// (a file of two pods and two configmaps is 272 KiB instead of 76 KiB).
-// 8 KiB is worse than both almost everywhere: a leaf keeps at least two
-// pod envelopes (13 KB), so it still spans two pages, and the file of pods
-// is 29% larger. So a file that mostly holds small objects (configmaps,
+// listers' reads cost the same (a namespace's selector list of a few pods
+// reads a larger index page: 0.2 ms more). At 30,000 pods the gain was
+// 5-10% of the CPU: it grows with the resource, as its trees deepen. What
+// 16 KiB costs is the commit of one object at a time, which a quiet
+// cluster's watch makes: about 1.35 times the CPU for a pod and 2.4-2.9
+// times for a configmap (35-70 µs more per commit), and every commit
+// writes 1.3-3.5 times the bytes into the page cache (index, item and
+// branch pages are rewritten whole). In the store benchmark at 10,000
+// pods a namespace's 200 pods (ByIndex) took about a quarter more CPU
+// (6.8-8.5 ms against 5.9-6.4), and in the informer's runs a warm
+// restart's replay was no faster (3.60-4.79 s of CPU against 3.17-4.20).
+// A small resource also takes more room: at least one 16 KiB page for
+// each of its buckets that does not fit inline (the snapshot CLI's test
+// file of two pods and an empty resource is 272 KiB instead of 76 KiB).
+// 8 KiB is worse than 4 KiB almost everywhere and has none of 16 KiB's
+// gains under churn (only its commit of one object costs less than with
+// 16 KiB): a leaf keeps at least two pod envelopes (13 KB), so it still
+// spans two pages, and the file of pods is 29% larger. So a file that mostly holds small objects (configmaps,
 // leases, endpoint slices) on a quiet cluster, where the bytes written
 // per commit matter more than the CPU of a churn, may set 4096
 // (factory.Options.Bolt.PageSize); a file created before keeps its page

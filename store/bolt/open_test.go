@@ -266,6 +266,9 @@ func TestPageSize(t *testing.T) {
 			}
 			must(t, s.Replace(pods, "200"))
 			must(t, db.Close())
+			if got := db.PageSize(); got != tc.want {
+				t.Errorf("created with PageSize %d: DB.PageSize() = %d after Close, want %d", tc.create, got, tc.want)
+			}
 			if got := filePageSize(t, path); got != tc.want {
 				t.Fatalf("file created with PageSize %d has page size %d, want %d", tc.create, got, tc.want)
 			}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +54,35 @@ func TestGoldenInfoRecordedTrust(t *testing.T) {
 			unchanged(t, path)
 			r := run(t, tt.args...)
 			golden.Check(t, tt.name, transcript(filepath.Dir(path), tt.args, r))
+		})
+	}
+}
+
+// TestInfoPageSize checks that info reports the page size of the file,
+// not the default of a file Open would create: in every output format,
+// for a file of 4 KiB pages.
+func TestInfoPageSize(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	db, err := bolt.Open(context.Background(), path, bolt.Options{Logger: klog.Background(), Sync: bolt.UnsafeNoSync, PageSize: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillResource(t, db, bolt.ResourceOptions{Identity: nodesID, Codec: codec.Protobuf(nil)}, nil, "7", 500)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		format, want string
+	}{
+		{"text", "\nPage size:  4.0 KiB\n"},
+		{"json", "\n    \"pageSize\": 4096,\n"},
+		{"yaml", "\npageSize: 4096\n"},
+	} {
+		t.Run(tt.format, func(t *testing.T) {
+			r := run(t, "info", path, "-o", tt.format)
+			if r.code != ExitOK || !strings.Contains(r.stdout, tt.want) {
+				t.Errorf("info -o %s: exit %d, want %d and a line %q; stdout:\n%s\nstderr:\n%s", tt.format, r.code, ExitOK, strings.TrimSpace(tt.want), r.stdout, r.stderr)
+			}
 		})
 	}
 }

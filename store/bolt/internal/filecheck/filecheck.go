@@ -219,14 +219,19 @@ func validate(ctx context.Context, r io.ReaderAt, size int64, path string, opts 
 // describeMetas says why meta 0 and meta 1 are invalid, for the error
 // message of a file with bbolt magic but no valid meta. Meta 1 is looked
 // for where bbolt probes for it (1 KiB << i): the first position whose
-// page has bbolt's magic, as a torn meta 1 keeps it, else the operating
-// system's page size.
+// page has bbolt's magic, as a torn meta 1 keeps it; else (meta 1 zeroed
+// or overwritten) after the page size meta 0 records, when meta 0 has the
+// magic and a page size in range; else at the operating system's page
+// size.
 func describeMetas(r io.ReaderAt, size int64) string {
 	m0, err := readMetaAt(r, 0, size, pageHeaderSize+metaSize)
 	if err != nil {
 		return "unreadable"
 	}
 	at := int64(os.Getpagesize())
+	if ps := uint64(m0.pageSize); m0.magicOK && isPowerOfTwo(ps) && ps >= MinPageSize && ps <= MaxPageSize {
+		at = int64(ps)
+	}
 	for i := 0; i <= probeSteps; i++ {
 		pos := int64(probeMin) << i
 		if pos >= size-probeMin {

@@ -623,3 +623,22 @@ func TestNoValidMetaNamesBoth(t *testing.T) {
 		})
 	}
 }
+
+// TestNoValidMetaZeroedMeta1 checks that the error of a file whose meta 0
+// is torn and whose meta 1 is zeroed (no magic to find it by) describes
+// meta 1 after the page size meta 0 records, not at the operating
+// system's page size.
+func TestNoValidMetaZeroedMeta1(t *testing.T) {
+	for _, ps := range []int{512, 1024, 4096, 16384, 65536} {
+		t.Run(fmt.Sprintf("page size %d", ps), func(t *testing.T) {
+			f := newFixture(t, fixtureOptions{pageSize: ps})
+			edit(t, f.path, func(b []byte) []byte {
+				b[metaOff+metaRootOff] ^= 0xFF
+				clear(b[ps : 2*ps])
+				return b
+			})
+			err := Validate(context.Background(), f.path, Options{SkipTreeWalk: true})
+			checkWant(t, err, corrupt(fmt.Sprintf("meta 0: checksum mismatch; meta 1 (at %d): bad magic 0x00000000", ps)))
+		})
+	}
+}
