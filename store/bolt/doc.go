@@ -422,18 +422,22 @@
 // branch pages are rewritten whole). In the store benchmark at 10,000
 // pods a namespace's 200 pods (ByIndex) took about a quarter more CPU
 // (6.8-8.5 ms against 5.9-6.4), and in the informer's runs a warm
-// restart's replay was no faster (3.60-4.79 s of CPU against 3.17-4.20).
+// restart's replay took about a tenth more CPU (3.60-4.99 s against
+// 3.17-4.60, six runs each; not explained: ScanParallel alone showed no
+// consistent difference).
 // A small resource also takes more room: at least one 16 KiB page for
 // each of its buckets that does not fit inline (the snapshot CLI's test
 // file of two pods and an empty resource is 272 KiB instead of 76 KiB).
 // 8 KiB is worse than 4 KiB almost everywhere and has none of 16 KiB's
 // gains under churn (only its commit of one object costs less than with
 // 16 KiB): a leaf keeps at least two pod envelopes (13 KB), so it still
-// spans two pages, and the file of pods is 29% larger. So a file that mostly holds small objects (configmaps,
-// leases, endpoint slices) on a quiet cluster, where the bytes written
-// per commit matter more than the CPU of a churn, may set 4096
-// (factory.Options.Bolt.PageSize); a file created before keeps its page
-// size until it is recreated (removed, or moved aside, and relisted).
+// spans two pages, and the file of pods is 29% larger. So a file that
+// mostly holds small objects (configmaps, leases, endpoint slices) on a
+// quiet cluster, where the bytes written per commit matter more than the
+// CPU of a churn, may set 4096 (factory.Options.Bolt.PageSize); a file
+// created before keeps its page size until it is recreated (removed, or
+// moved aside, and relisted). DB.PageSize and `snapshot info` tell which
+// page size a file has.
 //
 // # Concurrency
 //
