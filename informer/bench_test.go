@@ -151,6 +151,8 @@ func replayOnce(b *testing.B, path string, n int) uint64 {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// No reflector, so no resume check: the replay starts at once.
+	inf.resume.decide(startResumed)
 	inf.proc.run()
 	if err := newLoop(inf, q, logger).warmStart(context.Background()); err != nil {
 		b.Fatal(err)
