@@ -228,23 +228,18 @@ func describeMetas(r io.ReaderAt, size int64) string {
 	if err != nil {
 		return "unreadable"
 	}
-	at := int64(os.Getpagesize())
-	if ps := uint64(m0.pageSize); m0.magicOK && isPowerOfTwo(ps) && ps >= MinPageSize && ps <= MaxPageSize {
-		at = int64(ps)
-	}
-	for i := 0; i <= probeSteps; i++ {
-		pos := int64(probeMin) << i
-		if pos >= size-probeMin {
-			break
-		}
-		if m, err := readMetaAt(r, pos, size, pageHeaderSize+metaSize); err == nil && m.magicOK {
-			at = pos
-			break
-		}
-	}
-	m1, err := readMetaAt(r, at, size, pageHeaderSize+metaSize)
+	m1, at, found, err := probeMeta1(r, size, func(m meta) bool { return m.magicOK })
 	if err != nil {
 		return "unreadable"
+	}
+	if !found {
+		at = int64(os.Getpagesize())
+		if ps := uint64(m0.pageSize); m0.magicOK && isPowerOfTwo(ps) && ps >= MinPageSize && ps <= MaxPageSize {
+			at = int64(ps)
+		}
+		if m1, err = readMetaAt(r, at, size, pageHeaderSize+metaSize); err != nil {
+			return "unreadable"
+		}
 	}
 	return fmt.Sprintf("meta 0: %s; meta 1 (at %d): %s", m0.err, at, m1.err)
 }

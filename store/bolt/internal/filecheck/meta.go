@@ -144,21 +144,33 @@ func findPageSize(r io.ReaderAt, size int64) (pageSize uint64, ok, magicSeen boo
 		}
 		magicSeen = m.magicOK
 	}
+	m, _, found, err := probeMeta1(r, size, func(m meta) bool {
+		magicSeen = magicSeen || m.magicOK
+		return m.valid()
+	})
+	if err != nil || !found {
+		return 0, false, magicSeen, err
+	}
+	return uint64(m.pageSize), true, true, nil
+}
+
+// probeMeta1 reads the metas where bbolt probes for meta 1 (1 KiB << i,
+// db.go getPageSizeFromSecondMeta) and returns the first for which ok
+// holds, with its offset; found is false if none does.
+func probeMeta1(r io.ReaderAt, size int64, ok func(meta) bool) (m meta, off int64, found bool, err error) {
 	for i := 0; i <= probeSteps; i++ {
-		pos := int64(probeMin) << i
-		if pos >= size-probeMin {
+		off = int64(probeMin) << i
+		if off >= size-probeMin {
 			break
 		}
-		m, err := readMetaAt(r, pos, size, pageHeaderSize+metaSize)
-		if err != nil {
-			return 0, false, false, err
+		if m, err = readMetaAt(r, off, size, pageHeaderSize+metaSize); err != nil {
+			return meta{}, 0, false, err
 		}
-		magicSeen = magicSeen || m.magicOK
-		if m.valid() {
-			return uint64(m.pageSize), true, true, nil
+		if ok(m) {
+			return m, off, true, nil
 		}
 	}
-	return 0, false, magicSeen, nil
+	return meta{}, 0, false, nil
 }
 
 // chooseMeta mirrors bbolt's DB.meta: the valid meta with the higher txid,
