@@ -119,8 +119,8 @@ func TestReflectorWatchStoppedBefore(t *testing.T) {
 	r := newCG(t, lw, newRecorder(), nil, Options{})
 	r.Run(ctx)
 
-	warm := false
-	if err := r.watch(ctx, nil, &warm, 0); !errors.Is(err, context.Canceled) {
+	var cold catchUp
+	if err := r.watch(ctx, nil, &cold); !errors.Is(err, context.Canceled) {
 		t.Errorf("watch returned %v, want the context's error", err)
 	}
 }
@@ -144,8 +144,8 @@ func TestReflectorWatchStoppedAfter(t *testing.T) {
 			return w, nil
 		})
 	r := newCG(t, lw, newRecorder(), nil, Options{})
-	warm := false
-	if err := r.watch(ctx, nil, &warm, 0); !errors.Is(err, context.Canceled) {
+	var cold catchUp
+	if err := r.watch(ctx, nil, &cold); !errors.Is(err, context.Canceled) {
 		t.Errorf("watch returned %v, want the context's error", err)
 	}
 	if len(watchers) != 1 || !watchers[0].IsStopped() {
@@ -189,9 +189,9 @@ func TestReflectorHandleWatchStopped(t *testing.T) {
 			return make(chan watch.Event)
 		}, func(ch chan watch.Event) { close(ch) })
 		r := newCG(t, newLW(nil, nil), newRecorder(), nil, Options{})
-		warm := false
-		n, err := r.consume(ctx, fw, &warm, 0)
-		if n != 0 || !errors.Is(err, context.Canceled) {
+		var cold catchUp
+		st, err := r.consume(ctx, fw, &cold)
+		if n := st.events; n != 0 || !errors.Is(err, context.Canceled) {
 			t.Errorf("before=%v: consume = %d, %v; want 0 and the context's error", before, n, err)
 		}
 		if want := []string{"ResultChan", "Stop"}; !equalStrings(*calls, want) {
@@ -229,8 +229,8 @@ func TestReflectorHandleWatchResultChanClosed(t *testing.T) {
 		r := newCG(t, lw, newRecorder(), nil, Options{
 			WatchErrorHandler: func(_ context.Context, _ *cache.Reflector, err error) { handled = append(handled, err) },
 		})
-		warm := false
-		if err := r.watch(ctx, nil, &warm, 0); !errors.Is(err, context.Canceled) {
+		var cold catchUp
+		if err := r.watch(ctx, nil, &cold); !errors.Is(err, context.Canceled) {
 			t.Errorf("before=%v: watch returned %v, want the context's error", before, err)
 		}
 		want := &cache.VeryShortWatchError{Name: r.Name()}
@@ -270,9 +270,9 @@ func TestReflectorWatchHandler(t *testing.T) {
 		// The producer is done: closing the result channel ends consume.
 		fw.Stop()
 	}()
-	warm := false
-	n, err := r.consume(context.Background(), fw, &warm, 0)
-	if err != nil || n != 3 {
+	var cold catchUp
+	st, err := r.consume(context.Background(), fw, &cold)
+	if n := st.events; err != nil || n != 3 {
 		t.Fatalf("consume = %d, %v; want 3 events and a clean end", n, err)
 	}
 	// client-go's events are not in resourceVersion order (55 then 32) and

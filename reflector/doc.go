@@ -6,15 +6,26 @@
 //
 //   - Warm start. When Options.ResumeFrom reports a complete store at a
 //     resourceVersion (RV), the reflector does not relist: it reads the
-//     server's current RV with one consistent LIST of at most one object
-//     (the resume check, Options.ResumeCheck), then watches from the
-//     stored RV with bookmarks on and pushes MarkSynced once the watch has
-//     resumed, that is before its first event, or after it stayed open
-//     Options.ResumeSettle (1s) without an ERROR event, or at once when
-//     the stored RV is the server's current one. kube-apiserver accepts a
-//     watch from an expired RV and reports the 410 as its first event, at
-//     once; in that case the reflector pushes no MarkSynced and relists,
-//     and the relist's EndReplace completes the sync.
+//     server's current RV R with one consistent LIST of at most one
+//     object (the resume check, Options.ResumeCheck), then watches from
+//     the stored RV with bookmarks on, and pushes MarkSynced once the
+//     watch has caught up with R: just after the first event or bookmark
+//     at or past R (events arrive in RV order, so everything up to R came
+//     before it), or at once when the stored RV is R. Until then its
+//     watches ask for a short timeout (Options.CatchUpTimeout, 3s), for
+//     which kube-apiserver's watch cache sends a bookmark at its current
+//     RV about a second in: a resource that did not change while the
+//     informer was down syncs on it. A server that sends no bookmarks
+//     (kube-apiserver with --watch-cache=false) leaves an idle resource's
+//     catch-up watch silent for its whole timeout; the reflector then
+//     relists the most recent state, the exact way to sync there
+//     (ErrNoCatchUpSignal). kube-apiserver accepts a watch from an expired
+//     RV and reports the 410 as its first event, at once; in that case the
+//     reflector pushes no MarkSynced and relists, and the relist's
+//     EndReplace completes the sync. Only when there is no RV to reach
+//     (the check off, or RVs that are not kube-apiserver's integers) does
+//     MarkSynced fall back to the first event or Options.ResumeSettle (1s)
+//     of quiet, which is not exact.
 //   - Never silently stale. A stored RV ahead of the server's (the cluster
 //     was recreated at the same address, or its etcd restored from an
 //     older backup) is never watched from: the reflector logs it and
@@ -83,24 +94,33 @@
 //   - A consistent LIST (RV "") with limit=1 returns the server's current
 //     RV in about 2ms (1.8ms with the watch cache, 2.2ms without): one
 //     request, one object. This is the resume check.
-//   - A watch from the current RV with bookmarks gets its first bookmark
-//     only when the watch cache's bookmark timer fires (6.4s into a watch
-//     of 8s timeout), and none without the watch cache: bookmarks cannot
-//     tell a resumed watch is caught up.
+//   - A watch with bookmarks gets its first bookmark from the watch cache
+//     2s before its timeout (6.4s into a watch of 8s timeout), or a minute
+//     in with a longer one, and none without the watch cache. Its RV is
+//     the watch cache's current one, which a consistent LIST has brought
+//     to at least that LIST's RV, and it is sent after every event before
+//     it. With a timeout of 3s (the least for which the watch cache sends
+//     one: at 2s its moment has passed), a watch from an old RV on a
+//     resource that did not change since got a bookmark at or past the
+//     resume check's RV after 0.82-1.24s (p50 1.15s, 20 watches); with 4s
+//     after 1.21-2.37s, with 5s after 2.21-3.46s. The cache sends
+//     bookmarks on a timer of 1s (jitter 0.25) to watches grouped by the
+//     second they are due, hence the spread. No request makes it sooner,
+//     short of a WatchList of the whole resource.
 //   - sendInitialEvents=true streams every object and then the
 //     initial-events-end bookmark (4 objects in 3ms): a sync signal, but
 //     the price of a relist, which a warm start exists to avoid.
 //
 // So a warm start costs one LIST of at most one object (about 2ms), which
 // catches an RV ahead of the server's (the cluster recreated or restored)
-// and, when nothing was written since the stored RV, syncs at once instead
-// of after ResumeSettle. Since the silent watch is the only other answer
-// to an RV ahead of the server's, that LIST must succeed before the warm
-// start goes on: a failed one is retried, never skipped. When the server moved on (the usual case on a
-// busy cluster: leases alone write every 10s) the resumed watch still
-// syncs on its first event or after ResumeSettle. A recreated cluster
-// whose RV has already passed the stored one is not caught here; package
-// factory records the cluster's identity for that.
+// and gives the RV R the resumed watch must reach before the informer is
+// synced: its events up to R are the changes made while it was down, and
+// the first event or bookmark at or past R shows they are all in. Since
+// the silent watch is the only other answer to an RV ahead of the
+// server's, that LIST must succeed before the warm start goes on: a
+// failed one is retried, never skipped. A recreated cluster whose RV has
+// already passed the stored one is not caught here; package factory
+// records the cluster's identity for that.
 //
 // Lists follow client-go's relistResourceVersion: the first list asks for
 // RV "0" (any, served from the watch cache), later ones for the last RV

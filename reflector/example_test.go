@@ -58,7 +58,8 @@ func Example() {
 
 	// A warm start from RV 2: the store already holds pod a. The server
 	// is at RV 3, so the one LIST (limit 1) that checks the stored RV
-	// finds it behind, not ahead: the watch resumes.
+	// finds it behind, not ahead: the watch resumes, and the warm start
+	// is synced once the watch has delivered RV 3.
 	r, err := reflector.New(pods, &corev1.Pod{}, sink, reflector.Options{
 		ResumeFrom: func() (string, bool) { return "2", true },
 	})
@@ -76,7 +77,7 @@ func Example() {
 	<-done
 	fmt.Println("last RV:", r.LastSyncResourceVersion(), "lists:", src.Stats().Lists)
 	// Output:
-	// MarkSynced
 	// Add b@3
+	// MarkSynced
 	// last RV: 3 lists: 1
 }

@@ -28,8 +28,16 @@ const (
 	DefaultMinWatchTimeout = 5 * time.Minute
 	// DefaultResumeSettle is how long a watch resumed from the persisted
 	// resourceVersion must stay open without an ERROR event before a warm
-	// start counts as synced; see Options.ResumeSettle.
+	// start counts as synced when there is no resourceVersion to reach;
+	// see Options.ResumeSettle.
 	DefaultResumeSettle = time.Second
+	// DefaultCatchUpTimeout is the server-side timeout of a warm start's
+	// catch-up watches; see Options.CatchUpTimeout.
+	DefaultCatchUpTimeout = 3 * time.Second
+	// minCatchUpTimeout is the shortest timeout for which kube-apiserver's
+	// watch cache sends a pre-timeout bookmark (it sends it 2s before the
+	// timeout, and none when that moment has passed).
+	minCatchUpTimeout = 3 * time.Second
 )
 
 // DefaultBackoff returns client-go's reflector backoff: 800ms, doubling
@@ -112,16 +120,34 @@ type Options struct {
 	// a watch from that RV. An incomplete state with an RV relists not
 	// older than it. Default nil: cold start.
 	ResumeFrom func() (rv string, complete bool)
-	// ResumeSettle bounds how long a warm start waits before pushing
-	// MarkSynced when the watch resumed from the persisted RV stays quiet.
-	// kube-apiserver accepts a watch from an RV it no longer has (HTTP
-	// 200) and then reports the expiry as the first event, an ERROR event
-	// with a 410, at once; so the resume is trusted as soon as the watch
-	// delivers any other event, or once it has stayed open this long
-	// without an ERROR event, so that the warm start of a quiet resource
-	// still syncs promptly. It is measured on Clock. Default
-	// DefaultResumeSettle (1s).
+	// ResumeSettle is the last resort of a warm start that has no
+	// resourceVersion to reach: the resume check is off (ResumeCheckOff)
+	// or the server's resourceVersions are not kube-apiserver's integers.
+	// MarkSynced is then pushed at the first event of the resumed watch,
+	// or once it has stayed open this long without an ERROR event
+	// (kube-apiserver reports an expired RV as an ERROR event at once).
+	// That is not exact: changes made while the informer was down may
+	// still be arriving. Whenever the resume check read a comparable
+	// resourceVersion, MarkSynced waits for the watch to reach it instead
+	// (see CatchUpTimeout) and ResumeSettle is not used. It is measured on
+	// Clock. Default DefaultResumeSettle (1s).
 	ResumeSettle time.Duration
+	// CatchUpTimeout is the server-side timeout (TimeoutSeconds) of the
+	// watches of a warm start until it has caught up with the server's
+	// resourceVersion read by the resume check. MarkSynced is pushed just
+	// after the first event or bookmark at or past that resourceVersion;
+	// kube-apiserver's watch cache sends every watch a bookmark at its
+	// current resourceVersion 2s before the watch's timeout, so with a
+	// short timeout a resource that did not change while the informer was
+	// down syncs within about a second. A catch-up watch that stays open
+	// for its whole timeout with neither an event nor a bookmark shows a
+	// server that sends no bookmarks (kube-apiserver with
+	// --watch-cache=false): the reflector then relists the most recent
+	// state, the exact way to sync there (ErrNoCatchUpSignal). Once
+	// synced, watches ask for MinWatchTimeout again. Whole seconds, at
+	// least 3s (kube-apiserver sends no pre-timeout bookmark below).
+	// Default DefaultCatchUpTimeout (3s).
+	CatchUpTimeout time.Duration
 	// ResumeCheck selects how a warm start checks the stored
 	// resourceVersion against the server's. Default ResumeCheckList.
 	ResumeCheck ResumeCheckPolicy
@@ -199,6 +225,8 @@ func (o Options) withDefaults(expectedType runtime.Object) (Options, error) {
 		return o, invalid("unknown ResumeCheck %d", o.ResumeCheck)
 	case o.ResumeSettle < 0:
 		return o, invalid("ResumeSettle %v is negative", o.ResumeSettle)
+	case o.CatchUpTimeout != 0 && (o.CatchUpTimeout < minCatchUpTimeout || o.CatchUpTimeout%time.Second != 0):
+		return o, invalid("CatchUpTimeout %v is not a whole number of seconds of at least %v", o.CatchUpTimeout, minCatchUpTimeout)
 	}
 	if o.Backoff != nil {
 		b := *o.Backoff
@@ -220,6 +248,9 @@ func (o Options) withDefaults(expectedType runtime.Object) (Options, error) {
 	}
 	if o.ResumeSettle == 0 {
 		o.ResumeSettle = DefaultResumeSettle
+	}
+	if o.CatchUpTimeout == 0 {
+		o.CatchUpTimeout = DefaultCatchUpTimeout
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}

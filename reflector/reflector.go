@@ -159,10 +159,11 @@ func (r *Reflector) Run(ctx context.Context) {
 	defer logger.V(3).Info("Stopping reflector")
 	defer r.abortReplace(ctx)
 
-	warm, settle := r.resume(ctx), r.opts.ResumeSettle
+	warm := r.resume(ctx)
+	cu := catchUp{started: r.clock.Now()}
 	ahead := false
 	if warm {
-		check, err := r.checkResume(ctx, r.LastSyncResourceVersion())
+		check, current, err := r.checkResume(ctx, r.LastSyncResourceVersion())
 		if err != nil {
 			// ctx ended before the server could be asked: nothing is
 			// decided, so nothing of the stored state may be served.
@@ -175,8 +176,13 @@ func (r *Reflector) Run(ctx context.Context) {
 			warm, ahead = false, true
 			r.setRVUnavailable(true)
 		case resumeCurrent:
-			settle = 0
+			cu.mode = catchUpOpen
+		case resumeBehind:
+			cu.mode, cu.target = catchUpTarget, current
+		default:
+			cu.mode, cu.settle = catchUpSettle, r.opts.ResumeSettle
 		}
+		cu.pending = warm
 	}
 	if r.opts.OnResumeDecided != nil {
 		r.opts.OnResumeDecided(ahead)
@@ -200,15 +206,23 @@ func (r *Reflector) Run(ctx context.Context) {
 				continue
 			}
 			needRelist = false
-			warm = false // a relist completes the sync; no MarkSynced
+			cu.pending = false // a relist completes the sync; no MarkSynced
 		}
-		err := r.watch(ctx, w, &warm, settle)
+		err := r.watch(ctx, w, &cu)
 		w = nil
 		if ctx.Err() != nil {
 			return
 		}
-		r.handleError(ctx, err)
 		needRelist = true
+		if errors.Is(err, ErrNoCatchUpSignal) {
+			// Not a failure: the exact way to sync on such a server is
+			// a relist of the most recent state, at once.
+			logger.Info("The resumed watch cannot show that it caught up with the server (no bookmarks); relisting the most recent state to sync",
+				"serverResourceVersion", cu.target, "err", err)
+			r.setRVUnavailable(true)
+			continue
+		}
+		r.handleError(ctx, err)
 		r.sleep(ctx, r.relistDelay(err))
 	}
 }

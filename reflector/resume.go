@@ -19,10 +19,11 @@ const (
 	// resumeUnchecked: the check is off, or the server's resourceVersion
 	// cannot be compared with the stored one (not kube-apiserver's
 	// integers); the resumed watch settles on its first event or after
-	// ResumeSettle, as without the check.
+	// ResumeSettle, the last resort (see catchUpSettle).
 	resumeUnchecked resumeCheck = iota
 	// resumeBehind: the server has moved on since the stored RV; the
-	// resumed watch settles on its first event or after ResumeSettle.
+	// resumed watch is caught up once it delivered an event or a
+	// bookmark at or past the server's RV (see catchUpTarget).
 	resumeBehind
 	// resumeCurrent: the stored RV is the server's current one; nothing
 	// can be pending, and the resumed watch is synced once it is open.
@@ -35,7 +36,8 @@ const (
 
 // checkResume compares the stored resourceVersion rv with the server's
 // current one, read with a consistent LIST of at most one object
-// (ResourceVersion "", Limit 1; Options.ResumeCheck).
+// (ResourceVersion "", Limit 1; Options.ResumeCheck), and returns the
+// server's (empty when the check is off).
 //
 // A LIST that fails is retried as a failed relist is: the error goes to
 // the WatchErrorHandler and the retry waits on the reflector's backoff
@@ -47,9 +49,9 @@ const (
 // right to list, the reflector could not relist either, and RBAC may be
 // granted later, as client-go's reflector keeps retrying its list. The
 // only error checkResume returns is ctx's, when ctx ends first.
-func (r *Reflector) checkResume(ctx context.Context, rv string) (resumeCheck, error) {
+func (r *Reflector) checkResume(ctx context.Context, rv string) (resumeCheck, string, error) {
 	if r.opts.ResumeCheck != ResumeCheckList {
-		return resumeUnchecked, nil
+		return resumeUnchecked, "", nil
 	}
 	logger := klog.FromContext(ctx)
 	var current string
@@ -60,7 +62,7 @@ func (r *Reflector) checkResume(ctx context.Context, rv string) (resumeCheck, er
 			break
 		}
 		if ctx.Err() != nil {
-			return resumeUnchecked, ctx.Err()
+			return resumeUnchecked, "", ctx.Err()
 		}
 		d := r.retryDelay(err)
 		msg := "Cannot read the server's current resourceVersion; the warm start waits, serving none of the stored objects, and retries"
@@ -70,7 +72,7 @@ func (r *Reflector) checkResume(ctx context.Context, rv string) (resumeCheck, er
 		logger.Info(msg, "resourceVersion", rv, "failures", failures, "retryIn", d, "err", err)
 		r.handleError(ctx, err)
 		if !r.sleep(ctx, d) {
-			return resumeUnchecked, ctx.Err()
+			return resumeUnchecked, "", ctx.Err()
 		}
 	}
 	c, err := resourceversion.CompareResourceVersion(rv, current)
@@ -78,16 +80,17 @@ func (r *Reflector) checkResume(ctx context.Context, rv string) (resumeCheck, er
 	case err != nil:
 		logger.Info("Cannot compare the stored resourceVersion with the server's (not kube-apiserver's integer resourceVersions); resuming the watch unchecked: a stored state ahead of this server cannot be detected",
 			"resourceVersion", rv, "serverResourceVersion", current, "err", err)
-		return resumeUnchecked, nil
+		return resumeUnchecked, current, nil
 	case c > 0:
 		logger.Info("The stored resourceVersion is ahead of the server's: the cluster was recreated or restored from an older backup; discarding the resume and relisting",
 			"resourceVersion", rv, "serverResourceVersion", current)
-		return resumeAhead, nil
+		return resumeAhead, current, nil
 	case c == 0:
 		logger.V(2).Info("The stored resourceVersion is the server's current one; synced once the watch is open", "resourceVersion", rv)
-		return resumeCurrent, nil
+		return resumeCurrent, current, nil
 	}
-	return resumeBehind, nil
+	logger.V(2).Info("The server has moved on since the stored resourceVersion; synced once the resumed watch reaches the server's", "resourceVersion", rv, "serverResourceVersion", current)
+	return resumeBehind, current, nil
 }
 
 // serverResourceVersion returns the resourceVersion of a consistent LIST

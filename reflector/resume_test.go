@@ -92,21 +92,20 @@ func TestResumeAtServerRVSyncsAtOnce(t *testing.T) {
 	}
 }
 
-// TestResumeBehindServerSettles resumes from an RV the server has passed:
-// the check changes nothing, the watch resumes with its settle timer.
-func TestResumeBehindServerSettles(t *testing.T) {
+// TestResumeBehindServerCatchesUp resumes from an RV the server has
+// passed: the watch resumes, and MarkSynced waits for it to deliver the
+// server's RV read by the check (catchup_test.go), with no settle timer.
+func TestResumeBehindServerCatchesUp(t *testing.T) {
 	src := newSource(t, fakesource.Options{}, "a", "b", "c") // RVs 2..4
 	sink := newRecorder()
 	sink.seed(src)
 	mustAdd(t, src, pod("d")) // 5
 	h := run(t, src, sink, Options{ResumeFrom: func() (string, bool) { return "4", true }})
-	calls := sink.waitCall(t, "Add d@5")
-	if want := []string{"MarkSynced", "Add d@5"}; !reflect.DeepEqual(calls, want) {
+	calls := sink.waitCall(t, "MarkSynced")
+	if want := []string{"Add d@5", "MarkSynced"}; !reflect.DeepEqual(calls, want) {
 		t.Fatalf("sink calls = %v, want %v", calls, want)
 	}
-	if d := h.clk.nextTimer(t); d != DefaultResumeSettle {
-		t.Fatalf("timer of %v, want the settle period %v", d, DefaultResumeSettle)
-	}
+	h.clk.noTimer(t)
 	checkList(t, requests(src, "list")[0])
 }
 
@@ -211,7 +210,7 @@ func TestResumeCheckFailuresAreRetried(t *testing.T) {
 		wantAhead bool
 		wantCalls []string
 	}{
-		{"server behind the stored RV resumes", "4", false, []string{"MarkSynced", "Add d@5"}},
+		{"server behind the stored RV resumes", "4", false, []string{"Add d@5", "MarkSynced"}},
 		{"stored RV ahead of the server relists", "4822", true, []string{"BeginReplace", "ReplacePage a,b,c,d", "EndReplace 5"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

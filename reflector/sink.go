@@ -26,17 +26,23 @@ import "context"
 //     increasing RVs. Delete carries the object's last state as the server
 //     sent it. Bookmark(rv) is an ordered marker: every change up to rv was
 //     pushed before it.
-//   - A warm start: MarkSynced, at most once per Run, when the watch from
-//     the persisted RV has shown that it resumed: just before its first
-//     Add, Update, Delete or Bookmark, or once it has stayed open
-//     Options.ResumeSettle without an ERROR event. A watch from an expired
-//     RV (410, as a failed request or as kube-apiserver's immediate ERROR
-//     event) therefore never pushes MarkSynced: the reflector relists, and
-//     that relist's EndReplace completes the sync instead, so the Sink
-//     sees it as the initial list. A resumed watch that closes or fails
-//     transiently first leaves MarkSynced to the next watch from the same
-//     RV. After MarkSynced, the watch may still end with a 410 later on,
-//     which leads to an ordinary relist.
+//   - A warm start: Add, Update, Delete and Bookmark of the watch resumed
+//     from the persisted RV (the changes made while the reflector was
+//     down), then MarkSynced, at most once per Run, once the watch has
+//     caught up with the server's RV read by the resume check: just after
+//     the first event or bookmark at or past it, or before anything else
+//     when the stored RV is the server's. (Without an RV to reach, the
+//     resume check off or RVs that cannot be compared: just before the
+//     first event, or once the watch stayed open Options.ResumeSettle
+//     without an ERROR event.) A watch from an expired RV (410, as a
+//     failed request or as kube-apiserver's immediate ERROR event) never
+//     pushes MarkSynced: the reflector relists, and that relist's
+//     EndReplace completes the sync instead, as does the relist after a
+//     catch-up watch that showed no bookmarks (ErrNoCatchUpSignal). A
+//     resumed watch that closes or fails transiently first leaves
+//     MarkSynced to the next watch from the last RV. After MarkSynced,
+//     the watch may still end with a 410 later on, which leads to an
+//     ordinary relist.
 //
 // Ownership: objects and slices passed to the Sink belong to it; the
 // reflector never reads or changes them afterwards.

@@ -21,10 +21,12 @@ import (
 
 // watch consumes w (or, when w is nil, a new watch from the last RV) and
 // keeps watching across clean ends and transient errors. It returns when
-// the Sink must be relisted (with the reason) or ctx is done. On a warm
-// start (*warm true) each watch may push MarkSynced; see consume.
-func (r *Reflector) watch(ctx context.Context, w watch.Interface, warm *bool, settle time.Duration) error {
+// the Sink must be relisted (with the reason) or ctx is done. While a
+// warm start is catching up (cu.pending) each watch may push MarkSynced;
+// see consume.
+func (r *Reflector) watch(ctx context.Context, w watch.Interface, cu *catchUp) error {
 	logger := klog.FromContext(ctx)
+	var timeout time.Duration
 	for {
 		if w == nil {
 			if err := ctx.Err(); err != nil {
@@ -33,9 +35,17 @@ func (r *Reflector) watch(ctx context.Context, w watch.Interface, warm *bool, se
 				return err
 			}
 			rv := r.LastSyncResourceVersion()
+			opts := r.watchOptions(rv)
+			if cu.watching() {
+				// A catch-up watch: a short timeout, so that the watch
+				// cache's pre-timeout bookmark comes soon.
+				s := int64(r.opts.CatchUpTimeout / time.Second)
+				opts.TimeoutSeconds = &s
+			}
+			timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
 			r.metrics.WatchRequested(false)
 			var err error
-			w, err = r.lw.WatchWithContext(ctx, r.watchOptions(rv))
+			w, err = r.lw.WatchWithContext(ctx, opts)
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -49,21 +59,27 @@ func (r *Reflector) watch(ctx context.Context, w watch.Interface, warm *bool, se
 				return err
 			}
 		}
+		catching := cu.watching()
 		start := r.clock.Now()
-		n, err := r.consume(ctx, w, warm, settle)
+		st, err := r.consume(ctx, w, cu)
 		w = nil
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		if err == nil {
-			if n == 0 && r.clock.Since(start) < time.Second {
+			d := r.clock.Since(start)
+			if catching && cu.watching() && timeout > 0 && quietCatchUp(st, d, timeout) {
+				return fmt.Errorf("watch %s from resourceVersion %s, open %v with neither an event nor a bookmark: %w",
+					r.opts.TypeDescription, r.LastSyncResourceVersion(), d.Round(time.Millisecond), ErrNoCatchUpSignal)
+			}
+			if st.events == 0 && d < time.Second {
 				// A watch that closes at once, again and again, must not
 				// become a hot loop.
 				short := &cache.VeryShortWatchError{Name: r.opts.Name}
 				r.handleError(ctx, short)
 				r.sleep(ctx, r.retryDelay(short))
 			} else {
-				logger.V(4).Info("Watch closed; watching again", "events", n, "resourceVersion", r.LastSyncResourceVersion())
+				logger.V(4).Info("Watch closed; watching again", "events", st.events, "resourceVersion", r.LastSyncResourceVersion())
 			}
 			continue
 		}
@@ -95,41 +111,46 @@ func (r *Reflector) rewatchAfter(err error) bool {
 func isInternal(err error) bool { return apierrors.IsInternalError(err) }
 
 // consume pushes w's events into the Sink until w closes, fails or ctx is
-// done, and stops w. It returns the number of events pushed; a nil error
-// means w closed cleanly.
+// done, and stops w. It returns what it pushed; a nil error means w
+// closed cleanly.
 //
-// While *warm is true (a warm start not yet synced), w resumed from the
+// While cu.pending (a warm start not yet synced), w resumed from the
 // persisted RV and may yet report it expired: kube-apiserver answers such
-// a watch with HTTP 200, then an ERROR event (410) at once. So consume
-// pushes MarkSynced, and clears *warm, just before the first Add, Update,
-// Delete or Bookmark of w, or once w has stayed open Options.ResumeSettle
-// without an ERROR event. A w that fails or closes first leaves *warm set
-// for the next watch; after a relist, Run clears it (EndReplace syncs).
+// a watch with HTTP 200, then an ERROR event (410) at once, and then
+// consume returns the error without MarkSynced (the relist that follows
+// syncs). Otherwise consume pushes MarkSynced, and clears cu.pending:
 //
-// settle is Options.ResumeSettle, or 0 when the server's current
-// resourceVersion is the stored one (resumeCurrent): nothing is pending,
-// the RV cannot have expired, and w settles at once, unless an event is
-// already waiting, which decides first as after a timer.
-func (r *Reflector) consume(ctx context.Context, w watch.Interface, warm *bool, settle time.Duration) (int, error) {
+//   - catchUpTarget: just after the first event or bookmark at or past
+//     the server's resourceVersion at the resume check;
+//   - catchUpOpen: at once (nothing is pending), unless an event is
+//     already waiting, which decides first as after a timer;
+//   - catchUpSettle (the last resort): just before the first event, or
+//     once w has stayed open Options.ResumeSettle without an ERROR event.
+//
+// A w that fails or closes first leaves cu.pending set for the next
+// watch.
+func (r *Reflector) consume(ctx context.Context, w watch.Interface, cu *catchUp) (watchStats, error) {
 	defer w.Stop()
+	var st watchStats
 	var settled <-chan time.Time
-	switch {
-	case *warm && settle == 0:
-		now := make(chan time.Time)
-		close(now)
-		settled = now
-	case *warm:
-		t := r.clock.NewTimer(settle)
-		defer t.Stop()
-		settled = t.C()
+	if cu.pending {
+		switch cu.mode {
+		case catchUpOpen:
+			now := make(chan time.Time)
+			close(now)
+			settled = now
+		case catchUpSettle:
+			t := r.clock.NewTimer(cu.settle)
+			defer t.Stop()
+			settled = t.C()
+		}
 	}
-	n := 0
 	for {
 		var ev watch.Event
 		var ok bool
 		select {
 		case <-ctx.Done():
-			return n, ctx.Err()
+			return st, ctx.Err()
 		case <-settled:
 			settled = nil
 			// An event already waiting decides first: select picks at
@@ -139,19 +160,19 @@ func (r *Reflector) consume(ctx context.Context, w watch.Interface, warm *bool, 
 			select {
 			case ev, ok = <-w.ResultChan():
 			default:
-				klog.FromContext(ctx).V(4).Info("Resumed watch stayed open without error; synced", "after", settle)
-				if err := r.markSynced(ctx, warm); err != nil {
-					return n, err
+				klog.FromContext(ctx).V(4).Info("Resumed watch open without error; synced")
+				if err := r.markSynced(ctx, cu, ""); err != nil {
+					return st, err
 				}
 				continue
 			}
 		case ev, ok = <-w.ResultChan():
 		}
 		if !ok {
-			return n, nil
+			return st, nil
 		}
 		if ev.Type == watch.Error {
-			return n, fmt.Errorf("watch %s: %w", r.opts.TypeDescription, apierrors.FromObject(ev.Object))
+			return st, fmt.Errorf("watch %s: %w", r.opts.TypeDescription, apierrors.FromObject(ev.Object))
 		}
 		if r.dropUnexpected(ctx, ev.Object) {
 			continue
@@ -168,11 +189,11 @@ func (r *Reflector) consume(ctx context.Context, w watch.Interface, warm *bool, 
 			utilruntime.HandleErrorWithContext(ctx, nil, "Unknown watch event", "event", ev.Type)
 			continue
 		}
-		if *warm {
+		if cu.pending && cu.mode != catchUpTarget {
 			// The server accepted the RV: the watch resumed.
 			settled = nil
-			if err := r.markSynced(ctx, warm); err != nil {
-				return n, err
+			if err := r.markSynced(ctx, cu, ""); err != nil {
+				return st, err
 			}
 		}
 		switch ev.Type {
@@ -184,23 +205,32 @@ func (r *Reflector) consume(ctx context.Context, w watch.Interface, warm *bool, 
 			err = r.sink.Delete(ctx, ev.Object)
 		case watch.Bookmark:
 			err = r.sink.Bookmark(ctx, rv)
+			st.bookmarks++
 		}
 		if err != nil {
-			return n, fmt.Errorf("%w: %s at resourceVersion %s: %w", ErrSink, ev.Type, rv, err)
+			return st, fmt.Errorf("%w: %s at resourceVersion %s: %w", ErrSink, ev.Type, rv, err)
 		}
 		r.setLastSyncResourceVersion(rv)
-		n++
+		st.events++
+		if cu.reached(rv) {
+			if err := r.markSynced(ctx, cu, rv); err != nil {
+				return st, err
+			}
+		}
 	}
 }
 
-// markSynced pushes MarkSynced if *warm, and clears *warm: at most once
+// markSynced pushes MarkSynced if cu.pending, and clears it: at most once
 // per warm start, even when the Sink fails (the reflector then relists,
-// and EndReplace completes the sync).
-func (r *Reflector) markSynced(ctx context.Context, warm *bool) error {
-	if !*warm {
+// and EndReplace completes the sync). at is the resourceVersion that
+// showed the watch caught up, if any, for the log.
+func (r *Reflector) markSynced(ctx context.Context, cu *catchUp, at string) error {
+	if !cu.pending {
 		return nil
 	}
-	*warm = false
+	cu.pending = false
+	klog.FromContext(ctx).V(2).Info("Warm start caught up with the server; synced",
+		"mode", cu.mode.String(), "serverResourceVersion", cu.target, "at", at, "after", r.clock.Since(cu.started))
 	if err := r.sink.MarkSynced(ctx); err != nil {
 		return fmt.Errorf("%w: mark synced: %w", ErrSink, err)
 	}

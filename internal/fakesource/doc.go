@@ -18,7 +18,8 @@
 //     current state, then a bookmark annotated
 //     "k8s.io/initial-events-end": "true". A switch makes the server reject
 //     it (feature gate off) or ignore it (a server that predates it).
-//   - Bookmarks on demand (SendBookmark) or periodically, error injection
+//   - Bookmarks on demand (SendBookmark), periodically, and 2s before a
+//     watch's timeout as kube-apiserver's watch cache sends them, error injection
 //     (429 with Retry-After, connection refused, 500, too large RV, streams
 //     that close early or end with an undecodable or expired event), and
 //     request counters per kind.

@@ -72,9 +72,13 @@ type Options struct {
 	// event carrying a metav1.Status with reason Expired, then closes, as
 	// kube-apiserver's watch cache does.
 	ExpiredAsError bool
-	// DisableWatchCache makes lists with resourceVersion "0" honour Limit,
-	// as an apiserver listing from etcd does. Default false: Limit is
-	// ignored for RV "0", as kube-apiserver's watch cache ignores it.
+	// DisableWatchCache makes the source behave as kube-apiserver with
+	// --watch-cache=false: lists with resourceVersion "0" honour Limit, as
+	// an apiserver listing from etcd does, and watches get no pre-timeout
+	// bookmark. Default false: Limit is ignored for RV "0", and a watch
+	// that allows bookmarks and asks a timeout (TimeoutSeconds) of at
+	// least 3s gets a bookmark at the current RV 2s before it times out,
+	// as kube-apiserver's watch cache sends one.
 	DisableWatchCache bool
 }
 

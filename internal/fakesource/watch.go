@@ -179,6 +179,15 @@ func (w *watcher) run() {
 		defer t.Stop()
 		timeoutC = t.C()
 	}
+	// kube-apiserver's watch cache sends a watch that allows bookmarks a
+	// bookmark at its current RV 2s before the watch's timeout (none when
+	// that moment has passed, so none for a timeout under 3s).
+	var preTimeoutC <-chan time.Time
+	if w.allowBookmarks && !w.src.disableCache && w.timeout >= 3*time.Second {
+		t := w.src.clock.NewTimer(w.timeout - 2*time.Second)
+		defer t.Stop()
+		preTimeoutC = t.C()
+	}
 	var tickC <-chan time.Time
 	if w.allowBookmarks && w.src.bookmarkInterval > 0 {
 		t := w.src.clock.NewTicker(w.src.bookmarkInterval)
@@ -207,6 +216,9 @@ func (w *watcher) run() {
 			have = false
 		case <-wake:
 		case <-tickC:
+			w.requestBookmark()
+		case <-preTimeoutC:
+			preTimeoutC = nil
 			w.requestBookmark()
 		case <-w.stopCh:
 			return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -246,7 +247,7 @@ func TestPeriodicBookmarksAndTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	clk.waitCreated(t, 2) // the timeout timer and the bookmark ticker
+	clk.waitCreated(t, 3) // the timeout and pre-timeout timers, the bookmark ticker
 	clk.Step(time.Minute)
 	if got := evString(recv(t, w)); got != "BOOKMARK @6" {
 		t.Fatalf("periodic bookmark = %s", got)
@@ -267,6 +268,57 @@ func TestPeriodicBookmarksAndTimeout(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("watch not closed %v after its timeout passed", testTimeout)
 		}
+	}
+}
+
+// TestPreTimeoutBookmark: as kube-apiserver's watch cache, the source
+// sends a watch that allows bookmarks a bookmark at its current RV 2s
+// before the watch's timeout, after the events before it; none for a
+// timeout under 3s (that moment has passed), without bookmarks allowed,
+// or without the watch cache.
+func TestPreTimeoutBookmark(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		opts      Options
+		timeout   int64
+		bookmarks bool
+		want      bool
+	}{
+		{"3s", Options{}, 3, true, true},
+		{"10s", Options{}, 10, true, true},
+		{"2s", Options{}, 2, true, false},
+		{"bookmarks not allowed", Options{}, 3, false, false},
+		{"no watch cache", Options{DisableWatchCache: true}, 3, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newNotifyClock()
+			tc.opts.Clock = clk
+			s := historySource(t, tc.opts)
+			w, err := s.Endpoint(podGVK, "").Watch(metav1.ListOptions{ResourceVersion: "5", AllowWatchBookmarks: tc.bookmarks, TimeoutSeconds: &tc.timeout})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			if got := evString(recv(t, w)); !strings.HasSuffix(got, "@6") {
+				t.Fatalf("first event %s, want the change at 6", got)
+			}
+			timers := 1
+			if tc.want {
+				timers = 2
+			}
+			clk.waitCreated(t, timers)
+			clk.Step(time.Duration(tc.timeout)*time.Second - 2*time.Second)
+			if !tc.want {
+				clk.Step(2 * time.Second) // the timeout
+				if ev, ok := <-w.ResultChan(); ok {
+					t.Fatalf("got %s, want the watch closed at its timeout without a bookmark", evString(ev))
+				}
+				return
+			}
+			if got := evString(recv(t, w)); got != "BOOKMARK @6" {
+				t.Fatalf("pre-timeout event %s, want BOOKMARK @6", got)
+			}
+		})
 	}
 }
 

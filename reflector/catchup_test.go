@@ -1,0 +1,255 @@
+package reflector
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/warmcache/warmcache/internal/fakesource"
+)
+
+// catchUpSource is a source whose watch timeouts and pre-timeout
+// bookmarks run on a clock of their own, which the test steps: pods a, b,
+// c at RVs 2..4.
+func catchUpSource(t *testing.T, opts fakesource.Options) (*fakesource.Source, *testingclock.FakeClock) {
+	t.Helper()
+	clk := testingclock.NewFakeClock(time.Unix(20000, 0))
+	opts.Clock = clk
+	return newSource(t, opts, "a", "b", "c"), clk
+}
+
+// otherKind moves the server's resourceVersion without touching pods, as
+// leases and events do on a real cluster.
+func otherKind(t *testing.T, src *fakesource.Source) {
+	t.Helper()
+	if _, err := src.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "lease"}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitWatches waits for the source to have served n watch requests and
+// returns them.
+func waitWatches(t *testing.T, src *fakesource.Source, n int) []fakesource.Request {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for {
+		w := requests(src, "watch")
+		if len(w) >= n {
+			return w
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d watch requests within %v, want %d", len(w), testTimeout, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// stepWatch waits until the source's one open watch has armed its timers
+// (its timeout and its pre-timeout bookmark), then steps the source's
+// clock by d.
+func stepWatch(t *testing.T, src *fakesource.Source, clk *testingclock.FakeClock, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for src.Stats().OpenWatches != 1 || clk.Waiters() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no open watch with its timers within %v: %+v, %d timers", testTimeout, src.Stats().Counts, clk.Waiters())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	clk.Step(d)
+}
+
+// stepWatchTimeout is stepWatch for a watch without a pre-timeout
+// bookmark (a source without the watch cache): one timer, its timeout,
+// which it steps to.
+func stepWatchTimeout(t *testing.T, src *fakesource.Source, clk *testingclock.FakeClock) {
+	t.Helper()
+	deadline := time.Now().Add(testTimeout)
+	for src.Stats().OpenWatches != 1 || clk.Waiters() < 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no open watch with its timer within %v", testTimeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	clk.Step(3 * time.Second)
+}
+
+// TestCatchUpBacklog: the pods changed while the reflector was down. The
+// resumed watch delivers the changes, and MarkSynced follows the first
+// event at the server's resourceVersion, never before: synced means
+// caught up. The catch-up watch asks for a short timeout; once synced, the
+// next watch asks for the usual one.
+func TestCatchUpBacklog(t *testing.T) {
+	src, srcClk := catchUpSource(t, fakesource.Options{})
+	sink := newRecorder()
+	sink.seed(src)
+	mustAdd(t, src, pod("d"))          // 5
+	mustUpdate(t, src, podL("a", "2")) // 6
+	mustDelete(t, src, pod("b"))       // 7
+	h := run(t, src, sink, Options{ResumeFrom: func() (string, bool) { return "4", true }})
+	calls := sink.waitCall(t, "MarkSynced")
+	if want := []string{"Add d@5", "Update a@6", "Delete b@7", "MarkSynced"}; !reflect.DeepEqual(calls, want) {
+		t.Fatalf("sink calls = %v, want %v", calls, want)
+	}
+	h.clk.noTimer(t) // no quiet timer: the sync is exact
+	w := waitWatches(t, src, 1)[0].Options
+	if w.ResourceVersion != "4" || !w.AllowWatchBookmarks || w.TimeoutSeconds == nil || *w.TimeoutSeconds != 3 {
+		t.Fatalf("catch-up watch options = %+v, want RV 4, bookmarks and a timeout of 3s", w)
+	}
+	// The catch-up watch times out; the next one is an ordinary watch.
+	stepWatch(t, src, srcClk, 3*time.Second)
+	w = waitWatches(t, src, 2)[1].Options
+	if w.ResourceVersion != "7" || w.TimeoutSeconds == nil || *w.TimeoutSeconds < int64(DefaultMinWatchTimeout/time.Second) {
+		t.Fatalf("watch after the sync = %+v, want RV 7 and a timeout of at least %v", w, DefaultMinWatchTimeout)
+	}
+	mustAdd(t, src, pod("e")) // 8
+	sink.waitCall(t, "Add e@8")
+	sink.checkModel(t, src)
+	if n := count(sink.snapshot(), "MarkSynced"); n != 1 {
+		t.Fatalf("%d MarkSynced, want 1", n)
+	}
+}
+
+// TestCatchUpIdleResource: nothing changed in the pods while the
+// reflector was down, but the server's resourceVersion moved (another
+// kind). The resumed watch has no event to deliver: the watch cache's
+// pre-timeout bookmark, at the server's resourceVersion, is what shows it
+// caught up. Until then nothing is pushed.
+func TestCatchUpIdleResource(t *testing.T) {
+	src, srcClk := catchUpSource(t, fakesource.Options{})
+	sink := newRecorder()
+	sink.seed(src)
+	otherKind(t, src) // 5
+	h := run(t, src, sink, Options{ResumeFrom: func() (string, bool) { return "4", true }})
+	waitWatches(t, src, 1)
+	if calls := sink.snapshot(); len(calls) != 0 {
+		t.Fatalf("sink calls %v before the bookmark, want none", calls)
+	}
+	stepWatch(t, src, srcClk, time.Second) // the timeout (3s) minus 2s
+	calls := sink.waitCall(t, "MarkSynced")
+	if want := []string{"Bookmark 5", "MarkSynced"}; !reflect.DeepEqual(calls, want) {
+		t.Fatalf("sink calls = %v, want %v", calls, want)
+	}
+	h.clk.noTimer(t)
+	if rv := h.stoppedRV(); rv != "5" {
+		t.Fatalf("LastSyncResourceVersion %q, want 5", rv)
+	}
+}
+
+// TestCatchUpBookmarkBelowTarget: a bookmark older than the server's
+// resourceVersion at the resume check (a watch cache lagging behind etcd)
+// does not sync; a later one does.
+func TestCatchUpBookmarkBelowTarget(t *testing.T) {
+	cu := catchUp{pending: true, mode: catchUpTarget, target: "10"}
+	for _, tc := range []struct {
+		rv   string
+		want bool
+	}{{"9", false}, {"", false}, {"x", false}, {"10", true}, {"11", true}} {
+		if got := cu.reached(tc.rv); got != tc.want {
+			t.Errorf("reached(%q) = %v, want %v", tc.rv, got, tc.want)
+		}
+	}
+	for _, other := range []catchUp{
+		{pending: false, mode: catchUpTarget, target: "10"},
+		{pending: true, mode: catchUpOpen, target: "10"},
+		{pending: true, mode: catchUpSettle},
+	} {
+		if other.reached("11") {
+			t.Errorf("%+v reached 11, want only a pending catchUpTarget to", other)
+		}
+	}
+}
+
+// TestCatchUpWithoutBookmarks: a server without the watch cache sends no
+// bookmarks, so an idle resource's resumed watch stays silent until its
+// timeout. That silence proves nothing: the reflector relists the most
+// recent state (a consistent list), whose EndReplace syncs, and pushes no
+// MarkSynced at all.
+func TestCatchUpWithoutBookmarks(t *testing.T) {
+	for _, policy := range []WatchListPolicy{WatchListAuto, WatchListOff} {
+		t.Run(map[WatchListPolicy]string{WatchListAuto: "WatchList", WatchListOff: "LIST"}[policy], func(t *testing.T) {
+			src, srcClk := catchUpSource(t, fakesource.Options{DisableWatchCache: true})
+			sink := newRecorder()
+			sink.seed(src)
+			otherKind(t, src) // 5
+			errs := &errorLog{}
+			h := run(t, src, sink, Options{
+				ResumeFrom:        func() (string, bool) { return "4", true },
+				UseWatchList:      policy,
+				WatchErrorHandler: errs.handle,
+			})
+			waitWatches(t, src, 1)
+			h.clk.Step(3 * time.Second)
+			stepWatchTimeout(t, src, srcClk) // the catch-up watch times out, silent
+			calls := sink.waitCall(t, "EndReplace 5")
+			if want := []string{"BeginReplace", "ReplacePage a,b,c", "EndReplace 5"}; !reflect.DeepEqual(calls, want) {
+				t.Fatalf("sink calls = %v, want %v", calls, want)
+			}
+			h.clk.noTimer(t) // relisted at once, no backoff
+			switch policy {
+			case WatchListAuto:
+				wl := waitWatches(t, src, 2)[1].Options
+				if wl.SendInitialEvents == nil || !*wl.SendInitialEvents || wl.ResourceVersion != "" {
+					t.Fatalf("relist = %+v, want a WatchList of the most recent state", wl)
+				}
+			case WatchListOff:
+				lists := requests(src, "list")
+				if l := lists[len(lists)-1].Options; l.ResourceVersion != "" {
+					t.Fatalf("relist = %+v, want a LIST of the most recent state", l)
+				}
+			}
+			if got := errs.get(); len(got) != 0 {
+				t.Fatalf("WatchErrorHandler got %v, want nothing: the relist is how such a server syncs", got)
+			}
+			sink.checkModel(t, src)
+		})
+	}
+}
+
+// TestCatchUpWatchClosedEarly: a catch-up watch that closes before its
+// timeout (the server restarted, a proxy cut it) proves nothing either
+// way: the reflector watches again from the last RV, still catching up,
+// and the next watch's bookmark syncs.
+func TestCatchUpWatchClosedEarly(t *testing.T) {
+	src, srcClk := catchUpSource(t, fakesource.Options{})
+	sink := newRecorder()
+	sink.seed(src)
+	mustAdd(t, src, pod("d")) // 5
+	otherKind(t, src)         // 6
+	src.FailWatches(1, fakesource.Fault{AfterEvents: 1})
+	h := run(t, src, sink, Options{ResumeFrom: func() (string, bool) { return "4", true }})
+	sink.waitCall(t, "Add d@5")
+	// The first watch closed after one event, below the target: a new
+	// catch-up watch from 5, at once (it delivered an event).
+	w := waitWatches(t, src, 2)[1].Options
+	if w.ResourceVersion != "5" || w.TimeoutSeconds == nil || *w.TimeoutSeconds != 3 {
+		t.Fatalf("second watch = %+v, want a catch-up watch from 5", w)
+	}
+	if calls := sink.snapshot(); count(calls, "MarkSynced") != 0 {
+		t.Fatalf("sink calls %v: synced before the target", calls)
+	}
+	stepWatch(t, src, srcClk, time.Second)
+	calls := sink.waitCall(t, "MarkSynced")
+	if want := []string{"Add d@5", "Bookmark 6", "MarkSynced"}; !reflect.DeepEqual(calls, want) {
+		t.Fatalf("sink calls = %v, want %v", calls, want)
+	}
+	h.clk.noTimer(t)
+}
+
+// TestCatchUpTimeoutOption validates Options.CatchUpTimeout.
+func TestCatchUpTimeoutOption(t *testing.T) {
+	for _, tc := range []struct {
+		d  time.Duration
+		ok bool
+	}{{0, true}, {3 * time.Second, true}, {10 * time.Second, true}, {2 * time.Second, false}, {3500 * time.Millisecond, false}, {-time.Second, false}} {
+		_, err := Options{CatchUpTimeout: tc.d}.withDefaults(nil)
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInvalidOptions)) {
+			t.Errorf("CatchUpTimeout %v: err %v, want ok=%v", tc.d, err, tc.ok)
+		}
+	}
+}
