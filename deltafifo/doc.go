@@ -115,14 +115,17 @@
 //
 // HasSynced becomes true when the first KindReplaceEnd or KindSynced batch
 // is popped, or at once if the first thing pushed was an Add, Update or
-// Delete (client-go's semantic). The batches of the initial relist (one
+// Delete (client-go's semantic) on a queue without
+// Options.InitialResourceVersion: on a warm start the events pushed before
+// MarkSynced are the catch-up, and only MarkSynced (or a relist's
+// EndReplace) completes the sync. The batches of the initial relist (one
 // begun before anything completing the initial sync was pushed; a relist
 // retried after an aborted initial one is initial too) have
 // IsInInitialList set. A queue whose consumer already holds state
 // (Options.InitialResourceVersion set: a warm start) has no initial
-// relist: the consumer's state was its initial list, so a relist that
-// completes its sync (after a 410) delivers changes, not the initial
-// list.
+// relist: its batches do not carry IsInInitialList, even for a relist
+// that completes the sync (after a 410); a consumer that has not told its
+// handlers the state it holds yet decides itself what is initial.
 //
 // # Close
 //

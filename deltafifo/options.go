@@ -84,7 +84,9 @@ type Options struct {
 	// start, the stored objects): when it is set, no replace is the
 	// initial list, so a relist, even one before the initial sync
 	// completes (a 410 on the resumed watch), has IsInInitialList false,
-	// as client-go flags a relist after its first. Default "".
+	// as client-go flags a relist after its first; and Add, Update and
+	// Delete pushed before MarkSynced (a warm start's catch-up) do not
+	// complete the initial sync. Default "".
 	InitialResourceVersion string
 
 	// Logger receives the queue's log lines, with Name added. Default

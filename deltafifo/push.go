@@ -47,9 +47,10 @@ func (q *Queue) pushDelta(ctx context.Context, op string, t cache.DeltaType, obj
 	if err := q.waitRoomLocked(ctx, 1, outsideReplace); err != nil {
 		return fmt.Errorf("%s %q: %w", op, key, err)
 	}
-	if !q.syncPointPushed && !q.replaceBegun {
+	if !q.syncPointPushed && !q.replaceBegun && q.opts.InitialResourceVersion == "" {
 		// client-go: an Add/Update/Delete before any list means there is
-		// no initial list to wait for.
+		// no initial list to wait for. Not on a warm start: its events
+		// before MarkSynced are the catch-up, which MarkSynced ends.
 		q.syncPointPushed = true
 		q.markSyncedLocked()
 	}
@@ -102,8 +103,9 @@ func (q *Queue) Bookmark(ctx context.Context, rv string) error {
 }
 
 // MarkSynced queues a KindSynced marker. On a warm start the producer
-// pushes it once the watch from the persisted resourceVersion is
-// established; popping it completes the initial sync (HasSynced). It
+// pushes it once the watch from the persisted resourceVersion has caught
+// up with the server (every change the server had made before the start
+// pushed before it); popping it completes the initial sync (HasSynced). It
 // blocks while the queue is full. It returns an error wrapping
 // ErrReplaceInProgress, ErrClosed or ctx's error.
 func (q *Queue) MarkSynced(ctx context.Context) error {

@@ -113,7 +113,9 @@ func (q *Queue) Ready() bool {
 // HasSynced reports whether the initial sync is complete: the first
 // KindReplaceEnd or KindSynced batch has been popped, or (client-go's
 // semantic) the first thing pushed was an Add, Update or Delete, before
-// any replace or MarkSynced. A consumer that must also have applied that
+// any replace or MarkSynced, on a queue without
+// Options.InitialResourceVersion (with it, the events before MarkSynced
+// are a warm start's catch-up, and do not complete the sync). A consumer that must also have applied that
 // batch tracks that itself.
 func (q *Queue) HasSynced() bool {
 	select {

@@ -189,6 +189,14 @@ func TestHasSynced(t *testing.T) {
 			{do: "pop", wantBatch: "ReplaceBegin", wantSynced: true},
 		},
 	}, {
+		name:      "warm start: the catch-up's events do not complete the sync, the marker does",
+		initialRV: "1",
+		steps: []step{
+			{do: "add"}, {do: "update"}, {do: "delete"}, {do: "synced"},
+			{do: "pop", wantBatch: "Deltas rv=1 a[Added:a/1 Updated:a/1 Deleted:a/1]"},
+			{do: "pop", wantBatch: "Synced", wantSynced: true},
+		},
+	}, {
 		name:      "warm start: a relist after a 410 completes the sync but is not initial",
 		initialRV: "1",
 		steps: []step{
