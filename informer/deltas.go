@@ -53,14 +53,19 @@ type pending struct {
 // update's new object what the two encode alike (store.LikeStatesReader).
 // Deletes and skipped replays decode nothing.
 func (l *loop) applyDeltas(ctx context.Context, b deltafifo.Batch) error {
-	notify := l.i.proc.count() > 0
+	// Handlers are told of the keys they were told of: none while a warm
+	// start withholds the store (l.partial empty), those up to l.partial
+	// after a replay stopped midway; the replay or relist that follows
+	// tells them the rest.
+	notify := l.i.proc.count() > 0 && (l.partial == nil || *l.partial != "")
 	states, err := l.storedStates(b, notify)
 	if err != nil {
 		return err
 	}
 	txns := make([]cache.Transaction, 0, len(b.Keys))
 	var notes []pending
-	for k := range b.Keys {
+	for k, key := range b.Keys {
+		notify := notify && (l.partial == nil || key <= *l.partial)
 		cur := states[k]
 		changed := false
 		var last interface{}

@@ -80,20 +80,26 @@
 //
 // # Warm start
 //
-// When Run finds the store complete (store.State), it replays the stored
-// objects to the handlers as initial-list adds, streamed from the store,
-// while the reflector resumes the watch from the persisted resourceVersion
-// instead of listing. The replay waits for the reflector's resume check
-// (reflector.Options.ResumeCheck): a store whose resourceVersion is ahead
-// of the server's is not replayed but relisted, and while the check
-// cannot reach the server nothing is replayed and HasSynced stays false;
-// a store a corruption report sends to a relist before the check is done
-// is not replayed either. HasSynced becomes true once the replay is done
-// and either the watch resumed (the queue's Synced marker) or the relist
-// that followed a 410 was committed. The replay is the initial list: that
-// relist notifies only what changed, and its adds, like the adds of any
-// later relist, have isInInitialList false (client-go flags only its
-// first list).
+// A warm start is a cold start, only cheaper (invariant 7 of
+// ARCHITECTURE.md). When Run finds the store complete (store.State), the
+// reflector resumes the watch from the persisted resourceVersion instead
+// of listing, after one LIST of at most one object that reads the server's
+// resourceVersion (reflector.Options.ResumeCheck). The changes the server
+// made while the informer was down arrive on that watch and are applied
+// to the store without notifications; once the watch has caught up with
+// the server's resourceVersion (the queue's Synced marker, see package
+// reflector), the store is replayed to the handlers as the initial list
+// (isInInitialList true), streamed, and HasSynced becomes true: the
+// handlers are told exactly what a LIST at the start would have given
+// (an object deleted while the informer was down never appears, one
+// updated appears once at its current version), and the store holds it.
+// A 410 on the resumed watch, a store ahead of the server's (relisted,
+// never replayed), a server without bookmarks (relisted) or a corruption
+// report before the check end the same way: the relist's objects are the
+// initial list. While the check cannot reach the server nothing is told
+// and HasSynced stays false. Options.WarmStartChanges instead tells the
+// stored objects at once as the initial list and the changes since as
+// live events; HasSynced still waits for the catch-up.
 //
 // # Replays are paced, live events are not
 //
@@ -145,8 +151,8 @@
 //     that handlers added without end never stall the watch, and once 16
 //     late handlers wait for their replays the next AddEventHandler waits
 //     for one to be served (never while the processing goroutine waits on
-//     a handler, the file check or a failed write's retry, nor before the
-//     warm start's replay is done): adders without end pay for the
+//     a handler, the file check or a failed write's retry, nor while the
+//     warm start's replay runs): adders without end pay for the
 //     replays they cause, as client-go's, which replay on the caller's
 //     goroutine.
 //   - Replays (warm start, a late handler, a relist's changes) wait for a

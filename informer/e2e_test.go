@@ -236,83 +236,103 @@ func getPod(t *testing.T, src *fakesource.Source, name string) *corev1.Pod {
 	return o.(*corev1.Pod)
 }
 
+// TestWarmStartResumesWithoutList: a warm start lists nothing but the
+// resume check (or relists once after a 410), and is synced only once its
+// store holds the server's state. By default the handlers are then told
+// that state as the initial list, as after a cold start: the pod deleted
+// while the informer was down never appears, the one updated appears once
+// at its current version. With Options.WarmStartChanges they are told the
+// stored state, then the changes (a relist's diff after a 410).
 func TestWarmStartResumesWithoutList(t *testing.T) {
-	for _, expire := range []bool{false, true} {
-		for _, sk := range storeKinds(t, nil) {
-			t.Run(fmt.Sprintf("%s/expired=%v", sk.name, expire), func(t *testing.T) {
-				src := newSource(t, "a", "b", "c")
-				ep := src.Endpoint(podGVK, "")
-				st, closeStore := sk.open(t)
-				rec1 := newRecorder()
-				r1 := runInformer(t, ep, Options{Store: st}, rec1)
-				r1.waitSynced(t)
-				rec1.WaitFor(t, 3)
-				r1.stop()
-				closeStore()
-				before := src.Stats()
-
-				// While the informer is down, the source changes.
-				bOld := getPod(t, src, "b").ResourceVersion
-				cOld := getPod(t, src, "c").ResourceVersion
-				b := getPod(t, src, "b")
-				b.Labels = map[string]string{"x": "y"}
-				bNew := mustRV(t)(src.Update(b))
-				cDel := mustRV(t)(src.Delete(getPod(t, src, "c")))
-				dRV := mustRV(t)(src.Add(pod("d", "")))
-				if expire {
-					if err := src.Compact(src.ResourceVersion()); err != nil {
-						t.Fatal(err)
-					}
-				}
-
-				st, closeStore = sk.open(t)
-				defer closeStore()
-				rec2 := newRecorder()
-				r2 := runInformer(t, ep, Options{Store: st}, rec2)
-				r2.waitSynced(t)
-				got := rec2.WaitFor(t, 6)
-				aRV := getPod(t, src, "a").ResourceVersion
-				replay := []event{
-					event("add ns/a@" + aRV + " initial=true"),
-					event("add ns/b@" + bOld + " initial=true"),
-					event("add ns/c@" + cOld + " initial=true"),
-				}
-				equalEvents(t, got[:3], replay)
-				var changes []event
-				if expire {
-					// The relist diff: only what changed, in key order. The
-					// replay was the initial list, so the relist's add is
-					// not, whether or not the reflector saw the watch
-					// established (and pushed MarkSynced) before the 410.
-					changes = []event{
-						event("update ns/b@" + bOld + " -> ns/b@" + bNew),
-						event("delete dfsu(ns/c@" + cOld + ")"),
-						event("add ns/d@" + dRV + " initial=false"),
-					}
-				} else {
-					changes = []event{
-						event("update ns/b@" + bOld + " -> ns/b@" + bNew),
-						event("delete ns/c@" + cDel),
-						event("add ns/d@" + dRV + " initial=false"),
-					}
-				}
-				equalEvents(t, got[3:], changes)
-				waitStoreMatches(t, st, src)
-				after := src.Stats()
-				lists := after.Lists + after.WatchLists - before.Lists - before.WatchLists
-				// Every warm start makes one resume check (a LIST of at
-				// most one object reading the server's resourceVersion).
-				if expire && lists != 2 {
-					t.Fatalf("%d lists after a 410, want 2 (the resume check and the relist)", lists)
-				}
-				if !expire && lists != 1 {
-					t.Fatalf("%d lists on a warm start, want 1 (the resume check)", lists)
-				}
-				r2.stop()
-				if extra := rec2.Snapshot(); len(extra) != 6 {
-					t.Fatalf("unexpected extra events: %q", extra[6:])
-				}
-			})
+	for _, changesMode := range []bool{false, true} {
+		for _, expire := range []bool{false, true} {
+			for _, sk := range storeKinds(t, nil) {
+				t.Run(fmt.Sprintf("%s/expired=%v/changes=%v", sk.name, expire, changesMode), func(t *testing.T) {
+					testWarmStartResumes(t, sk, expire, changesMode)
+				})
+			}
 		}
+	}
+}
+
+func testWarmStartResumes(t *testing.T, sk storeKind, expire, changesMode bool) {
+	src := newSource(t, "a", "b", "c")
+	ep := src.Endpoint(podGVK, "")
+	st, closeStore := sk.open(t)
+	rec1 := newRecorder()
+	r1 := runInformer(t, ep, Options{Store: st}, rec1)
+	r1.waitSynced(t)
+	rec1.WaitFor(t, 3)
+	r1.stop()
+	closeStore()
+	before := src.Stats()
+
+	// While the informer is down, the source changes.
+	bOld := getPod(t, src, "b").ResourceVersion
+	cOld := getPod(t, src, "c").ResourceVersion
+	b := getPod(t, src, "b")
+	b.Labels = map[string]string{"x": "y"}
+	bNew := mustRV(t)(src.Update(b))
+	cDel := mustRV(t)(src.Delete(getPod(t, src, "c")))
+	dRV := mustRV(t)(src.Add(pod("d", "")))
+	if expire {
+		if err := src.Compact(src.ResourceVersion()); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	st, closeStore = sk.open(t)
+	defer closeStore()
+	rec2 := newRecorder()
+	r2 := runInformer(t, ep, Options{Store: st, WarmStartChanges: changesMode}, rec2)
+	r2.waitSynced(t)
+	// Synced means caught up: the store holds the server's state now.
+	sameAsSource(t, st, src)
+	aRV := getPod(t, src, "a").ResourceVersion
+	var want []event
+	switch {
+	case !changesMode:
+		want = []event{
+			event("add ns/a@" + aRV + " initial=true"),
+			event("add ns/b@" + bNew + " initial=true"),
+			event("add ns/d@" + dRV + " initial=true"),
+		}
+	case expire:
+		// The relist diff: only what changed, in key order. The replay
+		// was the initial list, so the relist's add is not.
+		want = []event{
+			event("add ns/a@" + aRV + " initial=true"),
+			event("add ns/b@" + bOld + " initial=true"),
+			event("add ns/c@" + cOld + " initial=true"),
+			event("update ns/b@" + bOld + " -> ns/b@" + bNew),
+			event("delete dfsu(ns/c@" + cOld + ")"),
+			event("add ns/d@" + dRV + " initial=false"),
+		}
+	default:
+		want = []event{
+			event("add ns/a@" + aRV + " initial=true"),
+			event("add ns/b@" + bOld + " initial=true"),
+			event("add ns/c@" + cOld + " initial=true"),
+			event("update ns/b@" + bOld + " -> ns/b@" + bNew),
+			event("delete ns/c@" + cDel),
+			event("add ns/d@" + dRV + " initial=false"),
+		}
+	}
+	got := rec2.WaitFor(t, len(want))
+	equalEvents(t, got, want)
+	waitStoreMatches(t, st, src)
+	after := src.Stats()
+	lists := after.Lists + after.WatchLists - before.Lists - before.WatchLists
+	// Every warm start makes one resume check (a LIST of at most one
+	// object reading the server's resourceVersion).
+	if expire && lists != 2 {
+		t.Fatalf("%d lists after a 410, want 2 (the resume check and the relist)", lists)
+	}
+	if !expire && lists != 1 {
+		t.Fatalf("%d lists on a warm start, want 1 (the resume check)", lists)
+	}
+	r2.stop()
+	if extra := rec2.Snapshot(); len(extra) != len(want) {
+		t.Fatalf("unexpected extra events: %q", extra[len(want):])
 	}
 }

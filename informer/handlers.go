@@ -21,14 +21,15 @@ func (i *Informer) AddEventHandlerWithResyncPeriod(handler cache.ResourceEventHa
 }
 
 // AddEventHandlerWithOptions adds a handler, with client-go's semantics:
-// a handler added before Run sees the initial list (or, on a warm start,
-// the stored objects) as adds with isInInitialList true; a handler added
-// later first gets the store's current content as such adds, then every
-// change after it. A late handler is never told more than the others
-// were: while a warm start's stored objects are withheld from the
-// handlers (a file ahead of the server, pending the relist that tells
-// them the server's state), it gets none of them, then the relist's
-// objects as adds with the others. Resync periods are adjusted as
+// a handler added before Run sees the initial list (on a warm start, the
+// store once caught up with the server) as adds with isInInitialList true;
+// a handler added later first gets the store's current content as such
+// adds, then every change after it. A late handler is never told more than
+// the others were: while a warm start's stored objects are withheld from
+// the handlers (until the store has caught up, or for a file ahead of the
+// server, pending the relist that tells them the server's state), it gets
+// none of them, then the caught-up store or the relist's objects as adds
+// with the others. Resync periods are adjusted as
 // client-go does.
 //
 // The registration's HasSynced becomes true once the informer has synced

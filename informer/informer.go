@@ -204,9 +204,11 @@ var _ cache.Controller = controllerView{}
 
 // HasSynced reports whether the store holds a complete picture of the
 // server and every change of it was handed to the handlers: on a cold
-// start, the first relist was committed; on a warm start, the stored
-// objects were replayed and the watch resumed from the persisted
-// resourceVersion (or the relist that followed a 410 was committed).
+// start, the first relist was committed; on a warm start, the resumed
+// watch caught up with the server's resourceVersion at the start and the
+// caught-up store was replayed to the handlers (or the relist that
+// followed a 410 was committed). Either way the store then holds every
+// change the server had made before the informer started.
 func (i *Informer) HasSynced() bool {
 	select {
 	case <-i.synced:

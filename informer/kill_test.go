@@ -200,7 +200,7 @@ func churn(ctx context.Context, t *testing.T, src *fakesource.Source, next int, 
 		}
 		return out
 	}
-	tick := time.NewTicker(2 * time.Millisecond)
+	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for op := 0; ; op++ {
 		if op%4 == 0 { // bursts of four changes
@@ -302,7 +302,10 @@ func killChildMain() int {
 		return fail("client: %v", err)
 	}
 	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "", fields.Everything())
-	inf, err := New(lw, &corev1.Pod{}, Options{Store: st, Logger: &logger, BatchSize: 4,
+	// Small batches make many commits to be killed in; large enough that
+	// the child keeps up with the churn (under -race, on a loaded
+	// machine): a warm start is synced only once it has caught up.
+	inf, err := New(lw, &corev1.Pod{}, Options{Store: st, Logger: &logger, BatchSize: 64,
 		Reflector: reflectorOptionsForKill()})
 	if err != nil {
 		return fail("new: %v", err)

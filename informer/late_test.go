@@ -168,7 +168,17 @@ func (s *scanFailsOnce) Scan(ctx context.Context, fn store.ScanFunc) error {
 // relist that follows, is replayed the keys the other handlers were told
 // only: the relist then tells both the same changes and the same adds,
 // and neither is told an object twice or one the relist dropped.
+//
+// By default the warm start replays the store once it has caught up (the
+// reflector's MarkSynced); with Options.WarmStartChanges at once. Both
+// replays stop midway alike.
 func TestLateHandlerAfterAWarmStartStoppedMidway(t *testing.T) {
+	for _, changes := range []bool{false, true} {
+		t.Run(fmt.Sprintf("changes=%v", changes), func(t *testing.T) { testLateAfterStoppedMidway(t, changes) })
+	}
+}
+
+func testLateAfterStoppedMidway(t *testing.T, changes bool) {
 	// The replay fails at the 131st object; it hands objects over in
 	// chunks, so the handlers were told some of the ones before it.
 	const stored, failAt = 140, 130
@@ -180,7 +190,7 @@ func TestLateHandlerAfterAWarmStartStoppedMidway(t *testing.T) {
 	if err := st.Replace(objs, "1000"); err != nil {
 		t.Fatal(err)
 	}
-	inf := newTestInformer(t, Options{Store: st})
+	inf := newTestInformer(t, Options{Store: st, WarmStartChanges: changes})
 	early := newRecorder()
 	if _, err := inf.AddEventHandler(early); err != nil {
 		t.Fatal(err)
@@ -191,6 +201,13 @@ func TestLateHandlerAfterAWarmStartStoppedMidway(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitLateServed(t, inf)
+	if !changes {
+		if n := len(early.Snapshot()) + len(late.Snapshot()); n != 0 {
+			t.Fatalf("%d notifications before the warm start caught up, want none", n)
+		}
+		h.must(h.q.MarkSynced(h.ctx))
+		h.waitBatch(func(b deltafifo.Batch) bool { return b.Kind == deltafifo.KindSynced })
+	}
 	told := len(early.Snapshot())
 	if told < 3 || told > failAt {
 		t.Fatalf("the warm start told %d objects before failing at the %dth: the test needs at least 3", told, failAt+1)

@@ -15,9 +15,9 @@ const maxLateWaiting = 16
 // and the loop itself is not waiting on a handler, the file check or a
 // failed write's retry. An adder never waits for a loop that waits, so a
 // handler that adds handlers from its callbacks cannot deadlock with a
-// replay waiting for that handler; nor before the warm start's replay is
-// done (a late handler is not served before it), nor once the loop has
-// exited or the informer stopped. i.mu must be held.
+// replay waiting for that handler; nor while a warm start's replay runs
+// (late handlers are not served meanwhile), nor once the loop has exited
+// or the informer stopped. i.mu must be held.
 func (i *Informer) lateFullLocked() bool {
 	return i.started && !i.stopped && i.loopServing && !i.loopWaiting && len(i.late) >= maxLateWaiting
 }

@@ -273,22 +273,34 @@ func TestAddersGoOnWhenTheLoopEnds(t *testing.T) {
 	}
 }
 
-// Adders do not wait while a late handler's replay waits for the verdict
-// of the store's file check, which may take as long as reading the file.
+// Adders do not wait while a replay waits for the verdict of the store's
+// file check, which may take as long as reading the file: a late
+// handler's (with Options.WarmStartChanges, the stored objects are told
+// at once) or the warm start's once caught up (by default).
 func TestAddersDoNotWaitForTheFileCheck(t *testing.T) {
+	for _, changes := range []bool{false, true} {
+		t.Run(fmt.Sprintf("changes=%v", changes), func(t *testing.T) { testAddersDoNotWaitForTheFileCheck(t, changes) })
+	}
+}
+
+func testAddersDoNotWaitForTheFileCheck(t *testing.T, changes bool) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := newMemStore(t)
 		if err := mem.Replace([]interface{}{pod("a", "1")}, "10"); err != nil {
 			t.Fatal(err)
 		}
 		g := newGatedCheck(mem)
-		inf := newTestInformer(t, Options{Store: g})
+		inf := newTestInformer(t, Options{Store: g, WarmStartChanges: changes})
 		h := startHarness(t, inf)
 		first := newRecorder()
 		if _, err := inf.AddEventHandler(first); err != nil {
 			t.Fatal(err)
 		}
-		synctest.Wait() // the first late handler's replay waits for the check
+		if !changes {
+			synctest.Wait()
+			h.must(h.q.MarkSynced(h.ctx))
+		}
+		synctest.Wait() // the replay waits for the check
 		select {
 		case <-g.entered:
 		default:
@@ -304,6 +316,7 @@ func TestAddersDoNotWaitForTheFileCheck(t *testing.T) {
 		checkReturned(t, added, "while the loop waits for the file check")
 		g.verdict <- nil
 		h.waitIdle("11")
+		synctest.Wait() // every late handler served: the loop waits in Pop
 		for i, r := range append(recs, first) {
 			if got := len(r.Snapshot()); got != 1 {
 				t.Errorf("handler %d got %d notifications, want the replay of 1 object", i, got)

@@ -32,6 +32,10 @@ type loop struct {
 	// delivered: the handlers have not seen the keys after it, and the
 	// informer is not synced until a relist has told them.
 	partial *string
+	// withheld is set while a warm start withholds the stored objects
+	// from the handlers until the store has caught up with the server
+	// (see warmStart and caughtUp).
+	withheld bool
 	// checked is set once the store's content is known not to be a
 	// damaged file's: its FileChecker gave a sound verdict, or a relist
 	// replaced the content with the server's. Replays wait for the
@@ -136,7 +140,7 @@ func (l *loop) handle(ctx context.Context, b deltafifo.Batch) error {
 	case deltafifo.KindReplaceAbort:
 		l.abortRelist()
 	case deltafifo.KindSynced:
-		l.logger.V(2).Info("Watch resumed from the stored resourceVersion")
+		return l.caughtUp(ctx)
 	}
 	return nil
 }

@@ -124,6 +124,30 @@ type Options struct {
 	// DefaultApplyBackoffCap.
 	ApplyBackoff, ApplyBackoffCap time.Duration
 
+	// WarmStartChanges selects what the handlers are told on a warm
+	// start. By default (false) a warm start is observationally a cold
+	// start: the changes the server made while the informer was down are
+	// applied to the store first, without notifications, and once the
+	// store has caught up with the server's state at the informer's start,
+	// the store is replayed to the handlers as the initial list (adds with
+	// isInInitialList true), exactly what a LIST would have given: an
+	// object deleted while the informer was down never appears, one
+	// updated appears once at its current version, one created as an
+	// initial add. A controller that switches from client-go behaves at
+	// startup as after a cold start.
+	//
+	// With WarmStartChanges, the handlers are told the stored state as the
+	// initial list at once, then each change made while the informer was
+	// down as a live add, update or delete: "what happened since my last
+	// run". Caveat: it tells changes, not work. An event the previous
+	// process had applied to its store but whose handling it had not
+	// finished at its kill is part of the stored state, told as an
+	// initial add, not replayed as the change it was. Either way HasSynced
+	// turns true only once the store holds every change the server had
+	// made before the informer started, and the handlers were told.
+	// Default false.
+	WarmStartChanges bool
+
 	// Reflector configures the reflector (page size, WatchList, backoff).
 	// Its ResumeFrom, WatchErrorHandler, Metrics and Logger are set by the
 	// informer. Default: the reflector's defaults.

@@ -242,6 +242,7 @@ func (l *loop) endRelist(ctx context.Context, b deltafifo.Batch) error {
 	partial := l.partial
 	l.rep = nil
 	l.partial = nil
+	l.withheld = false
 	l.checked = true // the server's content now, whatever the file held
 	l.i.relistDone()
 	l.reportObjects()
@@ -261,6 +262,7 @@ func (l *loop) endFill(ctx context.Context, rep *relist, b deltafifo.Batch) erro
 	}
 	l.rep = nil
 	l.partial = nil
+	l.withheld = false
 	l.checked = true // the server's content now, whatever the file held
 	l.i.relistDone()
 	l.reportObjects()

@@ -27,15 +27,20 @@ type FileChecker interface {
 	WaitFileChecked(ctx context.Context) error
 }
 
-// warmStart replays a complete store to the handlers as initial-list adds
-// before anything is popped: the handlers see the persisted state first,
-// then the changes the resumed watch brings. If the store fails midway
-// (corrupt data), the informer relists; the keys after the last one
-// replayed are then notified as adds by the relist (see relistPage), and
-// the informer is not synced before that relist commits. An incomplete
-// store is not replayed, nor one found ahead of the server's or relisted
-// before it was checked against the server: the relist notifies all of
-// its objects as adds.
+// warmStart prepares the warm start of a complete store. By default the
+// stored objects are withheld from the handlers (l.partial empty,
+// l.withheld set) while the resumed watch brings the store up to the
+// server's state; once the reflector's MarkSynced marker is popped (see
+// caughtUp), the caught-up store is replayed to them as the initial list,
+// as a cold start's relist would have told them. With
+// Options.WarmStartChanges it replays the stored objects at once, and the
+// changes follow as live events. If the store fails midway (corrupt
+// data), the informer relists; the keys after the last one replayed are
+// then notified as adds by the relist (see relistPage), and the informer
+// is not synced before that relist commits. An incomplete store is not
+// replayed, nor one found ahead of the server's or relisted before it was
+// checked against the server: the relist notifies all of its objects as
+// adds.
 func (l *loop) warmStart(ctx context.Context) error {
 	st, err := l.st.State()
 	if err != nil || !st.Complete {
@@ -64,13 +69,18 @@ func (l *loop) warmStart(ctx context.Context) error {
 		l.logger.Info("Warm start: not replaying the stored objects, which were not checked against the server before a relist was forced; the relist tells the handlers the server's state as adds",
 			"objects", st.Objects, "resourceVersion", st.ResourceVersion)
 	}
-	if how != startResumed {
+	if how != startResumed || !l.i.opts.WarmStartChanges {
 		none := ""
 		l.partial = &none
+		l.withheld = how == startResumed
+		if l.withheld {
+			l.logger.V(2).Info("Warm start: catching up with the server; the handlers get the caught-up store as the initial list",
+				"objects", st.Objects, "resourceVersion", st.ResourceVersion)
+		}
 		return nil
 	}
 	ls := l.i.proc.active()
-	l.logger.V(2).Info("Warm start: replaying the stored objects", "objects", st.Objects,
+	l.logger.V(2).Info("Warm start: replaying the stored objects, then the changes since", "objects", st.Objects,
 		"resourceVersion", st.ResourceVersion, "handlers", len(ls))
 	if len(ls) == 0 {
 		return nil
@@ -82,6 +92,41 @@ func (l *loop) warmStart(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// caughtUp handles the reflector's MarkSynced marker: every change the
+// server had made before the informer started is in the store. A warm
+// start that withheld the stored objects (l.withheld) now replays the
+// store to the handlers as the initial list; the loop then marks the
+// informer synced. Late handlers are not served during the replay: they
+// are activated already (serveLate) and get it with the others.
+func (l *loop) caughtUp(ctx context.Context) error {
+	l.logger.V(2).Info("Warm start caught up with the server")
+	if !l.withheld {
+		return nil
+	}
+	l.withheld = false
+	if l.partial == nil || *l.partial != "" {
+		return nil // a relist is pending; it tells the handlers
+	}
+	ls := l.i.proc.active()
+	if len(ls) == 0 {
+		l.partial = nil
+		return nil
+	}
+	l.i.setLoopState(false)
+	defer l.i.setLoopState(true)
+	last, err := l.replay(ctx, ls, "warm-start", nil)
+	switch {
+	case err == nil:
+		l.partial = nil
+	case ctx.Err() != nil:
+		return err
+	default:
+		l.partial = &last
+		l.i.ReportCorruption(fmt.Errorf("warm start replay stopped after key %q: %w", last, err))
+	}
+	return nil
 }
 
 // serveLate replays the store to the handlers added since the last call,
