@@ -338,6 +338,7 @@ func (d *demo) runController(ctx context.Context, name string) (RunResult, error
 		return r, err
 	}
 	r.Wall = time.Since(begin)
+	r.AtSync = differAtSync(p.Events(), want)
 	if r.Stats, err = democtl.ReadStats(stats); err != nil {
 		return r, err
 	}
@@ -349,6 +350,31 @@ func (d *demo) runController(ctx context.Context, name string) (RunResult, error
 	d.progress("      %s start: synced in %s, %d events, %v LIST requests and %v WatchList streams at the apiserver",
 		name, seconds(r.Stats.SyncedSeconds), r.Stats.Events.Total(), r.Lists, r.WatchLists)
 	return r, nil
+}
+
+// differAtSync counts the pods where what the handler had been told when
+// the controller logged "synced" (the events before that line, folded)
+// differs from want: missing, extra, or at another resourceVersion.
+func differAtSync(es []democtl.Event, want map[string]string) int {
+	for i, e := range es {
+		if e.Type != "synced" {
+			continue
+		}
+		view := Fold(nil, es[:i])
+		n := 0
+		for k, rv := range want {
+			if got, ok := view[k]; !ok || got != rv {
+				n++
+			}
+		}
+		for k := range view {
+			if _, ok := want[k]; !ok {
+				n++
+			}
+		}
+		return n
+	}
+	return len(want)
 }
 
 // change updates half of n random pods, deletes a quarter and creates as

@@ -21,6 +21,11 @@ type RunResult struct {
 	Lists, WatchLists float64
 	// Wall is the time from the process start to its exit.
 	Wall time.Duration
+	// AtSync compares what the handler had been told when the controller
+	// reported synced (its initial adds) with the server's pods: the
+	// keys missing, extra or at another resourceVersion (0: exactly a
+	// LIST).
+	AtSync int
 }
 
 // WriteTable writes the side-by-side comparison of a cold and a warm run.
@@ -32,13 +37,19 @@ func WriteTable(w io.Writer, cold, warm RunResult, fileSize int64) error {
 	}
 	fmt.Fprintf(tw, "\tcold start\twarm start\t\n")
 	row("time to synced", func(r RunResult) string { return seconds(r.Stats.SyncedSeconds) })
+	row("handler's view at synced", func(r RunResult) string {
+		if r.AtSync == 0 {
+			return "= the server's"
+		}
+		return fmt.Sprintf("%d pods differ", r.AtSync)
+	})
 	row("LIST requests (apiserver)", func(r RunResult) string { return fmt.Sprint(r.Lists) })
 	row("WatchList streams (apiserver)", func(r RunResult) string { return fmt.Sprint(r.WatchLists) })
 	row("bytes received", func(r RunResult) string { return bytes(r.Stats.BytesReceived) })
 	row("peak heap", func(r RunResult) string { return bytes(int64(r.Stats.PeakHeapBytes)) })
 	row("steady heap", func(r RunResult) string { return bytes(int64(r.Stats.SteadyHeapBytes)) })
 	row("events delivered", func(r RunResult) string { return fmt.Sprint(r.Stats.Events.Total()) })
-	row("  initial adds (list or replay)", func(r RunResult) string { return fmt.Sprint(r.Stats.Events.InitialAdds) })
+	row("  initial adds", func(r RunResult) string { return fmt.Sprint(r.Stats.Events.InitialAdds) })
 	row("  adds / updates / deletes", func(r RunResult) string {
 		e := r.Stats.Events
 		return fmt.Sprintf("%d / %d / %d", e.Adds, e.Updates, e.Deletes)

@@ -13,7 +13,7 @@ func TestWriteTable(t *testing.T) {
 		Events:  democtl.EventCounts{InitialAdds: 20000},
 		Relists: 1,
 	}}
-	warm := RunResult{Stats: democtl.Stats{
+	warm := RunResult{AtSync: 3, Stats: democtl.Stats{
 		SyncedSeconds: 0.9, BytesReceived: 1536 << 10, PeakHeapBytes: 30 << 20, SteadyHeapBytes: 11 << 20,
 		Events: democtl.EventCounts{InitialAdds: 20000, Adds: 50, Updates: 150, Deletes: 50},
 	}}
@@ -25,6 +25,7 @@ func TestWriteTable(t *testing.T) {
 	for _, want := range []string{
 		"cold start   warm start",
 		"time to synced   8.52s   900ms",
+		"handler's view at synced   = the server's   3 pods differ",
 		"WatchList streams (apiserver)   1   0",
 		"bytes received   160.0 MiB   1.5 MiB",
 		"events delivered   20000   20250",

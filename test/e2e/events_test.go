@@ -144,3 +144,36 @@ func checkChanges(rest []event, ch changes, relisted bool, ignore ...string) str
 	}
 	return strings.Join(problems, "\n")
 }
+
+// checkStartedAs reports how the events of a controller's run differ from
+// a cold start's over want: up to its "synced" line, exactly want as
+// initial-list adds and nothing else; after it, no object event (nothing
+// changed after the start). A warm start must look exactly so, whatever
+// changed while the controller was down.
+func checkStartedAs(es []event, want state) string {
+	cut := -1
+	for i, e := range es {
+		if e.Type == "synced" {
+			cut = i
+			break
+		}
+	}
+	if cut < 0 {
+		return "no synced line"
+	}
+	initial, before, err := split(es[:cut])
+	if err != nil {
+		return err.Error()
+	}
+	var problems []string
+	if len(before) != 0 {
+		problems = append(problems, fmt.Sprintf("%d events other than initial adds before the sync, the first %+v", len(before), before[0]))
+	}
+	if d := initial.diff(want); d != "" {
+		problems = append(problems, "the initial list differs from the server's state: "+d)
+	}
+	if _, after, _ := split(es[cut:]); len(after) != 0 {
+		problems = append(problems, fmt.Sprintf("%d events after the sync, the first %+v", len(after), after[0]))
+	}
+	return strings.Join(problems, "; ")
+}
