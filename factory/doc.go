@@ -83,6 +83,6 @@
 // client-go's.
 //
 // A corrupt, foreign or unflushed file is moved aside and rebuilt from the
-// apiserver (invariant 5 of DESIGN.md); package informer never sees the
+// apiserver (invariant 5 of ARCHITECTURE.md); package informer never sees the
 // file, only the store.Store contract.
 package factory

@@ -6,7 +6,7 @@
 // persistent cache needs:
 //
 //   - Apply: a batch of changes and the resourceVersion they reach, as one
-//     atomic step (invariant 1: the recorded RV never runs ahead of the items).
+//     atomic step (invariant 1).
 //   - State: the recorded RV and whether the stored items are a complete,
 //     consistent picture of the server at that RV.
 //   - BeginReplace: a relist written in bounded pages yet committed
@@ -28,9 +28,12 @@
 // on the Go heap) and store/bolt (objects encoded in a bbolt file). The
 // package store/storetest holds the contract tests both must pass.
 //
+// The invariants cited by number are those of the repository's
+// ARCHITECTURE.md.
+//
 // Ownership: objects passed to a Store belong to it afterwards and objects
 // returned by it are shared; neither the store nor its callers may mutate
-// them (as in client-go). A bolt store may hand the same decoded object to
+// them (invariant 6, as in client-go). A bolt store may hand the same decoded object to
 // several readers (it keeps a cache of decoded objects for point reads).
 package store
 
@@ -331,8 +334,7 @@ var (
 	// ErrCorrupt is returned when stored data cannot be read back: a
 	// persistent store's file or one of its objects is damaged. The
 	// store marks itself incomplete, so that the next start relists; an
-	// informer that meets it relists at once. The disk is a cache, never
-	// the source of truth.
+	// informer that meets it relists at once (invariant 5).
 	ErrCorrupt = errors.New("cache file is corrupt")
 	// ErrIndexFunc wraps an error returned by an index function, or a
 	// panic in it; the function's own error is wrapped too. The write is
