@@ -161,17 +161,20 @@ func benchEvents(b *testing.B, proc *apiproc.Process, impl string, n int) {
 	b.ReportMetric(measure.Micros(cpu)/float64(b.N), "cpu-µs/event")
 }
 
-// benchWarm: a bolt informer syncs once; each iteration restarts it from
-// its file, with a handler that every stored pod is replayed to or
-// without. ns/op is the restart time to HasSynced (and the replay).
+// benchWarm: a bolt informer syncs once; each iteration changes 1% of the
+// pods and restarts it from its file, with a handler that every pod is
+// replayed to once caught up, or without. ns/op is the restart time to
+// HasSynced (and the replay).
 func benchWarm(b *testing.B, proc *apiproc.Process, n int, withHandler bool) {
 	opts := informerbench.Options{Dir: b.TempDir()}
 	inf, _ := coldSync(b, proc, informerbench.Bolt, n, opts)
 	stop(b, proc, inf)
 	var total, cpu time.Duration
 	var peak float64
-	for range b.N {
-		w, err := informerbench.WarmRestart(benchContext(b), proc, n, opts, withHandler)
+	for i := range b.N {
+		// 1% of the pods change while the informer is down, each
+		// iteration a generation of its own.
+		w, err := informerbench.WarmRestart(benchContext(b), proc, n, opts, withHandler, n/100, 1000+i)
 		if err != nil {
 			b.Fatal(err)
 		}

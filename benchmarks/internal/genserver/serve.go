@@ -220,11 +220,20 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *resourc
 		return
 	}
 	ctx := r.Context()
-	var timeout <-chan time.Time
+	var timeout, preTimeout <-chan time.Time
 	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
-		t := time.NewTimer(time.Duration(*opts.TimeoutSeconds) * time.Second)
+		d := time.Duration(*opts.TimeoutSeconds) * time.Second
+		t := time.NewTimer(d)
 		defer t.Stop()
 		timeout = t.C
+		// kube-apiserver's watch cache sends a watch that allows
+		// bookmarks one at its current resourceVersion 2s before the
+		// watch's timeout (none when that moment has passed).
+		if opts.AllowWatchBookmarks && d >= 3*time.Second {
+			pt := time.NewTimer(d - 2*time.Second)
+			defer pt.Stop()
+			preTimeout = pt.C
+		}
 	}
 	watchList := opts.SendInitialEvents != nil && *opts.SendInitialEvents
 	ri := res.ri
@@ -293,7 +302,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *resourc
 			return
 		}
 		if watchList {
-			bm, err := bookmark(res, snap.rv)
+			bm, err := bookmark(res, snap.rv, true)
 			if err != nil {
 				return
 			}
@@ -307,6 +316,21 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *resourc
 		}
 		snap = nil
 	}
+	// sendBookmark writes a bookmark at cursor: every change of the
+	// resource up to it was sent.
+	sendBookmark := func() bool {
+		bm, err := bookmark(res, cursor, false)
+		if err != nil {
+			return false
+		}
+		b, err := enc.encode(watch.Bookmark, bm, c.object)
+		if err != nil {
+			return false
+		}
+		_, err = frames.Write(b)
+		flusher.Flush()
+		return err == nil
+	}
 	for {
 		s.mu.Lock()
 		changes, next := s.changesLocked(ri, cursor, watchBatch)
@@ -317,6 +341,12 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *resourc
 			flusher.Flush()
 			select {
 			case <-notify:
+				continue
+			case <-preTimeout:
+				preTimeout = nil
+				if !sendBookmark() {
+					return
+				}
 				continue
 			case <-restarted:
 				return
@@ -360,8 +390,9 @@ func (s *Server) waitOpen(ctx context.Context, restarted chan struct{}) bool {
 	}
 }
 
-// bookmark returns the WatchList's closing bookmark at rv.
-func bookmark(res *resource, rv int64) (kruntime.Object, error) {
+// bookmark returns a bookmark at rv: the WatchList's closing one (with
+// the initial-events-end annotation) when end is set.
+func bookmark(res *resource, rv int64, end bool) (kruntime.Object, error) {
 	var obj kruntime.Object
 	if res.typed {
 		o, err := scheme.Scheme.New(res.GroupVersionKind())
@@ -380,6 +411,8 @@ func bookmark(res *resource, rv int64) (kruntime.Object, error) {
 		return nil, err
 	}
 	acc.SetResourceVersion(strconv.FormatInt(rv, 10))
-	acc.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+	if end {
+		acc.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+	}
 	return obj, nil
 }

@@ -3,6 +3,7 @@ package genserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http/httptest"
 	"net/url"
 	"strconv"
@@ -385,5 +386,50 @@ func TestChurnHotSet(t *testing.T) {
 	}
 	if err := Control(ctx, c.HTTP, c.URL, "churn", url.Values{"changes": {"1"}, "gen": {"6"}, "hot": {"many"}}, nil); err == nil || !strings.Contains(err.Error(), "400") {
 		t.Errorf("control churn with hot=many: %v, want 400", err)
+	}
+}
+
+// TestPreTimeoutBookmark: as kube-apiserver's watch cache, a watch that
+// allows bookmarks gets one at the current resourceVersion 2s before its
+// timeout, after the changes before it, without the initial-events-end
+// annotation; none under 3s or without bookmarks allowed.
+func TestPreTimeoutBookmark(t *testing.T) {
+	s, _, cs := start(t, "application/vnd.kubernetes.protobuf")
+	ctx := context.Background()
+	res, err := s.Churn("pods", 3, 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Open()
+	from := strconv.FormatInt(res.FirstRV-1, 10)
+	for _, tc := range []struct {
+		timeout   int64
+		bookmarks bool
+		want      bool
+	}{{3, true, true}, {2, true, false}, {3, false, false}} {
+		t.Run(fmt.Sprintf("timeout=%ds,bookmarks=%v", tc.timeout, tc.bookmarks), func(t *testing.T) {
+			w, err := cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{ResourceVersion: from, AllowWatchBookmarks: tc.bookmarks, TimeoutSeconds: &tc.timeout})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			for range 3 {
+				if ev := recv(t, w); ev.Type != watch.Modified {
+					t.Fatalf("got %s, want the three changes first", ev.Type)
+				}
+			}
+			ev, ok := <-w.ResultChan()
+			switch {
+			case !tc.want && ok:
+				t.Fatalf("got %s, want the watch closed at its timeout without a bookmark", ev.Type)
+			case tc.want && (!ok || ev.Type != watch.Bookmark):
+				t.Fatalf("got %s (open %v), want a bookmark", ev.Type, ok)
+			case tc.want:
+				p := ev.Object.(*corev1.Pod)
+				if p.ResourceVersion != strconv.FormatInt(res.LastRV, 10) || len(p.Annotations) != 0 {
+					t.Fatalf("bookmark %+v, want one at %d without annotations", p.ObjectMeta, res.LastRV)
+				}
+			}
+		})
 	}
 }
