@@ -475,7 +475,9 @@ func Table(title string, results []Result, alone *ServerAlone) *measure.Table {
 	t.Add("warm restart LIST requests (the resume check)", nil,
 		col(func(r Result) float64 { return warm(r.WarmReplay, func(w Warm) float64 { return float64(w.Lists) }) })...)
 	t.Add("warm restart WatchList streams", nil,
-		col(func(r Result) float64 { return warm(r.WarmReplay, func(w Warm) float64 { return float64(w.WatchLists) }) })...)
+		col(func(r Result) float64 {
+			return warm(r.WarmReplay, func(w Warm) float64 { return float64(w.WatchLists) })
+		})...)
 	t.Add("warm restart peak heap MB", nil,
 		col(func(r Result) float64 { return warm(r.WarmReplay, func(w Warm) float64 { return w.Heap.Peak / mb }) })...)
 	fileMB := func(f func(Result) int64) func(Result) float64 {
