@@ -285,8 +285,8 @@ func TestShardedWarmStartChecksTheShard(t *testing.T) {
 		}
 		lists, watches := fake.requests()
 		for _, l := range lists {
-			if l.Limit != 1 || l.ResourceVersion != "" {
-				t.Errorf("listed %+v, want only resume checks (limit 1, resourceVersion \"\")", l)
+			if l.ResourceVersion != "" || l.Continue != "" {
+				t.Errorf("listed %+v, want only resume checks (one page, resourceVersion \"\")", l)
 			}
 		}
 		if len(watches) != 0 {

@@ -277,7 +277,9 @@ func newFailingCheckLW(src *fakesource.Source, errs ...error) *failingCheckLW {
 }
 
 func (f *failingCheckLW) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	if opts.ResourceVersion == "" && opts.Limit == 1 {
+	if opts.ResourceVersion == "" && opts.Continue == "" {
+		// The resume check (a consistent LIST: of one object, or of a
+		// page for a small store); the relist after it is a WatchList.
 		f.mu.Lock()
 		var err error
 		last := false

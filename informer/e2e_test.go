@@ -243,19 +243,26 @@ func getPod(t *testing.T, src *fakesource.Source, name string) *corev1.Pod {
 // while the informer was down never appears, the one updated appears once
 // at its current version. With Options.WarmStartChanges they are told the
 // stored state, then the changes (a relist's diff after a 410).
+//
+// A store of at most a page of objects (small) is checked whole by the
+// resume check, whose page is then the relist: the warm start is the
+// LIST of one page, never a watch from the stored resourceVersion, and
+// with WarmStartChanges the changes are the relist's diff.
 func TestWarmStartResumesWithoutList(t *testing.T) {
-	for _, changesMode := range []bool{false, true} {
-		for _, expire := range []bool{false, true} {
-			for _, sk := range storeKinds(t, nil) {
-				t.Run(fmt.Sprintf("%s/expired=%v/changes=%v", sk.name, expire, changesMode), func(t *testing.T) {
-					testWarmStartResumes(t, sk, expire, changesMode)
-				})
+	for _, small := range []bool{false, true} {
+		for _, changesMode := range []bool{false, true} {
+			for _, expire := range []bool{false, true} {
+				for _, sk := range storeKinds(t, nil) {
+					t.Run(fmt.Sprintf("%s/expired=%v/changes=%v/small=%v", sk.name, expire, changesMode, small), func(t *testing.T) {
+						testWarmStartResumes(t, sk, expire, changesMode, small)
+					})
+				}
 			}
 		}
 	}
 }
 
-func testWarmStartResumes(t *testing.T, sk storeKind, expire, changesMode bool) {
+func testWarmStartResumes(t *testing.T, sk storeKind, expire, changesMode, small bool) {
 	src := newSource(t, "a", "b", "c")
 	ep := src.Endpoint(podGVK, "")
 	st, closeStore := sk.open(t)
@@ -284,7 +291,11 @@ func testWarmStartResumes(t *testing.T, sk storeKind, expire, changesMode bool) 
 	st, closeStore = sk.open(t)
 	defer closeStore()
 	rec2 := newRecorder()
-	r2 := runInformer(t, ep, Options{Store: st, WarmStartChanges: changesMode}, rec2)
+	opts := Options{Store: st, WarmStartChanges: changesMode}
+	if !small {
+		opts.Reflector.PageSize = 2 // the store's 3 pods are more than a page
+	}
+	r2 := runInformer(t, ep, opts, rec2)
 	r2.waitSynced(t)
 	// Synced means caught up: the store holds the server's state now.
 	sameAsSource(t, st, src)
@@ -297,7 +308,7 @@ func testWarmStartResumes(t *testing.T, sk storeKind, expire, changesMode bool) 
 			event("add ns/b@" + bNew + " initial=true"),
 			event("add ns/d@" + dRV + " initial=true"),
 		}
-	case expire:
+	case expire || small:
 		// The relist diff: only what changed, in key order. The replay
 		// was the initial list, so the relist's add is not.
 		want = []event{
@@ -324,11 +335,14 @@ func testWarmStartResumes(t *testing.T, sk storeKind, expire, changesMode bool) 
 	after := src.Stats()
 	lists := after.Lists + after.WatchLists - before.Lists - before.WatchLists
 	// Every warm start makes one resume check (a LIST of at most one
-	// object reading the server's resourceVersion).
-	if expire && lists != 2 {
+	// object reading the server's resourceVersion, or of a page for a
+	// small store, which is the relist when the resource changed).
+	switch {
+	case small && lists != 1:
+		t.Fatalf("%d lists on a warm start of a small store, want 1 (the resume check, which is the relist)", lists)
+	case !small && expire && lists != 2:
 		t.Fatalf("%d lists after a 410, want 2 (the resume check and the relist)", lists)
-	}
-	if !expire && lists != 1 {
+	case !small && !expire && lists != 1:
 		t.Fatalf("%d lists on a warm start, want 1 (the resume check)", lists)
 	}
 	r2.stop()

@@ -156,6 +156,9 @@ func (i *Informer) newReflector(q *deltafifo.Queue) (*reflector.Reflector, error
 		resumed = complete
 		return rv, complete
 	}
+	if ro.StoredVersions == nil {
+		ro.StoredVersions = i.storedVersions
+	}
 	user := ro.OnResumeDecided
 	ro.OnResumeDecided = func(ahead bool) {
 		switch {
@@ -223,6 +226,29 @@ func (d *resumeDecision) wait(ctx context.Context) (start, error) {
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
+}
+
+// storedVersions returns the key and resourceVersion of every stored
+// object when the store holds at most max (reflector.Options
+// .StoredVersions): read without decoding the objects.
+func (i *Informer) storedVersions(max int) (map[string]string, cache.KeyFunc, bool) {
+	st, err := i.store.State()
+	if err != nil || st.Objects > max {
+		return nil, nil, false
+	}
+	keys := i.store.ListKeys()
+	if len(keys) > max {
+		return nil, nil, false
+	}
+	out := make(map[string]string, len(keys))
+	for _, k := range keys {
+		rv, ok, err := i.store.ResourceVersionOf(k)
+		if err != nil || !ok {
+			return nil, nil, false
+		}
+		out[k] = rv
+	}
+	return out, i.store.KeyFunc(), true
 }
 
 // resumeFrom tells the reflector where the store stands; after a

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/warmcache/warmcache/internal/fakesource"
@@ -251,5 +252,83 @@ func TestCatchUpTimeoutOption(t *testing.T) {
 		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInvalidOptions)) {
 			t.Errorf("CatchUpTimeout %v: err %v, want ok=%v", tc.d, err, tc.ok)
 		}
+	}
+}
+
+// storedVersions is Options.StoredVersions over the recorder's model of
+// the store.
+func storedVersions(sink *recorder) func(max int) (map[string]string, cache.KeyFunc, bool) {
+	return func(max int) (map[string]string, cache.KeyFunc, bool) {
+		sink.mu.Lock()
+		defer sink.mu.Unlock()
+		if len(sink.items) > max {
+			return nil, nil, false
+		}
+		out := make(map[string]string, len(sink.items))
+		for k, rv := range sink.items {
+			out[k] = rv
+		}
+		return out, cache.MetaNamespaceKeyFunc, true
+	}
+}
+
+// TestResumeSmallStore: a store of at most a page of objects is checked
+// whole by the resume check (a LIST of a page, one request). Unchanged
+// since the stored RV (only another kind moved the server's RV): a
+// bookmark at the list's RV and MarkSynced at once, then a watch from
+// there, with no wait for the catch-up. Changed: the page is the relist
+// (its EndReplace syncs, no MarkSynced). Grown past the page: the watch
+// catches up as for a large store.
+func TestResumeSmallStore(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		change    func(t *testing.T, src *fakesource.Source)
+		pageSize  int64
+		wantCalls []string
+		wantLimit int64
+	}{
+		{"unchanged", func(t *testing.T, src *fakesource.Source) { otherKind(t, src) }, 0,
+			[]string{"Bookmark 5", "MarkSynced"}, DefaultPageSize},
+		{"changed", func(t *testing.T, src *fakesource.Source) {
+			mustUpdate(t, src, podL("a", "2")) // 5
+			mustDelete(t, src, pod("b"))       // 6
+			otherKind(t, src)                  // 7
+		}, 0, []string{"BeginReplace", "ReplacePage a,c", "EndReplace 7"}, DefaultPageSize},
+		{"grown past the page", func(t *testing.T, src *fakesource.Source) {
+			mustAdd(t, src, pod("d")) // 5
+			mustAdd(t, src, pod("e")) // 6
+		}, 4, []string{"Add d@5", "Add e@6", "MarkSynced"}, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, _ := catchUpSource(t, fakesource.Options{})
+			sink := newRecorder()
+			sink.seed(src)
+			tc.change(t, src)
+			m := &countingMetrics{}
+			h := run(t, src, sink, Options{
+				ResumeFrom:     func() (string, bool) { return "4", true },
+				StoredVersions: storedVersions(sink),
+				PageSize:       tc.pageSize,
+				Metrics:        m,
+			})
+			calls := sink.waitCall(t, tc.wantCalls[len(tc.wantCalls)-1])
+			if !reflect.DeepEqual(calls, tc.wantCalls) {
+				t.Fatalf("sink calls = %v, want %v", calls, tc.wantCalls)
+			}
+			h.clk.noTimer(t)
+			lists := requests(src, "list")
+			if len(lists) != 1 || lists[0].Options.Limit != tc.wantLimit || lists[0].Options.ResourceVersion != "" {
+				t.Fatalf("lists %+v, want one consistent LIST of limit %d", lists, tc.wantLimit)
+			}
+			w := waitWatches(t, src, 1)[0].Options
+			if want := src.ResourceVersion(); tc.name != "grown past the page" && w.ResourceVersion != want {
+				t.Fatalf("watch from %s, want the list's resourceVersion %s", w.ResourceVersion, want)
+			}
+			_, _, _, relists, resumes, _ := m.get()
+			if wantRelists := map[string]int{"changed": 1}[tc.name]; relists != wantRelists || resumes != 1-wantRelists {
+				t.Fatalf("metrics relists=%d resumes=%d, want %d and %d", relists, resumes, wantRelists, 1-wantRelists)
+			}
+			sink.checkModel(t, src)
+		})
 	}
 }

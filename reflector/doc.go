@@ -22,10 +22,15 @@
 //     (ErrNoCatchUpSignal). kube-apiserver accepts a watch from an expired
 //     RV and reports the 410 as its first event, at once; in that case the
 //     reflector pushes no MarkSynced and relists, and the relist's
-//     EndReplace completes the sync. Only when there is no RV to reach
-//     (the check off, or RVs that are not kube-apiserver's integers) does
-//     MarkSynced fall back to the first event or Options.ResumeSettle (1s)
-//     of quiet, which is not exact.
+//     EndReplace completes the sync. A store of at most a page of objects
+//     (Options.StoredVersions) is checked whole instead: the resume check
+//     lists a page, and when that is the whole resource it is compared
+//     with the stored keys and RVs: unchanged, the warm start is synced at
+//     once (Bookmark at the list's RV, then MarkSynced); changed, the page
+//     is the relist, in the same request. Only when there is no RV to
+//     reach (the check off, or RVs that are not kube-apiserver's integers)
+//     does MarkSynced fall back to the first event or Options.ResumeSettle
+//     (1s) of quiet, which is not exact.
 //   - Never silently stale. A stored RV ahead of the server's (the cluster
 //     was recreated at the same address, or its etcd restored from an
 //     older backup) is never watched from: the reflector logs it and
@@ -106,7 +111,8 @@
 //     after 1.21-2.37s, with 5s after 2.21-3.46s. The cache sends
 //     bookmarks on a timer of 1s (jitter 0.25) to watches grouped by the
 //     second they are due, hence the spread. No request makes it sooner,
-//     short of a WatchList of the whole resource.
+//     short of listing the whole resource: which a store of at most a
+//     page does, in the resume check itself (one request either way).
 //   - sendInitialEvents=true streams every object and then the
 //     initial-events-end bookmark (4 objects in 3ms): a sync signal, but
 //     the price of a relist, which a warm start exists to avoid.

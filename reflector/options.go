@@ -120,6 +120,21 @@ type Options struct {
 	// a watch from that RV. An incomplete state with an RV relists not
 	// older than it. Default nil: cold start.
 	ResumeFrom func() (rv string, complete bool)
+	// StoredVersions, when set, lets a warm start of a small store check
+	// the whole stored state in the resume check: called with max (the
+	// PageSize), it returns the key and resourceVersion of every stored
+	// object and the store's key function, or ok false when the store
+	// holds more than max objects. The resume check then lists a page of
+	// PageSize objects instead of one; when that page is the whole
+	// resource and the same keys at the same resourceVersions as the
+	// store, nothing changed since the stored RV: the reflector pushes
+	// Bookmark at the list's RV and MarkSynced once the watch from it is
+	// open, with no wait for the catch-up. When the whole resource
+	// changed, the page is pushed as the relist (BeginReplace, the page,
+	// EndReplace at its RV), which syncs in one request. A resource that
+	// has grown past the page catches up on the watch as without it.
+	// Default nil: the resume check lists one object.
+	StoredVersions func(max int) (versions map[string]string, keyOf cache.KeyFunc, ok bool)
 	// ResumeSettle is the last resort of a warm start that has no
 	// resourceVersion to reach: the resume check is off (ResumeCheckOff)
 	// or the server's resourceVersions are not kube-apiserver's integers.

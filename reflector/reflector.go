@@ -162,35 +162,53 @@ func (r *Reflector) Run(ctx context.Context) {
 	warm := r.resume(ctx)
 	cu := catchUp{started: r.clock.Now()}
 	ahead := false
+	// failed is set when the warm start could not go on (the Sink failed):
+	// the loop below relists. listedWhole is set when the resume check's
+	// page was the relist.
+	failed, listedWhole := false, false
 	if warm {
-		check, current, err := r.checkResume(ctx, r.LastSyncResourceVersion())
+		a, err := r.checkResume(ctx, r.LastSyncResourceVersion())
 		if err != nil {
 			// ctx ended before the server could be asked: nothing is
 			// decided, so nothing of the stored state may be served.
 			return
 		}
-		switch check {
-		case resumeAhead:
+		cu.pending = true
+		switch {
+		case a.check == resumeAhead:
 			// Relist the most recent state: a list not older than the
 			// stored RV would wait for the server to reach it.
 			warm, ahead = false, true
 			r.setRVUnavailable(true)
-		case resumeCurrent:
+		case a.check == resumeCurrent:
 			cu.mode = catchUpOpen
-		case resumeBehind:
-			cu.mode, cu.target = catchUpTarget, current
+		case a.check == resumeBehind && a.whole:
+			// The check's page holds the whole resource at a.rv.
+			cu.mode, listedWhole = catchUpOpen, !a.same
+			if err := r.resumeWhole(ctx, a, &cu); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				r.abortReplace(ctx)
+				r.handleError(ctx, err)
+				failed = true
+			}
+		case a.check == resumeBehind:
+			cu.mode, cu.target = catchUpTarget, a.rv
 		default:
 			cu.mode, cu.settle = catchUpSettle, r.opts.ResumeSettle
 		}
-		cu.pending = warm
+		if !warm || failed {
+			cu.pending = false
+		}
 	}
 	if r.opts.OnResumeDecided != nil {
 		r.opts.OnResumeDecided(ahead)
 	}
-	if warm {
+	if warm && !failed && !listedWhole {
 		r.metrics.Resumed()
 	}
-	needRelist := !warm
+	needRelist := !warm || failed
 	var w watch.Interface
 	for ctx.Err() == nil {
 		if needRelist {
@@ -225,6 +243,48 @@ func (r *Reflector) Run(ctx context.Context) {
 		r.handleError(ctx, err)
 		r.sleep(ctx, r.relistDelay(err))
 	}
+}
+
+// resumeWhole ends a warm start whose resume check listed the whole
+// resource at a.rv (a store of at most PageSize objects, see
+// Options.StoredVersions). When that is the stored state (no object
+// changed since the stored RV), it pushes Bookmark(a.rv): the stored state
+// is the server's at a.rv, and the watch resumes from there, synced at
+// once (cu is catchUpOpen). Otherwise the page is the relist: it pushes
+// BeginReplace, the page and EndReplace(a.rv), which completes the sync,
+// and clears cu.pending. Either way the watch that follows starts from
+// a.rv, and nothing more is listed.
+func (r *Reflector) resumeWhole(ctx context.Context, a resumeAnswer, cu *catchUp) error {
+	logger := klog.FromContext(ctx)
+	if a.same {
+		logger.V(2).Info("The resource did not change since the stored resourceVersion; synced", "serverResourceVersion", a.rv, "objects", len(a.items))
+		if err := r.sink.Bookmark(ctx, a.rv); err != nil {
+			return fmt.Errorf("%w: bookmark at resourceVersion %s: %w", ErrSink, a.rv, err)
+		}
+		r.setLastSyncResourceVersion(a.rv)
+		return nil
+	}
+	logger.V(2).Info("The resume check listed the whole resource, which changed since the stored resourceVersion; that list is the relist",
+		"serverResourceVersion", a.rv, "objects", len(a.items))
+	cu.pending = false
+	r.metrics.RelistStarted()
+	if err := r.beginReplace(ctx); err != nil {
+		return err
+	}
+	p := pager{r: r}
+	for _, o := range a.items {
+		if err := p.add(ctx, o); err != nil {
+			return err
+		}
+	}
+	if err := p.flush(ctx); err != nil {
+		return err
+	}
+	if err := r.endReplace(ctx, a.rv); err != nil {
+		return err
+	}
+	r.lastRelist = r.clock.Now()
+	return nil
 }
 
 // resume consults ResumeFrom and reports whether this is a warm start.

@@ -7,7 +7,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 )
 
@@ -34,10 +36,27 @@ const (
 	resumeAhead
 )
 
+// resumeAnswer is what the resume check found.
+type resumeAnswer struct {
+	check resumeCheck
+	// rv is the server's current resourceVersion ("" when the check is
+	// off).
+	rv string
+	// items, when whole is set, are every object of the resource at rv:
+	// the check listed a page of a small store (Options.StoredVersions)
+	// and the server had no more.
+	items []runtime.Object
+	whole bool
+	// same is set when whole and the items are the stored state: the
+	// same keys at the same resourceVersions.
+	same bool
+}
+
 // checkResume compares the stored resourceVersion rv with the server's
-// current one, read with a consistent LIST of at most one object
-// (ResourceVersion "", Limit 1; Options.ResumeCheck), and returns the
-// server's (empty when the check is off).
+// current one, read with a consistent LIST (ResourceVersion "";
+// Options.ResumeCheck) of at most one object, or, when the store holds at
+// most PageSize objects (Options.StoredVersions), of a page: if that page
+// is the whole resource, it is compared with the stored state too.
 //
 // A LIST that fails is retried as a failed relist is: the error goes to
 // the WatchErrorHandler and the retry waits on the reflector's backoff
@@ -49,20 +68,30 @@ const (
 // right to list, the reflector could not relist either, and RBAC may be
 // granted later, as client-go's reflector keeps retrying its list. The
 // only error checkResume returns is ctx's, when ctx ends first.
-func (r *Reflector) checkResume(ctx context.Context, rv string) (resumeCheck, string, error) {
+func (r *Reflector) checkResume(ctx context.Context, rv string) (resumeAnswer, error) {
 	if r.opts.ResumeCheck != ResumeCheckList {
-		return resumeUnchecked, "", nil
+		return resumeAnswer{check: resumeUnchecked}, nil
 	}
 	logger := klog.FromContext(ctx)
-	var current string
+	var stored map[string]string
+	var keyOf cache.KeyFunc
+	limit := int64(1)
+	if r.opts.StoredVersions != nil {
+		var ok bool
+		if stored, keyOf, ok = r.opts.StoredVersions(int(r.opts.PageSize)); ok {
+			limit = r.opts.PageSize
+		}
+	}
+	var list runtime.Object
+	var current, cont string
 	for failures := 1; ; failures++ {
 		var err error
-		current, err = r.serverResourceVersion(ctx)
+		list, current, cont, err = r.resumeList(ctx, limit)
 		if err == nil {
 			break
 		}
 		if ctx.Err() != nil {
-			return resumeUnchecked, "", ctx.Err()
+			return resumeAnswer{check: resumeUnchecked}, ctx.Err()
 		}
 		d := r.retryDelay(err)
 		msg := "Cannot read the server's current resourceVersion; the warm start waits, serving none of the stored objects, and retries"
@@ -72,41 +101,85 @@ func (r *Reflector) checkResume(ctx context.Context, rv string) (resumeCheck, st
 		logger.Info(msg, "resourceVersion", rv, "failures", failures, "retryIn", d, "err", err)
 		r.handleError(ctx, err)
 		if !r.sleep(ctx, d) {
-			return resumeUnchecked, "", ctx.Err()
+			return resumeAnswer{check: resumeUnchecked}, ctx.Err()
 		}
 	}
+	a := resumeAnswer{rv: current}
 	c, err := resourceversion.CompareResourceVersion(rv, current)
 	switch {
 	case err != nil:
 		logger.Info("Cannot compare the stored resourceVersion with the server's (not kube-apiserver's integer resourceVersions); resuming the watch unchecked: a stored state ahead of this server cannot be detected",
 			"resourceVersion", rv, "serverResourceVersion", current, "err", err)
-		return resumeUnchecked, current, nil
+		a.check = resumeUnchecked
+		return a, nil
 	case c > 0:
 		logger.Info("The stored resourceVersion is ahead of the server's: the cluster was recreated or restored from an older backup; discarding the resume and relisting",
 			"resourceVersion", rv, "serverResourceVersion", current)
-		return resumeAhead, current, nil
+		a.check = resumeAhead
+		return a, nil
 	case c == 0:
 		logger.V(2).Info("The stored resourceVersion is the server's current one; synced once the watch is open", "resourceVersion", rv)
-		return resumeCurrent, current, nil
+		a.check = resumeCurrent
+		return a, nil
 	}
-	logger.V(2).Info("The server has moved on since the stored resourceVersion; synced once the resumed watch reaches the server's", "resourceVersion", rv, "serverResourceVersion", current)
-	return resumeBehind, current, nil
+	a.check = resumeBehind
+	if limit > 1 && cont == "" {
+		a.whole = true
+		if err := meta.EachListItemWithAlloc(list, func(o runtime.Object) error {
+			a.items = append(a.items, o)
+			return nil
+		}); err != nil {
+			// Not usable as the whole state: catch up on the watch.
+			logger.V(2).Info("Cannot read the resume check's page; catching up on the watch", "err", err)
+			a.whole, a.items = false, nil
+		} else {
+			a.same = sameState(a.items, stored, keyOf)
+		}
+	}
+	logger.V(2).Info("The server has moved on since the stored resourceVersion", "resourceVersion", rv, "serverResourceVersion", current,
+		"wholeResourceListed", a.whole, "unchanged", a.same)
+	return a, nil
 }
 
-// serverResourceVersion returns the resourceVersion of a consistent LIST
-// of at most one object: the server's current one.
-func (r *Reflector) serverResourceVersion(ctx context.Context) (string, error) {
+// sameState reports whether items are exactly the stored state: the same
+// keys, each at the same resourceVersion. resourceVersions are unique per
+// write, so equal states mean no object of the resource changed between
+// the two, or only objects created and deleted in between.
+func sameState(items []runtime.Object, stored map[string]string, keyOf cache.KeyFunc) bool {
+	if len(items) != len(stored) {
+		return false
+	}
+	for _, o := range items {
+		key, err := keyOf(o)
+		if err != nil {
+			return false
+		}
+		acc, err := meta.Accessor(o)
+		if err != nil {
+			return false
+		}
+		if rv, ok := stored[key]; !ok || rv != acc.GetResourceVersion() {
+			return false
+		}
+	}
+	return true
+}
+
+// resumeList sends the resume check's consistent LIST of at most limit
+// objects and returns the list, its resourceVersion (the server's
+// current one) and its continue token.
+func (r *Reflector) resumeList(ctx context.Context, limit int64) (runtime.Object, string, string, error) {
 	r.metrics.ListRequested()
-	obj, err := r.lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "", Limit: 1})
+	obj, err := r.lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "", Limit: limit})
 	if err != nil {
-		return "", fmt.Errorf("list %s (limit 1): %w", r.opts.TypeDescription, err)
+		return nil, "", "", fmt.Errorf("list %s (limit %d): %w", r.opts.TypeDescription, limit, err)
 	}
 	acc, err := meta.ListAccessor(obj)
 	if err != nil {
-		return "", fmt.Errorf("list %s (limit 1): %w: %T: %v", r.opts.TypeDescription, ErrUnexpectedObject, obj, err)
+		return nil, "", "", fmt.Errorf("list %s (limit %d): %w: %T: %v", r.opts.TypeDescription, limit, ErrUnexpectedObject, obj, err)
 	}
 	if acc.GetResourceVersion() == "" {
-		return "", fmt.Errorf("list %s (limit 1): %w", r.opts.TypeDescription, ErrNoResourceVersion)
+		return nil, "", "", fmt.Errorf("list %s (limit %d): %w", r.opts.TypeDescription, limit, ErrNoResourceVersion)
 	}
-	return acc.GetResourceVersion(), nil
+	return obj, acc.GetResourceVersion(), acc.GetContinue(), nil
 }

@@ -92,7 +92,7 @@ func TestWarmStartCatchesUp(t *testing.T) {
 			}
 			file := filepath.Join(t.TempDir(), "cache.db")
 
-			first := runCatchUp(ctx, t, c, file, ns, tc.idle)
+			first := runCatchUp(ctx, t, c, file, ns, catchUpWant(ctx, t, c, ns, tc.idle))
 			for _, r := range first {
 				if r.warm {
 					t.Errorf("%s: the first run found a complete store in a new file", r.resource)
@@ -104,12 +104,13 @@ func TestWarmStartCatchesUp(t *testing.T) {
 			if tc.between != nil {
 				tc.between(ctx, t, c)
 			}
+			want := catchUpWant(ctx, t, c, ns, tc.idle) // before counting: these LISTs are the test's
 			lists := map[string]float64{}
 			for _, res := range []string{"pods", "configmaps"} {
 				lists[res] = c.listRequests(ctx, t, res, ns)
 			}
 
-			second := runCatchUp(ctx, t, c, file, ns, tc.idle)
+			second := runCatchUp(ctx, t, c, file, ns, want)
 			for _, r := range second {
 				if !r.warm {
 					t.Errorf("%s: the restart found no complete store in the file", r.resource)
@@ -193,22 +194,31 @@ func makeBacklog(ctx context.Context, t *testing.T, c *cluster, ns string, befor
 	return time.Since(start)
 }
 
-// runCatchUp runs a pods informer (and, with idle, a ConfigMaps informer)
-// of namespace ns on file through the client-go factory switch, until
-// each has synced, and checks what it holds and told its handler at that
-// moment against paginated LISTs of the server (nothing changes the
-// namespace meanwhile); it then stops them and checks their handlers were
-// told nothing more.
-func runCatchUp(ctx context.Context, t *testing.T, c *cluster, file, ns string, idle bool) []catchUpRun {
+// catchUpWant lists (in pages) the pods and, with idle, the ConfigMaps of
+// ns: what runCatchUp's informers must hold and tell when they sync, by
+// resource.
+func catchUpWant(ctx context.Context, t *testing.T, c *cluster, ns string, idle bool) map[string]map[string]interface{} {
+	t.Helper()
+	want := map[string]map[string]interface{}{"pods": listPodObjects(ctx, t, c, ns)}
+	if idle {
+		want["configmaps"] = listConfigMapObjects(ctx, t, c, ns)
+	}
+	return want
+}
+
+// runCatchUp runs a pods informer (and, when want has ConfigMaps, a
+// ConfigMaps informer) of namespace ns on file through the client-go
+// factory switch, until each has synced, and checks what it holds and
+// told its handler at that moment against want, paginated LISTs of the
+// server (nothing changes the namespace meanwhile); it then stops them
+// and checks their handlers were told nothing more.
+func runCatchUp(ctx context.Context, t *testing.T, c *cluster, file, ns string, want map[string]map[string]interface{}) []catchUpRun {
 	t.Helper()
 	logger := ktesting.NewLogger(t, ktesting.NewConfig())
 	ctx, cancel := context.WithCancel(klog.NewContext(ctx, logger))
 	defer cancel()
-	wantPods := listPodObjects(ctx, t, c, ns)
-	var wantCMs map[string]interface{}
-	if idle {
-		wantCMs = listConfigMapObjects(ctx, t, c, ns)
-	}
+	wantPods, wantCMs := want["pods"], want["configmaps"]
+	idle := wantCMs != nil
 	reg := prometheus.NewRegistry()
 	set, err := metrics.New(reg, metrics.Options{})
 	if err != nil {
@@ -243,11 +253,21 @@ func runCatchUp(ctx context.Context, t *testing.T, c *cluster, file, ns string, 
 	f.StartWithContext(ctx)
 	runs := make([]catchUpRun, len(ws))
 	told := make([]int, len(ws))
+	// Each informer's time to synced, measured as it syncs.
+	syncedAfter := make([]time.Duration, len(ws))
+	var waits sync.WaitGroup
+	for i, w := range ws {
+		waits.Go(func() {
+			if cache.WaitFor(ctx, "", w.inf.HasSyncedChecker()) {
+				syncedAfter[i] = time.Since(start)
+			}
+		})
+	}
 	for i, w := range ws {
 		if !cache.WaitFor(ctx, "", w.inf.HasSyncedChecker()) {
 			t.Fatalf("%s did not sync", w.resource)
 		}
-		runs[i] = catchUpRun{resource: w.resource, warm: w.warm, synced: time.Since(start), objects: len(w.want)}
+		runs[i] = catchUpRun{resource: w.resource, warm: w.warm, objects: len(w.want)}
 		// Synced means caught up: the store holds the server's state
 		// now, the objects themselves included.
 		if d := diffObjects(w.inf.GetStore().List(), w.want); d != "" {
@@ -268,6 +288,10 @@ func runCatchUp(ctx context.Context, t *testing.T, c *cluster, file, ns string, 
 		if len(rest) != 0 {
 			t.Errorf("%s: %d events other than initial adds before the handler synced, the first %+v", w.resource, len(rest), rest[0])
 		}
+	}
+	waits.Wait()
+	for i := range runs {
+		runs[i].synced = syncedAfter[i]
 	}
 	// Nothing changed after the start: a handler told anything more
 	// (delivered before Shutdown returns) was told a state that was not
