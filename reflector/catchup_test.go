@@ -1,6 +1,7 @@
 package reflector
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
 
@@ -97,7 +99,7 @@ func TestCatchUpBacklog(t *testing.T) {
 	if want := []string{"Add d@5", "Update a@6", "Delete b@7", "MarkSynced"}; !reflect.DeepEqual(calls, want) {
 		t.Fatalf("sink calls = %v, want %v", calls, want)
 	}
-	h.clk.noTimer(t) // no quiet timer: the sync is exact
+	h.clk.noBackoff(t, catchUpQuiet) // no settle timer: the sync is exact
 	w := waitWatches(t, src, 1)[0].Options
 	if w.ResourceVersion != "4" || !w.AllowWatchBookmarks || w.TimeoutSeconds == nil || *w.TimeoutSeconds != 3 {
 		t.Fatalf("catch-up watch options = %+v, want RV 4, bookmarks and a timeout of 3s", w)
@@ -136,7 +138,7 @@ func TestCatchUpIdleResource(t *testing.T) {
 	if want := []string{"Bookmark 5", "MarkSynced"}; !reflect.DeepEqual(calls, want) {
 		t.Fatalf("sink calls = %v, want %v", calls, want)
 	}
-	h.clk.noTimer(t)
+	h.clk.noBackoff(t, catchUpQuiet)
 	if rv := h.stoppedRV(); rv != "5" {
 		t.Fatalf("LastSyncResourceVersion %q, want 5", rv)
 	}
@@ -191,7 +193,7 @@ func TestCatchUpWithoutBookmarks(t *testing.T) {
 			if want := []string{"BeginReplace", "ReplacePage a,b,c", "EndReplace 5"}; !reflect.DeepEqual(calls, want) {
 				t.Fatalf("sink calls = %v, want %v", calls, want)
 			}
-			h.clk.noTimer(t) // relisted at once, no backoff
+			h.clk.noBackoff(t, catchUpQuiet) // relisted at once, no backoff
 			switch policy {
 			case WatchListAuto:
 				wl := waitWatches(t, src, 2)[1].Options
@@ -239,7 +241,7 @@ func TestCatchUpWatchClosedEarly(t *testing.T) {
 	if want := []string{"Add d@5", "Bookmark 6", "MarkSynced"}; !reflect.DeepEqual(calls, want) {
 		t.Fatalf("sink calls = %v, want %v", calls, want)
 	}
-	h.clk.noTimer(t)
+	h.clk.noBackoff(t, catchUpQuiet)
 }
 
 // TestCatchUpTimeoutOption validates Options.CatchUpTimeout.
@@ -315,7 +317,7 @@ func TestResumeSmallStore(t *testing.T) {
 			if !reflect.DeepEqual(calls, tc.wantCalls) {
 				t.Fatalf("sink calls = %v, want %v", calls, tc.wantCalls)
 			}
-			h.clk.noTimer(t)
+			h.clk.noBackoff(t, catchUpQuiet)
 			lists := requests(src, "list")
 			if len(lists) != 1 || lists[0].Options.Limit != tc.wantLimit || lists[0].Options.ResourceVersion != "" {
 				t.Fatalf("lists %+v, want one consistent LIST of limit %d", lists, tc.wantLimit)
@@ -330,5 +332,49 @@ func TestResumeSmallStore(t *testing.T) {
 			}
 			sink.checkModel(t, src)
 		})
+	}
+}
+
+// timeoutDropper is a ListerWatcher in front of a server behind a proxy
+// that drops timeoutSeconds: its watches stay open until stopped.
+type timeoutDropper struct{ *fakesource.Endpoint }
+
+func (d timeoutDropper) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	opts.TimeoutSeconds = nil
+	return d.Endpoint.WatchWithContext(ctx, opts)
+}
+
+// TestCatchUpWatchKeptOpenSilent: a catch-up watch on a server without
+// bookmarks that a proxy keeps open past its timeout is ended by the
+// reflector once silent for the timeout and a second, and the warm start
+// relists as after a server's silent timeout.
+func TestCatchUpWatchKeptOpenSilent(t *testing.T) {
+	src := newSource(t, fakesource.Options{DisableWatchCache: true}, "a", "b", "c")
+	sink := newRecorder()
+	sink.seed(src)
+	otherKind(t, src) // 5
+	clk := newClock()
+	r, err := New(timeoutDropper{src.Endpoint(podGVK, "")}, &corev1.Pod{}, sink, Options{
+		ResumeFrom: func() (string, bool) { return "4", true },
+		Clock:      clk,
+		Backoff:    noJitter(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.Run(ctx)
+	}()
+	defer func() { cancel(); <-done }()
+	if d := clk.nextTimer(t); d != catchUpQuiet {
+		t.Fatalf("timer of %v, want the catch-up watch's bound %v", d, catchUpQuiet)
+	}
+	clk.Step(catchUpQuiet)
+	calls := sink.waitCall(t, "EndReplace 5")
+	if want := []string{"BeginReplace", "ReplacePage a,b,c", "EndReplace 5"}; !reflect.DeepEqual(calls, want) {
+		t.Fatalf("sink calls = %v, want %v", calls, want)
 	}
 }

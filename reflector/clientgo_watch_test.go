@@ -190,7 +190,7 @@ func TestReflectorHandleWatchStopped(t *testing.T) {
 		}, func(ch chan watch.Event) { close(ch) })
 		r := newCG(t, newLW(nil, nil), newRecorder(), nil, Options{})
 		var cold catchUp
-		st, err := r.consume(ctx, fw, &cold)
+		st, err := r.consume(ctx, fw, &cold, 0)
 		if n := st.events; n != 0 || !errors.Is(err, context.Canceled) {
 			t.Errorf("before=%v: consume = %d, %v; want 0 and the context's error", before, n, err)
 		}
@@ -271,7 +271,7 @@ func TestReflectorWatchHandler(t *testing.T) {
 		fw.Stop()
 	}()
 	var cold catchUp
-	st, err := r.consume(context.Background(), fw, &cold)
+	st, err := r.consume(context.Background(), fw, &cold, 0)
 	if n := st.events; err != nil || n != 3 {
 		t.Fatalf("consume = %d, %v; want 3 events and a clean end", n, err)
 	}

@@ -3,6 +3,7 @@ package reflector
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -78,6 +79,26 @@ func (c *notifyClock) nextTimer(t *testing.T) time.Duration {
 		t.Fatalf("the reflector created no timer within %v", testTimeout)
 	}
 	return 0
+}
+
+// catchUpQuiet is the client-side bound of a catch-up watch that the
+// reflector arms on its clock (the watch's timeout plus a second).
+const catchUpQuiet = DefaultCatchUpTimeout + time.Second
+
+// noBackoff fails the test if a timer other than allowed ones was
+// created; it takes the allowed ones created so far.
+func (c *notifyClock) noBackoff(t *testing.T, allowed ...time.Duration) {
+	t.Helper()
+	for {
+		select {
+		case d := <-c.timers:
+			if !slices.Contains(allowed, d) {
+				t.Fatalf("unexpected backoff of %v", d)
+			}
+		default:
+			return
+		}
+	}
 }
 
 // noTimer fails the test if a timer was created.

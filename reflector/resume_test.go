@@ -105,7 +105,7 @@ func TestResumeBehindServerCatchesUp(t *testing.T) {
 	if want := []string{"Add d@5", "MarkSynced"}; !reflect.DeepEqual(calls, want) {
 		t.Fatalf("sink calls = %v, want %v", calls, want)
 	}
-	h.clk.noTimer(t)
+	h.clk.noBackoff(t, catchUpQuiet)
 	checkList(t, requests(src, "list")[0])
 }
 

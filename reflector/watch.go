@@ -61,7 +61,11 @@ func (r *Reflector) watch(ctx context.Context, w watch.Interface, cu *catchUp) e
 		}
 		catching := cu.watching()
 		start := r.clock.Now()
-		st, err := r.consume(ctx, w, cu)
+		quietAfter := time.Duration(0)
+		if catching && timeout > 0 {
+			quietAfter = timeout + time.Second
+		}
+		st, err := r.consume(ctx, w, cu, quietAfter)
 		w = nil
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -128,10 +132,20 @@ func isInternal(err error) bool { return apierrors.IsInternalError(err) }
 //     once w has stayed open Options.ResumeSettle without an ERROR event.
 //
 // A w that fails or closes first leaves cu.pending set for the next
-// watch.
-func (r *Reflector) consume(ctx context.Context, w watch.Interface, cu *catchUp) (watchStats, error) {
+// watch. With quietAfter (a catch-up watch), a w that delivered nothing
+// that long is ended as if it had closed.
+func (r *Reflector) consume(ctx context.Context, w watch.Interface, cu *catchUp, quietAfter time.Duration) (watchStats, error) {
 	defer w.Stop()
 	var st watchStats
+	// A catch-up watch the server keeps open past its timeout (a proxy
+	// that drops timeoutSeconds) with nothing on it is ended here, as the
+	// server would have: silent, it shows no bookmarks either way.
+	var quiet <-chan time.Time
+	if quietAfter > 0 {
+		t := r.clock.NewTimer(quietAfter)
+		defer t.Stop()
+		quiet = t.C()
+	}
 	var settled <-chan time.Time
 	if cu.pending {
 		switch cu.mode {
@@ -151,6 +165,13 @@ func (r *Reflector) consume(ctx context.Context, w watch.Interface, cu *catchUp)
 		select {
 		case <-ctx.Done():
 			return st, ctx.Err()
+		case <-quiet:
+			if st.events == 0 {
+				klog.FromContext(ctx).V(2).Info("The catch-up watch stayed silent past its timeout; ending it", "after", quietAfter)
+				return st, nil
+			}
+			quiet = nil
+			continue
 		case <-settled:
 			settled = nil
 			// An event already waiting decides first: select picks at
