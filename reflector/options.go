@@ -158,8 +158,10 @@ type Options struct {
 	// for its whole timeout with neither an event nor a bookmark shows a
 	// server that sends no bookmarks (kube-apiserver with
 	// --watch-cache=false): the reflector then relists the most recent
-	// state, the exact way to sync there (ErrNoCatchUpSignal). Once
-	// synced, watches ask for MinWatchTimeout again. Whole seconds, at
+	// state, the exact way to sync there (ErrNoCatchUpSignal); so does a
+	// catch-up watch silent for the timeout and a second that the server
+	// (or a proxy dropping timeoutSeconds) keeps open, which the
+	// reflector ends. Once synced, watches ask for MinWatchTimeout again. Whole seconds, at
 	// least 3s (kube-apiserver sends no pre-timeout bookmark below).
 	// Default DefaultCatchUpTimeout (3s).
 	CatchUpTimeout time.Duration
