@@ -25,7 +25,8 @@ const (
 	// timeout with neither an event nor a bookmark shows a server that
 	// sends no bookmarks (kube-apiserver with --watch-cache=false, some
 	// aggregated APIs): nothing would ever prove the idle resource caught
-	// up, so the reflector relists (ErrNoCatchUpSignal), which is exact.
+	// up, so after two such watches in a row the reflector relists
+	// (ErrNoCatchUpSignal), which is exact.
 	catchUpTarget catchUpMode = iota
 	// catchUpOpen: the stored resourceVersion is the server's current
 	// one. Nothing can be pending: synced as soon as the watch is open.
@@ -39,9 +40,9 @@ const (
 	catchUpSettle
 )
 
-// ErrNoCatchUpSignal: a warm start's catch-up watch stayed open for its
-// whole timeout and delivered neither an event nor a bookmark, so the
-// server sends no bookmarks and nothing can show that the resumed watch
+// ErrNoCatchUpSignal: a warm start's catch-up watches stayed open for their
+// whole timeout, twice in a row, and delivered neither an event nor a
+// bookmark, so the server sends no bookmarks and nothing can show that the resumed watch
 // has caught up with the server's resourceVersion. The reflector relists
 // the most recent state instead, at once; the relist's EndReplace
 // completes the sync. It is logged, not passed to the WatchErrorHandler.
@@ -61,7 +62,20 @@ type catchUp struct {
 	settle time.Duration
 	// started is when Run started, for the log line of the sync.
 	started time.Time
+	// quiet counts the catch-up watches in a row that were silent for
+	// their whole timeout (quietCatchUp).
+	quiet int
 }
+
+// quietCatchUps is how many catch-up watches in a row must be silent for
+// their whole timeout before the reflector concludes the server sends no
+// bookmarks: one could be an overloaded watch cache that sent nothing in
+// time, which would cost an unneeded relist.
+const quietCatchUps = 2
+
+// quietGrace is how long past its timeout a silent catch-up watch that
+// the server keeps open is waited for before the reflector ends it.
+const quietGrace = 2 * time.Second
 
 // watching reports whether the next watch is a catch-up watch: a warm
 // start waiting for an event or bookmark at or past its target.

@@ -170,9 +170,9 @@ func TestCatchUpBookmarkBelowTarget(t *testing.T) {
 
 // TestCatchUpWithoutBookmarks: a server without the watch cache sends no
 // bookmarks, so an idle resource's resumed watch stays silent until its
-// timeout. That silence proves nothing: the reflector relists the most
-// recent state (a consistent list), whose EndReplace syncs, and pushes no
-// MarkSynced at all.
+// timeout. That silence proves nothing: after two such watches in a row,
+// the reflector relists the most recent state (a consistent list), whose
+// EndReplace syncs, and pushes no MarkSynced at all.
 func TestCatchUpWithoutBookmarks(t *testing.T) {
 	for _, policy := range []WatchListPolicy{WatchListAuto, WatchListOff} {
 		t.Run(map[WatchListPolicy]string{WatchListAuto: "WatchList", WatchListOff: "LIST"}[policy], func(t *testing.T) {
@@ -186,9 +186,12 @@ func TestCatchUpWithoutBookmarks(t *testing.T) {
 				UseWatchList:      policy,
 				WatchErrorHandler: errs.handle,
 			})
-			waitWatches(t, src, 1)
-			h.clk.Step(3 * time.Second)
-			stepWatchTimeout(t, src, srcClk) // the catch-up watch times out, silent
+			// Two catch-up watches in a row time out, silent.
+			for i := range quietCatchUps {
+				waitWatches(t, src, i+1)
+				h.clk.Step(3 * time.Second)
+				stepWatchTimeout(t, src, srcClk)
+			}
 			calls := sink.waitCall(t, "EndReplace 5")
 			if want := []string{"BeginReplace", "ReplacePage a,b,c", "EndReplace 5"}; !reflect.DeepEqual(calls, want) {
 				t.Fatalf("sink calls = %v, want %v", calls, want)
@@ -196,7 +199,7 @@ func TestCatchUpWithoutBookmarks(t *testing.T) {
 			h.clk.noBackoff(t, catchUpQuiet) // relisted at once, no backoff
 			switch policy {
 			case WatchListAuto:
-				wl := waitWatches(t, src, 2)[1].Options
+				wl := waitWatches(t, src, quietCatchUps+1)[quietCatchUps].Options
 				if wl.SendInitialEvents == nil || !*wl.SendInitialEvents || wl.ResourceVersion != "" {
 					t.Fatalf("relist = %+v, want a WatchList of the most recent state", wl)
 				}
@@ -346,8 +349,8 @@ func (d timeoutDropper) WatchWithContext(ctx context.Context, opts metav1.ListOp
 
 // TestCatchUpWatchKeptOpenSilent: a catch-up watch on a server without
 // bookmarks that a proxy keeps open past its timeout is ended by the
-// reflector once silent for the timeout and a second, and the warm start
-// relists as after a server's silent timeout.
+// reflector once silent for the timeout and quietGrace, and the warm start
+// relists as after a server's silent timeouts.
 func TestCatchUpWatchKeptOpenSilent(t *testing.T) {
 	src := newSource(t, fakesource.Options{DisableWatchCache: true}, "a", "b", "c")
 	sink := newRecorder()
@@ -369,10 +372,12 @@ func TestCatchUpWatchKeptOpenSilent(t *testing.T) {
 		r.Run(ctx)
 	}()
 	defer func() { cancel(); <-done }()
-	if d := clk.nextTimer(t); d != catchUpQuiet {
-		t.Fatalf("timer of %v, want the catch-up watch's bound %v", d, catchUpQuiet)
+	for range quietCatchUps {
+		if d := clk.nextTimer(t); d != catchUpQuiet {
+			t.Fatalf("timer of %v, want the catch-up watch's bound %v", d, catchUpQuiet)
+		}
+		clk.Step(catchUpQuiet)
 	}
-	clk.Step(catchUpQuiet)
 	calls := sink.waitCall(t, "EndReplace 5")
 	if want := []string{"BeginReplace", "ReplacePage a,b,c", "EndReplace 5"}; !reflect.DeepEqual(calls, want) {
 		t.Fatalf("sink calls = %v, want %v", calls, want)

@@ -17,9 +17,9 @@
 //     RV about a second in: a resource that did not change while the
 //     informer was down syncs on it. A server that sends no bookmarks
 //     (kube-apiserver with --watch-cache=false) leaves an idle resource's
-//     catch-up watch silent for its whole timeout; the reflector then
-//     relists the most recent state, the exact way to sync there
-//     (ErrNoCatchUpSignal). kube-apiserver accepts a watch from an expired
+//     catch-up watches silent for their whole timeout; after two in a row
+//     the reflector relists the most recent state, the exact way to sync
+//     there (ErrNoCatchUpSignal). kube-apiserver accepts a watch from an expired
 //     RV and reports the 410 as its first event, at once; in that case the
 //     reflector pushes no MarkSynced and relists, and the relist's
 //     EndReplace completes the sync. A store of at most a page of objects

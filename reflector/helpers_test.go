@@ -82,8 +82,8 @@ func (c *notifyClock) nextTimer(t *testing.T) time.Duration {
 }
 
 // catchUpQuiet is the client-side bound of a catch-up watch that the
-// reflector arms on its clock (the watch's timeout plus a second).
-const catchUpQuiet = DefaultCatchUpTimeout + time.Second
+// reflector arms on its clock (the watch's timeout plus quietGrace).
+const catchUpQuiet = DefaultCatchUpTimeout + quietGrace
 
 // noBackoff fails the test if a timer other than allowed ones was
 // created; it takes the allowed ones created so far.

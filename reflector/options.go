@@ -154,14 +154,14 @@ type Options struct {
 	// kube-apiserver's watch cache sends every watch a bookmark at its
 	// current resourceVersion 2s before the watch's timeout, so with a
 	// short timeout a resource that did not change while the informer was
-	// down syncs within about a second. A catch-up watch that stays open
-	// for its whole timeout with neither an event nor a bookmark shows a
-	// server that sends no bookmarks (kube-apiserver with
+	// down syncs within about a second. Two catch-up watches in a row that
+	// stay open for their whole timeout with neither an event nor a
+	// bookmark show a server that sends no bookmarks (kube-apiserver with
 	// --watch-cache=false): the reflector then relists the most recent
-	// state, the exact way to sync there (ErrNoCatchUpSignal); so does a
-	// catch-up watch silent for the timeout and a second that the server
-	// (or a proxy dropping timeoutSeconds) keeps open, which the
-	// reflector ends. Once synced, watches ask for MinWatchTimeout again. Whole seconds, at
+	// state, the exact way to sync there (ErrNoCatchUpSignal). A catch-up
+	// watch silent 2s past its timeout that the server (or a proxy
+	// dropping timeoutSeconds) keeps open counts as such; the reflector
+	// ends it. Once synced, watches ask for MinWatchTimeout again. Whole seconds, at
 	// least 3s (kube-apiserver sends no pre-timeout bookmark below).
 	// Default DefaultCatchUpTimeout (3s).
 	CatchUpTimeout time.Duration

@@ -63,7 +63,7 @@ func (r *Reflector) watch(ctx context.Context, w watch.Interface, cu *catchUp) e
 		start := r.clock.Now()
 		quietAfter := time.Duration(0)
 		if catching && timeout > 0 {
-			quietAfter = timeout + time.Second
+			quietAfter = timeout + quietGrace
 		}
 		st, err := r.consume(ctx, w, cu, quietAfter)
 		w = nil
@@ -72,9 +72,17 @@ func (r *Reflector) watch(ctx context.Context, w watch.Interface, cu *catchUp) e
 		}
 		if err == nil {
 			d := r.clock.Since(start)
-			if catching && cu.watching() && timeout > 0 && quietCatchUp(st, d, timeout) {
-				return fmt.Errorf("watch %s from resourceVersion %s, open %v with neither an event nor a bookmark: %w",
-					r.opts.TypeDescription, r.LastSyncResourceVersion(), d.Round(time.Millisecond), ErrNoCatchUpSignal)
+			if catching && cu.watching() && timeout > 0 {
+				if !quietCatchUp(st, d, timeout) {
+					cu.quiet = 0
+				} else if cu.quiet++; cu.quiet >= quietCatchUps {
+					return fmt.Errorf("watch %s from resourceVersion %s: %d watches in a row open %v with neither an event nor a bookmark: %w",
+						r.opts.TypeDescription, r.LastSyncResourceVersion(), cu.quiet, d.Round(time.Millisecond), ErrNoCatchUpSignal)
+				} else {
+					logger.V(2).Info("The catch-up watch was silent for its whole timeout; watching again before concluding the server sends no bookmarks",
+						"after", d.Round(time.Millisecond), "resourceVersion", r.LastSyncResourceVersion())
+					continue
+				}
 			}
 			if st.events == 0 && d < time.Second {
 				// A watch that closes at once, again and again, must not
