@@ -16,7 +16,11 @@ import (
 	bbolt "go.etcd.io/bbolt"
 	"k8s.io/klog/v2"
 
+	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
+	"github.com/warmcache/warmcache/store/bolt/internal/filelock"
+	"github.com/warmcache/warmcache/store/bolt/internal/hot"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
+	"github.com/warmcache/warmcache/store/bolt/internal/syncstate"
 )
 
 // DB is an open warmcache file. One file holds many resources (one file per
@@ -27,8 +31,8 @@ import (
 // flock on the writers' lock file, path + LockSuffix, and on the file);
 // read-only DBs share it, and never make a read-write Open wait: a writer
 // that finds the file held by readers replaces it with a copy, and the
-// readers keep reading the old file (see lock.go). Close closes every
-// Store opened from the DB.
+// readers keep reading the old file. Close closes every Store opened from
+// the DB.
 type DB struct {
 	bolt     *bbolt.DB
 	path     string
@@ -49,8 +53,8 @@ type DB struct {
 	writeGate sync.RWMutex
 	closing   bool
 	// writers is the writers' lock file (path + LockSuffix), locked
-	// until Close; nil for a read-only DB or where there is none (see
-	// lock.go).
+	// until Close; nil for a read-only DB or where there is none
+	// (package filelock).
 	writers *os.File
 	// file identifies the file Open locked, so that Close records the
 	// state of this file only, not of one created at path since
@@ -61,11 +65,12 @@ type DB struct {
 	// platforms' readers).
 	mapped os.FileInfo
 	// flusher flushes a SyncOnClose file periodically; nil otherwise.
-	flusher *flusher
+	flusher *syncstate.Flusher
 	// hot is the hot tier shared by the stores without their own; nil if
-	// disabled. hotc are the hot tier metrics' collectors.
-	hot  *hotTier
-	hotc *hotCollectors
+	// disabled.
+	hot *hot.Tier
+	// metrics is Options.Metrics, or noMetrics.
+	metrics Metrics
 	// hotEpoch counts the write transactions that may have changed
 	// stored objects without updating the hot tier (all but a store's
 	// batches, see updateKeepHot): a hot entry put before the last one
@@ -77,7 +82,7 @@ type DB struct {
 	// open file, nil while none was; bg runs what reportCorrupt starts
 	// (added to under mu while not closed, waited for by Close).
 	check   *fileCheck
-	fcm     *fileCheckMetrics
+	fcm     FileMetrics
 	corrupt atomic.Pointer[error]
 	bg      sync.WaitGroup
 	// freelistStale is true when the file's meta has no persisted
@@ -92,7 +97,7 @@ type DB struct {
 // if there is one; a read-only Open writes nothing. A read-write Open does
 // not wait for read-only DBs that have the file open, in this process or
 // another: it replaces the file at path by a copy and opens that, and they
-// keep reading the file they opened (see lock.go).
+// keep reading the file they opened.
 //
 // Errors: ErrLocked when the lock is not obtained within opts.Timeout (a
 // read-write DB has the file open, or, for a read-write Open, is opening
@@ -118,14 +123,11 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
-	hotc, err := newHotCollectors(opts.Registerer)
-	if err != nil {
-		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	metrics := opts.Metrics
+	if metrics == nil {
+		metrics = noMetrics{}
 	}
-	fcm, err := newFileCheckMetrics(opts.Registerer, path)
-	if err != nil {
-		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
-	}
+	fcm := metrics.File(path)
 	logger := opts.Logger
 	if logger.GetSink() == nil {
 		logger = klog.FromContext(ctx)
@@ -133,23 +135,32 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	logger = logger.WithValues("file", path)
 	boot, bootErr := bootID()
 	// The file is checked (validateFile) under its lock, before bbolt maps
-	// it; a writer takes the writers' lock first (see lock.go).
-	var opened openResult
-	bdb, writers, err := openLocked(ctx, path, opts, logger, &opened)
+	// it; a writer takes the writers' lock first (package filelock).
+	var report filecheck.Report
+	opened, err := filelock.Open(ctx, path, filelock.Config{
+		ReadOnly: opts.ReadOnly, Timeout: opts.Timeout, FileMode: opts.FileMode, Logger: logger,
+		Check: func(ctx context.Context, path string) error { return checkLockedFile(ctx, path, opts, &report) },
+		Bolt: func(path string, timeout time.Duration) (*bbolt.DB, error) {
+			o := opts
+			o.Timeout = timeout
+			return openBolt(path, o)
+		},
+	})
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
 	}
-	db := &DB{bolt: bdb, pageSize: bdb.Info().PageSize, writers: writers, path: path, opts: opts, logger: logger, stores: map[string]*Store{},
-		hot: newHotTier(*opts.HotBytes), hotc: hotc, fcm: fcm}
-	db.freelistStale.Store(!opened.report.Persisted)
-	db.mapped = opened.mapped
+	bdb := opened.DB
+	db := &DB{bolt: bdb, pageSize: bdb.Info().PageSize, writers: opened.Writers, path: path, opts: opts, logger: logger, stores: map[string]*Store{},
+		hot: hot.New(*opts.HotBytes), metrics: metrics, fcm: fcm}
+	db.freelistStale.Store(!report.Persisted)
+	db.mapped = opened.Mapped
 	// Check before writing anything, the state file included: a file that
 	// is refused is left as it was found. Whether the file is new is
 	// decided here, under the lock: another process may have created it
 	// since validateFile looked.
 	empty, present, err := db.checkFormat()
 	if err == nil && !empty && !opts.UnsafeIgnoreState {
-		err = trustSyncState(path, boot)
+		err = syncstate.Trust(path, boot)
 	}
 	if err == nil && !opts.ReadOnly {
 		db.file, err = os.Stat(path)
@@ -171,9 +182,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
 	}
 	if db.opts.Sync == SyncOnClose && !opts.ReadOnly && opts.FlushInterval > 0 {
-		db.flusher = startFlusher(db, opts.FlushInterval)
+		db.startFlusher()
 	}
-	db.startFileCheck(opened.report.Walked)
+	db.startFileCheck(report.Walked)
 	return db, nil
 }
 
@@ -201,7 +212,7 @@ func openBolt(path string, opts Options) (bdb *bbolt.DB, err error) {
 }
 
 // startSyncState records the policy a read-write DB writes with, before
-// its first commit (see syncstate.go): SyncOnClose and UnsafeNoSync record
+// its first commit (package syncstate): SyncOnClose and UnsafeNoSync record
 // "open" with the boot id (only SyncOnClose ever records "closed"); the
 // flushing policies, if a state file is there, flush what an earlier
 // unflushed writer may have left and remove it, since each of their
@@ -217,7 +228,7 @@ func (db *DB) startSyncState(boot string, bootErr error) error {
 	case SyncOnClose:
 		err := bootErr
 		if err == nil {
-			if err = writeState(db.path, syncState{State: stateOpen, Boot: boot}, mode); err == nil {
+			if err = writeState(db.path, syncstate.State{State: syncstate.Open, Boot: boot}, mode); err == nil {
 				return nil
 			}
 		}
@@ -227,11 +238,11 @@ func (db *DB) startSyncState(boot string, bootErr error) error {
 		if err := db.bolt.Sync(); err != nil {
 			return fmt.Errorf("flush: %w", classify(err))
 		}
-		_ = removeSyncState(db.path) // best effort: a state left behind only costs a relist
+		_ = syncstate.Remove(db.path) // best effort: a state left behind only costs a relist
 		return nil
 	case UnsafeNoSync:
 		db.bolt.NoFreelistSync = false
-		if err := writeState(db.path, syncState{State: stateOpen, Boot: boot}, mode); err != nil {
+		if err := writeState(db.path, syncstate.State{State: syncstate.Open, Boot: boot}, mode); err != nil {
 			db.logger.Error(err, "Cannot record the cache file's state; with UnsafeNoSync a restart of the machine may leave it torn unnoticed")
 		}
 		return nil
@@ -243,7 +254,7 @@ func (db *DB) startSyncState(boot string, bootErr error) error {
 	if err := db.bolt.Sync(); err != nil {
 		return fmt.Errorf("flush: %w", classify(err))
 	}
-	return removeSyncState(db.path)
+	return syncstate.Remove(db.path)
 }
 
 // checkFormat checks the format marker without writing. empty is true for
@@ -328,7 +339,7 @@ func (db *DB) Close() error {
 		errs = append(errs, s.close(false))
 	}
 	if db.flusher != nil {
-		db.flusher.stop()
+		db.flusher.Stop()
 	}
 	db.stopFileCheck()
 	db.bg.Wait()
@@ -362,8 +373,8 @@ func (db *DB) pathNamesFile() bool {
 	return err == nil && db.file != nil && os.SameFile(fi, db.file)
 }
 
-// unlockWriters releases the writers' lock (see lock.go), after the bbolt
-// file is closed.
+// unlockWriters releases the writers' lock, after the bbolt file is
+// closed.
 func (db *DB) unlockWriters() {
 	if db.writers != nil {
 		_ = db.writers.Close()
@@ -380,20 +391,20 @@ func (db *DB) recordClosed() error {
 		return nil
 	}
 	var errs []error
-	st := syncState{State: stateClosed}
+	st := syncstate.State{State: syncstate.Closed}
 	if p := db.corrupt.Load(); p != nil {
 		// Found corrupt while open: the next Open refuses it.
-		st = syncState{State: stateCorrupt, Reason: (*p).Error()}
+		st = syncstate.State{State: syncstate.Corrupt, Reason: (*p).Error()}
 	}
 	if err := flushFile(db.bolt); err != nil {
 		errs = append(errs, fmt.Errorf("bolt: close %s: flush: %w", db.path, classify(err)))
-		st.State = stateUnflushed
+		st.State = syncstate.Unflushed
 	}
-	if db.flusher != nil && db.flusher.failed.Load() && st.State != stateCorrupt {
+	if db.flusher != nil && db.flusher.Failed() && st.State != syncstate.Corrupt {
 		// The kernel reports a lost write once: a flush that succeeds
 		// after a failed one does not vouch for the file.
 		errs = append(errs, fmt.Errorf("bolt: close %s: an earlier flush failed", db.path))
-		st.State = stateUnflushed
+		st.State = syncstate.Unflushed
 	}
 	if err := writeState(db.path, st, db.opts.FileMode); err != nil {
 		errs = append(errs, fmt.Errorf("bolt: close %s: %w", db.path, err))
@@ -431,7 +442,7 @@ func (db *DB) update(op string, fn func(*bbolt.Tx) error) (err error) {
 }
 
 // updateKeepHot is update for the writes that keep the hot tier up to
-// date themselves (a store's batches, see hotPart.committed) or change no
+// date themselves (a store's batches, see hot.Part.Committed) or change no
 // object (bookmarks).
 func (db *DB) updateKeepHot(op string, fn func(*bbolt.Tx) error) (err error) {
 	if db.opts.ReadOnly {
@@ -480,7 +491,7 @@ func MoveAside(path string) (string, error) {
 // is gone.
 func Remove(path string) error {
 	var errs []error
-	for _, p := range []string{path, layout.StatePath(path), path + copySuffix, path + LockSuffix} {
+	for _, p := range []string{path, layout.StatePath(path), path + filelock.CopySuffix, path + LockSuffix} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("bolt: remove %s: %w", p, classify(err)))
 		}

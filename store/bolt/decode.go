@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/warmcache/warmcache/store/bolt/internal/fileerr"
 )
 
 // The read path's one decode machinery: every read that returns objects
@@ -36,7 +38,7 @@ type selected struct {
 // with envelope env, both aliasing the read transaction: the hot tier's
 // object when it holds env's, else env, for decodeSelected.
 func (s *Store) selectedOf(key string, k, env []byte) selected {
-	if obj, ok := s.hot.peek(k, env); ok {
+	if obj, ok := s.hot.Peek(k, env); ok {
 		return selected{key: key, k: k, obj: obj}
 	}
 	return selected{key: key, k: k, env: env}
@@ -86,7 +88,7 @@ func (s *Store) decodeRecovered(k, env []byte, sh sharedDecode) (obj interface{}
 	defer func() {
 		if r := recover(); r != nil {
 			obj, err = nil, fmt.Errorf("%w: item %q: codec %s panicked: %v", ErrCorrupt, k, s.codec.Name(), r)
-			if isFault(r) { // the mapping, not the codec: see filecheck.go
+			if fileerr.IsFault(r) { // the mapping, not the codec: see filecheck.go
 				s.db.reportCorrupt(err)
 			}
 		}

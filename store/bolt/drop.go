@@ -104,8 +104,8 @@ func (db *DB) DropResource(ctx context.Context, id Identity, opts DropOptions) (
 	}
 	logger := db.logger.WithValues("resource", name)
 	if metaErr != nil {
-		if part := layout.PartOf(metaErr); part != "" && db.hotc.corrupt != nil {
-			db.hotc.corrupt.WithLabelValues(name, part).Inc()
+		if part := layout.PartOf(metaErr); part != "" {
+			db.metrics.CorruptRecord(name, part)
 		}
 		logger.Info("Dropped the resource's data from the cache file", "reason", fmt.Sprintf("metadata unreadable: %v", metaErr))
 		return true, nil

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	bbolt "go.etcd.io/bbolt"
 	"k8s.io/klog/v2/ktesting"
 
@@ -129,8 +127,8 @@ func TestDropResourceKeep(t *testing.T) {
 		v[len(v)/2] ^= 0x01
 		return res.Put(layout.MetaKey, v)
 	})
-	reg := prometheus.NewRegistry()
-	db = openDB(t, path, Options{Sync: UnsafeNoSync, Registerer: reg})
+	m := newTestMetrics()
+	db = openDB(t, path, Options{Sync: UnsafeNoSync, Metrics: m})
 	asked = nil
 	if dropped, err := db.DropResource(ctx, otherPodsID, keep); err != nil || !dropped {
 		t.Fatalf("DropResource of a damaged meta = %v, %v, want true, nil", dropped, err)
@@ -141,8 +139,8 @@ func TestDropResourceKeep(t *testing.T) {
 	if got := recordedNames(t, db); len(got) != 0 {
 		t.Errorf("recorded after dropping both: %q", got)
 	}
-	if n := testutil.ToFloat64(db.hotc.corrupt.WithLabelValues(otherPodsID.String(), layout.PartMeta)); n != 1 {
-		t.Errorf("warmcache_store_corrupt_objects_total{part=meta} = %v, want 1", n)
+	if n, _ := m.corruptCount(otherPodsID.String(), layout.PartMeta); n != 1 {
+		t.Errorf("corrupt records counted for part meta = %v, want 1", n)
 	}
 	verifyDecoded(t, db)
 }

@@ -3,13 +3,9 @@ package bolt
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"strings"
-	"syscall"
-
-	bberrors "go.etcd.io/bbolt/errors"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/fileerr"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
@@ -20,7 +16,7 @@ import (
 var (
 	// ErrLocked is returned by Open when another process (or another DB in
 	// this process) holds the file's lock for longer than Options.Timeout.
-	ErrLocked = errors.New("cache file is locked by another process")
+	ErrLocked = fileerr.ErrLocked
 
 	// ErrCorrupt is returned when the file is not a readable warmcache
 	// file: truncated, garbage, a bbolt file of someone else, or a page
@@ -37,7 +33,7 @@ var (
 	// unreadable or records an unknown state. Such a file may be torn. It
 	// matches ErrCorrupt: the caller moves the file aside (MoveAside,
 	// which moves its state file too) and rebuilds it.
-	ErrUnflushed = fmt.Errorf("%w: not flushed before the machine restarted", ErrCorrupt)
+	ErrUnflushed = fileerr.ErrUnflushed
 
 	// ErrChecksum is wrapped by the errors of stored bytes that do not
 	// match their checksum: an object's envelope (its payload,
@@ -59,13 +55,13 @@ var (
 	// ErrDiskFull wraps syscall.ENOSPC (or EDQUOT) from a failed write.
 	// The transaction is rolled back: the previous content and
 	// resourceVersion are intact, in the file and in the store.
-	ErrDiskFull = errors.New("disk full")
+	ErrDiskFull = fileerr.ErrDiskFull
 
 	// ErrReadOnly is returned for a write to a DB opened with
 	// Options.ReadOnly, and for a file or file system that cannot be
 	// written (EROFS, EACCES, EPERM). The underlying error, if any, is
 	// wrapped too.
-	ErrReadOnly = errors.New("cache file is read-only")
+	ErrReadOnly = fileerr.ErrReadOnly
 
 	// ErrClosed is store.ErrClosed: methods of a closed DB or Store
 	// return it.
@@ -130,44 +126,9 @@ func (e *VersionError) Is(target error) bool {
 	return target == ErrUnsupportedVersion || target == ErrCorrupt
 }
 
-// classify wraps err with the sentinel of this package that describes it,
-// if any: ENOSPC/EDQUOT → ErrDiskFull, EROFS/EACCES/EPERM and bbolt's
-// read-only errors → ErrReadOnly, bbolt's corruption errors → ErrCorrupt,
-// bbolt's closed-database errors → ErrClosed. Other errors are returned
-// unchanged. The original error stays in the chain.
-func classify(err error) error {
-	if err == nil {
-		return nil
-	}
-	switch {
-	case errors.Is(err, ErrDiskFull), errors.Is(err, ErrReadOnly), errors.Is(err, ErrCorrupt),
-		errors.Is(err, ErrClosed), errors.Is(err, ErrLocked):
-		return err
-	// bbolt formats some errors with %s (file growth, mmap), which drops
-	// the errno from the chain: match their text too.
-	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT),
-		strings.Contains(err.Error(), syscall.ENOSPC.Error()), strings.Contains(err.Error(), syscall.EDQUOT.Error()):
-		return fmt.Errorf("%w: %w", ErrDiskFull, err)
-	case errors.Is(err, syscall.EROFS), errors.Is(err, fs.ErrPermission), strings.Contains(err.Error(), syscall.EROFS.Error()),
-		errors.Is(err, bberrors.ErrDatabaseReadOnly), errors.Is(err, bberrors.ErrTxNotWritable):
-		return fmt.Errorf("%w: %w", ErrReadOnly, err)
-	case errors.Is(err, bberrors.ErrInvalid), errors.Is(err, bberrors.ErrVersionMismatch),
-		errors.Is(err, bberrors.ErrChecksum), errors.Is(err, bberrors.ErrInvalidMapping),
-		errors.Is(err, bberrors.ErrIncompatibleValue):
-		return fmt.Errorf("%w: %w", ErrCorrupt, err)
-	case errors.Is(err, bberrors.ErrDatabaseNotOpen), errors.Is(err, bberrors.ErrTxClosed):
-		return fmt.Errorf("%w: %w", ErrClosed, err)
-	case errors.Is(err, bberrors.ErrTimeout):
-		return fmt.Errorf("%w: %w", ErrLocked, err)
-	}
-	return err
-}
+// classify is fileerr.Classify: it wraps err with the sentinel of this
+// package that describes it, if any.
+func classify(err error) error { return fileerr.Classify(err) }
 
-// panicError converts a value recovered from a panic inside bbolt into an
-// error wrapping ErrCorrupt: bbolt panics on pages it cannot interpret.
-func panicError(op string, r any) error {
-	if err, ok := r.(error); ok {
-		return fmt.Errorf("%s: %w: bbolt panicked: %w", op, ErrCorrupt, err)
-	}
-	return fmt.Errorf("%s: %w: bbolt panicked: %v", op, ErrCorrupt, r)
-}
+// panicError is fileerr.PanicError.
+func panicError(op string, r any) error { return fileerr.PanicError(op, r) }

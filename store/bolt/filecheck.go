@@ -11,6 +11,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
+	"github.com/warmcache/warmcache/store/bolt/internal/syncstate"
 )
 
 // Open checks the file in a time independent of its size (validate.go):
@@ -109,7 +110,7 @@ func (db *DB) startFileCheck(walked bool) {
 	if walked {
 		db.check.res = FileCheckResult{Done: true, AtOpen: true}
 		close(db.check.done)
-		db.fcm.verdict(nil, 0)
+		db.fcm.Checked(0, false)
 		return
 	}
 	go func() {
@@ -125,13 +126,13 @@ func (db *DB) startFileCheck(walked bool) {
 			// longer written; each read still checks its objects.
 			res.Err, res.Skipped = nil, err.Error()
 			db.logger.V(1).Info("Not checking the cache file's pages: its path now names a copy a writer made", "reason", err)
-			db.fcm.verdict(nil, res.Duration)
+			db.fcm.Checked(res.Duration, false)
 		case err != nil:
 			db.reportCorrupt(err)
-			db.fcm.verdict(err, res.Duration)
+			db.fcm.Checked(res.Duration, true)
 		default:
 			db.logger.V(2).Info("Checked every page of the cache file", "duration", res.Duration)
-			db.fcm.verdict(nil, res.Duration)
+			db.fcm.Checked(res.Duration, false)
 		}
 		db.check.mu.Lock()
 		db.check.res = res
@@ -183,7 +184,7 @@ func (db *DB) reportCorrupt(err error) {
 		return
 	}
 	db.logger.Error(err, "The cache file is corrupt: its resources are marked incomplete and relisted, and the next open moves it aside")
-	db.fcm.corrupt()
+	db.fcm.Corrupt()
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if db.closed {
@@ -211,7 +212,7 @@ func (db *DB) recordCorrupt(cause error) error {
 	if !db.pathNamesFile() {
 		return nil
 	}
-	return writeState(db.path, syncState{State: stateCorrupt, Reason: cause.Error()}, db.opts.FileMode)
+	return writeState(db.path, syncstate.State{State: syncstate.Corrupt, Reason: cause.Error()}, db.opts.FileMode)
 }
 
 // fileCorrupted marks s incomplete and calls its OnCorruption after the
@@ -226,14 +227,6 @@ func (s *Store) fileCorrupted(err error) {
 	if s.onCorrupt != nil {
 		s.onCorrupt(s.errorf("file check", err))
 	}
-}
-
-// isFault reports whether r, recovered from a panic, is a memory fault that
-// SetPanicOnFault turned into a panic (a SIGBUS past the end of a
-// truncated mapping, a SIGSEGV).
-func isFault(r any) bool {
-	_, ok := r.(interface{ Addr() uintptr })
-	return ok
 }
 
 // WaitFileChecked waits for the verdict of the check of the store's file

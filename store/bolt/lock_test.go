@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
+	"github.com/warmcache/warmcache/store/bolt/internal/filelock"
 	bbolt "go.etcd.io/bbolt"
 )
 
@@ -67,7 +68,7 @@ func TestWriterDoesNotWaitForReaders(t *testing.T) {
 	if inode(t, path) == before {
 		t.Fatal("the writer writes the file the reader has open")
 	}
-	if _, err := os.Stat(path + copySuffix); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(path + filelock.CopySuffix); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the temporary copy is left behind: %v", err)
 	}
 	ws := openPods(t, writer, namespaceIndexers())

@@ -5,8 +5,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/warmcache/warmcache/store"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -59,14 +57,11 @@ type Options struct {
 	// object's bytes are estimated. Default (nil): DefaultHotBytes; a
 	// pointer to 0 (or less) disables it.
 	HotBytes *int64
-	// Registerer, if set, receives the stores' Prometheus metrics: the
-	// hot tier's (warmcache_store_hot_*, labelled by resource),
-	// warmcache_store_corrupt_objects_total (labelled by resource and
-	// part, see hotmetrics.go) and the file check's
-	// (warmcache_store_file_*, labelled by file). Several DBs may share
-	// one. Default: nil (no metrics registered; never the global
-	// registry unless it is passed).
-	Registerer prometheus.Registerer
+	// Metrics, if set, receives the measurements of the DB and its
+	// stores: their hot tiers, the corrupt records found, the file's
+	// check. Package store/bolt/metrics records them as Prometheus
+	// metrics. Several DBs may share one. Default: nil (none).
+	Metrics Metrics
 	// CheckAtOpen makes Open read and check every page of the file before
 	// it returns, as DB.FileCheck's background walk does otherwise: a
 	// damaged page anywhere is then an ErrCorrupt from Open, before any

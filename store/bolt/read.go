@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/hot"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 	"github.com/warmcache/warmcache/store/codec"
 	"github.com/warmcache/warmcache/store/wire"
@@ -143,7 +144,7 @@ func (s *Store) sharing(like interface{}, msg []byte) sharedDecode {
 // without filling the tier (bulk reads and writers' reads, so that they
 // neither flush the tier nor skew its hit rate).
 func (s *Store) readItem(k, v []byte) (interface{}, error) {
-	if obj, ok := s.hot.peek(k, v); ok {
+	if obj, ok := s.hot.Peek(k, v); ok {
 		return obj, nil
 	}
 	return s.decodeItem(string(k), v)
@@ -151,17 +152,17 @@ func (s *Store) readItem(k, v []byte) (interface{}, error) {
 
 // readPoint is readItem for a point read whose transaction began after
 // st: it counts a hit or a miss and fills the tier.
-func (s *Store) readPoint(k, v []byte, st hotStamp) (interface{}, error) {
+func (s *Store) readPoint(k, v []byte, st hot.Stamp) (interface{}, error) {
 	if s.hot == nil {
 		return s.decodeItem(string(k), v)
 	}
-	sum := s.hot.sum(v)
-	if obj, ok := s.hot.get(k, sum, st); ok {
+	sum := s.hot.Sum(v)
+	if obj, ok := s.hot.Get(k, sum, st); ok {
 		return obj, nil
 	}
 	obj, err := s.decodeItem(string(k), v)
 	if err == nil {
-		s.hot.put(string(k), sum, len(v), obj, st)
+		s.hot.Put(string(k), sum, len(v), obj, st)
 	}
 	return obj, err
 }
@@ -202,14 +203,8 @@ func corruptPart(err error) string {
 	return layout.PartEnvelope
 }
 
-// countCorrupt counts a corrupt record of part in
-// warmcache_store_corrupt_objects_total (nothing for a store without the
-// collector: inspect.OpenRecorded's).
-func (s *Store) countCorrupt(part string) {
-	if s.corruptc != nil {
-		s.corruptc.WithLabelValues(s.name, part).Inc()
-	}
-}
+// countCorrupt counts a corrupt record of part (Metrics.CorruptRecord).
+func (s *Store) countCorrupt(part string) { s.db.metrics.CorruptRecord(s.name, part) }
 
 // corrupted handles items that failed to decode or whose checksum did not
 // match during op: it logs and counts each
@@ -285,11 +280,11 @@ func (s *Store) GetByKey(key string) (item interface{}, exists bool, err error) 
 	// st is what the read saw of the hot tier before its transaction
 	// (zero, the most cautious stamp, after Close, which readLive
 	// refuses).
-	var st hotStamp
+	var st hot.Stamp
 	if s.hot != nil && !s.closed.Load() {
 		var obj interface{}
 		var ok bool
-		if obj, ok, st = s.hot.fast(key); ok {
+		if obj, ok, st = s.hot.Fast(key); ok {
 			return obj, true, nil
 		}
 	}

@@ -97,9 +97,9 @@ func (db *DB) openRecorded(ctx context.Context, id Identity, c codec.Codec) (*St
 	for i, n := range m.Indexes {
 		list[i] = indexer{name: n}
 	}
-	s := &Store{db: db, id: id, name: name, bname: []byte(name), codec: c, readOnly: true, corruptc: db.hotc.corrupt}
+	s := &Store{db: db, id: id, name: name, bname: []byte(name), codec: c, readOnly: true}
 	if db.hot != nil {
-		s.hot = db.hot.part(c.Name(), db.hotc.forResource(name), &db.hotEpoch)
+		s.hot = db.hot.Part(c.Name(), db.metrics.Hot(name), &db.hotEpoch)
 	}
 	s.keyFunc = store.DefaultKeyFunc
 	s.logger = db.logger.WithValues("resource", name)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/hot"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
@@ -55,14 +56,13 @@ func (db *DB) Resource(ctx context.Context, opts ResourceOptions) (*Store, error
 		keyFunc:   opts.KeyFunc,
 		onCorrupt: opts.OnCorruption,
 		readOnly:  db.opts.ReadOnly,
-		corruptc:  db.hotc.corrupt,
 	}
 	tier := db.hot
 	if opts.HotBytes != nil {
-		tier = newHotTier(*opts.HotBytes)
+		tier = hot.New(*opts.HotBytes)
 	}
 	if tier != nil { // no series for a store without a tier
-		s.hot = tier.part(opts.Codec.Name(), db.hotc.forResource(s.name), &db.hotEpoch)
+		s.hot = tier.Part(opts.Codec.Name(), db.metrics.Hot(s.name), &db.hotEpoch)
 	}
 	s.bname = []byte(s.name)
 	s.logger = db.logger.WithValues("resource", s.name)

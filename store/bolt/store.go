@@ -4,16 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"sort"
 	"sync"
 	"sync/atomic"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/hot"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 	"github.com/warmcache/warmcache/store/codec"
 )
@@ -95,10 +96,7 @@ type Store struct {
 	readOnly bool
 	// hot is the store's part of its hot tier of decoded objects; nil if
 	// disabled.
-	hot *hotPart
-	// corruptc counts corrupt records (see hotCollectors), by resource
-	// and part.
-	corruptc *prometheus.CounterVec
+	hot *hot.Part
 
 	closed atomic.Bool
 	// indexers is the current indexer set, replaced (never modified) by
@@ -294,7 +292,7 @@ func (s *Store) commitLocked(op string, ix *indexSet, ops []prepared, rv string,
 	// tier, which costs no decode. ops is in key order, the writes to a
 	// key in their order, so the last one is kept. This also makes up for
 	// the epoch updateKeepHot did not bump.
-	s.hot.committed(ops)
+	s.hot.Committed(hotWrites(ops))
 	return nil
 }
 
@@ -488,7 +486,7 @@ func (s *Store) close(unregister bool) error {
 	}
 	r := s.replace
 	s.replace, s.fill = nil, nil
-	s.hot.clear()
+	s.hot.Clear()
 	s.releaseLocked()
 	var err error
 	if r != nil && !s.readOnly {
@@ -503,4 +501,16 @@ func (s *Store) close(unregister bool) error {
 		s.db.mu.Unlock()
 	}
 	return err
+}
+
+// hotWrites returns the writes of ops as the hot tier takes them.
+func hotWrites(ops []prepared) iter.Seq[hot.Write] {
+	return func(yield func(hot.Write) bool) {
+		for i := range ops {
+			op := &ops[i]
+			if !yield(hot.Write{Key: op.key, Delete: op.delete, Sum: op.sum, EnvLen: len(op.env), Obj: op.obj}) {
+				return
+			}
+		}
+	}
 }

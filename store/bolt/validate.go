@@ -2,9 +2,16 @@ package bolt
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 
 	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
+	"github.com/warmcache/warmcache/store/bolt/internal/filelock"
 )
+
+// LockSuffix names the writers' lock file of a cache file: path + LockSuffix.
+const LockSuffix = filelock.Suffix
 
 // openLevels is how deep below the root bucket Open's shallow check walks
 // every bucket fully: the resources (level 1), their generations bucket
@@ -34,4 +41,22 @@ const openLevels = 4
 // a variable so that tests can replace it.
 var validateFile = func(ctx context.Context, path string, full bool) (filecheck.Report, error) {
 	return filecheck.ValidateReport(ctx, path, filecheck.Options{SkipTreeWalk: !full, BucketLevels: openLevels})
+}
+
+// checkLockedFile runs validateFile on path (in full if opts.CheckAtOpen),
+// stores its report in rep and classifies its error as Open returns it: nil
+// for a file that passes or does not exist (bbolt creates it, or reports it
+// for a read-only open).
+func checkLockedFile(ctx context.Context, path string, opts Options, rep *filecheck.Report) error {
+	r, err := validateFile(ctx, path, opts.CheckAtOpen)
+	*rep = r
+	switch {
+	case err == nil, errors.Is(err, fs.ErrNotExist):
+		return nil
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return classify(err)
+	case errors.Is(err, ErrCorrupt):
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrCorrupt, err)
 }

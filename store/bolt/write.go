@@ -49,7 +49,7 @@ func (s *Store) prepare(op string, pos int, t cache.Transaction) (prepared, erro
 	}
 	p.sel = layout.AppendSelectPart(nil, key, t.Object)
 	if s.hot != nil {
-		p.sum = s.hot.sum(p.env)
+		p.sum = s.hot.Sum(p.env)
 	}
 	return p, nil
 }
