@@ -349,10 +349,7 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 		return nil, fmt.Errorf("%w: %w", ErrResource, err)
 	}
 	kind := kindOf(f.opts.Scheme, example)
-	id := bolt.Identity{
-		Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: kind,
-		Namespace: scope.Namespace, LabelSelector: scope.LabelSelector, FieldSelector: scope.FieldSelector, Shard: scope.Shard,
-	}
+	id := bolt.Identity{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: kind, Scope: scope}
 	sensitive := f.sensitive(gvr.GroupResource(), cfg.sealing)
 	if kind == UnstructuredKind {
 		if err := f.dropKindless(ctx, id, sensitive); err != nil {

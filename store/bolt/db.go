@@ -429,7 +429,7 @@ func (db *DB) view(op string, fn func(*bbolt.Tx) error) (err error) {
 			db.reportCorrupt(err)
 		}
 	}()
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see filecheck.go
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see fileCheck
 	return classify(db.bolt.View(fn))
 }
 
@@ -460,7 +460,7 @@ func (db *DB) updateKeepHot(op string, fn func(*bbolt.Tx) error) (err error) {
 			db.reportCorrupt(err)
 		}
 	}()
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see filecheck.go
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see fileCheck
 	defer db.freelistStale.Store(true)                       // whether or not it committed
 	return classify(runUpdate(db.bolt, fn))
 }
@@ -498,3 +498,6 @@ func Remove(path string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// LockSuffix names the writers' lock file of a cache file: path + LockSuffix.
+const LockSuffix = filelock.Suffix

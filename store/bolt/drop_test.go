@@ -10,12 +10,13 @@ import (
 	bbolt "go.etcd.io/bbolt"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
 // otherPodsID is a second resource beside podsID: same codec and type,
 // another scope.
-var otherPodsID = Identity{Version: "v1", Resource: "pods", Kind: "Pod", Namespace: "other"}
+var otherPodsID = Identity{Version: "v1", Resource: "pods", Kind: "Pod", Scope: store.Scope{Namespace: "other"}}
 
 // twoResources writes a file at path holding podsID (pods named
 // drop-me-*) and otherPodsID (pods named keep-me-*), both closed.
@@ -36,8 +37,8 @@ func twoResources(t *testing.T, path string) {
 func recordedNames(t *testing.T, db *DB) []string {
 	t.Helper()
 	var out []string
-	for _, m := range recorded(t, db) {
-		out = append(out, Identity(m.Identity).String())
+	for _, m := range recordedMetas(t, db) {
+		out = append(out, identityOf(&m).String())
 	}
 	return out
 }

@@ -78,7 +78,7 @@ var (
 
 	// ErrResourceNotFound is returned by inspect.OpenRecorded for an identity the
 	// file does not hold.
-	ErrResourceNotFound = errors.New("resource not found in cache file")
+	ErrResourceNotFound = fileerr.ErrResourceNotFound
 
 	// ErrUnauthenticated is what an Authorizer of DB.BackupHandler
 	// returns, wrapped, for a request without a valid credential; the

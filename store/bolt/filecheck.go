@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync"
 	"time"
@@ -11,33 +12,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
-	"github.com/warmcache/warmcache/store/bolt/internal/syncstate"
 )
-
-// Open checks the file in a time independent of its size (validate.go):
-// the meta pages, the size against the high water mark (a page past the
-// end of the file would be a SIGBUS), the freelist and the buckets a
-// Resource reads. Every other page is checked by a walk in the background
-// (startFileCheck), which reads the pages with pread, never through the
-// mapping, in one read transaction, so that bbolt reuses none of the pages
-// it walks. The informer replays a store to handlers only after its
-// verdict (Store.WaitFileChecked), so no object of a damaged file reaches
-// a handler. Until then, a read that reaches a bad page fails safely:
-// bbolt's panics and the faults of the mapping (SetPanicOnFault, in the
-// goroutines that read it: view, update and the decoders) become errors
-// wrapping ErrCorrupt, and the objects of that read are not handed out.
-//
-// Corruption found either way is handled once (reportCorrupt): logged with
-// the reason, recorded in the state file beside the file (so that the next
-// Open returns ErrCorrupt and the caller moves the file aside), every open
-// resource marked incomplete and its OnCorruption called (the informer
-// relists), and reported by FileCheck and the metrics.
-//
-// The walk costs about what the walk at Open used to: it reads every page
-// in use once. While it runs, its read transaction keeps bbolt from
-// reusing freed pages (the file may grow a little more) and from
-// remapping the file: a write that must grow the mapping waits for the
-// walk to end.
 
 // errFileReplaced ends a background check whose path no longer names the
 // file the DB mapped.
@@ -68,7 +43,21 @@ type FileCheckResult struct {
 	Corrupt error
 }
 
-// fileCheck is a DB's background check.
+// fileCheck is a DB's background check of the file's pages, the file
+// check (package filecheck) of every page Open did not check
+// (validateFile): it reads the pages with pread, never through the
+// mapping, in one read transaction, so that bbolt reuses none of the pages
+// it walks. The informer replays a store to handlers only after its
+// verdict (Store.WaitFileChecked), so no object of a damaged file reaches
+// a handler. Until then, a read that reaches a bad page fails safely:
+// bbolt's panics and the faults of the mapping (SetPanicOnFault, in the
+// goroutines that read it: view, update and the decoders) become errors
+// wrapping ErrCorrupt, and the objects of that read are not handed out.
+// Corruption found either way is handled once (DB.reportCorrupt).
+//
+// While the walk runs, its read transaction keeps bbolt from reusing
+// freed pages (the file may grow a little more) and from remapping the
+// file: a write that must grow the mapping waits for the walk to end.
 type fileCheck struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the verdict is in res
@@ -122,7 +111,7 @@ func (db *DB) startFileCheck(walked bool) {
 			res.Err = fmt.Errorf("bolt: file check %s: %w (cancelled by Close)", db.path, ErrClosed)
 		case errors.Is(err, errFileReplaced):
 			// Not this file's fault: a writer copied the file a reader
-			// holds over its path (lock.go). The reader's file is no
+			// holds over its path (package filelock). The reader's file is no
 			// longer written; each read still checks its objects.
 			res.Err, res.Skipped = nil, err.Error()
 			db.logger.V(1).Info("Not checking the cache file's pages: its path now names a copy a writer made", "reason", err)
@@ -175,60 +164,6 @@ func (db *DB) checkFile(ctx context.Context) error {
 	return fmt.Errorf("bolt: file check %s: %w", db.path, err)
 }
 
-// reportCorrupt handles corruption found in the open file (see the top of
-// this file); only the first report does anything. It does not block and
-// takes no store lock: it may be called from inside a transaction or a
-// decoding goroutine.
-func (db *DB) reportCorrupt(err error) {
-	if !db.corrupt.CompareAndSwap(nil, &err) {
-		return
-	}
-	db.logger.Error(err, "The cache file is corrupt: its resources are marked incomplete and relisted, and the next open moves it aside")
-	db.fcm.Corrupt()
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if db.closed {
-		return // Close records it
-	}
-	stores := make([]*Store, 0, len(db.stores))
-	for _, s := range db.stores {
-		stores = append(stores, s)
-	}
-	db.bg.Go(func() {
-		if !db.opts.ReadOnly {
-			if werr := db.recordCorrupt(err); werr != nil {
-				db.logger.Error(werr, "Cannot record the cache file as corrupt in its state file")
-			}
-		}
-		for _, s := range stores {
-			s.fileCorrupted(err)
-		}
-	})
-}
-
-// recordCorrupt records in the state file that the file is corrupt, unless
-// path no longer names the file Open locked.
-func (db *DB) recordCorrupt(cause error) error {
-	if !db.pathNamesFile() {
-		return nil
-	}
-	return writeState(db.path, syncstate.State{State: syncstate.Corrupt, Reason: cause.Error()}, db.opts.FileMode)
-}
-
-// fileCorrupted marks s incomplete and calls its OnCorruption after the
-// file was found corrupt, the first time only: DB.Resource calls it for a
-// corruption found before the store was registered, and the report of a
-// corruption found meanwhile may already have called it.
-func (s *Store) fileCorrupted(err error) {
-	if !s.fileCorrupt.CompareAndSwap(false, true) {
-		return
-	}
-	s.markIncomplete(fmt.Sprintf("the cache file is corrupt: %v", err))
-	if s.onCorrupt != nil {
-		s.onCorrupt(s.errorf("file check", err))
-	}
-}
-
 // WaitFileChecked waits for the verdict of the check of the store's file
 // (DB.WaitFileCheck) and returns nil for a sound file, an error wrapping
 // ErrCorrupt when the check or a read found the file damaged, or ctx's
@@ -245,4 +180,52 @@ func (s *Store) WaitFileChecked(ctx context.Context) error {
 		return res.Err
 	}
 	return nil
+}
+
+// openLevels is how deep below the root bucket Open's shallow check walks
+// every bucket fully: the resources (level 1), their generations bucket
+// (2) and each generation (3), whose items, blobs and index buckets (4)
+// have their root page checked. These are the pages Resource reads; the
+// data below them is checked by the background walk (fileCheck).
+const openLevels = 4
+
+// validateFile is called by Open before bbolt maps the file, so that a
+// truncated or garbage file is rejected with an error instead of crashing
+// the process (bbolt trusts its file: a page past the end of a truncated
+// file is a SIGBUS, and a garbage page a panic in one of bbolt's
+// goroutines, which no recover can catch).
+//
+// Unless full, it checks in a time independent of the file's size: the
+// meta pages, the file's size against the high water mark, the persisted
+// freelist and the buckets down to openLevels. A file without a persisted
+// freelist (its last writer did not close it) is walked in full anyway:
+// bbolt then walks the whole tree itself on a read-write open, panicking
+// in a goroutine of its own on what it does not like. The report says
+// whether every page in use was checked and whether the file has a
+// persisted freelist.
+//
+// It returns nil for an empty file (bbolt initialises it) and for a file
+// that passes; an error wrapping fs.ErrNotExist or fs.ErrPermission is
+// handled as such; any other error makes Open fail with ErrCorrupt. It is
+// a variable so that tests can replace it.
+var validateFile = func(ctx context.Context, path string, full bool) (filecheck.Report, error) {
+	return filecheck.ValidateReport(ctx, path, filecheck.Options{SkipTreeWalk: !full, BucketLevels: openLevels})
+}
+
+// checkLockedFile runs validateFile on path (in full if opts.CheckAtOpen),
+// stores its report in rep and classifies its error as Open returns it: nil
+// for a file that passes or does not exist (bbolt creates it, or reports it
+// for a read-only open).
+func checkLockedFile(ctx context.Context, path string, opts Options, rep *filecheck.Report) error {
+	r, err := validateFile(ctx, path, opts.CheckAtOpen)
+	*rep = r
+	switch {
+	case err == nil, errors.Is(err, fs.ErrNotExist):
+		return nil
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return classify(err)
+	case errors.Is(err, ErrCorrupt):
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrCorrupt, err)
 }

@@ -108,8 +108,7 @@ func (f *fillTx) Add(ctx context.Context, objs ...interface{}) error {
 	}
 	sortByKey(ops)
 	return s.writeLiveLocked(op, func(g *layout.Generation, m *layout.Meta) error {
-		w := writer{g: g, names: f.ix.names()}
-		delta, err := w.applyAll(ops)
+		delta, err := applyAll(&layout.Writer{G: g, Names: f.ix.names()}, ops)
 		m.Objects += delta
 		return err
 	})

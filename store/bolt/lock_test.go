@@ -15,9 +15,10 @@ import (
 	"testing"
 	"time"
 
+	bbolt "go.etcd.io/bbolt"
+
 	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
 	"github.com/warmcache/warmcache/store/bolt/internal/filelock"
-	bbolt "go.etcd.io/bbolt"
 )
 
 func init() {

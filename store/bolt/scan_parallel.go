@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/match"
 )
 
 // maxScanParallelism caps the n of ScanParallel: more decoders than that
@@ -50,7 +51,7 @@ func (s *Store) ScanParallel(ctx context.Context, n int, fn store.ScanFunc) erro
 	defer cancel()
 
 	ready := make(chan walked, 1)
-	w := selectWalk{s: s, m: newSelectMatcher(store.Selection{}), workers: min(n, maxScanParallelism)}
+	w := selectWalk{s: s, m: match.New(store.Selection{}), workers: min(n, maxScanParallelism)}
 	wg.Go(func() {
 		defer close(ready)
 		for {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
+	"github.com/warmcache/warmcache/store/bolt/internal/match"
 )
 
 var _ store.SelectStore = (*Store)(nil)
@@ -20,11 +21,6 @@ var _ store.SelectStore = (*Store)(nil)
 // transaction (and bbolt's mmap lock against a growing file) for the whole
 // walk.
 const selectExamine = 4096
-
-// errNoMetadata is returned by Select for an object without metadata when
-// the selection asks for a namespace or labels, as store.Selection.Matches
-// fails for one.
-var errNoMetadata = errors.New("object has no metadata to select by namespace or labels")
 
 // Select calls fn for every object sel selects, in key order: selector
 // pushdown (store.SelectStore). It decides from item entries alone, which
@@ -76,7 +72,7 @@ func (s *Store) walk(ctx context.Context, op string, sel store.Selection, fn sto
 			return err
 		}
 	}
-	w := selectWalk{s: s, m: newSelectMatcher(sel), src: s.selectSource(sel)}
+	w := selectWalk{s: s, m: match.New(sel), src: s.selectSource(sel)}
 	for {
 		if err := ctx.Err(); err != nil {
 			return s.errorf(op, err)
@@ -150,7 +146,7 @@ func isNamespaceKeyFunc(fn cache.KeyFunc) bool {
 // transactions.
 type selectWalk struct {
 	s   *Store
-	m   *selectMatcher
+	m   *match.Matcher
 	src selectSource
 	// pos is the last cursor key examined (an object key in the items
 	// bucket, an index key in an index), valid once started.
@@ -194,7 +190,7 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 			}
 			examined++
 			w.pos, w.started = append(w.pos[:0], k...), true
-			id, ok, err := w.m.matches(key, entry)
+			id, ok, err := w.m.Match(key, entry)
 			if err != nil {
 				if errors.Is(err, ErrCorrupt) {
 					bad = &keyError{string(key), err}
@@ -276,4 +272,58 @@ func (w *selectWalk) item(g *layout.Generation, k, v []byte) ([]byte, []byte, er
 		return key, nil, fmt.Errorf("%w: index %q: %w: %q", ErrCorrupt, w.src.index, errIndexWithoutItem, key)
 	}
 	return key, entry, nil
+}
+
+// scanChunk is the number of objects Scan, ScanIndex and Vanished decode
+// per read transaction.
+const scanChunk = 256
+
+// Scan calls fn for every stored object in key order. It reads chunks of
+// scanChunk objects, each in its own read transaction and decoded on
+// every core inside it (see decode.go), and calls fn outside any
+// transaction, so fn may read the store and memory stays proportional to
+// a chunk; writes made during the scan may or may not be seen. It stops
+// at the first error fn returns and returns it unchanged. An object that
+// cannot be decoded stops the scan with an error wrapping ErrCorrupt and
+// marks the resource incomplete.
+func (s *Store) Scan(ctx context.Context, fn store.ScanFunc) error {
+	return s.walk(ctx, "scan", store.Selection{}, fn)
+}
+
+// ScanIndex is Scan restricted to the objects whose values for indexName
+// include indexedValue. An unknown index returns an error wrapping
+// store.ErrIndexNotFound.
+func (s *Store) ScanIndex(ctx context.Context, indexName, indexedValue string, fn store.ScanFunc) error {
+	if _, err := s.indexFor("scan index", indexName); err != nil {
+		return err
+	}
+	return s.walk(ctx, "scan index", store.Selection{Index: indexName, Value: indexedValue}, fn)
+}
+
+// cursor is what seekAfter and scan need of a cursor: a *bbolt.Cursor over
+// an index bucket or a layout.ItemCursor over an items bucket.
+type cursor interface {
+	First() ([]byte, []byte)
+	Next() ([]byte, []byte)
+	Seek(seek []byte) ([]byte, []byte)
+}
+
+// seekAfter positions c on the first key greater than after (the first key
+// if after is nil). The empty object key, which a nil after cannot name,
+// is always the first key: a chunked loop has moved past it before its
+// after is set from a later key, since every chunk holds more than one.
+func seekAfter(c cursor, after []byte) ([]byte, []byte) {
+	if after == nil {
+		return c.First()
+	}
+	k, v := c.Seek(after)
+	if k != nil && bytes.Equal(k, after) {
+		k, v = c.Next()
+	}
+	return k, v
+}
+
+type keyObject struct {
+	key string
+	obj interface{}
 }

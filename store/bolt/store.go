@@ -16,6 +16,7 @@ import (
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt/internal/hot"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
+	"github.com/warmcache/warmcache/store/bolt/internal/parallel"
 	"github.com/warmcache/warmcache/store/codec"
 )
 
@@ -129,36 +130,6 @@ type status struct {
 	discarded         string
 }
 
-// indexer is one named index function; fn is nil for stores opened with
-// inspect.OpenRecorded, which know index names only.
-type indexer struct {
-	name string
-	fn   cache.IndexFunc
-}
-
-// indexSet is a sorted, immutable list of indexers.
-type indexSet struct {
-	list []indexer
-	pos  map[string]int
-}
-
-func newIndexSet(list []indexer) *indexSet {
-	sort.Slice(list, func(i, j int) bool { return list[i].name < list[j].name })
-	s := &indexSet{list: list, pos: make(map[string]int, len(list))}
-	for i, ix := range list {
-		s.pos[ix.name] = i
-	}
-	return s
-}
-
-func (s *indexSet) names() []string {
-	out := make([]string, len(s.list))
-	for i, ix := range s.list {
-		out[i] = ix.name
-	}
-	return out
-}
-
 // setMetaLocked records m as committed. s.mu must be held.
 func (s *Store) setMetaLocked(m layout.Meta) {
 	s.meta = m
@@ -236,12 +207,12 @@ func (s *Store) apply(ctx context.Context, op string, txns []cache.Transaction, 
 		return err
 	}
 	ops := make([]prepared, len(txns))
-	errs := forEachParallel(len(txns), func(i int) (err error) {
+	errs := parallel.ForEach(len(txns), func(i int) (err error) {
 		ops[i], err = s.prepare(op, i, txns[i])
 		return err
 	})
 	defer s.releaseEnvs(ops)
-	if err := firstError(errs); err != nil {
+	if err := parallel.FirstError(errs); err != nil {
 		return err
 	}
 	newRV, setRV := rv, rv != ""
@@ -273,8 +244,7 @@ func (s *Store) apply(ctx context.Context, op string, txns []cache.Transaction, 
 func (s *Store) commitLocked(op string, ix *indexSet, ops []prepared, rv string, setRV bool) error {
 	sortByKey(ops)
 	err := s.writeLiveWithLocked(op, s.db.updateKeepHot, func(g *layout.Generation, m *layout.Meta) error {
-		w := writer{g: g, names: ix.names()}
-		delta, err := w.applyAll(ops)
+		delta, err := applyAll(&layout.Writer{G: g, Names: ix.names()}, ops)
 		if err != nil {
 			return err
 		}
@@ -316,7 +286,7 @@ func (s *Store) Transaction(txns ...cache.Transaction) *cache.TransactionError {
 	}
 	var errs []error
 	all := make([]prepared, len(txns))
-	failed := forEachParallel(len(txns), func(i int) (err error) {
+	failed := parallel.ForEach(len(txns), func(i int) (err error) {
 		all[i], err = s.prepare("transaction", i, txns[i])
 		return err
 	})
@@ -508,7 +478,7 @@ func hotWrites(ops []prepared) iter.Seq[hot.Write] {
 	return func(yield func(hot.Write) bool) {
 		for i := range ops {
 			op := &ops[i]
-			if !yield(hot.Write{Key: op.key, Delete: op.delete, Sum: op.sum, EnvLen: len(op.env), Obj: op.obj}) {
+			if !yield(hot.Write{Key: op.Key, Delete: op.Delete, Sum: op.sum, EnvLen: len(op.Env), Obj: op.obj}) {
 				return
 			}
 		}

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
 	"github.com/warmcache/warmcache/store/codec"
@@ -36,7 +37,7 @@ func TestResourcesAndOpenRecorded(t *testing.T) {
 	must(t, err)
 	pods := openPods(t, db, nodeIndexers())
 	must(t, pods.Replace([]interface{}{mkPod("ns", "a", "5"), mkPod("other", "b", "6")}, "6"))
-	svcID := bolt.Identity{Version: "v1", Resource: "services", Kind: "Service", Namespace: "ns"}
+	svcID := bolt.Identity{Version: "v1", Resource: "services", Kind: "Service", Scope: store.Scope{Namespace: "ns"}}
 	svcs, err := db.Resource(ctx, bolt.ResourceOptions{Identity: svcID, Codec: podJSON{}, Cluster: "cluster-1", TransformVersion: "t2"})
 	must(t, err)
 	must(t, svcs.Add(mkPod("ns", "s", "9")))

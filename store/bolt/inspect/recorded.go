@@ -25,7 +25,7 @@ type CodecResolver func(name string) (codec.Codec, error)
 // whose name differs from the recorded one bolt.ErrInvalidOptions; a
 // store of the identity already open on db bolt.ErrResourceInUse.
 func OpenRecorded(ctx context.Context, db *bolt.DB, id bolt.Identity, c codec.Codec) (*bolt.Store, error) {
-	s, err := hooks.OpenRecorded(ctx, db, id, c)
+	s, err := file(db).OpenRecorded(ctx, id, c)
 	if err != nil {
 		return nil, fmt.Errorf("inspect: %w", err)
 	}

@@ -22,6 +22,8 @@ var (
 	ErrLocked   = errors.New("cache file is locked by another process")
 	ErrDiskFull = errors.New("disk full")
 	ErrReadOnly = errors.New("cache file is read-only")
+	// ErrResourceNotFound is a resource the file does not hold.
+	ErrResourceNotFound = errors.New("resource not found in cache file")
 	// ErrUnflushed matches store.ErrCorrupt.
 	ErrUnflushed = fmt.Errorf("%w: not flushed before the machine restarted", store.ErrCorrupt)
 )
