@@ -14,10 +14,8 @@ import (
 	"github.com/warmcache/warmcache/store/codec"
 )
 
-// Access gives package store/bolt/inspect, the snapshot CLI's library,
-// what it reads a file with beyond this package's API. Its argument and
-// result are of types internal to store/bolt: no other package can call
-// it.
+// Access is for package store/bolt/inspect: its argument and result are
+// of types internal to store/bolt, so no other package can call it.
 func (db *DB) Access(access.Token) access.DB[*Store, Identity] { return dbAccess{db} }
 
 // dbAccess is DB.Access's result.
@@ -58,7 +56,7 @@ func (db *DB) known() map[string]verify.Known {
 // openRecorded opens the recorded resource id for reading with codec c,
 // without knowing its Go types or index functions (inspect.OpenRecorded):
 // the indexes are the recorded ones, whose functions are nil, so Index
-// returns ErrNoIndexFunc. The store is read-only (writes return
+// returns inspect.ErrNoIndexFunc. The store is read-only (writes return
 // ErrReadOnly) and reads the content as recorded.
 func (db *DB) openRecorded(ctx context.Context, id Identity, c codec.Codec) (*Store, error) {
 	if err := ctx.Err(); err != nil {

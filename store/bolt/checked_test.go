@@ -10,6 +10,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
+	"github.com/warmcache/warmcache/store/bolt/internal/filelock"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 	"github.com/warmcache/warmcache/store/bolt/internal/verify"
 	"github.com/warmcache/warmcache/store/codec"
@@ -93,7 +94,7 @@ func checkFiles(t testing.TB, dir string) {
 	}
 	for _, e := range entries {
 		path := filepath.Join(dir, e.Name())
-		if !e.Type().IsRegular() || strings.HasSuffix(path, layout.StateSuffix) || strings.HasSuffix(path, LockSuffix) || strings.HasSuffix(path, ".tmp") {
+		if !e.Type().IsRegular() || strings.HasSuffix(path, layout.StateSuffix) || strings.HasSuffix(path, filelock.Suffix) || strings.HasSuffix(path, ".tmp") {
 			continue
 		}
 		checkFile(t, path)

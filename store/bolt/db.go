@@ -23,16 +23,9 @@ import (
 	"github.com/warmcache/warmcache/store/bolt/internal/syncstate"
 )
 
-// DB is an open warmcache file. One file holds many resources (one file per
-// informer factory); Resource opens the store of one of them.
-//
-// A DB is safe for concurrent use. Only one read-write DB may have a file
-// open at a time, across processes and within one (Open holds an exclusive
-// flock on the writers' lock file, path + LockSuffix, and on the file);
-// read-only DBs share it, and never make a read-write Open wait: a writer
-// that finds the file held by readers replaces it with a copy, and the
-// readers keep reading the old file. Close closes every Store opened from
-// the DB.
+// DB is an open warmcache file, which holds many resources (one file per
+// informer factory); Resource opens the store of one of them. A DB is safe
+// for concurrent use. Close closes every Store opened from it.
 type DB struct {
 	bolt     *bbolt.DB
 	path     string
@@ -52,7 +45,7 @@ type DB struct {
 	// flushed the file and recorded it closed, no commit can follow.
 	writeGate sync.RWMutex
 	closing   bool
-	// writers is the writers' lock file (path + LockSuffix), locked
+	// writers is the writers' lock file (path.lock), locked
 	// until Close; nil for a read-only DB or where there is none
 	// (package filelock).
 	writers *os.File
@@ -90,31 +83,14 @@ type DB struct {
 	freelistStale atomic.Bool
 }
 
-// Open opens the warmcache file at path, creating it unless opts.ReadOnly
-// (the directory must exist). A read-write Open also records the file's
-// state beside it (path.state, see SyncOnClose) before its first commit,
-// or, for a flushing policy, flushes the file and removes that state file
-// if there is one; a read-only Open writes nothing. A read-write Open does
-// not wait for read-only DBs that have the file open, in this process or
-// another: it replaces the file at path by a copy and opens that, and they
-// keep reading the file they opened.
-//
-// Errors: ErrLocked when the lock is not obtained within opts.Timeout (a
-// read-write DB has the file open, or, for a read-write Open, is opening
-// it);
-// ErrCorrupt for a file that is truncated, garbage, or a bbolt file that is
-// not a warmcache file; ErrUnflushed (an ErrCorrupt) for a file left
-// unflushed across a restart of the machine, or whose state file is
-// unreadable; a *VersionError (ErrUnsupportedVersion, ErrCorrupt) for a
-// file of a newer format; ErrReadOnly for a file or directory that cannot
-// be written (unless opts.ReadOnly); fs.ErrNotExist for a missing file
-// opened read-only; ErrInvalidOptions. A refused file is left as it was
-// found. On error nothing is left open.
-//
-// Open's checks take a time independent of the file's size unless
-// opts.CheckAtOpen (or the file has no persisted freelist: its writer did
-// not close it); the pages of the data are then checked in the background,
-// and damage found there or by a read is handled as FileCheck describes.
+// Open opens the warmcache file at path, creating it unless opts.ReadOnly.
+// A read-write Open does not wait for read-only DBs: it replaces the file at
+// path by a copy, and they keep reading theirs. The file is checked before
+// bbolt maps it; the pages Open does not check are checked in the
+// background (DB.FileCheck). Errors: ErrLocked; ErrCorrupt (a damaged or
+// foreign file), ErrUnflushed, a *VersionError (a newer format);
+// ErrReadOnly; fs.ErrNotExist (read-only); ErrInvalidOptions. A refused
+// file is left as it was found, and nothing is left open.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -311,16 +287,14 @@ func writeFormat(tx *bbolt.Tx) error {
 // Path returns the file's path as given to Open.
 func (db *DB) Path() string { return db.path }
 
-// PageSize returns the bbolt page size of the file, in bytes: the one it
-// was created with (Options.PageSize when Open created it), whatever
-// Options.PageSize says at later opens. It answers after Close too.
+// PageSize returns the file's bbolt page size: the one it was created with,
+// whatever Options.PageSize says at later opens. It answers after Close too.
 func (db *DB) PageSize() int { return db.pageSize }
 
 // Close closes every Store opened from db (aborting their open Replaces),
-// stops the background file check, writes bbolt's freelist if a commit
-// since Open left the file without one (so that the next Open need not
-// walk the file), and closes the file. It waits for running transactions
-// to end. Close is idempotent; other methods return ErrClosed afterwards.
+// stops the background file check, waits for running transactions, flushes
+// the file as its sync policy says and closes it. It is idempotent; other
+// methods return ErrClosed afterwards.
 func (db *DB) Close() error {
 	db.mu.Lock()
 	if db.closed {
@@ -465,12 +439,10 @@ func (db *DB) updateKeepHot(op string, fn func(*bbolt.Tx) error) (err error) {
 	return classify(runUpdate(db.bolt, fn))
 }
 
-// MoveAside renames the file at path to a new name beside it
-// (path.corrupt-<UTC timestamp>) and returns that name, so that a corrupt
-// or foreign file is kept for inspection while a new one is created at
-// path. Its state file (path.state, see SyncOnClose), if any, moves with
-// it; its writers' lock file stays, as it guards path. The file must not
-// be open.
+// MoveAside renames the file at path, and its state file, to a new name
+// beside it (path.corrupt-<UTC time>) and returns that name, so that a
+// corrupt file is kept for inspection while a new one is created at path.
+// The file must not be open.
 func MoveAside(path string) (string, error) {
 	dst := fmt.Sprintf("%s.corrupt-%s", path, time.Now().UTC().Format("20060102T150405.000000000Z"))
 	if err := os.Rename(path, dst); err != nil {
@@ -483,21 +455,15 @@ func MoveAside(path string) (string, error) {
 	return dst, nil
 }
 
-// Remove deletes the file at path, its state file (path.state, see
-// SyncOnClose), its writers' lock file (path + LockSuffix) and a copy an
-// interrupted Open may have left; a missing file is not an error. The file
-// must not be open.
-// Deleting only the file is safe too: Open ignores a state file whose file
-// is gone.
+// Remove deletes the file at path and the files beside it (its state file,
+// its writers' lock file path.lock, a copy an interrupted Open left); a
+// missing file is not an error. The file must not be open.
 func Remove(path string) error {
 	var errs []error
-	for _, p := range []string{path, layout.StatePath(path), path + filelock.CopySuffix, path + LockSuffix} {
+	for _, p := range []string{path, layout.StatePath(path), path + filelock.CopySuffix, path + filelock.Suffix} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("bolt: remove %s: %w", p, classify(err)))
 		}
 	}
 	return errors.Join(errs...)
 }
-
-// LockSuffix names the writers' lock file of a cache file: path + LockSuffix.
-const LockSuffix = filelock.Suffix

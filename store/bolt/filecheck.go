@@ -18,28 +18,19 @@ import (
 // file the DB mapped.
 var errFileReplaced = errors.New("the path names another file than the one opened")
 
-// FileCheckResult is the state of a DB's file check.
+// FileCheckResult is the state of a DB's check of its file's pages.
 type FileCheckResult struct {
-	// Done is true once the check of every page has a verdict.
-	Done bool
-	// AtOpen is true when Open checked every page itself (Options.
-	// CheckAtOpen, a file whose freelist was not persisted, an empty
-	// file), false when the check ran in the background.
-	AtOpen bool
-	// Err is the check's verdict when Done: nil for a sound file, an
-	// error wrapping ErrCorrupt naming the page and the problem
-	// otherwise.
-	Err error
-	// Skipped, when not empty, says why the background check did not walk
-	// the file: a read-only DB whose path a writer replaced with a copy
-	// (the reader's file is no longer written; each read still checks its
-	// objects' checksums). Err is nil then.
+	// Done: every page has a verdict, Err (nil for a sound file, else
+	// wrapping ErrCorrupt and naming the page). AtOpen: Open checked every
+	// page itself; else the check ran in the background for Duration.
+	Done, AtOpen bool
+	Err          error
+	Duration     time.Duration
+	// Skipped says why the background check did not walk the file: the
+	// path of a read-only DB's file now names a writer's copy.
 	Skipped string
-	// Duration is how long the background check took (0 for AtOpen).
-	Duration time.Duration
 	// Corrupt is the first corruption found while the file was open, by
-	// the check or by a read (a bbolt panic, a fault of the mapping); nil
-	// if none. The next Open of the file returns ErrCorrupt.
+	// the check or by a read; the next Open returns ErrCorrupt.
 	Corrupt error
 }
 
@@ -67,7 +58,7 @@ type fileCheck struct {
 }
 
 // FileCheck returns the state of the check of the file's pages, without
-// waiting for it; see WaitFileCheck.
+// waiting for it.
 func (db *DB) FileCheck() FileCheckResult {
 	db.check.mu.Lock()
 	res := db.check.res
@@ -78,10 +69,9 @@ func (db *DB) FileCheck() FileCheckResult {
 	return res
 }
 
-// WaitFileCheck waits for the verdict of the check of the file's pages and
-// returns it, or ctx's error, wrapped, if ctx ends first. After Close, an
-// unfinished check is cancelled: its result is Done with an Err wrapping
-// ErrClosed.
+// WaitFileCheck waits for the verdict of the check of the file's pages, or
+// for ctx (its error, wrapped). After Close an unfinished check is Done
+// with an Err wrapping ErrClosed.
 func (db *DB) WaitFileCheck(ctx context.Context) (FileCheckResult, error) {
 	select {
 	case <-db.check.done:
@@ -165,10 +155,9 @@ func (db *DB) checkFile(ctx context.Context) error {
 }
 
 // WaitFileChecked waits for the verdict of the check of the store's file
-// (DB.WaitFileCheck) and returns nil for a sound file, an error wrapping
-// ErrCorrupt when the check or a read found the file damaged, or ctx's
-// error, wrapped. The informer waits for it before it replays the store to
-// handlers, so that no object of a damaged file reaches one.
+// (DB.WaitFileCheck): nil for a sound file, else an error wrapping
+// ErrCorrupt or ctx's. The informer waits for it before it replays the
+// store to handlers.
 func (s *Store) WaitFileChecked(ctx context.Context) error {
 	res, err := s.db.WaitFileCheck(ctx)
 	switch {

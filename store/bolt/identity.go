@@ -8,18 +8,15 @@ import (
 )
 
 // Identity names what a resource's data is a cache of: the resource, and
-// the scope of the list/watch that filled it. Two identities that differ
-// in any field never share data (invariant 3): a shard or selector change
-// starts from an empty resource instead of reusing another scope's
-// objects. The zero value is invalid (Version and Resource are required).
+// the scope of the list/watch that filled it. Identities that differ in
+// any field never share data. Version and Resource are required.
 type Identity struct {
 	// Group is the API group ("" for the core group), Version the API
 	// version ("v1"), Resource the plural resource name ("pods"), Kind
 	// the object kind ("Pod").
 	Group, Version, Resource, Kind string
-	// Scope is the list/watch's namespace, selectors and shard, recorded
-	// in their canonical form (store.Scope.Canonical), so that
-	// equivalent spellings share data.
+	// Scope is the list/watch's, recorded in its canonical form
+	// (store.Scope.Canonical).
 	store.Scope
 }
 
@@ -36,11 +33,9 @@ func (id Identity) canonical() (Identity, error) {
 	return id, nil
 }
 
-// String returns the identity's canonical string, which is also the name of
-// its bucket in the file: every field, escaped, in a fixed order, so that
-// distinct identities have distinct strings. Call it on a validated
-// identity (as returned by Store.Identity); it does not canonicalise
-// selectors.
+// String returns the name of the identity's bucket in the file: every
+// field, escaped. It does not canonicalise selectors (Store.Identity
+// returns them canonical).
 func (id Identity) String() string { return layout.BucketName(id.recorded()) }
 
 // recorded returns id as a resource's meta records it.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/fileerr"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
@@ -143,9 +144,8 @@ func (s *Store) IndexKeys(indexName, indexedValue string) ([]string, error) {
 	return keys, nil
 }
 
-// ByIndex returns, in key order, the stored objects whose values for
-// indexName include indexedValue. Objects that cannot be decoded are
-// skipped, logged and the resource marked incomplete.
+// ByIndex returns, in key order, the objects whose values for indexName
+// include indexedValue; one that does not decode is skipped, as by List.
 func (s *Store) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
 	if _, err := s.indexFor("by index", indexName); err != nil {
 		return nil, err
@@ -169,11 +169,9 @@ func (s *Store) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
 	return out, nil
 }
 
-// ListIndexFuncValues returns the values of indexName that at least one
-// stored object has, in the order of their index keys (see
-// layout.AppendIndexPrefix: values up to 1 KiB in order, longer ones by
-// their first 256 bytes and a hash). An unknown index yields an empty list, as in
-// client-go; a read error is logged and yields what was read.
+// ListIndexFuncValues returns the values of indexName that a stored object
+// has, in the order of their index keys (a value over 1 KiB by its first 256
+// bytes and a hash). An unknown index yields an empty list.
 func (s *Store) ListIndexFuncValues(indexName string) []string {
 	out := []string{}
 	if _, err := s.indexFor("list index values", indexName); err != nil {
@@ -258,7 +256,7 @@ func (s *indexSet) names() []string {
 // indexValuesOf returns the sorted, deduplicated values of x for obj.
 func indexValuesOf(x indexer, key string, obj interface{}) ([]string, error) {
 	if x.fn == nil {
-		return nil, fmt.Errorf("index %q: %w", x.name, ErrNoIndexFunc)
+		return nil, fmt.Errorf("index %q: %w", x.name, fileerr.ErrNoIndexFunc)
 	}
 	return layout.IndexValues(x.name, x.fn, key, obj)
 }

@@ -6,43 +6,33 @@ import "time"
 // (Options.Metrics); package store/bolt/metrics records them as Prometheus
 // metrics. Its methods are called concurrently and must not block.
 type Metrics interface {
-	// Hot returns the metrics of the hot tier of the store of the
-	// resource named resource (Identity.String()); it is called for the
-	// stores that have a tier.
+	// Hot returns the metrics of the hot tier of resource (named by its
+	// Identity.String()), for a store that has one.
 	Hot(resource string) HotMetrics
-	// CorruptRecord counts a stored record of resource found corrupt (a
-	// checksum mismatch, an object that does not decode): part is
-	// "envelope" or "item" for an object a read skipped, "index" for an
-	// index entry, "meta" or "live" for a resource discarded on open.
+	// CorruptRecord counts a corrupt record of resource found: part is
+	// "envelope" or "item" (an object a read skipped), "index", "meta" or
+	// "live" (the resource discarded on open).
 	CorruptRecord(resource, part string)
-	// File returns the metrics of the check of the file at path (as given
-	// to Open).
+	// File returns the metrics of the file at path.
 	File(path string) FileMetrics
 }
 
-// HotMetrics receives the measurements of a store's hot tier. Bulk reads
-// do not count.
+// HotMetrics counts a hot tier's point reads served (Hit) and decoded
+// (Miss), evictions, and the objects entering and leaving it with their
+// estimated bytes.
 type HotMetrics interface {
-	// Hit counts a point read (Get, GetByKey) the tier served, Miss one
-	// that decoded the object.
 	Hit()
 	Miss()
-	// Evicted counts an object evicted to stay within the budget.
 	Evicted()
-	// Added and Removed count an object entering and leaving the tier,
-	// with its estimated bytes.
 	Added(bytes int64)
 	Removed(bytes int64)
 }
 
-// FileMetrics receives the measurements of a file's check.
+// FileMetrics records corruption found in an open file, and the verdict of
+// the check of its pages (how long the background check took, 0 when Open
+// checked them).
 type FileMetrics interface {
-	// Corrupt records that corruption was found in the open file, by the
-	// check or by a read.
 	Corrupt()
-	// Checked records the verdict of the check of every page: how long
-	// the background check took (0 when Open checked every page) and
-	// whether it found the file corrupt.
 	Checked(d time.Duration, corrupt bool)
 }
 

@@ -55,9 +55,8 @@ func (s *Store) Get(obj interface{}) (item interface{}, exists bool, err error) 
 	return s.GetByKey(key)
 }
 
-// GetByKey returns the object stored under key, decoded. An object that
-// cannot be decoded returns an error wrapping ErrCorrupt and marks the
-// resource incomplete.
+// GetByKey returns the object stored under key. One that does not decode
+// is an error wrapping ErrCorrupt, and marks the resource incomplete.
 func (s *Store) GetByKey(key string) (item interface{}, exists bool, err error) {
 	// st is what the read saw of the hot tier before its transaction
 	// (zero, the most cautious stamp, after Close, which readLive
@@ -96,16 +95,10 @@ func (s *Store) GetByKey(key string) (item interface{}, exists bool, err error) 
 	return item, exists, nil
 }
 
-// List returns every stored object in key order, read in one read
-// transaction and decoded on every core in chunks of 256 objects (see
-// decode.go); objects the hot tier holds are taken from it, without
-// filling it. Objects that cannot be decoded are skipped, logged and the
-// resource marked incomplete (List has no error result). It returns nil
-// after Close.
-//
-// Cost: a decode of every object not in the hot tier, and the result:
-// client-go's unmodified indexer.List and cache.ListAll pay this on every
-// call; store.Select (warmcache's listers) decodes only what it returns.
+// List returns every stored object in key order, from one snapshot,
+// decoding every object the hot tier does not hold (see package doc's
+// Reads). Objects that do not decode are skipped, logged, and the resource
+// marked incomplete. It returns nil after Close.
 func (s *Store) List() []interface{} {
 	var out []interface{}
 	var bad []keyError
@@ -147,9 +140,7 @@ func (s *Store) ListKeys() []string {
 }
 
 // ResourceVersionOf returns the resourceVersion of the object stored under
-// key, read from the item's envelope without decoding the object.
-// An item whose checksum does not match returns an error wrapping
-// ErrChecksum and is handled like an object that does not decode.
+// key without decoding it.
 func (s *Store) ResourceVersionOf(key string) (rv string, exists bool, err error) {
 	const op = "resource version of"
 	var bad error

@@ -33,13 +33,10 @@ var (
 	_ store.SharedChanges = (*replaceTx)(nil)
 )
 
-// BeginReplace starts a relist into a new staging generation, recorded in
-// the resource's meta so that a crash before Commit is found by the next
-// open (State().RelistInterrupted) and its staged data deleted. Readers see
-// the previous content until Commit. A second BeginReplace while one (or a
-// fill) is open returns an error wrapping store.ErrReplaceInProgress; one
-// after a
-// Commit first deletes the generation that Commit retained.
+// BeginReplace starts a relist into a staging generation; readers see the
+// previous content until Commit, and an open after a crash before Commit
+// deletes the staged data (State().RelistInterrupted). A Replace or fill
+// already open is store.ErrReplaceInProgress.
 func (s *Store) BeginReplace(ctx context.Context) (store.Replace, error) {
 	const op = "begin replace"
 	if err := ctx.Err(); err != nil {

@@ -18,20 +18,13 @@ import (
 )
 
 // Resource opens the store of one resource in db, creating it if the file
-// does not hold it.
-//
-// Opening checks what the file recorded for the identity (invariant 3): a
-// different schema version, identity, codec name or fingerprint of the
-// decoded Go type (ResourceOptions.Prototype), or unreadable metadata,
-// discards the resource's data (State().Discarded says why, and a
-// log line too). A Replace that was begun and not committed by an earlier
-// process is deleted and reported (State().RelistInterrupted), the previous
-// content and resourceVersion intact. Different index names or IndexVersion
-// rebuild the index entries from the items, in bounded transactions.
-//
-// At most one Store per identity may be open on a DB (ErrResourceInUse).
-// On a read-only DB nothing is written: data that would have to be
-// discarded or rebuilt makes Resource fail with ErrReadOnly.
+// does not hold it. Data recorded with another schema version, identity,
+// codec, type fingerprint, cluster or transform version is discarded (State
+// says why), an interrupted relist's staged data deleted (the previous
+// content kept), and other index names or IndexVersion rebuild the index
+// entries. At most one Store per identity may be open on a DB
+// (ErrResourceInUse). On a read-only DB, data that would have to be
+// discarded or rebuilt makes it fail with ErrReadOnly.
 func (db *DB) Resource(ctx context.Context, opts ResourceOptions) (*Store, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -255,13 +248,10 @@ func (s *Store) reindex(w *layout.Writer, ix *indexSet, after []byte, n int) ([]
 	return after, end, bad, nil
 }
 
-// AddIndexers adds indexes and files every stored object under them, in one
-// write transaction (it decodes every object). A name that exists returns
-// an error wrapping store.ErrIndexConflict, a nil function
-// ErrInvalidOptions, an index function error ErrIndexFunc, an object that
-// cannot be decoded ErrCorrupt; on error nothing is added. While a Replace
-// (or a fill) is open it returns store.ErrReplaceInProgress. The new names are
-// recorded: a later Resource with another index set rebuilds the entries.
+// AddIndexers adds indexes and files every stored object under them, in
+// one write transaction, and records their names. On error nothing is
+// added: store.ErrIndexConflict, ErrInvalidOptions, ErrIndexFunc,
+// ErrCorrupt, or store.ErrReplaceInProgress while a relist is open.
 func (s *Store) AddIndexers(newIndexers cache.Indexers) error {
 	const op = "add indexers"
 	if err := s.checkWritable(op); err != nil {

@@ -22,41 +22,11 @@ var _ store.SelectStore = (*Store)(nil)
 // walk.
 const selectExamine = 4096
 
-// Select calls fn for every object sel selects, in key order: selector
-// pushdown (store.SelectStore). It decides from item entries alone, which
-// keep each object's namespace and labels (see layout.AppendSelectPart),
-// and decodes only the objects it selects, so a selective read costs a
-// walk of small entries plus the decoding of what it returns:
-//
-//   - with an index part, the entries filed under the value in that
-//     index;
-//   - else with a namespace, under the default key function (whose keys
-//     start with "namespace/"), the key range of the namespace; under
-//     another key function the namespace index (cache.NamespaceIndex) if
-//     the store has one, else every entry;
-//   - else every entry;
-//
-// each filtered by the namespace and labels recorded in the entry. Any
-// label selector works (equality, set-based, exists, !key); the common
-// operators are evaluated on the entry's bytes without allocating.
-//
-// Entries are examined in read transactions of at most 4,096
-// entries; the objects selected among them, up to 256, are decoded
-// in that transaction on every core, from the stored bytes without copying
-// them (an object in the hot tier is taken from it, without
-// filling or reordering the cache, so a bulk read never evicts what point
-// reads keep), and passed to fn on the calling goroutine outside any
-// transaction. Like Scan, each chunk is a snapshot, fn may read the store,
-// and writes made during the walk may or may not be seen; memory stays
-// proportional to a chunk beyond what fn keeps.
-//
-// Errors: an unknown index wraps store.ErrIndexNotFound; ctx's error is
-// returned wrapped; fn's first error is returned unchanged; an item entry
-// that does not parse or an object that does not decode stops the walk
-// with an error wrapping ErrCorrupt and marks the resource incomplete (an
-// index entry without its item wraps ErrCorrupt, as in ScanIndex); an
-// object without metadata fails a selection with a namespace or labels,
-// as store.Selection.Matches does.
+// Select calls fn for every object sel selects, in key order
+// (store.SelectStore), deciding from item entries, which record each
+// object's namespace and labels: it decodes only what it returns. It reads
+// and fails as Scan does; an unknown index wraps store.ErrIndexNotFound, and
+// an object without metadata fails a selection by namespace or labels.
 func (s *Store) Select(ctx context.Context, sel store.Selection, fn store.ScanFunc) error {
 	return s.walk(ctx, "select", sel, fn)
 }
@@ -278,21 +248,16 @@ func (w *selectWalk) item(g *layout.Generation, k, v []byte) ([]byte, []byte, er
 // per read transaction.
 const scanChunk = 256
 
-// Scan calls fn for every stored object in key order. It reads chunks of
-// scanChunk objects, each in its own read transaction and decoded on
-// every core inside it (see decode.go), and calls fn outside any
-// transaction, so fn may read the store and memory stays proportional to
-// a chunk; writes made during the scan may or may not be seen. It stops
-// at the first error fn returns and returns it unchanged. An object that
-// cannot be decoded stops the scan with an error wrapping ErrCorrupt and
-// marks the resource incomplete.
+// Scan calls fn for every stored object in key order, outside any
+// transaction: it reads chunks of 256 objects, each a snapshot. fn's first
+// error is returned unchanged; an object that does not decode stops it with
+// an error wrapping ErrCorrupt and marks the resource incomplete.
 func (s *Store) Scan(ctx context.Context, fn store.ScanFunc) error {
 	return s.walk(ctx, "scan", store.Selection{}, fn)
 }
 
-// ScanIndex is Scan restricted to the objects whose values for indexName
-// include indexedValue. An unknown index returns an error wrapping
-// store.ErrIndexNotFound.
+// ScanIndex is Scan of the objects whose values for indexName include
+// indexedValue (store.ErrIndexNotFound for an unknown index).
 func (s *Store) ScanIndex(ctx context.Context, indexName, indexedValue string, fn store.ScanFunc) error {
 	if _, err := s.indexFor("scan index", indexName); err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
+	"github.com/warmcache/warmcache/store/bolt/internal/filelock"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 	"github.com/warmcache/warmcache/store/bolt/internal/syncstate"
 )
@@ -361,7 +362,7 @@ func TestCloseLeavesAnotherFilesState(t *testing.T) {
 	}
 	// The writers' lock guards the path, so the other process must not
 	// take it (a release from before it): it would wait for the first.
-	if err := os.Remove(path + LockSuffix); err != nil {
+	if err := os.Remove(path + filelock.Suffix); err != nil {
 		t.Fatal(err)
 	}
 	second := writeOne(t, path, Options{})

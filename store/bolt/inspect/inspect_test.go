@@ -75,7 +75,7 @@ func TestResourcesAndOpenRecorded(t *testing.T) {
 	if got := podsOf(t, s.List()); len(got) != 2 || got["ns/a"].ResourceVersion != "5" {
 		t.Errorf("List = %v", got)
 	}
-	if _, err := s.Index("node", mkPod("ns", "a", "5")); !errors.Is(err, bolt.ErrNoIndexFunc) {
+	if _, err := s.Index("node", mkPod("ns", "a", "5")); !errors.Is(err, inspect.ErrNoIndexFunc) {
 		t.Errorf("Index on a recorded store = %v, want ErrNoIndexFunc", err)
 	}
 	if err := s.Add(mkPod("ns", "z", "1")); !errors.Is(err, bolt.ErrReadOnly) {

@@ -16,14 +16,17 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-// The sentinels, exported and documented by package bolt under the same
-// names.
+// The sentinels, exported and documented by package bolt (and inspect)
+// under the same names.
 var (
 	ErrLocked   = errors.New("cache file is locked by another process")
 	ErrDiskFull = errors.New("disk full")
 	ErrReadOnly = errors.New("cache file is read-only")
 	// ErrResourceNotFound is a resource the file does not hold.
 	ErrResourceNotFound = errors.New("resource not found in cache file")
+	// ErrNoIndexFunc is returned by Index on a store opened as recorded
+	// (package inspect exports it).
+	ErrNoIndexFunc = errors.New("index function not available")
 	// ErrUnflushed matches store.ErrCorrupt.
 	ErrUnflushed = fmt.Errorf("%w: not flushed before the machine restarted", store.ErrCorrupt)
 )
