@@ -40,8 +40,8 @@ type Options struct {
 	// in-memory stores, nothing survives a restart.
 	Path string
 	// Bolt configures the file (sync policy, lock timeout, the budget of
-	// the hot tier of decoded objects its informers share and the
-	// Registerer of its metrics). Its Logger defaults to Logger. Default: bolt's defaults.
+	// the hot tier of decoded objects its informers share and its
+	// Metrics). Its Logger defaults to Logger. Default: bolt's defaults.
 	Bolt bolt.Options
 	// RESTConfig builds the clients of ForResource (typed) and
 	// ForDynamic (unless Dynamic is set). Default nil: only InformerFor.

@@ -106,7 +106,7 @@ func checkFiles(t testing.TB, dir string) {
 func checkFile(t testing.TB, path string) {
 	t.Helper()
 	ctx := context.Background()
-	if err := filecheck.Validate(ctx, path, filecheck.Options{}); err != nil {
+	if err := filecheck.Check(ctx, path, filecheck.Options{}); err != nil {
 		t.Errorf("end-of-test check of %s: %v", filepath.Base(path), err)
 		return
 	}

@@ -110,7 +110,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	logger = logger.WithValues("file", path)
 	boot, bootErr := bootID()
-	// The file is checked (validateFile) under its lock, before bbolt maps
+	// The file is checked (fileCheckAtOpen) under its lock, before bbolt maps
 	// it; a writer takes the writers' lock first (package filelock).
 	var report filecheck.Report
 	opened, err := filelock.Open(ctx, path, filelock.Config{
@@ -133,7 +133,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	// Check before writing anything, the state file included: a file that
 	// is refused is left as it was found. Whether the file is new is
 	// decided here, under the lock: another process may have created it
-	// since validateFile looked.
+	// since fileCheckAtOpen looked.
 	empty, present, err := db.checkFormat()
 	if err == nil && !empty && !opts.UnsafeIgnoreState {
 		err = syncstate.Trust(path, boot)
@@ -172,7 +172,7 @@ func openBolt(path string, opts Options) (bdb *bbolt.DB, err error) {
 			bdb, err = nil, panicError("open", r)
 		}
 	}()
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // a file truncated since validateFile
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // a file truncated since fileCheckAtOpen
 	return bbolt.Open(path, opts.FileMode, &bbolt.Options{
 		Timeout:    opts.Timeout,
 		ReadOnly:   opts.ReadOnly,

@@ -36,7 +36,7 @@ type FileCheckResult struct {
 
 // fileCheck is a DB's background check of the file's pages, the file
 // check (package filecheck) of every page Open did not check
-// (validateFile): it reads the pages with pread, never through the
+// (fileCheckAtOpen): it reads the pages with pread, never through the
 // mapping, in one read transaction, so that bbolt reuses none of the pages
 // it walks. The informer replays a store to handlers only after its
 // verdict (Store.WaitFileChecked), so no object of a damaged file reaches
@@ -178,7 +178,7 @@ func (s *Store) WaitFileChecked(ctx context.Context) error {
 // data below them is checked by the background walk (fileCheck).
 const openLevels = 4
 
-// validateFile is called by Open before bbolt maps the file, so that a
+// fileCheckAtOpen is called by Open before bbolt maps the file, so that a
 // truncated or garbage file is rejected with an error instead of crashing
 // the process (bbolt trusts its file: a page past the end of a truncated
 // file is a SIGBUS, and a garbage page a panic in one of bbolt's
@@ -197,16 +197,16 @@ const openLevels = 4
 // that passes; an error wrapping fs.ErrNotExist or fs.ErrPermission is
 // handled as such; any other error makes Open fail with ErrCorrupt. It is
 // a variable so that tests can replace it.
-var validateFile = func(ctx context.Context, path string, full bool) (filecheck.Report, error) {
-	return filecheck.ValidateReport(ctx, path, filecheck.Options{SkipTreeWalk: !full, BucketLevels: openLevels})
+var fileCheckAtOpen = func(ctx context.Context, path string, full bool) (filecheck.Report, error) {
+	return filecheck.CheckReport(ctx, path, filecheck.Options{SkipTreeWalk: !full, BucketLevels: openLevels})
 }
 
-// checkLockedFile runs validateFile on path (in full if opts.CheckAtOpen),
+// checkLockedFile runs fileCheckAtOpen on path (in full if opts.CheckAtOpen),
 // stores its report in rep and classifies its error as Open returns it: nil
 // for a file that passes or does not exist (bbolt creates it, or reports it
 // for a read-only open).
 func checkLockedFile(ctx context.Context, path string, opts Options, rep *filecheck.Report) error {
-	r, err := validateFile(ctx, path, opts.CheckAtOpen)
+	r, err := fileCheckAtOpen(ctx, path, opts.CheckAtOpen)
 	*rep = r
 	switch {
 	case err == nil, errors.Is(err, fs.ErrNotExist):

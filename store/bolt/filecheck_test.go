@@ -33,7 +33,7 @@ func TestCloseWritesFreelist(t *testing.T) {
 			s := openPods(t, db, namespaceIndexers())
 			must(t, s.Replace(podObjects(300), "1"))
 			must(t, db.Close())
-			rep, err := filecheck.ValidateReport(ctx, path, filecheck.Options{SkipTreeWalk: true})
+			rep, err := filecheck.CheckReport(ctx, path, filecheck.Options{SkipTreeWalk: true})
 			must(t, err)
 			if !rep.Persisted || rep.Walked {
 				t.Fatalf("after Close: %+v, want a persisted freelist and no walk", rep)
@@ -62,7 +62,7 @@ func TestCloseWritesFreelist(t *testing.T) {
 		must(t, err)
 		must(t, bdb.Update(func(tx *bbolt.Tx) error { return writeFormat(tx) }))
 		must(t, bdb.Close())
-		rep, err := filecheck.ValidateReport(ctx, path, filecheck.Options{SkipTreeWalk: true})
+		rep, err := filecheck.CheckReport(ctx, path, filecheck.Options{SkipTreeWalk: true})
 		must(t, err)
 		if rep.Persisted || !rep.Walked {
 			t.Fatalf("without a freelist: %+v, want a walk", rep)

@@ -174,11 +174,11 @@ func TestReaderFollowsReplacedFile(t *testing.T) {
 	path := tempPath(t)
 	writePods(t, path, 5, "1")
 	before := inode(t, path)
-	prev := validateFile
-	t.Cleanup(func() { validateFile = prev })
+	prev := fileCheckAtOpen
+	t.Cleanup(func() { fileCheckAtOpen = prev })
 	var replaced atomic.Bool
 	var replaceErr error
-	validateFile = func(ctx context.Context, p string, full bool) (filecheck.Report, error) {
+	fileCheckAtOpen = func(ctx context.Context, p string, full bool) (filecheck.Report, error) {
 		if replaced.CompareAndSwap(false, true) {
 			// The reader holds the file: this writer copies it over, then
 			// closes, leaving the new file free.

@@ -303,9 +303,9 @@ func TestStateCheckedForFileCreatedAfterTheLook(t *testing.T) {
 	if err := os.WriteFile(path+layout.StateSuffix, []byte(`{"state":"unflushed"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	prev := validateFile
-	t.Cleanup(func() { validateFile = prev })
-	validateFile = func(context.Context, string, bool) (filecheck.Report, error) {
+	prev := fileCheckAtOpen
+	t.Cleanup(func() { fileCheckAtOpen = prev })
+	fileCheckAtOpen = func(context.Context, string, bool) (filecheck.Report, error) {
 		return filecheck.Report{}, fs.ErrNotExist
 	} // "not there yet"
 	for _, sync := range []SyncPolicy{SyncOnClose, SyncNoFreelist, SyncFull, UnsafeNoSync} {

@@ -25,7 +25,7 @@ import (
 // empty file passes (bbolt initialises it); bolt.Open of such a file
 // read-only yields a DB without resources.
 func CheckFile(ctx context.Context, path string) error {
-	err := filecheck.Validate(ctx, path, filecheck.Options{})
+	err := filecheck.Check(ctx, path, filecheck.Options{})
 	switch {
 	case err == nil:
 		return nil
