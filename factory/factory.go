@@ -40,8 +40,8 @@ type Options struct {
 	// in-memory stores, nothing survives a restart.
 	Path string
 	// Bolt configures the file (sync policy, lock timeout, the budget of
-	// the hot tier of decoded objects its informers share and the
-	// Registerer of its metrics). Its Logger defaults to Logger. Default: bolt's defaults.
+	// the hot tier of decoded objects its informers share and its
+	// Metrics). Its Logger defaults to Logger. Default: bolt's defaults.
 	Bolt bolt.Options
 	// RESTConfig builds the clients of ForResource (typed) and
 	// ForDynamic (unless Dynamic is set). Default nil: only InformerFor.
@@ -349,10 +349,7 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 		return nil, fmt.Errorf("%w: %w", ErrResource, err)
 	}
 	kind := kindOf(f.opts.Scheme, example)
-	id := bolt.Identity{
-		Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: kind,
-		Namespace: scope.Namespace, LabelSelector: scope.LabelSelector, FieldSelector: scope.FieldSelector, Shard: scope.Shard,
-	}
+	id := bolt.Identity{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: kind, Scope: scope}
 	sensitive := f.sensitive(gvr.GroupResource(), cfg.sealing)
 	if kind == UnstructuredKind {
 		if err := f.dropKindless(ctx, id, sensitive); err != nil {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/warmcache/warmcache/store/bolt"
+	boltmetrics "github.com/warmcache/warmcache/store/bolt/metrics"
 )
 
 // TestFactoryHotTierOptions checks that Options.Bolt reaches the file's
@@ -18,9 +19,13 @@ import (
 func TestFactoryHotTierOptions(t *testing.T) {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
+	set, err := boltmetrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	f, err := New(ctx, Options{
 		Path:       filepath.Join(t.TempDir(), "f.db"),
-		Bolt:       bolt.Options{Sync: bolt.UnsafeNoSync, Registerer: reg},
+		Bolt:       bolt.Options{Sync: bolt.UnsafeNoSync, Metrics: set},
 		RESTConfig: &rest.Config{Host: "http://127.0.0.1:1"},
 	})
 	if err != nil {

@@ -12,14 +12,10 @@ import (
 	bbolt "go.etcd.io/bbolt"
 )
 
-// Backup writes a consistent copy of the whole file to w and returns the
-// number of bytes written. It runs in one read transaction, so writes go on
-// meanwhile and the copy is the file as of the backup's start; the copy is
-// a valid warmcache file that Open accepts. Cancelling ctx stops it between
-// writes.
-//
-// A long backup holds bbolt's read lock on the file's mapping: a write that
-// has to grow the file waits for it to finish.
+// Backup writes a consistent copy of the file, as of its start, to w and
+// returns the bytes written; writes go on meanwhile (one that must grow the
+// file waits for it). The copy is a file Open accepts. Cancelling ctx stops
+// it between writes.
 func (db *DB) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, fmt.Errorf("bolt: backup %s: %w", db.path, err)
@@ -49,25 +45,15 @@ func (c ctxWriter) Write(p []byte) (int, error) {
 	return c.w.Write(p)
 }
 
-// Authorizer decides whether an HTTP request may download the cache file
-// from DB.BackupHandler. Package backupauth has two: one that checks a
-// Kubernetes bearer token with the apiserver (TokenReview, then
-// SubjectAccessReview), one that compares a static token.
-//
-// Implementations are called concurrently, for GET and HEAD requests only.
+// Authorizer decides whether an HTTP request may download the file from
+// DB.BackupHandler (package backupauth has two). It is called concurrently,
+// for GET and HEAD requests.
 type Authorizer interface {
 	// Authorize returns the name of the request's caller, which the
-	// handler logs with each download, or an error:
-	//   - one wrapping ErrUnauthenticated when the request carries no
-	//     credential or one that is not valid: the handler answers 401
-	//     with a WWW-Authenticate challenge;
-	//   - one wrapping ErrForbidden when the caller is known but may not
-	//     read the file: 403;
-	//   - any other when no decision could be made (the apiserver is
-	//     unreachable): 500, and the error is logged.
-	// The message of an ErrUnauthenticated or ErrForbidden error is sent
-	// to the caller, so it must say why without holding the credential;
-	// no error may hold the credential.
+	// handler logs, or an error wrapping ErrUnauthenticated (no valid
+	// credential: 401), ErrForbidden (403) or another (no decision could
+	// be made: 500, logged). The message of the first two is sent to the
+	// caller; no error may hold the credential.
 	Authorize(r *http.Request) (caller string, err error)
 }
 
@@ -77,18 +63,15 @@ type AuthorizerFunc func(r *http.Request) (caller string, err error)
 // Authorize calls f(r).
 func (f AuthorizerFunc) Authorize(r *http.Request) (string, error) { return f(r) }
 
-// BackupHandlerOptions configures DB.BackupHandler. Exactly one of
-// Authorizer and UnsafeNoAuthorization must be set.
+// BackupHandlerOptions configures DB.BackupHandler: exactly one of its
+// fields must be set.
 type BackupHandlerOptions struct {
-	// Authorizer decides who may download the file. Required unless
-	// UnsafeNoAuthorization is set.
+	// Authorizer decides who may download the file.
 	Authorizer Authorizer
-
-	// UnsafeNoAuthorization serves the file, every cached object
-	// included (Secrets too), to every request that reaches the handler.
-	// Set it only where the network alone keeps strangers out (a port
-	// bound to 127.0.0.1 in a pod, reached by kubectl port-forward).
-	// BackupHandler logs a warning when it is set. Default false.
+	// UnsafeNoAuthorization serves the file, every cached object (Secrets
+	// too) included, to every request that reaches the handler: only
+	// where the network alone keeps strangers out (a port on 127.0.0.1
+	// reached by kubectl port-forward). It is logged as a warning.
 	UnsafeNoAuthorization bool
 }
 
@@ -96,21 +79,12 @@ type BackupHandlerOptions struct {
 const bearerRealm = "warmcache backup"
 
 // BackupHandler returns an http.Handler that streams Backup for GET (and
-// answers HEAD with the headers only): Content-Type
-// application/octet-stream, Content-Length the size of the copy, and a
-// Content-Disposition naming it after the file. Other methods get 405. The
-// copy stops when the request's context ends. The bytes are the file's as
-// they are on disk: an encrypted file is served encrypted.
-//
-// Each GET or HEAD is first given to opts.Authorizer: a request it does not
-// authenticate gets 401 with "WWW-Authenticate: Bearer", one it refuses
-// 403, and one it cannot decide 500; nothing of the file is sent then. Each
-// download is logged with its caller. A bearer token sent over plain HTTP
-// can be read by anyone on the path: serve the handler over HTTPS, or on
-// loopback only.
-//
-// It returns an error wrapping ErrInvalidOptions when neither or both of
-// opts.Authorizer and opts.UnsafeNoAuthorization are set.
+// the headers for HEAD) to the requests opts.Authorizer allows: 401 with a
+// Bearer challenge for one it does not authenticate, 403 for one it
+// refuses, 500 for one it cannot decide. Each download is logged with its
+// caller. The bytes are the file's as they are on disk: serve them over
+// HTTPS, or on loopback only. Neither or both options set wraps
+// ErrInvalidOptions.
 func (db *DB) BackupHandler(opts BackupHandlerOptions) (http.Handler, error) {
 	switch {
 	case opts.Authorizer == nil && !opts.UnsafeNoAuthorization:

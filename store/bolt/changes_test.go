@@ -110,9 +110,7 @@ func TestGetByKeyUncached(t *testing.T) {
 	if got := get(func(k string) (interface{}, bool, error) { return store.GetUncached(s, k) }, "ns/a"); got != a {
 		t.Error("store.GetUncached did not use the cached object")
 	}
-	s.hot.tier.mu.Lock()
-	_, cached := s.hot.m["ns/c"]
-	s.hot.tier.mu.Unlock()
+	_, cached := s.hot.Entry("ns/c")
 	if cached {
 		t.Error("GetByKeyUncached filled the cache")
 	}

@@ -9,9 +9,10 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
-	"github.com/warmcache/warmcache/store/bolt/internal/check"
 	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
+	"github.com/warmcache/warmcache/store/bolt/internal/filelock"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
+	"github.com/warmcache/warmcache/store/bolt/internal/verify"
 	"github.com/warmcache/warmcache/store/codec"
 )
 
@@ -20,30 +21,30 @@ import (
 // directories whose files are all checked, after the test's own cleanups
 // (which close its DBs) and before the directory is removed. The check is
 // the snapshot CLI's verify: the file's structure (filecheck, what
-// inspect.CheckFile runs) and its content (check.Tx, what inspect.Verify
+// inspect.CheckFile runs) and its content (verify.Tx, what inspect.Verify
 // runs) with the codecs resolved by name. A test that damages a file on
 // purpose opts out with damagedPath or uncheckedDir.
 
-// Problem, ProblemKind and the kinds are those check.Tx reports, under the
+// Problem, ProblemKind and the kinds are those verify.Tx reports, under the
 // names inspect.Verify gives them.
 type (
-	Problem     = check.Problem
+	Problem     = verify.Problem
 	ProblemKind = string
 )
 
 const (
-	ProblemMeta                = check.Meta
-	ProblemLayout              = check.Layout
-	ProblemItem                = check.Item
-	ProblemIndexWithoutItem    = check.IndexWithoutItem
-	ProblemIndexWithoutReverse = check.IndexWithoutReverse
-	ProblemReverseWithoutIndex = check.ReverseWithoutIndex
-	ProblemBlobWithoutItem     = check.BlobWithoutItem
-	ProblemIndexValues         = check.IndexValues
-	ProblemSelectPart          = check.SelectPart
-	ProblemCount               = check.Count
-	ProblemNotDecoded          = check.NotDecoded
-	ProblemChecksum            = check.Checksum
+	ProblemMeta                = verify.Meta
+	ProblemLayout              = verify.Layout
+	ProblemItem                = verify.Item
+	ProblemIndexWithoutItem    = verify.IndexWithoutItem
+	ProblemIndexWithoutReverse = verify.IndexWithoutReverse
+	ProblemReverseWithoutIndex = verify.ReverseWithoutIndex
+	ProblemBlobWithoutItem     = verify.BlobWithoutItem
+	ProblemIndexValues         = verify.IndexValues
+	ProblemSelectPart          = verify.SelectPart
+	ProblemCount               = verify.Count
+	ProblemNotDecoded          = verify.NotDecoded
+	ProblemChecksum            = verify.Checksum
 )
 
 // testCodecs resolves the codec names the tests record: package codec's,
@@ -59,8 +60,8 @@ func testCodecs(name string) (codec.Codec, error) {
 // codecs and index functions of the stores open on db and codecs for the
 // others (nil: payloads of the others are not decoded).
 func verifyDB(ctx context.Context, db *DB, codecs func(string) (codec.Codec, error), report func(Problem)) error {
-	opts := check.Options{Known: db.known(), Codecs: codecs, Report: report}
-	return db.view("verify", func(tx *bbolt.Tx) error { return check.Tx(ctx, tx, opts) })
+	opts := verify.Options{Known: db.known(), Codecs: codecs, Report: report}
+	return db.view("verify", func(tx *bbolt.Tx) error { return verify.Tx(ctx, tx, opts) })
 }
 
 // checkedDir returns a new test directory whose bolt files are checked when
@@ -93,19 +94,19 @@ func checkFiles(t testing.TB, dir string) {
 	}
 	for _, e := range entries {
 		path := filepath.Join(dir, e.Name())
-		if !e.Type().IsRegular() || strings.HasSuffix(path, layout.StateSuffix) || strings.HasSuffix(path, LockSuffix) || strings.HasSuffix(path, ".tmp") {
+		if !e.Type().IsRegular() || strings.HasSuffix(path, layout.StateSuffix) || strings.HasSuffix(path, filelock.Suffix) || strings.HasSuffix(path, ".tmp") {
 			continue
 		}
 		checkFile(t, path)
 	}
 }
 
-// checkFile fails t on any problem filecheck or check.Tx finds in the file
+// checkFile fails t on any problem filecheck or verify.Tx finds in the file
 // at path, which must not be open for writing.
 func checkFile(t testing.TB, path string) {
 	t.Helper()
 	ctx := context.Background()
-	if err := filecheck.Validate(ctx, path, filecheck.Options{}); err != nil {
+	if err := filecheck.Check(ctx, path, filecheck.Options{}); err != nil {
 		t.Errorf("end-of-test check of %s: %v", filepath.Base(path), err)
 		return
 	}

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	bbolt "go.etcd.io/bbolt"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
@@ -79,8 +77,8 @@ func TestChecksumMismatchTakesTheCorruptionPath(t *testing.T) {
 				return nil
 			})
 
-			reg := prometheus.NewRegistry()
-			db := openDB(t, path, Options{Sync: UnsafeNoSync, Registerer: reg})
+			m := newTestMetrics()
+			db := openDB(t, path, Options{Sync: UnsafeNoSync, Metrics: m})
 			var reported []error
 			s, err := db.Resource(ctx, ResourceOptions{Identity: podsID, Codec: podCodec, Indexers: namespaceIndexers(),
 				OnCorruption: func(err error) { reported = append(reported, err) }})
@@ -107,11 +105,8 @@ func TestChecksumMismatchTakesTheCorruptionPath(t *testing.T) {
 			if st := mustState(t, s); st.Complete {
 				t.Errorf("state = %+v, want incomplete", st)
 			}
-			if n := testutil.ToFloat64(db.hotc.corrupt.WithLabelValues(podsID.String(), tc.part)); n != 1 {
-				t.Errorf("warmcache_store_corrupt_objects_total{part=%q} = %v, want 1", tc.part, n)
-			}
-			if n, err := testutil.GatherAndCount(reg, "warmcache_store_corrupt_objects_total"); err != nil || n != 1 {
-				t.Errorf("registered corrupt series = %d, %v; want 1", n, err)
+			if n, series := m.corruptCount(podsID.String(), tc.part); n != 1 || series != 1 {
+				t.Errorf("corrupt records counted for part %q = %v, in %d series; want 1, in 1", tc.part, n, series)
 			}
 			if _, _, err := s.GetByKey("ns/b"); !errors.Is(err, ErrCorrupt) && tc.part != layout.PartIndex {
 				t.Errorf("GetByKey(ns/b) = %v, want ErrCorrupt", err)
@@ -140,14 +135,14 @@ func TestDamagedMetaDiscards(t *testing.T) {
 				v[len(v)/2] ^= 0x01
 				return res.Put(key, v)
 			})
-			reg := prometheus.NewRegistry()
-			db = openDB(t, path, Options{Sync: UnsafeNoSync, Registerer: reg})
+			m := newTestMetrics()
+			db = openDB(t, path, Options{Sync: UnsafeNoSync, Metrics: m})
 			s = openPods(t, db, namespaceIndexers())
 			if st := mustState(t, s); !strings.Contains(st.Discarded, part+" checksum mismatch") || st.Objects != 0 || st.RV != "" {
 				t.Errorf("state = %+v, want discarded for the %s checksum", st, part)
 			}
-			if n := testutil.ToFloat64(db.hotc.corrupt.WithLabelValues(podsID.String(), part)); n != 1 {
-				t.Errorf("warmcache_store_corrupt_objects_total{part=%q} = %v, want 1", part, n)
+			if n, _ := m.corruptCount(podsID.String(), part); n != 1 {
+				t.Errorf("corrupt records counted for part %q = %v, want 1", part, n)
 			}
 		})
 	}

@@ -416,7 +416,7 @@ func corruptRandomBytes(rng *rand.Rand, n int) []byte {
 }
 
 // corruptVariants derives the damaged files from base files written with
-// the default sync policy (no persisted freelist: Validate walks the tree
+// the default sync policy (no persisted freelist: the file check walks the tree
 // as bbolt does on open), with SyncFull (a persisted freelist page) and
 // with 4 KiB pages.
 func corruptVariants(t *testing.T) []corruptVariant {

@@ -63,7 +63,7 @@ func TestUndecodableItem(t *testing.T) {
 	if st := mustState(t, s); st.Complete || st.RV != "3" {
 		t.Errorf("state after reopen = %+v, want incomplete at RV 3", st)
 	}
-	if infos := recorded(t, db); len(infos) != 1 || infos[0].State != layout.StateIncomplete || !strings.Contains(infos[0].Reason, "ns/b") {
+	if infos := recordedMetas(t, db); len(infos) != 1 || infos[0].State != layout.StateIncomplete || !strings.Contains(infos[0].Reason, "ns/b") {
 		t.Errorf("recorded resources = %+v; want incomplete naming ns/b", infos)
 	}
 	must(t, s.Replace([]interface{}{mkPod("ns", "a", "4")}, "4"))

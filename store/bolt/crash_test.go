@@ -22,6 +22,7 @@ import (
 
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
+	"github.com/warmcache/warmcache/store/bolt/internal/syncstate"
 )
 
 // The crash test: a child process (this test binary, role "crash") applies
@@ -394,7 +395,7 @@ func crashCheck(t *testing.T, path string, w *crashWorld) store.State {
 	ctx := context.Background()
 	// The child wrote with SyncOnClose and was killed, not closed: its
 	// file is trusted in this boot of the machine only.
-	if st := mustSyncState(t, path); st.State != stateOpen {
+	if st := mustSyncState(t, path); st.State != syncstate.Open {
 		t.Errorf("state file after a kill = %+v, want open", st)
 	}
 	func() {

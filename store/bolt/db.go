@@ -16,19 +16,16 @@ import (
 	bbolt "go.etcd.io/bbolt"
 	"k8s.io/klog/v2"
 
+	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
+	"github.com/warmcache/warmcache/store/bolt/internal/filelock"
+	"github.com/warmcache/warmcache/store/bolt/internal/hot"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
+	"github.com/warmcache/warmcache/store/bolt/internal/syncstate"
 )
 
-// DB is an open warmcache file. One file holds many resources (one file per
-// informer factory); Resource opens the store of one of them.
-//
-// A DB is safe for concurrent use. Only one read-write DB may have a file
-// open at a time, across processes and within one (Open holds an exclusive
-// flock on the writers' lock file, path + LockSuffix, and on the file);
-// read-only DBs share it, and never make a read-write Open wait: a writer
-// that finds the file held by readers replaces it with a copy, and the
-// readers keep reading the old file (see lock.go). Close closes every
-// Store opened from the DB.
+// DB is an open warmcache file, which holds many resources (one file per
+// informer factory); Resource opens the store of one of them. A DB is safe
+// for concurrent use. Close closes every Store opened from it.
 type DB struct {
 	bolt     *bbolt.DB
 	path     string
@@ -48,9 +45,9 @@ type DB struct {
 	// flushed the file and recorded it closed, no commit can follow.
 	writeGate sync.RWMutex
 	closing   bool
-	// writers is the writers' lock file (path + LockSuffix), locked
-	// until Close; nil for a read-only DB or where there is none (see
-	// lock.go).
+	// writers is the writers' lock file (path.lock), locked
+	// until Close; nil for a read-only DB or where there is none
+	// (package filelock).
 	writers *os.File
 	// file identifies the file Open locked, so that Close records the
 	// state of this file only, not of one created at path since
@@ -61,11 +58,12 @@ type DB struct {
 	// platforms' readers).
 	mapped os.FileInfo
 	// flusher flushes a SyncOnClose file periodically; nil otherwise.
-	flusher *flusher
+	flusher *syncstate.Flusher
 	// hot is the hot tier shared by the stores without their own; nil if
-	// disabled. hotc are the hot tier metrics' collectors.
-	hot  *hotTier
-	hotc *hotCollectors
+	// disabled.
+	hot *hot.Tier
+	// metrics is Options.Metrics, or noMetrics.
+	metrics Metrics
 	// hotEpoch counts the write transactions that may have changed
 	// stored objects without updating the hot tier (all but a store's
 	// batches, see updateKeepHot): a hot entry put before the last one
@@ -77,7 +75,7 @@ type DB struct {
 	// open file, nil while none was; bg runs what reportCorrupt starts
 	// (added to under mu while not closed, waited for by Close).
 	check   *fileCheck
-	fcm     *fileCheckMetrics
+	fcm     FileMetrics
 	corrupt atomic.Pointer[error]
 	bg      sync.WaitGroup
 	// freelistStale is true when the file's meta has no persisted
@@ -85,31 +83,14 @@ type DB struct {
 	freelistStale atomic.Bool
 }
 
-// Open opens the warmcache file at path, creating it unless opts.ReadOnly
-// (the directory must exist). A read-write Open also records the file's
-// state beside it (path.state, see SyncOnClose) before its first commit,
-// or, for a flushing policy, flushes the file and removes that state file
-// if there is one; a read-only Open writes nothing. A read-write Open does
-// not wait for read-only DBs that have the file open, in this process or
-// another: it replaces the file at path by a copy and opens that, and they
-// keep reading the file they opened (see lock.go).
-//
-// Errors: ErrLocked when the lock is not obtained within opts.Timeout (a
-// read-write DB has the file open, or, for a read-write Open, is opening
-// it);
-// ErrCorrupt for a file that is truncated, garbage, or a bbolt file that is
-// not a warmcache file; ErrUnflushed (an ErrCorrupt) for a file left
-// unflushed across a restart of the machine, or whose state file is
-// unreadable; a *VersionError (ErrUnsupportedVersion, ErrCorrupt) for a
-// file of a newer format; ErrReadOnly for a file or directory that cannot
-// be written (unless opts.ReadOnly); fs.ErrNotExist for a missing file
-// opened read-only; ErrInvalidOptions. A refused file is left as it was
-// found. On error nothing is left open.
-//
-// Open's checks take a time independent of the file's size unless
-// opts.CheckAtOpen (or the file has no persisted freelist: its writer did
-// not close it); the pages of the data are then checked in the background,
-// and damage found there or by a read is handled as FileCheck describes.
+// Open opens the warmcache file at path, creating it unless opts.ReadOnly.
+// A read-write Open does not wait for read-only DBs: it replaces the file at
+// path by a copy, and they keep reading theirs. The file is checked before
+// bbolt maps it; the pages Open does not check are checked in the
+// background (DB.FileCheck). Errors: ErrLocked; ErrCorrupt (a damaged or
+// foreign file), ErrUnflushed, a *VersionError (a newer format);
+// ErrReadOnly; fs.ErrNotExist (read-only); ErrInvalidOptions. A refused
+// file is left as it was found, and nothing is left open.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -118,38 +99,44 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
-	hotc, err := newHotCollectors(opts.Registerer)
-	if err != nil {
-		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	metrics := opts.Metrics
+	if metrics == nil {
+		metrics = noMetrics{}
 	}
-	fcm, err := newFileCheckMetrics(opts.Registerer, path)
-	if err != nil {
-		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
-	}
+	fcm := metrics.File(path)
 	logger := opts.Logger
 	if logger.GetSink() == nil {
 		logger = klog.FromContext(ctx)
 	}
 	logger = logger.WithValues("file", path)
 	boot, bootErr := bootID()
-	// The file is checked (validateFile) under its lock, before bbolt maps
-	// it; a writer takes the writers' lock first (see lock.go).
-	var opened openResult
-	bdb, writers, err := openLocked(ctx, path, opts, logger, &opened)
+	// The file is checked (fileCheckAtOpen) under its lock, before bbolt maps
+	// it; a writer takes the writers' lock first (package filelock).
+	var report filecheck.Report
+	opened, err := filelock.Open(ctx, path, filelock.Config{
+		ReadOnly: opts.ReadOnly, Timeout: opts.Timeout, FileMode: opts.FileMode, Logger: logger,
+		Check: func(ctx context.Context, path string) error { return checkLockedFile(ctx, path, opts, &report) },
+		Bolt: func(path string, timeout time.Duration) (*bbolt.DB, error) {
+			o := opts
+			o.Timeout = timeout
+			return openBolt(path, o)
+		},
+	})
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
 	}
-	db := &DB{bolt: bdb, pageSize: bdb.Info().PageSize, writers: writers, path: path, opts: opts, logger: logger, stores: map[string]*Store{},
-		hot: newHotTier(*opts.HotBytes), hotc: hotc, fcm: fcm}
-	db.freelistStale.Store(!opened.report.Persisted)
-	db.mapped = opened.mapped
+	bdb := opened.DB
+	db := &DB{bolt: bdb, pageSize: bdb.Info().PageSize, writers: opened.Writers, path: path, opts: opts, logger: logger, stores: map[string]*Store{},
+		hot: hot.New(*opts.HotBytes), metrics: metrics, fcm: fcm}
+	db.freelistStale.Store(!report.Persisted)
+	db.mapped = opened.Mapped
 	// Check before writing anything, the state file included: a file that
 	// is refused is left as it was found. Whether the file is new is
 	// decided here, under the lock: another process may have created it
-	// since validateFile looked.
+	// since fileCheckAtOpen looked.
 	empty, present, err := db.checkFormat()
 	if err == nil && !empty && !opts.UnsafeIgnoreState {
-		err = trustSyncState(path, boot)
+		err = syncstate.Trust(path, boot)
 	}
 	if err == nil && !opts.ReadOnly {
 		db.file, err = os.Stat(path)
@@ -171,9 +158,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, classify(err))
 	}
 	if db.opts.Sync == SyncOnClose && !opts.ReadOnly && opts.FlushInterval > 0 {
-		db.flusher = startFlusher(db, opts.FlushInterval)
+		db.startFlusher()
 	}
-	db.startFileCheck(opened.report.Walked)
+	db.startFileCheck(report.Walked)
 	return db, nil
 }
 
@@ -185,7 +172,7 @@ func openBolt(path string, opts Options) (bdb *bbolt.DB, err error) {
 			bdb, err = nil, panicError("open", r)
 		}
 	}()
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // a file truncated since validateFile
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // a file truncated since fileCheckAtOpen
 	return bbolt.Open(path, opts.FileMode, &bbolt.Options{
 		Timeout:    opts.Timeout,
 		ReadOnly:   opts.ReadOnly,
@@ -201,7 +188,7 @@ func openBolt(path string, opts Options) (bdb *bbolt.DB, err error) {
 }
 
 // startSyncState records the policy a read-write DB writes with, before
-// its first commit (see syncstate.go): SyncOnClose and UnsafeNoSync record
+// its first commit (package syncstate): SyncOnClose and UnsafeNoSync record
 // "open" with the boot id (only SyncOnClose ever records "closed"); the
 // flushing policies, if a state file is there, flush what an earlier
 // unflushed writer may have left and remove it, since each of their
@@ -217,7 +204,7 @@ func (db *DB) startSyncState(boot string, bootErr error) error {
 	case SyncOnClose:
 		err := bootErr
 		if err == nil {
-			if err = writeState(db.path, syncState{State: stateOpen, Boot: boot}, mode); err == nil {
+			if err = writeState(db.path, syncstate.State{State: syncstate.Open, Boot: boot}, mode); err == nil {
 				return nil
 			}
 		}
@@ -227,11 +214,11 @@ func (db *DB) startSyncState(boot string, bootErr error) error {
 		if err := db.bolt.Sync(); err != nil {
 			return fmt.Errorf("flush: %w", classify(err))
 		}
-		_ = removeSyncState(db.path) // best effort: a state left behind only costs a relist
+		_ = syncstate.Remove(db.path) // best effort: a state left behind only costs a relist
 		return nil
 	case UnsafeNoSync:
 		db.bolt.NoFreelistSync = false
-		if err := writeState(db.path, syncState{State: stateOpen, Boot: boot}, mode); err != nil {
+		if err := writeState(db.path, syncstate.State{State: syncstate.Open, Boot: boot}, mode); err != nil {
 			db.logger.Error(err, "Cannot record the cache file's state; with UnsafeNoSync a restart of the machine may leave it torn unnoticed")
 		}
 		return nil
@@ -243,7 +230,7 @@ func (db *DB) startSyncState(boot string, bootErr error) error {
 	if err := db.bolt.Sync(); err != nil {
 		return fmt.Errorf("flush: %w", classify(err))
 	}
-	return removeSyncState(db.path)
+	return syncstate.Remove(db.path)
 }
 
 // checkFormat checks the format marker without writing. empty is true for
@@ -300,16 +287,14 @@ func writeFormat(tx *bbolt.Tx) error {
 // Path returns the file's path as given to Open.
 func (db *DB) Path() string { return db.path }
 
-// PageSize returns the bbolt page size of the file, in bytes: the one it
-// was created with (Options.PageSize when Open created it), whatever
-// Options.PageSize says at later opens. It answers after Close too.
+// PageSize returns the file's bbolt page size: the one it was created with,
+// whatever Options.PageSize says at later opens. It answers after Close too.
 func (db *DB) PageSize() int { return db.pageSize }
 
 // Close closes every Store opened from db (aborting their open Replaces),
-// stops the background file check, writes bbolt's freelist if a commit
-// since Open left the file without one (so that the next Open need not
-// walk the file), and closes the file. It waits for running transactions
-// to end. Close is idempotent; other methods return ErrClosed afterwards.
+// stops the background file check, waits for running transactions, flushes
+// the file as its sync policy says and closes it. It is idempotent; other
+// methods return ErrClosed afterwards.
 func (db *DB) Close() error {
 	db.mu.Lock()
 	if db.closed {
@@ -328,7 +313,7 @@ func (db *DB) Close() error {
 		errs = append(errs, s.close(false))
 	}
 	if db.flusher != nil {
-		db.flusher.stop()
+		db.flusher.Stop()
 	}
 	db.stopFileCheck()
 	db.bg.Wait()
@@ -362,8 +347,8 @@ func (db *DB) pathNamesFile() bool {
 	return err == nil && db.file != nil && os.SameFile(fi, db.file)
 }
 
-// unlockWriters releases the writers' lock (see lock.go), after the bbolt
-// file is closed.
+// unlockWriters releases the writers' lock, after the bbolt file is
+// closed.
 func (db *DB) unlockWriters() {
 	if db.writers != nil {
 		_ = db.writers.Close()
@@ -380,20 +365,20 @@ func (db *DB) recordClosed() error {
 		return nil
 	}
 	var errs []error
-	st := syncState{State: stateClosed}
+	st := syncstate.State{State: syncstate.Closed}
 	if p := db.corrupt.Load(); p != nil {
 		// Found corrupt while open: the next Open refuses it.
-		st = syncState{State: stateCorrupt, Reason: (*p).Error()}
+		st = syncstate.State{State: syncstate.Corrupt, Reason: (*p).Error()}
 	}
 	if err := flushFile(db.bolt); err != nil {
 		errs = append(errs, fmt.Errorf("bolt: close %s: flush: %w", db.path, classify(err)))
-		st.State = stateUnflushed
+		st.State = syncstate.Unflushed
 	}
-	if db.flusher != nil && db.flusher.failed.Load() && st.State != stateCorrupt {
+	if db.flusher != nil && db.flusher.Failed() && st.State != syncstate.Corrupt {
 		// The kernel reports a lost write once: a flush that succeeds
 		// after a failed one does not vouch for the file.
 		errs = append(errs, fmt.Errorf("bolt: close %s: an earlier flush failed", db.path))
-		st.State = stateUnflushed
+		st.State = syncstate.Unflushed
 	}
 	if err := writeState(db.path, st, db.opts.FileMode); err != nil {
 		errs = append(errs, fmt.Errorf("bolt: close %s: %w", db.path, err))
@@ -418,7 +403,7 @@ func (db *DB) view(op string, fn func(*bbolt.Tx) error) (err error) {
 			db.reportCorrupt(err)
 		}
 	}()
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see filecheck.go
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see fileCheck
 	return classify(db.bolt.View(fn))
 }
 
@@ -431,7 +416,7 @@ func (db *DB) update(op string, fn func(*bbolt.Tx) error) (err error) {
 }
 
 // updateKeepHot is update for the writes that keep the hot tier up to
-// date themselves (a store's batches, see hotPart.committed) or change no
+// date themselves (a store's batches, see hot.Part.Committed) or change no
 // object (bookmarks).
 func (db *DB) updateKeepHot(op string, fn func(*bbolt.Tx) error) (err error) {
 	if db.opts.ReadOnly {
@@ -449,17 +434,15 @@ func (db *DB) updateKeepHot(op string, fn func(*bbolt.Tx) error) (err error) {
 			db.reportCorrupt(err)
 		}
 	}()
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see filecheck.go
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see fileCheck
 	defer db.freelistStale.Store(true)                       // whether or not it committed
 	return classify(runUpdate(db.bolt, fn))
 }
 
-// MoveAside renames the file at path to a new name beside it
-// (path.corrupt-<UTC timestamp>) and returns that name, so that a corrupt
-// or foreign file is kept for inspection while a new one is created at
-// path. Its state file (path.state, see SyncOnClose), if any, moves with
-// it; its writers' lock file stays, as it guards path. The file must not
-// be open.
+// MoveAside renames the file at path, and its state file, to a new name
+// beside it (path.corrupt-<UTC time>) and returns that name, so that a
+// corrupt file is kept for inspection while a new one is created at path.
+// The file must not be open.
 func MoveAside(path string) (string, error) {
 	dst := fmt.Sprintf("%s.corrupt-%s", path, time.Now().UTC().Format("20060102T150405.000000000Z"))
 	if err := os.Rename(path, dst); err != nil {
@@ -472,15 +455,12 @@ func MoveAside(path string) (string, error) {
 	return dst, nil
 }
 
-// Remove deletes the file at path, its state file (path.state, see
-// SyncOnClose), its writers' lock file (path + LockSuffix) and a copy an
-// interrupted Open may have left; a missing file is not an error. The file
-// must not be open.
-// Deleting only the file is safe too: Open ignores a state file whose file
-// is gone.
+// Remove deletes the file at path and the files beside it (its state file,
+// its writers' lock file path.lock, a copy an interrupted Open left); a
+// missing file is not an error. The file must not be open.
 func Remove(path string) error {
 	var errs []error
-	for _, p := range []string{path, layout.StatePath(path), path + copySuffix, path + LockSuffix} {
+	for _, p := range []string{path, layout.StatePath(path), path + filelock.CopySuffix, path + filelock.Suffix} {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, fmt.Errorf("bolt: remove %s: %w", p, classify(err)))
 		}

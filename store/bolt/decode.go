@@ -4,6 +4,11 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/warmcache/warmcache/store/bolt/internal/fileerr"
+	"github.com/warmcache/warmcache/store/bolt/internal/hot"
+	"github.com/warmcache/warmcache/store/bolt/internal/layout"
+	"github.com/warmcache/warmcache/store/bolt/internal/parallel"
 )
 
 // The read path's one decode machinery: every read that returns objects
@@ -36,7 +41,7 @@ type selected struct {
 // with envelope env, both aliasing the read transaction: the hot tier's
 // object when it holds env's, else env, for decodeSelected.
 func (s *Store) selectedOf(key string, k, env []byte) selected {
-	if obj, ok := s.hot.peek(k, env); ok {
+	if obj, ok := s.hot.Peek(k, env); ok {
 		return selected{key: key, k: k, obj: obj}
 	}
 	return selected{key: key, k: k, env: env}
@@ -53,7 +58,7 @@ func (s *Store) decodeSelected(chunk []selected, workers int) []error {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	return forEachParallelN(workers, len(chunk), func(i int) error {
+	return parallel.ForEachN(workers, len(chunk), func(i int) error {
 		c := &chunk[i]
 		if c.env == nil {
 			c.k = nil
@@ -86,7 +91,7 @@ func (s *Store) decodeRecovered(k, env []byte, sh sharedDecode) (obj interface{}
 	defer func() {
 		if r := recover(); r != nil {
 			obj, err = nil, fmt.Errorf("%w: item %q: codec %s panicked: %v", ErrCorrupt, k, s.codec.Name(), r)
-			if isFault(r) { // the mapping, not the codec: see filecheck.go
+			if fileerr.IsFault(r) { // the mapping, not the codec: see fileCheck
 				s.db.reportCorrupt(err)
 			}
 		}
@@ -149,4 +154,43 @@ func (b *bulkDecoder) flush() {
 	}
 	clear(b.chunk)
 	b.chunk = b.chunk[:0]
+}
+
+// readItem returns the object of item k with envelope v, from the hot
+// tier when v is what the cached object was decoded from, else decoded,
+// without filling the tier (bulk reads and writers' reads, so that they
+// neither flush the tier nor skew its hit rate).
+func (s *Store) readItem(k, v []byte) (interface{}, error) {
+	if obj, ok := s.hot.Peek(k, v); ok {
+		return obj, nil
+	}
+	return s.decodeItem(string(k), v)
+}
+
+// readPoint is readItem for a point read whose transaction began after
+// st: it counts a hit or a miss and fills the tier.
+func (s *Store) readPoint(k, v []byte, st hot.Stamp) (interface{}, error) {
+	if s.hot == nil {
+		return s.decodeItem(string(k), v)
+	}
+	sum := s.hot.Sum(v)
+	if obj, ok := s.hot.Get(k, sum, st); ok {
+		return obj, nil
+	}
+	obj, err := s.decodeItem(string(k), v)
+	if err == nil {
+		s.hot.Put(string(k), sum, len(v), obj, st)
+	}
+	return obj, err
+}
+
+// readEntry is readItem of the envelope that item entry v of key k refers
+// to in g: a malformed entry or a missing envelope is an error wrapping
+// ErrCorrupt, like an envelope that does not decode.
+func (s *Store) readEntry(g *layout.Generation, k, v []byte) (interface{}, error) {
+	env, err := g.EnvelopeOf(k, v)
+	if err != nil {
+		return nil, err
+	}
+	return s.readItem(k, env)
 }

@@ -12,38 +12,23 @@ import (
 
 // DropOptions configures DropResource.
 type DropOptions struct {
-	// Keep, when set, is called with the codec name the file records for
-	// the resource (for example a sealed codec's, see package store/seal);
-	// if it returns true the resource is kept and DropResource writes
-	// nothing. A resource whose metadata cannot be read is dropped
-	// without calling Keep. Default nil: the resource is dropped whatever
-	// its codec.
+	// Keep, if set, is called with the codec name the file records for
+	// the resource (a sealed codec's, say): true keeps it. A resource
+	// whose metadata cannot be read is dropped without asking. Default:
+	// nil.
 	Keep func(codec string) bool
 }
 
 // errKeep rolls back DropResource's transaction when the resource is kept.
 var errKeep = errors.New("resource kept")
 
-// DropResource deletes from the file everything it holds of the resource
-// id (its meta, objects, index entries and any staged relist) in one write
-// transaction, so that a crash leaves either all of it or none, and
-// reports whether there was anything to delete. A resource the file does
-// not hold is not an error: (false, nil). The other resources are
-// untouched. The deleted pages are freed, not overwritten: bbolt reuses
-// them for later writes, and a copy made with inspect.CompactTo holds none
-// of them.
-//
-// A dropped resource is logged with the codec and the number of objects
-// the file recorded; one whose meta fails its checksum is counted in
-// warmcache_store_corrupt_objects_total (part "meta"), as when Resource
-// discards it.
-//
-// Errors: ErrResourceInUse when a Store of id is open on db (Resource
-// waits for DropResource, and the reverse); ErrReadOnly on a read-only DB
-// or file holding the resource (one that does not hold it, or whose Keep
-// keeps it, is (false, nil)); ErrClosed; ErrInvalidOptions for an invalid identity; the
-// write errors of any transaction (ErrDiskFull, ErrCorrupt). On error
-// nothing is deleted.
+// DropResource deletes everything the file holds of the resource id, in
+// one transaction, and reports whether there was anything to delete (a
+// resource the file does not hold is (false, nil)); opts.Keep may keep it.
+// The other resources are untouched. Errors: ErrResourceInUse while a Store
+// of id is open; ErrReadOnly on a read-only DB or file holding it;
+// ErrClosed; ErrInvalidOptions; a failed write (ErrDiskFull, ErrCorrupt),
+// which deletes nothing.
 func (db *DB) DropResource(ctx context.Context, id Identity, opts DropOptions) (dropped bool, err error) {
 	const op = "drop resource"
 	id, err = id.canonical()
@@ -104,8 +89,8 @@ func (db *DB) DropResource(ctx context.Context, id Identity, opts DropOptions) (
 	}
 	logger := db.logger.WithValues("resource", name)
 	if metaErr != nil {
-		if part := layout.PartOf(metaErr); part != "" && db.hotc.corrupt != nil {
-			db.hotc.corrupt.WithLabelValues(name, part).Inc()
+		if part := layout.PartOf(metaErr); part != "" {
+			db.metrics.CorruptRecord(name, part)
 		}
 		logger.Info("Dropped the resource's data from the cache file", "reason", fmt.Sprintf("metadata unreadable: %v", metaErr))
 		return true, nil

@@ -7,17 +7,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	bbolt "go.etcd.io/bbolt"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
 // otherPodsID is a second resource beside podsID: same codec and type,
 // another scope.
-var otherPodsID = Identity{Version: "v1", Resource: "pods", Kind: "Pod", Namespace: "other"}
+var otherPodsID = Identity{Version: "v1", Resource: "pods", Kind: "Pod", Scope: store.Scope{Namespace: "other"}}
 
 // twoResources writes a file at path holding podsID (pods named
 // drop-me-*) and otherPodsID (pods named keep-me-*), both closed.
@@ -38,8 +37,8 @@ func twoResources(t *testing.T, path string) {
 func recordedNames(t *testing.T, db *DB) []string {
 	t.Helper()
 	var out []string
-	for _, m := range recorded(t, db) {
-		out = append(out, Identity(m.Identity).String())
+	for _, m := range recordedMetas(t, db) {
+		out = append(out, identityOf(&m).String())
 	}
 	return out
 }
@@ -129,8 +128,8 @@ func TestDropResourceKeep(t *testing.T) {
 		v[len(v)/2] ^= 0x01
 		return res.Put(layout.MetaKey, v)
 	})
-	reg := prometheus.NewRegistry()
-	db = openDB(t, path, Options{Sync: UnsafeNoSync, Registerer: reg})
+	m := newTestMetrics()
+	db = openDB(t, path, Options{Sync: UnsafeNoSync, Metrics: m})
 	asked = nil
 	if dropped, err := db.DropResource(ctx, otherPodsID, keep); err != nil || !dropped {
 		t.Fatalf("DropResource of a damaged meta = %v, %v, want true, nil", dropped, err)
@@ -141,8 +140,8 @@ func TestDropResourceKeep(t *testing.T) {
 	if got := recordedNames(t, db); len(got) != 0 {
 		t.Errorf("recorded after dropping both: %q", got)
 	}
-	if n := testutil.ToFloat64(db.hotc.corrupt.WithLabelValues(otherPodsID.String(), layout.PartMeta)); n != 1 {
-		t.Errorf("warmcache_store_corrupt_objects_total{part=meta} = %v, want 1", n)
+	if n, _ := m.corruptCount(otherPodsID.String(), layout.PartMeta); n != 1 {
+		t.Errorf("corrupt records counted for part meta = %v, want 1", n)
 	}
 	verifyDecoded(t, db)
 }

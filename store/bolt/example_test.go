@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
 	"github.com/warmcache/warmcache/store/codec"
@@ -104,7 +105,7 @@ func ExampleDB_Backup() {
 	db, _ := bolt.Open(ctx, filepath.Join(dir, "informers.db"), bolt.Options{})
 	defer func() { _ = db.Close() }()
 	pods, _ := db.Resource(ctx, bolt.ResourceOptions{
-		Identity: bolt.Identity{Version: "v1", Resource: "pods", Kind: "Pod", Namespace: "default"},
+		Identity: bolt.Identity{Version: "v1", Resource: "pods", Kind: "Pod", Scope: store.Scope{Namespace: "default"}},
 		Codec:    codec.Protobuf(nil),
 	})
 	_ = pods.Replace([]interface{}{pod("default", "a", "10")}, "10")

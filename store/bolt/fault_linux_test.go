@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+
+	"github.com/warmcache/warmcache/store/bolt/internal/parallel"
 )
 
 // The decoding goroutines read stored bytes through the mapping too: a
@@ -27,7 +29,7 @@ func TestDecodeFault(t *testing.T) {
 	defer func() { _ = syscall.Munmap(mapped) }()
 	must(t, os.Truncate(path, 0)) // every byte of mapped now faults
 
-	chunk := make([]selected, 4*parallelMin) // enough for several workers
+	chunk := make([]selected, 4*parallel.Min) // enough for several workers
 	for i := range chunk {
 		chunk[i] = selected{key: "ns/pod", k: []byte("ns/pod"), env: mapped[i%size : i%size+1]}
 	}

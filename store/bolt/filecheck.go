@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync"
 	"time"
@@ -13,11 +14,29 @@ import (
 	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
 )
 
-// Open checks the file in a time independent of its size (validate.go):
-// the meta pages, the size against the high water mark (a page past the
-// end of the file would be a SIGBUS), the freelist and the buckets a
-// Resource reads. Every other page is checked by a walk in the background
-// (startFileCheck), which reads the pages with pread, never through the
+// errFileReplaced ends a background check whose path no longer names the
+// file the DB mapped.
+var errFileReplaced = errors.New("the path names another file than the one opened")
+
+// FileCheckResult is the state of a DB's check of its file's pages.
+type FileCheckResult struct {
+	// Done: every page has a verdict, Err (nil for a sound file, else
+	// wrapping ErrCorrupt and naming the page). AtOpen: Open checked every
+	// page itself; else the check ran in the background for Duration.
+	Done, AtOpen bool
+	Err          error
+	Duration     time.Duration
+	// Skipped says why the background check did not walk the file: the
+	// path of a read-only DB's file now names a writer's copy.
+	Skipped string
+	// Corrupt is the first corruption found while the file was open, by
+	// the check or by a read; the next Open returns ErrCorrupt.
+	Corrupt error
+}
+
+// fileCheck is a DB's background check of the file's pages, the file
+// check (package filecheck) of every page Open did not check
+// (fileCheckAtOpen): it reads the pages with pread, never through the
 // mapping, in one read transaction, so that bbolt reuses none of the pages
 // it walks. The informer replays a store to handlers only after its
 // verdict (Store.WaitFileChecked), so no object of a damaged file reaches
@@ -25,49 +44,11 @@ import (
 // bbolt's panics and the faults of the mapping (SetPanicOnFault, in the
 // goroutines that read it: view, update and the decoders) become errors
 // wrapping ErrCorrupt, and the objects of that read are not handed out.
+// Corruption found either way is handled once (DB.reportCorrupt).
 //
-// Corruption found either way is handled once (reportCorrupt): logged with
-// the reason, recorded in the state file beside the file (so that the next
-// Open returns ErrCorrupt and the caller moves the file aside), every open
-// resource marked incomplete and its OnCorruption called (the informer
-// relists), and reported by FileCheck and the metrics.
-//
-// The walk costs about what the walk at Open used to: it reads every page
-// in use once. While it runs, its read transaction keeps bbolt from
-// reusing freed pages (the file may grow a little more) and from
-// remapping the file: a write that must grow the mapping waits for the
-// walk to end.
-
-// errFileReplaced ends a background check whose path no longer names the
-// file the DB mapped.
-var errFileReplaced = errors.New("the path names another file than the one opened")
-
-// FileCheckResult is the state of a DB's file check.
-type FileCheckResult struct {
-	// Done is true once the check of every page has a verdict.
-	Done bool
-	// AtOpen is true when Open checked every page itself (Options.
-	// CheckAtOpen, a file whose freelist was not persisted, an empty
-	// file), false when the check ran in the background.
-	AtOpen bool
-	// Err is the check's verdict when Done: nil for a sound file, an
-	// error wrapping ErrCorrupt naming the page and the problem
-	// otherwise.
-	Err error
-	// Skipped, when not empty, says why the background check did not walk
-	// the file: a read-only DB whose path a writer replaced with a copy
-	// (the reader's file is no longer written; each read still checks its
-	// objects' checksums). Err is nil then.
-	Skipped string
-	// Duration is how long the background check took (0 for AtOpen).
-	Duration time.Duration
-	// Corrupt is the first corruption found while the file was open, by
-	// the check or by a read (a bbolt panic, a fault of the mapping); nil
-	// if none. The next Open of the file returns ErrCorrupt.
-	Corrupt error
-}
-
-// fileCheck is a DB's background check.
+// While the walk runs, its read transaction keeps bbolt from reusing
+// freed pages (the file may grow a little more) and from remapping the
+// file: a write that must grow the mapping waits for the walk to end.
 type fileCheck struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the verdict is in res
@@ -77,7 +58,7 @@ type fileCheck struct {
 }
 
 // FileCheck returns the state of the check of the file's pages, without
-// waiting for it; see WaitFileCheck.
+// waiting for it.
 func (db *DB) FileCheck() FileCheckResult {
 	db.check.mu.Lock()
 	res := db.check.res
@@ -88,10 +69,9 @@ func (db *DB) FileCheck() FileCheckResult {
 	return res
 }
 
-// WaitFileCheck waits for the verdict of the check of the file's pages and
-// returns it, or ctx's error, wrapped, if ctx ends first. After Close, an
-// unfinished check is cancelled: its result is Done with an Err wrapping
-// ErrClosed.
+// WaitFileCheck waits for the verdict of the check of the file's pages, or
+// for ctx (its error, wrapped). After Close an unfinished check is Done
+// with an Err wrapping ErrClosed.
 func (db *DB) WaitFileCheck(ctx context.Context) (FileCheckResult, error) {
 	select {
 	case <-db.check.done:
@@ -109,7 +89,7 @@ func (db *DB) startFileCheck(walked bool) {
 	if walked {
 		db.check.res = FileCheckResult{Done: true, AtOpen: true}
 		close(db.check.done)
-		db.fcm.verdict(nil, 0)
+		db.fcm.Checked(0, false)
 		return
 	}
 	go func() {
@@ -121,17 +101,17 @@ func (db *DB) startFileCheck(walked bool) {
 			res.Err = fmt.Errorf("bolt: file check %s: %w (cancelled by Close)", db.path, ErrClosed)
 		case errors.Is(err, errFileReplaced):
 			// Not this file's fault: a writer copied the file a reader
-			// holds over its path (lock.go). The reader's file is no
+			// holds over its path (package filelock). The reader's file is no
 			// longer written; each read still checks its objects.
 			res.Err, res.Skipped = nil, err.Error()
 			db.logger.V(1).Info("Not checking the cache file's pages: its path now names a copy a writer made", "reason", err)
-			db.fcm.verdict(nil, res.Duration)
+			db.fcm.Checked(res.Duration, false)
 		case err != nil:
 			db.reportCorrupt(err)
-			db.fcm.verdict(err, res.Duration)
+			db.fcm.Checked(res.Duration, true)
 		default:
 			db.logger.V(2).Info("Checked every page of the cache file", "duration", res.Duration)
-			db.fcm.verdict(nil, res.Duration)
+			db.fcm.Checked(res.Duration, false)
 		}
 		db.check.mu.Lock()
 		db.check.res = res
@@ -174,73 +154,10 @@ func (db *DB) checkFile(ctx context.Context) error {
 	return fmt.Errorf("bolt: file check %s: %w", db.path, err)
 }
 
-// reportCorrupt handles corruption found in the open file (see the top of
-// this file); only the first report does anything. It does not block and
-// takes no store lock: it may be called from inside a transaction or a
-// decoding goroutine.
-func (db *DB) reportCorrupt(err error) {
-	if !db.corrupt.CompareAndSwap(nil, &err) {
-		return
-	}
-	db.logger.Error(err, "The cache file is corrupt: its resources are marked incomplete and relisted, and the next open moves it aside")
-	db.fcm.corrupt()
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	if db.closed {
-		return // Close records it
-	}
-	stores := make([]*Store, 0, len(db.stores))
-	for _, s := range db.stores {
-		stores = append(stores, s)
-	}
-	db.bg.Go(func() {
-		if !db.opts.ReadOnly {
-			if werr := db.recordCorrupt(err); werr != nil {
-				db.logger.Error(werr, "Cannot record the cache file as corrupt in its state file")
-			}
-		}
-		for _, s := range stores {
-			s.fileCorrupted(err)
-		}
-	})
-}
-
-// recordCorrupt records in the state file that the file is corrupt, unless
-// path no longer names the file Open locked.
-func (db *DB) recordCorrupt(cause error) error {
-	if !db.pathNamesFile() {
-		return nil
-	}
-	return writeState(db.path, syncState{State: stateCorrupt, Reason: cause.Error()}, db.opts.FileMode)
-}
-
-// fileCorrupted marks s incomplete and calls its OnCorruption after the
-// file was found corrupt, the first time only: DB.Resource calls it for a
-// corruption found before the store was registered, and the report of a
-// corruption found meanwhile may already have called it.
-func (s *Store) fileCorrupted(err error) {
-	if !s.fileCorrupt.CompareAndSwap(false, true) {
-		return
-	}
-	s.markIncomplete(fmt.Sprintf("the cache file is corrupt: %v", err))
-	if s.onCorrupt != nil {
-		s.onCorrupt(s.errorf("file check", err))
-	}
-}
-
-// isFault reports whether r, recovered from a panic, is a memory fault that
-// SetPanicOnFault turned into a panic (a SIGBUS past the end of a
-// truncated mapping, a SIGSEGV).
-func isFault(r any) bool {
-	_, ok := r.(interface{ Addr() uintptr })
-	return ok
-}
-
 // WaitFileChecked waits for the verdict of the check of the store's file
-// (DB.WaitFileCheck) and returns nil for a sound file, an error wrapping
-// ErrCorrupt when the check or a read found the file damaged, or ctx's
-// error, wrapped. The informer waits for it before it replays the store to
-// handlers, so that no object of a damaged file reaches one.
+// (DB.WaitFileCheck): nil for a sound file, else an error wrapping
+// ErrCorrupt or ctx's. The informer waits for it before it replays the
+// store to handlers.
 func (s *Store) WaitFileChecked(ctx context.Context) error {
 	res, err := s.db.WaitFileCheck(ctx)
 	switch {
@@ -252,4 +169,52 @@ func (s *Store) WaitFileChecked(ctx context.Context) error {
 		return res.Err
 	}
 	return nil
+}
+
+// openLevels is how deep below the root bucket Open's shallow check walks
+// every bucket fully: the resources (level 1), their generations bucket
+// (2) and each generation (3), whose items, blobs and index buckets (4)
+// have their root page checked. These are the pages Resource reads; the
+// data below them is checked by the background walk (fileCheck).
+const openLevels = 4
+
+// fileCheckAtOpen is called by Open before bbolt maps the file, so that a
+// truncated or garbage file is rejected with an error instead of crashing
+// the process (bbolt trusts its file: a page past the end of a truncated
+// file is a SIGBUS, and a garbage page a panic in one of bbolt's
+// goroutines, which no recover can catch).
+//
+// Unless full, it checks in a time independent of the file's size: the
+// meta pages, the file's size against the high water mark, the persisted
+// freelist and the buckets down to openLevels. A file without a persisted
+// freelist (its last writer did not close it) is walked in full anyway:
+// bbolt then walks the whole tree itself on a read-write open, panicking
+// in a goroutine of its own on what it does not like. The report says
+// whether every page in use was checked and whether the file has a
+// persisted freelist.
+//
+// It returns nil for an empty file (bbolt initialises it) and for a file
+// that passes; an error wrapping fs.ErrNotExist or fs.ErrPermission is
+// handled as such; any other error makes Open fail with ErrCorrupt. It is
+// a variable so that tests can replace it.
+var fileCheckAtOpen = func(ctx context.Context, path string, full bool) (filecheck.Report, error) {
+	return filecheck.CheckReport(ctx, path, filecheck.Options{SkipTreeWalk: !full, BucketLevels: openLevels})
+}
+
+// checkLockedFile runs fileCheckAtOpen on path (in full if opts.CheckAtOpen),
+// stores its report in rep and classifies its error as Open returns it: nil
+// for a file that passes or does not exist (bbolt creates it, or reports it
+// for a read-only open).
+func checkLockedFile(ctx context.Context, path string, opts Options, rep *filecheck.Report) error {
+	r, err := fileCheckAtOpen(ctx, path, opts.CheckAtOpen)
+	*rep = r
+	switch {
+	case err == nil, errors.Is(err, fs.ErrNotExist):
+		return nil
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return classify(err)
+	case errors.Is(err, ErrCorrupt):
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrCorrupt, err)
 }

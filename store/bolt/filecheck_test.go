@@ -11,14 +11,13 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	bbolt "go.etcd.io/bbolt"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/internal/podgen"
 	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
+	"github.com/warmcache/warmcache/store/bolt/internal/syncstate"
 )
 
 // Close writes the freelist, so that the next Open neither walks the
@@ -34,7 +33,7 @@ func TestCloseWritesFreelist(t *testing.T) {
 			s := openPods(t, db, namespaceIndexers())
 			must(t, s.Replace(podObjects(300), "1"))
 			must(t, db.Close())
-			rep, err := filecheck.ValidateReport(ctx, path, filecheck.Options{SkipTreeWalk: true})
+			rep, err := filecheck.CheckReport(ctx, path, filecheck.Options{SkipTreeWalk: true})
 			must(t, err)
 			if !rep.Persisted || rep.Walked {
 				t.Fatalf("after Close: %+v, want a persisted freelist and no walk", rep)
@@ -63,7 +62,7 @@ func TestCloseWritesFreelist(t *testing.T) {
 		must(t, err)
 		must(t, bdb.Update(func(tx *bbolt.Tx) error { return writeFormat(tx) }))
 		must(t, bdb.Close())
-		rep, err := filecheck.ValidateReport(ctx, path, filecheck.Options{SkipTreeWalk: true})
+		rep, err := filecheck.CheckReport(ctx, path, filecheck.Options{SkipTreeWalk: true})
 		must(t, err)
 		if rep.Persisted || !rep.Walked {
 			t.Fatalf("without a freelist: %+v, want a walk", rep)
@@ -111,8 +110,8 @@ func TestBackgroundCheckFindsDamage(t *testing.T) {
 		t.Fatal("Open rejected every damaged page: nothing left for the background check")
 	}
 
-	reg := prometheus.NewPedanticRegistry()
-	db, err := Open(ctx, path, Options{Registerer: reg})
+	m := newTestMetrics()
+	db, err := Open(ctx, path, Options{Metrics: m})
 	must(t, err)
 	var mu sync.Mutex
 	var reported []error
@@ -142,20 +141,12 @@ func TestBackgroundCheckFindsDamage(t *testing.T) {
 		t.Errorf("OnCorruption got %v, want one ErrCorrupt", reported)
 	}
 	mu.Unlock()
-	want := fmt.Sprintf(`
-# HELP warmcache_store_file_corrupt 1 once corruption was found in the open cache file (the background check or a read), else 0.
-# TYPE warmcache_store_file_corrupt gauge
-warmcache_store_file_corrupt{file=%q} 1
-# HELP warmcache_store_file_check_done 1 once every page of the cache file was checked (at open or in the background), else 0.
-# TYPE warmcache_store_file_check_done gauge
-warmcache_store_file_check_done{file=%q} 1
-`, path, path)
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "warmcache_store_file_corrupt", "warmcache_store_file_check_done"); err != nil {
-		t.Error(err)
+	if f := m.file(path); !f.corrupt || !f.checked {
+		t.Errorf("file metrics %+v, want corrupt and checked", f)
 	}
 	must(t, db.Close())
 
-	if st, ok, err := readSyncState(path); err != nil || !ok || st.State != stateCorrupt || !strings.Contains(st.Reason, "page") {
+	if st, ok, err := syncstate.Read(path); err != nil || !ok || st.State != syncstate.Corrupt || !strings.Contains(st.Reason, "page") {
 		t.Errorf("state file = %+v, %v, %v; want corrupt with the reason", st, ok, err)
 	}
 	if _, err = Open(ctx, path, Options{}); !errors.Is(err, ErrCorrupt) {

@@ -26,15 +26,11 @@ var (
 	_ store.Fill   = (*fillTx)(nil)
 )
 
-// BeginFill starts a fill of the resource, which must hold no object (an
-// error wrapping store.ErrNotEmpty otherwise); see store.Filler. It
-// records layout.StateFilling and clears the resourceVersion in the
-// resource's meta, in one transaction: until Commit, State reports the
-// content incomplete with no resourceVersion, and an open of the file
-// after a crash deletes the content and reports State().RelistInterrupted
-// (invariant 2). BeginFill while a Replace or a fill is open returns an
-// error wrapping store.ErrReplaceInProgress; one after a Replace's Commit
-// first deletes the generation that Commit retained.
+// BeginFill starts a fill of the resource, which must hold no object
+// (store.ErrNotEmpty); see store.Filler. Until Commit, State reports the
+// content incomplete with no resourceVersion, and an open after a crash
+// deletes it (State().RelistInterrupted). A Replace or fill already open is
+// store.ErrReplaceInProgress.
 func (s *Store) BeginFill(ctx context.Context) (store.Fill, error) {
 	const op = "begin fill"
 	if err := ctx.Err(); err != nil {
@@ -108,8 +104,7 @@ func (f *fillTx) Add(ctx context.Context, objs ...interface{}) error {
 	}
 	sortByKey(ops)
 	return s.writeLiveLocked(op, func(g *layout.Generation, m *layout.Meta) error {
-		w := writer{g: g, names: f.ix.names()}
-		delta, err := w.applyAll(ops)
+		delta, err := applyAll(&layout.Writer{G: g, Names: f.ix.names()}, ops)
 		m.Objects += delta
 		return err
 	})

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/warmcache/warmcache/store/bolt/internal/syncstate"
 )
 
 // A background flush that fails marks the file unflushed for good: Close
@@ -36,7 +38,7 @@ func TestFailedBackgroundFlushIsNeverForgotten(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "earlier flush failed") {
 		t.Fatalf("Close after a failed background flush = %v, want an error saying so", err)
 	}
-	if st := mustSyncState(t, path); st.State != stateUnflushed {
+	if st := mustSyncState(t, path); st.State != syncstate.Unflushed {
 		t.Fatalf("state = %+v, want unflushed", st)
 	}
 	if _, err := Open(context.Background(), path, Options{ReadOnly: true}); !errors.Is(err, ErrUnflushed) {

@@ -262,9 +262,9 @@ func podsOf(t testing.TB, objs []interface{}) map[string]*corev1.Pod {
 	return out
 }
 
-// recorded returns the meta of every resource recorded in db's file, in
+// recordedMetas returns the meta of every resource recorded in db's file, in
 // bucket-name order (what inspect.Resources reports).
-func recorded(t testing.TB, db *DB) []layout.Meta {
+func recordedMetas(t testing.TB, db *DB) []layout.Meta {
 	t.Helper()
 	var out []layout.Meta
 	err := db.view("recorded", func(tx *bbolt.Tx) error {

@@ -4,15 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/hot"
 )
 
 // hotBudget returns a hot tier budget that holds n of the pods mkPod
@@ -21,44 +19,23 @@ func hotBudget(t testing.TB, n int) *int64 {
 	t.Helper()
 	env, err := (&Store{codec: podCodec}).encode("ns/p0", mkPod("ns", "p0", "1"))
 	must(t, err)
-	one := (&hotPart{factor: costFactor(podCodec.Name())}).cost("ns/p0", len(env))
+	one := hot.Cost(podCodec.Name(), "ns/p0", len(env))
 	return ptrTo(int64(n)*one + one/2)
 }
 
-// hotSeries reads one of the hot tier's metrics for resource podsID.
-func hotSeries(t testing.TB, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	must(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != "warmcache_store_hot_"+name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if m.GetLabel()[0].GetValue() != podsID.String() {
-				continue
-			}
-			if c := m.GetCounter(); c != nil {
-				return c.GetValue()
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	return 0
-}
-
-// TestHotTierMetrics checks hits, misses, evictions, bytes and entries
-// as Prometheus metrics on the registry given, within the byte budget.
+// TestHotTierMetrics checks the hits, misses, evictions, bytes and entries
+// the DB's Metrics are told, within the byte budget.
 func TestHotTierMetrics(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync, Registerer: reg, HotBytes: hotBudget(t, 3)})
+	m := newTestMetrics()
+	hotSeries := func(name string) int64 { return m.hotCount(podsID.String(), name) }
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync, Metrics: m, HotBytes: hotBudget(t, 3)})
 	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: podCodec})
 	must(t, err)
 	for i := range 5 {
 		// Probation's half of the budget holds one: keeps p4.
 		must(t, s.Add(mkPod("ns", fmt.Sprintf("p%d", i), "1")))
 	}
-	if got := hotSeries(t, reg, "evictions_total"); got != 4 {
+	if got := hotSeries("evictions"); got != 4 {
 		t.Errorf("evictions after 5 writes into probation of 1.5 = %v, want 4", got)
 	}
 	// Hit (p4 moves to the main segment), misses put p3, p2 and p1 there
@@ -68,26 +45,23 @@ func TestHotTierMetrics(t *testing.T) {
 			t.Fatalf("GetByKey(%s) = %t, %v", key, ok, err)
 		}
 	}
-	for name, want := range map[string]float64{"hits_total": 1, "misses_total": 4, "evictions_total": 6, "entries": 3} {
-		if got := hotSeries(t, reg, name); got != want {
+	for name, want := range map[string]int64{"hits": 1, "misses": 4, "evictions": 6, "entries": 3} {
+		if got := hotSeries(name); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)
 		}
 	}
-	if got, max := hotSeries(t, reg, "bytes"), float64(*hotBudget(t, 3)); got <= 0 || got > max {
+	if got, max := hotSeries("bytes"), *hotBudget(t, 3); got <= 0 || got > max {
 		t.Errorf("bytes = %v, want in (0, %v]", got, max)
 	}
-	if n, err := testutil.GatherAndCount(reg, "warmcache_store_hot_hits_total"); err != nil || n != 1 {
-		t.Errorf("hits series = %d, %v; want 1", n, err)
-	}
 	must(t, s.Close())
-	if got := hotSeries(t, reg, "bytes"); got != 0 {
+	if got := hotSeries("bytes"); got != 0 {
 		t.Errorf("bytes after Close = %v, want 0", got)
 	}
-	if got := hotSeries(t, reg, "entries"); got != 0 {
+	if got := hotSeries("entries"); got != 0 {
 		t.Errorf("entries after Close = %v, want 0", got)
 	}
-	// A second DB on the same registry adds to the same collectors.
-	db2 := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync, Registerer: reg})
+	// A second DB with the same Metrics adds to the same counts.
+	db2 := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync, Metrics: m})
 	s2, err := db2.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: podCodec})
 	must(t, err)
 	if _, ok, err := s2.GetByKey("ns/missing"); err != nil || ok {
@@ -97,7 +71,7 @@ func TestHotTierMetrics(t *testing.T) {
 	if _, ok, err := s2.GetByKey("ns/p0"); err != nil || !ok {
 		t.Fatalf("GetByKey = %t, %v", ok, err)
 	}
-	if got := hotSeries(t, reg, "hits_total"); got != 2 {
+	if got := hotSeries("hits"); got != 2 {
 		t.Errorf("hits after a second DB's hit = %v, want 2", got)
 	}
 }
@@ -113,16 +87,13 @@ func TestHotTierProbationAdapts(t *testing.T) {
 	c := &countingCodec{Codec: podCodec}
 	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: c})
 	must(t, err)
-	tier := s.hot.tier
 	name := func(i int) string { return fmt.Sprintf("p%03d", i) }
 	for i := range 400 {
 		must(t, s.Add(mkPod("ns", name(i), "1")))
 	}
-	tier.mu.Lock()
-	share, held := tier.probBudget, len(s.hot.m)
-	tier.mu.Unlock()
-	if share != tier.probMin() || held > budget/16+1 {
-		t.Fatalf("after 400 writes nothing read: probation's share %d (least %d), %d objects held; want the least, at most %d objects", share, tier.probMin(), held, budget/16+1)
+	share, least := s.hot.Tier().ProbationShare()
+	if held := s.hot.Len(); share != least || held > budget/16+1 {
+		t.Fatalf("after 400 writes nothing read: probation's share %d (least %d), %d objects held; want the least, at most %d objects", share, least, held, budget/16+1)
 	}
 
 	hits := 0
@@ -157,12 +128,10 @@ func TestHotTierRewriteEntersMain(t *testing.T) {
 			must(t, s.Add(mkPod("ns", fmt.Sprintf("cold%03d", 400+8*round+i), "1")))
 		}
 	}
-	s.hot.tier.mu.Lock()
-	defer s.hot.tier.mu.Unlock()
 	for i := range 8 {
-		e, ok := s.hot.m[fmt.Sprintf("ns/hot%d", i)]
-		if !ok || e.prob {
-			t.Errorf("hot%d after four rounds of writes: cached %t, in probation %t; want cached in the main segment", i, ok, ok && e.prob)
+		e, ok := s.hot.Entry(fmt.Sprintf("ns/hot%d", i))
+		if !ok || e.Probation {
+			t.Errorf("hot%d after four rounds of writes: cached %t, in probation %t; want cached in the main segment", i, ok, e.Probation)
 		}
 	}
 }
@@ -204,11 +173,11 @@ func TestHotTierDisabled(t *testing.T) {
 // shared by the DB's stores.
 func TestHotTierDefault(t *testing.T) {
 	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
-	if db.hot == nil || db.hot.budget != DefaultHotBytes {
+	if db.hot == nil || db.hot.Budget() != DefaultHotBytes {
 		t.Fatalf("default tier = %+v, want a budget of %d", db.hot, DefaultHotBytes)
 	}
 	s := openPods(t, db, nil)
-	if s.hot == nil || s.hot.tier != db.hot {
+	if s.hot == nil || s.hot.Tier() != db.hot {
 		t.Error("the store does not share the DB's tier")
 	}
 }
@@ -260,8 +229,9 @@ func TestHotTierNeverStale(t *testing.T) {
 // take the objects the tier holds but neither fill it nor count in its
 // hit rate.
 func TestHotTierBulkReadsDoNotFill(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync, Registerer: reg})
+	m := newTestMetrics()
+	hotSeries := func(name string) int64 { return m.hotCount(podsID.String(), name) }
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync, Metrics: m})
 	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: podCodec, Indexers: namespaceIndexers()})
 	must(t, err)
 	var pods []*corev1.Pod
@@ -271,7 +241,7 @@ func TestHotTierBulkReadsDoNotFill(t *testing.T) {
 	must(t, s.Replace(asObjects(pods), "1")) // a relist fills nothing
 	cached, _, err := s.GetByKey("ns/p007")
 	must(t, err)
-	entries := hotSeries(t, reg, "entries")
+	entries := hotSeries("entries")
 	if entries != 1 {
 		t.Fatalf("entries after one point read = %v, want 1", entries)
 	}
@@ -298,11 +268,11 @@ func TestHotTierBulkReadsDoNotFill(t *testing.T) {
 		if len(out) != 300 || out[7] != cached {
 			t.Errorf("%s returned %d objects, the cached one taken: %t", name, len(out), len(out) > 7 && out[7] == cached)
 		}
-		if got := hotSeries(t, reg, "entries"); got != entries {
+		if got := hotSeries("entries"); got != entries {
 			t.Errorf("%s: entries = %v, want %v", name, got, entries)
 		}
 	}
-	if h, m := hotSeries(t, reg, "hits_total"), hotSeries(t, reg, "misses_total"); h != 0 || m != 1 {
+	if h, m := hotSeries("hits"), hotSeries("misses"); h != 0 || m != 1 {
 		t.Errorf("hits, misses = %v, %v; want 0, 1 (bulk reads do not count)", h, m)
 	}
 }
@@ -311,8 +281,8 @@ func TestHotTierBulkReadsDoNotFill(t *testing.T) {
 // budget: one store's reads evict the other's objects, and a store with
 // its own budget is apart.
 func TestHotTierSharedBudget(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync, Registerer: reg, HotBytes: hotBudget(t, 2)})
+	m := newTestMetrics()
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync, Metrics: m, HotBytes: hotBudget(t, 2)})
 	a, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: podCodec})
 	must(t, err)
 	otherID := podsID
@@ -327,10 +297,10 @@ func TestHotTierSharedBudget(t *testing.T) {
 	must(t, c.Add(mkPod("ns", "p0", "1")))
 	must(t, b.Add(mkPod("ns", "p1", "1")))
 	must(t, b.Add(mkPod("ns", "p2", "1")))
-	if got := hotSeries(t, reg, "evictions_total"); got != 1 {
+	if got := m.hotCount(podsID.String(), "evictions"); got != 1 {
 		t.Errorf("evictions of %s = %v, want 1 (the other store filled the shared tier)", podsID, got)
 	}
-	if len(c.hot.m) != 1 {
+	if c.hot.Len() != 1 {
 		t.Errorf("the store with its own tier lost its object")
 	}
 	if !strings.Contains(podsID.String(), "pods") {
@@ -374,11 +344,11 @@ func TestHotTierFastPath(t *testing.T) {
 	if n := c.decoded.Load(); n != 1 {
 		t.Errorf("four reads decoded %d objects, want 1", n)
 	}
-	if e := s.hot.m["ns/a"]; !e.fast {
+	if e, _ := s.hot.Entry("ns/a"); !e.Fast {
 		t.Error("the entry a read put with no write since is not fast")
 	}
 	s.Bookmark("2")
-	if e := s.hot.m["ns/a"]; !e.fast || e.epoch != db.hotEpoch.Load() {
+	if e, _ := s.hot.Entry("ns/a"); !e.Fast || e.Epoch != db.hotEpoch.Load() {
 		t.Error("a bookmark made the entries slow")
 	}
 	must(t, s.Replace([]interface{}{mkPod("ns", "a", "3")}, "3"))
@@ -391,11 +361,11 @@ func TestHotTierFastPath(t *testing.T) {
 	}
 	// A read that began before a write and puts its older object after
 	// the write's commit leaves it checked against the file, not fast.
-	st := s.hot.stamp()
+	st := s.hot.Stamp()
 	old, _, err := s.GetByKey("ns/a")
 	must(t, err)
 	must(t, s.Add(mkPod("ns", "a", "5")))
-	s.hot.put("ns/a", 1, 100, old, st)
+	s.hot.Put("ns/a", 1, 100, old, st)
 	if got, _, err := s.GetByKey("ns/a"); err != nil || got.(*corev1.Pod).ResourceVersion != "5" {
 		t.Fatalf("GetByKey after a racing read's put = %v, %v; want rv 5", got, err)
 	}
@@ -479,123 +449,5 @@ func TestHotTierConcurrentReadsAndWrites(t *testing.T) {
 		if got != fresh.(*corev1.Pod).ResourceVersion {
 			t.Errorf("p%d: GetByKey rv %s, the file holds %s", k, got, fresh.(*corev1.Pod).ResourceVersion)
 		}
-	}
-}
-
-// TestHotTierReadNeverEvictsItself checks that an object a point read
-// decodes stays cached when probation holds the whole budget: probation's
-// least recently used entry makes room for it.
-func TestHotTierReadNeverEvictsItself(t *testing.T) {
-	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync, HotBytes: hotBudget(t, 4)})
-	c := &countingCodec{Codec: podCodec}
-	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: c})
-	must(t, err)
-	tier := s.hot.tier
-	tier.mu.Lock()
-	tier.probBudget = tier.budget
-	tier.mu.Unlock()
-	for i := range 5 { // probation keeps p1 to p4
-		must(t, s.Add(mkPod("ns", fmt.Sprintf("p%d", i), "1")))
-	}
-	for range 2 {
-		if _, ok, err := s.GetByKey("ns/p0"); err != nil || !ok {
-			t.Fatalf("GetByKey(ns/p0) = %t, %v", ok, err)
-		}
-	}
-	if n := c.decoded.Load(); n != 1 {
-		t.Errorf("two point reads of an object not cached decoded %d objects, want 1", n)
-	}
-	tier.mu.Lock()
-	defer tier.mu.Unlock()
-	if _, ok := s.hot.m["ns/p1"]; ok {
-		t.Error("probation's least recently used entry was kept")
-	}
-}
-
-// TestHotTierGhostGrowsProbationOnce checks that probation's share grows
-// once for a key probation evicted: the point read that misses it puts
-// it in the main segment, and a later miss, after the main segment
-// evicted it, is no sign that probation keeps writes too briefly.
-func TestHotTierGhostGrowsProbationOnce(t *testing.T) {
-	const envLen = 1000
-	m := hotMetrics{
-		hits: prometheus.NewCounter(prometheus.CounterOpts{Name: "h"}), misses: prometheus.NewCounter(prometheus.CounterOpts{Name: "m"}),
-		evictions: prometheus.NewCounter(prometheus.CounterOpts{Name: "e"}),
-		bytes:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "b"}), entries: prometheus.NewGauge(prometheus.GaugeOpts{Name: "n"}),
-	}
-	one := (&hotPart{factor: costFactor("protobuf")}).cost("k000", envLen)
-	tier := newHotTier(20 * one)
-	var epoch atomic.Uint64
-	p := tier.part("protobuf", m, &epoch)
-	key := func(prefix string, i int) string { return fmt.Sprintf("%s%03d", prefix, i) }
-	write := func(k string) {
-		tier.mu.Lock()
-		defer tier.mu.Unlock()
-		p.putLocked(k, 1, envLen, k, true, 0, true)
-	}
-	share := func() int64 {
-		tier.mu.Lock()
-		defer tier.mu.Unlock()
-		return tier.probBudget
-	}
-	read := func(k string) { p.put(k, 1, envLen, k, p.stamp()) }
-
-	write("k000")
-	for i := range 20 { // probation evicts k000
-		write(key("w", i))
-	}
-	before := share()
-	read("k000")
-	if got := share(); got != before+one {
-		t.Fatalf("probation's share %d after a read missed what probation evicted, want %d", got, before+one)
-	}
-	for i := range 20 { // the main segment evicts k000
-		read(key("r", i))
-	}
-	tier.mu.Lock()
-	_, cached := p.m["k000"]
-	tier.mu.Unlock()
-	if cached {
-		t.Fatal("k000 still cached after 20 reads of other objects")
-	}
-	before = share()
-	read("k000")
-	if got := share(); got != before {
-		t.Errorf("probation's share %d after a read missed what the main segment evicted, want %d (unchanged)", got, before)
-	}
-}
-
-// has reports whether g remembers h, without forgetting it.
-func (g *hotGhosts) has(h uint64) bool {
-	o := g.in[h]
-	return o.slots > o.forgotten
-}
-
-// TestHotGhostsForget checks that a forgotten hash stays forgotten while
-// its slots leave the ring, and that one added again after is remembered
-// until its own slot leaves.
-func TestHotGhostsForget(t *testing.T) {
-	var g hotGhosts
-	g.init(4)
-	g.add(1)
-	if !g.take(1) {
-		t.Fatal("did not remember a hash added")
-	}
-	if g.has(1) || g.take(1) {
-		t.Fatal("has a forgotten hash")
-	}
-	g.add(1)
-	g.add(2)
-	g.add(3)
-	if !g.has(1) {
-		t.Fatal("forgot a hash added again")
-	}
-	g.add(4) // overwrites the forgotten slot
-	if !g.has(1) {
-		t.Fatal("forgot a hash added again when its forgotten slot left")
-	}
-	g.add(5) // overwrites the slot added again
-	if g.has(1) || len(g.in) != 4 {
-		t.Errorf("has(1) %t with %d hashes counted after its last slot left, want false, 4", g.has(1), len(g.in))
 	}
 }

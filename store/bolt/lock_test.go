@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
+	"github.com/warmcache/warmcache/store/bolt/internal/filelock"
 )
 
 func init() {
@@ -67,7 +69,7 @@ func TestWriterDoesNotWaitForReaders(t *testing.T) {
 	if inode(t, path) == before {
 		t.Fatal("the writer writes the file the reader has open")
 	}
-	if _, err := os.Stat(path + copySuffix); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(path + filelock.CopySuffix); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("the temporary copy is left behind: %v", err)
 	}
 	ws := openPods(t, writer, namespaceIndexers())
@@ -172,11 +174,11 @@ func TestReaderFollowsReplacedFile(t *testing.T) {
 	path := tempPath(t)
 	writePods(t, path, 5, "1")
 	before := inode(t, path)
-	prev := validateFile
-	t.Cleanup(func() { validateFile = prev })
+	prev := fileCheckAtOpen
+	t.Cleanup(func() { fileCheckAtOpen = prev })
 	var replaced atomic.Bool
 	var replaceErr error
-	validateFile = func(ctx context.Context, p string, full bool) (filecheck.Report, error) {
+	fileCheckAtOpen = func(ctx context.Context, p string, full bool) (filecheck.Report, error) {
 		if replaced.CompareAndSwap(false, true) {
 			// The reader holds the file: this writer copies it over, then
 			// closes, leaving the new file free.
@@ -214,10 +216,10 @@ func TestReaderFollowsReplacedFile(t *testing.T) {
 func TestReadOnlyOpenCreatesNoLockFile(t *testing.T) {
 	path := tempPath(t)
 	writePods(t, path, 5, "1")
-	if _, err := os.Stat(path + LockSuffix); err != nil {
+	if _, err := os.Stat(path + filelock.Suffix); err != nil {
 		t.Fatalf("a writer left no lock file: %v", err)
 	}
-	if err := os.Remove(path + LockSuffix); err != nil {
+	if err := os.Remove(path + filelock.Suffix); err != nil {
 		t.Fatal(err)
 	}
 	db := openDB(t, path, Options{ReadOnly: true})
@@ -227,14 +229,14 @@ func TestReadOnlyOpenCreatesNoLockFile(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(path + LockSuffix); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(path + filelock.Suffix); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a read-only Open created the lock file: %v", err)
 	}
 	writePods(t, path, 5, "1")
 	if err := Remove(path); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{path, path + LockSuffix} {
+	for _, p := range []string{path, path + filelock.Suffix} {
 		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("Remove left %s: %v", filepath.Base(p), err)
 		}
@@ -251,7 +253,7 @@ func childReadOnlyDir() error {
 	if err != nil {
 		return err
 	}
-	if err := os.Remove(path + LockSuffix); err != nil {
+	if err := os.Remove(path + filelock.Suffix); err != nil {
 		return err
 	}
 	ctx := context.Background()
@@ -272,7 +274,7 @@ func childReadOnlyDir() error {
 	if _, err := Open(ctx, path, Options{}); !errors.Is(err, ErrReadOnly) {
 		return fmt.Errorf("read-write Open in a read-only directory = %v, want ErrReadOnly", err)
 	}
-	if _, err := os.Stat(path + LockSuffix); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := os.Stat(path + filelock.Suffix); !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("a lock file appeared on a read-only file system: %v", err)
 	}
 	return nil

@@ -165,7 +165,7 @@ func TestOpenEmptyBolt(t *testing.T) {
 	path := tempPath(t)
 	rawUpdate(t, path, func(*bbolt.Tx) error { return nil })
 	db := openDB(t, path, Options{})
-	if infos := recorded(t, db); len(infos) != 0 {
+	if infos := recordedMetas(t, db); len(infos) != 0 {
 		t.Errorf("recorded resources = %v; want none", infos)
 	}
 	if _, err := Open(context.Background(), tempPath(t), Options{ReadOnly: true}); !errors.Is(err, fs.ErrNotExist) {

@@ -15,6 +15,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
@@ -86,7 +87,7 @@ func TestPersistence(t *testing.T) {
 // never share data (invariant 3).
 func TestIdentityIsolation(t *testing.T) {
 	base := Identity{Group: "apps", Version: "v1", Resource: "deployments", Kind: "Deployment",
-		Namespace: "ns", LabelSelector: "a=b", FieldSelector: "metadata.name=x", Shard: "0"}
+		Scope: store.Scope{Namespace: "ns", LabelSelector: "a=b", FieldSelector: "metadata.name=x", Shard: "0"}}
 	variants := map[string]func(*Identity){
 		"Group":         func(id *Identity) { id.Group = "extensions" },
 		"Version":       func(id *Identity) { id.Version = "v2" },
@@ -131,7 +132,7 @@ func TestIdentityIsolation(t *testing.T) {
 func TestLabelSelectorCanonical(t *testing.T) {
 	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync})
 	ctx := context.Background()
-	a, err := db.Resource(ctx, ResourceOptions{Identity: Identity{Version: "v1", Resource: "pods", LabelSelector: "b=2, a=1"}, Codec: podCodec})
+	a, err := db.Resource(ctx, ResourceOptions{Identity: Identity{Version: "v1", Resource: "pods", Scope: store.Scope{LabelSelector: "b=2, a=1"}}, Codec: podCodec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestLabelSelectorCanonical(t *testing.T) {
 	if err := a.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := db.Resource(ctx, ResourceOptions{Identity: Identity{Version: "v1", Resource: "pods", LabelSelector: "a=1,b=2"}, Codec: podCodec})
+	b, err := db.Resource(ctx, ResourceOptions{Identity: Identity{Version: "v1", Resource: "pods", Scope: store.Scope{LabelSelector: "a=1,b=2"}}, Codec: podCodec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,8 +150,8 @@ func TestLabelSelectorCanonical(t *testing.T) {
 		t.Errorf("equivalent selector sees %q, want [ns/x]", keys)
 	}
 	for _, id := range []Identity{
-		{Version: "v1", Resource: "pods", LabelSelector: "a=(1"},
-		{Version: "v1", Resource: "pods", FieldSelector: "a"},
+		{Version: "v1", Resource: "pods", Scope: store.Scope{LabelSelector: "a=(1"}},
+		{Version: "v1", Resource: "pods", Scope: store.Scope{FieldSelector: "a"}},
 		{Resource: "pods"},
 		{Version: "v1"},
 	} {
@@ -390,7 +391,7 @@ func TestInterruptedReplace(t *testing.T) {
 	}
 	verifyClean(t, db2)
 	// The staged generation is gone from the file.
-	if infos := recorded(t, db2); len(infos) != 1 || infos[0].State != layout.StateComplete || infos[0].Staging != 0 {
+	if infos := recordedMetas(t, db2); len(infos) != 1 || infos[0].State != layout.StateComplete || infos[0].Staging != 0 {
 		t.Errorf("recorded resources = %+v; want one complete resource, nothing staged", infos)
 	}
 	// A committed Replace clears the flag.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
+	"github.com/warmcache/warmcache/store/bolt/internal/parallel"
 )
 
 // replaceTx is an open relist: a staging generation written by Add, one
@@ -32,13 +33,10 @@ var (
 	_ store.SharedChanges = (*replaceTx)(nil)
 )
 
-// BeginReplace starts a relist into a new staging generation, recorded in
-// the resource's meta so that a crash before Commit is found by the next
-// open (State().RelistInterrupted) and its staged data deleted. Readers see
-// the previous content until Commit. A second BeginReplace while one (or a
-// fill) is open returns an error wrapping store.ErrReplaceInProgress; one
-// after a
-// Commit first deletes the generation that Commit retained.
+// BeginReplace starts a relist into a staging generation; readers see the
+// previous content until Commit, and an open after a crash before Commit
+// deletes the staged data (State().RelistInterrupted). A Replace or fill
+// already open is store.ErrReplaceInProgress.
 func (s *Store) BeginReplace(ctx context.Context) (store.Replace, error) {
 	const op = "begin replace"
 	if err := ctx.Err(); err != nil {
@@ -132,9 +130,8 @@ func (r *replaceTx) Add(ctx context.Context, objs ...interface{}) error {
 	sortByKey(ops)
 	var added int64
 	err = r.writeStagingLocked(op, func(_ *bbolt.Bucket, g *layout.Generation) error {
-		w := writer{g: g, names: r.ix.names()}
 		var err error
-		added, err = w.applyAll(ops)
+		added, err = applyAll(&layout.Writer{G: g, Names: r.ix.names()}, ops)
 		return err
 	})
 	if err != nil {
@@ -358,7 +355,7 @@ func (s *Store) abortLocked(r *replaceTx) error {
 // index function error is returned for the first object that has one.
 func (s *Store) prepareAdds(op string, objs []interface{}, ix *indexSet) ([]prepared, error) {
 	ops := make([]prepared, len(objs))
-	errs := forEachParallel(len(objs), func(i int) error {
+	errs := parallel.ForEach(len(objs), func(i int) error {
 		obj := objs[i]
 		key, err := s.key(obj)
 		if err != nil {
@@ -368,13 +365,13 @@ func (s *Store) prepareAdds(op string, objs []interface{}, ix *indexSet) ([]prep
 		if err != nil {
 			return s.errorf(fmt.Sprintf("%s: key %q", op, key), err)
 		}
-		ops[i] = prepared{pos: i, key: key, obj: obj, env: env, sel: layout.AppendSelectPart(nil, key, obj)}
+		ops[i] = prepared{pos: i, obj: obj, Write: layout.Write{Key: key, Env: env, Sel: layout.AppendSelectPart(nil, key, obj)}}
 		if err := ops[i].computeValues(ix); err != nil {
 			return s.errorf(op, err)
 		}
 		return nil
 	})
-	if err := firstError(errs); err != nil {
+	if err := parallel.FirstError(errs); err != nil {
 		return nil, err
 	}
 	return ops, nil

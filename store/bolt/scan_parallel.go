@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/match"
 )
 
 // maxScanParallelism caps the n of ScanParallel: more decoders than that
@@ -19,23 +20,11 @@ type walked struct {
 	err   error
 }
 
-// ScanParallel is Scan with the reading and decoding of the next chunk
-// overlapping the calls of fn: one goroutine walks the items as Scan does,
-// each chunk of 256 objects decoded inside its short read
-// transaction by up to n goroutines (capped at 64), from the stored bytes
-// without copying them, and fn is called on the calling goroutine, one
-// call at a time, in key order, outside any transaction. At most three
-// chunks are alive (one delivered, one ready, one being decoded), so
-// memory stays proportional to a chunk. It implements
-// informer.ParallelScanner.
-//
-// The results, errors and corruption handling are those of Scan: it stops
-// at the first error fn returns and returns it unchanged; an object that
-// cannot be decoded stops the scan, before the objects of its chunk are
-// delivered, with an error wrapping ErrCorrupt, and marks the resource
-// incomplete. A cancelled ctx returns an error wrapping ctx.Err(). Every
-// goroutine it starts has exited when it returns. n < 1 returns an error
-// wrapping ErrInvalidOptions.
+// ScanParallel is Scan with the next chunk read and decoded, on up to n
+// goroutines (at most 64), while fn is called on the objects of the
+// current one, in key order, on the calling goroutine (informer's
+// ParallelScanner). At most three chunks are alive. Its results, errors
+// and corruption handling are Scan's; n < 1 wraps ErrInvalidOptions.
 func (s *Store) ScanParallel(ctx context.Context, n int, fn store.ScanFunc) error {
 	const op = "scan"
 	if n < 1 {
@@ -50,7 +39,7 @@ func (s *Store) ScanParallel(ctx context.Context, n int, fn store.ScanFunc) erro
 	defer cancel()
 
 	ready := make(chan walked, 1)
-	w := selectWalk{s: s, m: newSelectMatcher(store.Selection{}), workers: min(n, maxScanParallelism)}
+	w := selectWalk{s: s, m: match.New(store.Selection{}), workers: min(n, maxScanParallelism)}
 	wg.Go(func() {
 		defer close(ready)
 		for {

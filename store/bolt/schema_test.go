@@ -11,7 +11,6 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 	bbolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
@@ -21,89 +20,6 @@ import (
 type podWithNewField struct {
 	corev1.Pod
 	Added string `json:"added,omitempty" protobuf:"bytes,99,opt,name=added"`
-}
-
-// podRetagged is a pod whose added field has another tag.
-type podRetagged struct {
-	corev1.Pod
-	Added string `json:"added,omitempty" protobuf:"bytes,100,opt,name=added"`
-}
-
-// tree is a recursive type, as some API types are (JSONSchemaProps).
-type tree struct {
-	runtime.Object
-	Children []tree
-	Next     *tree
-}
-
-func TestTypeFingerprint(t *testing.T) {
-	pods := Identity{Version: "v1", Resource: "pods", Kind: "Pod"}
-	pod := typeFingerprint(&corev1.Pod{}, Identity{})
-	if !strings.HasPrefix(pod, "sha256:") {
-		t.Fatalf("fingerprint of a pod = %q", pod)
-	}
-	tests := []struct {
-		name      string
-		prototype runtime.Object
-		id        Identity
-		same      bool // as the pod's
-		empty     bool
-	}{
-		{name: "same type again", prototype: &corev1.Pod{}, same: true},
-		{name: "from client-go's scheme", id: pods, same: true},
-		{name: "prototype wins over the scheme", prototype: &corev1.Node{}, id: pods},
-		{name: "another kind", id: Identity{Version: "v1", Resource: "nodes", Kind: "Node"}},
-		{name: "a field added", prototype: &podWithNewField{}},
-		{name: "a tag changed", prototype: &podRetagged{}},
-		{name: "recursive type", prototype: &tree{}},
-		{name: "kind unknown to the scheme", id: Identity{Group: "example.com", Version: "v1", Resource: "widgets", Kind: "Widget"}, empty: true},
-		{name: "no kind, no prototype", id: Identity{Version: "v1", Resource: "pods"}, empty: true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := typeFingerprint(tc.prototype, tc.id)
-			switch {
-			case tc.empty:
-				if got != "" {
-					t.Errorf("fingerprint = %q, want none", got)
-				}
-			case tc.same != (got == pod):
-				t.Errorf("fingerprint = %q, pod's = %q, want same = %v", got, pod, tc.same)
-			case got == "":
-				t.Error("no fingerprint")
-			}
-		})
-	}
-	// The same type name and package, only the structure differs: a
-	// fingerprint of names alone would not tell them apart.
-	if a, b := fingerprintV1(), fingerprintV2(); a == b {
-		t.Errorf("a changed field keeps the fingerprint %q", a)
-	}
-	if a, b := fingerprintV1(), fingerprintV1(); a != b {
-		t.Errorf("fingerprint not deterministic: %q, %q", a, b)
-	}
-}
-
-func fingerprintV1() string {
-	type versioned struct {
-		corev1.Pod
-		Added string `json:"added"`
-	}
-	return typeFingerprint(&versioned{}, Identity{})
-}
-
-func fingerprintV2() string {
-	type versioned struct {
-		corev1.Pod
-		Added int `json:"added"`
-	}
-	return typeFingerprint(&versioned{}, Identity{})
-}
-
-func BenchmarkTypeFingerprint(b *testing.B) {
-	for b.Loop() {
-		typeFingerprint(&corev1.Pod{}, Identity{})
-	}
 }
 
 // TestSchema5DiscardedOnce opens a resource written by a binary of schema

@@ -11,6 +11,7 @@ import (
 
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
+	"github.com/warmcache/warmcache/store/bolt/internal/match"
 )
 
 var _ store.SelectStore = (*Store)(nil)
@@ -21,46 +22,11 @@ var _ store.SelectStore = (*Store)(nil)
 // walk.
 const selectExamine = 4096
 
-// errNoMetadata is returned by Select for an object without metadata when
-// the selection asks for a namespace or labels, as store.Selection.Matches
-// fails for one.
-var errNoMetadata = errors.New("object has no metadata to select by namespace or labels")
-
-// Select calls fn for every object sel selects, in key order: selector
-// pushdown (store.SelectStore). It decides from item entries alone, which
-// keep each object's namespace and labels (see layout.AppendSelectPart),
-// and decodes only the objects it selects, so a selective read costs a
-// walk of small entries plus the decoding of what it returns:
-//
-//   - with an index part, the entries filed under the value in that
-//     index;
-//   - else with a namespace, under the default key function (whose keys
-//     start with "namespace/"), the key range of the namespace; under
-//     another key function the namespace index (cache.NamespaceIndex) if
-//     the store has one, else every entry;
-//   - else every entry;
-//
-// each filtered by the namespace and labels recorded in the entry. Any
-// label selector works (equality, set-based, exists, !key); the common
-// operators are evaluated on the entry's bytes without allocating.
-//
-// Entries are examined in read transactions of at most 4,096
-// entries; the objects selected among them, up to 256, are decoded
-// in that transaction on every core, from the stored bytes without copying
-// them (an object in the hot tier is taken from it, without
-// filling or reordering the cache, so a bulk read never evicts what point
-// reads keep), and passed to fn on the calling goroutine outside any
-// transaction. Like Scan, each chunk is a snapshot, fn may read the store,
-// and writes made during the walk may or may not be seen; memory stays
-// proportional to a chunk beyond what fn keeps.
-//
-// Errors: an unknown index wraps store.ErrIndexNotFound; ctx's error is
-// returned wrapped; fn's first error is returned unchanged; an item entry
-// that does not parse or an object that does not decode stops the walk
-// with an error wrapping ErrCorrupt and marks the resource incomplete (an
-// index entry without its item wraps ErrCorrupt, as in ScanIndex); an
-// object without metadata fails a selection with a namespace or labels,
-// as store.Selection.Matches does.
+// Select calls fn for every object sel selects, in key order
+// (store.SelectStore), deciding from item entries, which record each
+// object's namespace and labels: it decodes only what it returns. It reads
+// and fails as Scan does; an unknown index wraps store.ErrIndexNotFound, and
+// an object without metadata fails a selection by namespace or labels.
 func (s *Store) Select(ctx context.Context, sel store.Selection, fn store.ScanFunc) error {
 	return s.walk(ctx, "select", sel, fn)
 }
@@ -76,7 +42,7 @@ func (s *Store) walk(ctx context.Context, op string, sel store.Selection, fn sto
 			return err
 		}
 	}
-	w := selectWalk{s: s, m: newSelectMatcher(sel), src: s.selectSource(sel)}
+	w := selectWalk{s: s, m: match.New(sel), src: s.selectSource(sel)}
 	for {
 		if err := ctx.Err(); err != nil {
 			return s.errorf(op, err)
@@ -150,7 +116,7 @@ func isNamespaceKeyFunc(fn cache.KeyFunc) bool {
 // transactions.
 type selectWalk struct {
 	s   *Store
-	m   *selectMatcher
+	m   *match.Matcher
 	src selectSource
 	// pos is the last cursor key examined (an object key in the items
 	// bucket, an index key in an index), valid once started.
@@ -194,7 +160,7 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 			}
 			examined++
 			w.pos, w.started = append(w.pos[:0], k...), true
-			id, ok, err := w.m.matches(key, entry)
+			id, ok, err := w.m.Match(key, entry)
 			if err != nil {
 				if errors.Is(err, ErrCorrupt) {
 					bad = &keyError{string(key), err}
@@ -276,4 +242,53 @@ func (w *selectWalk) item(g *layout.Generation, k, v []byte) ([]byte, []byte, er
 		return key, nil, fmt.Errorf("%w: index %q: %w: %q", ErrCorrupt, w.src.index, errIndexWithoutItem, key)
 	}
 	return key, entry, nil
+}
+
+// scanChunk is the number of objects Scan, ScanIndex and Vanished decode
+// per read transaction.
+const scanChunk = 256
+
+// Scan calls fn for every stored object in key order, outside any
+// transaction: it reads chunks of 256 objects, each a snapshot. fn's first
+// error is returned unchanged; an object that does not decode stops it with
+// an error wrapping ErrCorrupt and marks the resource incomplete.
+func (s *Store) Scan(ctx context.Context, fn store.ScanFunc) error {
+	return s.walk(ctx, "scan", store.Selection{}, fn)
+}
+
+// ScanIndex is Scan of the objects whose values for indexName include
+// indexedValue (store.ErrIndexNotFound for an unknown index).
+func (s *Store) ScanIndex(ctx context.Context, indexName, indexedValue string, fn store.ScanFunc) error {
+	if _, err := s.indexFor("scan index", indexName); err != nil {
+		return err
+	}
+	return s.walk(ctx, "scan index", store.Selection{Index: indexName, Value: indexedValue}, fn)
+}
+
+// cursor is what seekAfter and scan need of a cursor: a *bbolt.Cursor over
+// an index bucket or a layout.ItemCursor over an items bucket.
+type cursor interface {
+	First() ([]byte, []byte)
+	Next() ([]byte, []byte)
+	Seek(seek []byte) ([]byte, []byte)
+}
+
+// seekAfter positions c on the first key greater than after (the first key
+// if after is nil). The empty object key, which a nil after cannot name,
+// is always the first key: a chunked loop has moved past it before its
+// after is set from a later key, since every chunk holds more than one.
+func seekAfter(c cursor, after []byte) ([]byte, []byte) {
+	if after == nil {
+		return c.First()
+	}
+	k, v := c.Seek(after)
+	if k != nil && bytes.Equal(k, after) {
+		k, v = c.Next()
+	}
+	return k, v
+}
+
+type keyObject struct {
+	key string
+	obj interface{}
 }

@@ -4,17 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"sort"
 	"sync"
 	"sync/atomic"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/hot"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
+	"github.com/warmcache/warmcache/store/bolt/internal/parallel"
 	"github.com/warmcache/warmcache/store/codec"
 )
 
@@ -22,60 +24,18 @@ import (
 // cache.Indexer and cache.TransactionStore whose objects live in the bbolt
 // file. All methods are safe for concurrent use.
 //
-// Ownership: objects passed to the Store's writes belong to it afterwards
-// (the store.Store contract): the hot tier of decoded objects
-// (Options.HotBytes) keeps the objects written, so that a read after the
-// write returns them without decoding. Objects a read returns are shared:
-// a read may return the object another caller got or wrote. The store
-// never mutates an object after handing it out, and callers must not
-// mutate it either (invariant 6, the store.Store contract); a caller that
-// needs to change one changes a deep copy.
+// Objects passed to its writes belong to it afterwards, and objects its
+// reads return are shared with other callers (the hot tier keeps them):
+// nobody may mutate them (invariant 6). Every write is one transaction that
+// also records the resulting resourceVersion (invariant 1). Get, List,
+// ByIndex and the like read one snapshot; Scan, ScanIndex, Select and
+// Replace.Vanished read a chunk per transaction and call their function
+// outside any, so it may read the store and may see writes made meanwhile.
 //
-// Consistency: every write (Add, Update, Delete, Transaction, Apply,
-// Bookmark, a Replace's Commit) is one bbolt transaction that also records
-// the resulting resourceVersion (invariant 1); a fill's pages record none
-// (BeginFill clears it) until its Commit. Reads see committed data
-// only. Get, List, ByIndex, IndexKeys and the like read one consistent
-// snapshot; Scan, ScanIndex, Select and Replace.Vanished read in chunks of
-// 256 objects, each chunk a snapshot, and call their function outside
-// any transaction (so it may read the store), so they may observe writes
-// made during the scan.
-//
-// Differences from client-go's thread-safe store, all where client-go
-// panics or drops information (the same as store/memory's):
-//
-//   - An index function error is returned (wrapping ErrIndexFunc) and the
-//     write is not applied; client-go panics.
-//   - A key function panic (client-go's key functions panic on a typed nil
-//     pointer) is returned as a cache.KeyError and nothing is written;
-//     client-go crashes.
-//   - LastStoreSyncResourceVersion does not depend on the AtomicFIFO
-//     feature gate.
-//   - A transaction of an unknown type is an error (ErrTransactionType).
-//   - GetIndexers returns a copy.
-//   - List, ListKeys, IndexKeys and Scan return objects in key order.
-//
-// Differences that follow from storing objects encoded in a file (the
-// Store runs client-go's own store, indexer and lister tests,
-// storetest.RunClientGo, with pods where client-go stores plain structs):
-//
-//   - It holds runtime.Objects of its codec's type only; another value is
-//     a cache.KeyError (no metadata for the default key function) or
-//     ErrEncode, and nothing is written. store/memory holds any value.
-//   - Objects returned are decoded from the file or shared from the hot
-//     tier: equal to the object written, not necessarily the same pointer.
-//   - Object keys are bbolt keys, at most 32 KiB (a Kubernetes key has at
-//     most 317 bytes); a longer one is an error and nothing is written.
-//     Index names and values have no limit: an index may be named "",
-//     and a value over 1 KiB is filed under a hash (see doc.go).
-//   - An index named "" serves every cache.Indexer method but cannot be
-//     selected by store.Selection, whose empty Index means no index.
-//   - ListIndexFuncValues returns values in the order of their index keys
-//     (a value over 1 KiB by its first 256 bytes and a hash); client-go's
-//     order is unspecified.
-//
-// Index functions and the KeyFunc are called while the store's write lock
-// may be held and must not call the store.
+// It differs from client-go's thread-safe store as store/memory does (an
+// index function's error is returned, a key function's panic is a
+// cache.KeyError, objects come in key order), and holds runtime.Objects of
+// its codec's type only; docs/design/bolt.md lists the differences.
 type Store struct {
 	db        *DB
 	name      string // bucket name, id.String()
@@ -95,10 +55,7 @@ type Store struct {
 	readOnly bool
 	// hot is the store's part of its hot tier of decoded objects; nil if
 	// disabled.
-	hot *hotPart
-	// corruptc counts corrupt records (see hotCollectors), by resource
-	// and part.
-	corruptc *prometheus.CounterVec
+	hot *hot.Part
 
 	closed atomic.Bool
 	// indexers is the current indexer set, replaced (never modified) by
@@ -129,36 +86,6 @@ type status struct {
 	meta              layout.Meta
 	relistInterrupted bool
 	discarded         string
-}
-
-// indexer is one named index function; fn is nil for stores opened with
-// inspect.OpenRecorded, which know index names only.
-type indexer struct {
-	name string
-	fn   cache.IndexFunc
-}
-
-// indexSet is a sorted, immutable list of indexers.
-type indexSet struct {
-	list []indexer
-	pos  map[string]int
-}
-
-func newIndexSet(list []indexer) *indexSet {
-	sort.Slice(list, func(i, j int) bool { return list[i].name < list[j].name })
-	s := &indexSet{list: list, pos: make(map[string]int, len(list))}
-	for i, ix := range list {
-		s.pos[ix.name] = i
-	}
-	return s
-}
-
-func (s *indexSet) names() []string {
-	out := make([]string, len(s.list))
-	for i, ix := range s.list {
-		out[i] = ix.name
-	}
-	return out
 }
 
 // setMetaLocked records m as committed. s.mu must be held.
@@ -211,21 +138,17 @@ func (s *Store) Update(obj interface{}) error {
 	return s.apply(context.Background(), "update", []cache.Transaction{{Type: cache.TransactionTypeUpdate, Object: obj}}, "")
 }
 
-// Delete removes the object stored under obj's key; obj may be a
-// cache.DeletedFinalStateUnknown. Deleting an absent key is not an error.
-// obj's resourceVersion is recorded even when the key was absent; a
-// cache.DeletedFinalStateUnknown records none (client-go).
+// Delete removes the object stored under obj's key (obj may be a
+// cache.DeletedFinalStateUnknown, which records no resourceVersion); an
+// absent key is not an error.
 func (s *Store) Delete(obj interface{}) error {
 	return s.apply(context.Background(), "delete", []cache.Transaction{{Type: cache.TransactionTypeDelete, Object: obj}}, "")
 }
 
-// Apply applies txns in order and records rv, in one bbolt transaction: after
-// a crash all of it is in the file or none. An empty rv records the
-// resourceVersion of the last object (none if it has no metadata); empty
-// txns with a non-empty rv is a bookmark. A key, encoding, type or index
-// function error in any transaction fails the whole batch with nothing
-// applied. A failed commit (ErrDiskFull, ErrReadOnly) leaves the previous
-// content and resourceVersion intact.
+// Apply applies txns in order and records rv (if empty, the last object's
+// resourceVersion) in one transaction: all or nothing, across a crash too.
+// Any transaction's key, type, encoding or index function error fails the
+// whole batch; a failed commit leaves the previous content intact.
 func (s *Store) Apply(ctx context.Context, txns []cache.Transaction, rv string) error {
 	return s.apply(ctx, "apply", txns, rv)
 }
@@ -238,12 +161,12 @@ func (s *Store) apply(ctx context.Context, op string, txns []cache.Transaction, 
 		return err
 	}
 	ops := make([]prepared, len(txns))
-	errs := forEachParallel(len(txns), func(i int) (err error) {
+	errs := parallel.ForEach(len(txns), func(i int) (err error) {
 		ops[i], err = s.prepare(op, i, txns[i])
 		return err
 	})
 	defer s.releaseEnvs(ops)
-	if err := firstError(errs); err != nil {
+	if err := parallel.FirstError(errs); err != nil {
 		return err
 	}
 	newRV, setRV := rv, rv != ""
@@ -275,8 +198,7 @@ func (s *Store) apply(ctx context.Context, op string, txns []cache.Transaction, 
 func (s *Store) commitLocked(op string, ix *indexSet, ops []prepared, rv string, setRV bool) error {
 	sortByKey(ops)
 	err := s.writeLiveWithLocked(op, s.db.updateKeepHot, func(g *layout.Generation, m *layout.Meta) error {
-		w := writer{g: g, names: ix.names()}
-		delta, err := w.applyAll(ops)
+		delta, err := applyAll(&layout.Writer{G: g, Names: ix.names()}, ops)
 		if err != nil {
 			return err
 		}
@@ -294,18 +216,13 @@ func (s *Store) commitLocked(op string, ix *indexSet, ops []prepared, rv string,
 	// tier, which costs no decode. ops is in key order, the writes to a
 	// key in their order, so the last one is kept. This also makes up for
 	// the epoch updateKeepHot did not bump.
-	s.hot.committed(ops)
+	s.hot.Committed(hotWrites(ops))
 	return nil
 }
 
-// Transaction applies txns in order in one bbolt transaction, as client-go's
-// cache.TransactionStore: a transaction whose key cannot be computed, whose
-// type is unknown, whose object cannot be encoded or whose object an index
-// function rejects is skipped and reported; the others are applied and
-// listed in SuccessfulIndices. The resourceVersion of the last applied
-// object is recorded (none if it has no metadata). If the bbolt
-// transaction fails, nothing is applied and every transaction is reported
-// failed with that error.
+// Transaction applies txns in order in one transaction (cache.
+// TransactionStore): one whose key, type, encoding or index values fail is
+// skipped and reported; if the commit fails, every one is reported failed.
 func (s *Store) Transaction(txns ...cache.Transaction) *cache.TransactionError {
 	if len(txns) == 0 {
 		return nil
@@ -318,7 +235,7 @@ func (s *Store) Transaction(txns ...cache.Transaction) *cache.TransactionError {
 	}
 	var errs []error
 	all := make([]prepared, len(txns))
-	failed := forEachParallel(len(txns), func(i int) (err error) {
+	failed := parallel.ForEach(len(txns), func(i int) (err error) {
 		all[i], err = s.prepare("transaction", i, txns[i])
 		return err
 	})
@@ -361,11 +278,9 @@ func (s *Store) Transaction(txns ...cache.Transaction) *cache.TransactionError {
 	return &cache.TransactionError{SuccessfulIndices: succeeded, TotalTransactions: len(txns), Errors: errs}
 }
 
-// Bookmark records rv, even an empty one, as the store's resourceVersion
-// without changing items, in its own transaction. Bookmark has no error
-// result: a failure (closed store, disk full) is logged and the recorded
-// resourceVersion stays the previous one, which is still consistent with
-// the items, so nothing needs to be relisted.
+// Bookmark records rv, even an empty one, as the store's resourceVersion,
+// in its own transaction. A failure is logged: the previous
+// resourceVersion, still consistent with the items, stays.
 func (s *Store) Bookmark(rv string) {
 	if err := s.recordRV(rv); err != nil && !errors.Is(err, ErrClosed) {
 		s.logger.Error(err, "Failed to record a bookmark; the previous resourceVersion is kept", "rv", rv)
@@ -399,10 +314,8 @@ func (s *Store) LastStoreSyncResourceVersion() string {
 }
 
 // Replace replaces the whole content with list and records rv, atomically,
-// through BeginReplace: list is written in pages of replacePage objects,
-// each in its own transaction, and Commit swaps them in. A key, encoding or
-// index function error leaves the store unchanged. The store does not keep
-// list.
+// through BeginReplace. An error leaves the store unchanged. The store does
+// not keep list.
 func (s *Store) Replace(list []interface{}, rv string) error {
 	ctx := context.Background()
 	r, err := s.BeginReplace(ctx)
@@ -436,9 +349,8 @@ func (s *Store) Resync() error {
 	return nil
 }
 
-// State reports the recorded resourceVersion, whether the items are a
-// complete picture of the server at it, what Open found (an interrupted
-// relist, discarded data) and the number of objects.
+// State reports the recorded resourceVersion, whether the content is
+// complete, what the open found and the number of objects.
 func (s *Store) State() (store.State, error) {
 	if s.closed.Load() {
 		return store.State{}, s.errClosed("state")
@@ -456,8 +368,7 @@ func (s *Store) State() (store.State, error) {
 // Identity returns the store's identity, canonicalised.
 func (s *Store) Identity() Identity { return s.id }
 
-// GetIndexers returns a copy of the store's indexers (nil after Close). For
-// a store opened with inspect.OpenRecorded the functions are nil.
+// GetIndexers returns a copy of the store's indexers (nil after Close).
 func (s *Store) GetIndexers() cache.Indexers {
 	if s.closed.Load() {
 		return nil
@@ -470,12 +381,9 @@ func (s *Store) GetIndexers() cache.Indexers {
 	return out
 }
 
-// Close releases the store: an open Replace is aborted (its staged data
-// deleted), an open fill is left as an aborted one (its content stays,
-// marked filling, for the next open to delete) and other methods return
-// ErrClosed afterwards. The DB stays
-// open; the identity may be opened again with Resource. Close may be
-// called again.
+// Close releases the store, aborting an open Replace (an open fill stays
+// for the next open to delete); other methods return ErrClosed afterwards.
+// The DB stays open. Close may be called again.
 func (s *Store) Close() error { return s.close(true) }
 
 // close closes s; unregister removes it from the DB's open stores (false
@@ -488,7 +396,7 @@ func (s *Store) close(unregister bool) error {
 	}
 	r := s.replace
 	s.replace, s.fill = nil, nil
-	s.hot.clear()
+	s.hot.Clear()
 	s.releaseLocked()
 	var err error
 	if r != nil && !s.readOnly {
@@ -503,4 +411,16 @@ func (s *Store) close(unregister bool) error {
 		s.db.mu.Unlock()
 	}
 	return err
+}
+
+// hotWrites returns the writes of ops as the hot tier takes them.
+func hotWrites(ops []prepared) iter.Seq[hot.Write] {
+	return func(yield func(hot.Write) bool) {
+		for i := range ops {
+			op := &ops[i]
+			if !yield(hot.Write{Key: op.Key, Delete: op.Delete, Sum: op.sum, EnvLen: len(op.Env), Obj: op.obj}) {
+				return
+			}
+		}
+	}
 }

@@ -1,170 +1,27 @@
 package bolt
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
-	"time"
+	bbolt "go.etcd.io/bbolt"
 
-	"github.com/warmcache/warmcache/internal/fsync"
-	"github.com/warmcache/warmcache/store/bolt/internal/layout"
+	"github.com/warmcache/warmcache/store/bolt/internal/syncstate"
 )
 
-// A file written with SyncOnClose has a state file beside it, path +
-// ".state", that says whether its content can be trusted after a crash.
-// Commits are not flushed, so what protects the file is the kernel: a
-// process that dies (SIGKILL, OOM, panic) loses nothing it committed,
-// because its writes are in the page cache, but a machine that restarts
-// before the page cache reached the disk may leave a torn file. The state
-// file is written durably (temporary file, fsync, rename, fsync of the
-// directory) at these moments:
-//
-//   - Open, before the first unflushed commit: "open" with the kernel's boot
-//     id (/proc/sys/kernel/random/boot_id), which changes at every boot.
-//   - Close, after flushing the file: "closed".
-//   - a failed flush: "unflushed".
-//   - corruption found while the file is open (the background check, a
-//     fault or a panic reading it, see filecheck.go): "corrupt", with the
-//     reason, kept by Close.
-//
-// Open trusts a file whose state is "closed", or "open" with the current
-// boot id (the writer died, the kernel did not), or that has no state file
-// (its last writer flushed every commit). Any other state means the machine
-// restarted while unflushed commits were in flight, or a flush failed: Open
-// returns ErrUnflushed (which matches ErrCorrupt), the caller moves the file
-// aside and relists, as for any damaged file. The state file lives outside
-// the bbolt file on purpose: a torn bbolt file can show stale pages, and a
-// stale page must never be able to claim the file was closed cleanly.
-
-// The state file's path is layout.StatePath(path): path + ".state".
-
-// States recorded in the state file.
-const (
-	stateOpen      = "open"
-	stateClosed    = "closed"
-	stateUnflushed = "unflushed"
-	stateCorrupt   = "corrupt"
+// The state file beside a file written with SyncOnClose is package
+// syncstate's; these are variables so that tests can simulate a restart
+// of the machine (bootID) and failures (writeState, flushFile).
+var (
+	bootID     = syncstate.BootID
+	writeState = syncstate.Write
+	flushFile  = func(b *bbolt.DB) error { return b.Sync() }
 )
 
-// syncState is the content of the state file (JSON, so that an operator
-// can read it).
-type syncState struct {
-	State string    `json:"state"`
-	Boot  string    `json:"boot,omitempty"`
-	PID   int       `json:"pid,omitempty"`
-	Time  time.Time `json:"time"`
-	// Reason says why a corrupt file is corrupt.
-	Reason string `json:"reason,omitempty"`
-}
-
-// bootID returns the kernel's boot id. It is a variable so that tests can
-// simulate a restart of the machine.
-var bootID = func() (string, error) {
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		return "", fmt.Errorf("read boot id: %w", err)
-	}
-	id := strings.TrimSpace(string(b))
-	if id == "" {
-		return "", errors.New("read boot id: empty")
-	}
-	return id, nil
-}
-
-// readSyncState returns the state recorded beside path; ok is false when
-// there is no state file.
-func readSyncState(path string) (st syncState, ok bool, err error) {
-	b, err := os.ReadFile(layout.StatePath(path))
-	if errors.Is(err, fs.ErrNotExist) {
-		return st, false, nil
-	}
-	if err != nil {
-		return st, false, fmt.Errorf("read %s: %w", layout.StatePath(path), err)
-	}
-	if err := json.Unmarshal(b, &st); err != nil {
-		return st, true, fmt.Errorf("%w: state file %s is unreadable: %w", ErrUnflushed, layout.StatePath(path), err)
-	}
-	return st, true, nil
-}
-
-// trustSyncState returns nil when the file at path may be read: see the
-// comment at the top of this file. boot is the current boot id, "" if
-// unknown.
-func trustSyncState(path, boot string) error {
-	st, ok, err := readSyncState(path)
-	switch {
-	case err != nil:
-		return err
-	case !ok, st.State == stateClosed:
-		return nil
-	case st.State == stateOpen && boot != "" && st.Boot == boot:
-		return nil
-	case st.State == stateOpen && boot == "":
-		return fmt.Errorf("%w: written without flushing by process %d since %s and not closed, and the boot id that tells whether the machine restarted since cannot be read: it may be torn",
-			ErrUnflushed, st.PID, st.Time.Format(time.RFC3339))
-	case st.State == stateOpen:
-		return fmt.Errorf("%w: written without flushing by process %d since %s and not closed before the machine restarted (boot id %q, now %q): it may be torn",
-			ErrUnflushed, st.PID, st.Time.Format(time.RFC3339), st.Boot, boot)
-	case st.State == stateUnflushed:
-		return fmt.Errorf("%w: flushing it failed at %s", ErrUnflushed, st.Time.Format(time.RFC3339))
-	case st.State == stateCorrupt:
-		return fmt.Errorf("%w: found corrupt by process %d at %s: %s", ErrCorrupt, st.PID, st.Time.Format(time.RFC3339), st.Reason)
-	}
-	return fmt.Errorf("%w: state file %s records unknown state %q", ErrUnflushed, layout.StatePath(path), st.State)
-}
-
-// writeState is writeSyncState, a variable so that tests can make it fail.
-var writeState = writeSyncState
-
-// writeSyncState records st beside path durably, with the cache file's
-// mode: when it returns nil, the state file holds st even if the machine
-// stops the next instant.
-func writeSyncState(path string, st syncState, mode os.FileMode) error {
-	st.PID, st.Time = os.Getpid(), time.Now().UTC()
-	b, err := json.Marshal(st)
-	if err != nil {
-		return err
-	}
-	dst := layout.StatePath(path)
-	tmp := dst + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-	if err != nil {
-		return fmt.Errorf("write state file: %w", classify(err))
-	}
-	_, werr := f.Write(append(b, '\n'))
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write state file %s: %w", tmp, classify(err))
-	}
-	if err := os.Rename(tmp, dst); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("write state file: %w", classify(err))
-	}
-	return syncDir(path)
-}
-
-// removeSyncState removes the state file beside path, if any, durably.
-func removeSyncState(path string) error {
-	err := os.Remove(layout.StatePath(path))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("remove state file: %w", classify(err))
-	}
-	return syncDir(path)
-}
-
-// syncDir flushes the directory of path.
-func syncDir(path string) error {
-	if err := fsync.Dir(filepath.Dir(path)); err != nil {
-		return classify(err)
-	}
-	return nil
+// startFlusher starts the background flush of a SyncOnClose file (see
+// syncstate.Flusher): a failure is logged and recorded in the state file.
+func (db *DB) startFlusher() {
+	db.flusher = syncstate.StartFlusher(db.opts.FlushInterval, func() error { return flushFile(db.bolt) }, func(err error) {
+		db.logger.Error(classify(err), "Flushing the cache file failed: it is recorded unflushed and the next start relists")
+		if err := writeState(db.path, syncstate.State{State: syncstate.Unflushed}, db.opts.FileMode); err != nil {
+			db.logger.Error(err, "Cannot record the cache file unflushed")
+		}
+	})
 }

@@ -14,7 +14,9 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
+	"github.com/warmcache/warmcache/store/bolt/internal/filelock"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
+	"github.com/warmcache/warmcache/store/bolt/internal/syncstate"
 )
 
 // withBoot makes bootID return id (or fail, for "") until the test ends.
@@ -30,9 +32,9 @@ func withBoot(t *testing.T, id string) {
 	}
 }
 
-func mustSyncState(t *testing.T, path string) syncState {
+func mustSyncState(t *testing.T, path string) syncstate.State {
 	t.Helper()
-	st, ok, err := readSyncState(path)
+	st, ok, err := syncstate.Read(path)
 	if err != nil || !ok {
 		t.Fatalf("state file of %s: ok %v, err %v", path, ok, err)
 	}
@@ -92,13 +94,13 @@ func TestSyncOnCloseStates(t *testing.T) {
 	withBoot(t, "boot-1")
 	path := tempPath(t)
 	db := writeOne(t, path, Options{})
-	if st := mustSyncState(t, path); st.State != stateOpen || st.Boot != "boot-1" || st.PID != os.Getpid() {
+	if st := mustSyncState(t, path); st.State != syncstate.Open || st.Boot != "boot-1" || st.PID != os.Getpid() {
 		t.Fatalf("state while open = %+v, want open in boot-1 by this process", st)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if st := mustSyncState(t, path); st.State != stateClosed {
+	if st := mustSyncState(t, path); st.State != syncstate.Closed {
 		t.Fatalf("state after Close = %+v, want closed", st)
 	}
 
@@ -210,7 +212,7 @@ func TestStaleStateFileOfMissingFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := openDB(t, path, Options{})
-	if st := mustSyncState(t, path); st.State != stateOpen || st.Boot != "boot-2" {
+	if st := mustSyncState(t, path); st.State != syncstate.Open || st.Boot != "boot-2" {
 		t.Fatalf("state of the new file = %+v", st)
 	}
 	_ = db
@@ -254,7 +256,7 @@ func TestSyncOnCloseFallsBackWhenStateCannotBeWritten(t *testing.T) {
 	withBoot(t, "boot-1")
 	prev := writeState
 	t.Cleanup(func() { writeState = prev })
-	writeState = func(string, syncState, os.FileMode) error { return ErrDiskFull }
+	writeState = func(string, syncstate.State, os.FileMode) error { return ErrDiskFull }
 	path := tempPath(t)
 	db := writeOne(t, path, Options{})
 	if db.opts.Sync != SyncNoFreelist || db.bolt.NoSync {
@@ -281,7 +283,7 @@ func TestUnsafeNoSyncNeverClaimsClosed(t *testing.T) {
 	if err := writeOne(t, path, Options{Sync: UnsafeNoSync}).Close(); err != nil {
 		t.Fatal(err)
 	}
-	if st := mustSyncState(t, path); st.State != stateOpen || st.Boot != "boot-1" {
+	if st := mustSyncState(t, path); st.State != syncstate.Open || st.Boot != "boot-1" {
 		t.Fatalf("state after an UnsafeNoSync Close = %+v, want open in boot-1", st)
 	}
 	withBoot(t, "boot-2")
@@ -301,9 +303,9 @@ func TestStateCheckedForFileCreatedAfterTheLook(t *testing.T) {
 	if err := os.WriteFile(path+layout.StateSuffix, []byte(`{"state":"unflushed"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	prev := validateFile
-	t.Cleanup(func() { validateFile = prev })
-	validateFile = func(context.Context, string, bool) (filecheck.Report, error) {
+	prev := fileCheckAtOpen
+	t.Cleanup(func() { fileCheckAtOpen = prev })
+	fileCheckAtOpen = func(context.Context, string, bool) (filecheck.Report, error) {
 		return filecheck.Report{}, fs.ErrNotExist
 	} // "not there yet"
 	for _, sync := range []SyncPolicy{SyncOnClose, SyncNoFreelist, SyncFull, UnsafeNoSync} {
@@ -360,7 +362,7 @@ func TestCloseLeavesAnotherFilesState(t *testing.T) {
 	}
 	// The writers' lock guards the path, so the other process must not
 	// take it (a release from before it): it would wait for the first.
-	if err := os.Remove(path + LockSuffix); err != nil {
+	if err := os.Remove(path + filelock.Suffix); err != nil {
 		t.Fatal(err)
 	}
 	second := writeOne(t, path, Options{})
@@ -368,7 +370,7 @@ func TestCloseLeavesAnotherFilesState(t *testing.T) {
 	if err := first.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if st := mustSyncState(t, path); st.State != stateOpen {
+	if st := mustSyncState(t, path); st.State != syncstate.Open {
 		t.Fatalf("state of the second file after the first closed = %+v, want open", st)
 	}
 }
@@ -403,7 +405,7 @@ func TestCloseWaitsForRunningWrites(t *testing.T) {
 	// must not say closed while the write is uncommitted.
 	deadline := time.Now().Add(200 * time.Millisecond)
 	for time.Now().Before(deadline) {
-		if st, _, _ := readSyncState(path); st.State == stateClosed {
+		if st, _, _ := syncstate.Read(path); st.State == syncstate.Closed {
 			t.Fatal("state recorded closed while a write was still running")
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -418,7 +420,7 @@ func TestCloseWaitsForRunningWrites(t *testing.T) {
 	if err := db.update("after close", func(*bbolt.Tx) error { return nil }); !errors.Is(err, ErrClosed) {
 		t.Fatalf("write after Close = %v, want ErrClosed", err)
 	}
-	if st := mustSyncState(t, path); st.State != stateClosed {
+	if st := mustSyncState(t, path); st.State != syncstate.Closed {
 		t.Fatalf("state after Close = %+v, want closed", st)
 	}
 }

@@ -10,11 +10,8 @@ var (
 	_ store.StatesReader   = (*Store)(nil)
 )
 
-// GetByKeyUncached returns the object stored under key like GetByKey,
-// for a writer (the informer reading the old object of an update or of a
-// resync): an object already in the hot tier is used, but the
-// cache is neither filled nor reordered, so that a writer's reads never
-// evict what listers read. See store.UncachedReader.
+// GetByKeyUncached is GetByKey for a writer (store.UncachedReader): it takes
+// an object the hot tier holds but neither fills nor reorders it.
 func (s *Store) GetByKeyUncached(key string) (item interface{}, exists bool, err error) {
 	const op = "get uncached"
 	var bad error
@@ -38,10 +35,8 @@ func (s *Store) GetByKeyUncached(key string) (item interface{}, exists bool, err
 	return item, exists, nil
 }
 
-// ReadStates implements store.StatesReader: one read transaction for all
-// of keys, the wanted objects decoded on every core before it ends, past
-// the hot tier (as GetByKeyUncached: what the tier holds is used, nothing
-// is added to it).
+// ReadStates implements store.StatesReader, in one transaction, past the
+// hot tier as GetByKeyUncached.
 func (s *Store) ReadStates(keys []string, want func(i int, rv string) bool) ([]store.StoredState, error) {
 	if want == nil {
 		return s.ReadStatesLike(keys, nil)
@@ -49,9 +44,7 @@ func (s *Store) ReadStates(keys []string, want func(i int, rv string) bool) ([]s
 	return s.ReadStatesLike(keys, func(i int, rv string) (bool, interface{}) { return want(i, rv), nil })
 }
 
-// ReadStatesLike implements store.LikeStatesReader: ReadStates, each
-// wanted object not in the hot tier decoded sharing with the object want
-// returns what the two encode alike (Store.decodeItemShared).
+// ReadStatesLike implements store.LikeStatesReader.
 func (s *Store) ReadStatesLike(keys []string, want func(i int, rv string) (bool, interface{})) ([]store.StoredState, error) {
 	const op = "read states"
 	states := make([]store.StoredState, len(keys))

@@ -1,8 +1,6 @@
 package bolt
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,16 +15,13 @@ import (
 	"github.com/warmcache/warmcache/store/codec"
 )
 
-// prepared is one write, encoded before any lock is taken.
+// prepared is one write, encoded before any lock is taken; its Values
+// are per index of the indexSet used.
 type prepared struct {
-	pos    int // position in the caller's slice
-	key    string
-	obj    interface{}
-	delete bool
-	env    []byte     // the item's envelope, for upserts
-	sum    uint64     // the hot tier's hash of env, if the store has a tier
-	sel    []byte     // the item's select part, for upserts
-	values [][]string // per index of the indexSet used, for upserts
+	layout.Write
+	pos int // position in the caller's slice
+	obj interface{}
+	sum uint64 // the hot tier's hash of Env, if the store has a tier
 }
 
 // prepare computes the key of t and, for an upsert, its envelope.
@@ -40,16 +35,16 @@ func (s *Store) prepare(op string, pos int, t cache.Transaction) (prepared, erro
 	if err != nil {
 		return prepared{}, s.errorf(fmt.Sprintf("%s: transaction %d", op, pos), err)
 	}
-	p := prepared{pos: pos, key: key, obj: t.Object, delete: t.Type == cache.TransactionTypeDelete}
-	if p.delete {
+	p := prepared{pos: pos, obj: t.Object, Write: layout.Write{Key: key, Delete: t.Type == cache.TransactionTypeDelete}}
+	if p.Delete {
 		return p, nil
 	}
-	if p.env, err = s.encode(key, t.Object); err != nil {
+	if p.Env, err = s.encode(key, t.Object); err != nil {
 		return prepared{}, s.errorf(fmt.Sprintf("%s: transaction %d: key %q", op, pos, key), err)
 	}
-	p.sel = layout.AppendSelectPart(nil, key, t.Object)
+	p.Sel = layout.AppendSelectPart(nil, key, t.Object)
 	if s.hot != nil {
-		p.sum = s.hot.sum(p.env)
+		p.sum = s.hot.Sum(p.Env)
 	}
 	return p, nil
 }
@@ -108,8 +103,8 @@ func (s *Store) releaseEnvs(ops []prepared) {
 		return
 	}
 	for i := range ops {
-		b := ops[i].env
-		ops[i].env = nil
+		b := ops[i].Env
+		ops[i].Env = nil
 		if cap(b) > 0 && cap(b) <= envBufMaxPooled {
 			envPool.Put(&b)
 		}
@@ -121,31 +116,37 @@ func (s *Store) releaseEnvs(ops []prepared) {
 // relist of 10k pods), and the outcome of a batch depends only on the order
 // of the writes to each key.
 func sortByKey(ops []prepared) {
-	slices.SortStableFunc(ops, func(a, b prepared) int { return strings.Compare(a.key, b.key) })
+	slices.SortStableFunc(ops, func(a, b prepared) int { return strings.Compare(a.Key, b.Key) })
 }
 
-// computeValues fills p.values for an upsert with the functions of ix.
+// computeValues fills p.Values for an upsert with the functions of ix.
 func (p *prepared) computeValues(ix *indexSet) error {
-	if p.delete || len(ix.list) == 0 {
+	if p.Delete || len(ix.list) == 0 {
 		return nil
 	}
-	p.values = make([][]string, len(ix.list))
+	p.Values = make([][]string, len(ix.list))
 	for i, x := range ix.list {
-		vs, err := indexValuesOf(x, p.key, p.obj)
+		vs, err := indexValuesOf(x, p.Key, p.obj)
 		if err != nil {
 			return err
 		}
-		p.values[i] = vs
+		p.Values[i] = vs
 	}
 	return nil
 }
 
-// indexValuesOf returns the sorted, deduplicated values of x for obj.
-func indexValuesOf(x indexer, key string, obj interface{}) ([]string, error) {
-	if x.fn == nil {
-		return nil, fmt.Errorf("index %q: %w", x.name, ErrNoIndexFunc)
+// applyAll performs ops in order on w's generation and returns the change
+// in the number of objects.
+func applyAll(w *layout.Writer, ops []prepared) (int64, error) {
+	var delta int64
+	for i := range ops {
+		d, err := w.Apply(&ops[i].Write)
+		if err != nil {
+			return 0, err
+		}
+		delta += d
 	}
-	return layout.IndexValues(x.name, x.fn, key, obj)
+	return delta, nil
 }
 
 // writeLiveLocked runs fn on the live generation in one write transaction
@@ -180,185 +181,3 @@ func (s *Store) writeLiveWithLocked(op string, update func(string, func(*bbolt.T
 	s.setMetaLocked(m)
 	return nil
 }
-
-// writer applies prepared writes to one generation.
-type writer struct {
-	g     *layout.Generation
-	names []string // index names, aligned with prepared.values
-	idx   []*bbolt.Bucket
-	sums  []layout.IndexSum // aligned with idx
-	// refile ignores the index values recorded in item entries: an index
-	// rebuild files every item again into emptied index buckets.
-	refile bool
-	// sequenceChecked: the envelope sequence was found ahead of every id
-	// in use, so the ids given out in this transaction are free.
-	sequenceChecked bool
-}
-
-func (w *writer) indexBucket(i int) (*bbolt.Bucket, error) {
-	if w.idx == nil {
-		w.idx = make([]*bbolt.Bucket, len(w.names))
-		w.sums = make([]layout.IndexSum, len(w.names))
-	}
-	if w.idx[i] == nil {
-		b := w.g.Index.Bucket(layout.IndexBucketName(w.names[i]))
-		if b == nil {
-			return nil, fmt.Errorf("%w: index bucket %q missing", ErrCorrupt, w.names[i])
-		}
-		w.idx[i], w.sums[i] = b, layout.NewIndexSum(w.names[i])
-	}
-	return w.idx[i], nil
-}
-
-// applyAll performs ops in order and returns the change in the number of
-// objects.
-func (w *writer) applyAll(ops []prepared) (int64, error) {
-	var delta int64
-	for i := range ops {
-		d, err := w.apply(&ops[i])
-		if err != nil {
-			return 0, err
-		}
-		delta += d
-	}
-	return delta, nil
-}
-
-// apply performs p and returns the change in the number of objects.
-func (w *writer) apply(p *prepared) (int64, error) {
-	if p.delete {
-		removed, err := w.remove(p.key)
-		if removed {
-			return -1, err
-		}
-		return 0, err
-	}
-	added, err := w.put(p.key, p.env, p.sel, p.values)
-	if added {
-		return 1, err
-	}
-	return 0, err
-}
-
-// put stores env under key with select part sel and files key under
-// values, removing the index entries the previous object had and the new
-// one has not (read from the item entry, without decoding the previous
-// object). A nil env leaves the envelope as it is and only re-files the
-// item. An update whose select part and index values are unchanged
-// rewrites the envelope only.
-func (w *writer) put(key string, env, sel []byte, values [][]string) (added bool, err error) {
-	k := []byte(key)
-	cur := w.g.Items.Get(k)
-	added = cur == nil
-	var id []byte
-	var old map[string][]string
-	changed := added || w.refile
-	if !added {
-		if w.refile {
-			// A re-file ignores the recorded select part and values
-			// (the index buckets were emptied) and writes both
-			// afresh, so a damaged entry is rewritten rather than
-			// stopping an index rebuild.
-			id, err = layout.ItemBlobID(k, cur)
-		} else {
-			var e layout.ItemEntry
-			if e, err = layout.ParseItemEntry(k, cur); err == nil {
-				id, changed = e.ID, !bytes.Equal(e.Select, sel)
-				old, err = layout.DecodeReverse(e.Reverse)
-			}
-		}
-		if err != nil {
-			return false, fmt.Errorf("%w: key %q: %w", ErrCorrupt, key, err)
-		}
-		id = append([]byte(nil), id...)
-	} else if env == nil {
-		return false, fmt.Errorf("re-file %q: %w", key, errNoItem)
-	}
-	for i, name := range w.names {
-		var nv []string
-		if values != nil {
-			nv = values[i]
-		}
-		ov := old[name]
-		if slices.Equal(ov, nv) {
-			continue
-		}
-		changed = true
-		b, err := w.indexBucket(i)
-		if err != nil {
-			return false, err
-		}
-		for _, v := range ov {
-			if !slices.Contains(nv, v) {
-				if err := b.Delete(layout.IndexKey(v, key)); err != nil {
-					return false, err
-				}
-			}
-		}
-		for _, v := range nv {
-			if !slices.Contains(ov, v) {
-				ik := layout.IndexKey(v, key)
-				if err := b.Put(ik, w.sums[i].Value(ik, v)); err != nil {
-					return false, err
-				}
-			}
-		}
-	}
-	if added {
-		if !w.sequenceChecked {
-			// Once per transaction, not per add: a sequence that went
-			// back (a damaged file) would give another item's envelope
-			// to this key.
-			if err := w.g.CheckSequence(); err != nil {
-				return false, fmt.Errorf("%w: key %q: %w", ErrCorrupt, key, err)
-			}
-			w.sequenceChecked = true
-		}
-		if id, err = w.g.NextBlobID(); err != nil {
-			return false, err
-		}
-	}
-	if env != nil {
-		if err := w.g.Blobs.Put(id, env); err != nil {
-			return false, err
-		}
-	}
-	if !changed {
-		return added, nil
-	}
-	// A new slice: the entry must not share memory with id, the
-	// envelope's key.
-	return added, w.g.Items.Put(k, layout.AppendItemEntry(make([]byte, 0, len(id)+len(sel)+64), k, id, sel, w.names, values))
-}
-
-// remove deletes key, its envelope and its index entries.
-func (w *writer) remove(key string) (bool, error) {
-	k := []byte(key)
-	cur := w.g.Items.Get(k)
-	if cur == nil {
-		return false, nil
-	}
-	old, err := layout.ItemReverse(k, cur)
-	if err != nil {
-		return false, fmt.Errorf("%w: key %q: %w", ErrCorrupt, key, err)
-	}
-	for i, name := range w.names {
-		if len(old[name]) == 0 {
-			continue
-		}
-		b, err := w.indexBucket(i)
-		if err != nil {
-			return false, err
-		}
-		for _, v := range old[name] {
-			if err := b.Delete(layout.IndexKey(v, key)); err != nil {
-				return false, err
-			}
-		}
-	}
-	return true, w.g.DeleteItem(k)
-}
-
-// errNoItem is returned by writer.put when asked to re-file a key that has
-// no item.
-var errNoItem = errors.New("no such item")

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/internal/democtl"
+	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
 )
 
@@ -219,7 +220,7 @@ func TestCustomResourceAcrossRestart(t *testing.T) {
 		t.Errorf("the restart told %d events, want the %d widgets as initial adds", len(events), len(after))
 	}
 	// ForDynamic knows the resource, not the kind: it records none.
-	got := readCache(ctx, t, file, bolt.Identity{Group: widgetGVR.Group, Version: widgetGVR.Version, Resource: widgetGVR.Resource, Namespace: ns})
+	got := readCache(ctx, t, file, bolt.Identity{Group: widgetGVR.Group, Version: widgetGVR.Version, Resource: widgetGVR.Resource, Scope: store.Scope{Namespace: ns}})
 	if d := got.items.diff(after); d != "" {
 		t.Errorf("the cache file differs from a LIST: %s", d)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/warmcache/warmcache/internal/democtl"
+	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
 	"github.com/warmcache/warmcache/store/codec"
@@ -13,7 +14,7 @@ import (
 // podsIdentity is the identity the controller records for its pods
 // informer in namespace ns.
 func podsIdentity(ns string) bolt.Identity {
-	return bolt.Identity{Version: "v1", Resource: "pods", Kind: "Pod", Namespace: ns}
+	return bolt.Identity{Version: "v1", Resource: "pods", Kind: "Pod", Scope: store.Scope{Namespace: ns}}
 }
 
 // cached is what a cache file holds for one resource.

@@ -23,6 +23,7 @@ import (
 	"github.com/warmcache/warmcache/informers"
 	"github.com/warmcache/warmcache/internal/democtl"
 	corelisters "github.com/warmcache/warmcache/listers/core/v1"
+	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
 )
 
@@ -261,11 +262,11 @@ func runScopes(ctx context.Context, t *testing.T, c *cluster, ns, ns2 string, be
 		case "unscoped":
 			id = bolt.Identity{Version: "v1", Resource: "configmaps", Kind: "ConfigMap"}
 		case "namespace":
-			id = bolt.Identity{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespace: ns}
+			id = bolt.Identity{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Scope: store.Scope{Namespace: ns}}
 		case "selected":
-			id = bolt.Identity{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", LabelSelector: canonicalSelector(t, tierA)}
+			id = bolt.Identity{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Scope: store.Scope{LabelSelector: canonicalSelector(t, tierA)}}
 		default:
-			id = bolt.Identity{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Namespace: ns2, LabelSelector: canonicalSelector(t, ours)}
+			id = bolt.Identity{Version: "v1", Resource: "configmaps", Kind: "ConfigMap", Scope: store.Scope{Namespace: ns2, LabelSelector: canonicalSelector(t, ours)}}
 		}
 		file := readCache(ctx, t, path, id)
 		if d := restrict(file.items, s.namespaces).diff(want); d != "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/warmcache/warmcache/reflector"
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
+	boltmetrics "github.com/warmcache/warmcache/store/bolt/metrics"
 	"github.com/warmcache/warmcache/store/codec"
 	"github.com/warmcache/warmcache/store/memory"
 )
@@ -132,7 +133,13 @@ func Open(ctx context.Context, impl string, opts Options) (*Target, error) {
 		if err := errors.Join(f.Close(), os.Remove(t.path)); err != nil {
 			return nil, fmt.Errorf("storebench: open %s: %w", impl, err)
 		}
-		db, err := bolt.Open(ctx, t.path, bolt.Options{Sync: opts.BoltSync, Registerer: opts.Registerer, HotBytes: opts.BoltHotBytes, PageSize: opts.BoltPageSize})
+		bo := bolt.Options{Sync: opts.BoltSync, HotBytes: opts.BoltHotBytes, PageSize: opts.BoltPageSize}
+		if opts.Registerer != nil {
+			if bo.Metrics, err = boltmetrics.New(opts.Registerer); err != nil {
+				return nil, fmt.Errorf("storebench: open %s: %w", impl, err)
+			}
+		}
+		db, err := bolt.Open(ctx, t.path, bo)
 		if err != nil {
 			return nil, fmt.Errorf("storebench: open %s: %w", impl, err)
 		}

@@ -17,8 +17,9 @@ import (
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
-// hooks are the unexported abilities of package bolt this package uses.
-var hooks = access.Get[*bolt.DB, *bolt.Store, bolt.Identity]()
+// file returns what this package reads db's file through beyond package
+// bolt's API.
+func file(db *bolt.DB) access.DB[*bolt.Store, bolt.Identity] { return db.Access(access.Token{}) }
 
 // FormatVersion is the file format version package bolt writes and the
 // newest it reads; bolt.Open returns a *bolt.VersionError for a newer one.

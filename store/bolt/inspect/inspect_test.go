@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
 	"github.com/warmcache/warmcache/store/codec"
@@ -36,7 +37,7 @@ func TestResourcesAndOpenRecorded(t *testing.T) {
 	must(t, err)
 	pods := openPods(t, db, nodeIndexers())
 	must(t, pods.Replace([]interface{}{mkPod("ns", "a", "5"), mkPod("other", "b", "6")}, "6"))
-	svcID := bolt.Identity{Version: "v1", Resource: "services", Kind: "Service", Namespace: "ns"}
+	svcID := bolt.Identity{Version: "v1", Resource: "services", Kind: "Service", Scope: store.Scope{Namespace: "ns"}}
 	svcs, err := db.Resource(ctx, bolt.ResourceOptions{Identity: svcID, Codec: podJSON{}, Cluster: "cluster-1", TransformVersion: "t2"})
 	must(t, err)
 	must(t, svcs.Add(mkPod("ns", "s", "9")))
@@ -74,7 +75,7 @@ func TestResourcesAndOpenRecorded(t *testing.T) {
 	if got := podsOf(t, s.List()); len(got) != 2 || got["ns/a"].ResourceVersion != "5" {
 		t.Errorf("List = %v", got)
 	}
-	if _, err := s.Index("node", mkPod("ns", "a", "5")); !errors.Is(err, bolt.ErrNoIndexFunc) {
+	if _, err := s.Index("node", mkPod("ns", "a", "5")); !errors.Is(err, inspect.ErrNoIndexFunc) {
 		t.Errorf("Index on a recorded store = %v, want ErrNoIndexFunc", err)
 	}
 	if err := s.Add(mkPod("ns", "z", "1")); !errors.Is(err, bolt.ErrReadOnly) {

@@ -5,8 +5,14 @@ import (
 	"fmt"
 
 	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/bolt/internal/fileerr"
 	"github.com/warmcache/warmcache/store/codec"
 )
+
+// ErrNoIndexFunc is returned by Index on a Store opened with OpenRecorded:
+// the file records index names and entries, not the functions that
+// computed them.
+var ErrNoIndexFunc = fileerr.ErrNoIndexFunc
 
 // CodecResolver returns the codec recorded under name, or an error if it
 // does not know it.
@@ -16,7 +22,7 @@ type CodecResolver func(name string) (codec.Codec, error)
 // knowing its Go types or index functions: c decodes the payloads (its name
 // must be the recorded codec name, see ResourceInfo.Codec); the indexes are
 // the recorded ones, so ByIndex, IndexKeys, ScanIndex and
-// ListIndexFuncValues work while Index returns bolt.ErrNoIndexFunc. The
+// ListIndexFuncValues work while Index returns ErrNoIndexFunc. The
 // store is read-only (writes return bolt.ErrReadOnly) and reads the content
 // as recorded, including a staged Replace's absence. Close it, or db, when
 // done.
@@ -25,7 +31,7 @@ type CodecResolver func(name string) (codec.Codec, error)
 // whose name differs from the recorded one bolt.ErrInvalidOptions; a
 // store of the identity already open on db bolt.ErrResourceInUse.
 func OpenRecorded(ctx context.Context, db *bolt.DB, id bolt.Identity, c codec.Codec) (*bolt.Store, error) {
-	s, err := hooks.OpenRecorded(ctx, db, id, c)
+	s, err := file(db).OpenRecorded(ctx, id, c)
 	if err != nil {
 		return nil, fmt.Errorf("inspect: %w", err)
 	}

@@ -75,7 +75,7 @@ type ResourceInfo struct {
 // measure Bytes), which takes time proportional to the file's size.
 func Resources(ctx context.Context, db *bolt.DB) ([]ResourceInfo, error) {
 	var out []ResourceInfo
-	err := hooks.View(db, "resources", func(tx *bbolt.Tx) error {
+	err := file(db).View("resources", func(tx *bbolt.Tx) error {
 		return tx.ForEach(func(name []byte, res *bbolt.Bucket) error {
 			if err := ctx.Err(); err != nil {
 				return err

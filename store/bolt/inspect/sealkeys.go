@@ -21,7 +21,7 @@ const UnreadableKeyID = "unreadable"
 // every item of the resource in one read transaction.
 func SealKeys(ctx context.Context, db *bolt.DB, id bolt.Identity) (map[string]int64, error) {
 	var out map[string]int64
-	err := hooks.View(db, "seal keys", func(tx *bbolt.Tx) error {
+	err := file(db).View("seal keys", func(tx *bbolt.Tx) error {
 		res := tx.Bucket([]byte(id.String()))
 		if res == nil {
 			return fmt.Errorf("%w: %s", bolt.ErrResourceNotFound, id)

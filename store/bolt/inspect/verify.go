@@ -7,7 +7,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/warmcache/warmcache/store/bolt"
-	"github.com/warmcache/warmcache/store/bolt/internal/check"
+	"github.com/warmcache/warmcache/store/bolt/internal/verify"
 )
 
 // ProblemKind classifies a Problem found by Verify.
@@ -18,45 +18,45 @@ const (
 	// ProblemMeta: the resource's metadata is unreadable, names another
 	// identity than its bucket, or records another schema version (the
 	// rest of the resource is then not checked).
-	ProblemMeta ProblemKind = check.Meta
+	ProblemMeta ProblemKind = verify.Meta
 	// ProblemLayout: a bucket of the layout is missing or unexpected, or
 	// the envelope sequence is behind the envelope ids in use.
-	ProblemLayout ProblemKind = check.Layout
+	ProblemLayout ProblemKind = verify.Layout
 	// ProblemItem: an item's entry is malformed, its envelope is missing
 	// or shared with another item, its envelope or payload does not
 	// decode, or the payload's resourceVersion differs from the envelope's.
-	ProblemItem ProblemKind = check.Item
+	ProblemItem ProblemKind = verify.Item
 	// ProblemIndexWithoutItem: an index entry names a key with no item.
-	ProblemIndexWithoutItem ProblemKind = check.IndexWithoutItem
+	ProblemIndexWithoutItem ProblemKind = verify.IndexWithoutItem
 	// ProblemIndexWithoutReverse: an index entry is not in its item's
 	// reverse entry (the index values recorded in the item entry).
-	ProblemIndexWithoutReverse ProblemKind = check.IndexWithoutReverse
+	ProblemIndexWithoutReverse ProblemKind = verify.IndexWithoutReverse
 	// ProblemReverseWithoutIndex: an item's reverse entry does not decode,
 	// names an index entry that does not exist, or an index that is not
 	// recorded.
-	ProblemReverseWithoutIndex ProblemKind = check.ReverseWithoutIndex
+	ProblemReverseWithoutIndex ProblemKind = verify.ReverseWithoutIndex
 	// ProblemBlobWithoutItem: an envelope is referenced by no item.
-	ProblemBlobWithoutItem ProblemKind = check.BlobWithoutItem
+	ProblemBlobWithoutItem ProblemKind = verify.BlobWithoutItem
 	// ProblemIndexValues: an index function applied to the decoded item
 	// yields other values than those recorded (only checked for resources
 	// open with Resource on the DB, whose functions are known).
-	ProblemIndexValues ProblemKind = check.IndexValues
+	ProblemIndexValues ProblemKind = verify.IndexValues
 	// ProblemSelectPart: an item entry's select part (the namespace and
 	// labels that selections read without decoding) does not parse or
 	// differs from the decoded item's.
-	ProblemSelectPart ProblemKind = check.SelectPart
+	ProblemSelectPart ProblemKind = verify.SelectPart
 	// ProblemCount: the recorded number of objects differs from the
 	// number of items.
-	ProblemCount ProblemKind = check.Count
+	ProblemCount ProblemKind = verify.Count
 	// ProblemNotDecoded: no codec is known for the resource (see
 	// Verify's codecs), so its payloads were not checked.
-	ProblemNotDecoded ProblemKind = check.NotDecoded
+	ProblemNotDecoded ProblemKind = verify.NotDecoded
 	// ProblemChecksum: stored bytes do not match their checksum: an
 	// item's envelope (its payload, resourceVersion or UID: Key names
 	// the item), an item entry (Key), or an index entry (Index, Value
 	// and Key as stored, which the damage may have changed). The
 	// record is not checked further; a store's reads skip it.
-	ProblemChecksum ProblemKind = check.Checksum
+	ProblemChecksum ProblemKind = verify.Checksum
 )
 
 // Problem is one inconsistency found by Verify.
@@ -72,7 +72,7 @@ type Problem struct {
 }
 
 func (p Problem) String() string {
-	return check.Problem{Resource: p.Resource, Kind: string(p.Kind), Key: p.Key, Index: p.Index, Value: p.Value, Detail: p.Detail}.String()
+	return verify.Problem{Resource: p.Resource, Kind: string(p.Kind), Key: p.Key, Index: p.Index, Value: p.Value, Detail: p.Detail}.String()
 }
 
 // Verify checks every resource of db's file against invariant 4 and
@@ -93,14 +93,14 @@ func (p Problem) String() string {
 // so it takes time proportional to the file. It returns an error only when
 // it cannot read (closed DB, a page bbolt cannot read, ctx done).
 func Verify(ctx context.Context, db *bolt.DB, codecs CodecResolver, report func(Problem)) error {
-	opts := check.Options{
-		Known:  hooks.Known(db),
+	opts := verify.Options{
+		Known:  file(db).Known(),
 		Codecs: codecs,
-		Report: func(p check.Problem) {
+		Report: func(p verify.Problem) {
 			report(Problem{Resource: p.Resource, Kind: ProblemKind(p.Kind), Key: p.Key, Index: p.Index, Value: p.Value, Detail: p.Detail})
 		},
 	}
-	err := hooks.View(db, "verify", func(tx *bbolt.Tx) error { return check.Tx(ctx, tx, opts) })
+	err := file(db).View("verify", func(tx *bbolt.Tx) error { return verify.Tx(ctx, tx, opts) })
 	if err != nil {
 		return fmt.Errorf("inspect: verify %s: %w", db.Path(), err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/warmcache/warmcache/cmd/snapshot/internal/progress"
+	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
 )
@@ -232,8 +233,7 @@ func writeInfoText(w io.Writer, out *fileInfo) error {
 				gv = r.Group + "/" + r.Version
 			}
 			fmt.Fprintf(tw, "  Kind:\t%s (%s, resource %s)\n", orNone(r.Kind), gv, r.Resource)
-			fmt.Fprintf(tw, "  Scope:\t%s\n", scopeString(bolt.Identity{Namespace: r.Scope.Namespace, LabelSelector: r.Scope.LabelSelector,
-				FieldSelector: r.Scope.FieldSelector, Shard: r.Scope.Shard}))
+			fmt.Fprintf(tw, "  Scope:\t%s\n", scopeString(bolt.Identity{Scope: store.Scope(r.Scope)}))
 			fmt.Fprintf(tw, "  Cluster:\t%s\n", orNone(r.Cluster))
 			fmt.Fprintf(tw, "  Transform:\t%s\n", orNone(r.TransformVersion))
 			fmt.Fprintf(tw, "  Objects:\t%d\n", r.Objects)

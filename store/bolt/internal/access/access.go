@@ -1,6 +1,8 @@
-// Package access gives package inspect the unexported abilities of package
-// bolt it is built on, without adding them to bolt's public API: bolt
-// registers its Hooks when it is initialised, inspect fetches them.
+// Package access is what package inspect reads a file through beyond
+// package bolt's API. Package bolt's DB.Access returns it, given a Token:
+// a value only the packages of store/bolt can make (this package is
+// internal to them), so that every caller of DB.Access imports this
+// package, which the import rules check.
 package access
 
 import (
@@ -8,37 +10,28 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
-	"github.com/warmcache/warmcache/store/bolt/internal/check"
+	"github.com/warmcache/warmcache/store/bolt/internal/verify"
 	"github.com/warmcache/warmcache/store/codec"
 )
 
-// Hooks are the functions package bolt lends package inspect. DB, Store
-// and Identity are bolt's types (type parameters, since this package
-// cannot import bolt).
-type Hooks[DB, Store, Identity any] struct {
-	// View runs fn in a read transaction of db, with bolt's error
-	// classification and recovery from bbolt's panics.
-	View func(db DB, op string, fn func(*bbolt.Tx) error) error
-	// Bolt returns db's bbolt handle, or an error wrapping bolt.ErrClosed.
-	Bolt func(db DB) (*bbolt.DB, error)
+// Token is DB.Access's argument. Its blank field keeps other packages
+// from making one.
+type Token struct{ _ struct{} }
+
+// DB is what package inspect uses of a package bolt DB. Store and Identity
+// are bolt's types, which this package cannot import.
+type DB[Store, Identity any] interface {
+	// View runs fn in a read transaction of the file, with bolt's error
+	// classification and its recovery from bbolt's panics and the
+	// mapping's faults.
+	View(op string, fn func(*bbolt.Tx) error) error
+	// Bolt returns the bbolt handle of the file, or an error wrapping
+	// bolt.ErrClosed.
+	Bolt() (*bbolt.DB, error)
 	// Known returns the codec and index functions of the stores open on
-	// db, by bucket name.
-	Known func(db DB) map[string]check.Known
-	// OpenRecorded opens the recorded resource id of db read-only with
-	// codec c (see inspect.OpenRecorded).
-	OpenRecorded func(ctx context.Context, db DB, id Identity, c codec.Codec) (Store, error)
-	// Classify wraps an error with the sentinel of package bolt that
-	// describes it, if any.
-	Classify func(error) error
-}
-
-var registered any
-
-// Register records the hooks; package bolt calls it from init.
-func Register[DB, Store, Identity any](h Hooks[DB, Store, Identity]) { registered = h }
-
-// Get returns the registered hooks. It panics if package bolt did not
-// register hooks of these types, which the tests of package inspect catch.
-func Get[DB, Store, Identity any]() Hooks[DB, Store, Identity] {
-	return registered.(Hooks[DB, Store, Identity])
+	// the DB, by bucket name.
+	Known() map[string]verify.Known
+	// OpenRecorded opens the recorded resource id read-only with codec c
+	// (see inspect.OpenRecorded).
+	OpenRecorded(ctx context.Context, id Identity, c codec.Codec) (Store, error)
 }

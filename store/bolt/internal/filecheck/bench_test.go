@@ -60,9 +60,9 @@ func buildLargeFile(b *testing.B, size int) string {
 	return path
 }
 
-// BenchmarkValidate measures Validate on a ~200 MB file, shallow and deep,
+// BenchmarkCheck measures Check on a ~200 MB file, shallow and deep,
 // with the file in the page cache and (on Linux) evicted from it first.
-func BenchmarkValidate(b *testing.B) {
+func BenchmarkCheck(b *testing.B) {
 	path := buildLargeFile(b, 200<<20)
 	fi, err := os.Stat(path)
 	if err != nil {
@@ -90,7 +90,7 @@ func BenchmarkValidate(b *testing.B) {
 					evict(b, path)
 					b.StartTimer()
 				}
-				if err := Validate(ctx, path, bc.opts); err != nil {
+				if err := Check(ctx, path, bc.opts); err != nil {
 					b.Fatal(err)
 				}
 			}

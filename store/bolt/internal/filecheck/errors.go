@@ -5,14 +5,14 @@ import (
 	"fmt"
 )
 
-// ErrCorrupt is wrapped by every error Validate returns for a file whose
+// ErrCorrupt is wrapped by every error Check returns for a file whose
 // content is not a sound bbolt database: bad meta pages, a truncated file,
 // pages of the wrong type, element offsets outside their page, a freelist
 // naming impossible pages, unsorted keys, cycles. Such a file must not be
 // handed to bbolt; the caller moves it aside and rebuilds.
 var ErrCorrupt = errors.New("corrupt bbolt file")
 
-// ErrNotBolt is wrapped by the errors Validate returns for a path that does
+// ErrNotBolt is wrapped by the errors Check returns for a path that does
 // not hold a bbolt database at all: no meta page carries bbolt's magic
 // number, or the path is a directory or another non-regular file. It wraps
 // ErrCorrupt, so errors.Is(err, ErrCorrupt) holds for it too.

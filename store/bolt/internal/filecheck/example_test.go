@@ -12,8 +12,8 @@ import (
 	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
 )
 
-// Validate a file before handing it to bbolt, and move a bad one aside.
-func ExampleValidate() {
+// Check a file before handing it to bbolt, and move a bad one aside.
+func ExampleCheck() {
 	dir, err := os.MkdirTemp("", "filecheck-example")
 	if err != nil {
 		panic(err)
@@ -32,7 +32,7 @@ func ExampleValidate() {
 	}
 
 	for _, path := range []string{good, bad} {
-		err := filecheck.Validate(context.Background(), path, filecheck.Options{})
+		err := filecheck.Check(context.Background(), path, filecheck.Options{})
 		switch {
 		case err == nil:
 			fmt.Println(filepath.Base(path), "is safe to open")

@@ -3,7 +3,7 @@
 // bbolt memory-maps its file and trusts what it finds there: a truncated
 // file makes it touch mapped memory past the end of the file (SIGBUS, which
 // no recover can catch), and a garbage page makes it panic or read wild
-// offsets. Validate inspects the file with ordinary reads, never a mapping,
+// offsets. Check inspects the file with ordinary reads, never a mapping,
 // checks the structures bbolt would trust, and rejects a bad file with an
 // error wrapping ErrCorrupt before bbolt sees it.
 //
@@ -35,8 +35,8 @@
 //     page on the freelist, and no page below the high water mark that is
 //     neither reachable nor free (as bbolt's own Tx.Check demands).
 //
-// Validate reads the file as it is when called; it does not lock it. The
-// caller validates before bbolt opens the file and must keep other writers
+// Check reads the file as it is when called; it does not lock it. The
+// caller checks the file before bbolt opens it and must keep other writers
 // away in between (bbolt's own flock does this once bbolt has opened it).
 package filecheck
 
@@ -47,15 +47,15 @@ import (
 	"os"
 )
 
-// Options tunes Validate. The zero value is the full check.
+// Options tunes Check. The zero value is the full check.
 type Options struct {
-	// SkipTreeWalk limits Validate to the shallow checks: the meta pages,
+	// SkipTreeWalk limits Check to the shallow checks: the meta pages,
 	// the file size against the high water mark, the root bucket's page
 	// and the freelist. That still rules out the truncated file (the
 	// SIGBUS), but a garbage page inside the tree goes undetected and can
 	// still make bbolt panic or fault when it reads that page later. The
 	// walk reads every page in use once: about 0.8 ms per MB from the page
-	// cache and 2.5 ms per MB from disk (BenchmarkValidate, 230 MB file);
+	// cache and 2.5 ms per MB from disk (BenchmarkCheck, 230 MB file);
 	// set this only where that open latency cannot be afforded. Default
 	// false. Ignored when the file's freelist is not persisted: bbolt then
 	// walks the whole tree itself on a read-write open.
@@ -70,7 +70,7 @@ type Options struct {
 	BucketLevels int
 }
 
-// Report says what Validate checked.
+// Report says what Check checked.
 type Report struct {
 	// Walked is true when every page reachable from the root was read
 	// and checked (no Options.SkipTreeWalk, or a file without a
@@ -82,22 +82,22 @@ type Report struct {
 	Persisted bool
 }
 
-// Validate checks that the file at path is a sound bbolt database, or
+// Check checks that the file at path is a sound bbolt database, or
 // empty. It returns nil for a file bbolt can open and read without
 // faulting; an error wrapping ErrCorrupt (ErrNotBolt when the file is not a
 // bbolt database at all, or not a regular file) naming the page and the
 // problem, with a *CorruptionError in its chain; an error wrapping
 // fs.ErrNotExist when there is no file; or an I/O error from the file
 // system, wrapped with the path. It returns ctx's error, wrapped, if ctx
-// ends during the walk. Validate never writes to the file and is safe for
+// ends during the walk. Check never writes to the file and is safe for
 // concurrent use.
-func Validate(ctx context.Context, path string, opts Options) error {
-	_, err := ValidateReport(ctx, path, opts)
+func Check(ctx context.Context, path string, opts Options) error {
+	_, err := CheckReport(ctx, path, opts)
 	return err
 }
 
-// ValidateReport is Validate that also reports what it checked.
-func ValidateReport(ctx context.Context, path string, opts Options) (Report, error) {
+// CheckReport is Check that also reports what it checked.
+func CheckReport(ctx context.Context, path string, opts Options) (Report, error) {
 	if err := ctx.Err(); err != nil {
 		return Report{}, fmt.Errorf("filecheck: %s: %w", path, err)
 	}

@@ -22,7 +22,7 @@ func TestMain(m *testing.M) {
 
 var ne64 = binary.NativeEndian
 
-// want is what Validate must return: nil, or an error wrapping the sentinel.
+// want is what Check must return: nil, or an error wrapping the sentinel.
 type want struct {
 	err    error  // nil, ErrCorrupt or ErrNotBolt
 	reason string // substring of the error message, when err != nil
@@ -38,20 +38,20 @@ func checkWant(t *testing.T, err error, w want) {
 	switch {
 	case w.err == nil:
 		if err != nil {
-			t.Fatalf("Validate = %v, want nil", err)
+			t.Fatalf("Check = %v, want nil", err)
 		}
 	case err == nil:
-		t.Fatalf("Validate = nil, want %v (%q)", w.err, w.reason)
+		t.Fatalf("Check = nil, want %v (%q)", w.err, w.reason)
 	case !errors.Is(err, w.err):
-		t.Fatalf("Validate = %v, want it to wrap %v", err, w.err)
+		t.Fatalf("Check = %v, want it to wrap %v", err, w.err)
 	case w.err == ErrCorrupt && errors.Is(err, ErrNotBolt):
-		t.Fatalf("Validate = %v, want ErrCorrupt but not ErrNotBolt", err)
+		t.Fatalf("Check = %v, want ErrCorrupt but not ErrNotBolt", err)
 	case !strings.Contains(err.Error(), w.reason):
-		t.Fatalf("Validate = %v, want it to mention %q", err, w.reason)
+		t.Fatalf("Check = %v, want it to mention %q", err, w.reason)
 	default:
 		var ce *CorruptionError
 		if !errors.As(err, &ce) {
-			t.Fatalf("Validate = %v, want a *CorruptionError in the chain", err)
+			t.Fatalf("Check = %v, want a *CorruptionError in the chain", err)
 		}
 	}
 }
@@ -67,7 +67,7 @@ type validateCase struct {
 }
 
 // validateCases are targeted corruptions of the standard fixture, one per
-// check Validate makes.
+// check Check makes.
 func validateCases() []validateCase {
 	setMetaBoth := func(field int, v uint64, width int) mutation {
 		return func(t *testing.T, f *fixture, b []byte) []byte {
@@ -436,7 +436,7 @@ func (f *fixture) rootPage(b []byte) int {
 	return int(ne64.Uint64(b[c*f.pageSize+metaOff+metaRootOff:]))
 }
 
-func TestValidateCorruptions(t *testing.T) {
+func TestCheckCorruptions(t *testing.T) {
 	fx := newFixture(t, fixtureOptions{})
 	if fx.freelist < 0 || len(fx.freed) < 2 || fx.overflow < 0 || len(fx.branches) == 0 {
 		t.Fatalf("fixture lacks a shape the cases need: %+v", fx)
@@ -448,12 +448,12 @@ func TestValidateCorruptions(t *testing.T) {
 			f.path = path
 			edit(t, path, func(b []byte) []byte { return tc.mutate(t, &f, b) })
 			ctx := context.Background()
-			checkWant(t, Validate(ctx, path, Options{SkipTreeWalk: true}), tc.shallow)
-			err := Validate(ctx, path, Options{})
+			checkWant(t, Check(ctx, path, Options{SkipTreeWalk: true}), tc.shallow)
+			err := Check(ctx, path, Options{})
 			checkWant(t, err, tc.deep)
 			if err == nil {
 				if err := readAllWithBolt(path); err != nil {
-					t.Fatalf("Validate accepted the file, but bbolt: %v", err)
+					t.Fatalf("Check accepted the file, but bbolt: %v", err)
 				}
 			}
 		})
@@ -469,7 +469,7 @@ func mustRead(t *testing.T, path string) []byte {
 	return b
 }
 
-func TestValidateFileKinds(t *testing.T) {
+func TestCheckFileKinds(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, b []byte) string {
 		p := filepath.Join(dir, name)
@@ -497,21 +497,21 @@ func TestValidateFileKinds(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, deep := range []bool{false, true} {
-				checkWant(t, Validate(context.Background(), tc.path, Options{SkipTreeWalk: !deep}), tc.want)
+				checkWant(t, Check(context.Background(), tc.path, Options{SkipTreeWalk: !deep}), tc.want)
 			}
 		})
 	}
 	t.Run("missing file", func(t *testing.T) {
-		err := Validate(context.Background(), filepath.Join(dir, "absent"), Options{SkipTreeWalk: true})
+		err := Check(context.Background(), filepath.Join(dir, "absent"), Options{SkipTreeWalk: true})
 		if !errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrCorrupt) {
-			t.Fatalf("Validate = %v, want fs.ErrNotExist and not ErrCorrupt", err)
+			t.Fatalf("Check = %v, want fs.ErrNotExist and not ErrCorrupt", err)
 		}
 	})
 }
 
-// TestValidateLayouts checks sound files of other shapes are accepted, and
+// TestCheckLayouts checks sound files of other shapes are accepted, and
 // that a file without a persisted freelist is always walked in full.
-func TestValidateLayouts(t *testing.T) {
+func TestCheckLayouts(t *testing.T) {
 	tests := []struct {
 		name string
 		opts fixtureOptions
@@ -524,8 +524,8 @@ func TestValidateLayouts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, tc.opts)
 			for _, deep := range []bool{false, true} {
-				if err := Validate(context.Background(), f.path, Options{SkipTreeWalk: !deep}); err != nil {
-					t.Fatalf("Validate(Deep=%v) = %v", deep, err)
+				if err := Check(context.Background(), f.path, Options{SkipTreeWalk: !deep}); err != nil {
+					t.Fatalf("Check(Deep=%v) = %v", deep, err)
 				}
 			}
 			if err := readAllWithBolt(copyFile(t, f.path)); err != nil {
@@ -543,7 +543,7 @@ func TestValidateLayouts(t *testing.T) {
 			binary.NativeEndian.PutUint32(f.elem(b, leaf, 0)[8:], 0)
 			return b
 		})
-		checkWant(t, Validate(context.Background(), f.path, Options{SkipTreeWalk: true}), corrupt("empty key"))
+		checkWant(t, Check(context.Background(), f.path, Options{SkipTreeWalk: true}), corrupt("empty key"))
 	})
 }
 
@@ -561,7 +561,7 @@ func (c *cancelAfter) Err() error {
 	return nil
 }
 
-func TestValidateContext(t *testing.T) {
+func TestCheckContext(t *testing.T) {
 	f := newFixture(t, fixtureOptions{pageSize: 1024})
 	if f.hwm < 2*ctxCheckEvery {
 		t.Fatalf("fixture has %d pages, too few to reach a context check", f.hwm)
@@ -581,9 +581,9 @@ func TestValidateContext(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Validate(tc.ctx, f.path, tc.opts)
+			err := Check(tc.ctx, f.path, tc.opts)
 			if !errors.Is(err, context.Canceled) || errors.Is(err, ErrCorrupt) {
-				t.Fatalf("Validate = %v, want context.Canceled", err)
+				t.Fatalf("Check = %v, want context.Canceled", err)
 			}
 		})
 	}
@@ -595,10 +595,10 @@ func TestCorruptionErrorFields(t *testing.T) {
 		ne64.PutUint64(f.elem(b, f.branch, 2)[8:], uint64(f.hwm))
 		return b
 	})
-	err := Validate(context.Background(), f.path, Options{})
+	err := Check(context.Background(), f.path, Options{})
 	var ce *CorruptionError
 	if !errors.As(err, &ce) {
-		t.Fatalf("Validate = %v, want a *CorruptionError", err)
+		t.Fatalf("Check = %v, want a *CorruptionError", err)
 	}
 	if ce.Path != f.path || ce.Page != int64(f.branch) || !strings.Contains(ce.Reason, "branch element 2") {
 		t.Fatalf("CorruptionError = %+v, want path %s, page %d, branch element 2", ce, f.path, f.branch)
@@ -618,7 +618,7 @@ func TestNoValidMetaNamesBoth(t *testing.T) {
 				b[ps+metaOff+metaRootOff] ^= 0xFF
 				return b
 			})
-			err := Validate(context.Background(), f.path, Options{SkipTreeWalk: true})
+			err := Check(context.Background(), f.path, Options{SkipTreeWalk: true})
 			checkWant(t, err, corrupt(fmt.Sprintf("meta 0: checksum mismatch; meta 1 (at %d): checksum mismatch", ps)))
 		})
 	}
@@ -637,7 +637,7 @@ func TestNoValidMetaZeroedMeta1(t *testing.T) {
 				clear(b[ps : 2*ps])
 				return b
 			})
-			err := Validate(context.Background(), f.path, Options{SkipTreeWalk: true})
+			err := Check(context.Background(), f.path, Options{SkipTreeWalk: true})
 			checkWant(t, err, corrupt(fmt.Sprintf("meta 0: checksum mismatch; meta 1 (at %d): bad magic 0x00000000", ps)))
 		})
 	}

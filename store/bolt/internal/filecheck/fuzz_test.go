@@ -95,11 +95,11 @@ func seedFiles(f testing.TB) [][]byte {
 	return out
 }
 
-// FuzzValidate feeds arbitrary bytes to Validate as a file. Validate must
+// FuzzCheck feeds arbitrary bytes to Check as a file. Check must
 // return nil or an error wrapping ErrCorrupt, never panic or hang; the deep
 // check must be at least as strict as the shallow one; and a file the deep
 // check accepts must be readable, checkable and writable by bbolt.
-func FuzzValidate(f *testing.F) {
+func FuzzCheck(f *testing.F) {
 	for _, b := range seedFiles(f) {
 		f.Add(b)
 		f.Add(b[:len(b)/2])
@@ -112,11 +112,11 @@ func FuzzValidate(f *testing.F) {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
-		shallow := Validate(ctx, path, Options{SkipTreeWalk: true})
-		deep := Validate(ctx, path, Options{})
+		shallow := Check(ctx, path, Options{SkipTreeWalk: true})
+		deep := Check(ctx, path, Options{})
 		for _, err := range []error{shallow, deep} {
 			if err != nil && !errors.Is(err, ErrCorrupt) {
-				t.Fatalf("Validate = %v, want nil or ErrCorrupt", err)
+				t.Fatalf("Check = %v, want nil or ErrCorrupt", err)
 			}
 		}
 		if deep == nil && shallow != nil {
@@ -126,7 +126,7 @@ func FuzzValidate(f *testing.F) {
 			return
 		}
 		if err := readAllWithBolt(path); err != nil {
-			t.Fatalf("Validate accepted the file, but bbolt: %v", err)
+			t.Fatalf("Check accepted the file, but bbolt: %v", err)
 		}
 	})
 }

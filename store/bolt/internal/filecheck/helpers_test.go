@@ -37,7 +37,7 @@ type fixtureOptions struct {
 
 // newFixture writes a bbolt file with a multi-level bucket, nested paged
 // and inline buckets, a value spanning overflow pages and free pages, the
-// shapes Validate has to walk.
+// shapes Check has to walk.
 func newFixture(t testing.TB, o fixtureOptions) *fixture {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "fixture.db")
@@ -228,7 +228,7 @@ func (f *fixture) elem(b []byte, id, i int) []byte {
 
 // readAllWithBolt opens path with bbolt read-write, reads every key and
 // value of every bucket, runs Tx.Check and writes one transaction. It is
-// the oracle for a file Validate accepted: none of this may fail or panic.
+// the oracle for a file Check accepted: none of this may fail or panic.
 // (A fatal fault here kills the test binary, which fails the test too.)
 func readAllWithBolt(path string) (err error) {
 	defer func() {

@@ -63,7 +63,7 @@ type meta struct {
 func (m *meta) valid() bool { return m.err == "" }
 
 // parseMeta decodes the meta stored in page bytes b (starting at the page
-// header) and validates it as bbolt's Meta.Validate does: magic, version,
+// header) and validates it as bbolt's Meta.Check does: magic, version,
 // FNV-64a checksum.
 func parseMeta(b []byte) meta {
 	if len(b) < pageHeaderSize+metaSize {

@@ -18,7 +18,7 @@ type Tree struct {
 }
 
 // CheckTree walks every page reachable from t.Root with the checks of
-// Validate's tree walk (page types and headers, element tables, keys and
+// Check's tree walk (page types and headers, element tables, keys and
 // values inside their pages, key order, nested and inline buckets, no page
 // reached twice, nothing at or past the high water mark), reading the
 // pages from r, whose first size bytes are the file. It does not check the

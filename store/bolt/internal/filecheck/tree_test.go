@@ -68,7 +68,7 @@ func TestCheckTree(t *testing.T) {
 
 // With SkipTreeWalk, BucketLevels walks the buckets above that level fully
 // and reads nothing below it.
-func TestValidateBucketLevels(t *testing.T) {
+func TestCheckBucketLevels(t *testing.T) {
 	fx := newFixture(t, fixtureOptions{})
 	b := mustRead(t, fx.path)
 	// A leaf of bucket "items" (level 1) or "nested/paged" (level 2).
@@ -88,15 +88,15 @@ func TestValidateBucketLevels(t *testing.T) {
 		{1, false, nil}, // the root pages of "items" and "nested", not their leaves
 		{3, false, ErrCorrupt},
 	} {
-		rep, err := ValidateReport(ctx, path, Options{SkipTreeWalk: true, BucketLevels: tc.levels})
+		rep, err := CheckReport(ctx, path, Options{SkipTreeWalk: true, BucketLevels: tc.levels})
 		if !errors.Is(err, tc.want) || (tc.want == nil && err != nil) {
-			t.Errorf("BucketLevels %d: Validate = %v, want %v", tc.levels, err, tc.want)
+			t.Errorf("BucketLevels %d: Check = %v, want %v", tc.levels, err, tc.want)
 		}
 		if rep.Walked != tc.walked || !rep.Persisted {
 			t.Errorf("BucketLevels %d: report %+v, want Walked %v and a persisted freelist", tc.levels, rep, tc.walked)
 		}
 	}
-	if rep, err := ValidateReport(ctx, path, Options{}); !errors.Is(err, ErrCorrupt) || !rep.Walked {
-		t.Errorf("full Validate = %+v, %v; want a walk finding ErrCorrupt", rep, err)
+	if rep, err := CheckReport(ctx, path, Options{}); !errors.Is(err, ErrCorrupt) || !rep.Walked {
+		t.Errorf("full Check = %+v, %v; want a walk finding ErrCorrupt", rep, err)
 	}
 }

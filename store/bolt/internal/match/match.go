@@ -1,7 +1,11 @@
-package bolt
+// Package match decides a store.Selection's namespace and label parts from
+// an item entry of the bolt store (layout.ItemEntry), which records each
+// object's namespace and labels, without decoding the object.
+package match
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -11,9 +15,14 @@ import (
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
-// selectMatcher decides a store.Selection's namespace and label parts from
-// an item entry, without decoding the object.
-type selectMatcher struct {
+// ErrNoMetadata is returned by Match for an object without metadata when
+// the selection asks for a namespace or labels, as store.Selection.Matches
+// fails for one.
+var ErrNoMetadata = errors.New("object has no metadata to select by namespace or labels")
+
+// Matcher decides a store.Selection's namespace and label parts from an
+// item entry.
+type Matcher struct {
 	namespace []byte // nil: any
 	all       bool   // the label part selects every object
 	// reqs are the label selector's requirements, evaluated on the
@@ -34,8 +43,9 @@ type labelReq struct {
 	values []string
 }
 
-func newSelectMatcher(sel store.Selection) *selectMatcher {
-	m := &selectMatcher{sel: sel.Labels, all: sel.Labels == nil || sel.Labels.Empty()}
+// New returns the Matcher of sel.
+func New(sel store.Selection) *Matcher {
+	m := &Matcher{sel: sel.Labels, all: sel.Labels == nil || sel.Labels.Empty()}
 	if sel.Namespace != "" {
 		m.namespace = []byte(sel.Namespace)
 	}
@@ -54,24 +64,25 @@ func newSelectMatcher(sel store.Selection) *selectMatcher {
 }
 
 // everything reports whether the matcher selects every object.
-func (m *selectMatcher) everything() bool { return m.namespace == nil && m.all }
+func (m *Matcher) everything() bool { return m.namespace == nil && m.all }
 
-// matches reports whether the object stored under key with item entry v
-// is selected, and returns the blob id of its envelope (aliasing v), for
-// the caller to read it without verifying the entry again. A select part
-// that does not parse is an error wrapping ErrCorrupt; an object without
-// metadata fails a selection with a namespace or labels (errNoMetadata).
-func (m *selectMatcher) matches(key, v []byte) (id []byte, ok bool, err error) {
+// Match reports whether the object stored under key with item entry v is
+// selected, and returns the blob id of its envelope (aliasing v), for the
+// caller to read it without verifying the entry again. A select part that
+// does not parse is an error wrapping store.ErrCorrupt; an object without
+// metadata fails a selection with a namespace or labels (ErrNoMetadata).
+// A Matcher is used by one goroutine at a time.
+func (m *Matcher) Match(key, v []byte) (id []byte, ok bool, err error) {
 	e, err := layout.ParseItemEntry(key, v)
 	if err != nil {
-		return nil, false, fmt.Errorf("%w: item %q: %w", ErrCorrupt, key, err)
+		return nil, false, fmt.Errorf("%w: item %q: %w", store.ErrCorrupt, key, err)
 	}
 	p := &e.Parsed
 	if m.everything() {
 		return e.ID, true, nil
 	}
 	if !p.HasMeta {
-		return nil, false, fmt.Errorf("key %q: %w", key, errNoMetadata)
+		return nil, false, fmt.Errorf("key %q: %w", key, ErrNoMetadata)
 	}
 	if m.namespace != nil && !bytes.Equal(p.NamespaceOf(key), m.namespace) {
 		return nil, false, nil

@@ -1,9 +1,5 @@
 package bolt
 
-// This file lends package inspect (the library of the snapshot CLI) what it
-// needs beyond the store API, through store/bolt/internal/access, so that
-// none of it is part of this package's API.
-
 import (
 	"context"
 	"fmt"
@@ -13,41 +9,46 @@ import (
 
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt/internal/access"
-	"github.com/warmcache/warmcache/store/bolt/internal/check"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
+	"github.com/warmcache/warmcache/store/bolt/internal/verify"
 	"github.com/warmcache/warmcache/store/codec"
 )
 
-func init() {
-	access.Register(access.Hooks[*DB, *Store, Identity]{
-		View: func(db *DB, op string, fn func(*bbolt.Tx) error) error { return db.view(op, fn) },
-		Bolt: func(db *DB) (*bbolt.DB, error) {
-			if db.isClosed() {
-				return nil, ErrClosed
-			}
-			return db.bolt, nil
-		},
-		Known: (*DB).known,
-		OpenRecorded: func(ctx context.Context, db *DB, id Identity, c codec.Codec) (*Store, error) {
-			return db.openRecorded(ctx, id, c)
-		},
-		Classify: classify,
-	})
+// Access is for package store/bolt/inspect: its argument and result are
+// of types internal to store/bolt, so no other package can call it.
+func (db *DB) Access(access.Token) access.DB[*Store, Identity] { return dbAccess{db} }
+
+// dbAccess is DB.Access's result.
+type dbAccess struct{ db *DB }
+
+func (a dbAccess) View(op string, fn func(*bbolt.Tx) error) error { return a.db.view(op, fn) }
+
+func (a dbAccess) Bolt() (*bbolt.DB, error) {
+	if a.db.isClosed() {
+		return nil, ErrClosed
+	}
+	return a.db.bolt, nil
+}
+
+func (a dbAccess) Known() map[string]verify.Known { return a.db.known() }
+
+func (a dbAccess) OpenRecorded(ctx context.Context, id Identity, c codec.Codec) (*Store, error) {
+	return a.db.openRecorded(ctx, id, c)
 }
 
 // known returns the codecs and index functions of the stores open on db,
 // by bucket name.
-func (db *DB) known() map[string]check.Known {
+func (db *DB) known() map[string]verify.Known {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	out := make(map[string]check.Known, len(db.stores))
+	out := make(map[string]verify.Known, len(db.stores))
 	for name, s := range db.stores {
 		ix := s.indexers.Load()
 		fns := make(cache.Indexers, len(ix.list))
 		for _, x := range ix.list {
 			fns[x.name] = x.fn
 		}
-		out[name] = check.Known{Codec: s.codec, Indexers: fns}
+		out[name] = verify.Known{Codec: s.codec, Indexers: fns}
 	}
 	return out
 }
@@ -55,7 +56,7 @@ func (db *DB) known() map[string]check.Known {
 // openRecorded opens the recorded resource id for reading with codec c,
 // without knowing its Go types or index functions (inspect.OpenRecorded):
 // the indexes are the recorded ones, whose functions are nil, so Index
-// returns ErrNoIndexFunc. The store is read-only (writes return
+// returns inspect.ErrNoIndexFunc. The store is read-only (writes return
 // ErrReadOnly) and reads the content as recorded.
 func (db *DB) openRecorded(ctx context.Context, id Identity, c codec.Codec) (*Store, error) {
 	if err := ctx.Err(); err != nil {
@@ -84,8 +85,8 @@ func (db *DB) openRecorded(ctx context.Context, id Identity, c codec.Codec) (*St
 		}
 		return nil
 	})
-	if err == nil && Identity(m.Identity) != id {
-		err = fmt.Errorf("%w: bucket records identity %s", ErrCorrupt, Identity(m.Identity))
+	if err == nil && identityOf(&m) != id {
+		err = fmt.Errorf("%w: bucket records identity %s", ErrCorrupt, identityOf(&m))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open recorded %s: %w", name, err)
@@ -97,9 +98,9 @@ func (db *DB) openRecorded(ctx context.Context, id Identity, c codec.Codec) (*St
 	for i, n := range m.Indexes {
 		list[i] = indexer{name: n}
 	}
-	s := &Store{db: db, id: id, name: name, bname: []byte(name), codec: c, readOnly: true, corruptc: db.hotc.corrupt}
+	s := &Store{db: db, id: id, name: name, bname: []byte(name), codec: c, readOnly: true}
 	if db.hot != nil {
-		s.hot = db.hot.part(c.Name(), db.hotc.forResource(name), &db.hotEpoch)
+		s.hot = db.hot.Part(c.Name(), db.metrics.Hot(name), &db.hotEpoch)
 	}
 	s.keyFunc = store.DefaultKeyFunc
 	s.logger = db.logger.WithValues("resource", name)

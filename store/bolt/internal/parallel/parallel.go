@@ -1,4 +1,7 @@
-package bolt
+// Package parallel runs the independent steps of the bolt store's writes
+// and reads on every core: the encoding of a batch's objects and the
+// decoding of a read's chunk, which need no lock and are most of their CPU.
+package parallel
 
 import (
 	"runtime"
@@ -6,18 +9,15 @@ import (
 	"sync/atomic"
 )
 
-// Encoding is most of the CPU a write spends outside bbolt's commit (about
-// 10 µs for a podgen pod in protobuf) and needs no lock, so a large batch
-// is encoded on every core: on 2 cores, writing 100k podgen pods in key
-// order in batches of 500 went from 32k to 42k pods/s. Each goroutine gets at least parallelMin
-// items (so a batch is split from 2*parallelMin on): below that the
-// goroutines cost more than they save.
+// Each goroutine gets at least Min items (so a batch is split from 2*Min
+// on): below that the goroutines cost more than they save. The
+// measurements are in docs/design/bolt.md.
 const (
-	parallelMin   = 64
-	parallelChunk = 16 // items a worker claims at a time
+	Min   = 64
+	chunk = 16 // items a worker claims at a time
 )
 
-// forEachParallel calls fn(i) for every i in [0, n), on up to GOMAXPROCS
+// ForEach calls fn(i) for every i in [0, n), on up to GOMAXPROCS
 // goroutines when n is large, and returns the errors of the calls that
 // failed, indexed like the items (nil if none failed). fn must be safe to
 // call concurrently for distinct i. Every item is processed even after a
@@ -25,13 +25,13 @@ const (
 // is raised again in the caller's goroutine (the first one recovered, if
 // several items panic), as a sequential loop would raise it, instead of
 // ending the process from a worker.
-func forEachParallel(n int, fn func(i int) error) []error {
-	return forEachParallelN(runtime.GOMAXPROCS(0), n, fn)
+func ForEach(n int, fn func(i int) error) []error {
+	return ForEachN(runtime.GOMAXPROCS(0), n, fn)
 }
 
-// forEachParallelN is forEachParallel on up to maxWorkers goroutines.
-func forEachParallelN(maxWorkers, n int, fn func(i int) error) []error {
-	workers := min(maxWorkers, n/parallelMin)
+// ForEachN is ForEach on up to maxWorkers goroutines.
+func ForEachN(maxWorkers, n int, fn func(i int) error) []error {
+	workers := min(maxWorkers, n/Min)
 	var errs []error
 	var mu sync.Mutex // guards errs
 	record := func(i int, err error) {
@@ -62,11 +62,11 @@ func forEachParallelN(maxWorkers, n int, fn func(i int) error) []error {
 				}
 			}()
 			for {
-				start := int(next.Add(parallelChunk)) - parallelChunk
+				start := int(next.Add(chunk)) - chunk
 				if start >= n {
 					return
 				}
-				for i := start; i < min(start+parallelChunk, n); i++ {
+				for i := start; i < min(start+chunk, n); i++ {
 					if err := fn(i); err != nil {
 						record(i, err)
 					}
@@ -84,9 +84,9 @@ func forEachParallelN(maxWorkers, n int, fn func(i int) error) []error {
 // workerPanic carries a worker's panic value to the caller.
 type workerPanic struct{ value any }
 
-// firstError returns the first non-nil error of errs, the one a sequential
+// FirstError returns the first non-nil error of errs, the one a sequential
 // loop would have stopped at.
-func firstError(errs []error) error {
+func FirstError(errs []error) error {
 	for _, err := range errs {
 		if err != nil {
 			return err

@@ -1,39 +1,39 @@
-package bolt
+package hot
 
 import "hash/maphash"
 
-// hotGhostBytes is the tier's budget per key its ghosts remember: a 32
+// ghostBytes is the tier's budget per key its ghosts remember: a 32
 // MiB tier remembers the last 8,192 keys probation evicted, about three
 // times the podgen pods the whole tier holds, so that an object written
 // again within a few thousand writes (a rollout's pods, a flapping node's)
 // enters the main segment, and one written again after a hundred
 // thousand (a churn spread over every pod) does not.
-const hotGhostBytes = 4096
+const ghostBytes = 4096
 
-// hotGhosts remembers the hashes of the last keys probation evicted
-// (hotTier), oldest first out: a ring and a count of each hash in it.
-// Neither holds a pointer the collector must follow. A hash collision
-// only lets an entry into the main segment early.
-type hotGhosts struct {
+// ghosts remembers the hashes of the last keys probation evicted, oldest
+// first out: a ring and a count of each hash in it. Neither holds a
+// pointer the collector must follow. A hash collision only lets an entry
+// into the main segment early.
+type ghosts struct {
 	ring []uint64
 	next int // the slot the next hash overwrites
 	n    int // hashes in the ring
-	in   map[uint64]hotGhost
+	in   map[uint64]ghost
 }
 
-// hotGhost counts a hash's slots in the ring, and how many of them,
+// ghost counts a hash's slots in the ring, and how many of them,
 // the oldest, were forgotten.
-type hotGhost struct {
+type ghost struct {
 	slots, forgotten int32
 }
 
-func (g *hotGhosts) init(size int) {
+func (g *ghosts) init(size int) {
 	g.ring = make([]uint64, size)
-	g.in = make(map[uint64]hotGhost, size)
+	g.in = make(map[uint64]ghost, size)
 }
 
 // add remembers h, forgetting the oldest hash if the ring is full.
-func (g *hotGhosts) add(h uint64) {
+func (g *ghosts) add(h uint64) {
 	if g.n == len(g.ring) {
 		old := g.ring[g.next]
 		o := g.in[old]
@@ -56,10 +56,10 @@ func (g *hotGhosts) add(h uint64) {
 }
 
 // take reports whether h is remembered, and forgets it until it is added
-// again: its key leaves the ghosts for the main segment (hotTier). A hash
-// stays in the ring until overwritten (take only marks it), and a key
-// evicted again meanwhile is in it twice.
-func (g *hotGhosts) take(h uint64) bool {
+// again: its key leaves the ghosts for the main segment. A hash stays in
+// the ring until overwritten (take only marks it), and a key evicted again
+// meanwhile is in it twice.
+func (g *ghosts) take(h uint64) bool {
 	o, ok := g.in[h]
 	if !ok || o.slots <= o.forgotten {
 		return false
@@ -70,6 +70,6 @@ func (g *hotGhosts) take(h uint64) bool {
 }
 
 // ghost returns the hash the ghosts remember key of p by.
-func (p *hotPart) ghost(key string) uint64 {
+func (p *Part) ghost(key string) uint64 {
 	return maphash.String(p.tier.seed, key) ^ p.id*0x9e3779b97f4a7c15
 }

@@ -1,4 +1,4 @@
-package bolt
+package recorded
 
 import (
 	"crypto/sha256"
@@ -12,19 +12,21 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
-// typeFingerprint identifies the structure of the Go type objects decode
-// into: a hash of every field's name, type and struct tags, recursively.
+// Fingerprint identifies the structure of the Go type objects decode into
+// (prototype's, else the one client-go's scheme registers for group,
+// version and kind): a hash of every field's name, type and struct tags,
+// recursively.
 // Protobuf and JSON decoding silently drop the fields the binary's types
 // do not know, so objects stored by a binary whose types lacked a field
 // lack it too; a changed fingerprint discards them (invariant 3). The
 // fingerprint is "" when the type is unknown (a custom resource decoded
 // into unstructured objects, which keep every field).
-func typeFingerprint(prototype runtime.Object, id Identity) string {
+func Fingerprint(prototype runtime.Object, group, version, kind string) string {
 	var t reflect.Type
 	if prototype != nil {
 		t = reflect.TypeOf(prototype)
-	} else if id.Kind != "" {
-		obj, err := scheme.Scheme.New(schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind})
+	} else if kind != "" {
+		obj, err := scheme.Scheme.New(schema.GroupVersionKind{Group: group, Version: version, Kind: kind})
 		if err != nil {
 			return ""
 		}

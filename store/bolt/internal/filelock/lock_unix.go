@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
-package bolt
+package filelock
 
 import (
 	"context"
@@ -13,7 +13,8 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 	bberrors "go.etcd.io/bbolt/errors"
-	"k8s.io/klog/v2"
+
+	"github.com/warmcache/warmcache/store/bolt/internal/fileerr"
 )
 
 // tryFlock takes the flock how (syscall.LOCK_SH or LOCK_EX) on f without
@@ -33,44 +34,43 @@ func tryFlock(f *os.File, how int) (ok bool, err error) {
 	}
 }
 
-// openLocked opens the bbolt file at path, checked by validateFile under
-// its lock, as described at the top of lock.go. For a read-write open it
-// also returns the writers' lock file, locked, which the caller closes
-// after the bbolt file; nil where the directory cannot hold one. rep is
-// set to the report of the check of the file opened.
-func openLocked(ctx context.Context, path string, opts Options, logger klog.Logger, out *openResult) (*bbolt.DB, *os.File, error) {
-	deadline := time.Now().Add(opts.Timeout)
-	if opts.ReadOnly {
-		bdb, err := openReader(ctx, path, opts, deadline, out)
-		return bdb, nil, err
+// Open opens the bbolt file at path, checked by cfg.Check under its lock,
+// as the package documentation describes. The caller classifies its
+// errors (fileerr.Classify): a lock not obtained in time is bbolt's
+// ErrTimeout.
+func Open(ctx context.Context, path string, cfg Config) (Opened, error) {
+	deadline := time.Now().Add(cfg.Timeout)
+	if cfg.ReadOnly {
+		bdb, mapped, err := openReader(ctx, path, cfg, deadline)
+		return Opened{DB: bdb, Mapped: mapped}, err
 	}
-	writers, err := lockWriters(ctx, path, opts.FileMode, deadline)
+	writers, err := lockWriters(ctx, path, cfg.FileMode, deadline)
 	if err != nil {
-		return nil, nil, err
+		return Opened{}, err
 	}
 	if writers == nil {
 		// No lock file: writers exclude each other by bbolt's lock, and
 		// wait for readers.
-		bdb, err := openChecked(ctx, path, opts, out)
-		return bdb, nil, err
+		bdb, err := openChecked(ctx, path, cfg)
+		return Opened{DB: bdb}, err
 	}
-	bdb, err := openWriter(ctx, path, opts, deadline, logger, out)
+	bdb, err := openWriter(ctx, path, cfg, deadline)
 	if err != nil {
 		_ = writers.Close()
-		return nil, nil, err
+		return Opened{}, err
 	}
-	return bdb, writers, nil
+	return Opened{DB: bdb, Writers: writers}, nil
 }
 
-// lockWriters takes the writers' lock of path (path + LockSuffix), waiting
+// lockWriters takes the writers' lock of path (path + Suffix), waiting
 // until deadline. It returns nil, nil when the lock file does not exist
 // and cannot be created (a read-only directory).
 func lockWriters(ctx context.Context, path string, mode os.FileMode, deadline time.Time) (*os.File, error) {
-	name := path + LockSuffix
+	name := path + Suffix
 	f, err := os.OpenFile(name, os.O_RDONLY|os.O_CREATE, mode)
 	if err != nil {
 		if !errors.Is(err, fs.ErrPermission) && !errors.Is(err, syscall.EROFS) {
-			return nil, fmt.Errorf("writers' lock: %w", classify(err))
+			return nil, fmt.Errorf("writers' lock: %w", fileerr.Classify(err))
 		}
 		if f, err = os.Open(name); err != nil {
 			return nil, nil
@@ -99,13 +99,13 @@ func lockWriters(ctx context.Context, path string, mode os.FileMode, deadline ti
 // a file held by readers only is copied over first (copyOver); one held
 // exclusively (by a writer that does not take the writers' lock) is
 // waited for until deadline.
-func openWriter(ctx context.Context, path string, opts Options, deadline time.Time, logger klog.Logger, out *openResult) (*bbolt.DB, error) {
+func openWriter(ctx context.Context, path string, cfg Config, deadline time.Time) (*bbolt.DB, error) {
 	for {
 		f, err := os.Open(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			// bbolt creates it. Readers never create a file; a writer of an
 			// older release may have, and holds it.
-			bdb, err := openBoltNow(path, opts)
+			bdb, err := openNow(path, cfg)
 			if errors.Is(err, bberrors.ErrTimeout) {
 				if err = waitLock(ctx, deadline); err == nil {
 					continue
@@ -114,7 +114,7 @@ func openWriter(ctx context.Context, path string, opts Options, deadline time.Ti
 			return bdb, err
 		}
 		if err != nil {
-			return nil, classify(err)
+			return nil, fileerr.Classify(err)
 		}
 		free, err := tryFlock(f, syscall.LOCK_EX)
 		if err != nil {
@@ -122,12 +122,12 @@ func openWriter(ctx context.Context, path string, opts Options, deadline time.Ti
 			return nil, err
 		}
 		if free {
-			err = checkLockedFile(ctx, path, opts, &out.report)
+			err = cfg.Check(ctx, path)
 			_ = f.Close() // bbolt takes the lock on its own open file
 			if err != nil {
 				return nil, err
 			}
-			bdb, err := openBoltNow(path, opts)
+			bdb, err := openNow(path, cfg)
 			if errors.Is(err, bberrors.ErrTimeout) {
 				continue // a reader came in between: copy it over
 			}
@@ -137,7 +137,7 @@ func openWriter(ctx context.Context, path string, opts Options, deadline time.Ti
 		if err == nil && readers {
 			start := time.Now()
 			if err = copyOver(f, path); err == nil {
-				logger.Info("Read-only processes (snapshot) hold the cache file: wrote a copy to open instead of waiting for them; they keep reading the old file",
+				cfg.Logger.Info("Read-only processes (snapshot) hold the cache file: wrote a copy to open instead of waiting for them; they keep reading the old file",
 					"took", time.Since(start).Round(time.Millisecond))
 			}
 		}
@@ -155,51 +155,51 @@ func openWriter(ctx context.Context, path string, opts Options, deadline time.Ti
 // path names (waiting until deadline while a writer holds it), checks it
 // and has bbolt open it, and starts again if a writer replaced the file
 // meanwhile.
-func openReader(ctx context.Context, path string, opts Options, deadline time.Time, out *openResult) (*bbolt.DB, error) {
+func openReader(ctx context.Context, path string, cfg Config, deadline time.Time) (*bbolt.DB, os.FileInfo, error) {
 	for {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, classify(err)
+			return nil, nil, fileerr.Classify(err)
 		}
-		bdb, again, err := openReaderOnce(ctx, f, path, opts, out)
+		bdb, mapped, again, err := openReaderOnce(ctx, f, path, cfg)
 		_ = f.Close() // bbolt holds its own shared lock on the same file
 		if err == nil && again {
 			err = waitLock(ctx, deadline)
 		}
 		if err != nil || bdb != nil {
-			return bdb, err
+			return bdb, mapped, err
 		}
 	}
 }
 
 // openReaderOnce is one attempt of openReader on f, path's file when
 // opened. again is true when it must be retried: f is locked by a writer,
-// or path no longer names it.
-func openReaderOnce(ctx context.Context, f *os.File, path string, opts Options, out *openResult) (bdb *bbolt.DB, again bool, err error) {
+// or path no longer names it. mapped is f's file.
+func openReaderOnce(ctx context.Context, f *os.File, path string, cfg Config) (bdb *bbolt.DB, mapped os.FileInfo, again bool, err error) {
 	ok, err := tryFlock(f, syscall.LOCK_SH)
 	if err != nil || !ok {
-		return nil, true, err
+		return nil, nil, true, err
 	}
 	if !samePath(f, path) {
-		return nil, true, nil
+		return nil, nil, true, nil
 	}
-	if err := checkLockedFile(ctx, path, opts, &out.report); err != nil {
-		return nil, false, err
+	if err := cfg.Check(ctx, path); err != nil {
+		return nil, nil, false, err
 	}
-	bdb, err = openBoltNow(path, opts)
+	bdb, err = openNow(path, cfg)
 	switch {
 	case errors.Is(err, bberrors.ErrTimeout):
-		return nil, true, nil // path names a new file, held by its writer
+		return nil, nil, true, nil // path names a new file, held by its writer
 	case err != nil:
-		return nil, false, err
+		return nil, nil, false, err
 	case !samePath(f, path):
 		// bbolt may have opened the file that replaced f's: unchecked.
 		_ = bdb.Close()
-		return nil, true, nil
+		return nil, nil, true, nil
 	}
-	if out.mapped, err = f.Stat(); err != nil {
+	if mapped, err = f.Stat(); err != nil {
 		_ = bdb.Close()
-		return nil, false, classify(err)
+		return nil, nil, false, fileerr.Classify(err)
 	}
-	return bdb, false, nil
+	return bdb, mapped, false, nil
 }
