@@ -25,6 +25,7 @@ import (
 	"github.com/warmcache/warmcache/reflector"
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/codec"
 	"github.com/warmcache/warmcache/store/memory"
 	"github.com/warmcache/warmcache/store/seal"
 )
@@ -139,6 +140,9 @@ type Factory struct {
 	cluster string            // recorded with every resource; see Options.ClusterID
 	keys    []seal.Key        // of Options.Keys; nil: sensitive resources in memory
 	budget  *deltafifo.Budget // of Options.QueueBudget; nil for none
+	// wrapCodec, set by tests only before any informer exists, wraps the
+	// codec of every bolt store.
+	wrapCodec func(codec.Codec) codec.Codec
 
 	// mu guards the fields below.
 	mu        sync.Mutex
@@ -347,6 +351,9 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 	c, err := codecFor(f.opts.Scheme, example)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrResource, err)
+	}
+	if f.wrapCodec != nil {
+		c = f.wrapCodec(c)
 	}
 	kind := kindOf(f.opts.Scheme, example)
 	id := bolt.Identity{

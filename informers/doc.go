@@ -68,17 +68,25 @@
 // sealing (package factory, Options.Keys): persisted encrypted with a key,
 // kept in memory without one, like every resource of Options.Sensitive.
 //
-// Listers: the typed Lister() of client-go's generated informers is
-// client-go's lister over the warmcache store (cache.Indexer). It works,
-// but its List decodes every object of the store on every call. The
-// listers of github.com/warmcache/warmcache/listers (same interfaces,
-// import path listers/<group>/<version>) hand the namespace and the label
-// selector to the store, which decodes only what matches:
+// Listers: every typed Lister() (f.Core().V1().Pods().Lister(), ...) and
+// ForResource's generic lister are warmcache's listers of client-go's
+// interfaces (package listers): their List methods hand the namespace and
+// the label selector to the store, which decodes only the objects they
+// select, where client-go's lister over the same store reads and decodes
+// every object of the store (or of the namespace) on every call. The
+// informers of other generated clientsets (custom resources through
+// InformerFor) build their listers themselves; give them the store's
+// selection with listers.New:
 //
-//	podLister := corelisters.NewPodLister(f.Core().V1().Pods().Informer().GetIndexer())
+//	lister := listers.New[*foov1.Foo](inf.GetIndexer(), foov1.Resource("foo"))
+//
+// The typed informers, versions and groups are generated from client-go's
+// (go generate ./informers; informers/internal/gen).
 //
 // Lifetime: the Factory owns the factory.Factory it is given. Shutdown
 // stops every informer (those of this factory and any other of the
 // factory.Factory), waits for them, flushes and closes the file; the
 // stop channel of Start needs not be closed first.
 package informers
+
+//go:generate go run ./internal/gen -out .
