@@ -48,5 +48,12 @@
 // object on the heap between Lists.
 //
 // This is its own Go module, so that warmcache's module does not depend
-// on controller-runtime.
+// on controller-runtime:
+//
+//	go get github.com/warmcache/warmcache/crcache@latest
+//
+// Its releases are tagged crcache/vX.Y.Z in warmcache's repository, each
+// requiring the release of warmcache's module of the same number (between
+// releases, the pseudo-version of a commit of warmcache's main branch);
+// RELEASING.md in the repository describes the process.
 package crcache
