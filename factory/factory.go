@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -163,7 +166,12 @@ type factoryEntry struct {
 // factory. A file that is corrupt, not a warmcache file, or left unflushed
 // across a restart of the machine is moved aside with a log line and
 // replaced by a new one (invariant 5); other open errors (bolt.ErrLocked,
-// bolt.ErrReadOnly) are returned.
+// bolt.ErrReadOnly) are returned. The file's directory must exist: New
+// does not create it (a missing directory is more often a volume that was
+// not mounted than one to create on the container's own disk), and says
+// so with an error wrapping fs.ErrNotExist; a path whose directory is not
+// one is ErrInvalidOptions. Every error New returns starts with
+// "factory: ".
 func New(ctx context.Context, opts Options) (*Factory, error) {
 	logger := klog.FromContext(ctx)
 	if opts.Logger != nil {
@@ -197,6 +205,9 @@ func New(ctx context.Context, opts Options) (*Factory, error) {
 	if opts.Path == "" {
 		return f, nil
 	}
+	if err := checkCacheDir(opts.Path); err != nil {
+		return nil, err
+	}
 	bo := opts.Bolt
 	if bo.Logger.GetSink() == nil {
 		bo.Logger = logger
@@ -205,18 +216,35 @@ func New(ctx context.Context, opts Options) (*Factory, error) {
 	if errors.Is(err, bolt.ErrCorrupt) {
 		moved, merr := bolt.MoveAside(opts.Path)
 		if merr != nil {
-			return nil, fmt.Errorf("informer: factory: %w (and moving it aside failed: %w)", err, merr)
+			return nil, fmt.Errorf("factory: %w (and moving it aside failed: %w)", err, merr)
 		}
 		logger.Error(err, "The cache file is unreadable; moved it aside and starting from an empty one", "path", opts.Path, "movedTo", moved)
 		db, err = bolt.Open(ctx, opts.Path, bo)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("informer: factory: %w", err)
+		return nil, fmt.Errorf("factory: %w", err)
 	}
 	f.db = db
 	f.cluster = clusterID(ctx, opts, logger)
 	f.keys = loadKeys(ctx, opts, logger)
 	return f, nil
+}
+
+// checkCacheDir returns an error naming the directory of path when it
+// does not exist or is not a directory, which bolt would report as a
+// failure to open its lock file.
+func checkCacheDir(path string) error {
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("factory: cache directory %s does not exist (create it, or mount there the volume meant to hold %s): %w", dir, filepath.Base(path), err)
+	case err != nil:
+		return fmt.Errorf("factory: cache directory %s: %w", dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("%w: cache directory %s of Options.Path %s is not a directory", ErrInvalidOptions, dir, path)
+	}
+	return nil
 }
 
 // DB returns the factory's file, nil for in-memory stores.
