@@ -32,7 +32,8 @@
 // client-go's fake clientset included), so its watches decode as that
 // client does (client-go's: on one goroutine). With WithRESTConfig (the
 // config the client was built from) they go through clients built from
-// that config instead, as factory.Factory's own: their watches decode on
+// that config instead, as factory.Factory's own, asking for protobuf
+// unless the config sets another content type: their watches decode on
 // every core, and the bolt store writes each protobuf object's message as
 // it arrived instead of marshalling it again. The informer's identity in the
 // file records the resource, the kind, the namespace of WithNamespace (for
