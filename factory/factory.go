@@ -160,6 +160,9 @@ type Factory struct {
 type factoryEntry struct {
 	inf   *informer.Informer
 	store store.Store
+	// sample keeps the sample object of a bolt store (sample.go); nil
+	// for a memory store.
+	sample *sampler
 }
 
 // New opens the cache file (when opts.Path is set) and returns a
@@ -298,7 +301,7 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 	// warm start finds the index set it recorded and keeps its entries
 	// instead of rebuilding them by decoding every object.
 	allIndexers := mergeIndexers(f.opts.Informer.Indexers, indexers)
-	st, err := f.openStore(ctx, gvr, example, scope, allIndexers, cfg, func(err error) {
+	st, smp, err := f.openStore(ctx, gvr, example, scope, allIndexers, cfg, func(err error) {
 		if inf := infPtr.Load(); inf != nil {
 			inf.ReportCorruption(err)
 		}
@@ -328,14 +331,21 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 	}
 	inf, err := informer.New(lw, example, o)
 	if err == nil && cfg.transform != nil {
-		err = inf.SetTransform(cfg.transform)
+		transform := cfg.transform
+		if smp != nil {
+			transform = smp.wrap(transform)
+		}
+		err = inf.SetTransform(transform)
 	}
 	if err != nil {
 		_ = st.Close()
+		if smp != nil {
+			_ = smp.Close()
+		}
 		return nil, err
 	}
 	infPtr.Store(inf)
-	f.informers[name] = &factoryEntry{inf: inf, store: st}
+	f.informers[name] = &factoryEntry{inf: inf, store: st, sample: smp}
 	return inf, nil
 }
 
@@ -371,14 +381,17 @@ func addMissingIndexers(inf *informer.Informer, indexers cache.Indexers) error {
 // factory's keys, or, without usable keys, in a memory store, after what
 // the file holds of it unsealed is deleted (forgetSensitive).
 // cfg.hotBytes, if set, gives the store a hot tier of its own
-// (bolt.ResourceOptions.HotBytes).
-func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, scope Scope, indexers cache.Indexers, cfg informerConfig, onCorruption func(error)) (store.Store, error) {
+// (bolt.ResourceOptions.HotBytes). A bolt store comes with the sampler
+// that checked its stored objects against cfg's transform and indexers
+// (sample.go) and keeps its sample.
+func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, scope Scope, indexers cache.Indexers, cfg informerConfig, onCorruption func(error)) (store.Store, *sampler, error) {
 	if f.db == nil {
-		return memory.New(memory.Options{Indexers: indexers})
+		st, err := memory.New(memory.Options{Indexers: indexers})
+		return st, nil, err
 	}
 	c, err := codecFor(f.opts.Scheme, example)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrResource, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrResource, err)
 	}
 	if f.wrapCodec != nil {
 		c = f.wrapCodec(c)
@@ -391,13 +404,13 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 	sensitive := f.sensitive(gvr.GroupResource(), cfg.sealing)
 	if kind == UnstructuredKind {
 		if err := f.dropKindless(ctx, id, sensitive); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if sensitive {
 		sc, ok, err := f.sealedCodec(c)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !ok {
 			hint := "Set factory.Options.Keys (for example seal.FromFile of a mounted Secret) to persist it encrypted"
@@ -407,13 +420,14 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 			f.logger.Info("Not persisting a sensitive resource without an encryption key: its objects are kept in memory only and relisted at every start. "+hint,
 				"resource", gvr.String(), "scope", scope)
 			if err := f.forgetSensitive(ctx, id); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			return memory.New(memory.Options{Indexers: indexers})
+			st, err := memory.New(memory.Options{Indexers: indexers})
+			return st, nil, err
 		}
 		c = sc
 	}
-	return f.db.Resource(ctx, bolt.ResourceOptions{
+	ro := bolt.ResourceOptions{
 		Identity:         id,
 		Codec:            c,
 		Indexers:         indexers,
@@ -422,7 +436,22 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 		TransformVersion: cfg.transformVersion,
 		IndexVersion:     cfg.indexVersion,
 		HotBytes:         cfg.hotBytes,
-	})
+	}
+	smp, err := f.openSampler(ctx, ro, example, cfg.transform)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.db.Resource(ctx, ro)
+	if err != nil {
+		if smp != nil {
+			_ = smp.Close()
+		}
+		return nil, nil, err
+	}
+	if smp != nil {
+		smp.takeFrom(ctx, st)
+	}
+	return st, smp, nil
 }
 
 // dropKindless deletes the record an unstructured informer of id's
@@ -580,6 +609,10 @@ func (f *Factory) Shutdown() error {
 	f.wg.Wait()
 	var errs []error
 	for _, e := range entries {
+		if e.sample != nil {
+			e.sample.takeFrom(context.Background(), e.store)
+			errs = append(errs, e.sample.Close())
+		}
 		if err := e.store.Close(); err != nil {
 			errs = append(errs, err)
 		}

@@ -52,12 +52,16 @@
 //
 // Transforms and index functions across restarts: the file stores
 // transformed objects and index entries, and cannot see a function's
-// code. When WithTransform's function changes meaning, change
-// WithTransformVersion too (the warm start then relists instead of serving
-// objects shaped by the old function); when an index function given at
-// creation (InformerFor's newFunc) changes meaning under the same name,
-// change WithIndexVersion (its entries are then rebuilt). Indexes added
-// with AddIndexers are rebuilt at every start.
+// code. It keeps one sample object per informer as the server sent it
+// (package factory): when WithTransform's function, or an index function
+// given at creation (InformerFor's newFunc), makes something else of it
+// than when the stored objects were written, they are relisted, with a
+// log line saying why. For the changes the sample does not show, change
+// WithTransformVersion when the transform changes meaning (the warm start
+// then relists instead of serving objects shaped by the old function),
+// and WithIndexVersion when an index function does under the same name
+// (its entries are then rebuilt). Indexes added with AddIndexers are
+// rebuilt at every start.
 //
 // Fallback: a type the factory cannot persist (a Go type unknown to
 // client-go's scheme, a client without a typed client for it, a store that
