@@ -7,7 +7,8 @@ BENCHTIME ?= 1x
 
 # MODULES are the nested modules whose tests and vet run with the root's
 # (go test ./... does not enter them): crcache depends on
-# controller-runtime, which the root module must not. The
+# controller-runtime, which the root module must not. Each builds against
+# this checkout through the go.work beside it (RELEASING.md). The
 # controller-runtime example's tests run from test/e2e.
 MODULES ?= crcache
 
