@@ -3,8 +3,8 @@ module github.com/warmcache/warmcache/examples/controller-runtime
 go 1.26.0
 
 require (
-	github.com/warmcache/warmcache v0.0.0-20261126022415-cd391e11f07c
-	github.com/warmcache/warmcache/crcache v0.0.0-20261126022415-cd391e11f07c
+	github.com/warmcache/warmcache v0.0.0-20261128154537-a3b8af627b27
+	github.com/warmcache/warmcache/crcache v0.0.0-20261128154537-a3b8af627b27
 	go.uber.org/goleak v1.3.0
 	k8s.io/api v0.36.3
 	k8s.io/apimachinery v0.36.3
