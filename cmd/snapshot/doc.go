@@ -46,18 +46,25 @@
 //
 //	snapshot get FILE TYPE[,TYPE...] NAME... | TYPE/NAME... [-n NS] [-o FORMAT]
 //	             [--ignore-not-found] [--no-headers] [--show-labels] [-L KEY,...]
-//	    Objects by name, as YAML by default: one object as itself, several
-//	    as a List. TYPE/NAME arguments are what list -o name prints. Names not
-//	    found are reported after the objects found (exit code 3, or 0 with
-//	    --ignore-not-found).
-
+//	    Objects by name, as kubectl get prints them: a table by default,
+//	    -o yaml, json or another FORMAT for the objects themselves (one
+//	    object as itself, several as a List). TYPE/NAME arguments are what
+//	    list -o name prints. Names not found are reported after the objects
+//	    found as kubectl reports them (Error from cache file (NotFound):
+//	    pods "x" not found), exit code 3 (see Exit codes), or 0 with
+//	    --ignore-not-found.
+//
 //	snapshot index FILE RESOURCE INDEX [VALUE] [--counts]
-//	    The values of an index and the keys filed under each.
+//	    The values of an index and the keys filed under each, only keys
+//	    whose object the file holds: an entry naming a key without an
+//	    object is named on standard error after the others (exit code 5).
 //
 //	snapshot verify FILE
 //	    The bbolt structure, each resource's metadata, every item (it
 //	    decodes, its resourceVersion matches) and every index entry against
-//	    its item and back. Prints each problem; exit code 6 if any.
+//	    its item and back. Prints each problem; exit code 6 if any. Objects
+//	    sealed with a key --key-file lacks are not problems of the file:
+//	    exit code 8 if nothing else is wrong.
 //
 //	snapshot export FILE RESOURCE [-n NS] [-l SELECTOR] [-o yaml|json] [--raw] [--no-status]
 //	    A List for kubectl apply -f or test fixtures. Unless --raw, the
@@ -98,6 +105,18 @@
 // command takes
 // --lock-timeout (default 1s), the wait for the file's lock.
 //
+// # Sealed resources
+//
+// A resource a controller seals (Secrets, by default) stores its objects
+// encrypted. --key-file FILE gives the keys that decrypt them, the key
+// file the controller reads (one base64 key per line). Without it, or
+// with one that lacks the key that sealed an object, the commands that
+// print objects say which key ID is missing and exit with code 8: the
+// file is not damaged. What the file stores in clear shows without a key:
+// info (counts, the key IDs that sealed the objects), list -o name and get
+// -o name (names, selected by namespace, labels, metadata.name and
+// metadata.namespace), index, and diff without --show.
+//
 // # Exit codes
 //
 //	  0  success
@@ -109,17 +128,27 @@
 //	       of another program, left unflushed across a restart of the machine:
 //	       see --unsafe-ignore-state), written by a newer warmcache, or damaged:
 //	       list, get and export print every object they can read, then the
-//	       keys they could not on standard error
+//	       keys they could not on standard error; index prints the keys whose
+//	       object exists, then the others
 //	  6  verify found problems
 //	  7  diff --exit-code found differences
+//	  8  objects of a sealed resource cannot be decrypted: no --key-file, or
+//	       it lacks the key that sealed them (the file is not damaged); list
+//	       and export print every object they can decrypt, then the keys of
+//	       the others on standard error
 //	130  interrupted (Ctrl-C)
+//
+// kubectl exits with 1 for a missing object as for any failure; snapshot
+// exits with 3, so that a script can tell an object that is not in the
+// file from a file it could not read, and prints kubectl's NotFound line.
 //
 // # Examples
 //
 //	snapshot info cache.db
 //	snapshot list cache.db pods -n kube-system -o wide
 //	snapshot list cache.db deploy -A -l app=web -o yaml
-//	snapshot get cache.db pods web-0 -n web -o json
+//	snapshot get cache.db pods web-0 -n web
+//	snapshot get cache.db pods web-0 -n web -o yaml
 //	snapshot list cache.db pods -A -o name | head -3 | xargs snapshot get cache.db -o name
 //	snapshot list cache.db pods,cm -n web
 //	snapshot list cache.db pods -A -o custom-columns=NAME:.metadata.name,NODE:.spec.nodeName --sort-by .spec.nodeName

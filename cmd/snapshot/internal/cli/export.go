@@ -133,7 +133,7 @@ func (o *exportOptions) Run(ctx context.Context) (err error) {
 		return err
 	}
 	bar.Finish()
-	return unreadKeys(o.env, o.File, bad)
+	return f.unreadKeys(o.env, bad)
 }
 
 // transform returns the field stripping of the options.

@@ -132,7 +132,7 @@ func (s *sorter) sorted(st *bolt.Store, info inspect.ResourceInfo, seq iter.Seq2
 			obj, exists, err := st.GetByKey(e.key)
 			switch {
 			case errors.Is(err, bolt.ErrCorrupt):
-				*bad = append(*bad, badKey{resource: displayName(info), key: e.key, err: err})
+				*bad = append(*bad, badKey{info: info, key: e.key, err: err})
 				continue
 			case err != nil:
 				yield(nil, fmt.Errorf("read %s %q: %w", displayName(info), e.key, err))
