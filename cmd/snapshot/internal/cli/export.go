@@ -98,6 +98,7 @@ func (o *exportOptions) Validate() error {
 }
 
 func (o *exportOptions) Run(ctx context.Context) (err error) {
+	defer streamingGC()()
 	f, err := openSnapshot(ctx, o.env, o.File, o.common.open())
 	if err != nil {
 		return err

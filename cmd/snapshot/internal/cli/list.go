@@ -113,6 +113,10 @@ func (o *listOptions) Validate() error {
 }
 
 func (o *listOptions) Run(ctx context.Context) (err error) {
+	if !printers.IsTemplate(o.Print.Output) || strings.HasPrefix(o.Print.Output, printers.CustomColumnsPrefix) {
+		// Streamed: -o jsonpath and go-template hold the whole List.
+		defer streamingGC()()
+	}
 	f, err := openSnapshot(ctx, o.env, o.File, o.common.open())
 	if err != nil {
 		return err

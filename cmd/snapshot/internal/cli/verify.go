@@ -88,6 +88,7 @@ func (c countingCodec) Decode(data []byte) (runtime.Object, error) {
 }
 
 func (o *verifyOptions) Run(ctx context.Context) (err error) {
+	defer streamingGC()()
 	var decoded atomic.Int64
 	var bar *progress.Bar
 	f, err := openSnapshot(ctx, o.env, o.File, openOptions{Timeout: o.common.LockTimeout, KeyFile: o.common.KeyFile})
