@@ -94,6 +94,20 @@
 //	    --token-file's, --token's, or the kubeconfig user's (never printed,
 //	    never sent over plain HTTP to a host other than loopback).
 //
+//	snapshot serve FILE [--address 127.0.0.1:0] [--kubeconfig OUT]
+//	        [--token-file F | --token T]
+//	    A read-only Kubernetes API over FILE, and a kubeconfig for it (on
+//	    standard output or in OUT), so that kubectl, client-go programs and
+//	    other tools read the snapshot as they read a cluster: discovery of
+//	    the groups and resources the file holds, GET and LIST with label and
+//	    field selectors, limit and continue, tables with the columns of list
+//	    (kubectl get), WATCH that sends the stored state and stays open (the
+//	    file does not change); every write is refused (405). A sealed
+//	    resource is served only with --key-file (403 without). Loopback by
+//	    default; another address needs a token, and is served over TLS with
+//	    a certificate made at start that the kubeconfig trusts. Ctrl-C stops
+//	    it (exit code 0).
+//
 // RESOURCE is what kubectl accepts where the file allows it: the plural
 // (pods), the singular (pod), a built-in short name (po, deploy, svc...),
 // qualified by group (deployments.apps) or version and group
@@ -159,6 +173,7 @@
 //	snapshot diff yesterday.db today.db pods --show
 //	snapshot compact cache.db --output cache.compact.db
 //	snapshot backup http://localhost:8080/debug/warmcache/backup --output copy.db
+//	snapshot serve cache.db --kubeconfig snap.kubeconfig & kubectl --kubeconfig snap.kubeconfig get pods -A
 //
 // list, export and verify stream objects from the file a chunk at a time:
 // the memory of list and export stays flat whatever the number of objects

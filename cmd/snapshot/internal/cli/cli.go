@@ -177,6 +177,7 @@ Data goes to standard output; errors, warnings and progress bars to standard err
 		newDiffCommand(env, common),
 		newCompactCommand(env, common),
 		newBackupCommand(env, common),
+		newServeCommand(env, common),
 	)
 	// The completion scripts are bound to the output set before they are
 	// created.
