@@ -7,7 +7,10 @@
 // selectors pushed down to the store, limit and continue, server-side
 // tables (as=Table, with the CLI's columns per kind), and WATCH, which
 // sends the stored state (ADDED events, and with sendInitialEvents the
-// bookmark that ends them) and stays open: the file does not change. Every
+// bookmark that ends them) and stays open: the file does not change. A file
+// without namespaces answers GET of a namespace that holds stored objects
+// with a Namespace of that name (kubectl asks, to tell a missing object
+// from a missing namespace). Every
 // other method is refused with 405 MethodNotAllowed. Errors are
 // metav1.Status objects, as an API server's.
 //
@@ -191,6 +194,10 @@ func (h *Handler) objects(w http.ResponseWriter, r *http.Request, group, version
 		return
 	}
 	res := h.byPath[schema.GroupVersionResource{Group: group, Version: version, Resource: rest[0]}]
+	if res == nil && group == "" && rest[0] == "namespaces" && len(rest) == 2 && req.namespace == "" {
+		h.namespace(w, rest[1])
+		return
+	}
 	if res == nil {
 		notFound(w)
 		return

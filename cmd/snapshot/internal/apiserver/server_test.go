@@ -120,6 +120,13 @@ func TestGetAndList(t *testing.T) {
 	if !apierrors.IsNotFound(err) || err.Error() != `pods "nope" not found` {
 		t.Errorf("get missing: %v", err)
 	}
+	// Namespaces are not stored: one holding objects exists, another not.
+	if ns, err := cs.CoreV1().Namespaces().Get(ctx, p0.Namespace, metav1.GetOptions{}); err != nil || ns.Name != p0.Namespace {
+		t.Errorf("namespace of stored pods: %v", err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, "empty", metav1.GetOptions{}); !apierrors.IsNotFound(err) || err.Error() != `namespaces "empty" not found` {
+		t.Errorf("namespace without objects: %v", err)
+	}
 	all, err := cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	if err != nil || len(all.Items) != 120 || all.ResourceVersion != "120" {
 		t.Fatalf("list: %v, %d items, rv %q", err, len(all.Items), all.ResourceVersion)
