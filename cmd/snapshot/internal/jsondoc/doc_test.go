@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
@@ -125,7 +126,8 @@ func TestScalars(t *testing.T) {
 	for _, s := range []string{
 		"", " ", "a", "yes", "No", "on", "~", "null", "Null", "<<", ".5", ".inf", "-.inf", "+1", "-", "--", "---", "...", "-a", "- a",
 		"1", "01", "0x1F", "0o17", "0b101", "-0b101", "1_000", "1e3", "1E3", "1.", "1.5e-3", "+.5", "12:30", "1:2:3.5", "190:20:30",
-		"2026-01-02", "2026-1-2", "2026-01-02T03:04:05Z", "2026-01-02 03:04:05", "2026-13-45", "20260102",
+		"2026-01-02", "2026-1-2", "2026-01-02T03:04:05Z", "2026-02-29T03:04:05Z", "2024-02-29T03:04:05Z", "2026-13-02T03:04:05Z",
+		"2026-01-02T24:04:05Z", "2026-01-02T03:04:60Z", "2026-01-02t03:04:05Z", "0000-01-01T00:00:00Z", "2026-01-02 03:04:05", "2026-13-45", "20260102",
 		"a: b", "a:b", "a:", "a:b:", "a::b", "http://x:80/y", "a #b", "a#b", "#a", "&a", "*a", "!a", "|a", ">a", "'a", `"a`, "%a", "@a", "`a", "?a", "? a", ":a", ": a",
 		"[a]", "{a}", "a,b", "a, b", "a\tb", "\ta", "a\t", "a\n", "\na", "a\nb", "a\n\n", "a \nb", "a\n b", "\n", "\n\n", " a\nb",
 		"a\rb", "a\u0085b", "a\u2028b", "a\u00a0b", "\u00a0", "\ufeffa", "a\ufeff", "\x00", "a\x07", "\x1b[0m", "\u007f", "é", "日本",
@@ -320,4 +322,17 @@ func FuzzKeyLess(f *testing.F) {
 		}
 		check(t, marshal(t, map[string]interface{}{a: 1, b: 2}))
 	})
+}
+
+// TestRFC3339Seconds compares the shortcut with time.Parse on the format
+// go-yaml tries first.
+func TestRFC3339Seconds(t *testing.T) {
+	for _, s := range []string{"2026-01-02T03:04:05Z", "2026-02-29T03:04:05Z", "2024-02-29T03:04:05Z", "2026-04-31T00:00:00Z",
+		"2026-13-02T03:04:05Z", "2026-00-02T03:04:05Z", "2026-01-00T03:04:05Z", "2026-01-02T24:04:05Z", "2026-01-02T03:04:60Z",
+		"2026-01-02T23:59:59Z", "0000-01-01T00:00:00Z", "9999-12-31T23:59:59Z", "2026-01-02T03:04:5xZ"} {
+		_, err := time.Parse(timestampFormats[0], s)
+		if got := isRFC3339Seconds([]byte(s)); got && err != nil {
+			t.Errorf("isRFC3339Seconds(%q) = true, time.Parse: %v", s, err)
+		}
+	}
 }

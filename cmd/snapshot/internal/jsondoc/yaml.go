@@ -423,6 +423,9 @@ func binaryDigits(s []byte) bool {
 // isTimestamp is go-yaml v2's parseTimestamp: four digits and a dash,
 // then one of the formats it accepts.
 func isTimestamp(s []byte) bool {
+	if isRFC3339Seconds(s) {
+		return true // what the first format parses, without parsing
+	}
 	i := 0
 	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
 	}
@@ -435,6 +438,30 @@ func isTimestamp(s []byte) bool {
 		}
 	}
 	return false
+}
+
+// isRFC3339Seconds reports whether s is YYYY-MM-DDTHH:MM:SSZ with a valid
+// date and time (the timestamps of Kubernetes objects), which time.Parse
+// accepts with go-yaml's first format.
+func isRFC3339Seconds(s []byte) bool {
+	if len(s) != 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != 'Z' {
+		return false
+	}
+	n := func(i, j int) int {
+		v := 0
+		for _, c := range s[i:j] {
+			if c < '0' || c > '9' {
+				return -1
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	y, mo, d, h, mi, sec := n(0, 4), n(5, 7), n(8, 10), n(11, 13), n(14, 16), n(17, 19)
+	if y < 0 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59 {
+		return false
+	}
+	return d <= time.Date(y, time.Month(mo)+1, 0, 0, 0, 0, 0, time.UTC).Day()
 }
 
 // timestampFormats are go-yaml v2's allowedTimestampFormats.

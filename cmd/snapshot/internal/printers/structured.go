@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -37,6 +39,11 @@ func (o *objectDoc) load(obj runtime.Object, opts *Options) error {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		v = u.Object
 	}
+	if !opts.ShowManagedFields {
+		// Not encoded, rather than encoded, parsed and deleted: the
+		// managed fields are a good part of an object's JSON.
+		v = withoutManagedFields(v)
+	}
 	if err := o.enc.Encode(v); err != nil {
 		return fmt.Errorf("encode %T as JSON: %w", obj, err)
 	}
@@ -58,6 +65,46 @@ func (o *objectDoc) load(obj runtime.Object, opts *Options) error {
 		opts.Transform(d)
 	}
 	return nil
+}
+
+// withoutManagedFields returns v (a typed object or an unstructured
+// object's map) without metadata.managedFields: a shallow copy when it has
+// some, v itself otherwise. v is not modified.
+func withoutManagedFields(v interface{}) interface{} {
+	if m, ok := v.(map[string]interface{}); ok {
+		md, ok := m["metadata"].(map[string]interface{})
+		if !ok || md["managedFields"] == nil {
+			return v
+		}
+		mc := make(map[string]interface{}, len(m))
+		for k, x := range m {
+			mc[k] = x
+		}
+		mdc := make(map[string]interface{}, len(md))
+		for k, x := range md {
+			if k != "managedFields" {
+				mdc[k] = x
+			}
+		}
+		mc["metadata"] = mdc
+		return mc
+	}
+	a, err := meta.Accessor(v)
+	if err != nil || len(a.GetManagedFields()) == 0 {
+		return v
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.Elem().Kind() != reflect.Struct {
+		return v
+	}
+	c := reflect.New(rv.Elem().Type())
+	c.Elem().Set(rv.Elem())
+	ca, err := meta.Accessor(c.Interface())
+	if err != nil {
+		return v
+	}
+	ca.SetManagedFields(nil)
+	return c.Interface()
 }
 
 // setKind sets apiVersion and kind from gvk where the document has none,
