@@ -214,6 +214,9 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, req request) {
 			writeError(w, err)
 			return
 		}
+		if err != nil && r.Context().Err() == nil {
+			h.opts.Errors(fmt.Errorf("list %s: the response ended early: %w", groupResource(res), err))
+		}
 	}
 	out.end()
 	_ = bw.flush()

@@ -90,6 +90,10 @@ type Options struct {
 	// Version is what /version answers as gitVersion. Default
 	// "v0.0.0-snapshot".
 	Version string
+	// Errors receives the errors that happen once a response has begun
+	// (a list or watch whose store fails mid-stream), which the client
+	// sees only as a list that ends early. Default: dropped.
+	Errors func(error)
 }
 
 // ErrInvalidOptions is returned by New for options that cannot work.
@@ -112,6 +116,9 @@ func New(opts Options) (*Handler, error) {
 	}
 	if opts.Version == "" {
 		opts.Version = "v0.0.0-snapshot"
+	}
+	if opts.Errors == nil {
+		opts.Errors = func(error) {}
 	}
 	h := &Handler{opts: opts, byPath: map[schema.GroupVersionResource]*Resource{}}
 	for i := range opts.Resources {

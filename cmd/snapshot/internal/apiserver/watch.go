@@ -79,7 +79,10 @@ func (h *Handler) watch(w http.ResponseWriter, r *http.Request, req request) {
 			return err
 		})
 		if err != nil {
-			return // the client went away, or the store failed mid-stream
+			if r.Context().Err() == nil {
+				h.opts.Errors(fmt.Errorf("watch %s: the initial events ended early: %w", groupResource(res), err))
+			}
+			return
 		}
 		if q.Get("sendInitialEvents") == "true" {
 			fmt.Fprintf(w, `{"type":"BOOKMARK","object":{"kind":%q,"apiVersion":%q,"metadata":{"resourceVersion":%q,"annotations":{%q:"true"}}}}`+"\n",

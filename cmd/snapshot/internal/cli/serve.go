@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -127,7 +128,12 @@ func (o *serveOptions) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	h, err := apiserver.New(apiserver.Options{Resources: resources, Token: o.token, Now: o.env.Now})
+	var mu sync.Mutex
+	h, err := apiserver.New(apiserver.Options{Resources: resources, Token: o.token, Now: o.env.Now, Errors: func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(o.env.Stderr, "warning: %v\n", err)
+	}})
 	if err != nil {
 		return err
 	}
