@@ -213,6 +213,7 @@ func TestServeKubectl(t *testing.T) {
 		{"get", "pods", "-n", ns},
 		{"get", "pods", "-n", ns, "-o", "wide"},
 		{"get", "pods", "-n", ns, "-L", "tier", "--show-labels"},
+		{"get", "all", "-n", ns},
 	} {
 		fromServe, err := run(s.kubeconfig, args...)
 		if err != nil {

@@ -82,7 +82,7 @@ func (h *Handler) resourceList(w http.ResponseWriter, group, version string) {
 		}
 		list.APIResources = append(list.APIResources, metav1.APIResource{
 			Name: r.GVR.Resource, SingularName: r.Singular, Namespaced: r.Namespaced, Kind: r.Kind,
-			Verbs: verbs, ShortNames: r.ShortNames,
+			Verbs: verbs, ShortNames: r.ShortNames, Categories: r.Categories,
 		})
 	}
 	if len(list.APIResources) == 0 && group != "" {

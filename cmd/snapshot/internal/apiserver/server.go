@@ -56,6 +56,8 @@ type Resource struct {
 	Kind       string
 	Singular   string
 	ShortNames []string
+	// Categories are the resource's categories (kubectl get all).
+	Categories []string
 	// Namespaced tells whether objects have a namespace (their keys are
 	// namespace/name).
 	Namespaced bool

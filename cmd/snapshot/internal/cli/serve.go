@@ -284,6 +284,7 @@ func (o *serveOptions) resource(ctx context.Context, f *snapshotFile, info inspe
 		Kind:            kind,
 		Singular:        strings.ToLower(kind),
 		ShortNames:      shortNamesOf(id.Group, id.Resource),
+		Categories:      categories[schema.GroupResource{Group: id.Group, Resource: id.Resource}],
 		ResourceVersion: info.ResourceVersion,
 		Table:           printers.NewServerTable(schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: kind}, f.printerColumns(ctx, info)),
 		Fields:          objectFields,
@@ -305,6 +306,19 @@ func (o *serveOptions) resource(ctx context.Context, f *snapshotFile, info inspe
 	r.Namespaced = f.namespaced(ctx, info)
 	return r, nil
 }
+
+// categories are the categories the API server gives built-in resources:
+// those kubectl get all lists.
+var categories = func() map[schema.GroupResource][]string {
+	all := []string{"all"}
+	return map[schema.GroupResource][]string{
+		{Resource: "pods"}: all, {Resource: "services"}: all, {Resource: "replicationcontrollers"}: all,
+		{Group: "apps", Resource: "deployments"}: all, {Group: "apps", Resource: "replicasets"}: all,
+		{Group: "apps", Resource: "statefulsets"}: all, {Group: "apps", Resource: "daemonsets"}: all,
+		{Group: "batch", Resource: "jobs"}: all, {Group: "batch", Resource: "cronjobs"}: all,
+		{Group: "autoscaling", Resource: "horizontalpodautoscalers"}: all,
+	}
+}()
 
 // shortNamesOf are the built-in short names of a resource.
 func shortNamesOf(group, resource string) []string {

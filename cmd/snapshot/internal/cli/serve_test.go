@@ -114,7 +114,7 @@ func TestServe(t *testing.T) {
 	dc := discovery.NewDiscoveryClientForConfigOrDie(s.cfg)
 	res, err := dc.ServerResourcesForGroupVersion("apps/v1")
 	if err != nil || len(res.APIResources) != 1 || res.APIResources[0].Name != "deployments" || !res.APIResources[0].Namespaced ||
-		strings.Join(res.APIResources[0].ShortNames, ",") != "deploy" {
+		strings.Join(res.APIResources[0].ShortNames, ",") != "deploy" || strings.Join(res.APIResources[0].Categories, ",") != "all" {
 		t.Fatalf("apps/v1: %v %+v", err, res)
 	}
 	if code := s.stop(); code != ExitOK {
