@@ -167,7 +167,7 @@ func budgetFactory(t *testing.T, host string, budget int, page int64, m *budgetR
 		QueueBudgetMetrics: m,
 		Informer: informer.Options{
 			ReplayPending: 2,
-			Reflector:     reflector.Options{PageSize: page},
+			Reflector:     reflector.Options{ListPageSize: page},
 		},
 	})
 	if err != nil {
@@ -350,7 +350,7 @@ func TestRealAPIServerQueueBudget(t *testing.T) {
 		Logger:             &l,
 		QueueBudget:        budget,
 		QueueBudgetMetrics: m,
-		Informer:           informer.Options{Reflector: reflector.Options{PageSize: page}},
+		Informer:           informer.Options{Reflector: reflector.Options{ListPageSize: page}},
 	})
 	if err != nil {
 		t.Fatal(err)

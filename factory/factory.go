@@ -69,14 +69,14 @@ type Options struct {
 	// fifty times QueueCapacity decoded objects. An informer's queue
 	// holds at most half of it, so one informer whose handler is stuck
 	// leaves the other half to the rest, and an empty queue always takes
-	// one page (Informer.Reflector.PageSize) or event even when the
+	// one page (Informer.Reflector.ListPageSize) or event even when the
 	// budget is spent, so no informer waits forever for another, and
 	// keeps a floor of 64 events (1/64 of a budget under 4,096) so that
 	// slow informers holding the budget never cut the others down to one
 	// event per store write: the queues hold at most QueueBudget plus one
 	// page or the floor per informer. An
 	// informer that lists also holds the page it is pushing, whatever the
-	// budget: lower Informer.Reflector.PageSize when many informers list
+	// budget: lower Informer.Reflector.ListPageSize when many informers list
 	// at once (at 50 informers, 200k objects, no memory limit: 1,065 MiB
 	// of peak anonymous memory with pages of 500, 539 MiB with 100; 1,677
 	// MiB without a budget). A smaller budget holds less memory during

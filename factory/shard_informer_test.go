@@ -88,8 +88,8 @@ func shardFactory(t *testing.T, path string) *Factory {
 		Bolt:   bolt.Options{Sync: bolt.UnsafeNoSync},
 		Logger: &l,
 		Informer: informer.Options{Reflector: reflector.Options{
-			PageSize: 1,
-			Backoff:  &wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 1},
+			ListPageSize: 1,
+			Backoff:      &wait.Backoff{Duration: time.Millisecond, Factor: 1, Steps: 1},
 		}},
 	})
 	if err != nil {

@@ -293,7 +293,7 @@ func testWarmStartResumes(t *testing.T, sk storeKind, expire, changesMode, small
 	rec2 := newRecorder()
 	opts := Options{Store: st, WarmStartChanges: changesMode}
 	if !small {
-		opts.Reflector.PageSize = 2 // the store's 3 pods are more than a page
+		opts.Reflector.ListPageSize = 2 // the store's 3 pods are more than a page
 	}
 	r2 := runInformer(t, ep, opts, rec2)
 	r2.waitSynced(t)

@@ -26,7 +26,7 @@ func TestNewValidatesOptions(t *testing.T) {
 		{"negative parallelism", nopLW, Options{Store: st, ReplayParallelism: -1}},
 		{"negative backoff", nopLW, Options{Store: st, ApplyBackoff: -1}},
 		{"nil index function", nopLW, Options{Store: st, Indexers: cache.Indexers{"x": nil}}},
-		{"bad reflector options", nopLW, Options{Store: st, Reflector: reflector.Options{PageSize: -1}}},
+		{"bad reflector options", nopLW, Options{Store: st, Reflector: reflector.Options{ListPageSize: -1}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := New(tc.lw, &corev1.Pod{}, tc.opts); !errors.Is(err, ErrInvalidOptions) {

@@ -68,7 +68,7 @@ func BenchmarkRelist(b *testing.B) {
 					b.Fatal(err)
 				}
 				r.Run(ctx)
-				if sink.objs != n || sink.maxPage != DefaultPageSize {
+				if sink.objs != n || sink.maxPage != DefaultListPageSize {
 					b.Fatalf("relisted %d objects in pages of up to %d", sink.objs, sink.maxPage)
 				}
 			}

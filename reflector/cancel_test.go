@@ -121,7 +121,7 @@ func TestCancellation(t *testing.T) {
 		{name: "during watch", reach: func(t *testing.T, src *fakesource.Source, _ *probeLW, sink *recorder, _ *notifyClock) {
 			sink.waitCall(t, "EndReplace 2")
 		}},
-		{name: "during WatchList initial events", mode: fakesource.WatchListIgnored, opts: Options{PageSize: 1}, wantAbort: true,
+		{name: "during WatchList initial events", mode: fakesource.WatchListIgnored, opts: Options{ListPageSize: 1}, wantAbort: true,
 			reach: func(t *testing.T, _ *fakesource.Source, _ *probeLW, sink *recorder, _ *notifyClock) {
 				sink.waitCall(t, "ReplacePage a")
 			}},
@@ -192,7 +192,7 @@ func TestNewValidates(t *testing.T) {
 	}{
 		{"nil lw", nil, newRecorder(), Options{}},
 		{"nil sink", lw, nil, Options{}},
-		{"negative page size", lw, newRecorder(), Options{PageSize: -1}},
+		{"negative page size", lw, newRecorder(), Options{ListPageSize: -1}},
 		{"unknown policy", lw, newRecorder(), Options{UseWatchList: 7}},
 		{"zero backoff", lw, newRecorder(), Options{Backoff: &wait.Backoff{}}},
 		{"negative jitter", lw, newRecorder(), Options{Backoff: &wait.Backoff{Duration: time.Second, Jitter: -1}}},

@@ -293,12 +293,12 @@ func TestResumeSmallStore(t *testing.T) {
 		wantLimit int64
 	}{
 		{"unchanged", func(t *testing.T, src *fakesource.Source) { otherKind(t, src) }, 0,
-			[]string{"Bookmark 5", "MarkSynced"}, DefaultPageSize},
+			[]string{"Bookmark 5", "MarkSynced"}, DefaultListPageSize},
 		{"changed", func(t *testing.T, src *fakesource.Source) {
 			mustUpdate(t, src, podL("a", "2")) // 5
 			mustDelete(t, src, pod("b"))       // 6
 			otherKind(t, src)                  // 7
-		}, 0, []string{"BeginReplace", "ReplacePage a,c", "EndReplace 7"}, DefaultPageSize},
+		}, 0, []string{"BeginReplace", "ReplacePage a,c", "EndReplace 7"}, DefaultListPageSize},
 		{"grown past the page", func(t *testing.T, src *fakesource.Source) {
 			mustAdd(t, src, pod("d")) // 5
 			mustAdd(t, src, pod("e")) // 6
@@ -313,7 +313,7 @@ func TestResumeSmallStore(t *testing.T) {
 			h := run(t, src, sink, Options{
 				ResumeFrom:     func() (string, bool) { return "4", true },
 				StoredVersions: storedVersions(sink),
-				PageSize:       tc.pageSize,
+				ListPageSize:       tc.pageSize,
 				Metrics:        m,
 			})
 			calls := sink.waitCall(t, tc.wantCalls[len(tc.wantCalls)-1])

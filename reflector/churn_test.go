@@ -37,7 +37,7 @@ func TestChurnConverges(t *testing.T) {
 				mustAdd(t, src, pod(fmt.Sprintf("p%02d", j)))
 			}
 			sink := newRecorder()
-			opts := Options{PageSize: 7, UseWatchList: tc.policy, MaxInternalErrorRetryDuration: time.Minute}
+			opts := Options{ListPageSize: 7, UseWatchList: tc.policy, MaxInternalErrorRetryDuration: time.Minute}
 			if tc.warm {
 				sink.seed(src)
 				rv := src.ResourceVersion()

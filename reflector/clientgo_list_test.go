@@ -9,7 +9,7 @@ package reflector
 // instead of a second ListAndWatch call; the requests are compared
 // without TimeoutSeconds. Intended differences, in the package doc:
 //
-//   - every LIST is paginated with Options.PageSize: client-go does not
+//   - every LIST is paginated with Options.ListPageSize: client-go does not
 //     paginate a list at a resourceVersion other than "" and "0" unless an
 //     earlier list was paginated (so that the watch cache serves it);
 //     ours asks for it with resourceVersionMatch=NotOlderThan and a limit,
@@ -258,8 +258,8 @@ func pagedPods(t *testing.T, options metav1.ListOptions) (runtime.Object, error)
 
 // TestReflectorWatchListPageSize checks a paginated list at a
 // resourceVersion (an incomplete stored state stands for client-go's
-// setLastSyncResourceVersion) in pages of PageSize.
-func TestReflectorWatchListPageSize(t *testing.T) {
+// setLastSyncResourceVersion) in pages of ListPageSize.
+func TestReflectorWatchPageSize(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	lw := newLW(
 		func(_ context.Context, options metav1.ListOptions) (runtime.Object, error) {
@@ -275,7 +275,7 @@ func TestReflectorWatchListPageSize(t *testing.T) {
 		})
 	lw.watchListOff = true
 	s := newRecorder()
-	r := newCG(t, lw, s, nil, Options{PageSize: 4, ResumeFrom: func() (string, bool) { return "10", false }})
+	r := newCG(t, lw, s, nil, Options{ListPageSize: 4, ResumeFrom: func() (string, bool) { return "10", false }})
 	runToEnd(t, r, ctx, cancel)
 
 	if got := s.itemsByName(); len(got) != 10 {
@@ -316,7 +316,7 @@ func TestReflectorNotPaginatingNotConsistentReads(t *testing.T) {
 	if got := s.itemsByName(); len(got) != 10 {
 		t.Errorf("Expected 10 results, got %d", len(got))
 	}
-	checkRequests(t, lw, []request{listReq("10", DefaultPageSize, notOlder, ""), watchReq("10")})
+	checkRequests(t, lw, []request{listReq("10", DefaultListPageSize, notOlder, ""), watchReq("10")})
 }
 
 // TestReflectorPaginatingNonConsistentReadsIfWatchCacheDisabled checks
@@ -490,7 +490,7 @@ func TestReflectorFullListIfExpired(t *testing.T) {
 		return nil, err
 	})
 	s := newRecorder()
-	r := newCG(t, lw, s, nil, Options{PageSize: 4})
+	r := newCG(t, lw, s, nil, Options{ListPageSize: 4})
 	runToEnd(t, r, ctx, cancel)
 
 	if got := s.itemsByName(); len(got) != 8 {

@@ -145,7 +145,7 @@ func TestReflectorListExtract(t *testing.T) {
 		})
 	lw.watchListOff = true
 	sink := &pageCapture{recorder: newRecorder()}
-	r := newCG(t, lw, sink, nil, Options{PageSize: perPage})
+	r := newCG(t, lw, sink, nil, Options{ListPageSize: perPage})
 	runToEnd(t, r, ctx, cancel)
 
 	if len(sink.objs) != pages*perPage {

@@ -17,7 +17,7 @@ func TestColdStartWatchList(t *testing.T) {
 	src := newSource(t, fakesource.Options{}, "a", "b", "c", "d", "e") // RV 6
 	sink := newRecorder()
 	m := &countingMetrics{}
-	h := run(t, src, sink, Options{PageSize: 2, Metrics: m})
+	h := run(t, src, sink, Options{ListPageSize: 2, Metrics: m})
 	sink.waitCall(t, "EndReplace 6")
 	mustAdd(t, src, pod("f"))
 	calls := sink.waitCall(t, "Add f@7")
@@ -71,7 +71,7 @@ func TestColdStartPaginatedList(t *testing.T) {
 				}
 				return nil
 			}
-			run(t, src, sink, Options{PageSize: 3, UseWatchList: tc.policy})
+			run(t, src, sink, Options{ListPageSize: 3, UseWatchList: tc.policy})
 			sink.waitCall(t, "EndReplace 8")
 			mustDelete(t, src, pod("a"))
 			calls := sink.waitCall(t, "Delete a@9")
@@ -112,11 +112,11 @@ func TestColdStartPaginatedList(t *testing.T) {
 // sendInitialEvents: the reflector streams its legacy ADDED events as a
 // replace until the first plain bookmark shows the server does not
 // support WatchList, then relists with LIST (one unpaginated RV "0"
-// answer, pushed in pages of PageSize).
+// answer, pushed in pages of ListPageSize).
 func TestWatchListIgnoredFallsBack(t *testing.T) {
 	src := newSource(t, fakesource.Options{WatchList: fakesource.WatchListIgnored}, "a", "b", "c", "d", "e")
 	sink := newRecorder()
-	run(t, src, sink, Options{PageSize: 2})
+	run(t, src, sink, Options{ListPageSize: 2})
 	sink.waitCall(t, "ReplacePage c,d")
 	if n := src.SendBookmark(); n != 1 {
 		t.Fatalf("SendBookmark reached %d watches, want 1", n)
@@ -152,7 +152,7 @@ func TestExpiredContinueRestartsRelist(t *testing.T) {
 		return nil
 	}
 	m := &countingMetrics{}
-	h := run(t, src, sink, Options{PageSize: 3, UseWatchList: WatchListOff, Metrics: m})
+	h := run(t, src, sink, Options{ListPageSize: 3, UseWatchList: WatchListOff, Metrics: m})
 	calls := sink.waitCall(t, "EndReplace 9")
 	want := []string{"BeginReplace", "ReplacePage a,b,c", "BeginReplace", "ReplacePage a,b,c", "ReplacePage d,e,f", "ReplacePage g,h", "EndReplace 9"}
 	if !reflect.DeepEqual(calls, want) {
@@ -187,7 +187,7 @@ func TestListErrorMidwayAbortsAndRestarts(t *testing.T) {
 		}
 		return nil
 	}
-	clk, _ := runWith(t, src.Endpoint(podGVK, ""), abortingRecorder{rec}, Options{PageSize: 2, UseWatchList: WatchListOff, ResumeFrom: func() (string, bool) { return "4", false }})
+	clk, _ := runWith(t, src.Endpoint(podGVK, ""), abortingRecorder{rec}, Options{ListPageSize: 2, UseWatchList: WatchListOff, ResumeFrom: func() (string, bool) { return "4", false }})
 	if d := clk.nextTimer(t); d != 800*time.Millisecond {
 		t.Fatalf("backoff %v, want 800ms", d)
 	}

@@ -52,7 +52,7 @@
 //     cannot be compared, and the log line says a stored state ahead of
 //     such a server cannot be detected.
 //   - Streaming relists. A relist is pushed as BeginReplace, pages of at
-//     most Options.PageSize objects, and EndReplace(rv); the Sink never
+//     most Options.ListPageSize objects, and EndReplace(rv); the Sink never
 //     needs the whole list in memory and the reflector never holds more
 //     than one page. It streams with WatchList (sendInitialEvents) when the
 //     server supports it and falls back to a paginated LIST otherwise:
@@ -145,7 +145,7 @@
 //   - There is no resync period: the informer calls deltafifo's Resync.
 //     There is no store Transformer either: the Sink (deltafifo) applies
 //     its own.
-//   - Every LIST is paginated (Limit Options.PageSize), at "0", at the
+//   - Every LIST is paginated (Limit Options.ListPageSize), at "0", at the
 //     last RV with resourceVersionMatch=NotOlderThan, or at "". client-go
 //     does not paginate a list at the last RV unless an earlier list was,
 //     so that the watch cache serves it; ours never holds more than one

@@ -72,7 +72,7 @@ func TestWatchListFailureFallsBackToList(t *testing.T) {
 			rec.strict = true
 			var mu sync.Mutex
 			var handled []error
-			clk, _ := runWith(t, lw, abortingRecorder{rec}, Options{PageSize: 1,
+			clk, _ := runWith(t, lw, abortingRecorder{rec}, Options{ListPageSize: 1,
 				WatchErrorHandler: func(_ context.Context, _ *cache.Reflector, err error) {
 					mu.Lock()
 					defer mu.Unlock()
@@ -145,7 +145,7 @@ func TestWatchListRefusedIsRetried(t *testing.T) {
 	src.FailWatches(1, fakesource.Fault{Err: fakesource.ConnectionRefused()})
 	rec := newRecorder()
 	rec.strict = true
-	clk, _ := runWith(t, src.Endpoint(podGVK, ""), abortingRecorder{rec}, Options{PageSize: 1})
+	clk, _ := runWith(t, src.Endpoint(podGVK, ""), abortingRecorder{rec}, Options{ListPageSize: 1})
 	if d := clk.nextTimer(t); d != DefaultBackoff().Duration {
 		t.Fatalf("backoff %v, want %v", d, DefaultBackoff().Duration)
 	}

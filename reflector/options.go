@@ -18,9 +18,9 @@ import (
 
 // Defaults, as client-go's reflector uses them.
 const (
-	// DefaultPageSize is the page size of lists and of WatchList pages
+	// DefaultListPageSize is the page size of lists and of WatchList pages
 	// (client-go's pager.PageSize).
-	DefaultPageSize = 500
+	DefaultListPageSize = 500
 	// DefaultBackoffReset is how long without trouble resets the backoff.
 	DefaultBackoffReset = 2 * time.Minute
 	// DefaultMinWatchTimeout is the shortest server-side watch timeout
@@ -122,10 +122,10 @@ type Options struct {
 	ResumeFrom func() (rv string, complete bool)
 	// StoredVersions, when set, lets a warm start of a small store check
 	// the whole stored state in the resume check: called with max (the
-	// PageSize), it returns the key and resourceVersion of every stored
+	// ListPageSize), it returns the key and resourceVersion of every stored
 	// object and the store's key function, or ok false when the store
 	// holds more than max objects. The resume check then lists a page of
-	// PageSize objects instead of one; when that page is the whole
+	// ListPageSize objects instead of one; when that page is the whole
 	// resource and the same keys at the same resourceVersions as the
 	// store, nothing changed since the stored RV: the reflector pushes
 	// Bookmark at the list's RV and MarkSynced once the watch from it is
@@ -178,9 +178,9 @@ type Options struct {
 	// called. An informer holds its warm-start replay until then, so that
 	// handlers never see a state the server does not have.
 	OnResumeDecided func(ahead bool)
-	// PageSize is the Limit of list requests and the most objects one
-	// ReplacePage carries. Default DefaultPageSize (500).
-	PageSize int64
+	// ListPageSize is the Limit of list requests and the most objects one
+	// ReplacePage carries. Default DefaultListPageSize (500).
+	ListPageSize int64
 	// UseWatchList selects how relists are streamed. Default
 	// WatchListAuto.
 	UseWatchList WatchListPolicy
@@ -228,8 +228,8 @@ func invalid(format string, args ...interface{}) error {
 // withDefaults validates o and fills its defaults.
 func (o Options) withDefaults(expectedType runtime.Object) (Options, error) {
 	switch {
-	case o.PageSize < 0:
-		return o, invalid("PageSize %d is negative", o.PageSize)
+	case o.ListPageSize < 0:
+		return o, invalid("ListPageSize %d is negative", o.ListPageSize)
 	case o.UseWatchList != WatchListAuto && o.UseWatchList != WatchListOff:
 		return o, invalid("unknown UseWatchList %d", o.UseWatchList)
 	case o.BackoffReset < 0:
@@ -254,8 +254,8 @@ func (o Options) withDefaults(expectedType runtime.Object) (Options, error) {
 		b := DefaultBackoff()
 		o.Backoff = &b
 	}
-	if o.PageSize == 0 {
-		o.PageSize = DefaultPageSize
+	if o.ListPageSize == 0 {
+		o.ListPageSize = DefaultListPageSize
 	}
 	if o.BackoffReset == 0 {
 		o.BackoffReset = DefaultBackoffReset

@@ -112,7 +112,7 @@ func TestRestartedRelistWithQueueSink(t *testing.T) {
 			var mu sync.Mutex
 			var handled []string
 			clk, stop := runWith(t, src.Endpoint(podGVK, ""), sink, Options{
-				PageSize:     2,
+				ListPageSize:     2,
 				UseWatchList: tc.policy,
 				WatchErrorHandler: func(_ context.Context, _ *cache.Reflector, err error) {
 					mu.Lock()

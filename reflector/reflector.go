@@ -246,7 +246,7 @@ func (r *Reflector) Run(ctx context.Context) {
 }
 
 // resumeWhole ends a warm start whose resume check listed the whole
-// resource at a.rv (a store of at most PageSize objects, see
+// resource at a.rv (a store of at most ListPageSize objects, see
 // Options.StoredVersions). When that is the stored state (no object
 // changed since the stored RV), it pushes Bookmark(a.rv): the stored state
 // is the server's at a.rv, and the watch resumes from there, synced at

@@ -15,10 +15,10 @@ import (
 )
 
 // maxPageAlloc bounds the capacity allocated up front for a page, so a
-// huge PageSize costs memory only when pages are that large.
+// huge ListPageSize costs memory only when pages are that large.
 const maxPageAlloc = 4096
 
-// pager collects objects into pages of at most PageSize and pushes each
+// pager collects objects into pages of at most ListPageSize and pushes each
 // full page to the Sink as soon as it fills.
 type pager struct {
 	r    *Reflector
@@ -27,10 +27,10 @@ type pager struct {
 
 func (p *pager) add(ctx context.Context, obj interface{}) error {
 	if p.page == nil {
-		p.page = make([]interface{}, 0, min(p.r.opts.PageSize, maxPageAlloc))
+		p.page = make([]interface{}, 0, min(p.r.opts.ListPageSize, maxPageAlloc))
 	}
 	p.page = append(p.page, obj)
-	if int64(len(p.page)) >= p.r.opts.PageSize {
+	if int64(len(p.page)) >= p.r.opts.ListPageSize {
 		return p.flush(ctx)
 	}
 	return nil
@@ -66,7 +66,7 @@ func (r *Reflector) list(ctx context.Context) error {
 
 func (r *Reflector) listOnce(ctx context.Context) error {
 	rv := r.relistResourceVersion()
-	opts := metav1.ListOptions{ResourceVersion: rv, Limit: r.opts.PageSize}
+	opts := metav1.ListOptions{ResourceVersion: rv, Limit: r.opts.ListPageSize}
 	if rv != "" && rv != "0" {
 		// Not older than the last RV we saw: served from the watch cache,
 		// paginated, never back in time.

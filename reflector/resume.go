@@ -55,7 +55,7 @@ type resumeAnswer struct {
 // checkResume compares the stored resourceVersion rv with the server's
 // current one, read with a consistent LIST (ResourceVersion "";
 // Options.ResumeCheck) of at most one object, or, when the store holds at
-// most PageSize objects (Options.StoredVersions), of a page: if that page
+// most ListPageSize objects (Options.StoredVersions), of a page: if that page
 // is the whole resource, it is compared with the stored state too.
 //
 // A LIST that fails is retried as a failed relist is: the error goes to
@@ -78,8 +78,8 @@ func (r *Reflector) checkResume(ctx context.Context, rv string) (resumeAnswer, e
 	limit := int64(1)
 	if r.opts.StoredVersions != nil {
 		var ok bool
-		if stored, keyOf, ok = r.opts.StoredVersions(int(r.opts.PageSize)); ok {
-			limit = r.opts.PageSize
+		if stored, keyOf, ok = r.opts.StoredVersions(int(r.opts.ListPageSize)); ok {
+			limit = r.opts.ListPageSize
 		}
 	}
 	var list runtime.Object

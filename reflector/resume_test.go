@@ -262,7 +262,7 @@ func TestResumeCheckFailuresAreRetried(t *testing.T) {
 			wantLists := len(checkFaults) + 1 // the failed checks and the one that succeeded
 			if tc.wantAhead {
 				wantLists++ // the relist
-				if o := lists[len(lists)-1].Options; o.ResourceVersion != "" || o.Limit != DefaultPageSize {
+				if o := lists[len(lists)-1].Options; o.ResourceVersion != "" || o.Limit != DefaultListPageSize {
 					t.Fatalf("relist options %+v, want the most recent state (RV \"\")", o)
 				}
 			}

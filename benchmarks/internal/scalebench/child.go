@@ -49,7 +49,7 @@ type childSpec struct {
 	// (factory.Options.QueueBudget), 0 for the default, negative for none.
 	QueueBudget int `json:"queueBudget,omitempty"`
 	// PageSize is the factory informers' list page size
-	// (reflector.Options.PageSize), 0 for the default.
+	// (reflector.Options.ListPageSize), 0 for the default.
 	PageSize int `json:"pageSize,omitempty"`
 	// Cgroup is a cgroup directory the child joins first, "" for none.
 	Cgroup string `json:"cgroup,omitempty"`

@@ -44,7 +44,7 @@ func factoryChild(ctx context.Context, spec childSpec, rss *procmem.Sampler, emi
 		Path: path, RESTConfig: genserver.Config(spec.URL), ClusterID: "scalebench",
 		Informer: informer.Options{
 			QueueCapacity: spec.QueueCapacity,
-			Reflector:     reflector.Options{PageSize: int64(spec.PageSize)},
+			Reflector:     reflector.Options{ListPageSize: int64(spec.PageSize)},
 		},
 		QueueBudget: spec.QueueBudget,
 	})

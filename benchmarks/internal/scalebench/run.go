@@ -61,7 +61,7 @@ type Options struct {
 	// its capacity alone).
 	MixBudget int
 	// MixPage is the page size of the factory's informers' lists
-	// (reflector.Options.PageSize); 0 for the reflector's default. Each
+	// (reflector.Options.ListPageSize); 0 for the reflector's default. Each
 	// informer holds a page or two of decoded objects while it lists,
 	// whatever the budget.
 	MixPage int

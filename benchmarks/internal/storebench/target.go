@@ -38,7 +38,7 @@ const DefaultBatchSize = informer.DefaultBatchSize
 
 // DefaultPageSize is the default Options.PageSize: the reflector's page
 // size, the objects of one Replace page.
-const DefaultPageSize = reflector.DefaultPageSize
+const DefaultPageSize = reflector.DefaultListPageSize
 
 // Options configures Open.
 type Options struct {
