@@ -122,8 +122,8 @@ func (c *backupClient) Close() { c.base.CloseIdleConnections() }
 
 // fetch downloads one copy into dst, flushes and closes it, and checks it
 // (complete length, opens as a warmcache file, passes the bbolt structure
-// check); it returns the copy's size. unused says what follows from a
-// copy that fails its check ("nothing was written to OUT"). With bar, a
+// check); it returns the copy's size. unused, when not "", says what
+// follows from a copy that fails its check ("nothing was written to OUT"). With bar, a
 // progress bar is drawn on a terminal. dst is closed whatever happens;
 // removing it is the caller's.
 func (c *backupClient) fetch(ctx context.Context, common *commonOptions, dst *os.File, unused string, bar bool) (n int64, err error) {
@@ -182,7 +182,10 @@ func (c *backupClient) fetch(ctx context.Context, common *commonOptions, dst *os
 			// damaged cache file does not apply: say what was
 			// received, without either.
 			detail := strings.ReplaceAll(err.Error(), dst.Name(), "the received copy")
-			return n, withHint(mark(bolt.ErrCorrupt, "the backup received from %s is not a valid warmcache file (%s): %s", src.URL, unused, detail),
+			if unused != "" {
+				unused = " (" + unused + ")"
+			}
+			return n, withHint(mark(bolt.ErrCorrupt, "the backup received from %s is not a valid warmcache file%s: %s", src.URL, unused, detail),
 				"Check that the URL serves bolt.DB.BackupHandler, then retry.")
 		}
 		return n, err

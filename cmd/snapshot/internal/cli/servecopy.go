@@ -176,9 +176,9 @@ func (o *serveOptions) fetchCopy(ctx context.Context, client *backupClient, dir 
 			_ = os.Remove(tmp.Name())
 		}
 	}()
-	unused := "nothing is served"
-	if !first {
-		unused = "the previous copy is still served"
+	unused := "" // refresh says what is served
+	if first {
+		unused = "nothing is served"
 	}
 	fetched := o.env.Now()
 	if _, err := client.fetch(ctx, o.common, tmp, unused, first); err != nil {
