@@ -266,21 +266,25 @@ func (o *serveOptions) Run(ctx context.Context) (err error) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
-	refreshed := make(chan struct{})
 	if o.remote && o.Refresh > 0 {
+		// Refreshes end before the copies are closed (deferred
+		// above), however serve returns.
+		rctx, stop := context.WithCancel(ctx)
+		refreshed := make(chan struct{})
 		go func() {
 			defer close(refreshed)
-			o.refresh(ctx, client, dir, sw)
+			o.refresh(rctx, client, dir, sw)
 		}()
-	} else {
-		close(refreshed)
+		defer func() {
+			stop()
+			<-refreshed
+		}()
 	}
 	select {
 	case err := <-done:
 		return fmt.Errorf("serve %s: %w", o.File, err)
 	case <-ctx.Done():
 	}
-	<-refreshed
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdown); err != nil {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -120,6 +121,9 @@ func (s *copySwitch) swap(next *servedCopy) *servedCopy {
 }
 
 func (s *copySwitch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// A fault reading a damaged memory-mapped file becomes a panic
+	// store/bolt turns into an error, as on Run's goroutine, not a crash.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	var c *servedCopy
 	for {
 		if c = s.current.Load(); c == nil {
@@ -196,6 +200,7 @@ func (o *serveOptions) fetchCopy(ctx context.Context, client *backupClient, dir 
 // why on stderr; the next one is tried at the next tick. Each wait starts
 // once the previous fetch is done, so fetches never overlap.
 func (o *serveOptions) refresh(ctx context.Context, client *backupClient, dir string, sw *copySwitch) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // as on Run's goroutine
 	t := time.NewTimer(o.Refresh)
 	defer t.Stop()
 	failing := false
