@@ -52,6 +52,9 @@ type serveOptions struct {
 	stderr io.Writer
 	// copies counts the retired copies not yet closed.
 	copies sync.WaitGroup
+	// lastNotes are the notes on the resources of the copy served last,
+	// not repeated for each refresh.
+	lastNotes string
 }
 
 // minRefresh is the shortest --refresh: each refresh copies the whole file
@@ -79,7 +82,7 @@ Given an http:// or https:// URL instead of a file, serve fetches a consistent c
 running process's cache from its backup endpoint (bolt.DB.BackupHandler), as 'snapshot
 backup' does and with the same credentials (--backup-token-file, --backup-token, else the
 user of --backup-kubeconfig, $KUBECONFIG or ~/.kube/config), into a private temporary file
-removed when serve stops, and serves it. With --refresh it fetches a new copy that often and
+removed when serve stops ($TMPDIR needs room for two copies), and serves it. With --refresh it fetches a new copy that often and
 switches to it between requests: discovery and lists show the new copy, requests under way
 finish on the old one, and open watches end (kubectl and client-go list again). A refresh
 that fails is reported on stderr and the last good copy stays served. Without --refresh
@@ -218,7 +221,7 @@ func (o *serveOptions) Run(ctx context.Context) (err error) {
 		}
 		sw.swap(c)
 	} else {
-		f, h, err := o.openCopy(ctx, o.File)
+		f, h, err := o.openCopy(ctx, o.File, o.File)
 		if err != nil {
 			return err
 		}
@@ -344,14 +347,15 @@ func (o *serveOptions) writeKubeconfig(url string, caPEM []byte, namespace strin
 }
 
 // resources describes the file's resources for the server: one per
-// group, version and resource.
-func (o *serveOptions) resources(ctx context.Context, f *snapshotFile) ([]apiserver.Resource, error) {
+// group, version and resource. What it leaves out, and why, it writes to
+// notes.
+func (o *serveOptions) resources(ctx context.Context, f *snapshotFile, notes io.Writer) ([]apiserver.Resource, error) {
 	var out []apiserver.Resource
 	chosen := map[schema.GroupVersionResource]inspect.ResourceInfo{}
 	var order []schema.GroupVersionResource
 	for _, info := range f.resources {
 		if err := checkReadable(f.path, info); err != nil {
-			printError(o.stderr, withHint(fmt.Errorf("not served: %w", err), "%s", "The other resources are."), "")
+			printError(notes, withHint(fmt.Errorf("not served: %w", err), "%s", "The other resources are."), "")
 			continue
 		}
 		id := info.Identity
@@ -365,7 +369,7 @@ func (o *serveOptions) resources(ctx context.Context, f *snapshotFile) ([]apiser
 			chosen[gvr] = info
 		}
 		if seen {
-			fmt.Fprintf(o.stderr, "warning: %s is recorded under several scopes; serving %s\n", displayName(info), scopeString(chosen[gvr].Identity))
+			fmt.Fprintf(notes, "warning: %s is recorded under several scopes; serving %s\n", displayName(info), scopeString(chosen[gvr].Identity))
 		}
 	}
 	for _, gvr := range order {

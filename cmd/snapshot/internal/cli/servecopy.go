@@ -148,18 +148,25 @@ func (s *copySwitch) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // openCopy opens the cache file at path and builds the API over it.
-func (o *serveOptions) openCopy(ctx context.Context, path string) (*snapshotFile, http.Handler, error) {
+// Messages name the file name; notes on its resources are written to
+// stderr unless they are the same as the previous copy's.
+func (o *serveOptions) openCopy(ctx context.Context, path, name string) (*snapshotFile, http.Handler, error) {
 	f, err := openSnapshot(ctx, o.env, path, o.common.open())
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, renamed(err, path, name)
 	}
-	resources, err := o.resources(ctx, f)
+	var notes strings.Builder
+	resources, err := o.resources(ctx, f, &notes)
+	if n := strings.ReplaceAll(notes.String(), path, name); n != o.lastNotes {
+		_, _ = io.WriteString(o.stderr, n)
+		o.lastNotes = n
+	}
 	if err != nil {
 		_ = f.Close()
-		return nil, nil, err
+		return nil, nil, renamed(err, path, name)
 	}
 	h, err := apiserver.New(apiserver.Options{Resources: resources, Token: o.token, Now: o.env.Now, Errors: func(err error) {
-		fmt.Fprintf(o.stderr, "warning: %v\n", err)
+		fmt.Fprintf(o.stderr, "warning: %v\n", renamed(err, path, name))
 	}})
 	if err != nil {
 		_ = f.Close()
@@ -167,6 +174,24 @@ func (o *serveOptions) openCopy(ctx context.Context, path string) (*snapshotFile
 	}
 	return f, h, nil
 }
+
+// renamed returns err, its message naming name where it named path.
+func renamed(err error, path, name string) error {
+	if path == name || !strings.Contains(err.Error(), path) {
+		return err
+	}
+	return &renamedError{err: err, msg: strings.ReplaceAll(err.Error(), path, name)}
+}
+
+// renamedError is an error whose message names a temporary copy by what
+// it is a copy of; it matches what it wraps.
+type renamedError struct {
+	err error
+	msg string
+}
+
+func (e *renamedError) Error() string { return e.msg }
+func (e *renamedError) Unwrap() error { return e.err }
 
 // fetchCopy fetches a copy from the backup URL into dir and opens it. The
 // first copy draws a progress bar on a terminal.
@@ -188,7 +213,7 @@ func (o *serveOptions) fetchCopy(ctx context.Context, client *backupClient, dir 
 	if _, err := client.fetch(ctx, o.common, tmp, unused, first); err != nil {
 		return nil, err
 	}
-	f, h, err := o.openCopy(ctx, tmp.Name())
+	f, h, err := o.openCopy(ctx, tmp.Name(), "the copy of "+o.source.URL)
 	if err != nil {
 		return nil, err
 	}

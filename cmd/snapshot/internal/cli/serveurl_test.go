@@ -171,10 +171,22 @@ func TestServeURL(t *testing.T) {
 	if got, err := cs.CoreV1().ConfigMaps("ns-000").Get(ctx, "settings", metav1.GetOptions{}); err != nil || got.Data["mode"] != "fast" {
 		t.Errorf("the new configmap: %v", err)
 	}
-	// The watch of the replaced copy has ended, as an API server's may:
-	// the client lists again.
-	for ev := range w.ResultChan() {
-		t.Errorf("watch event %v after the stored state", ev.Type)
+	// The watch of the replaced copy has ended, as an API server's may;
+	// one from its resourceVersion is refused as expired, so that the
+	// client lists again.
+	timeout := time.After(30 * time.Second)
+	for open := true; open; {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if open = ok; ok {
+				t.Errorf("watch event %v after the stored state", ev.Type)
+			}
+		case <-timeout:
+			t.Fatal("the watch of the replaced copy is still open")
+		}
+	}
+	if _, err := cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{ResourceVersion: "6"}); !apierrors.IsResourceExpired(err) && !apierrors.IsGone(err) {
+		t.Errorf("a watch from the replaced copy's resourceVersion: %v, want 410 Expired", err)
 	}
 	if code := s.stop(); code != ExitOK {
 		t.Errorf("exit %d on stop:\n%s", code, s.stderr.String())
@@ -241,6 +253,23 @@ func TestServeURLErrors(t *testing.T) {
 		if strings.Contains(r.stderr, wrong) {
 			t.Errorf("stderr names the temporary copy (%q):\n%s", wrong, r.stderr)
 		}
+	}
+	if left := entries(t, tmp); len(left) != 0 {
+		t.Errorf("left in the temporary directory: %q", left)
+	}
+
+	// A process that caches nothing yet: its copy is named for what it
+	// is, not by the temporary file.
+	empty, err := bolt.Open(context.Background(), filepath.Join(t.TempDir(), "empty.db"), bolt.Options{Sync: bolt.UnsafeNoSync})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = empty.Close() })
+	srv := httptest.NewServer(unsafeBackupHandler(t, empty))
+	t.Cleanup(srv.Close)
+	r = run(t, "serve", srv.URL)
+	if r.code != ExitNotFound || !strings.Contains(r.stderr, "the copy of "+srv.URL+" holds no resource to serve") || strings.Contains(r.stderr, tmp) {
+		t.Errorf("exit %d\n%s", r.code, r.stderr)
 	}
 	if left := entries(t, tmp); len(left) != 0 {
 		t.Errorf("left in the temporary directory: %q", left)
