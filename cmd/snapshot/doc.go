@@ -108,6 +108,21 @@
 //	    a certificate made at start that the kubeconfig trusts. Ctrl-C stops
 //	    it (exit code 0).
 //
+//	snapshot serve URL [--refresh D] [--backup-token-file F | --backup-token T]
+//	        [--backup-kubeconfig F] [--backup-context C] [--backup-certificate-authority F]
+//	        [--backup-request-timeout D] [--backup-stall-timeout D] [--unsafe-token-over-http]
+//	        [the flags of serve FILE]
+//	    The same API over a running process's cache: a consistent copy
+//	    fetched from its bolt.DB.BackupHandler at URL as backup fetches one
+//	    (the same credentials and checks, the flags prefixed with backup-),
+//	    into a private temporary file removed when serve stops. With
+//	    --refresh (at least 1s; default never, as each refresh copies the
+//	    whole file out of the process) a new copy is fetched that often and
+//	    switched to between requests: discovery and lists show it, requests
+//	    under way finish on the old copy, open watches end (clients list
+//	    again). A refresh that fails leaves the last good copy served and
+//	    says why on stderr.
+//
 // RESOURCE is what kubectl accepts where the file allows it: the plural
 // (pods), the singular (pod), a built-in short name (po, deploy, svc...),
 // qualified by group (deployments.apps) or version and group
@@ -174,6 +189,7 @@
 //	snapshot compact cache.db --output cache.compact.db
 //	snapshot backup http://localhost:8080/debug/warmcache/backup --output copy.db
 //	snapshot serve cache.db --kubeconfig snap.kubeconfig & kubectl --kubeconfig snap.kubeconfig get pods -A
+//	snapshot serve https://localhost:8443/debug/warmcache/backup --backup-token-file token --refresh 1m --kubeconfig snap.kubeconfig
 //
 // list, export and verify stream objects from the file a chunk at a time:
 // the memory of list and export stays flat whatever the number of objects

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,11 +16,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/warmcache/warmcache/backupauth"
+	"github.com/warmcache/warmcache/factory"
+	"github.com/warmcache/warmcache/informers"
 	"github.com/warmcache/warmcache/internal/kubebin"
+	"github.com/warmcache/warmcache/store/bolt"
 )
 
 // servePods is the number of pods of the serve tests: more than one page
@@ -36,12 +43,13 @@ type served struct {
 	stderr     *bytes.Buffer
 }
 
-// startServe runs the snapshot binary's serve command on file until the
-// test ends, and waits for its kubeconfig.
-func startServe(ctx context.Context, t *testing.T, bin, file string) *served {
+// startServe runs the snapshot binary's serve command on file (a path or
+// a backup URL, with args) until the test ends, and waits for its
+// kubeconfig.
+func startServe(ctx context.Context, t *testing.T, bin, file string, args ...string) *served {
 	t.Helper()
 	s := &served{kubeconfig: filepath.Join(t.TempDir(), "kubeconfig"), stderr: &bytes.Buffer{}}
-	s.cmd = exec.CommandContext(ctx, bin, "serve", file, "--kubeconfig", s.kubeconfig)
+	s.cmd = exec.CommandContext(ctx, bin, append([]string{"serve", file, "--kubeconfig", s.kubeconfig}, args...)...)
 	pipe, err := s.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -303,4 +311,91 @@ func head(s string) string {
 		lines[29] = "..."
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestServeKubectlBackupURL runs a real kubectl against snapshot serve of a
+// running informer's backup URL (bolt.DB.BackupHandler behind a static
+// token): kubectl reads the pods the informer holds, and, with --refresh,
+// the pods created since once the informer has them.
+func TestServeKubectlBackupURL(t *testing.T) {
+	t.Parallel()
+	ctx := needEnv(t)
+	kubectl, err := kubebin.EnsureKubectl(ctx, kubebin.Options{})
+	if err != nil {
+		t.Fatalf("build kubectl: %v", err)
+	}
+	bin := buildSnapshot(ctx, t)
+	c, ns := sharedCluster(ctx, t, "serve-url")
+	const first, more = 20, 5
+	c.createPods(ctx, t, ns, 0, first)
+
+	// The running controller: an informer on the cache file, and its
+	// backup endpoint.
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wf, err := factory.New(runCtx, factory.Options{Path: filepath.Join(t.TempDir(), "cache.db"), RESTConfig: c.config, Bolt: bolt.Options{Sync: bolt.UnsafeNoSync}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := informers.NewSharedInformerFactoryWithContext(runCtx, wf, c.cs, 0, informers.WithNamespace(ns))
+	defer f.Shutdown()
+	pods := f.Core().V1().Pods().Informer()
+	f.StartWithContext(runCtx)
+	if !cache.WaitFor(runCtx, "", pods.HasSyncedChecker()) {
+		t.Fatal("the informer did not sync")
+	}
+	const token = "serve-url-e2e-token"
+	auth, err := backupauth.StaticToken(token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := wf.DB().BackupHandler(bolt.BackupHandlerOptions{Authorizer: auth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	s := startServe(ctx, t, bin, srv.URL, "--backup-token-file", tokenFile, "--refresh", "1s")
+	names := func() []string {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", s.kubeconfig, "get", "pods", "-n", ns, "-o", "name")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl get pods against snapshot serve %s: %v\n%s", srv.URL, err, out)
+		}
+		return strings.Fields(string(out))
+	}
+	want := func() []string {
+		t.Helper()
+		l, err := c.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range l.Items {
+			out = append(out, "pod/"+p.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got, w := names(), want(); !slices.Equal(got, w) {
+		t.Fatalf("kubectl through serve URL: %d pods, the apiserver %d\n%q", len(got), len(w), got)
+	}
+
+	// New pods: the informer's watch brings them to its file, the next
+	// refresh to kubectl.
+	c.createPods(ctx, t, ns, first, more)
+	w := want()
+	var got []string
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		got = names()
+		return slices.Equal(got, w), nil
+	}); err != nil {
+		t.Fatalf("kubectl through the refreshed copy: %d pods, the apiserver %d (%v)\nserve: %s", len(got), len(w), err, s.stderr.String())
+	}
 }

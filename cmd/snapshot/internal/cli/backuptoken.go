@@ -25,39 +25,45 @@ type backupCredential struct {
 	wrap func(http.RoundTripper) (http.RoundTripper, error)
 }
 
-// resolveCredential returns the credential of the flags, or nil when there
+// resolveCredential returns the credential of the source's flags, or nil when there
 // is none to send: no token flag, and no kubeconfig or one whose user has
 // no token (a client certificate cannot be forwarded).
-func (o *backupOptions) resolveCredential() (*backupCredential, error) {
+func (s *backupSource) resolveCredential() (*backupCredential, error) {
 	switch {
-	case o.Token != "":
-		return &backupCredential{source: "--token", wrap: bearer(o.Token)}, nil
-	case o.TokenFile != "":
-		b, err := os.ReadFile(o.TokenFile)
+	case s.Token != "":
+		return &backupCredential{source: s.flag("token"), wrap: bearer(s.Token)}, nil
+	case s.TokenFile != "":
+		b, err := os.ReadFile(s.TokenFile)
 		if err != nil {
-			return nil, fmt.Errorf("read --token-file: %w", err)
+			return nil, fmt.Errorf("read %s: %w", s.flag("token-file"), err)
 		}
 		token := strings.TrimSpace(string(b))
 		if token == "" {
-			return nil, usageErrorf("--token-file %s is empty", o.TokenFile)
+			return nil, usageErrorf("%s %s is empty", s.flag("token-file"), s.TokenFile)
 		}
-		return &backupCredential{source: "--token-file " + o.TokenFile, wrap: bearer(token)}, nil
+		// The file is read again now and then, so that a long-running
+		// serve --refresh follows a rotated token (a projected
+		// service account token, for one).
+		path := s.TokenFile
+		return &backupCredential{source: s.flag("token-file") + " " + path, wrap: func(rt http.RoundTripper) (http.RoundTripper, error) {
+			return transport.NewBearerAuthWithRefreshRoundTripper(token, path, rt)
+		}}, nil
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.Kubeconfig
-	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.Context})
+	rules.ExplicitPath = s.Kubeconfig
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: s.Context})
 	cfg, err := loader.ClientConfig()
 	if err != nil {
-		if clientcmd.IsEmptyConfig(err) && o.Kubeconfig == "" && o.Context == "" {
+		if clientcmd.IsEmptyConfig(err) && s.Kubeconfig == "" && s.Context == "" {
 			return nil, nil // no kubeconfig: send nothing
 		}
-		return nil, withHint(fmt.Errorf("load the kubeconfig for its token: %w", err), "Pass --token-file (or --token) to send a token without a kubeconfig.")
+		return nil, withHint(fmt.Errorf("load the kubeconfig for its token: %w", err), "Pass %s (or %s) to send a token without a kubeconfig.", s.flag("token-file"), s.flag("token"))
 	}
 	source := "the in-cluster service account"
 	if raw, err := loader.RawConfig(); err == nil && len(raw.Contexts) > 0 {
 		name := raw.CurrentContext
-		if o.Context != "" {
-			name = o.Context
+		if s.Context != "" {
+			name = s.Context
 		}
 		source = fmt.Sprintf("kubeconfig context %q", name)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -23,7 +25,7 @@ import (
 	"github.com/warmcache/warmcache/store/bolt/inspect"
 )
 
-// serveOptions is `snapshot serve FILE`.
+// serveOptions is `snapshot serve FILE|URL`.
 type serveOptions struct {
 	env    *Env
 	common *commonOptions
@@ -34,14 +36,35 @@ type serveOptions struct {
 	Token      string
 	TokenFile  string
 
+	// source is the backup URL served instead of a file, with the
+	// --backup-* flags; Refresh is how often a new copy is fetched (0:
+	// never).
+	source  backupSource
+	Refresh time.Duration
+
 	token    string
 	loopback bool
+	// remote is set when the argument is a URL; urlFlags are the flags
+	// given that only a URL uses.
+	remote   bool
+	urlFlags []string
+	// stderr serialises the writes of the server's goroutines.
+	stderr io.Writer
+	// copies counts the retired copies not yet closed.
+	copies sync.WaitGroup
+	// lastNotes are the notes on the resources of the copy served last,
+	// not repeated for each refresh.
+	lastNotes string
 }
 
+// minRefresh is the shortest --refresh: each refresh copies the whole file
+// out of the running process.
+const minRefresh = time.Second
+
 func newServeCommand(env *Env, common *commonOptions) *cobra.Command {
-	o := &serveOptions{env: env, common: common}
+	o := &serveOptions{env: env, common: common, source: backupSource{prefix: "backup-"}}
 	cmd := &cobra.Command{
-		Use:   "serve FILE",
+		Use:   "serve FILE|URL",
 		Short: "Serve a cache file as a read-only Kubernetes API, for kubectl and client-go",
 		Long: `Serve the objects of FILE as a read-only Kubernetes API server, so that kubectl,
 client-go programs and other tools read the snapshot as they read a cluster, and print
@@ -55,6 +78,17 @@ state and stays open (the file does not change). Every other method is refused
 (403 Forbidden without it). A resource recorded under several scopes is served as the
 scope of all namespaces, else the first.
 
+Given an http:// or https:// URL instead of a file, serve fetches a consistent copy of a
+running process's cache from its backup endpoint (bolt.DB.BackupHandler), as 'snapshot
+backup' does and with the same credentials (--backup-token-file, --backup-token, else the
+user of --backup-kubeconfig, $KUBECONFIG or ~/.kube/config), into a private temporary file
+removed when serve stops ($TMPDIR needs room for two copies), and serves it. With --refresh it fetches a new copy that often and
+switches to it between requests: discovery and lists show the new copy, requests under way
+finish on the old one, and open watches end (kubectl and client-go list again). A refresh
+that fails is reported on stderr and the last good copy stays served. Without --refresh
+the copy fetched at start is served until serve stops: each refresh copies the whole
+file out of the running process, which is for the operator to ask for.
+
 The server listens on loopback (127.0.0.1, a free port) unless --address says otherwise;
 another address needs a bearer token (--token-file or --token), and is served over TLS
 with a certificate made at start, which the kubeconfig trusts. It stops on Ctrl-C
@@ -65,7 +99,12 @@ with a certificate made at start, which the kubeconfig trusts. It stops on Ctrl-
   kubectl --kubeconfig snap.kubeconfig api-resources
 
   # On the network, with a token
-  snapshot serve cache.db --address 10.0.0.5:6443 --token-file token --kubeconfig snap.kubeconfig`,
+  snapshot serve cache.db --address 10.0.0.5:6443 --token-file token --kubeconfig snap.kubeconfig
+
+  # A running controller's cache, fetched again every 30 seconds
+  kubectl port-forward pod/my-controller-0 8443 &
+  snapshot serve https://localhost:8443/debug/warmcache/backup --backup-certificate-authority ca.crt \
+    --refresh 30s --kubeconfig snap.kubeconfig`,
 		Args:              usageArgs(cobra.ExactArgs(1)),
 		ValidArgsFunction: completeFiles(1),
 		RunE:              runE(o),
@@ -75,15 +114,44 @@ with a certificate made at start, which the kubeconfig trusts. It stops on Ctrl-
 	fl.StringVar(&o.Kubeconfig, "kubeconfig", "", "write the kubeconfig to this file (mode 0600) instead of standard output")
 	fl.StringVar(&o.TokenFile, "token-file", "", "file holding the bearer token clients must send (required off loopback)")
 	fl.StringVar(&o.Token, "token", "", "the bearer token clients must send (visible to other users of the machine: prefer --token-file)")
+	fl.DurationVar(&o.Refresh, "refresh", 0, "with a URL: fetch a new copy this often, at least "+minRefresh.String()+" (default: never)")
+	before := map[string]bool{}
+	fl.VisitAll(func(f *pflag.Flag) { before[f.Name] = true })
+	o.source.addFlags(fl)
+	fl.VisitAll(func(f *pflag.Flag) {
+		if !before[f.Name] {
+			f.Usage = "with a URL: " + f.Usage
+		}
+	})
 	return cmd
 }
 
-func (o *serveOptions) Complete(_ *cobra.Command, args []string) error {
+func (o *serveOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.File = args[0]
+	o.remote = isURL(args[0])
+	if o.remote {
+		o.source.URL = args[0]
+	}
+	cmd.Flags().Visit(func(f *pflag.Flag) {
+		if f.Name == "refresh" || strings.HasPrefix(f.Name, o.source.prefix) || f.Name == "unsafe-token-over-http" {
+			o.urlFlags = append(o.urlFlags, "--"+f.Name)
+		}
+	})
 	return nil
 }
 
 func (o *serveOptions) Validate() error {
+	if !o.remote && len(o.urlFlags) > 0 {
+		return usageErrorf("%s applies to a backup URL, not to the file %s", strings.Join(o.urlFlags, ", "), o.File)
+	}
+	if o.remote {
+		if err := o.source.validate(); err != nil {
+			return err
+		}
+		if o.Refresh != 0 && o.Refresh < minRefresh {
+			return usageErrorf("--refresh %v is too short: at least %v (each refresh copies the whole file)", o.Refresh, minRefresh)
+		}
+	}
 	if o.Token != "" && o.TokenFile != "" {
 		return usageErrorf("give --token or --token-file, not both")
 	}
@@ -119,24 +187,47 @@ func isLoopback(host string) bool {
 }
 
 func (o *serveOptions) Run(ctx context.Context) (err error) {
-	f, err := openSnapshot(ctx, o.env, o.File, o.common.open())
-	if err != nil {
-		return err
+	o.stderr = &lockedWriter{w: o.env.Stderr}
+	sw := &copySwitch{}
+	var dir string // of the fetched copies
+	// What serve opened is closed, and the copies removed, before it
+	// returns: the current copy once the server is stopped, retired
+	// ones once their last request ended.
+	defer func() {
+		if c := sw.swap(nil); c != nil {
+			<-c.closed
+			if c.closeErr != nil && err == nil {
+				err = c.closeErr
+			}
+		}
+		o.copies.Wait()
+		if dir != "" {
+			_ = os.RemoveAll(dir)
+		}
+	}()
+	var client *backupClient
+	if o.remote {
+		if client, err = o.source.connect(o.env); err != nil {
+			return err
+		}
+		defer client.Close()
+		// Private: the copy holds every cached object, Secrets included.
+		if dir, err = os.MkdirTemp("", "snapshot-serve-*"); err != nil {
+			return fmt.Errorf("create a directory for the copies of %s: %w", o.source.URL, err)
+		}
+		c, err := o.fetchCopy(ctx, client, dir, true)
+		if err != nil {
+			return err
+		}
+		sw.swap(c)
+	} else {
+		f, h, err := o.openCopy(ctx, o.File, o.File)
+		if err != nil {
+			return err
+		}
+		sw.swap(newServedCopy(f, h, "", time.Time{}))
 	}
-	defer closeInto(f, &err)
-	resources, err := o.resources(ctx, f)
-	if err != nil {
-		return err
-	}
-	var mu sync.Mutex
-	h, err := apiserver.New(apiserver.Options{Resources: resources, Token: o.token, Now: o.env.Now, Errors: func(err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(o.env.Stderr, "warning: %v\n", err)
-	}})
-	if err != nil {
-		return err
-	}
+	first := sw.current.Load()
 	ln, err := net.Listen("tcp", o.Address)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", o.Address, err)
@@ -153,7 +244,7 @@ func (o *serveOptions) Run(ctx context.Context) (err error) {
 		scheme, caPEM = "https", ca
 	}
 	server := scheme + "://" + serverHost(o.Address, ln.Addr().(*net.TCPAddr))
-	if err := o.writeKubeconfig(server, caPEM, defaultNamespace(f.resources)); err != nil {
+	if err := o.writeKubeconfig(server, caPEM, defaultNamespace(first.resources)); err != nil {
 		_ = ln.Close()
 		return err
 	}
@@ -161,15 +252,37 @@ func (o *serveOptions) Run(ctx context.Context) (err error) {
 	if o.Kubeconfig != "" {
 		where = "in " + o.Kubeconfig
 	}
-	fmt.Fprintf(o.env.Stderr, "Serving %s read-only at %s (%s); the kubeconfig is %s. Stop with Ctrl-C.\n", o.File, server, plural(len(resources), "resource"), where)
+	what := o.File
+	switch {
+	case o.remote && o.Refresh > 0:
+		what = fmt.Sprintf("a copy of %s (fetched again every %v)", o.source.URL, o.Refresh)
+	case o.remote:
+		what = fmt.Sprintf("a copy of %s (fetched at %s)", o.source.URL, sw.current.Load().fetched.Format(time.TimeOnly))
+	}
+	fmt.Fprintf(o.stderr, "Serving %s read-only at %s (%s); the kubeconfig is %s. Stop with Ctrl-C.\n", what, server, plural(len(first.resources), "resource"), where)
 	srv := &http.Server{
-		Handler:           h,
+		Handler:           sw,
 		ReadHeaderTimeout: 30 * time.Second,
-		// Requests end with the command: watches stay open until then.
+		// Requests end with the command: watches stay open until then
+		// (or until the copy they watch is replaced).
 		BaseContext: func(net.Listener) context.Context { return ctx },
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
+	if o.remote && o.Refresh > 0 {
+		// Refreshes end before the copies are closed (deferred
+		// above), however serve returns.
+		rctx, stop := context.WithCancel(ctx)
+		refreshed := make(chan struct{})
+		go func() {
+			defer close(refreshed)
+			o.refresh(rctx, client, dir, sw)
+		}()
+		defer func() {
+			stop()
+			<-refreshed
+		}()
+	}
 	select {
 	case err := <-done:
 		return fmt.Errorf("serve %s: %w", o.File, err)
@@ -183,7 +296,7 @@ func (o *serveOptions) Run(ctx context.Context) (err error) {
 	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("serve %s: %w", o.File, err)
 	}
-	fmt.Fprintln(o.env.Stderr, "Stopped.")
+	fmt.Fprintln(o.stderr, "Stopped.")
 	return nil
 }
 
@@ -234,14 +347,15 @@ func (o *serveOptions) writeKubeconfig(url string, caPEM []byte, namespace strin
 }
 
 // resources describes the file's resources for the server: one per
-// group, version and resource.
-func (o *serveOptions) resources(ctx context.Context, f *snapshotFile) ([]apiserver.Resource, error) {
+// group, version and resource. What it leaves out, and why, it writes to
+// notes.
+func (o *serveOptions) resources(ctx context.Context, f *snapshotFile, notes io.Writer) ([]apiserver.Resource, error) {
 	var out []apiserver.Resource
 	chosen := map[schema.GroupVersionResource]inspect.ResourceInfo{}
 	var order []schema.GroupVersionResource
 	for _, info := range f.resources {
 		if err := checkReadable(f.path, info); err != nil {
-			printError(o.env.Stderr, withHint(fmt.Errorf("not served: %w", err), "%s", "The other resources are."), "")
+			printError(notes, withHint(fmt.Errorf("not served: %w", err), "%s", "The other resources are."), "")
 			continue
 		}
 		id := info.Identity
@@ -255,7 +369,7 @@ func (o *serveOptions) resources(ctx context.Context, f *snapshotFile) ([]apiser
 			chosen[gvr] = info
 		}
 		if seen {
-			fmt.Fprintf(o.env.Stderr, "warning: %s is recorded under several scopes; serving %s\n", displayName(info), scopeString(chosen[gvr].Identity))
+			fmt.Fprintf(notes, "warning: %s is recorded under several scopes; serving %s\n", displayName(info), scopeString(chosen[gvr].Identity))
 		}
 	}
 	for _, gvr := range order {
