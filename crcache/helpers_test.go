@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/warmcache/warmcache/factory"
 	"github.com/warmcache/warmcache/internal/mutationtest"
 	"github.com/warmcache/warmcache/internal/testenv"
 	"github.com/warmcache/warmcache/store/bolt"
@@ -214,7 +213,7 @@ func items(t *testing.T, l client.ObjectList) []runtime.Object {
 }
 
 // resources returns the resources of the file at path, without those
-// that hold the informers' sample objects (factory.IsSample).
+// that hold the informers' sample objects (bolt.Identity.IsSample).
 func resources(ctx context.Context, t *testing.T, path string) []inspect.ResourceInfo {
 	t.Helper()
 	db, err := bolt.Open(ctx, path, bolt.Options{ReadOnly: true})
@@ -228,7 +227,7 @@ func resources(ctx context.Context, t *testing.T, path string) []inspect.Resourc
 	}
 	var out []inspect.ResourceInfo
 	for _, in := range infos {
-		if !factory.IsSample(in.Identity) {
+		if !in.Identity.IsSample() {
 			out = append(out, in)
 		}
 	}

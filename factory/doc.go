@@ -40,7 +40,7 @@
 // the resource's sample object: each resource keeps one object as the
 // server sent it (the first its transform sees, or without a transform
 // the first stored one), in a resource of its own of the same file
-// (IsSample; sealed with the resource), with
+// (bolt.Identity.IsSample; sealed with the resource), with
 // fingerprints of the transform's output and of each index function's
 // values for it. When the informer is created, its functions are applied
 // to the sample: a difference discards the stored objects, with a log

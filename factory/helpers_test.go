@@ -87,7 +87,7 @@ func syncAll(ctx context.Context, t *testing.T, f *Factory) {
 func withoutSamples(res []inspect.ResourceInfo) []inspect.ResourceInfo {
 	var out []inspect.ResourceInfo
 	for _, r := range res {
-		if !IsSample(r.Identity) {
+		if !r.Identity.IsSample() {
 			out = append(out, r)
 		}
 	}

@@ -38,9 +38,10 @@ import (
 // line saying why.
 //
 // The sample is stored in a resource of its own in the same file (the
-// identity of the informer's resource, its resource and kind followed by
-// SampleResourceSuffix and SampleKindSuffix, so that a tool that looks a
-// resource up by name never takes one for the other), with the resource's
+// identity of the informer's resource with its resource and kind followed
+// by bolt.SampleResourceSuffix and bolt.SampleKindSuffix, bolt.Identity's
+// Sample, so that a tool that looks a resource up by name never takes one
+// for the other, and tools leave it out: bolt.Identity.IsSample), with the resource's
 // codec, sealed where the resource is sealed, and recorded with the same
 // cluster and transform version, so that whatever discards the resource
 // discards its sample. It is the first
@@ -51,22 +52,6 @@ import (
 // for the same input (a timestamp, a random value) cannot be checked (a
 // log line says so): WithTransformVersion and WithIndexVersion remain the
 // way to say that a function changed.
-
-// SampleResourceSuffix and SampleKindSuffix end the resource and the kind
-// recorded in the identity of the resource that holds an informer's sample
-// object; the identity is the informer's own otherwise ("pods-sample" and
-// "Pod sample" for pods). See IsSample.
-const (
-	SampleResourceSuffix = "-sample"
-	SampleKindSuffix     = " sample"
-)
-
-// IsSample reports whether id is the identity of a resource that holds an
-// informer's sample object, not objects of the cluster: tools that list a
-// file's resources may leave it out.
-func IsSample(id bolt.Identity) bool {
-	return strings.HasSuffix(id.Kind, SampleKindSuffix) && strings.HasSuffix(id.Resource, SampleResourceSuffix)
-}
 
 // sampleAnnotation is the annotation of the stored sample that holds its
 // fingerprints (JSON of fingerprints); it is removed before the sample is
@@ -190,11 +175,7 @@ type sampler struct {
 }
 
 // sampleIdentity is the identity of the resource holding id's sample.
-func sampleIdentity(id bolt.Identity) bolt.Identity {
-	id.Resource += SampleResourceSuffix
-	id.Kind += SampleKindSuffix
-	return id
-}
+func sampleIdentity(id bolt.Identity) bolt.Identity { return id.Sample() }
 
 // openSampler opens the resource holding the sample of resource id (whose
 // options are ro), and checks the stored objects against it: when the

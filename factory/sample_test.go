@@ -187,7 +187,7 @@ func TestSampleResource(t *testing.T) {
 	var found []string
 	for _, r := range res {
 		found = append(found, fmt.Sprintf("%s %s %s %d", r.Identity.Resource, r.Identity.Kind, r.Identity.Namespace, r.Objects))
-		if IsSample(r.Identity) && r.Codec != res[0].Codec {
+		if r.Identity.IsSample() && r.Codec != res[0].Codec {
 			t.Errorf("the sample's codec is %q, the resource's %q", r.Codec, res[0].Codec)
 		}
 	}

@@ -204,11 +204,11 @@ func TestSecretsAreSealed(t *testing.T) {
 			}
 			samples := 0
 			for _, r := range res {
-				if !IsSample(r.Identity) {
+				if !r.Identity.IsSample() {
 					continue
 				}
 				samples++
-				of := strings.TrimSuffix(r.Identity.Resource, SampleResourceSuffix) + " " + strings.TrimSuffix(r.Identity.Kind, SampleKindSuffix)
+				of := strings.TrimSuffix(r.Identity.Resource, bolt.SampleResourceSuffix) + " " + strings.TrimSuffix(r.Identity.Kind, bolt.SampleKindSuffix)
 				if r.Codec != codecOf[of] {
 					t.Errorf("the sample of %s is stored with codec %q, the resource with %q", of, r.Codec, codecOf[of])
 				}
@@ -289,7 +289,7 @@ func TestSecretsWithoutKeysStayInMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range res {
-		if r.Identity.Resource != "pods" && r.Identity.Resource != "pods"+SampleResourceSuffix {
+		if r.Identity.Resource != "pods" && r.Identity.Resource != "pods"+bolt.SampleResourceSuffix {
 			t.Fatalf("the file records %s (%d objects, codec %q), want nothing of a resource kept in memory", r.Identity, r.Objects, r.Codec)
 		}
 	}

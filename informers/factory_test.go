@@ -270,9 +270,9 @@ func TestSecretsInformerFollowsTheSealingDefault(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range res {
-			// A resource's sample object (factory.IsSample) is stored as
+			// A resource's sample object (bolt.Identity.IsSample) is stored as
 			// the resource is.
-			isSecrets := strings.TrimSuffix(r.Identity.Resource, factory.SampleResourceSuffix) == "secrets"
+			isSecrets := strings.TrimSuffix(r.Identity.Resource, bolt.SampleResourceSuffix) == "secrets"
 			if _, sealed := seal.InnerName(r.Codec); sealed != (isSecrets && withKey) || (isSecrets && r.Objects != 0) {
 				t.Errorf("with a key %v, %s stored with codec %q and %d objects", withKey, r.Identity.Resource, r.Codec, r.Objects)
 			}

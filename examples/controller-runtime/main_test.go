@@ -17,7 +17,6 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/warmcache/warmcache/factory"
 	"github.com/warmcache/warmcache/internal/testenv"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
@@ -236,7 +235,7 @@ func TestManagerRestartsWarm(t *testing.T) {
 	}
 	var infos []inspect.ResourceInfo // without the informers' sample objects
 	for _, in := range all {
-		if !factory.IsSample(in.Identity) {
+		if !in.Identity.IsSample() {
 			infos = append(infos, in)
 		}
 	}

@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
@@ -43,3 +44,28 @@ func (id Identity) recorded() layout.Identity { return layout.Identity(id) }
 
 // identityOf returns the identity recorded in a resource's meta.
 func identityOf(m *layout.Meta) Identity { return Identity(m.Identity) }
+
+// SampleResourceSuffix and SampleKindSuffix end the resource and the kind of
+// the identity of a resource that holds an informer's sample object (the
+// factory keeps one per resource, to find a changed transform or index
+// function at start) rather than objects of the cluster: "pods-sample" and
+// "Pod sample" for pods. See Identity.Sample and Identity.IsSample.
+const (
+	SampleResourceSuffix = "-sample"
+	SampleKindSuffix     = " sample"
+)
+
+// Sample returns the identity of the resource that holds the sample object
+// of id's resource.
+func (id Identity) Sample() Identity {
+	id.Resource += SampleResourceSuffix
+	id.Kind += SampleKindSuffix
+	return id
+}
+
+// IsSample reports whether id is the identity of a resource that holds an
+// informer's sample object, not objects of the cluster: tools that list a
+// file's resources leave it out.
+func (id Identity) IsSample() bool {
+	return strings.HasSuffix(id.Kind, SampleKindSuffix) && strings.HasSuffix(id.Resource, SampleResourceSuffix)
+}

@@ -85,7 +85,7 @@ func (o *compactOptions) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return explainOpenError(o.File, err)
 	}
-	if err := checkCopy(ctx, o.env, o.common, tmp, f.resources); err != nil {
+	if err := checkCopy(ctx, o.env, o.common, tmp, f.all); err != nil {
 		return fmt.Errorf("the compacted copy of %s failed its check (nothing was written to %s): %w", o.File, o.Output, err)
 	}
 	if err := installFile(tmp, o.Output, o.Force); err != nil {
@@ -117,7 +117,7 @@ func checkCopy(ctx context.Context, env *Env, common *commonOptions, path string
 		}
 		return out
 	}
-	if got, exp := summary(c.resources), summary(want); !slices.Equal(got, exp) {
+	if got, exp := summary(c.all), summary(want); !slices.Equal(got, exp) {
 		return errors.New("its resources differ from the original's")
 	}
 	return nil

@@ -27,7 +27,11 @@ type snapshotFile struct {
 	path      string
 	info      os.FileInfo
 	db        *bolt.DB
-	resources []inspect.ResourceInfo
+	// resources are the file's resources but the samples a factory keeps
+	// (bolt.Identity.IsSample): what every command shows. all holds
+	// every resource the file records, samples included: what verify
+	// checks and compact copies.
+	resources, all []inspect.ResourceInfo
 	diag      *sinkState
 	stores    map[string]*bolt.Store // by recorded identity string
 	// recorded maps the identity of a resource whose kind the CLI
@@ -99,9 +103,14 @@ func openSnapshot(ctx context.Context, env *Env, path string, opts openOptions) 
 	}
 	f := &snapshotFile{path: path, info: fi, db: db, diag: diag, stores: map[string]*bolt.Store{}, recorded: map[string]bolt.Identity{}, codecs: codecResolver(keys),
 		keyChecks: map[string]keyCheck{}, keyStores: map[string]bool{}}
-	if f.resources, err = inspect.Resources(ctx, db); err != nil {
+	if f.all, err = inspect.Resources(ctx, db); err != nil {
 		_ = f.Close()
 		return nil, explainOpenError(path, err)
+	}
+	for _, r := range f.all {
+		if !r.Identity.IsSample() {
+			f.resources = append(f.resources, r)
+		}
 	}
 	f.deriveKinds(ctx)
 	return f, nil

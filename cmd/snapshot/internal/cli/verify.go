@@ -109,7 +109,7 @@ func (o *verifyOptions) Run(ctx context.Context) (err error) {
 	// with objects sealed with keys --key-file does not hold.
 	sealed := map[string]bool{}
 	keyed := map[string]keyCheck{}
-	for _, info := range f.resources {
+	for _, info := range f.all {
 		_, cerr := f.codecs(info.Codec)
 		sealed[info.Identity.String()] = errors.Is(cerr, errSealed)
 		if isSealed(info) && cerr == nil && info.Problem == "" {
@@ -152,7 +152,7 @@ func (o *verifyOptions) Run(ctx context.Context) (err error) {
 			}
 		}
 	}
-	for _, info := range f.resources {
+	for _, info := range f.all {
 		if info.Problem != "" {
 			continue // Verify reports unreadable metadata
 		}
@@ -183,7 +183,7 @@ func (o *verifyOptions) Run(ctx context.Context) (err error) {
 		return err
 	}
 	var undecryptable []string
-	for _, info := range f.resources {
+	for _, info := range f.all {
 		id := info.Identity.String()
 		if n := undecrypted[id]; n > 0 {
 			undecryptable = append(undecryptable, keyed[id].describe(fmt.Sprintf("%s of %s", plural(n, "object"), displayName(info))))
@@ -198,10 +198,10 @@ func (o *verifyOptions) Run(ctx context.Context) (err error) {
 		if keyErr != nil {
 			printError(o.env.Stderr, keyErr, "")
 		}
-		fmt.Fprintf(o.env.Stdout, "%s: %s (%s, %s decoded)\n", o.File, plural(problems, "problem"), plural(len(f.resources), "resource"), plural(int(objects), "object"))
+		fmt.Fprintf(o.env.Stdout, "%s: %s (%s, %s decoded)\n", o.File, plural(problems, "problem"), plural(len(f.all), "resource"), plural(int(objects), "object"))
 		return mark(ErrProblems, "verify found %s in %s", plural(problems, "problem"), o.File)
 	}
-	fmt.Fprintf(o.env.Stdout, "%s: no problems (%s, %s decoded)\n", o.File, plural(len(f.resources), "resource"), plural(int(objects), "object"))
+	fmt.Fprintf(o.env.Stdout, "%s: no problems (%s, %s decoded)\n", o.File, plural(len(f.all), "resource"), plural(int(objects), "object"))
 	return keyErr
 }
 
