@@ -24,16 +24,16 @@ import (
 // replaces the file at the path with a copy and writes that (see
 // store/bolt's lock.go), and the command keeps reading the file it opened.
 type snapshotFile struct {
-	path      string
-	info      os.FileInfo
-	db        *bolt.DB
+	path string
+	info os.FileInfo
+	db   *bolt.DB
 	// resources are the file's resources but the samples a factory keeps
 	// (bolt.Identity.IsSample): what every command shows. all holds
 	// every resource the file records, samples included: what verify
 	// checks and compact copies.
 	resources, all []inspect.ResourceInfo
-	diag      *sinkState
-	stores    map[string]*bolt.Store // by recorded identity string
+	diag           *sinkState
+	stores         map[string]*bolt.Store // by recorded identity string
 	// recorded maps the identity of a resource whose kind the CLI
 	// derived (see deriveKinds) to the identity the file records.
 	recorded map[string]bolt.Identity
