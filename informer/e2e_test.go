@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/codec"
@@ -82,7 +83,7 @@ func newSource(t *testing.T, names ...string) *fakesource.Source {
 		t.Fatal(err)
 	}
 	for _, n := range names {
-		if _, err := src.Add(pod(n, "")); err != nil {
+		if _, err := src.Add(testkit.Pod(n, "")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -281,7 +282,7 @@ func testWarmStartResumes(t *testing.T, sk storeKind, expire, changesMode, small
 	b.Labels = map[string]string{"x": "y"}
 	bNew := mustRV(t)(src.Update(b))
 	cDel := mustRV(t)(src.Delete(getPod(t, src, "c")))
-	dRV := mustRV(t)(src.Add(pod("d", "")))
+	dRV := mustRV(t)(src.Add(testkit.Pod("d", "")))
 	if expire {
 		if err := src.Compact(src.ResourceVersion()); err != nil {
 			t.Fatal(err)

@@ -202,10 +202,6 @@ func runToEnd(t *testing.T, r *Reflector, ctx context.Context, cancel context.Ca
 	}
 }
 
-func mkPod(name, rv string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
-}
-
 func mkList(rv string, pods ...*corev1.Pod) *corev1.PodList {
 	list := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: rv}}
 	for _, p := range pods {

@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // TestCloseWatchChannelOnError checks that a watch whose ERROR event
@@ -77,7 +79,7 @@ func TestRunUntil(t *testing.T) {
 	}()
 	// Synchronously add a pod into the watch channel so we know Run is in
 	// the watch handler.
-	fw.Add(mkPod("bar", "2"))
+	fw.Add(testkit.Pod("bar", "2"))
 
 	cancel()
 	resultCh := fw.ResultChan()
@@ -264,9 +266,9 @@ func TestReflectorWatchHandler(t *testing.T) {
 	fw := watch.NewFake()
 	go func() {
 		fw.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rejected"}})
-		fw.Delete(mkPod("foo", ""))
-		fw.Modify(mkPod("bar", "55"))
-		fw.Add(mkPod("baz", "32"))
+		fw.Delete(testkit.Pod("foo", ""))
+		fw.Modify(testkit.Pod("bar", "55"))
+		fw.Add(testkit.Pod("baz", "32"))
 		// The producer is done: closing the result channel ends consume.
 		fw.Stop()
 	}()

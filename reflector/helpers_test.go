@@ -14,13 +14,13 @@ import (
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -33,12 +33,8 @@ const testTimeout = 10 * time.Second
 
 var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
 
-func pod(name string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
-}
-
 func podL(name, v string) *corev1.Pod {
-	p := pod(name)
+	p := testkit.Pod(name, "")
 	p.Labels = map[string]string{"v": v}
 	return p
 }
@@ -449,7 +445,7 @@ func newSource(t *testing.T, opts fakesource.Options, pods ...string) *fakesourc
 		t.Fatal(err)
 	}
 	for _, p := range pods {
-		mustAdd(t, src, pod(p))
+		mustAdd(t, src, testkit.Pod(p, ""))
 	}
 	return src
 }

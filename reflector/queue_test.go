@@ -13,6 +13,7 @@ import (
 
 	"github.com/warmcache/warmcache/deltafifo"
 	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // queueSink is a deltafifo.Queue used directly as the Sink, as the Sink
@@ -79,7 +80,7 @@ func TestRestartedRelistWithQueueSink(t *testing.T) {
 		name: "expired continue token",
 		opts: fakesource.Options{DisableWatchCache: true},
 		fault: func(t *testing.T, src *fakesource.Source) {
-			if _, err := src.Add(pod("d")); err != nil {
+			if _, err := src.Add(testkit.Pod("d", "")); err != nil {
 				t.Error(err)
 			}
 			if err := src.Compact(src.ResourceVersion()); err != nil {

@@ -24,10 +24,6 @@ var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
 // test failure, never a synchronisation point.
 const testTimeout = 10 * time.Second
 
-func pod(ns, name string, labels map[string]string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
-}
-
 func newSource(t *testing.T, opts Options) *Source {
 	t.Helper()
 	s, err := New(opts)

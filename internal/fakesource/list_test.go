@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 func TestMutations(t *testing.T) {
@@ -19,7 +21,7 @@ func TestMutations(t *testing.T) {
 	if got := s.ResourceVersion(); got != "1" {
 		t.Fatalf("initial RV = %s, want 1", got)
 	}
-	p := pod("ns", "a", nil)
+	p := testkit.Pod("a", "")
 	if rv := mustAdd(t, s, p); rv != "2" {
 		t.Fatalf("Add RV = %s, want 2", rv)
 	}
@@ -29,13 +31,13 @@ func TestMutations(t *testing.T) {
 	if _, err := s.Add(p); !errors.Is(err, ErrAlreadyExists) {
 		t.Fatalf("second Add: %v, want ErrAlreadyExists", err)
 	}
-	if _, err := s.Update(pod("ns", "b", nil)); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Update(testkit.Pod("b", "")); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Update of absent: %v, want ErrNotFound", err)
 	}
-	if _, err := s.Delete(pod("ns", "b", nil)); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Delete(testkit.Pod("b", "")); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Delete of absent: %v, want ErrNotFound", err)
 	}
-	if _, err := s.Add(pod("ns", "", nil)); !errors.Is(err, ErrInvalidObject) {
+	if _, err := s.Add(testkit.Pod("", "")); !errors.Is(err, ErrInvalidObject) {
 		t.Fatalf("Add without name: %v, want ErrInvalidObject", err)
 	}
 	if _, err := s.Add(nil); !errors.Is(err, ErrInvalidObject) {
@@ -50,14 +52,14 @@ func TestMutations(t *testing.T) {
 	if _, err := s.Add(u); !errors.Is(err, ErrInvalidObject) {
 		t.Fatalf("Add of unstructured typed kind: %v, want ErrInvalidObject", err)
 	}
-	if rv := mustUpdate(t, s, pod("ns", "a", map[string]string{"v": "2"})); rv != "3" {
+	if rv := mustUpdate(t, s, testkit.Pod("a", "", testkit.Labels{"v": "2"})); rv != "3" {
 		t.Fatalf("Update RV = %s, want 3", rv)
 	}
 	got, ok := s.Get(podGVK, "ns", "a")
 	if !ok || got.(*corev1.Pod).Labels["v"] != "2" || rvOf(t, got) != "3" {
 		t.Fatalf("Get after update = %v, %v", got, ok)
 	}
-	if rv := mustDelete(t, s, pod("ns", "a", nil)); rv != "4" {
+	if rv := mustDelete(t, s, testkit.Pod("a", "")); rv != "4" {
 		t.Fatalf("Delete RV = %s, want 4", rv)
 	}
 	if _, ok := s.Get(podGVK, "ns", "a"); ok {
@@ -89,10 +91,10 @@ func TestNewRejectsBadOptions(t *testing.T) {
 func historySource(t *testing.T, opts Options) *Source {
 	s := newSource(t, opts)
 	for _, n := range []string{"a", "b", "c"} {
-		mustAdd(t, s, pod("ns", n, nil))
+		mustAdd(t, s, testkit.Pod(n, ""))
 	}
-	mustUpdate(t, s, pod("ns", "a", map[string]string{"v": "2"}))
-	mustDelete(t, s, pod("ns", "b", nil))
+	mustUpdate(t, s, testkit.Pod("a", "", testkit.Labels{"v": "2"}))
+	mustDelete(t, s, testkit.Pod("b", ""))
 	return s
 }
 
@@ -170,7 +172,7 @@ func isTooLarge(err error) bool {
 func TestPaginationIsConsistent(t *testing.T) {
 	s := newSource(t, Options{})
 	for i := range 10 {
-		mustAdd(t, s, pod("ns", "p"+strconv.Itoa(i), nil))
+		mustAdd(t, s, testkit.Pod("p"+strconv.Itoa(i), ""))
 	}
 	ep := s.Endpoint(podGVK, "")
 	list, err := ep.List(metav1.ListOptions{Limit: 4})
@@ -181,9 +183,9 @@ func TestPaginationIsConsistent(t *testing.T) {
 	got := names(t, list)
 	// Churn between pages: delete an unlisted pod, add one after it,
 	// update a listed one.
-	mustDelete(t, s, pod("ns", "p7", nil))
-	mustAdd(t, s, pod("ns", "p99", nil))
-	mustUpdate(t, s, pod("ns", "p0", nil))
+	mustDelete(t, s, testkit.Pod("p7", ""))
+	mustAdd(t, s, testkit.Pod("p99", ""))
+	mustUpdate(t, s, testkit.Pod("p0", ""))
 	for cont != "" {
 		page, err := ep.List(metav1.ListOptions{Limit: 4, Continue: cont})
 		if err != nil {
@@ -213,7 +215,7 @@ func TestPaginationIsConsistent(t *testing.T) {
 	if _, err := ep.List(metav1.ListOptions{Limit: 4, Continue: cont}); err != nil {
 		t.Fatalf("continue at the compaction RV: %v", err)
 	}
-	mustAdd(t, s, pod("ns", "late", nil))
+	mustAdd(t, s, testkit.Pod("late", ""))
 	if err := s.Compact(s.ResourceVersion()); err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +228,7 @@ func TestPaginationIsConsistent(t *testing.T) {
 func TestContinueTokenValidation(t *testing.T) {
 	s := newSource(t, Options{})
 	for i := range 3 {
-		mustAdd(t, s, pod("ns", "p"+strconv.Itoa(i), nil))
+		mustAdd(t, s, testkit.Pod("p"+strconv.Itoa(i), ""))
 	}
 	list, err := s.Endpoint(podGVK, "").List(metav1.ListOptions{Limit: 1})
 	if err != nil {
@@ -256,8 +258,8 @@ func TestContinueTokenValidation(t *testing.T) {
 
 func TestListNamespaceAndKinds(t *testing.T) {
 	s := newSource(t, Options{})
-	mustAdd(t, s, pod("a", "x", nil))
-	mustAdd(t, s, pod("b", "y", nil))
+	mustAdd(t, s, testkit.Pod("x", "", testkit.Namespace("a")))
+	mustAdd(t, s, testkit.Pod("y", "", testkit.Namespace("b")))
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "cm"}}
 	mustAdd(t, s, cm)
 	u := &unstructured.Unstructured{}

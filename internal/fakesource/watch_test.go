@@ -17,6 +17,8 @@ import (
 	"k8s.io/client-go/util/watchlist"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 func recvN(t *testing.T, w watch.Interface, n int) []string {
@@ -52,7 +54,7 @@ func TestWatchFromResourceVersion(t *testing.T) {
 			w := mustWatch(t, s.Endpoint(podGVK, ""), tc.opts)
 			got := recvN(t, w, len(tc.want))
 			// A marker change proves nothing else was queued before it.
-			mustAdd(t, s, pod("ns", "zz", map[string]string{"v": "2"}))
+			mustAdd(t, s, testkit.Pod("zz", "", testkit.Labels{"v": "2"}))
 			if ev := evString(recv(t, w)); ev != "ADDED zz@7" {
 				t.Fatalf("after %v got %s, want the marker ADDED zz@7", got, ev)
 			}
@@ -65,12 +67,12 @@ func TestWatchFromResourceVersion(t *testing.T) {
 
 func TestWatchSelectorTransitions(t *testing.T) {
 	s := newSource(t, Options{})
-	mustAdd(t, s, pod("ns", "a", map[string]string{"app": "x"}))
+	mustAdd(t, s, testkit.Pod("a", "", testkit.Labels{"app": "x"}))
 	w := mustWatch(t, s.Endpoint(podGVK, ""), metav1.ListOptions{ResourceVersion: s.ResourceVersion(), LabelSelector: "app=x"})
-	mustUpdate(t, s, pod("ns", "a", map[string]string{"app": "y"}))
-	mustUpdate(t, s, pod("ns", "a", map[string]string{"app": "x"}))
-	mustUpdate(t, s, pod("ns", "a", map[string]string{"app": "x", "v": "1"}))
-	mustDelete(t, s, pod("ns", "a", nil))
+	mustUpdate(t, s, testkit.Pod("a", "", testkit.Labels{"app": "y"}))
+	mustUpdate(t, s, testkit.Pod("a", "", testkit.Labels{"app": "x"}))
+	mustUpdate(t, s, testkit.Pod("a", "", testkit.Labels{"app": "x", "v": "1"}))
+	mustDelete(t, s, testkit.Pod("a", ""))
 	got := recvN(t, w, 4)
 	want := []string{"DELETED a@3", "ADDED a@4", "MODIFIED a@5", "DELETED a@6"}
 	if !reflect.DeepEqual(got, want) {
@@ -159,7 +161,7 @@ func TestWatchList(t *testing.T) {
 	if _, ok := ev.Object.(*corev1.Pod); !ok {
 		t.Fatalf("bookmark object %T, want *v1.Pod", ev.Object)
 	}
-	mustAdd(t, s, pod("ns", "d", nil))
+	mustAdd(t, s, testkit.Pod("d", ""))
 	if got := evString(recv(t, w)); got != "ADDED d@7" {
 		t.Fatalf("live event %s", got)
 	}
@@ -229,7 +231,7 @@ func TestBookmarks(t *testing.T) {
 	if want := []string{"MODIFIED a@5", "DELETED b@6", "BOOKMARK @7"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("events with bookmarks = %v, want %v", got, want)
 	}
-	mustAdd(t, s, pod("ns", "m", nil))
+	mustAdd(t, s, testkit.Pod("m", ""))
 	if got := evString(recv(t, with)); got != "ADDED m@8" {
 		t.Fatalf("after bookmarks got %s", got)
 	}
@@ -431,7 +433,7 @@ func TestRestart(t *testing.T) {
 		t.Fatalf("watch from before the restart: %s, want Expired", ev.Type)
 	}
 	w3 := mustWatch(t, ep, metav1.ListOptions{ResourceVersion: "6"})
-	mustAdd(t, s, pod("ns", "x", nil))
+	mustAdd(t, s, testkit.Pod("x", ""))
 	if got := evString(recv(t, w3)); got != "ADDED x@7" {
 		t.Fatalf("watch from the restart RV: %s", got)
 	}
@@ -496,7 +498,7 @@ func TestConcurrentWritersAndWatchers(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := range perWriter {
-				p := pod("ns", "w"+strconv.Itoa(i)+"-"+strconv.Itoa(j), nil)
+				p := testkit.Pod("w"+strconv.Itoa(i)+"-"+strconv.Itoa(j), "")
 				if _, err := s.Add(p); err != nil {
 					t.Error(err)
 					return
