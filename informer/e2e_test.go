@@ -76,18 +76,10 @@ func openBoltWith(t *testing.T, path string, opts bolt.Options, c codec.Codec, o
 	}
 }
 
+// newSource returns a fake source holding pods ns/<name>.
 func newSource(t *testing.T, names ...string) *fakesource.Source {
 	t.Helper()
-	src, err := fakesource.New(fakesource.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range names {
-		if _, err := src.Add(testkit.Pod(n, "")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return src
+	return fakesource.NewForTest(t, fakesource.Options{}, testkit.Pods(names...)...)
 }
 
 // running is an informer run by RunWithContext.

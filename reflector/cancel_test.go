@@ -86,8 +86,8 @@ func runWith(t *testing.T, lw cache.ListerWatcherWithContext, sink Sink, opts Op
 		cancel()
 		select {
 		case <-done:
-		case <-time.After(testTimeout):
-			t.Fatalf("Run did not return within %v of cancellation", testTimeout)
+		case <-time.After(testkit.Timeout()):
+			t.Fatalf("Run did not return within %v of cancellation", testkit.Timeout())
 		}
 	}
 	t.Cleanup(func() { cancel(); <-done })
@@ -98,8 +98,8 @@ func wait1(t *testing.T, ch <-chan struct{}) {
 	t.Helper()
 	select {
 	case <-ch:
-	case <-time.After(testTimeout):
-		t.Fatalf("not reached within %v", testTimeout)
+	case <-time.After(testkit.Timeout()):
+		t.Fatalf("not reached within %v", testkit.Timeout())
 	}
 }
 

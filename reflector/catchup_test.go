@@ -40,14 +40,14 @@ func otherKind(t *testing.T, src *fakesource.Source) {
 // returns them.
 func waitWatches(t *testing.T, src *fakesource.Source, n int) []fakesource.Request {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
+	deadline := time.Now().Add(testkit.Timeout())
 	for {
 		w := requests(src, "watch")
 		if len(w) >= n {
 			return w
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d watch requests within %v, want %d", len(w), testTimeout, n)
+			t.Fatalf("%d watch requests within %v, want %d", len(w), testkit.Timeout(), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -58,10 +58,10 @@ func waitWatches(t *testing.T, src *fakesource.Source, n int) []fakesource.Reque
 // clock by d.
 func stepWatch(t *testing.T, src *fakesource.Source, clk *testingclock.FakeClock, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
+	deadline := time.Now().Add(testkit.Timeout())
 	for src.Stats().OpenWatches != 1 || clk.Waiters() < 2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("no open watch with its timers within %v: %+v, %d timers", testTimeout, src.Stats().Counts, clk.Waiters())
+			t.Fatalf("no open watch with its timers within %v: %+v, %d timers", testkit.Timeout(), src.Stats().Counts, clk.Waiters())
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -73,10 +73,10 @@ func stepWatch(t *testing.T, src *fakesource.Source, clk *testingclock.FakeClock
 // which it steps to.
 func stepWatchTimeout(t *testing.T, src *fakesource.Source, clk *testingclock.FakeClock) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
+	deadline := time.Now().Add(testkit.Timeout())
 	for src.Stats().OpenWatches != 1 || clk.Waiters() < 1 {
 		if time.Now().After(deadline) {
-			t.Fatalf("no open watch with its timer within %v", testTimeout)
+			t.Fatalf("no open watch with its timer within %v", testkit.Timeout())
 		}
 		time.Sleep(time.Millisecond)
 	}

@@ -33,6 +33,8 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // instantClock is a fake clock whose timers fire at once, without moving
@@ -185,7 +187,7 @@ func newCG(t *testing.T, lw cache.ListerWatcherWithContext, sink Sink, clk clock
 }
 
 // runToEnd runs r until ctx is cancelled (by the test's script) and
-// fails the test if that takes longer than testTimeout.
+// fails the test if that takes longer than testkit.Timeout().
 func runToEnd(t *testing.T, r *Reflector, ctx context.Context, cancel context.CancelFunc) {
 	t.Helper()
 	done := make(chan struct{})
@@ -195,10 +197,10 @@ func runToEnd(t *testing.T, r *Reflector, ctx context.Context, cancel context.Ca
 	}()
 	select {
 	case <-done:
-	case <-time.After(testTimeout):
+	case <-time.After(testkit.Timeout()):
 		cancel()
 		<-done
-		t.Fatalf("Run did not end within %v", testTimeout)
+		t.Fatalf("Run did not end within %v", testkit.Timeout())
 	}
 }
 

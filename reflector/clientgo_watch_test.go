@@ -56,8 +56,8 @@ func TestCloseWatchChannelOnError(t *testing.T) {
 		if ok {
 			t.Errorf("Watch channel left open after an error")
 		}
-	case <-time.After(testTimeout):
-		t.Errorf("the watch was not stopped within %v", testTimeout)
+	case <-time.After(testkit.Timeout()):
+		t.Errorf("the watch was not stopped within %v", testkit.Timeout())
 	}
 	cancel()
 	<-done
@@ -98,8 +98,8 @@ func TestRunUntil(t *testing.T) {
 				return // both closed
 			}
 			resultCh = nil
-		case <-time.After(testTimeout):
-			t.Fatalf("the cancellation is at least %s late", testTimeout)
+		case <-time.After(testkit.Timeout()):
+			t.Fatalf("the cancellation is at least %s late", testkit.Timeout())
 		}
 	}
 }

@@ -166,10 +166,10 @@ func TestWatchListResourceVersion(t *testing.T) {
 	}
 }
 
-// waitUntil polls cond until it holds, failing the test after testTimeout.
+// waitUntil polls cond until it holds, failing the test after testkit.Timeout().
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, testTimeout, true,
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, testkit.Timeout(), true,
 		func(context.Context) (bool, error) { return cond(), nil })
 	if err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
@@ -379,10 +379,10 @@ func TestWatchList(t *testing.T) {
 			}
 			select {
 			case <-done:
-			case <-time.After(testTimeout):
+			case <-time.After(testkit.Timeout()):
 				cancel()
 				<-done
-				t.Fatalf("Run did not end within %v", testTimeout)
+				t.Fatalf("Run did not end within %v", testkit.Timeout())
 			}
 
 			checkRequests(t, lw, scenario.requests)

@@ -27,10 +27,6 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// testTimeout bounds every wait on another goroutine; reaching it fails
-// the test.
-const testTimeout = 10 * time.Second
-
 var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
 
 func podL(name, v string) *corev1.Pod {
@@ -71,8 +67,8 @@ func (c *notifyClock) nextTimer(t *testing.T) time.Duration {
 	select {
 	case d := <-c.timers:
 		return d
-	case <-time.After(testTimeout):
-		t.Fatalf("the reflector created no timer within %v", testTimeout)
+	case <-time.After(testkit.Timeout()):
+		t.Fatalf("the reflector created no timer within %v", testkit.Timeout())
 	}
 	return 0
 }
@@ -292,7 +288,7 @@ func (s *recorder) waitFor(t *testing.T, what string, cond func(calls []string) 
 // critical section.
 func (s *recorder) waitLocked(t *testing.T, what string, cond func() bool) []string {
 	t.Helper()
-	deadline := time.After(testTimeout)
+	deadline := time.After(testkit.Timeout())
 	for {
 		s.mu.Lock()
 		done := cond()
@@ -419,8 +415,8 @@ func runSink(t *testing.T, src *fakesource.Source, sink *recorder, s Sink, opts 
 			cancel()
 			select {
 			case <-done:
-			case <-time.After(testTimeout):
-				t.Errorf("Run did not return within %v of cancellation", testTimeout)
+			case <-time.After(testkit.Timeout()):
+				t.Errorf("Run did not return within %v of cancellation", testkit.Timeout())
 			}
 		})
 	}
@@ -438,16 +434,10 @@ func (h *harness) stoppedRV() string {
 	return h.r.LastSyncResourceVersion()
 }
 
-func newSource(t *testing.T, opts fakesource.Options, pods ...string) *fakesource.Source {
+// newSource returns a fake source with opts holding pods ns/<name>.
+func newSource(t *testing.T, opts fakesource.Options, names ...string) *fakesource.Source {
 	t.Helper()
-	src, err := fakesource.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods {
-		mustAdd(t, src, testkit.Pod(p, ""))
-	}
-	return src
+	return fakesource.NewForTest(t, opts, testkit.Pods(names...)...)
 }
 
 func mustAdd(t *testing.T, src *fakesource.Source, p *corev1.Pod) string {

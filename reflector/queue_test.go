@@ -127,8 +127,8 @@ func TestRestartedRelistWithQueueSink(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				t.Fatalf("the reflector backed off %v instead of restarting the relist; errors: %q", d, handled)
-			case <-time.After(testTimeout):
-				t.Fatalf("no EndReplace within %v", testTimeout)
+			case <-time.After(testkit.Timeout()):
+				t.Fatalf("no EndReplace within %v", testkit.Timeout())
 			}
 			stop()
 			if got := drainQueue(t, q); !reflect.DeepEqual(got, tc.want) {

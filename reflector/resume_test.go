@@ -151,8 +151,8 @@ func (d decisions) await(t *testing.T) bool {
 	select {
 	case ahead := <-d:
 		return ahead
-	case <-time.After(testTimeout):
-		t.Fatalf("OnResumeDecided not called within %v", testTimeout)
+	case <-time.After(testkit.Timeout()):
+		t.Fatalf("OnResumeDecided not called within %v", testkit.Timeout())
 	}
 	return false
 }

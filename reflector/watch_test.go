@@ -78,8 +78,8 @@ func TestRestartRewatchesThenRelists(t *testing.T) {
 			mustAdd(t, src, testkit.Pod("x", "")) // 4: the reflector blocks pushing it
 			select {
 			case <-entered:
-			case <-time.After(testTimeout):
-				t.Fatalf("Add x@4 not pushed within %v", testTimeout)
+			case <-time.After(testkit.Timeout()):
+				t.Fatalf("Add x@4 not pushed within %v", testkit.Timeout())
 			}
 			// The cluster stays healthy long enough for a 410 to relist at
 			// once. The clock moves only now that the reflector is

@@ -17,7 +17,7 @@ import (
 )
 
 func TestMutations(t *testing.T) {
-	s := newSource(t, Options{})
+	s := NewForTest(t, Options{})
 	if got := s.ResourceVersion(); got != "1" {
 		t.Fatalf("initial RV = %s, want 1", got)
 	}
@@ -89,7 +89,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 // historySource holds pods a, b, c added at RVs 2, 3, 4, then a updated
 // at 5 and b deleted at 6.
 func historySource(t *testing.T, opts Options) *Source {
-	s := newSource(t, opts)
+	s := NewForTest(t, opts)
 	for _, n := range []string{"a", "b", "c"} {
 		mustAdd(t, s, testkit.Pod(n, ""))
 	}
@@ -170,7 +170,7 @@ func isTooLarge(err error) bool {
 // page's snapshot even while the source changes, and that compaction
 // expires the continue token.
 func TestPaginationIsConsistent(t *testing.T) {
-	s := newSource(t, Options{})
+	s := NewForTest(t, Options{})
 	for i := range 10 {
 		mustAdd(t, s, testkit.Pod("p"+strconv.Itoa(i), ""))
 	}
@@ -226,7 +226,7 @@ func TestPaginationIsConsistent(t *testing.T) {
 }
 
 func TestContinueTokenValidation(t *testing.T) {
-	s := newSource(t, Options{})
+	s := NewForTest(t, Options{})
 	for i := range 3 {
 		mustAdd(t, s, testkit.Pod("p"+strconv.Itoa(i), ""))
 	}
@@ -257,7 +257,7 @@ func TestContinueTokenValidation(t *testing.T) {
 }
 
 func TestListNamespaceAndKinds(t *testing.T) {
-	s := newSource(t, Options{})
+	s := NewForTest(t, Options{})
 	mustAdd(t, s, testkit.Pod("x", "", testkit.Namespace("a")))
 	mustAdd(t, s, testkit.Pod("y", "", testkit.Namespace("b")))
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "cm"}}
@@ -309,7 +309,7 @@ func TestListFaults(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := newSource(t, Options{})
+			s := NewForTest(t, Options{})
 			ep := s.Endpoint(podGVK, "")
 			s.FailLists(2, tc.err)
 			for i := range 2 {
@@ -329,10 +329,23 @@ func TestListFaults(t *testing.T) {
 }
 
 func TestListCancelledContext(t *testing.T) {
-	s := newSource(t, Options{})
+	s := NewForTest(t, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := s.Endpoint(podGVK, "").ListWithContext(ctx, metav1.ListOptions{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("List with cancelled ctx: %v", err)
+	}
+}
+
+func TestNewForTestAddsInOrder(t *testing.T) {
+	s := NewForTest(t, Options{}, testkit.Pods("b", "a")...)
+	for name, want := range map[string]string{"b": "2", "a": "3"} {
+		obj, ok := s.Get(podGVK, "ns", name)
+		if !ok {
+			t.Fatalf("ns/%s not found", name)
+		}
+		if rv := obj.(*corev1.Pod).ResourceVersion; rv != want {
+			t.Errorf("ns/%s at %s, want %s", name, rv, want)
+		}
 	}
 }
