@@ -83,7 +83,7 @@ func TestAddRemoveHandlersInALoopThenStop(t *testing.T) {
 	r.cancel()
 	select {
 	case <-r.done:
-	case <-time.After(30 * time.Second):
+	case <-time.After(testkit.Timeout()):
 		t.Fatalf("RunWithContext did not return after cancel; late list holds %d", lateLen(r.inf))
 	}
 	wg.Wait() // every loop ends on ErrStopped

@@ -84,7 +84,7 @@ func testHandlerMutationReported(t *testing.T, sk storeKind, late bool) {
 	}
 	select {
 	case <-mutated:
-	case <-time.After(30 * time.Second):
+	case <-time.After(testkit.Timeout()):
 		t.Fatal("the handler was not given pod a")
 	}
 	// The clock has not moved: no check has run.

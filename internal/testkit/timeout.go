@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// DefaultTimeout is Timeout on a machine that is not loaded, in a test
-// binary built without the race detector.
-const DefaultTimeout = 20 * time.Second
+// DefaultTimeout is Timeout in a test binary built without the race
+// detector: client-go's wait.ForeverTestTimeout.
+const DefaultTimeout = 30 * time.Second
 
 // raceFactor is how much longer Timeout is in a test binary built with the
 // race detector (go test -race, as make test runs every test), which runs
