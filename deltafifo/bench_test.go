@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // The throughput benchmarks push b.N Update events from one goroutine and
@@ -27,7 +28,7 @@ var benchShapes = []struct {
 func benchPods(keys int) []*corev1.Pod {
 	pods := make([]*corev1.Pod, keys)
 	for i := range pods {
-		pods[i] = pod("p"+strconv.Itoa(i), strconv.Itoa(i+1))
+		pods[i] = testkit.Pod("p"+strconv.Itoa(i), strconv.Itoa(i+1))
 	}
 	return pods
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // blockedCall is a push made on a full queue.
@@ -24,20 +25,20 @@ type blockedCall struct {
 func blockedCalls() []blockedCall {
 	bg := context.Background()
 	fillDeltas := func(t *testing.T, q *deltafifo.Queue) {
-		must(t, q.Add(bg, pod("a", "1")))
-		must(t, q.Add(bg, pod("b", "2")))
+		must(t, q.Add(bg, testkit.Pod("a", "1")))
+		must(t, q.Add(bg, testkit.Pod("b", "2")))
 	}
 	fillPage := func(t *testing.T, q *deltafifo.Queue) {
 		must(t, q.BeginReplace(bg))
-		must(t, q.ReplacePage(bg, []interface{}{pod("a", "1"), pod("b", "2")}))
+		must(t, q.ReplacePage(bg, []interface{}{testkit.Pod("a", "1"), testkit.Pod("b", "2")}))
 	}
 	return []blockedCall{
 		{name: "add", fill: fillDeltas, pops: 1,
-			call: func(ctx context.Context, q *deltafifo.Queue) error { return q.Add(ctx, pod("c", "3")) }},
+			call: func(ctx context.Context, q *deltafifo.Queue) error { return q.Add(ctx, testkit.Pod("c", "3")) }},
 		{name: "update of a queued key", fill: fillDeltas, pops: 1,
-			call: func(ctx context.Context, q *deltafifo.Queue) error { return q.Update(ctx, pod("b", "3")) }},
+			call: func(ctx context.Context, q *deltafifo.Queue) error { return q.Update(ctx, testkit.Pod("b", "3")) }},
 		{name: "delete", fill: fillDeltas, pops: 1,
-			call: func(ctx context.Context, q *deltafifo.Queue) error { return q.Delete(ctx, pod("c", "3")) }},
+			call: func(ctx context.Context, q *deltafifo.Queue) error { return q.Delete(ctx, testkit.Pod("c", "3")) }},
 		{name: "bookmark", fill: fillDeltas, pops: 1,
 			call: func(ctx context.Context, q *deltafifo.Queue) error { return q.Bookmark(ctx, "3") }},
 		{name: "mark synced", fill: fillDeltas, pops: 1,
@@ -49,14 +50,14 @@ func blockedCalls() []blockedCall {
 		// The begin marker frees nothing: the second pop does.
 		{name: "replace page", fill: fillPage, pops: 2,
 			call: func(ctx context.Context, q *deltafifo.Queue) error {
-				return q.ReplacePage(ctx, []interface{}{pod("c", "3")})
+				return q.ReplacePage(ctx, []interface{}{testkit.Pod("c", "3")})
 			}},
 		{name: "end replace", fill: fillPage, pops: 2,
 			call: func(ctx context.Context, q *deltafifo.Queue) error { return q.EndReplace(ctx, "3") }},
 		// A two-object page needs the whole page popped.
 		{name: "two-object page", fill: fillPage, pops: 3,
 			call: func(ctx context.Context, q *deltafifo.Queue) error {
-				return q.ReplacePage(ctx, []interface{}{pod("c", "3"), pod("d", "4")})
+				return q.ReplacePage(ctx, []interface{}{testkit.Pod("c", "3"), testkit.Pod("d", "4")})
 			}},
 	}
 }
@@ -64,7 +65,7 @@ func blockedCalls() []blockedCall {
 func capacityTwo(t *testing.T) *deltafifo.Queue {
 	return newQueue(t, deltafifo.Options{
 		Capacity:     2,
-		KnownObjects: &known{pods: []*corev1.Pod{pod("z", "0")}},
+		KnownObjects: &known{pods: []*corev1.Pod{testkit.Pod("z", "0")}},
 	})
 }
 
@@ -142,7 +143,7 @@ func TestCancelledContextQueuesNothing(t *testing.T) {
 		t.Run(bc.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
-			q := newQueue(t, deltafifo.Options{KnownObjects: &known{pods: []*corev1.Pod{pod("z", "0")}}})
+			q := newQueue(t, deltafifo.Options{KnownObjects: &known{pods: []*corev1.Pod{testkit.Pod("z", "0")}}})
 			bc.fill(t, q)
 			depth := q.Depth()
 			if err := bc.call(ctx, q); !errors.Is(err, context.Canceled) {
@@ -162,10 +163,10 @@ func TestOversizedPage(t *testing.T) {
 		ctx := context.Background()
 		q := newQueue(t, deltafifo.Options{Capacity: 2})
 		must(t, q.BeginReplace(ctx))
-		big := []interface{}{pod("a", "1"), pod("b", "2"), pod("c", "3"), pod("d", "4"), pod("e", "5")}
+		big := []interface{}{testkit.Pod("a", "1"), testkit.Pod("b", "2"), testkit.Pod("c", "3"), testkit.Pod("d", "4"), testkit.Pod("e", "5")}
 		must(t, q.ReplacePage(ctx, big)) // empty queue: accepted at once
 		done := make(chan error, 1)
-		go func() { done <- q.ReplacePage(ctx, []interface{}{pod("f", "6")}) }()
+		go func() { done <- q.ReplacePage(ctx, []interface{}{testkit.Pod("f", "6")}) }()
 		pop(t, q, 10) // begin
 		for _, want := range []string{"ReplacePage a/1 b/2 c/3 initial", "ReplacePage d/4 e/5 initial"} {
 			synctest.Wait()
@@ -203,7 +204,7 @@ func TestPopBlocking(t *testing.T) {
 	}{
 		{name: "woken by an add", want: "Deltas rv=1 a[Added:a/1]",
 			wake: func(t *testing.T, _ context.CancelFunc, q *deltafifo.Queue) {
-				must(t, q.Add(context.Background(), pod("a", "1")))
+				must(t, q.Add(context.Background(), testkit.Pod("a", "1")))
 			}},
 		{name: "woken by a bookmark", want: "Deltas rv=7",
 			wake: func(t *testing.T, _ context.CancelFunc, q *deltafifo.Queue) {
@@ -262,7 +263,7 @@ func TestPopBlocking(t *testing.T) {
 // leaves the queue untouched.
 func TestPopCancelledLosesNothing(t *testing.T) {
 	q := newQueue(t, deltafifo.Options{})
-	must(t, q.Add(context.Background(), pod("a", "1")))
+	must(t, q.Add(context.Background(), testkit.Pod("a", "1")))
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := q.Pop(ctx, 10); !errors.Is(err, context.Canceled) {
@@ -276,12 +277,12 @@ func TestPopCancelledLosesNothing(t *testing.T) {
 func TestCloseDrains(t *testing.T) {
 	ctx := context.Background()
 	q := newQueue(t, deltafifo.Options{})
-	must(t, q.Add(ctx, pod("a", "1")))
+	must(t, q.Add(ctx, testkit.Pod("a", "1")))
 	must(t, q.BeginReplace(ctx))
-	must(t, q.ReplacePage(ctx, []interface{}{pod("b", "2")}))
+	must(t, q.ReplacePage(ctx, []interface{}{testkit.Pod("b", "2")}))
 	q.Close()
 	q.Close()
-	if err := q.Add(ctx, pod("c", "3")); !errors.Is(err, deltafifo.ErrClosed) {
+	if err := q.Add(ctx, testkit.Pod("c", "3")); !errors.Is(err, deltafifo.ErrClosed) {
 		t.Fatalf("Add after Close = %v, want ErrClosed", err)
 	}
 	// The replace left open by Close is drained without an end.
@@ -300,7 +301,7 @@ func TestEmptyPageDoesNotBlock(t *testing.T) {
 		ctx := context.Background()
 		q := newQueue(t, deltafifo.Options{Capacity: 1})
 		must(t, q.BeginReplace(ctx))
-		must(t, q.ReplacePage(ctx, []interface{}{pod("a", "1")}))
+		must(t, q.ReplacePage(ctx, []interface{}{testkit.Pod("a", "1")}))
 		done := make(chan error, 1)
 		go func() { done <- q.ReplacePage(ctx, nil) }()
 		synctest.Wait()
@@ -335,7 +336,7 @@ func TestReady(t *testing.T) {
 	if q.Ready() {
 		t.Fatal("a popped queue is ready")
 	}
-	must(t, q.Add(context.Background(), pod("a", "1")))
+	must(t, q.Add(context.Background(), testkit.Pod("a", "1")))
 	if !q.Ready() {
 		t.Fatal("a queued delta is not ready")
 	}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // budgetMetrics records a budget's metrics. It is called with the
@@ -111,15 +112,15 @@ func TestBudgetBlocksUntilAnotherQueuePops(t *testing.T) {
 		qa := newQueue(t, deltafifo.Options{Name: "a", Capacity: 100, Budget: b})
 		qb := newQueue(t, deltafifo.Options{Name: "b", Capacity: 100, Budget: b})
 		qc := newQueue(t, deltafifo.Options{Name: "c", Capacity: 100, Budget: b})
-		must(t, qa.Add(ctx, pod("a1", "1")))
-		must(t, qa.Add(ctx, pod("a2", "2")))
-		must(t, qb.Add(ctx, pod("b1", "3")))
-		must(t, qb.Add(ctx, pod("b2", "4")))
-		must(t, qc.Add(ctx, pod("c1", "3")))
-		must(t, qc.Add(ctx, pod("c2", "4")))
+		must(t, qa.Add(ctx, testkit.Pod("a1", "1")))
+		must(t, qa.Add(ctx, testkit.Pod("a2", "2")))
+		must(t, qb.Add(ctx, testkit.Pod("b1", "3")))
+		must(t, qb.Add(ctx, testkit.Pod("b2", "4")))
+		must(t, qc.Add(ctx, testkit.Pod("c1", "3")))
+		must(t, qc.Add(ctx, testkit.Pod("c2", "4")))
 		checkUsed(t, b, 6)
 
-		done := async(func() error { return qb.Add(ctx, pod("b3", "5")) })
+		done := async(func() error { return qb.Add(ctx, testkit.Pod("b3", "5")) })
 		blocked(t, "add into a spent budget", done)
 		if m.blocked != 1 {
 			t.Errorf("Blocked counted %d times, want 1", m.blocked)
@@ -149,14 +150,14 @@ func TestBudgetShare(t *testing.T) {
 		ctx := context.Background()
 		b := newBudget(t, 4, nil)
 		stuck := newQueue(t, deltafifo.Options{Name: "stuck", Capacity: 100, Budget: b})
-		must(t, stuck.Add(ctx, pod("a", "1")))
-		must(t, stuck.Add(ctx, pod("b", "2")))
-		done := async(func() error { return stuck.Add(ctx, pod("c", "3")) })
+		must(t, stuck.Add(ctx, testkit.Pod("a", "1")))
+		must(t, stuck.Add(ctx, testkit.Pod("b", "2")))
+		done := async(func() error { return stuck.Add(ctx, testkit.Pod("c", "3")) })
 		blocked(t, "add beyond the queue's share", done)
 
 		other := newQueue(t, deltafifo.Options{Name: "other", Capacity: 100, Budget: b})
-		must(t, other.Add(ctx, pod("x", "1")))
-		must(t, other.Add(ctx, pod("y", "2")))
+		must(t, other.Add(ctx, testkit.Pod("x", "1")))
+		must(t, other.Add(ctx, testkit.Pod("y", "2")))
 		checkUsed(t, b, 4)
 
 		pop(t, stuck, 1)
@@ -175,18 +176,18 @@ func TestBudgetEmptyQueueAlwaysAdmits(t *testing.T) {
 		b := newBudget(t, 4, nil)
 		for _, name := range []string{"a", "b"} {
 			q := newQueue(t, deltafifo.Options{Name: name, Capacity: 100, Budget: b})
-			must(t, q.Add(ctx, pod(name+"1", "1")))
-			must(t, q.Add(ctx, pod(name+"2", "2")))
+			must(t, q.Add(ctx, testkit.Pod(name+"1", "1")))
+			must(t, q.Add(ctx, testkit.Pod(name+"2", "2")))
 		}
 		checkUsed(t, b, 4)
 
 		q := newQueue(t, deltafifo.Options{Name: "c", Capacity: 2, Budget: b})
 		must(t, q.BeginReplace(ctx)) // a marker: no budget
-		big := []interface{}{pod("p1", "1"), pod("p2", "1"), pod("p3", "1"), pod("p4", "1"), pod("p5", "1")}
+		big := []interface{}{testkit.Pod("p1", "1"), testkit.Pod("p2", "1"), testkit.Pod("p3", "1"), testkit.Pod("p4", "1"), testkit.Pod("p5", "1")}
 		must(t, q.ReplacePage(ctx, big)) // empty queue: admitted over Capacity and budget
 		checkUsed(t, b, 9)
 
-		done := async(func() error { return q.ReplacePage(ctx, []interface{}{pod("p6", "1")}) })
+		done := async(func() error { return q.ReplacePage(ctx, []interface{}{testkit.Pod("p6", "1")}) })
 		pop(t, q, 10) // begin marker
 		for _, want := range []string{"ReplacePage p1/1 p2/1 p3/1 initial", "ReplacePage p4/1 p5/1 initial"} {
 			blocked(t, "page into a non-empty queue over the budget", done)
@@ -202,9 +203,9 @@ func TestBudgetEmptyQueueAlwaysAdmits(t *testing.T) {
 		checkUsed(t, b, 4)
 		must(t, q.EndReplace(ctx, "7"))
 		pop(t, q, 10)
-		must(t, q.Add(ctx, pod("d", "8")))
+		must(t, q.Add(ctx, testkit.Pod("d", "8")))
 		checkUsed(t, b, 5)
-		done = async(func() error { return q.Add(ctx, pod("e", "9")) })
+		done = async(func() error { return q.Add(ctx, testkit.Pod("e", "9")) })
 		blocked(t, "second add over the budget", done)
 		pop(t, q, 10)
 		must(t, returned(t, "add into the emptied queue", done))
@@ -218,9 +219,9 @@ func TestBudgetEmptyQueueAlwaysAdmits(t *testing.T) {
 func TestBudgetReleasedOnEveryPath(t *testing.T) {
 	ctx := context.Background()
 	b := newBudget(t, 100, nil)
-	q := newQueue(t, deltafifo.Options{Capacity: 100, Budget: b, KnownObjects: &known{pods: []*corev1.Pod{pod("a", "1"), pod("k", "1")}}})
-	must(t, q.Add(ctx, pod("a", "1")))
-	must(t, q.Delete(ctx, pod("a", "2")))
+	q := newQueue(t, deltafifo.Options{Capacity: 100, Budget: b, KnownObjects: &known{pods: []*corev1.Pod{testkit.Pod("a", "1"), testkit.Pod("k", "1")}}})
+	must(t, q.Add(ctx, testkit.Pod("a", "1")))
+	must(t, q.Delete(ctx, testkit.Pod("a", "2")))
 	must(t, q.Delete(ctx, tomb("a", nil))) // deduplicated
 	checkUsed(t, b, 2)
 	must(t, q.Resync(ctx)) // a is queued: only k is added
@@ -240,8 +241,8 @@ func TestBudgetReleasedOnEveryPath(t *testing.T) {
 		t.Fatalf("popped %q, want ReplaceAbort", got)
 	}
 
-	must(t, q.Add(ctx, pod("e", "1")))
-	must(t, q.Add(ctx, pod("f", "1")))
+	must(t, q.Add(ctx, testkit.Pod("e", "1")))
+	must(t, q.Add(ctx, testkit.Pod("f", "1")))
 	checkUsed(t, b, 2)
 	q.Close()
 	checkUsed(t, b, 0)
@@ -262,13 +263,13 @@ func TestBudgetClosedQueueFreesWaiters(t *testing.T) {
 		b := newBudget(t, 4, nil)
 		dead := newQueue(t, deltafifo.Options{Name: "dead", Capacity: 100, Budget: b})
 		live := newQueue(t, deltafifo.Options{Name: "live", Capacity: 100, Budget: b})
-		must(t, dead.Add(ctx, pod("a", "1")))
-		must(t, dead.Add(ctx, pod("b", "2")))
-		must(t, live.Add(ctx, pod("x", "1")))
-		must(t, live.Add(ctx, pod("y", "2")))
-		done := async(func() error { return live.Add(ctx, pod("z", "3")) })
+		must(t, dead.Add(ctx, testkit.Pod("a", "1")))
+		must(t, dead.Add(ctx, testkit.Pod("b", "2")))
+		must(t, live.Add(ctx, testkit.Pod("x", "1")))
+		must(t, live.Add(ctx, testkit.Pod("y", "2")))
+		done := async(func() error { return live.Add(ctx, testkit.Pod("z", "3")) })
 		// The dead queue's own producer is blocked too (share spent).
-		deadPush := async(func() error { return dead.Add(ctx, pod("c", "3")) })
+		deadPush := async(func() error { return dead.Add(ctx, testkit.Pod("c", "3")) })
 		blocked(t, "add while another queue's consumer is stopped", done)
 		blocked(t, "the stopped queue's add", deadPush)
 
@@ -300,7 +301,7 @@ func TestBudgetWaitEndsOnCancelAndClose(t *testing.T) {
 			name string
 			call func(context.Context, *deltafifo.Queue) error
 		}{
-			{"add", func(ctx context.Context, q *deltafifo.Queue) error { return q.Add(ctx, pod("c", "3")) }},
+			{"add", func(ctx context.Context, q *deltafifo.Queue) error { return q.Add(ctx, testkit.Pod("c", "3")) }},
 			{"resync", func(ctx context.Context, q *deltafifo.Queue) error { return q.Resync(ctx) }},
 		} {
 			t.Run(tc.name+"/"+push.name, func(t *testing.T) {
@@ -309,11 +310,11 @@ func TestBudgetWaitEndsOnCancelAndClose(t *testing.T) {
 					defer cancel()
 					b := newBudget(t, 4, nil)
 					other := newQueue(t, deltafifo.Options{Name: "other", Capacity: 100, Budget: b})
-					must(t, other.Add(ctx, pod("x", "1")))
-					must(t, other.Add(ctx, pod("y", "2")))
-					q := newQueue(t, deltafifo.Options{Capacity: 100, Budget: b, KnownObjects: &known{pods: []*corev1.Pod{pod("k", "1")}}})
-					must(t, q.Add(ctx, pod("a", "1")))
-					must(t, q.Add(ctx, pod("b", "2")))
+					must(t, other.Add(ctx, testkit.Pod("x", "1")))
+					must(t, other.Add(ctx, testkit.Pod("y", "2")))
+					q := newQueue(t, deltafifo.Options{Capacity: 100, Budget: b, KnownObjects: &known{pods: []*corev1.Pod{testkit.Pod("k", "1")}}})
+					must(t, q.Add(ctx, testkit.Pod("a", "1")))
+					must(t, q.Add(ctx, testkit.Pod("b", "2")))
 					checkUsed(t, b, 4)
 					done := async(func() error { return push.call(ctx, q) })
 					blocked(t, push.name, done)
@@ -349,7 +350,7 @@ func TestBudgetPopCancelKeepsCharge(t *testing.T) {
 			t.Fatalf("pop: %v, want context.Canceled", err)
 		}
 		checkUsed(t, b, 0)
-		must(t, q.Add(context.Background(), pod("a", "1")))
+		must(t, q.Add(context.Background(), testkit.Pod("a", "1")))
 		ctx, cancel = context.WithCancel(context.Background())
 		cancel()
 		if _, err := q.Pop(ctx, 1); !errors.Is(err, context.Canceled) {
@@ -392,7 +393,7 @@ func TestBudgetConcurrentQueues(t *testing.T) {
 					n := min(page, objects-i)
 					objs := make([]interface{}, n)
 					for j := range objs {
-						objs[j] = pod(fmt.Sprint(i+j), "1")
+						objs[j] = testkit.Pod(fmt.Sprint(i+j), "1")
 					}
 					if err = q.BeginReplace(ctx); err == nil {
 						err = q.ReplacePage(ctx, objs)
@@ -402,7 +403,7 @@ func TestBudgetConcurrentQueues(t *testing.T) {
 					}
 					i += n
 				} else {
-					err = q.Add(ctx, pod(fmt.Sprint(i), fmt.Sprint(i+1)))
+					err = q.Add(ctx, testkit.Pod(fmt.Sprint(i), fmt.Sprint(i+1)))
 					i++
 				}
 				if err != nil {
@@ -463,7 +464,7 @@ func TestBudgetConcurrentQueues(t *testing.T) {
 func pods(names ...string) []interface{} {
 	out := make([]interface{}, len(names))
 	for i, n := range names {
-		out[i] = pod(n, "1")
+		out[i] = testkit.Pod(n, "1")
 	}
 	return out
 }
@@ -480,17 +481,17 @@ func TestBudgetFloor(t *testing.T) {
 		for _, name := range []string{"slow-1", "slow-2"} {
 			q := newQueue(t, deltafifo.Options{Name: name, Capacity: limit, Budget: b})
 			for i := range limit / 2 {
-				must(t, q.Add(ctx, pod(fmt.Sprintf("%s-%d", name, i), "1")))
+				must(t, q.Add(ctx, testkit.Pod(fmt.Sprintf("%s-%d", name, i), "1")))
 			}
 		}
 		checkUsed(t, b, limit)
 
 		q := newQueue(t, deltafifo.Options{Name: "busy", Capacity: limit, Budget: b})
 		for i := range 10 {
-			must(t, q.Add(ctx, pod(fmt.Sprintf("p%d", i), "2")))
+			must(t, q.Add(ctx, testkit.Pod(fmt.Sprintf("p%d", i), "2")))
 		}
 		checkUsed(t, b, limit+10)
-		done := async(func() error { return q.Add(ctx, pod("p10", "2")) })
+		done := async(func() error { return q.Add(ctx, testkit.Pod("p10", "2")) })
 		blocked(t, "add past the floor of a spent budget", done)
 		if n := len(pop(t, q, 100).Keys); n != 10 {
 			t.Fatalf("popped a batch of %d, want the floor's 10", n)

@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 func TestDeltaFIFO_basic(t *testing.T) {
@@ -357,7 +358,7 @@ func TestDeltaFIFO_PopShouldUnblockWhenClosed(t *testing.T) {
 			if !errors.Is(err, deltafifo.ErrClosed) {
 				t.Errorf("Pop after Close: %v, want ErrClosed", err)
 			}
-		case <-time.After(testTimeout):
+		case <-time.After(testkit.Timeout()):
 			t.Fatalf("timed out waiting for Pop to return after Close")
 		}
 	}

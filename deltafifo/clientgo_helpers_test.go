@@ -11,16 +11,11 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/deltafifo"
 )
-
-// testTimeout bounds every wait on another goroutine; reaching it fails
-// the test.
-const testTimeout = 10 * time.Second
 
 // testFifoObject is client-go's test object: a name (its key) and a value.
 // It has no resourceVersion, so it never moves the queue's safe

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // TestConcurrentProducerConsumer runs a producer (watch events, bookmarks,
@@ -62,7 +63,7 @@ func TestConcurrentProducerConsumer(t *testing.T) {
 				continue
 			case n < 6:
 				if !push(q.BeginReplace(ctx)) ||
-					!push(q.ReplacePage(ctx, []interface{}{pod("x", "1"), pod("y", "1")})) ||
+					!push(q.ReplacePage(ctx, []interface{}{testkit.Pod("x", "1"), testkit.Pod("y", "1")})) ||
 					!push(q.EndReplace(ctx, strconv.Itoa(rv))) {
 					return
 				}
@@ -72,7 +73,7 @@ func TestConcurrentProducerConsumer(t *testing.T) {
 			mu.Lock()
 			isEvent[rv] = true
 			mu.Unlock()
-			p := pod(k, strconv.Itoa(rv))
+			p := testkit.Pod(k, strconv.Itoa(rv))
 			var err error
 			switch {
 			case !exists[k]:

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // TestDeltasSegment covers per-key accumulation, ordering, delete dedup,
@@ -17,10 +18,10 @@ import (
 func TestDeltasSegment(t *testing.T) {
 	ctx := context.Background()
 	add := func(name, rv string) func(*testing.T, *deltafifo.Queue) {
-		return func(t *testing.T, q *deltafifo.Queue) { must(t, q.Add(ctx, pod(name, rv))) }
+		return func(t *testing.T, q *deltafifo.Queue) { must(t, q.Add(ctx, testkit.Pod(name, rv))) }
 	}
 	update := func(name, rv string) func(*testing.T, *deltafifo.Queue) {
-		return func(t *testing.T, q *deltafifo.Queue) { must(t, q.Update(ctx, pod(name, rv))) }
+		return func(t *testing.T, q *deltafifo.Queue) { must(t, q.Update(ctx, testkit.Pod(name, rv))) }
 	}
 	del := func(obj interface{}) func(*testing.T, *deltafifo.Queue) {
 		return func(t *testing.T, q *deltafifo.Queue) { must(t, q.Delete(ctx, obj)) }
@@ -41,7 +42,7 @@ func TestDeltasSegment(t *testing.T) {
 		want []string // popped by the ops, then by draining with max
 	}{{
 		name: "deltas accumulate per key, keys in first-arrival order",
-		ops:  ops(add("a", "1"), add("b", "2"), update("a", "3"), del(pod("b", "4"))),
+		ops:  ops(add("a", "1"), add("b", "2"), update("a", "3"), del(testkit.Pod("b", "4"))),
 		max:  10,
 		want: []string{"Deltas rv=4 a[Added:a/1 Updated:a/3] b[Added:b/2 Deleted:b/4]"},
 	}, {
@@ -55,28 +56,28 @@ func TestDeltasSegment(t *testing.T) {
 		},
 	}, {
 		name: "a real delete followed by a tombstone keeps the real one",
-		ops:  ops(add("a", "1"), del(pod("a", "5")), del(tomb("a", pod("a", "1")))),
+		ops:  ops(add("a", "1"), del(testkit.Pod("a", "5")), del(tomb("a", testkit.Pod("a", "1")))),
 		max:  10,
 		want: []string{"Deltas rv=5 a[Added:a/1 Deleted:a/5]"},
 	}, {
 		name: "a tombstone followed by a real delete keeps the real one",
-		ops:  ops(del(tomb("a", pod("a", "4"))), del(pod("a", "6"))),
+		ops:  ops(del(tomb("a", testkit.Pod("a", "4"))), del(testkit.Pod("a", "6"))),
 		max:  10,
 		want: []string{"Deltas rv=6 a[Deleted:a/6]"},
 	}, {
 		name: "two tombstones keep the newer",
 		opts: deltafifo.Options{InitialResourceVersion: "7"},
-		ops:  ops(del(tomb("a", pod("a", "1"))), del(tomb("a", nil))),
+		ops:  ops(del(tomb("a", testkit.Pod("a", "1"))), del(tomb("a", nil))),
 		max:  10,
 		want: []string{"Deltas rv=7 a[Deleted:tomb:-]"},
 	}, {
 		name: "deletes separated by another delta are not deduplicated",
-		ops:  ops(del(pod("a", "1")), add("a", "2"), del(pod("a", "3"))),
+		ops:  ops(del(testkit.Pod("a", "1")), add("a", "2"), del(testkit.Pod("a", "3"))),
 		max:  10,
 		want: []string{"Deltas rv=3 a[Deleted:a/1 Added:a/2 Deleted:a/3]"},
 	}, {
 		name: "tombstones and objects without RV do not move the RV",
-		ops:  ops(add("a", "1"), del(tomb("b", pod("b", "9"))), add("c", "")),
+		ops:  ops(add("a", "1"), del(tomb("b", testkit.Pod("b", "9"))), add("c", "")),
 		max:  10,
 		want: []string{"Deltas rv=1 a[Added:a/1] b[Deleted:tomb:9] c[Added:c/]"},
 	}, {
@@ -87,7 +88,7 @@ func TestDeltasSegment(t *testing.T) {
 		want: []string{"Deltas rv=1 a[Added:a/1 Deleted:tomb:-]"},
 	}, {
 		name: "a delete for a key never seen is queued",
-		ops:  ops(del(pod("a", "3"))),
+		ops:  ops(del(testkit.Pod("a", "3"))),
 		max:  10,
 		want: []string{"Deltas rv=3 a[Deleted:a/3]"},
 	}, {
@@ -153,10 +154,10 @@ func ops(fs ...func(*testing.T, *deltafifo.Queue)) []func(*testing.T, *deltafifo
 func TestDepth(t *testing.T) {
 	ctx := context.Background()
 	q := newQueue(t, deltafifo.Options{})
-	must(t, q.Add(ctx, pod("a", "1")))
-	must(t, q.Update(ctx, pod("a", "2")))
-	must(t, q.Add(ctx, pod("b", "3")))
-	must(t, q.Delete(ctx, pod("b", "4")))
+	must(t, q.Add(ctx, testkit.Pod("a", "1")))
+	must(t, q.Update(ctx, testkit.Pod("a", "2")))
+	must(t, q.Add(ctx, testkit.Pod("b", "3")))
+	must(t, q.Delete(ctx, testkit.Pod("b", "4")))
 	must(t, q.Delete(ctx, tomb("b", nil))) // deduplicated
 	must(t, q.Bookmark(ctx, "5"))          // not counted
 	if got := q.Depth(); got != 4 {
@@ -183,33 +184,33 @@ func TestResync(t *testing.T) {
 		want   []string
 	}{{
 		name:  "every known key gets a Sync delta, in ListKeys order",
-		known: &known{pods: []*corev1.Pod{pod("a", "1"), pod("b", "2")}},
+		known: &known{pods: []*corev1.Pod{testkit.Pod("a", "1"), testkit.Pod("b", "2")}},
 		want:  []string{"Deltas rv=10 a[Sync:a] b[Sync:b]"},
 	}, {
 		name:  "keys with queued deltas are skipped",
-		known: &known{pods: []*corev1.Pod{pod("a", "1"), pod("b", "2"), pod("c", "3")}},
+		known: &known{pods: []*corev1.Pod{testkit.Pod("a", "1"), testkit.Pod("b", "2"), testkit.Pod("c", "3")}},
 		before: func(t *testing.T, q *deltafifo.Queue) {
-			must(t, q.Update(ctx, pod("b", "11")))
+			must(t, q.Update(ctx, testkit.Pod("b", "11")))
 		},
 		want: []string{"Deltas rv=11 b[Updated:b/11(t)] a[Sync:a] c[Sync:c]"},
 	}, {
 		name:  "keys with deltas queued in an earlier segment are skipped",
-		known: &known{pods: []*corev1.Pod{pod("a", "1"), pod("b", "2")}},
+		known: &known{pods: []*corev1.Pod{testkit.Pod("a", "1"), testkit.Pod("b", "2")}},
 		before: func(t *testing.T, q *deltafifo.Queue) {
-			must(t, q.Update(ctx, pod("a", "11")))
+			must(t, q.Update(ctx, testkit.Pod("a", "11")))
 			must(t, q.MarkSynced(ctx))
 		},
 		want: []string{"Deltas rv=11 a[Updated:a/11(t)]", "Synced", "Deltas rv=11 b[Sync:b]"},
 	}, {
 		name:  "a second resync does not duplicate queued Syncs",
-		known: &known{pods: []*corev1.Pod{pod("a", "1")}},
+		known: &known{pods: []*corev1.Pod{testkit.Pod("a", "1")}},
 		before: func(t *testing.T, q *deltafifo.Queue) {
 			must(t, q.Resync(ctx))
 		},
 		want: []string{"Deltas rv=10 a[Sync:a]"},
 	}, {
 		name:  "nothing happens while a replace is open",
-		known: &known{pods: []*corev1.Pod{pod("a", "1")}},
+		known: &known{pods: []*corev1.Pod{testkit.Pod("a", "1")}},
 		before: func(t *testing.T, q *deltafifo.Queue) {
 			must(t, q.BeginReplace(ctx))
 		},
@@ -258,12 +259,12 @@ func markTransformed(obj interface{}) (interface{}, error) {
 func TestTransformer(t *testing.T) {
 	ctx := context.Background()
 	q := newQueue(t, deltafifo.Options{Transformer: markTransformed})
-	must(t, q.Add(ctx, pod("a", "1")))
-	must(t, q.Update(ctx, pod("a", "2")))
-	must(t, q.Delete(ctx, pod("a", "3")))
-	must(t, q.Delete(ctx, tomb("b", pod("b", "0"))))
+	must(t, q.Add(ctx, testkit.Pod("a", "1")))
+	must(t, q.Update(ctx, testkit.Pod("a", "2")))
+	must(t, q.Delete(ctx, testkit.Pod("a", "3")))
+	must(t, q.Delete(ctx, tomb("b", testkit.Pod("b", "0"))))
 	must(t, q.BeginReplace(ctx))
-	must(t, q.ReplacePage(ctx, []interface{}{pod("c", "4")}))
+	must(t, q.ReplacePage(ctx, []interface{}{testkit.Pod("c", "4")}))
 	must(t, q.EndReplace(ctx, "5"))
 	got := drain(t, q, 10)
 	want := []string{
@@ -281,7 +282,7 @@ func TestLongLivedSegment(t *testing.T) {
 	q := newQueue(t, deltafifo.Options{})
 	const queued, pops = 2000, 5000
 	for i := range queued {
-		must(t, q.Add(ctx, pod("k"+strconv.Itoa(i), strconv.Itoa(i+1))))
+		must(t, q.Add(ctx, testkit.Pod("k"+strconv.Itoa(i), strconv.Itoa(i+1))))
 	}
 	for i := range pops {
 		b := pop(t, q, 1)
@@ -290,7 +291,7 @@ func TestLongLivedSegment(t *testing.T) {
 			t.Fatalf("pop %d: %s, want k%d with rv %d", i, describe(b), i, i+1)
 		}
 		n := queued + i
-		must(t, q.Add(ctx, pod("k"+strconv.Itoa(n), strconv.Itoa(n+1))))
+		must(t, q.Add(ctx, testkit.Pod("k"+strconv.Itoa(n), strconv.Itoa(n+1))))
 	}
 	if got := q.Depth(); got != queued {
 		t.Fatalf("Depth = %d, want %d", got, queued)

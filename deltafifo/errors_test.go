@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 func TestNewValidatesOptions(t *testing.T) {
@@ -38,29 +39,29 @@ func TestErrors(t *testing.T) {
 		{name: "update typed nil", call: func(q *deltafifo.Queue) error { return q.Update(ctx, nilPod) }, want: deltafifo.ErrNilObject},
 		{name: "delete nil", call: func(q *deltafifo.Queue) error { return q.Delete(ctx, nil) }, want: deltafifo.ErrNilObject},
 		{name: "transformer returns nil", opts: deltafifo.Options{Transformer: returnsNil},
-			call: func(q *deltafifo.Queue) error { return q.Add(ctx, pod("a", "1")) }, want: deltafifo.ErrNilObject},
+			call: func(q *deltafifo.Queue) error { return q.Add(ctx, testkit.Pod("a", "1")) }, want: deltafifo.ErrNilObject},
 		{name: "replace page with a nil object", before: beginReplace,
-			call: func(q *deltafifo.Queue) error { return q.ReplacePage(ctx, []interface{}{pod("a", "1"), nil}) }, want: deltafifo.ErrNilObject},
+			call: func(q *deltafifo.Queue) error { return q.ReplacePage(ctx, []interface{}{testkit.Pod("a", "1"), nil}) }, want: deltafifo.ErrNilObject},
 		{name: "pop max 0", call: func(q *deltafifo.Queue) error { _, err := q.Pop(ctx, 0); return err }, want: deltafifo.ErrInvalidArgument},
 		{name: "empty bookmark", call: func(q *deltafifo.Queue) error { return q.Bookmark(ctx, "") }, want: deltafifo.ErrInvalidArgument},
 		{name: "begin replace twice", before: beginReplace,
 			call: func(q *deltafifo.Queue) error { return q.BeginReplace(ctx) }, want: deltafifo.ErrReplaceInProgress},
 		{name: "add during replace", before: beginReplace,
-			call: func(q *deltafifo.Queue) error { return q.Add(ctx, pod("a", "1")) }, want: deltafifo.ErrReplaceInProgress},
+			call: func(q *deltafifo.Queue) error { return q.Add(ctx, testkit.Pod("a", "1")) }, want: deltafifo.ErrReplaceInProgress},
 		{name: "delete during replace", before: beginReplace,
-			call: func(q *deltafifo.Queue) error { return q.Delete(ctx, pod("a", "1")) }, want: deltafifo.ErrReplaceInProgress},
+			call: func(q *deltafifo.Queue) error { return q.Delete(ctx, testkit.Pod("a", "1")) }, want: deltafifo.ErrReplaceInProgress},
 		{name: "bookmark during replace", before: beginReplace,
 			call: func(q *deltafifo.Queue) error { return q.Bookmark(ctx, "3") }, want: deltafifo.ErrReplaceInProgress},
 		{name: "mark synced during replace", before: beginReplace,
 			call: func(q *deltafifo.Queue) error { return q.MarkSynced(ctx) }, want: deltafifo.ErrReplaceInProgress},
 		{name: "page without replace",
-			call: func(q *deltafifo.Queue) error { return q.ReplacePage(ctx, []interface{}{pod("a", "1")}) }, want: deltafifo.ErrNoReplace},
+			call: func(q *deltafifo.Queue) error { return q.ReplacePage(ctx, []interface{}{testkit.Pod("a", "1")}) }, want: deltafifo.ErrNoReplace},
 		{name: "empty page without replace",
 			call: func(q *deltafifo.Queue) error { return q.ReplacePage(ctx, nil) }, want: deltafifo.ErrNoReplace},
 		{name: "end without replace", call: func(q *deltafifo.Queue) error { return q.EndReplace(ctx, "1") }, want: deltafifo.ErrNoReplace},
 		{name: "abort without replace", call: func(q *deltafifo.Queue) error { return q.AbortReplace() }, want: deltafifo.ErrNoReplace},
 		{name: "add after close", before: func(_ *testing.T, q *deltafifo.Queue) { q.Close() },
-			call: func(q *deltafifo.Queue) error { return q.Add(ctx, pod("a", "1")) }, want: deltafifo.ErrClosed},
+			call: func(q *deltafifo.Queue) error { return q.Add(ctx, testkit.Pod("a", "1")) }, want: deltafifo.ErrClosed},
 		{name: "begin replace after close", before: func(_ *testing.T, q *deltafifo.Queue) { q.Close() },
 			call: func(q *deltafifo.Queue) error { return q.BeginReplace(ctx) }, want: deltafifo.ErrClosed},
 		{name: "abort after close", before: func(t *testing.T, q *deltafifo.Queue) { beginReplace(t, q); q.Close() },
@@ -93,7 +94,7 @@ func TestErrors(t *testing.T) {
 		}
 		q2 := newQueue(t, deltafifo.Options{})
 		must(t, q2.BeginReplace(ctx))
-		err = q2.ReplacePage(ctx, []interface{}{pod("a", "1"), 42})
+		err = q2.ReplacePage(ctx, []interface{}{testkit.Pod("a", "1"), 42})
 		if !errors.As(err, &ke) {
 			t.Fatalf("ReplacePage with an int = %v, want a cache.KeyError", err)
 		}
@@ -104,7 +105,7 @@ func TestErrors(t *testing.T) {
 
 	t.Run("transformer errors are wrapped and queue nothing", func(t *testing.T) {
 		q := newQueue(t, deltafifo.Options{Transformer: failing})
-		err := q.Update(ctx, pod("a", "1"))
+		err := q.Update(ctx, testkit.Pod("a", "1"))
 		if err == nil || err.Error() != `update: "ns/a": transform: boom` {
 			t.Fatalf("Update = %v, want the transformer's error with the key", err)
 		}

@@ -5,10 +5,18 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/deltafifo"
 )
+
+// pod returns the pod ns/name at resourceVersion rv. The examples make
+// their objects themselves, so that each reads on its own.
+func pod(name, rv string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
+}
 
 // A producer pushes watch events and a bookmark; the consumer pops batches
 // and persists each batch's safe resourceVersion with it.

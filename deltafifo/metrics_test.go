@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 type recordingMetrics struct {
@@ -24,16 +25,16 @@ func TestMetrics(t *testing.T) {
 	ctx := context.Background()
 	m := &recordingMetrics{}
 	q := newQueue(t, deltafifo.Options{Metrics: m})
-	must(t, q.Add(ctx, pod("a", "1")))                                       // 1
-	must(t, q.Delete(ctx, pod("a", "2")))                                    // 2
-	must(t, q.Delete(ctx, tomb("a", nil)))                                   // deduplicated: no change
-	must(t, q.Bookmark(ctx, "3"))                                            // no change
-	pop(t, q, 10)                                                            // 0
-	must(t, q.BeginReplace(ctx))                                             // no change
-	must(t, q.ReplacePage(ctx, []interface{}{pod("b", "1"), pod("c", "1")})) // 2
-	pop(t, q, 10)                                                            // begin: no change
-	pop(t, q, 1)                                                             // 1
-	must(t, q.AbortReplace())                                                // 0
+	must(t, q.Add(ctx, testkit.Pod("a", "1")))                                               // 1
+	must(t, q.Delete(ctx, testkit.Pod("a", "2")))                                            // 2
+	must(t, q.Delete(ctx, tomb("a", nil)))                                                   // deduplicated: no change
+	must(t, q.Bookmark(ctx, "3"))                                                            // no change
+	pop(t, q, 10)                                                                            // 0
+	must(t, q.BeginReplace(ctx))                                                             // no change
+	must(t, q.ReplacePage(ctx, []interface{}{testkit.Pod("b", "1"), testkit.Pod("c", "1")})) // 2
+	pop(t, q, 10)                                                                            // begin: no change
+	pop(t, q, 1)                                                                             // 1
+	must(t, q.AbortReplace())                                                                // 0
 	if want := []int{1, 2, 0, 2, 1, 0}; !slices.Equal(m.depths, want) {
 		t.Errorf("depths %v, want %v", m.depths, want)
 	}
@@ -49,7 +50,7 @@ func TestBatchLenAndKindString(t *testing.T) {
 		wantKind string
 	}{
 		{deltafifo.Batch{Kind: deltafifo.KindDeltas, Keys: []string{"a", "b"}, Deltas: make([]cache.Deltas, 2)}, 2, "Deltas"},
-		{deltafifo.Batch{Kind: deltafifo.KindReplacePage, Objects: []interface{}{pod("a", "1")}}, 1, "ReplacePage"},
+		{deltafifo.Batch{Kind: deltafifo.KindReplacePage, Objects: []interface{}{testkit.Pod("a", "1")}}, 1, "ReplacePage"},
 		{deltafifo.Batch{Kind: deltafifo.KindReplaceAbort}, 0, "ReplaceAbort"},
 		{deltafifo.Batch{Kind: deltafifo.Kind(42)}, 0, "Kind(42)"},
 	}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // TestReplaceSegments covers the ordering of deltas around a replace,
@@ -16,16 +17,18 @@ func TestReplaceSegments(t *testing.T) {
 	ctx := context.Background()
 	var popped []string
 	step := map[string]func(*testing.T, *deltafifo.Queue){
-		"add a1":    func(t *testing.T, q *deltafifo.Queue) { must(t, q.Add(ctx, pod("a", "1"))) },
-		"add b2":    func(t *testing.T, q *deltafifo.Queue) { must(t, q.Add(ctx, pod("b", "2"))) },
-		"update a3": func(t *testing.T, q *deltafifo.Queue) { must(t, q.Update(ctx, pod("a", "3"))) },
-		"update a6": func(t *testing.T, q *deltafifo.Queue) { must(t, q.Update(ctx, pod("a", "6"))) },
-		"add c7":    func(t *testing.T, q *deltafifo.Queue) { must(t, q.Add(ctx, pod("c", "7"))) },
+		"add a1":    func(t *testing.T, q *deltafifo.Queue) { must(t, q.Add(ctx, testkit.Pod("a", "1"))) },
+		"add b2":    func(t *testing.T, q *deltafifo.Queue) { must(t, q.Add(ctx, testkit.Pod("b", "2"))) },
+		"update a3": func(t *testing.T, q *deltafifo.Queue) { must(t, q.Update(ctx, testkit.Pod("a", "3"))) },
+		"update a6": func(t *testing.T, q *deltafifo.Queue) { must(t, q.Update(ctx, testkit.Pod("a", "6"))) },
+		"add c7":    func(t *testing.T, q *deltafifo.Queue) { must(t, q.Add(ctx, testkit.Pod("c", "7"))) },
 		"begin":     func(t *testing.T, q *deltafifo.Queue) { must(t, q.BeginReplace(ctx)) },
 		"page a3 b2 x1": func(t *testing.T, q *deltafifo.Queue) {
-			must(t, q.ReplacePage(ctx, []interface{}{pod("a", "3"), pod("b", "2"), pod("x", "1")}))
+			must(t, q.ReplacePage(ctx, []interface{}{testkit.Pod("a", "3"), testkit.Pod("b", "2"), testkit.Pod("x", "1")}))
 		},
-		"page y4":    func(t *testing.T, q *deltafifo.Queue) { must(t, q.ReplacePage(ctx, []interface{}{pod("y", "4")})) },
+		"page y4": func(t *testing.T, q *deltafifo.Queue) {
+			must(t, q.ReplacePage(ctx, []interface{}{testkit.Pod("y", "4")}))
+		},
 		"empty page": func(t *testing.T, q *deltafifo.Queue) { must(t, q.ReplacePage(ctx, []interface{}{})) },
 		"end 5":      func(t *testing.T, q *deltafifo.Queue) { must(t, q.EndReplace(ctx, "5")) },
 		"abort":      func(t *testing.T, q *deltafifo.Queue) { must(t, q.AbortReplace()) },
@@ -122,7 +125,7 @@ func TestAbortReplaceFreesCapacity(t *testing.T) {
 	ctx := context.Background()
 	q := newQueue(t, deltafifo.Options{Capacity: 3})
 	must(t, q.BeginReplace(ctx))
-	must(t, q.ReplacePage(ctx, []interface{}{pod("a", "1"), pod("b", "2"), pod("c", "3")}))
+	must(t, q.ReplacePage(ctx, []interface{}{testkit.Pod("a", "1"), testkit.Pod("b", "2"), testkit.Pod("c", "3")}))
 	if got := q.Depth(); got != 3 {
 		t.Fatalf("Depth = %d, want 3", got)
 	}
@@ -142,14 +145,14 @@ func TestHasSynced(t *testing.T) {
 		wantBatch  string // for "pop": the popped batch
 	}
 	push := map[string]func(*deltafifo.Queue) error{
-		"add":      func(q *deltafifo.Queue) error { return q.Add(ctx, pod("a", "1")) },
-		"update":   func(q *deltafifo.Queue) error { return q.Update(ctx, pod("a", "1")) },
-		"delete":   func(q *deltafifo.Queue) error { return q.Delete(ctx, pod("a", "1")) },
+		"add":      func(q *deltafifo.Queue) error { return q.Add(ctx, testkit.Pod("a", "1")) },
+		"update":   func(q *deltafifo.Queue) error { return q.Update(ctx, testkit.Pod("a", "1")) },
+		"delete":   func(q *deltafifo.Queue) error { return q.Delete(ctx, testkit.Pod("a", "1")) },
 		"bookmark": func(q *deltafifo.Queue) error { return q.Bookmark(ctx, "2") },
 		"resync":   func(q *deltafifo.Queue) error { return q.Resync(ctx) },
 		"synced":   func(q *deltafifo.Queue) error { return q.MarkSynced(ctx) },
 		"begin":    func(q *deltafifo.Queue) error { return q.BeginReplace(ctx) },
-		"page":     func(q *deltafifo.Queue) error { return q.ReplacePage(ctx, []interface{}{pod("b", "1")}) },
+		"page":     func(q *deltafifo.Queue) error { return q.ReplacePage(ctx, []interface{}{testkit.Pod("b", "1")}) },
 		"end":      func(q *deltafifo.Queue) error { return q.EndReplace(ctx, "3") },
 		"abort":    func(q *deltafifo.Queue) error { return q.AbortReplace() },
 	}
@@ -237,7 +240,7 @@ func TestHasSynced(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			q := newQueue(t, deltafifo.Options{KnownObjects: &known{pods: []*corev1.Pod{pod("k", "9")}}, InitialResourceVersion: tc.initialRV})
+			q := newQueue(t, deltafifo.Options{KnownObjects: &known{pods: []*corev1.Pod{testkit.Pod("k", "9")}}, InitialResourceVersion: tc.initialRV})
 			checker := q.HasSyncedChecker()
 			if q.HasSynced() || cache.IsDone(checker) {
 				t.Fatal("a new queue is synced")

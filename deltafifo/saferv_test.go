@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // rvModel records what a randomised producer pushed and what the consumer
@@ -107,7 +108,7 @@ func TestSafeResourceVersionProperty(t *testing.T) {
 		m := &rvModel{t: t, seed: seed, popped: map[int]bool{}, exists: map[string]bool{}, lastOf: map[string]int{}}
 		q, err := deltafifo.New(deltafifo.Options{
 			Capacity:     1 << 20,
-			KnownObjects: &known{pods: []*corev1.Pod{pod("a", "0"), pod("z", "0")}},
+			KnownObjects: &known{pods: []*corev1.Pod{testkit.Pod("a", "0"), testkit.Pod("z", "0")}},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -131,13 +132,13 @@ func TestSafeResourceVersionProperty(t *testing.T) {
 				}
 				switch {
 				case !m.exists[k]:
-					err = q.Add(ctx, pod(k, rv))
+					err = q.Add(ctx, testkit.Pod(k, rv))
 					m.exists[k] = true
 				case r.IntN(3) == 0:
-					err = q.Delete(ctx, pod(k, rv))
+					err = q.Delete(ctx, testkit.Pod(k, rv))
 					m.exists[k] = false
 				default:
-					err = q.Update(ctx, pod(k, rv))
+					err = q.Update(ctx, testkit.Pod(k, rv))
 				}
 			case n < 55:
 				err = q.Bookmark(ctx, m.next())
@@ -150,7 +151,7 @@ func TestSafeResourceVersionProperty(t *testing.T) {
 				for range r.IntN(4) {
 					page := []interface{}{}
 					for range 1 + r.IntN(3) {
-						page = append(page, pod(keys[r.IntN(len(keys))], strconv.Itoa(r.IntN(m.rv+1))))
+						page = append(page, testkit.Pod(keys[r.IntN(len(keys))], strconv.Itoa(r.IntN(m.rv+1))))
 					}
 					must(t, q.ReplacePage(ctx, page))
 					if r.IntN(3) == 0 && deltafifo.Segments(q) > 0 {

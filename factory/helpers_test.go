@@ -7,13 +7,13 @@ import (
 
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/internal/fakeapi"
 	"github.com/warmcache/warmcache/internal/fakesource"
 	"github.com/warmcache/warmcache/internal/handlertest"
 	"github.com/warmcache/warmcache/internal/mutationtest"
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
 )
 
@@ -32,26 +32,13 @@ var (
 	diffMaps     = handlertest.DiffMaps
 	sortedEvents = handlertest.SortedEvents
 	equalEvents  = func(t *testing.T, got, want []event) { t.Helper(); handlertest.EqualEvents(t, got, want) }
+	pod          = testkit.Pod
 )
-
-// pod returns a pod ns/name at resourceVersion rv.
-func pod(name, rv string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
-}
 
 // newSource returns a fake source holding pods ns/<name>.
 func newSource(t *testing.T, names ...string) *fakesource.Source {
 	t.Helper()
-	src, err := fakesource.New(fakesource.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range names {
-		if _, err := src.Add(pod(n, "")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return src
+	return fakesource.NewForTest(t, fakesource.Options{}, testkit.Pods(names...)...)
 }
 
 // serveSource serves the pods of src over HTTP as kube-apiserver does.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/warmcache/warmcache/deltafifo"
 	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/reflector"
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/codec"
@@ -121,7 +122,7 @@ func (h *heldDecision) await(t *testing.T) bool {
 	select {
 	case ahead := <-h.decided:
 		return ahead
-	case <-time.After(30 * time.Second):
+	case <-time.After(testkit.Timeout()):
 		t.Fatal("the reflector never decided how it starts")
 		return false
 	}
@@ -132,7 +133,7 @@ func awaitClosed(t *testing.T, what string, ch <-chan struct{}) {
 	t.Helper()
 	select {
 	case <-ch:
-	case <-time.After(30 * time.Second):
+	case <-time.After(testkit.Timeout()):
 		t.Fatalf("%s never happened", what)
 	}
 }
@@ -356,7 +357,7 @@ func TestWarmStartWaitsForAFailingResumeCheck(t *testing.T) {
 		// The file is served as current: show what the handler is told.
 		r.waitHandlersSynced(t)
 		t.Fatalf("after a failed resume check, the watch resumed unchecked from the file's resourceVersion, ahead of the server's; the informer synced and the handler was told %v", rec.Snapshot())
-	case <-time.After(30 * time.Second):
+	case <-time.After(testkit.Timeout()):
 		t.Fatal("the resume check was not retried")
 	}
 	if got := rec.Snapshot(); len(got) != 0 {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
 )
@@ -89,14 +90,14 @@ func TestApplyFailureRetriedAndSurfaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := startHarness(t, inf)
-	h.relist("10", pod("a", "1"))
+	h.relist("10", testkit.Pod("a", "1"))
 	rec.WaitFor(t, 1)
 	release := make(chan struct{})
 	fs.mu.Lock()
 	fs.failures = 5
 	fs.lastFailure = release
 	fs.mu.Unlock()
-	h.must(h.q.Update(h.ctx, pod("a", "11")))
+	h.must(h.q.Update(h.ctx, testkit.Pod("a", "11")))
 	// While the write fails, Err reports it: the last failure waits for
 	// this check, so the first four have been reported.
 	var sawErr error
@@ -204,7 +205,7 @@ func TestPersistedRVNeverAhead(t *testing.T) {
 			h := startHarness(t, inf)
 			h.relist("10")
 			for i, e := range history {
-				p := pod(e.key, strconv.Itoa(e.rv))
+				p := testkit.Pod(e.key, strconv.Itoa(e.rv))
 				switch {
 				case e.del:
 					h.must(h.q.Delete(h.ctx, p))
@@ -237,7 +238,7 @@ func TestReplayIsPaced(t *testing.T) {
 	const n = 3000
 	objs := make([]interface{}, n)
 	for i := range objs {
-		objs[i] = pod(fmt.Sprintf("p%05d", i), strconv.Itoa(i+1))
+		objs[i] = testkit.Pod(fmt.Sprintf("p%05d", i), strconv.Itoa(i+1))
 	}
 	if err := mem.Replace(objs, strconv.Itoa(n+1)); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/codec"
@@ -75,18 +76,10 @@ func openBoltWith(t *testing.T, path string, opts bolt.Options, c codec.Codec, o
 	}
 }
 
+// newSource returns a fake source holding pods ns/<name>.
 func newSource(t *testing.T, names ...string) *fakesource.Source {
 	t.Helper()
-	src, err := fakesource.New(fakesource.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range names {
-		if _, err := src.Add(pod(n, "")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return src
+	return fakesource.NewForTest(t, fakesource.Options{}, testkit.Pods(names...)...)
 }
 
 // running is an informer run by RunWithContext.
@@ -281,7 +274,7 @@ func testWarmStartResumes(t *testing.T, sk storeKind, expire, changesMode, small
 	b.Labels = map[string]string{"x": "y"}
 	bNew := mustRV(t)(src.Update(b))
 	cDel := mustRV(t)(src.Delete(getPod(t, src, "c")))
-	dRV := mustRV(t)(src.Add(pod("d", "")))
+	dRV := mustRV(t)(src.Add(testkit.Pod("d", "")))
 	if expire {
 		if err := src.Compact(src.ResourceVersion()); err != nil {
 			t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/warmcache/warmcache/deltafifo"
 	"github.com/warmcache/warmcache/internal/handlertest"
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store"
 )
 
@@ -109,8 +110,8 @@ func TestColdStartFillsPageByPage(t *testing.T) {
 				}
 			}
 			h := startHarness(t, inf)
-			page1 := []interface{}{pod("c", "3"), pod("a", "1"), pod("b", "2")}
-			page2 := []interface{}{pod("e", "5"), pod("d", "4")}
+			page1 := []interface{}{testkit.Pod("c", "3"), testkit.Pod("a", "1"), testkit.Pod("b", "2")}
+			page2 := []interface{}{testkit.Pod("e", "5"), testkit.Pod("d", "4")}
 			h.must(h.q.BeginReplace(h.ctx))
 			h.pushPage(page1...)
 			if _, ok, err := st.GetByKey("ns/a"); !ok || err != nil {
@@ -150,7 +151,7 @@ func TestAbortedFillThenRelist(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			st := newStore(t)
 			rec, h := recordedHarness(t, st)
-			a, b, c, d := pod("a", "1"), pod("b", "2"), pod("c", "3"), pod("d", "4")
+			a, b, c, d := testkit.Pod("a", "1"), testkit.Pod("b", "2"), testkit.Pod("c", "3"), testkit.Pod("d", "4")
 			h.must(h.q.BeginReplace(h.ctx))
 			h.pushPage(a, b)
 			h.pushPage(c, d)
@@ -160,7 +161,7 @@ func TestAbortedFillThenRelist(t *testing.T) {
 				t.Errorf("State after the aborted list = %+v, %v; want its 4 objects, incomplete, no resourceVersion", s, err)
 			}
 			// b changed, c is gone, e is new.
-			h.relist("20", pod("a", "1"), pod("b", "12"), pod("d", "4"), pod("e", "15"))
+			h.relist("20", testkit.Pod("a", "1"), testkit.Pod("b", "12"), testkit.Pod("d", "4"), testkit.Pod("e", "15"))
 			h.waitBatch(func(b deltafifo.Batch) bool { return b.Kind == deltafifo.KindReplaceEnd && b.ResourceVersion == "20" })
 			want := append(adds(a, b, c, d), "update ns/b@2 -> ns/b@12", "delete dfsu(ns/c@3)", "add ns/e@15 initial=true")
 			equalEvents(t, rec.Snapshot(), want)
@@ -183,8 +184,8 @@ func TestLateHandlerDuringFill(t *testing.T) {
 				t.Fatal(err)
 			}
 			h := startHarness(t, inf)
-			page1 := []interface{}{pod("a", "1"), pod("b", "2")}
-			page2 := []interface{}{pod("c", "3"), pod("d", "4")}
+			page1 := []interface{}{testkit.Pod("a", "1"), testkit.Pod("b", "2")}
+			page2 := []interface{}{testkit.Pod("c", "3"), testkit.Pod("d", "4")}
 			h.must(h.q.BeginReplace(h.ctx))
 			h.pushPage(page1...)
 			late := newRecorder()
@@ -215,7 +216,7 @@ func (refusingFiller) BeginFill(context.Context) (store.Fill, error) {
 func TestFillRefusedFallsBackToReplace(t *testing.T) {
 	st := refusingFiller{newMemStore(t)}
 	rec, h := recordedHarness(t, st)
-	a, b := pod("a", "1"), pod("b", "2")
+	a, b := testkit.Pod("a", "1"), testkit.Pod("b", "2")
 	h.relist("10", b, a)
 	h.waitBatch(func(b deltafifo.Batch) bool { return b.Kind == deltafifo.KindReplaceEnd })
 	equalEvents(t, rec.Snapshot(), adds(a, b))
@@ -235,8 +236,8 @@ func TestFillKeyListedTwice(t *testing.T) {
 			st := newStore(t)
 			rec, h := recordedHarness(t, st)
 			h.must(h.q.BeginReplace(h.ctx))
-			h.pushPage(pod("a", "1"), pod("b", "2"))
-			h.pushPage(pod("a", "3"), pod("c", "4"), pod("c", "5"))
+			h.pushPage(testkit.Pod("a", "1"), testkit.Pod("b", "2"))
+			h.pushPage(testkit.Pod("a", "3"), testkit.Pod("c", "4"), testkit.Pod("c", "5"))
 			h.endRelist("10")
 			h.waitBatch(func(b deltafifo.Batch) bool { return b.Kind == deltafifo.KindReplaceEnd })
 			if s, err := st.State(); err != nil || s.Objects != 3 {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 func TestColdStartInitialListAndLiveEvents(t *testing.T) {
@@ -22,10 +23,10 @@ func TestColdStartInitialListAndLiveEvents(t *testing.T) {
 	if inf.HasSynced() || reg.HasSynced() {
 		t.Fatal("synced before the initial list")
 	}
-	h.relist("10", pod("a", "5"), pod("b", "7"))
-	h.must(h.q.Add(h.ctx, pod("c", "11")))
-	h.must(h.q.Update(h.ctx, pod("a", "12")))
-	h.must(h.q.Delete(h.ctx, pod("b", "13")))
+	h.relist("10", testkit.Pod("a", "5"), testkit.Pod("b", "7"))
+	h.must(h.q.Add(h.ctx, testkit.Pod("c", "11")))
+	h.must(h.q.Update(h.ctx, testkit.Pod("a", "12")))
+	h.must(h.q.Delete(h.ctx, testkit.Pod("b", "13")))
 	h.waitIdle("14")
 	equalEvents(t, rec.Snapshot(), []event{
 		"add ns/a@5 initial=true",
@@ -55,7 +56,7 @@ func TestRegistrationSyncedWaitsForDelivery(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := startHarness(t, inf)
-	h.relist("3", pod("a", "1"), pod("b", "2"))
+	h.relist("3", testkit.Pod("a", "1"), testkit.Pod("b", "2"))
 	<-inf.HasSyncedChecker().Done()
 	if reg.HasSynced() {
 		t.Fatal("registration synced while its initial adds are undelivered")
@@ -84,7 +85,7 @@ func TestOrderingPerObject(t *testing.T) {
 	for round := 0; round < 20; round++ {
 		for _, name := range []string{"a", "b", "c", "d"} {
 			rv++
-			p := pod(name, fmt.Sprint(rv))
+			p := testkit.Pod(name, fmt.Sprint(rv))
 			if round == 0 {
 				h.must(h.q.Add(h.ctx, p))
 			} else {
@@ -125,15 +126,15 @@ func TestStaleAndUnknownEventsSkipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := startHarness(t, inf)
-	h.relist("10", pod("a", "5"), pod("b", "9"))
+	h.relist("10", testkit.Pod("a", "5"), testkit.Pod("b", "9"))
 	rec.WaitFor(t, 2)
 	// Replays of events the store holds (as after a crash resume), and a
 	// delete for a key it does not hold, produce nothing.
-	h.must(h.q.Update(h.ctx, pod("a", "4")))
-	h.must(h.q.Update(h.ctx, pod("a", "5")))
-	h.must(h.q.Delete(h.ctx, pod("b", "8")))
-	h.must(h.q.Delete(h.ctx, pod("zz", "11")))
-	h.must(h.q.Update(h.ctx, pod("a", "12")))
+	h.must(h.q.Update(h.ctx, testkit.Pod("a", "4")))
+	h.must(h.q.Update(h.ctx, testkit.Pod("a", "5")))
+	h.must(h.q.Delete(h.ctx, testkit.Pod("b", "8")))
+	h.must(h.q.Delete(h.ctx, testkit.Pod("zz", "11")))
+	h.must(h.q.Update(h.ctx, testkit.Pod("a", "12")))
 	h.waitIdle("13")
 	equalEvents(t, rec.Snapshot(), []event{
 		"add ns/a@5 initial=true",
@@ -152,8 +153,8 @@ func TestDeletedFinalStateUnknownDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := startHarness(t, inf)
-	h.relist("10", pod("a", "5"))
-	h.must(h.q.Delete(h.ctx, cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: pod("a", "5")}))
+	h.relist("10", testkit.Pod("a", "5"))
+	h.must(h.q.Delete(h.ctx, cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: testkit.Pod("a", "5")}))
 	h.waitIdle("11")
 	equalEvents(t, rec.Snapshot(), []event{
 		"add ns/a@5 initial=true",
@@ -171,8 +172,8 @@ func TestRelistNotifiesOnlyChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := startHarness(t, inf)
-	h.relist("10", pod("a", "1"), pod("b", "2"), pod("c", "3"))
-	h.relist("20", pod("a", "1"), pod("b", "15"), pod("d", "16"))
+	h.relist("10", testkit.Pod("a", "1"), testkit.Pod("b", "2"), testkit.Pod("c", "3"))
+	h.relist("20", testkit.Pod("a", "1"), testkit.Pod("b", "15"), testkit.Pod("d", "16"))
 	h.waitBatch(func(b deltafifo.Batch) bool { return b.Kind == deltafifo.KindReplaceEnd && b.ResourceVersion == "20" })
 	equalEvents(t, rec.Snapshot(), []event{
 		"add ns/a@1 initial=true",
@@ -195,9 +196,9 @@ func TestRelistAbortKeepsContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := startHarness(t, inf)
-	h.relist("10", pod("a", "1"))
+	h.relist("10", testkit.Pod("a", "1"))
 	h.must(h.q.BeginReplace(h.ctx))
-	h.must(h.q.ReplacePage(h.ctx, []interface{}{pod("b", "2")}))
+	h.must(h.q.ReplacePage(h.ctx, []interface{}{testkit.Pod("b", "2")}))
 	h.waitBatch(func(b deltafifo.Batch) bool { return b.Kind == deltafifo.KindReplacePage })
 	h.must(h.q.AbortReplace())
 	h.waitIdle("11")
@@ -210,14 +211,14 @@ func TestRelistAbortKeepsContent(t *testing.T) {
 func TestHandlerAddedLateGetsCurrentState(t *testing.T) {
 	inf := newTestInformer(t, Options{})
 	h := startHarness(t, inf)
-	h.relist("10", pod("a", "1"), pod("b", "2"))
+	h.relist("10", testkit.Pod("a", "1"), testkit.Pod("b", "2"))
 	h.waitBatch(func(b deltafifo.Batch) bool { return b.Kind == deltafifo.KindReplaceEnd })
 	rec := newRecorder()
 	reg, err := inf.AddEventHandler(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.must(h.q.Update(h.ctx, pod("a", "11")))
+	h.must(h.q.Update(h.ctx, testkit.Pod("a", "11")))
 	h.waitIdle("12")
 	<-reg.HasSyncedChecker().Done()
 	equalEvents(t, rec.Snapshot(), []event{
@@ -244,7 +245,7 @@ func TestHandlerAddedFromHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := startHarness(t, inf)
-	h.relist("10", pod("a", "1"), pod("b", "2"), pod("c", "3"))
+	h.relist("10", testkit.Pod("a", "1"), testkit.Pod("b", "2"), testkit.Pod("c", "3"))
 	reg := <-added
 	<-reg.HasSyncedChecker().Done()
 	equalEvents(t, inner.Snapshot(), []event{
@@ -265,7 +266,7 @@ func TestRemoveEventHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := startHarness(t, inf)
-	h.relist("10", pod("a", "1"))
+	h.relist("10", testkit.Pod("a", "1"))
 	removed.WaitFor(t, 1)
 	if err := inf.RemoveEventHandler(reg); err != nil {
 		t.Fatal(err)
@@ -273,7 +274,7 @@ func TestRemoveEventHandler(t *testing.T) {
 	if err := inf.RemoveEventHandler(reg); err != nil {
 		t.Fatalf("second removal: %v", err)
 	}
-	h.must(h.q.Update(h.ctx, pod("a", "11")))
+	h.must(h.q.Update(h.ctx, testkit.Pod("a", "11")))
 	h.waitIdle("12")
 	if got := len(removed.Snapshot()); got != 1 {
 		t.Fatalf("removed handler got %d events, want 1", got)
@@ -321,7 +322,7 @@ func sortedKeys(s cache.Store) []string {
 // those whose resourceVersion did not change.
 func TestIncompleteStoreRelistNotifiesEverything(t *testing.T) {
 	st := newMemStore(t)
-	if err := st.Add(pod("a", "5")); err != nil {
+	if err := st.Add(testkit.Pod("a", "5")); err != nil {
 		t.Fatal(err)
 	}
 	if s, err := st.State(); err != nil || s.Complete || s.Objects != 1 {
@@ -334,7 +335,7 @@ func TestIncompleteStoreRelistNotifiesEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := startHarness(t, inf)
-	h.relist("10", pod("a", "5"), pod("b", "7"))
+	h.relist("10", testkit.Pod("a", "5"), testkit.Pod("b", "7"))
 	<-reg.HasSyncedChecker().Done()
 	equalEvents(t, sortedEvents(rec.Snapshot()), []event{
 		"add ns/a@5 initial=true",

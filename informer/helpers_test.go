@@ -10,7 +10,6 @@ import (
 
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
@@ -36,11 +35,6 @@ func TestMain(m *testing.M) {
 		}
 	}
 	goleak.VerifyTestMain(m)
-}
-
-// pod returns a pod ns/name at resourceVersion rv.
-func pod(name, rv string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
 }
 
 // The recorder and its events are internal/handlertest's.

@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store/memory"
 )
 
@@ -38,11 +39,11 @@ func TestStoreWithCustomKeyFunc(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := startHarness(t, inf)
-	h.relist("10", pod("a", "1"), pod("b", "2"), pod("c", "3"))
-	h.must(h.q.Add(h.ctx, pod("d", "11")))
-	h.must(h.q.Update(h.ctx, pod("a", "12")))
-	h.must(h.q.Update(h.ctx, pod("a", "4"))) // stale: older than the stored 12
-	h.must(h.q.Delete(h.ctx, pod("b", "13")))
+	h.relist("10", testkit.Pod("a", "1"), testkit.Pod("b", "2"), testkit.Pod("c", "3"))
+	h.must(h.q.Add(h.ctx, testkit.Pod("d", "11")))
+	h.must(h.q.Update(h.ctx, testkit.Pod("a", "12")))
+	h.must(h.q.Update(h.ctx, testkit.Pod("a", "4"))) // stale: older than the stored 12
+	h.must(h.q.Delete(h.ctx, testkit.Pod("b", "13")))
 	h.waitIdle("14")
 	equalEvents(t, rec.Snapshot(), []event{
 		"add ns/a@1 initial=true",
@@ -57,7 +58,7 @@ func TestStoreWithCustomKeyFunc(t *testing.T) {
 	}
 
 	// A relist: a unchanged, c updated, d vanished, e new.
-	h.relist("20", pod("a", "12"), pod("c", "15"), pod("e", "16"))
+	h.relist("20", testkit.Pod("a", "12"), testkit.Pod("c", "15"), testkit.Pod("e", "16"))
 	h.waitBatch(func(b deltafifo.Batch) bool { return b.Kind == deltafifo.KindReplaceEnd && b.ResourceVersion == "20" })
 	equalEvents(t, sortedEvents(rec.Snapshot()[6:]), []event{
 		"add ns/e@16 initial=false",
@@ -68,7 +69,7 @@ func TestStoreWithCustomKeyFunc(t *testing.T) {
 		t.Fatalf("store keys after the relist %s", got)
 	}
 	// A tombstone keyed as the store keys deletes.
-	h.must(h.q.Delete(h.ctx, cache.DeletedFinalStateUnknown{Key: "e.ns", Obj: pod("e", "16")}))
+	h.must(h.q.Delete(h.ctx, cache.DeletedFinalStateUnknown{Key: "e.ns", Obj: testkit.Pod("e", "16")}))
 	h.waitIdle("21")
 	equalEvents(t, rec.Snapshot()[9:], []event{"delete dfsu(e.ns@16)"})
 	if got := fmt.Sprint(sortedKeys(st)); got != "[a.ns c.ns]" {

@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/reflector"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
@@ -60,7 +61,7 @@ func TestKillAndResume(t *testing.T) {
 	}
 	const initial = 500
 	for i := 0; i < initial; i++ {
-		if _, err := src.Add(pod(fmt.Sprintf("p%04d", i), "")); err != nil {
+		if _, err := src.Add(testkit.Pod(fmt.Sprintf("p%04d", i), "")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -218,7 +219,7 @@ func churn(ctx context.Context, t *testing.T, src *fakesource.Source, next int, 
 		case r < addPercent || len(live) < 10:
 			name := fmt.Sprintf("p%04d", next)
 			next++
-			if _, err := src.Add(pod(name, "")); err != nil {
+			if _, err := src.Add(testkit.Pod(name, "")); err != nil {
 				t.Error(err)
 				return
 			}

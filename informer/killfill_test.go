@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
 )
 
@@ -36,7 +37,7 @@ func TestKillDuringColdStartFill(t *testing.T) {
 	}
 	const pods, blockAt = 5000, 700
 	for i := range pods {
-		if _, err := src.Add(pod(fmt.Sprintf("p%05d", i), "")); err != nil {
+		if _, err := src.Add(testkit.Pod(fmt.Sprintf("p%05d", i), "")); err != nil {
 			t.Fatal(err)
 		}
 	}

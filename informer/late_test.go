@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store"
 )
 
@@ -82,7 +83,7 @@ func TestAddRemoveHandlersInALoopThenStop(t *testing.T) {
 	r.cancel()
 	select {
 	case <-r.done:
-	case <-time.After(30 * time.Second):
+	case <-time.After(testkit.Timeout()):
 		t.Fatalf("RunWithContext did not return after cancel; late list holds %d", lateLen(r.inf))
 	}
 	wg.Wait() // every loop ends on ErrStopped
@@ -102,7 +103,7 @@ func TestAddRemoveHandlersInALoopThenStop(t *testing.T) {
 func TestRemoveLateHandlerBeforeServed(t *testing.T) {
 	inf := newTestInformer(t, Options{ReplayPending: 1})
 	h := startHarness(t, inf)
-	h.relist("10", pod("a", "1"), pod("b", "2"), pod("c", "3"))
+	h.relist("10", testkit.Pod("a", "1"), testkit.Pod("b", "2"), testkit.Pod("c", "3"))
 	h.waitBatch(func(b deltafifo.Batch) bool { return b.Kind == deltafifo.KindReplaceEnd })
 	// A blocked late handler holds the processing loop in its paced
 	// replay, so that the next handlers wait in the late list.
@@ -184,7 +185,7 @@ func testLateAfterStoppedMidway(t *testing.T, changes bool) {
 	const stored, failAt = 140, 130
 	var objs []interface{}
 	for i := range stored {
-		objs = append(objs, pod(fmt.Sprintf("p%03d", i), fmt.Sprint(i+1)))
+		objs = append(objs, testkit.Pod(fmt.Sprintf("p%03d", i), fmt.Sprint(i+1)))
 	}
 	st := &scanFailsOnce{Store: newMemStore(t), after: failAt}
 	if err := st.Replace(objs, "1000"); err != nil {
@@ -225,13 +226,13 @@ func testLateAfterStoppedMidway(t *testing.T, changes bool) {
 	for i := range stored {
 		switch i {
 		case 1, 138:
-			listed = append(listed, pod(fmt.Sprintf("p%03d", i), fmt.Sprint(2000+i)))
+			listed = append(listed, testkit.Pod(fmt.Sprintf("p%03d", i), fmt.Sprint(2000+i)))
 		case 2, 139:
 		default:
 			listed = append(listed, objs[i])
 		}
 	}
-	listed = append(listed, pod("p200", "3000"))
+	listed = append(listed, testkit.Pod("p200", "3000"))
 	h.relist("4000", listed...)
 	h.waitBatch(func(b deltafifo.Batch) bool { return b.Kind == deltafifo.KindReplaceEnd })
 	want = append(want, "update ns/p001@2 -> ns/p001@2001", "delete dfsu(ns/p002@3)")
@@ -253,7 +254,7 @@ func testLateAfterStoppedMidway(t *testing.T, changes bool) {
 func TestLateHandlersWithoutEndDoNotStarveTheWatch(t *testing.T) {
 	inf := newTestInformer(t, Options{ReplayPending: 1})
 	h := startHarness(t, inf)
-	h.relist("10", pod("a", "1"), pod("b", "2"), pod("c", "3"))
+	h.relist("10", testkit.Pod("a", "1"), testkit.Pod("b", "2"), testkit.Pod("c", "3"))
 	h.waitIdle("11")
 
 	var (
@@ -289,7 +290,7 @@ func TestLateHandlersWithoutEndDoNotStarveTheWatch(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("the chain of late handlers did not start: %d served", served.Load())
 	}
-	h.must(h.q.Add(h.ctx, pod("d", "12")))
+	h.must(h.q.Add(h.ctx, testkit.Pod("d", "12")))
 	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		_, ok, err := inf.GetStore().GetByKey("ns/d")
 		return ok || err != nil, err

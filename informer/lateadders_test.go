@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store"
 )
 
@@ -56,7 +57,7 @@ func holdLoop(t *testing.T, h *harness, st *gatedStore) func() {
 	t.Helper()
 	g := make(chan struct{})
 	st.gate.Store(&g)
-	h.must(h.q.Add(h.ctx, pod("held", "20")))
+	h.must(h.q.Add(h.ctx, testkit.Pod("held", "20")))
 	synctest.Wait()
 	return func() { st.gate.Store(nil); close(g) }
 }
@@ -121,7 +122,7 @@ func checkReturned(t *testing.T, added []*atomic.Bool, why string) {
 // the watch without it). Every handler still gets its replay.
 func TestAddersWaitForRoomInTheLateList(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st, inf, h := gatedHarness(t, Options{}, pod("a", "1"), pod("b", "2"))
+		st, inf, h := gatedHarness(t, Options{}, testkit.Pod("a", "1"), testkit.Pod("b", "2"))
 		release := holdLoop(t, h, st)
 
 		recs := make([]*recorder, maxLateWaiting+3)
@@ -175,7 +176,7 @@ func TestAddersDoNotWaitForALoopWaitingOnAHandler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		inf := newTestInformer(t, Options{ReplayPending: 1})
 		h := startHarness(t, inf)
-		h.relist("10", pod("a", "1"), pod("b", "2"), pod("c", "3"))
+		h.relist("10", testkit.Pod("a", "1"), testkit.Pod("b", "2"), testkit.Pod("c", "3"))
 		h.waitIdle("11")
 
 		blocker := newRecorder()
@@ -203,7 +204,7 @@ func TestAddersDoNotWaitForALoopWaitingOnAHandler(t *testing.T) {
 // room goes on at once, while the loop is still busy.
 func TestRemovingALateHandlerMakesRoom(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st, inf, h := gatedHarness(t, Options{}, pod("a", "1"))
+		st, inf, h := gatedHarness(t, Options{}, testkit.Pod("a", "1"))
 		regs, extra, release := fillLateList(t, h, st, 1)
 
 		if err := inf.RemoveEventHandler(regs[0]); err != nil {
@@ -224,7 +225,7 @@ func TestRemovingALateHandlerMakesRoom(t *testing.T) {
 // take long, and a handler adding handlers must not stall with it.
 func TestAddersDoNotWaitForAFailingStore(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st, inf, h := gatedHarness(t, Options{ApplyBackoff: 10 * time.Second, ApplyBackoffCap: 10 * time.Second}, pod("a", "1"))
+		st, inf, h := gatedHarness(t, Options{ApplyBackoff: 10 * time.Second, ApplyBackoffCap: 10 * time.Second}, testkit.Pod("a", "1"))
 		_, extra, release := fillLateList(t, h, st, 3)
 
 		fail := error(errDiskFull)
@@ -261,7 +262,7 @@ func TestAddersGoOnWhenTheLoopEnds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				st, _, h := gatedHarness(t, Options{}, pod("a", "1"))
+				st, _, h := gatedHarness(t, Options{}, testkit.Pod("a", "1"))
 				_, extra, release := fillLateList(t, h, st, 3)
 
 				tc.end(h, st, release)
@@ -286,7 +287,7 @@ func TestAddersDoNotWaitForTheFileCheck(t *testing.T) {
 func testAddersDoNotWaitForTheFileCheck(t *testing.T, changes bool) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := newMemStore(t)
-		if err := mem.Replace([]interface{}{pod("a", "1")}, "10"); err != nil {
+		if err := mem.Replace([]interface{}{testkit.Pod("a", "1")}, "10"); err != nil {
 			t.Fatal(err)
 		}
 		g := newGatedCheck(mem)

@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // A handler that (wrongly) changes the resourceVersion of the object it is
@@ -25,9 +27,9 @@ func TestDeleteAfterHandlerMutatedResourceVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := startHarness(t, inf)
-	h.relist("10", pod("a", "5"))
+	h.relist("10", testkit.Pod("a", "5"))
 	h.waitIdle("11")
-	h.must(h.q.Delete(h.ctx, pod("a", "12")))
+	h.must(h.q.Delete(h.ctx, testkit.Pod("a", "12")))
 	h.waitIdle("13")
 	if keys := inf.GetStore().ListKeys(); len(keys) != 0 {
 		t.Fatalf("store holds %v after the delete", keys)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store"
 )
 
@@ -83,7 +84,7 @@ func testHandlerMutationReported(t *testing.T, sk storeKind, late bool) {
 	}
 	select {
 	case <-mutated:
-	case <-time.After(30 * time.Second):
+	case <-time.After(testkit.Timeout()):
 		t.Fatal("the handler was not given pod a")
 	}
 	// The clock has not moved: no check has run.
@@ -132,7 +133,7 @@ func TestMutationDetectorReportsMutatedReads(t *testing.T) {
 		read func(inf *Informer) (*corev1.Pod, error)
 	}{
 		{"Get", func(inf *Informer) (*corev1.Pod, error) {
-			o, _, err := inf.GetStore().Get(pod("a", ""))
+			o, _, err := inf.GetStore().Get(testkit.Pod("a", ""))
 			return o.(*corev1.Pod), err
 		}},
 		{"GetByKey", func(inf *Informer) (*corev1.Pod, error) {
@@ -141,7 +142,7 @@ func TestMutationDetectorReportsMutatedReads(t *testing.T) {
 		}},
 		{"List", func(inf *Informer) (*corev1.Pod, error) { return podA(inf.GetStore().List()), nil }},
 		{"Index", func(inf *Informer) (*corev1.Pod, error) {
-			objs, err := inf.GetIndexer().Index(cache.NamespaceIndex, pod("a", ""))
+			objs, err := inf.GetIndexer().Index(cache.NamespaceIndex, testkit.Pod("a", ""))
 			return podA(objs), err
 		}},
 		{"ByIndex", func(inf *Informer) (*corev1.Pod, error) {
@@ -188,7 +189,7 @@ func TestMutationDetectorReportsMutatedReads(t *testing.T) {
 				Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 			})
 			h := startHarness(t, inf)
-			h.relist("10", pod("a", "1"), pod("b", "2"))
+			h.relist("10", testkit.Pod("a", "1"), testkit.Pod("b", "2"))
 			h.waitIdle("11")
 			p, err := rd.read(inf)
 			if err != nil || p == nil {
@@ -232,7 +233,7 @@ func TestMutationDetectorNoFalsePositives(t *testing.T) {
 			a.Labels = map[string]string{"updated": "yes"}
 			mustRV(t)(src.Update(a))
 			mustRV(t)(src.Delete(getPod(t, src, "b")))
-			mustRV(t)(src.Add(pod("d", "")))
+			mustRV(t)(src.Add(testkit.Pod("d", "")))
 			early.WaitFor(t, 6)
 			late := newRecorder()
 			if _, err := r.inf.AddEventHandler(late); err != nil {
@@ -306,7 +307,7 @@ func TestMutationDetectorRetention(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	var sink reportSink
 	d := newMutationDetector("pods", clk, sink.report)
-	kept, dropped, tomb := pod("kept", "1"), pod("dropped", "1"), pod("tomb", "1")
+	kept, dropped, tomb := testkit.Pod("kept", "1"), testkit.Pod("dropped", "1"), testkit.Pod("tomb", "1")
 	d.watch(kept)
 	d.watch(dropped)
 	d.watch(cache.DeletedFinalStateUnknown{Key: "ns/tomb", Obj: tomb})
@@ -331,7 +332,7 @@ func TestMutationDetectorRetention(t *testing.T) {
 	}
 
 	// A tombstone's object is compared too.
-	d.watch(cache.DeletedFinalStateUnknown{Key: "ns/t2", Obj: pod("t2", "1")})
+	d.watch(cache.DeletedFinalStateUnknown{Key: "ns/t2", Obj: testkit.Pod("t2", "1")})
 	if n := d.watched(); n != 1 {
 		t.Fatalf("watching %d objects, want the tombstone's object", n)
 	}
@@ -341,7 +342,7 @@ func TestMutationDetectorRetention(t *testing.T) {
 // detector does.
 func TestMutationDetectorPanicsByDefault(t *testing.T) {
 	d := newMutationDetector("pods", testingclock.NewFakeClock(time.Now()), nil)
-	p := pod("a", "1")
+	p := testkit.Pod("a", "1")
 	d.watch(runtime.Object(p))
 	p.ResourceVersion = "2"
 	defer func() {
@@ -362,7 +363,7 @@ func TestMutationDetectorCheckBudget(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	var sink reportSink
 	d := newMutationDetector("pods", clk, sink.report)
-	older, recent := pod("older", "1"), pod("recent", "1")
+	older, recent := testkit.Pod("older", "1"), testkit.Pod("recent", "1")
 	d.watch(older)
 	clk.Step(mutationRetain)
 	d.check() // rotates: older is an older copy now
@@ -382,7 +383,7 @@ func TestMutationDetectorCheckBudget(t *testing.T) {
 
 	// More watched than the budget: one check finds one of two mutated
 	// objects at most; the full check finds the rest.
-	a, b := pod("a", "1"), pod("b", "1")
+	a, b := testkit.Pod("a", "1"), testkit.Pod("b", "1")
 	d.watch(a)
 	d.watch(b)
 	a.Labels = map[string]string{"mutated": "yes"}

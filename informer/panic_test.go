@@ -18,6 +18,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/textlogger"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // lockedBuffer is a bytes.Buffer safe for concurrent use.
@@ -74,7 +76,7 @@ func TestHandlerPanicLoggedThenPaused(t *testing.T) {
 	_, _, panicLine, _ := runtime.Caller(0)
 	panicLine -= 8
 	h := startHarness(t, inf)
-	h.relist("10", pod("a", "1"), pod("b", "2"))
+	h.relist("10", testkit.Pod("a", "1"), testkit.Pod("b", "2"))
 
 	// The listener waits on the clock after the panic: b is held back.
 	err = wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
@@ -116,8 +118,8 @@ func TestListenerStopEndsPause(t *testing.T) {
 	}}, "test", 0, 0, clk)
 	var wg sync.WaitGroup
 	l.start(&wg)
-	l.add(note{kind: noteAdd, new: pod("a", "1")})
-	l.add(note{kind: noteAdd, new: pod("b", "2")})
+	l.add(note{kind: noteAdd, new: testkit.Pod("a", "1")})
+	l.add(note{kind: noteAdd, new: testkit.Pod("b", "2")})
 	<-delivered
 	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return clk.Waiters() == 1, nil

@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store"
 )
 
@@ -45,10 +46,10 @@ func (r *objRecorder) snapshot() []objEvent {
 	return append([]objEvent(nil), r.events...)
 }
 
-// labelled is pod(name, rv) with a label, so that objects carry more than
+// labelled is testkit.Pod(name, rv) with a label, so that objects carry more than
 // their key and resourceVersion.
 func labelled(name, rv, v string) *corev1.Pod {
-	p := pod(name, rv)
+	p := testkit.Pod(name, rv)
 	p.Labels = map[string]string{"v": v}
 	return p
 }

@@ -19,6 +19,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store/codec"
 )
 
@@ -151,7 +152,7 @@ func stepUntil(t *testing.T, clk *testingclock.FakeClock, cond func() bool) {
 
 func TestTypedListerOnBoltIndexer(t *testing.T) {
 	src := newSource(t, "a", "b")
-	other := pod("x", "")
+	other := testkit.Pod("x", "")
 	other.Namespace = "other"
 	if _, err := src.Add(other); err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/wire"
 )
@@ -31,7 +32,7 @@ func TestTransformedObjectsAreStoredAsTransformed(t *testing.T) {
 	// decoded returns a pod as the factory's decoder leaves it: with the
 	// message it arrived in remembered.
 	decoded := func(name, rv string) *corev1.Pod {
-		p := pod(name, rv)
+		p := testkit.Pod(name, rv)
 		msg, err := p.Marshal()
 		if err != nil {
 			t.Fatal(err)
@@ -66,7 +67,7 @@ func TestHandledObjectsKeepNoWireMessage(t *testing.T) {
 	inf := newTestInformer(t, Options{})
 	h := startHarness(t, inf)
 	remembered := func(name, rv string) *corev1.Pod {
-		p := pod(name, rv)
+		p := testkit.Pod(name, rv)
 		wire.Remember(p, []byte("message"))
 		return p
 	}
@@ -90,7 +91,7 @@ func TestHandledObjectsKeepNoWireMessage(t *testing.T) {
 // object, equal to what was listed or updated.
 func TestUpdateOldObjectSharesWithTheNew(t *testing.T) {
 	decoded := func(t *testing.T, rv, annotation string) *corev1.Pod {
-		p := pod("p", rv)
+		p := testkit.Pod("p", rv)
 		p.Annotations = map[string]string{"a": annotation}
 		p.Spec.Containers = []corev1.Container{{Name: "c", Image: "img", Args: []string{"x", "y"}}}
 		p.Status.Phase = corev1.PodRunning

@@ -22,6 +22,7 @@ import (
 	clientcorelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/listers"
 	appslisters "github.com/warmcache/warmcache/listers/apps/v1"
 	corelisters "github.com/warmcache/warmcache/listers/core/v1"
@@ -30,10 +31,6 @@ import (
 	"github.com/warmcache/warmcache/store/codec"
 	"github.com/warmcache/warmcache/store/memory"
 )
-
-func pod(ns, name string, lbls map[string]string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls}}
-}
 
 // population returns pods over three namespaces with labels of every shape.
 func population() []*corev1.Pod {
@@ -46,7 +43,7 @@ func population() []*corev1.Pod {
 		if i%7 == 0 {
 			l["canary"] = ""
 		}
-		pods = append(pods, pod(fmt.Sprintf("ns-%d", i%3), fmt.Sprintf("p-%02d", i), l))
+		pods = append(pods, testkit.Pod(fmt.Sprintf("p-%02d", i), "", testkit.Namespace(fmt.Sprintf("ns-%d", i%3)), testkit.Labels(l)))
 	}
 	return pods
 }
@@ -209,11 +206,11 @@ func TestExpansionMethodsAreClientGos(t *testing.T) {
 		t.Fatal(err)
 	}
 	var l clientappslisters.ReplicaSetLister = appslisters.NewReplicaSetLister(idx)
-	got, err := l.GetPodReplicaSets(pod("ns", "p", map[string]string{"app": "x"}))
+	got, err := l.GetPodReplicaSets(testkit.Pod("p", "", testkit.Labels{"app": "x"}))
 	if err != nil || len(got) != 1 || got[0].Name != "rs" {
 		t.Fatalf("GetPodReplicaSets = %v, %v", got, err)
 	}
-	if _, err := l.GetPodReplicaSets(pod("ns", "p", map[string]string{"app": "y"})); err == nil {
+	if _, err := l.GetPodReplicaSets(testkit.Pod("p", "", testkit.Labels{"app": "y"})); err == nil {
 		t.Fatal("GetPodReplicaSets found a ReplicaSet for a pod it does not select")
 	}
 }

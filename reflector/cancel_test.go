@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // probeLW wraps a ListerWatcher: it can block List until the context is
@@ -85,8 +86,8 @@ func runWith(t *testing.T, lw cache.ListerWatcherWithContext, sink Sink, opts Op
 		cancel()
 		select {
 		case <-done:
-		case <-time.After(testTimeout):
-			t.Fatalf("Run did not return within %v of cancellation", testTimeout)
+		case <-time.After(testkit.Timeout()):
+			t.Fatalf("Run did not return within %v of cancellation", testkit.Timeout())
 		}
 	}
 	t.Cleanup(func() { cancel(); <-done })
@@ -97,8 +98,8 @@ func wait1(t *testing.T, ch <-chan struct{}) {
 	t.Helper()
 	select {
 	case <-ch:
-	case <-time.After(testTimeout):
-		t.Fatalf("not reached within %v", testTimeout)
+	case <-time.After(testkit.Timeout()):
+		t.Fatalf("not reached within %v", testkit.Timeout())
 	}
 }
 
@@ -136,7 +137,7 @@ func TestCancellation(t *testing.T) {
 		{name: "during a blocked live event", block: "Add b@3",
 			reach: func(t *testing.T, src *fakesource.Source, _ *probeLW, sink *recorder, _ *notifyClock) {
 				sink.waitCall(t, "EndReplace 2")
-				mustAdd(t, src, pod("b"))
+				mustAdd(t, src, testkit.Pod("b", ""))
 			}},
 	}
 	for _, tc := range cases {
@@ -243,8 +244,8 @@ func TestUnexpectedObjectsAreDropped(t *testing.T) {
 	h := run(t, src, sink, Options{ExpectedGVK: &gvk, UseWatchList: WatchListOff})
 	sink.waitCall(t, "EndReplace 2")
 	// This pod carries no TypeMeta, so its GVK is empty.
-	mustAdd(t, src, pod("untyped"))
-	typed := pod("typed")
+	mustAdd(t, src, testkit.Pod("untyped", ""))
+	typed := testkit.Pod("typed", "")
 	typed.TypeMeta = metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"}
 	mustAdd(t, src, typed)
 	calls := sink.waitCall(t, "Add typed@4")

@@ -14,6 +14,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // catchUpSource is a source whose watch timeouts and pre-timeout
@@ -39,14 +40,14 @@ func otherKind(t *testing.T, src *fakesource.Source) {
 // returns them.
 func waitWatches(t *testing.T, src *fakesource.Source, n int) []fakesource.Request {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
+	deadline := time.Now().Add(testkit.Timeout())
 	for {
 		w := requests(src, "watch")
 		if len(w) >= n {
 			return w
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d watch requests within %v, want %d", len(w), testTimeout, n)
+			t.Fatalf("%d watch requests within %v, want %d", len(w), testkit.Timeout(), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -57,10 +58,10 @@ func waitWatches(t *testing.T, src *fakesource.Source, n int) []fakesource.Reque
 // clock by d.
 func stepWatch(t *testing.T, src *fakesource.Source, clk *testingclock.FakeClock, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
+	deadline := time.Now().Add(testkit.Timeout())
 	for src.Stats().OpenWatches != 1 || clk.Waiters() < 2 {
 		if time.Now().After(deadline) {
-			t.Fatalf("no open watch with its timers within %v: %+v, %d timers", testTimeout, src.Stats().Counts, clk.Waiters())
+			t.Fatalf("no open watch with its timers within %v: %+v, %d timers", testkit.Timeout(), src.Stats().Counts, clk.Waiters())
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -72,10 +73,10 @@ func stepWatch(t *testing.T, src *fakesource.Source, clk *testingclock.FakeClock
 // which it steps to.
 func stepWatchTimeout(t *testing.T, src *fakesource.Source, clk *testingclock.FakeClock) {
 	t.Helper()
-	deadline := time.Now().Add(testTimeout)
+	deadline := time.Now().Add(testkit.Timeout())
 	for src.Stats().OpenWatches != 1 || clk.Waiters() < 1 {
 		if time.Now().After(deadline) {
-			t.Fatalf("no open watch with its timer within %v", testTimeout)
+			t.Fatalf("no open watch with its timer within %v", testkit.Timeout())
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -91,9 +92,9 @@ func TestCatchUpBacklog(t *testing.T) {
 	src, srcClk := catchUpSource(t, fakesource.Options{})
 	sink := newRecorder()
 	sink.seed(src)
-	mustAdd(t, src, pod("d"))          // 5
-	mustUpdate(t, src, podL("a", "2")) // 6
-	mustDelete(t, src, pod("b"))       // 7
+	mustAdd(t, src, testkit.Pod("d", ""))    // 5
+	mustUpdate(t, src, podL("a", "2"))       // 6
+	mustDelete(t, src, testkit.Pod("b", "")) // 7
 	h := run(t, src, sink, Options{ResumeFrom: func() (string, bool) { return "4", true }})
 	calls := sink.waitCall(t, "MarkSynced")
 	if want := []string{"Add d@5", "Update a@6", "Delete b@7", "MarkSynced"}; !reflect.DeepEqual(calls, want) {
@@ -110,7 +111,7 @@ func TestCatchUpBacklog(t *testing.T) {
 	if w.ResourceVersion != "7" || w.TimeoutSeconds == nil || *w.TimeoutSeconds < int64(DefaultMinWatchTimeout/time.Second) {
 		t.Fatalf("watch after the sync = %+v, want RV 7 and a timeout of at least %v", w, DefaultMinWatchTimeout)
 	}
-	mustAdd(t, src, pod("e")) // 8
+	mustAdd(t, src, testkit.Pod("e", "")) // 8
 	sink.waitCall(t, "Add e@8")
 	sink.checkModel(t, src)
 	if n := count(sink.snapshot(), "MarkSynced"); n != 1 {
@@ -225,8 +226,8 @@ func TestCatchUpWatchClosedEarly(t *testing.T) {
 	src, srcClk := catchUpSource(t, fakesource.Options{})
 	sink := newRecorder()
 	sink.seed(src)
-	mustAdd(t, src, pod("d")) // 5
-	otherKind(t, src)         // 6
+	mustAdd(t, src, testkit.Pod("d", "")) // 5
+	otherKind(t, src)                     // 6
 	src.FailWatches(1, fakesource.Fault{AfterEvents: 1})
 	h := run(t, src, sink, Options{ResumeFrom: func() (string, bool) { return "4", true }})
 	sink.waitCall(t, "Add d@5")
@@ -295,13 +296,13 @@ func TestResumeSmallStore(t *testing.T) {
 		{"unchanged", func(t *testing.T, src *fakesource.Source) { otherKind(t, src) }, 0,
 			[]string{"Bookmark 5", "MarkSynced"}, DefaultListPageSize},
 		{"changed", func(t *testing.T, src *fakesource.Source) {
-			mustUpdate(t, src, podL("a", "2")) // 5
-			mustDelete(t, src, pod("b"))       // 6
-			otherKind(t, src)                  // 7
+			mustUpdate(t, src, podL("a", "2"))       // 5
+			mustDelete(t, src, testkit.Pod("b", "")) // 6
+			otherKind(t, src)                        // 7
 		}, 0, []string{"BeginReplace", "ReplacePage a,c", "EndReplace 7"}, DefaultListPageSize},
 		{"grown past the page", func(t *testing.T, src *fakesource.Source) {
-			mustAdd(t, src, pod("d")) // 5
-			mustAdd(t, src, pod("e")) // 6
+			mustAdd(t, src, testkit.Pod("d", "")) // 5
+			mustAdd(t, src, testkit.Pod("e", "")) // 6
 		}, 4, []string{"Add d@5", "Add e@6", "MarkSynced"}, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -313,7 +314,7 @@ func TestResumeSmallStore(t *testing.T) {
 			h := run(t, src, sink, Options{
 				ResumeFrom:     func() (string, bool) { return "4", true },
 				StoredVersions: storedVersions(sink),
-				ListPageSize:       tc.pageSize,
+				ListPageSize:   tc.pageSize,
 				Metrics:        m,
 			})
 			calls := sink.waitCall(t, tc.wantCalls[len(tc.wantCalls)-1])

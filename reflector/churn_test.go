@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // TestChurnConverges applies random changes, restarts, compactions,
@@ -34,7 +35,7 @@ func TestChurnConverges(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(i), 42))
 			src := newSource(t, tc.opts)
 			for j := range 40 {
-				mustAdd(t, src, pod(fmt.Sprintf("p%02d", j)))
+				mustAdd(t, src, testkit.Pod(fmt.Sprintf("p%02d", j), ""))
 			}
 			sink := newRecorder()
 			opts := Options{ListPageSize: 7, UseWatchList: tc.policy, MaxInternalErrorRetryDuration: time.Minute}
@@ -81,13 +82,13 @@ func TestChurnConverges(t *testing.T) {
 				case op < 30:
 					name := fmt.Sprintf("p%02d", next)
 					next++
-					mustAdd(t, src, pod(name))
+					mustAdd(t, src, testkit.Pod(name, ""))
 					live[name] = true
 				case op < 60 && len(live) > 0:
 					mustUpdate(t, src, podL(pick(rng, live), fmt.Sprint(op)))
 				case op < 85 && len(live) > 0:
 					name := pick(rng, live)
-					mustDelete(t, src, pod(name))
+					mustDelete(t, src, testkit.Pod(name, ""))
 					delete(live, name)
 				case op < 90:
 					src.SendBookmark()

@@ -33,6 +33,8 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // instantClock is a fake clock whose timers fire at once, without moving
@@ -185,7 +187,7 @@ func newCG(t *testing.T, lw cache.ListerWatcherWithContext, sink Sink, clk clock
 }
 
 // runToEnd runs r until ctx is cancelled (by the test's script) and
-// fails the test if that takes longer than testTimeout.
+// fails the test if that takes longer than testkit.Timeout().
 func runToEnd(t *testing.T, r *Reflector, ctx context.Context, cancel context.CancelFunc) {
 	t.Helper()
 	done := make(chan struct{})
@@ -195,15 +197,11 @@ func runToEnd(t *testing.T, r *Reflector, ctx context.Context, cancel context.Ca
 	}()
 	select {
 	case <-done:
-	case <-time.After(testTimeout):
+	case <-time.After(testkit.Timeout()):
 		cancel()
 		<-done
-		t.Fatalf("Run did not end within %v", testTimeout)
+		t.Fatalf("Run did not end within %v", testkit.Timeout())
 	}
-}
-
-func mkPod(name, rv string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
 }
 
 func mkList(rv string, pods ...*corev1.Pod) *corev1.PodList {

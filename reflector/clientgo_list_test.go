@@ -34,6 +34,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 const notOlder = metav1.ResourceVersionMatchNotOlderThan
@@ -48,11 +50,11 @@ func checkRequests(t *testing.T, lw *cgLW, want []request) {
 
 func TestReflectorListAndWatch(t *testing.T) {
 	events := []watch.Event{
-		{Type: watch.Modified, Object: mkPod("foo", "2")},
-		{Type: watch.Added, Object: mkPod("bar", "3")},
-		{Type: watch.Added, Object: mkPod("baz", "4")},
-		{Type: watch.Added, Object: mkPod("qux", "5")},
-		{Type: watch.Added, Object: mkPod("zoo", "6")},
+		{Type: watch.Modified, Object: testkit.Pod("foo", "2")},
+		{Type: watch.Added, Object: testkit.Pod("bar", "3")},
+		{Type: watch.Added, Object: testkit.Pod("baz", "4")},
+		{Type: watch.Added, Object: testkit.Pod("qux", "5")},
+		{Type: watch.Added, Object: testkit.Pod("zoo", "6")},
 	}
 	table := []struct {
 		name         string
@@ -65,7 +67,7 @@ func TestReflectorListAndWatch(t *testing.T) {
 		name:         "UseWatchList enabled",
 		useWatchList: true,
 		watchEvents: append([]watch.Event{
-			{Type: watch.Added, Object: mkPod("foo", "1")},
+			{Type: watch.Added, Object: testkit.Pod("foo", "1")},
 			{Type: watch.Bookmark, Object: endBookmark("1")},
 		}, events...),
 		requests: []request{watchListReq("")},
@@ -73,7 +75,7 @@ func TestReflectorListAndWatch(t *testing.T) {
 			"Update foo@2", "Add bar@3", "Add baz@4", "Add qux@5", "Add zoo@6"},
 	}, {
 		name:        "UseWatchList disabled",
-		list:        mkList("1", mkPod("foo", "1")),
+		list:        mkList("1", testkit.Pod("foo", "1")),
 		watchEvents: events,
 		requests:    []request{listReq("0", 500, "", ""), watchReq("1")},
 		calls: []string{"BeginReplace", "ReplacePage foo", "EndReplace 1",
@@ -141,27 +143,27 @@ func TestReflectorListAndWatchWithErrors(t *testing.T) {
 		{
 			list: mkList("1"),
 			events: []watch.Event{
-				{Type: watch.Added, Object: mkPod("foo", "2")},
-				{Type: watch.Added, Object: mkPod("bar", "3")},
+				{Type: watch.Added, Object: testkit.Pod("foo", "2")},
+				{Type: watch.Added, Object: testkit.Pod("bar", "3")},
 			},
 		}, {
-			list: mkList("3", mkPod("foo", "2"), mkPod("bar", "3")),
+			list: mkList("3", testkit.Pod("foo", "2"), testkit.Pod("bar", "3")),
 			events: []watch.Event{
-				{Type: watch.Deleted, Object: mkPod("foo", "4")},
-				{Type: watch.Added, Object: mkPod("qux", "5")},
+				{Type: watch.Deleted, Object: testkit.Pod("foo", "4")},
+				{Type: watch.Added, Object: testkit.Pod("qux", "5")},
 			},
 		}, {
 			listErr: fmt.Errorf("a list error"),
 		}, {
-			list:     mkList("5", mkPod("bar", "3"), mkPod("qux", "5")),
+			list:     mkList("5", testkit.Pod("bar", "3"), testkit.Pod("qux", "5")),
 			watchErr: fmt.Errorf("a watch error"),
 		}, {
-			list: mkList("5", mkPod("bar", "3"), mkPod("qux", "5")),
+			list: mkList("5", testkit.Pod("bar", "3"), testkit.Pod("qux", "5")),
 			events: []watch.Event{
-				{Type: watch.Added, Object: mkPod("baz", "6")},
+				{Type: watch.Added, Object: testkit.Pod("baz", "6")},
 			},
 		}, {
-			list: mkList("6", mkPod("bar", "3"), mkPod("qux", "5"), mkPod("baz", "6")),
+			list: mkList("6", testkit.Pod("bar", "3"), testkit.Pod("qux", "5"), testkit.Pod("baz", "6")),
 		},
 	}
 
@@ -242,7 +244,7 @@ func TestReflectorListAndWatchWithErrors(t *testing.T) {
 func pagedPods(t *testing.T, options metav1.ListOptions) (runtime.Object, error) {
 	pods := make([]corev1.Pod, 10)
 	for i := 0; i < 10; i++ {
-		pods[i] = *mkPod(fmt.Sprintf("pod-%d", i), fmt.Sprintf("%d", i))
+		pods[i] = *testkit.Pod(fmt.Sprintf("pod-%d", i), fmt.Sprintf("%d", i))
 	}
 	switch options.Continue {
 	case "":
@@ -300,7 +302,7 @@ func TestReflectorNotPaginatingNotConsistentReads(t *testing.T) {
 		func(_ context.Context, options metav1.ListOptions) (runtime.Object, error) {
 			pods := make([]corev1.Pod, 10)
 			for i := 0; i < 10; i++ {
-				pods[i] = *mkPod(fmt.Sprintf("pod-%d", i), fmt.Sprintf("%d", i))
+				pods[i] = *testkit.Pod(fmt.Sprintf("pod-%d", i), fmt.Sprintf("%d", i))
 			}
 			return &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "10"}, Items: pods}, nil
 		},
@@ -362,7 +364,7 @@ func TestReflectorPaginatingNonConsistentReadsIfWatchCacheDisabled(t *testing.T)
 func eightPods() []corev1.Pod {
 	pods := make([]corev1.Pod, 8)
 	for i := 0; i < 8; i++ {
-		pods[i] = *mkPod(fmt.Sprintf("pod-%d", i), fmt.Sprintf("%d", i))
+		pods[i] = *testkit.Pod(fmt.Sprintf("pod-%d", i), fmt.Sprintf("%d", i))
 	}
 	return pods
 }
@@ -546,14 +548,14 @@ func TestReflectorFullListIfTooLarge(t *testing.T) {
 // reporting an object unsafe-deleted as corrupt (500) relists, and the
 // relist removes the object.
 func TestReflectorReplacesStoreOnUnsafeDelete(t *testing.T) {
-	preExisting := mkPod("foo-1", "1")
-	pods := []*corev1.Pod{preExisting, mkPod("foo-2", "2"), mkPod("foo-3", "3")}
+	preExisting := testkit.Pod("foo-1", "1")
+	pods := []*corev1.Pod{preExisting, testkit.Pod("foo-2", "2"), testkit.Pod("foo-3", "3")}
 	lastExpectedRV := "5"
 	lists := []*corev1.PodList{
 		mkList("3", pods...),            // initial list
 		mkList(lastExpectedRV, pods...), // re-list due to watch error
 	}
-	corruptObj := mkPod("foo", "4")
+	corruptObj := testkit.Pod("foo", "4")
 	status := &metav1.Status{
 		Status:  metav1.StatusFailure,
 		Code:    http.StatusInternalServerError,

@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 func TestGetTypeDescriptionFromObject(t *testing.T) {
@@ -131,7 +133,7 @@ func TestReflectorListExtract(t *testing.T) {
 			n := len(lists)
 			l := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "100"}}
 			for i := 0; i < perPage; i++ {
-				l.Items = append(l.Items, *mkPod("pod-"+string(rune('a'+n))+string(rune('a'+i)), "1"))
+				l.Items = append(l.Items, *testkit.Pod("pod-"+string(rune('a'+n))+string(rune('a'+i)), "1"))
 			}
 			if n+1 < pages {
 				l.Continue = "C" + string(rune('0'+n+1))

@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // TestCloseWatchChannelOnError checks that a watch whose ERROR event
@@ -54,8 +56,8 @@ func TestCloseWatchChannelOnError(t *testing.T) {
 		if ok {
 			t.Errorf("Watch channel left open after an error")
 		}
-	case <-time.After(testTimeout):
-		t.Errorf("the watch was not stopped within %v", testTimeout)
+	case <-time.After(testkit.Timeout()):
+		t.Errorf("the watch was not stopped within %v", testkit.Timeout())
 	}
 	cancel()
 	<-done
@@ -77,7 +79,7 @@ func TestRunUntil(t *testing.T) {
 	}()
 	// Synchronously add a pod into the watch channel so we know Run is in
 	// the watch handler.
-	fw.Add(mkPod("bar", "2"))
+	fw.Add(testkit.Pod("bar", "2"))
 
 	cancel()
 	resultCh := fw.ResultChan()
@@ -96,8 +98,8 @@ func TestRunUntil(t *testing.T) {
 				return // both closed
 			}
 			resultCh = nil
-		case <-time.After(testTimeout):
-			t.Fatalf("the cancellation is at least %s late", testTimeout)
+		case <-time.After(testkit.Timeout()):
+			t.Fatalf("the cancellation is at least %s late", testkit.Timeout())
 		}
 	}
 }
@@ -264,9 +266,9 @@ func TestReflectorWatchHandler(t *testing.T) {
 	fw := watch.NewFake()
 	go func() {
 		fw.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "rejected"}})
-		fw.Delete(mkPod("foo", ""))
-		fw.Modify(mkPod("bar", "55"))
-		fw.Add(mkPod("baz", "32"))
+		fw.Delete(testkit.Pod("foo", ""))
+		fw.Modify(testkit.Pod("bar", "55"))
+		fw.Add(testkit.Pod("baz", "32"))
 		// The producer is done: closing the result channel ends consume.
 		fw.Stop()
 	}()

@@ -37,6 +37,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 func TestNewReflectorWithDisablementWatchList(t *testing.T) {
@@ -126,13 +128,13 @@ func TestWatchListResourceVersion(t *testing.T) {
 		},
 		{
 			name:                    "empty resource version without bookmark event",
-			watchEvents:             []watch.Event{{Type: watch.Added, Object: mkPod("p1", "1")}},
+			watchEvents:             []watch.Event{{Type: watch.Added, Object: testkit.Pod("p1", "1")}},
 			expectedResourceVersion: "",
 		},
 		{
 			name: "non empty resource version with bookmark event and initial events annotation",
 			watchEvents: []watch.Event{
-				{Type: watch.Added, Object: mkPod("p1", "1")},
+				{Type: watch.Added, Object: testkit.Pod("p1", "1")},
 				{Type: watch.Bookmark, Object: endBookmark("2")},
 			},
 			expectedResourceVersion: "2",
@@ -164,10 +166,10 @@ func TestWatchListResourceVersion(t *testing.T) {
 	}
 }
 
-// waitUntil polls cond until it holds, failing the test after testTimeout.
+// waitUntil polls cond until it holds, failing the test after testkit.Timeout().
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, testTimeout, true,
+	err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, testkit.Timeout(), true,
 		func(context.Context) (bool, error) { return cond(), nil })
 	if err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
@@ -175,7 +177,9 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 }
 
 func TestWatchList(t *testing.T) {
-	added := func(name, rv string) watch.Event { return watch.Event{Type: watch.Added, Object: mkPod(name, rv)} }
+	added := func(name, rv string) watch.Event {
+		return watch.Event{Type: watch.Added, Object: testkit.Pod(name, rv)}
+	}
 	bookmark := func(rv string) watch.Event { return watch.Event{Type: watch.Bookmark, Object: endBookmark(rv)} }
 	errorEvent := func(err apierrors.APIStatus) watch.Event {
 		st := err.Status()
@@ -208,7 +212,7 @@ func TestWatchList(t *testing.T) {
 		{
 			name:         "the reflector uses the old LIST/WATCH semantics if the UseWatchList is turned off",
 			watchListOff: true,
-			list:         mkList("1", mkPod("p1", "1")),
+			list:         mkList("1", testkit.Pod("p1", "1")),
 			requests:     []request{listReq("0", 500, "", ""), watchReq("1")},
 			store:        map[string]string{"p1": "1"},
 			lastRV:       "1",
@@ -216,7 +220,7 @@ func TestWatchList(t *testing.T) {
 		{
 			name:     "returning any other error than apierrors.NewInvalid forces fallback",
 			watches:  []wlAnswer{{err: fmt.Errorf("dummy error")}, {events: []watch.Event{added("p2", "2")}}},
-			list:     mkList("1", mkPod("p1", "1")),
+			list:     mkList("1", testkit.Pod("p1", "1")),
 			endCall:  "Add p2@2",
 			requests: []request{watchListReq(""), listReq("0", 500, "", ""), watchReq("1")},
 			store:    map[string]string{"p1": "1", "p2": "2"},
@@ -225,7 +229,7 @@ func TestWatchList(t *testing.T) {
 		{
 			name:     "the reflector can fall back to old LIST/WATCH semantics when a server doesn't support streaming",
 			watches:  []wlAnswer{{err: apierrors.NewInvalid(schema.GroupKind{}, "streaming is not allowed", nil)}, {events: []watch.Event{added("p2", "2")}}},
-			list:     mkList("1", mkPod("p1", "1")),
+			list:     mkList("1", testkit.Pod("p1", "1")),
 			endCall:  "Add p2@2",
 			requests: []request{watchListReq(""), listReq("0", 500, "", ""), watchReq("1")},
 			store:    map[string]string{"p1": "1", "p2": "2"},
@@ -245,12 +249,12 @@ func TestWatchList(t *testing.T) {
 			name: "Updates and Deletes during streaming fall back to LIST",
 			watches: []wlAnswer{{events: []watch.Event{
 				added("p1", "1"), added("p2", "2"),
-				{Type: watch.Modified, Object: mkPod("p1", "3")},
+				{Type: watch.Modified, Object: testkit.Pod("p1", "3")},
 				added("p3", "4"),
-				{Type: watch.Deleted, Object: mkPod("p3", "5")},
+				{Type: watch.Deleted, Object: testkit.Pod("p3", "5")},
 				bookmark("5"),
 			}}},
-			list:     mkList("5", mkPod("p2", "2"), mkPod("p1", "3")),
+			list:     mkList("5", testkit.Pod("p2", "2"), testkit.Pod("p1", "3")),
 			requests: []request{watchListReq(""), listReq("0", 500, "", ""), watchReq("5")},
 			store:    map[string]string{"p1": "3", "p2": "2"},
 			lastRV:   "5",
@@ -297,7 +301,7 @@ func TestWatchList(t *testing.T) {
 			// client-go sends a second WatchList request; ours lists.
 			name:     "stopping a watcher before sync results in a LIST",
 			watches:  []wlAnswer{{events: []watch.Event{added("p1", "1")}, closed: true}},
-			list:     mkList("1", mkPod("p1", "1")),
+			list:     mkList("1", testkit.Pod("p1", "1")),
 			requests: []request{watchListReq(""), listReq("0", 500, "", ""), watchReq("1")},
 			store:    map[string]string{"p1": "1"},
 			lastRV:   "1",
@@ -334,7 +338,7 @@ func TestWatchList(t *testing.T) {
 			// takes the stream for a legacy watch and lists.
 			name:     "prove that the reflector is checking the value of the initialEventsEnd annotation",
 			watches:  []wlAnswer{{events: []watch.Event{added("p1", "1"), added("p2", "2"), {Type: watch.Bookmark, Object: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "2", Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "false"}}}}}}},
-			list:     mkList("2", mkPod("p1", "1"), mkPod("p2", "2")),
+			list:     mkList("2", testkit.Pod("p1", "1"), testkit.Pod("p2", "2")),
 			requests: []request{watchListReq(""), listReq("0", 500, "", ""), watchReq("2")},
 			store:    map[string]string{"p1": "1", "p2": "2"},
 			lastRV:   "2",
@@ -375,10 +379,10 @@ func TestWatchList(t *testing.T) {
 			}
 			select {
 			case <-done:
-			case <-time.After(testTimeout):
+			case <-time.After(testkit.Timeout()):
 				cancel()
 				<-done
-				t.Fatalf("Run did not end within %v", testTimeout)
+				t.Fatalf("Run did not end within %v", testkit.Timeout())
 			}
 
 			checkRequests(t, lw, scenario.requests)

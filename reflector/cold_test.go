@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 func TestColdStartWatchList(t *testing.T) {
@@ -19,7 +20,7 @@ func TestColdStartWatchList(t *testing.T) {
 	m := &countingMetrics{}
 	h := run(t, src, sink, Options{ListPageSize: 2, Metrics: m})
 	sink.waitCall(t, "EndReplace 6")
-	mustAdd(t, src, pod("f"))
+	mustAdd(t, src, testkit.Pod("f", ""))
 	calls := sink.waitCall(t, "Add f@7")
 	want := []string{"BeginReplace", "ReplacePage a,b", "ReplacePage c,d", "ReplacePage e", "EndReplace 6", "Add f@7"}
 	if !reflect.DeepEqual(calls, want) {
@@ -73,7 +74,7 @@ func TestColdStartPaginatedList(t *testing.T) {
 			}
 			run(t, src, sink, Options{ListPageSize: 3, UseWatchList: tc.policy})
 			sink.waitCall(t, "EndReplace 8")
-			mustDelete(t, src, pod("a"))
+			mustDelete(t, src, testkit.Pod("a", ""))
 			calls := sink.waitCall(t, "Delete a@9")
 			want := []string{"BeginReplace", "ReplacePage a,b,c", "ReplacePage d,e,f", "ReplacePage g", "EndReplace 8", "Delete a@9"}
 			if !reflect.DeepEqual(calls, want) {
@@ -126,7 +127,7 @@ func TestWatchListIgnoredFallsBack(t *testing.T) {
 	if !reflect.DeepEqual(calls, want) {
 		t.Fatalf("sink calls = %v, want %v", calls, want)
 	}
-	mustAdd(t, src, pod("f"))
+	mustAdd(t, src, testkit.Pod("f", ""))
 	sink.waitCall(t, "Add f@7")
 	sink.checkModel(t, src)
 }
@@ -141,7 +142,7 @@ func TestExpiredContinueRestartsRelist(t *testing.T) {
 	sink.hook = func(_ context.Context, call string) error {
 		if strings.HasPrefix(call, "ReplacePage") {
 			once.Do(func() {
-				if _, err := src.Add(pod("h")); err != nil {
+				if _, err := src.Add(testkit.Pod("h", "")); err != nil {
 					t.Error(err)
 				}
 				if err := src.Compact(src.ResourceVersion()); err != nil {
@@ -166,7 +167,7 @@ func TestExpiredContinueRestartsRelist(t *testing.T) {
 		t.Fatalf("restarted list options = %+v, want the most recent state (RV \"\")", o)
 	}
 	h.clk.noTimer(t)
-	mustAdd(t, src, pod("i"))
+	mustAdd(t, src, testkit.Pod("i", ""))
 	sink.waitCall(t, "Add i@10")
 	sink.checkModel(t, src)
 	if _, _, _, relists, _, expired := m.get(); relists != 1 || expired != 1 {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // noWatchListLW fails every WatchList (sendInitialEvents) request with
@@ -83,7 +84,7 @@ func TestWatchListFailureFallsBackToList(t *testing.T) {
 				t.Fatalf("sink calls = %v, want %v", calls, want)
 			}
 			// The live watch goes on from the LIST's RV.
-			want = append(want, "Add c@"+mustAdd(t, src, pod("c")))
+			want = append(want, "Add c@"+mustAdd(t, src, testkit.Pod("c", "")))
 			if calls := rec.waitCall(t, want[len(want)-1]); !reflect.DeepEqual(calls, want) {
 				t.Fatalf("sink calls = %v, want %v", calls, want)
 			}

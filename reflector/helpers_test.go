@@ -14,31 +14,23 @@ import (
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// testTimeout bounds every wait on another goroutine; reaching it fails
-// the test.
-const testTimeout = 10 * time.Second
-
 var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
 
-func pod(name string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
-}
-
 func podL(name, v string) *corev1.Pod {
-	p := pod(name)
+	p := testkit.Pod(name, "")
 	p.Labels = map[string]string{"v": v}
 	return p
 }
@@ -75,8 +67,8 @@ func (c *notifyClock) nextTimer(t *testing.T) time.Duration {
 	select {
 	case d := <-c.timers:
 		return d
-	case <-time.After(testTimeout):
-		t.Fatalf("the reflector created no timer within %v", testTimeout)
+	case <-time.After(testkit.Timeout()):
+		t.Fatalf("the reflector created no timer within %v", testkit.Timeout())
 	}
 	return 0
 }
@@ -296,7 +288,7 @@ func (s *recorder) waitFor(t *testing.T, what string, cond func(calls []string) 
 // critical section.
 func (s *recorder) waitLocked(t *testing.T, what string, cond func() bool) []string {
 	t.Helper()
-	deadline := time.After(testTimeout)
+	deadline := time.After(testkit.Timeout())
 	for {
 		s.mu.Lock()
 		done := cond()
@@ -423,8 +415,8 @@ func runSink(t *testing.T, src *fakesource.Source, sink *recorder, s Sink, opts 
 			cancel()
 			select {
 			case <-done:
-			case <-time.After(testTimeout):
-				t.Errorf("Run did not return within %v of cancellation", testTimeout)
+			case <-time.After(testkit.Timeout()):
+				t.Errorf("Run did not return within %v of cancellation", testkit.Timeout())
 			}
 		})
 	}
@@ -442,16 +434,10 @@ func (h *harness) stoppedRV() string {
 	return h.r.LastSyncResourceVersion()
 }
 
-func newSource(t *testing.T, opts fakesource.Options, pods ...string) *fakesource.Source {
+// newSource returns a fake source with opts holding pods ns/<name>.
+func newSource(t *testing.T, opts fakesource.Options, names ...string) *fakesource.Source {
 	t.Helper()
-	src, err := fakesource.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods {
-		mustAdd(t, src, pod(p))
-	}
-	return src
+	return fakesource.NewForTest(t, opts, testkit.Pods(names...)...)
 }
 
 func mustAdd(t *testing.T, src *fakesource.Source, p *corev1.Pod) string {

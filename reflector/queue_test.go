@@ -13,6 +13,7 @@ import (
 
 	"github.com/warmcache/warmcache/deltafifo"
 	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // queueSink is a deltafifo.Queue used directly as the Sink, as the Sink
@@ -79,7 +80,7 @@ func TestRestartedRelistWithQueueSink(t *testing.T) {
 		name: "expired continue token",
 		opts: fakesource.Options{DisableWatchCache: true},
 		fault: func(t *testing.T, src *fakesource.Source) {
-			if _, err := src.Add(pod("d")); err != nil {
+			if _, err := src.Add(testkit.Pod("d", "")); err != nil {
 				t.Error(err)
 			}
 			if err := src.Compact(src.ResourceVersion()); err != nil {
@@ -112,7 +113,7 @@ func TestRestartedRelistWithQueueSink(t *testing.T) {
 			var mu sync.Mutex
 			var handled []string
 			clk, stop := runWith(t, src.Endpoint(podGVK, ""), sink, Options{
-				ListPageSize:     2,
+				ListPageSize: 2,
 				UseWatchList: tc.policy,
 				WatchErrorHandler: func(_ context.Context, _ *cache.Reflector, err error) {
 					mu.Lock()
@@ -126,8 +127,8 @@ func TestRestartedRelistWithQueueSink(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				t.Fatalf("the reflector backed off %v instead of restarting the relist; errors: %q", d, handled)
-			case <-time.After(testTimeout):
-				t.Fatalf("no EndReplace within %v", testTimeout)
+			case <-time.After(testkit.Timeout()):
+				t.Fatalf("no EndReplace within %v", testkit.Timeout())
 			}
 			stop()
 			if got := drainQueue(t, q); !reflect.DeepEqual(got, tc.want) {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // checkList fails unless list is the resume check: a consistent LIST of
@@ -76,7 +77,7 @@ func TestResumeAtServerRVSyncsAtOnce(t *testing.T) {
 	h := run(t, src, sink, Options{ResumeFrom: func() (string, bool) { return "4", true }})
 	sink.waitCall(t, "MarkSynced")
 	h.clk.noTimer(t)
-	mustAdd(t, src, pod("d")) // 5
+	mustAdd(t, src, testkit.Pod("d", "")) // 5
 	calls := sink.waitCall(t, "Add d@5")
 	if want := []string{"MarkSynced", "Add d@5"}; !reflect.DeepEqual(calls, want) {
 		t.Fatalf("sink calls = %v, want %v", calls, want)
@@ -99,7 +100,7 @@ func TestResumeBehindServerCatchesUp(t *testing.T) {
 	src := newSource(t, fakesource.Options{}, "a", "b", "c") // RVs 2..4
 	sink := newRecorder()
 	sink.seed(src)
-	mustAdd(t, src, pod("d")) // 5
+	mustAdd(t, src, testkit.Pod("d", "")) // 5
 	h := run(t, src, sink, Options{ResumeFrom: func() (string, bool) { return "4", true }})
 	calls := sink.waitCall(t, "MarkSynced")
 	if want := []string{"Add d@5", "MarkSynced"}; !reflect.DeepEqual(calls, want) {
@@ -150,8 +151,8 @@ func (d decisions) await(t *testing.T) bool {
 	select {
 	case ahead := <-d:
 		return ahead
-	case <-time.After(testTimeout):
-		t.Fatalf("OnResumeDecided not called within %v", testTimeout)
+	case <-time.After(testkit.Timeout()):
+		t.Fatalf("OnResumeDecided not called within %v", testkit.Timeout())
 	}
 	return false
 }
@@ -217,7 +218,7 @@ func TestResumeCheckFailuresAreRetried(t *testing.T) {
 			src := newSource(t, fakesource.Options{}, "a", "b", "c") // RVs 2..4
 			sink := newRecorder()
 			sink.seed(src)
-			mustAdd(t, src, pod("d")) // 5: the server moved on
+			mustAdd(t, src, testkit.Pod("d", "")) // 5: the server moved on
 			failChecks(src)
 			decided := make(decisions, 2)
 			errs := &errorLog{}

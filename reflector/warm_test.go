@@ -18,6 +18,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 func TestWarmStartWatchesWithoutListing(t *testing.T) {
@@ -26,8 +27,8 @@ func TestWarmStartWatchesWithoutListing(t *testing.T) {
 			src := newSource(t, fakesource.Options{}, "a", "b", "c") // RVs 2..4
 			sink := newRecorder()
 			sink.seed(src)
-			mustUpdate(t, src, podL("a", "2")) // 5
-			mustDelete(t, src, pod("b"))       // 6
+			mustUpdate(t, src, podL("a", "2"))       // 5
+			mustDelete(t, src, testkit.Pod("b", "")) // 6
 			m := &countingMetrics{}
 			h := run(t, src, sink, Options{
 				ResumeFrom:   func() (string, bool) { return "4", true },
@@ -85,7 +86,7 @@ func TestWarmStartExpiredRelistsOnce(t *testing.T) {
 			src := newSource(t, fakesource.Options{ExpiredAsError: tc.expiredAsError}, "a", "b", "c")
 			sink := newRecorder()
 			sink.seed(src)
-			mustDelete(t, src, pod("a")) // 5
+			mustDelete(t, src, testkit.Pod("a", "")) // 5
 			if err := src.Compact("5"); err != nil {
 				t.Fatal(err)
 			}
@@ -102,7 +103,7 @@ func TestWarmStartExpiredRelistsOnce(t *testing.T) {
 				},
 			})
 			sink.waitCall(t, "EndReplace 5")
-			mustAdd(t, src, pod("d"))
+			mustAdd(t, src, testkit.Pod("d", ""))
 			calls := sink.waitCall(t, "Add d@6")
 			want := []string{"BeginReplace", "ReplacePage b,c", "EndReplace 5", "Add d@6"}
 			if !reflect.DeepEqual(calls, want) {
@@ -179,7 +180,7 @@ func TestWarmStartSyncsOnceTheWatchResumed(t *testing.T) {
 		prove func(t *testing.T, h *harness) string
 	}{
 		{"first event", func(t *testing.T, h *harness) string {
-			return "Add " + "d@" + mustAdd(t, h.src, pod("d"))
+			return "Add " + "d@" + mustAdd(t, h.src, testkit.Pod("d", ""))
 		}},
 		{"first bookmark", func(t *testing.T, h *harness) string {
 			if n := h.src.SendBookmark(); n != 1 {
@@ -218,7 +219,7 @@ func TestWarmStartSyncsOnceTheWatchResumed(t *testing.T) {
 			}
 			// Neither the settle timer nor later events push it again.
 			h.clk.Step(settle)
-			want = append(want, "Add e@"+mustAdd(t, src, pod("e")))
+			want = append(want, "Add e@"+mustAdd(t, src, testkit.Pod("e", "")))
 			if calls := sink.waitCall(t, want[len(want)-1]); !reflect.DeepEqual(calls, want) {
 				t.Fatalf("sink calls = %v, want %v", calls, want)
 			}
@@ -288,7 +289,7 @@ func TestWarmStartRewatchKeepsSyncPending(t *testing.T) {
 			}
 			h.clk.Step(settle)
 			sink.waitCall(t, "MarkSynced")
-			want := []string{"MarkSynced", "Add d@" + mustAdd(t, src, pod("d"))}
+			want := []string{"MarkSynced", "Add d@" + mustAdd(t, src, testkit.Pod("d", ""))}
 			if calls := sink.waitCall(t, want[1]); !reflect.DeepEqual(calls, want) {
 				t.Fatalf("sink calls = %v, want %v", calls, want)
 			}
@@ -347,7 +348,7 @@ func TestWarmStartExpiredEventBeatsSettle(t *testing.T) {
 		src := newSource(t, fakesource.Options{}, "a", "b") // RV 3
 		sink := newRecorder()
 		sink.seed(src)
-		mustAdd(t, src, pod("c")) // 4
+		mustAdd(t, src, testkit.Pod("c", "")) // 4
 		clk := elapsedClock{testingclock.NewFakeClock(time.Unix(10000, 0))}
 		r, err := New(expiredResumeLW{src.Endpoint(podGVK, ""), "3"}, &corev1.Pod{}, sink, Options{
 			ResumeFrom:        func() (string, bool) { return "3", true },

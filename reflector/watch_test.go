@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 func TestBookmarksReachTheSinkInOrder(t *testing.T) {
@@ -25,7 +26,7 @@ func TestBookmarksReachTheSinkInOrder(t *testing.T) {
 		do   func()
 		want string
 	}{
-		{func() { mustAdd(t, src, pod("x")) }, "Add x@3"},
+		{func() { mustAdd(t, src, testkit.Pod("x", "")) }, "Add x@3"},
 		{func() { src.SendBookmark() }, "Bookmark 3"},
 		{func() { mustUpdate(t, src, podL("x", "1")) }, "Update x@4"},
 		{func() {
@@ -35,7 +36,7 @@ func TestBookmarksReachTheSinkInOrder(t *testing.T) {
 			}
 			src.SendBookmark()
 		}, "Bookmark 5"},
-		{func() { mustDelete(t, src, pod("x")) }, "Delete x@6"},
+		{func() { mustDelete(t, src, testkit.Pod("x", "")) }, "Delete x@6"},
 	}
 	for _, s := range steps {
 		s.do()
@@ -74,11 +75,11 @@ func TestRestartRewatchesThenRelists(t *testing.T) {
 			}
 			h := run(t, src, sink, Options{})
 			sink.waitCall(t, "EndReplace 3")
-			mustAdd(t, src, pod("x")) // 4: the reflector blocks pushing it
+			mustAdd(t, src, testkit.Pod("x", "")) // 4: the reflector blocks pushing it
 			select {
 			case <-entered:
-			case <-time.After(testTimeout):
-				t.Fatalf("Add x@4 not pushed within %v", testTimeout)
+			case <-time.After(testkit.Timeout()):
+				t.Fatalf("Add x@4 not pushed within %v", testkit.Timeout())
 			}
 			// The cluster stays healthy long enough for a 410 to relist at
 			// once. The clock moves only now that the reflector is
@@ -87,7 +88,7 @@ func TestRestartRewatchesThenRelists(t *testing.T) {
 			// EndReplace could come before that note and make the 410 back
 			// off instead.
 			h.clk.Step(DefaultBackoffReset)
-			mustAdd(t, src, pod("y")) // 5: never delivered by the old watch
+			mustAdd(t, src, testkit.Pod("y", "")) // 5: never delivered by the old watch
 			src.Restart()
 			close(release)
 			calls := sink.waitCall(t, "EndReplace 5")
@@ -108,7 +109,7 @@ func TestRestartRewatchesThenRelists(t *testing.T) {
 			if mode == fakesource.WatchListRejected && src.Stats().WatchLists != 1 {
 				t.Fatalf("%d WatchList requests, want 1: the server's refusal is remembered", src.Stats().WatchLists)
 			}
-			mustAdd(t, src, pod("z"))
+			mustAdd(t, src, testkit.Pod("z", ""))
 			sink.waitCall(t, "Add z@6")
 			sink.checkModel(t, src)
 		})
@@ -151,7 +152,7 @@ func TestRepeated410BacksOff(t *testing.T) {
 				base *= 2
 			}
 			sink.waitFor(t, "relist after the last 410", func(c []string) bool { return count(c, "EndReplace") == failures+1 })
-			mustAdd(t, src, pod("b"))
+			mustAdd(t, src, testkit.Pod("b", ""))
 			sink.waitCall(t, "Add b@3")
 			h.clk.noTimer(t)
 			if handled != failures {
@@ -276,12 +277,12 @@ func TestWatchFailuresRewatchOrRelist(t *testing.T) {
 			sink := newRecorder()
 			h := run(t, src, sink, Options{UseWatchList: WatchListOff, MaxInternalErrorRetryDuration: tc.maxInternal})
 			sink.waitCall(t, "EndReplace 2")
-			mustAdd(t, src, pod("x")) // 3
+			mustAdd(t, src, testkit.Pod("x", "")) // 3
 			var d time.Duration
 			if tc.wantTimer {
 				d = h.clk.nextTimer(t)
 			}
-			mustAdd(t, src, pod("y")) // 4: a relist after the backoff lists it
+			mustAdd(t, src, testkit.Pod("y", "")) // 4: a relist after the backoff lists it
 			h.clk.Step(d)
 			calls := sink.waitConverged(t, src)
 			if tc.wantRelist == (count(calls, "Add y@4") == 1) {
@@ -327,7 +328,7 @@ func TestVeryShortWatchesBackOff(t *testing.T) {
 		}
 		h.clk.Step(d)
 	}
-	mustAdd(t, src, pod("b"))
+	mustAdd(t, src, testkit.Pod("b", ""))
 	calls := sink.waitCall(t, "Add b@3")
 	if count(calls, "BeginReplace") != 1 {
 		t.Fatalf("relisted after short watches: %v", calls)
@@ -353,7 +354,7 @@ func TestBookmarkAvoidsRelistAfterRestart(t *testing.T) {
 	src.SendBookmark()
 	sink.waitCall(t, "Bookmark 3")
 	src.Restart() // compacts everything before RV 3
-	mustAdd(t, src, pod("b"))
+	mustAdd(t, src, testkit.Pod("b", ""))
 	calls := sink.waitCall(t, "Add b@4")
 	if count(calls, "BeginReplace") != 1 {
 		t.Fatalf("relisted after the restart: %v", calls)

@@ -64,6 +64,10 @@ var rules = []rule{
 	{pkg: "benchmarks/...", allow: append([]string{"benchmarks/...", "internal/..."}, library...)},
 	{pkg: "examples/...", allow: append([]string{"examples/...", "internal/..."}, library...)},
 	{pkg: "test/...", allow: append([]string{"internal/..."}, library...)},
+	// The test kit: what every package's tests share. It imports nothing
+	// of ours, so that the in-package tests of any package can import it
+	// without a cycle.
+	{pkg: "internal/testkit", allow: []string{}},
 	// Test support and tools: anything but examples, benchmarks, the CLI.
 	{pkg: "internal/...", allow: append([]string{"internal/...", "store/storetest"}, library...)},
 }
@@ -162,6 +166,8 @@ func TestRulesCatchForbiddenImports(t *testing.T) {
 		{"store/bolt", "examples/workqueue"},
 		{"listers/core/v1", "store/bolt"},
 		{"listers/core/v1", "informer"},
+		{"internal/testkit", "store"},
+		{"internal/testkit", "internal/fakesource"},
 	} {
 		r, ok := ruleFor(tc.pkg)
 		if !ok {

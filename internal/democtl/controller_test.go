@@ -14,14 +14,14 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/warmcache/warmcache/internal/mutationtest"
 	"go.uber.org/goleak"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/warmcache/warmcache/internal/mutationtest"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -124,10 +124,6 @@ func TestCountingTransport(t *testing.T) {
 	}
 }
 
-func pod(name, rv string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
-}
-
 // TestHandler: every event is counted by type, logged as a JSON line and
 // its key enqueued once.
 func TestHandler(t *testing.T) {
@@ -136,11 +132,11 @@ func TestHandler(t *testing.T) {
 	defer q.ShutDown()
 	var counts counters
 	h := &handler{queue: q, log: newEventLog(klog.Background(), &buf), counts: &counts, logger: klog.Background()}
-	h.OnAdd(pod("a", "1"), true)
-	h.OnAdd(pod("b", "2"), false)
-	h.OnUpdate(pod("a", "1"), pod("a", "3"))
-	h.OnDelete(pod("b", "2"))
-	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: pod("c", "4")})
+	h.OnAdd(testkit.Pod("a", "1"), true)
+	h.OnAdd(testkit.Pod("b", "2"), false)
+	h.OnUpdate(testkit.Pod("a", "1"), testkit.Pod("a", "3"))
+	h.OnDelete(testkit.Pod("b", "2"))
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: testkit.Pod("c", "4")})
 
 	want := EventCounts{InitialAdds: 1, Adds: 1, Updates: 1, Deletes: 2, DeletesFinalStateUnknown: 1}
 	if got := counts.snapshot(); got != want {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/warmcache/warmcache/internal/podgen"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 func TestListMatchesTheSource(t *testing.T) {
@@ -179,7 +180,7 @@ func TestWatchSeesChangesAndBookmarks(t *testing.T) {
 				{watch.Modified, updated.Name, updRV},
 				{watch.Deleted, podgen.Pod(2).Name, delRV},
 			} {
-				ev := recv(t, w)
+				ev := testkit.Recv(t, w)
 				p, ok := ev.Object.(*corev1.Pod)
 				if !ok || ev.Type != want.typ || p.Name != want.name || p.ResourceVersion != want.rv {
 					t.Fatalf("event %s %T, want %s of %s at RV %s", ev.Type, ev.Object, want.typ, want.name, want.rv)
@@ -192,7 +193,7 @@ func TestWatchSeesChangesAndBookmarks(t *testing.T) {
 			if n := src.SendBookmark(); n != 1 {
 				t.Fatalf("SendBookmark asked %d watches, want 1", n)
 			}
-			ev := recv(t, w)
+			ev := testkit.Recv(t, w)
 			if p, ok := ev.Object.(*corev1.Pod); ev.Type != watch.Bookmark || !ok || p.ResourceVersion != delRV {
 				t.Fatalf("event %s %T, want a bookmark at RV %s", ev.Type, ev.Object, delRV)
 			}
@@ -219,11 +220,11 @@ func TestWatchList(t *testing.T) {
 			}
 			defer w.Stop()
 			for i := range testPods {
-				if ev := recv(t, w); ev.Type != watch.Added {
+				if ev := testkit.Recv(t, w); ev.Type != watch.Added {
 					t.Fatalf("initial event %d is %s", i, ev.Type)
 				}
 			}
-			ev := recv(t, w)
+			ev := testkit.Recv(t, w)
 			p, ok := ev.Object.(*corev1.Pod)
 			if ev.Type != watch.Bookmark || !ok || p.Annotations[metav1.InitialEventsAnnotationKey] != "true" ||
 				p.ResourceVersion != src.ResourceVersion() {
@@ -247,7 +248,7 @@ func TestWatchFromCompactedRV(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer w.Stop()
-			ev := recv(t, w)
+			ev := testkit.Recv(t, w)
 			if ev.Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) {
 				t.Fatalf("event %s %v, want a 410 Expired ERROR event", ev.Type, ev.Object)
 			}

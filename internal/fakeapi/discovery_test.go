@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 var widgets = Resource{
@@ -100,7 +102,7 @@ func TestUnstructuredResource(t *testing.T) {
 	if _, err := src.Delete(widget("ns", "a")); err != nil {
 		t.Fatal(err)
 	}
-	ev := recv(t, w)
+	ev := testkit.Recv(t, w)
 	if u, ok := ev.Object.(*unstructured.Unstructured); ev.Type != watch.Deleted || !ok || u.GetName() != "a" {
 		t.Errorf("event %s %T, want the deletion of a", ev.Type, ev.Object)
 	}

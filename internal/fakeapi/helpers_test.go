@@ -5,11 +5,9 @@ import (
 	"net/http"
 	"sync"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/warmcache/warmcache/internal/fakesource"
@@ -19,10 +17,6 @@ import (
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
-
-// testTimeout bounds every wait on the server; reaching it is a test
-// failure, never a synchronisation point.
-const testTimeout = 20 * time.Second
 
 // testPods is the number of podgen pods the tests start with: more than
 // one page of 10 and more than podgen's namespaces.
@@ -115,20 +109,4 @@ func clientset(t *testing.T, s *Server, contentType string, rec *contentTypeReco
 		t.Fatal(err)
 	}
 	return cs
-}
-
-// recv returns the next event of w, failing the test if none comes in
-// time or the watch ends.
-func recv(t *testing.T, w watch.Interface) watch.Event {
-	t.Helper()
-	select {
-	case ev, ok := <-w.ResultChan():
-		if !ok {
-			t.Fatal("watch ended")
-		}
-		return ev
-	case <-time.After(testTimeout):
-		t.Fatal("no watch event in time")
-	}
-	return watch.Event{}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/warmcache/warmcache/internal/fakesource"
 	"github.com/warmcache/warmcache/internal/podgen"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // TestClientGoInformer runs client-go's shared informer against the server
@@ -51,7 +52,7 @@ func TestClientGoInformer(t *testing.T) {
 					cancel()
 					<-done
 				}()
-				syncCtx, syncCancel := context.WithTimeout(ctx, testTimeout)
+				syncCtx, syncCancel := context.WithTimeout(ctx, testkit.Timeout())
 				defer syncCancel()
 				if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced) {
 					t.Fatal("informer did not sync")
@@ -77,7 +78,7 @@ func TestClientGoInformer(t *testing.T) {
 					if name != p.Name {
 						t.Errorf("handler saw %s, want %s", name, p.Name)
 					}
-				case <-time.After(testTimeout):
+				case <-time.After(testkit.Timeout()):
 					t.Fatal("the informer's handler never saw the new pod")
 				}
 			})

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -19,23 +21,6 @@ func TestMain(m *testing.M) {
 }
 
 var podGVK = corev1.SchemeGroupVersion.WithKind("Pod")
-
-// testTimeout bounds every wait on another goroutine; reaching it is a
-// test failure, never a synchronisation point.
-const testTimeout = 10 * time.Second
-
-func pod(ns, name string, labels map[string]string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}}
-}
-
-func newSource(t *testing.T, opts Options) *Source {
-	t.Helper()
-	s, err := New(opts)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return s
-}
 
 func mustAdd(t *testing.T, s *Source, obj runtime.Object) string {
 	t.Helper()
@@ -74,21 +59,6 @@ func mustWatch(t *testing.T, ep *Endpoint, opts metav1.ListOptions) watch.Interf
 	return w
 }
 
-// recv returns the next event of w, failing the test if none comes.
-func recv(t *testing.T, w watch.Interface) watch.Event {
-	t.Helper()
-	select {
-	case ev, ok := <-w.ResultChan():
-		if !ok {
-			t.Fatalf("watch closed, wanted an event")
-		}
-		return ev
-	case <-time.After(testTimeout):
-		t.Fatalf("no watch event within %v", testTimeout)
-	}
-	return watch.Event{}
-}
-
 // recvClosed fails the test unless w's channel closes without another
 // event.
 func recvClosed(t *testing.T, w watch.Interface) {
@@ -98,8 +68,8 @@ func recvClosed(t *testing.T, w watch.Interface) {
 		if ok {
 			t.Fatalf("got event %s %s, wanted the watch closed", ev.Type, describe(ev.Object))
 		}
-	case <-time.After(testTimeout):
-		t.Fatalf("watch not closed within %v", testTimeout)
+	case <-time.After(testkit.Timeout()):
+		t.Fatalf("watch not closed within %v", testkit.Timeout())
 	}
 }
 
@@ -152,7 +122,7 @@ func listMeta(t *testing.T, list runtime.Object) (rv, cont string) {
 func isConnRefused(err error) bool { return utilnet.IsConnectionRefused(err) }
 
 func ctxTimeout(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout())
 	t.Cleanup(cancel)
 	return ctx
 }

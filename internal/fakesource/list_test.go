@@ -12,14 +12,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 func TestMutations(t *testing.T) {
-	s := newSource(t, Options{})
+	s := NewForTest(t, Options{})
 	if got := s.ResourceVersion(); got != "1" {
 		t.Fatalf("initial RV = %s, want 1", got)
 	}
-	p := pod("ns", "a", nil)
+	p := testkit.Pod("a", "")
 	if rv := mustAdd(t, s, p); rv != "2" {
 		t.Fatalf("Add RV = %s, want 2", rv)
 	}
@@ -29,13 +31,13 @@ func TestMutations(t *testing.T) {
 	if _, err := s.Add(p); !errors.Is(err, ErrAlreadyExists) {
 		t.Fatalf("second Add: %v, want ErrAlreadyExists", err)
 	}
-	if _, err := s.Update(pod("ns", "b", nil)); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Update(testkit.Pod("b", "")); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Update of absent: %v, want ErrNotFound", err)
 	}
-	if _, err := s.Delete(pod("ns", "b", nil)); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Delete(testkit.Pod("b", "")); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("Delete of absent: %v, want ErrNotFound", err)
 	}
-	if _, err := s.Add(pod("ns", "", nil)); !errors.Is(err, ErrInvalidObject) {
+	if _, err := s.Add(testkit.Pod("", "")); !errors.Is(err, ErrInvalidObject) {
 		t.Fatalf("Add without name: %v, want ErrInvalidObject", err)
 	}
 	if _, err := s.Add(nil); !errors.Is(err, ErrInvalidObject) {
@@ -50,14 +52,14 @@ func TestMutations(t *testing.T) {
 	if _, err := s.Add(u); !errors.Is(err, ErrInvalidObject) {
 		t.Fatalf("Add of unstructured typed kind: %v, want ErrInvalidObject", err)
 	}
-	if rv := mustUpdate(t, s, pod("ns", "a", map[string]string{"v": "2"})); rv != "3" {
+	if rv := mustUpdate(t, s, testkit.Pod("a", "", testkit.Labels{"v": "2"})); rv != "3" {
 		t.Fatalf("Update RV = %s, want 3", rv)
 	}
 	got, ok := s.Get(podGVK, "ns", "a")
 	if !ok || got.(*corev1.Pod).Labels["v"] != "2" || rvOf(t, got) != "3" {
 		t.Fatalf("Get after update = %v, %v", got, ok)
 	}
-	if rv := mustDelete(t, s, pod("ns", "a", nil)); rv != "4" {
+	if rv := mustDelete(t, s, testkit.Pod("a", "")); rv != "4" {
 		t.Fatalf("Delete RV = %s, want 4", rv)
 	}
 	if _, ok := s.Get(podGVK, "ns", "a"); ok {
@@ -87,12 +89,12 @@ func TestNewRejectsBadOptions(t *testing.T) {
 // historySource holds pods a, b, c added at RVs 2, 3, 4, then a updated
 // at 5 and b deleted at 6.
 func historySource(t *testing.T, opts Options) *Source {
-	s := newSource(t, opts)
+	s := NewForTest(t, opts)
 	for _, n := range []string{"a", "b", "c"} {
-		mustAdd(t, s, pod("ns", n, nil))
+		mustAdd(t, s, testkit.Pod(n, ""))
 	}
-	mustUpdate(t, s, pod("ns", "a", map[string]string{"v": "2"}))
-	mustDelete(t, s, pod("ns", "b", nil))
+	mustUpdate(t, s, testkit.Pod("a", "", testkit.Labels{"v": "2"}))
+	mustDelete(t, s, testkit.Pod("b", ""))
 	return s
 }
 
@@ -168,9 +170,9 @@ func isTooLarge(err error) bool {
 // page's snapshot even while the source changes, and that compaction
 // expires the continue token.
 func TestPaginationIsConsistent(t *testing.T) {
-	s := newSource(t, Options{})
+	s := NewForTest(t, Options{})
 	for i := range 10 {
-		mustAdd(t, s, pod("ns", "p"+strconv.Itoa(i), nil))
+		mustAdd(t, s, testkit.Pod("p"+strconv.Itoa(i), ""))
 	}
 	ep := s.Endpoint(podGVK, "")
 	list, err := ep.List(metav1.ListOptions{Limit: 4})
@@ -181,9 +183,9 @@ func TestPaginationIsConsistent(t *testing.T) {
 	got := names(t, list)
 	// Churn between pages: delete an unlisted pod, add one after it,
 	// update a listed one.
-	mustDelete(t, s, pod("ns", "p7", nil))
-	mustAdd(t, s, pod("ns", "p99", nil))
-	mustUpdate(t, s, pod("ns", "p0", nil))
+	mustDelete(t, s, testkit.Pod("p7", ""))
+	mustAdd(t, s, testkit.Pod("p99", ""))
+	mustUpdate(t, s, testkit.Pod("p0", ""))
 	for cont != "" {
 		page, err := ep.List(metav1.ListOptions{Limit: 4, Continue: cont})
 		if err != nil {
@@ -213,7 +215,7 @@ func TestPaginationIsConsistent(t *testing.T) {
 	if _, err := ep.List(metav1.ListOptions{Limit: 4, Continue: cont}); err != nil {
 		t.Fatalf("continue at the compaction RV: %v", err)
 	}
-	mustAdd(t, s, pod("ns", "late", nil))
+	mustAdd(t, s, testkit.Pod("late", ""))
 	if err := s.Compact(s.ResourceVersion()); err != nil {
 		t.Fatal(err)
 	}
@@ -224,9 +226,9 @@ func TestPaginationIsConsistent(t *testing.T) {
 }
 
 func TestContinueTokenValidation(t *testing.T) {
-	s := newSource(t, Options{})
+	s := NewForTest(t, Options{})
 	for i := range 3 {
-		mustAdd(t, s, pod("ns", "p"+strconv.Itoa(i), nil))
+		mustAdd(t, s, testkit.Pod("p"+strconv.Itoa(i), ""))
 	}
 	list, err := s.Endpoint(podGVK, "").List(metav1.ListOptions{Limit: 1})
 	if err != nil {
@@ -255,9 +257,9 @@ func TestContinueTokenValidation(t *testing.T) {
 }
 
 func TestListNamespaceAndKinds(t *testing.T) {
-	s := newSource(t, Options{})
-	mustAdd(t, s, pod("a", "x", nil))
-	mustAdd(t, s, pod("b", "y", nil))
+	s := NewForTest(t, Options{})
+	mustAdd(t, s, testkit.Pod("x", "", testkit.Namespace("a")))
+	mustAdd(t, s, testkit.Pod("y", "", testkit.Namespace("b")))
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "cm"}}
 	mustAdd(t, s, cm)
 	u := &unstructured.Unstructured{}
@@ -307,7 +309,7 @@ func TestListFaults(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := newSource(t, Options{})
+			s := NewForTest(t, Options{})
 			ep := s.Endpoint(podGVK, "")
 			s.FailLists(2, tc.err)
 			for i := range 2 {
@@ -327,10 +329,23 @@ func TestListFaults(t *testing.T) {
 }
 
 func TestListCancelledContext(t *testing.T) {
-	s := newSource(t, Options{})
+	s := NewForTest(t, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := s.Endpoint(podGVK, "").ListWithContext(ctx, metav1.ListOptions{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("List with cancelled ctx: %v", err)
+	}
+}
+
+func TestNewForTestAddsInOrder(t *testing.T) {
+	s := NewForTest(t, Options{}, testkit.Pods("b", "a")...)
+	for name, want := range map[string]string{"b": "2", "a": "3"} {
+		obj, ok := s.Get(podGVK, "ns", name)
+		if !ok {
+			t.Fatalf("ns/%s not found", name)
+		}
+		if rv := obj.(*corev1.Pod).ResourceVersion; rv != want {
+			t.Errorf("ns/%s at %s, want %s", name, rv, want)
+		}
 	}
 }

@@ -17,13 +17,15 @@ import (
 	"k8s.io/client-go/util/watchlist"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 func recvN(t *testing.T, w watch.Interface, n int) []string {
 	t.Helper()
 	var out []string
 	for range n {
-		out = append(out, evString(recv(t, w)))
+		out = append(out, evString(testkit.Recv(t, w)))
 	}
 	return out
 }
@@ -52,8 +54,8 @@ func TestWatchFromResourceVersion(t *testing.T) {
 			w := mustWatch(t, s.Endpoint(podGVK, ""), tc.opts)
 			got := recvN(t, w, len(tc.want))
 			// A marker change proves nothing else was queued before it.
-			mustAdd(t, s, pod("ns", "zz", map[string]string{"v": "2"}))
-			if ev := evString(recv(t, w)); ev != "ADDED zz@7" {
+			mustAdd(t, s, testkit.Pod("zz", "", testkit.Labels{"v": "2"}))
+			if ev := evString(testkit.Recv(t, w)); ev != "ADDED zz@7" {
 				t.Fatalf("after %v got %s, want the marker ADDED zz@7", got, ev)
 			}
 			if !reflect.DeepEqual(got, tc.want) {
@@ -64,13 +66,13 @@ func TestWatchFromResourceVersion(t *testing.T) {
 }
 
 func TestWatchSelectorTransitions(t *testing.T) {
-	s := newSource(t, Options{})
-	mustAdd(t, s, pod("ns", "a", map[string]string{"app": "x"}))
+	s := NewForTest(t, Options{})
+	mustAdd(t, s, testkit.Pod("a", "", testkit.Labels{"app": "x"}))
 	w := mustWatch(t, s.Endpoint(podGVK, ""), metav1.ListOptions{ResourceVersion: s.ResourceVersion(), LabelSelector: "app=x"})
-	mustUpdate(t, s, pod("ns", "a", map[string]string{"app": "y"}))
-	mustUpdate(t, s, pod("ns", "a", map[string]string{"app": "x"}))
-	mustUpdate(t, s, pod("ns", "a", map[string]string{"app": "x", "v": "1"}))
-	mustDelete(t, s, pod("ns", "a", nil))
+	mustUpdate(t, s, testkit.Pod("a", "", testkit.Labels{"app": "y"}))
+	mustUpdate(t, s, testkit.Pod("a", "", testkit.Labels{"app": "x"}))
+	mustUpdate(t, s, testkit.Pod("a", "", testkit.Labels{"app": "x", "v": "1"}))
+	mustDelete(t, s, testkit.Pod("a", ""))
 	got := recvN(t, w, 4)
 	want := []string{"DELETED a@3", "ADDED a@4", "MODIFIED a@5", "DELETED a@6"}
 	if !reflect.DeepEqual(got, want) {
@@ -97,7 +99,7 @@ func TestWatchExpired(t *testing.T) {
 				t.Fatalf("Watch: %v", err)
 			}
 			defer w.Stop()
-			ev := recv(t, w)
+			ev := testkit.Recv(t, w)
 			if ev.Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) {
 				t.Fatalf("event %s %#v, want an Expired ERROR", ev.Type, ev.Object)
 			}
@@ -107,7 +109,7 @@ func TestWatchExpired(t *testing.T) {
 			recvClosed(t, w)
 			// The compaction RV itself is still watchable.
 			w2 := mustWatch(t, ep, metav1.ListOptions{ResourceVersion: "5"})
-			if got := evString(recv(t, w2)); got != "DELETED b@6" {
+			if got := evString(testkit.Recv(t, w2)); got != "DELETED b@6" {
 				t.Fatalf("watch from the compaction RV: %s", got)
 			}
 		})
@@ -151,7 +153,7 @@ func TestWatchList(t *testing.T) {
 	if want := []string{"ADDED a@5", "ADDED c@4"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("initial events = %v, want %v", got, want)
 	}
-	ev := recv(t, w)
+	ev := testkit.Recv(t, w)
 	acc, _ := meta.Accessor(ev.Object)
 	if ev.Type != watch.Bookmark || acc.GetResourceVersion() != "6" || acc.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
 		t.Fatalf("end of initial events = %s %v, want an annotated bookmark at 6", ev.Type, acc)
@@ -159,8 +161,8 @@ func TestWatchList(t *testing.T) {
 	if _, ok := ev.Object.(*corev1.Pod); !ok {
 		t.Fatalf("bookmark object %T, want *v1.Pod", ev.Object)
 	}
-	mustAdd(t, s, pod("ns", "d", nil))
-	if got := evString(recv(t, w)); got != "ADDED d@7" {
+	mustAdd(t, s, testkit.Pod("d", ""))
+	if got := evString(testkit.Recv(t, w)); got != "ADDED d@7" {
 		t.Fatalf("live event %s", got)
 	}
 	if watchlist.DoesClientNotSupportWatchListSemantics(ep) {
@@ -187,14 +189,14 @@ func TestWatchListModes(t *testing.T) {
 		if n := s.SendBookmark(); n != 1 {
 			t.Fatalf("SendBookmark asked %d watches, want 1", n)
 		}
-		ev := recv(t, w)
+		ev := testkit.Recv(t, w)
 		acc, _ := meta.Accessor(ev.Object)
 		if ev.Type != watch.Bookmark || acc.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "" {
 			t.Fatalf("got %s with annotations %v, want a plain bookmark", ev.Type, acc.GetAnnotations())
 		}
 		// From an RV the request is a legacy watch from that RV.
 		w2 := mustWatch(t, ep, watchListOptions("5"))
-		if got := evString(recv(t, w2)); got != "DELETED b@6" {
+		if got := evString(testkit.Recv(t, w2)); got != "DELETED b@6" {
 			t.Fatalf("legacy watch from RV: %s", got)
 		}
 	})
@@ -229,8 +231,8 @@ func TestBookmarks(t *testing.T) {
 	if want := []string{"MODIFIED a@5", "DELETED b@6", "BOOKMARK @7"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("events with bookmarks = %v, want %v", got, want)
 	}
-	mustAdd(t, s, pod("ns", "m", nil))
-	if got := evString(recv(t, with)); got != "ADDED m@8" {
+	mustAdd(t, s, testkit.Pod("m", ""))
+	if got := evString(testkit.Recv(t, with)); got != "ADDED m@8" {
 		t.Fatalf("after bookmarks got %s", got)
 	}
 	if got := recvN(t, without, 3); !reflect.DeepEqual(got, []string{"MODIFIED a@5", "DELETED b@6", "ADDED m@8"}) {
@@ -249,13 +251,13 @@ func TestPeriodicBookmarksAndTimeout(t *testing.T) {
 	defer w.Stop()
 	clk.waitCreated(t, 3) // the timeout and pre-timeout timers, the bookmark ticker
 	clk.Step(time.Minute)
-	if got := evString(recv(t, w)); got != "BOOKMARK @6" {
+	if got := evString(testkit.Recv(t, w)); got != "BOOKMARK @6" {
 		t.Fatalf("periodic bookmark = %s", got)
 	}
 	clk.Step(4 * time.Minute)
 	// The ticker may fire once more before the timeout is noticed; then the
 	// watch must close.
-	deadline := time.After(testTimeout)
+	deadline := time.After(testkit.Timeout())
 	for {
 		select {
 		case ev, ok := <-w.ResultChan():
@@ -266,7 +268,7 @@ func TestPeriodicBookmarksAndTimeout(t *testing.T) {
 				t.Fatalf("unexpected %s before timeout", evString(ev))
 			}
 		case <-deadline:
-			t.Fatalf("watch not closed %v after its timeout passed", testTimeout)
+			t.Fatalf("watch not closed %v after its timeout passed", testkit.Timeout())
 		}
 	}
 }
@@ -299,7 +301,7 @@ func TestPreTimeoutBookmark(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer w.Stop()
-			if got := evString(recv(t, w)); !strings.HasSuffix(got, "@6") {
+			if got := evString(testkit.Recv(t, w)); !strings.HasSuffix(got, "@6") {
 				t.Fatalf("first event %s, want the change at 6", got)
 			}
 			timers := 1
@@ -315,7 +317,7 @@ func TestPreTimeoutBookmark(t *testing.T) {
 				}
 				return
 			}
-			if got := evString(recv(t, w)); got != "BOOKMARK @6" {
+			if got := evString(testkit.Recv(t, w)); got != "BOOKMARK @6" {
 				t.Fatalf("pre-timeout event %s, want BOOKMARK @6", got)
 			}
 		})
@@ -351,8 +353,8 @@ func (c *notifyClock) waitCreated(t *testing.T, n int) {
 	for range n {
 		select {
 		case <-c.created:
-		case <-time.After(testTimeout):
-			t.Fatalf("no timer created within %v", testTimeout)
+		case <-time.After(testkit.Timeout()):
+			t.Fatalf("no timer created within %v", testkit.Timeout())
 		}
 	}
 }
@@ -369,7 +371,7 @@ func TestWatchFaults(t *testing.T) {
 		}},
 		{name: "decode error after 1 event", fault: Fault{AfterEvents: 1, End: EndDecodeError}, check: func(t *testing.T, w watch.Interface) {
 			recvN(t, w, 1)
-			ev := recv(t, w)
+			ev := testkit.Recv(t, w)
 			err := apierrors.FromObject(ev.Object)
 			if ev.Type != watch.Error || !apierrors.IsInternalError(err) || !apierrors.HasStatusCause(err, "ClientWatchDecoding") {
 				t.Fatalf("got %s %v, want a decoding ERROR", ev.Type, err)
@@ -377,7 +379,7 @@ func TestWatchFaults(t *testing.T) {
 			recvClosed(t, w)
 		}},
 		{name: "expired at once", fault: Fault{End: EndExpired}, check: func(t *testing.T, w watch.Interface) {
-			ev := recv(t, w)
+			ev := testkit.Recv(t, w)
 			if ev.Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) {
 				t.Fatalf("got %s, want an Expired ERROR", ev.Type)
 			}
@@ -426,13 +428,13 @@ func TestRestart(t *testing.T) {
 	recvClosed(t, w)
 	recvClosed(t, blocked)
 	w2 := mustWatch(t, ep, metav1.ListOptions{ResourceVersion: "5"})
-	ev := recv(t, w2)
+	ev := testkit.Recv(t, w2)
 	if ev.Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) {
 		t.Fatalf("watch from before the restart: %s, want Expired", ev.Type)
 	}
 	w3 := mustWatch(t, ep, metav1.ListOptions{ResourceVersion: "6"})
-	mustAdd(t, s, pod("ns", "x", nil))
-	if got := evString(recv(t, w3)); got != "ADDED x@7" {
+	mustAdd(t, s, testkit.Pod("x", ""))
+	if got := evString(testkit.Recv(t, w3)); got != "ADDED x@7" {
 		t.Fatalf("watch from the restart RV: %s", got)
 	}
 	if got := s.CompactedResourceVersion(); got != "6" {
@@ -483,7 +485,7 @@ func TestWatchEndsOnStopAndContext(t *testing.T) {
 // TestConcurrentWritersAndWatchers checks, under the race detector, that
 // every watcher sees every change exactly once, in RV order.
 func TestConcurrentWritersAndWatchers(t *testing.T) {
-	s := newSource(t, Options{})
+	s := NewForTest(t, Options{})
 	ep := s.Endpoint(podGVK, "")
 	const writers, perWriter, watchers = 4, 50, 3
 	var ws []watch.Interface
@@ -496,7 +498,7 @@ func TestConcurrentWritersAndWatchers(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for j := range perWriter {
-				p := pod("ns", "w"+strconv.Itoa(i)+"-"+strconv.Itoa(j), nil)
+				p := testkit.Pod("w"+strconv.Itoa(i)+"-"+strconv.Itoa(j), "")
 				if _, err := s.Add(p); err != nil {
 					t.Error(err)
 					return
@@ -515,7 +517,7 @@ func TestConcurrentWritersAndWatchers(t *testing.T) {
 	for _, w := range ws {
 		last := int64(1)
 		for range total {
-			rv, _ := strconv.ParseInt(rvOf(t, recv(t, w).Object), 10, 64)
+			rv, _ := strconv.ParseInt(rvOf(t, testkit.Recv(t, w).Object), 10, 64)
 			if rv != last+1 {
 				t.Fatalf("event RV %d after %d: not contiguous", rv, last)
 			}

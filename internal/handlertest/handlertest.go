@@ -12,6 +12,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // Event is one recorded notification, formatted for comparison:
@@ -89,10 +91,10 @@ func (r *Recorder) Snapshot() []Event {
 }
 
 // WaitFor waits until at least n events were recorded and returns them; it
-// fails the test after 30 seconds.
+// fails the test after testkit.Timeout.
 func (r *Recorder) WaitFor(t testing.TB, n int) []Event {
 	t.Helper()
-	timeout := time.After(30 * time.Second)
+	timeout := time.After(testkit.Timeout())
 	for {
 		r.mu.Lock()
 		got, ch := append([]Event(nil), r.events...), r.changed

@@ -9,6 +9,7 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store/bolt/internal/filecheck"
 	"github.com/warmcache/warmcache/store/bolt/internal/filelock"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
@@ -48,12 +49,12 @@ const (
 )
 
 // testCodecs resolves the codec names the tests record: package codec's,
-// else podJSON under that name.
+// else testkit.PodJSON under that name.
 func testCodecs(name string) (codec.Codec, error) {
 	if c, err := codec.ByName(nil, name); err == nil {
 		return c, nil
 	}
-	return podJSON{name: name}, nil
+	return testkit.PodJSON{CodecName: name}, nil
 }
 
 // verifyDB runs what inspect.Verify runs on db: the content check, with the

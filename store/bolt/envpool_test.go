@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store/codec"
 )
 
@@ -60,18 +61,18 @@ func TestEnvelopeBuffersOutliveTheirCommit(t *testing.T) {
 	}
 }
 
-// keepingCodec is podJSON that keeps what every Encode appended, as a
-// codec that caches its encodings might: its buffers must never be
+// keepingCodec is testkit.PodJSON that keeps what every Encode appended,
+// as a codec that caches its encodings might: its buffers must never be
 // recycled.
 type keepingCodec struct {
-	podJSON
+	testkit.PodJSON
 	mu   *sync.Mutex
 	kept *[][]byte
 	was  *[]string
 }
 
 func (c keepingCodec) Encode(dst []byte, obj runtime.Object) ([]byte, error) {
-	out, err := c.podJSON.Encode(dst, obj)
+	out, err := c.PodJSON.Encode(dst, obj)
 	if err == nil {
 		// What it appended: the store patches its own header in dst.
 		mine := out[len(dst):]

@@ -17,6 +17,8 @@ import (
 	"github.com/warmcache/warmcache/store/codec"
 )
 
+// pod returns the pod ns/name at resourceVersion rv. The examples make
+// their objects themselves, so that each reads on its own.
 func pod(ns, name, rv string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: rv}}
 }

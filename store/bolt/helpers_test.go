@@ -2,9 +2,7 @@ package bolt
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,7 +10,6 @@ import (
 	bbolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2/ktesting"
@@ -20,37 +17,6 @@ import (
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 	"github.com/warmcache/warmcache/store/codec"
 )
-
-// podJSON is a small test codec for *corev1.Pod: encoding/json, which is
-// lossless for pods. The real codecs live in package codec.
-type podJSON struct{ name string }
-
-func (c podJSON) Name() string {
-	if c.name != "" {
-		return c.name
-	}
-	return "test-pod-json"
-}
-
-func (podJSON) Encode(dst []byte, obj runtime.Object) ([]byte, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil, fmt.Errorf("podJSON: %T is not a pod", obj)
-	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		return nil, err
-	}
-	return append(dst, b...), nil
-}
-
-func (podJSON) Decode(data []byte) (runtime.Object, error) {
-	p := &corev1.Pod{}
-	if err := json.Unmarshal(data, p); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
 
 var podsID = Identity{Version: "v1", Resource: "pods", Kind: "Pod"}
 

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
@@ -360,7 +361,7 @@ func TestReadOnlyDB(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ro.Resource(ctx, ResourceOptions{Identity: podsID, Codec: podJSON{}}); !errors.Is(err, ErrReadOnly) {
+	if _, err := ro.Resource(ctx, ResourceOptions{Identity: podsID, Codec: testkit.PodJSON{}}); !errors.Is(err, ErrReadOnly) {
 		t.Errorf("Resource with another codec on a read-only DB = %v, want ErrReadOnly", err)
 	}
 	if err := ro.Close(); err != nil {

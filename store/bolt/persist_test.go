@@ -15,6 +15,7 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
@@ -170,7 +171,7 @@ func TestMismatchDiscards(t *testing.T) {
 		opts   func(o *ResourceOptions)
 		reason string
 	}{
-		{name: "codec", opts: func(o *ResourceOptions) { o.Codec = podJSON{} }, reason: "codec"},
+		{name: "codec", opts: func(o *ResourceOptions) { o.Codec = testkit.PodJSON{} }, reason: "codec"},
 		{name: "schema", damage: func(t *testing.T, path string) {
 			rawMeta(t, path, func(m *layout.Meta) { m.Schema = layout.SchemaVersion + 1 })
 		}, reason: "schema version"},

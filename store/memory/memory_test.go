@@ -11,9 +11,9 @@ import (
 
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/memory"
 	"github.com/warmcache/warmcache/store/storetest"
@@ -33,10 +33,6 @@ func newStore(t *testing.T, indexers cache.Indexers) store.Store {
 
 func TestContract(t *testing.T) {
 	storetest.Run(t, newStore)
-}
-
-func pod(ns, name, rv string, labels map[string]string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: rv, Labels: labels}}
 }
 
 func TestNewValidatesOptions(t *testing.T) {
@@ -67,7 +63,7 @@ func TestNewValidatesOptions(t *testing.T) {
 
 func TestDefaultKeyFuncHandlesTombstones(t *testing.T) {
 	s := mustNew(t, memory.Options{})
-	p := pod("ns", "a", "1", nil)
+	p := testkit.Pod("a", "1")
 	if err := s.Add(p); err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +91,7 @@ func TestCustomKeyFunc(t *testing.T) {
 		return "pod:" + p.Name, nil
 	}
 	s := mustNew(t, memory.Options{KeyFunc: byName})
-	if err := s.Add(pod("ns", "a", "1", nil)); err != nil {
+	if err := s.Add(testkit.Pod("a", "1")); err != nil {
 		t.Fatal(err)
 	}
 	if _, exists, err := s.GetByKey("pod:a"); err != nil || !exists {
@@ -128,8 +124,8 @@ func TestAddIndexersValidation(t *testing.T) {
 
 func TestUnknownTransactionType(t *testing.T) {
 	s := mustNew(t, memory.Options{})
-	a := pod("ns", "a", "1", nil)
-	bad := cache.Transaction{Type: "Upsert", Object: pod("ns", "b", "2", nil)}
+	a := testkit.Pod("a", "1")
+	bad := cache.Transaction{Type: "Upsert", Object: testkit.Pod("b", "2")}
 	if err := s.Apply(context.Background(), []cache.Transaction{{Type: cache.TransactionTypeAdd, Object: a}, bad}, "5"); !errors.Is(err, memory.ErrTransactionType) {
 		t.Errorf("Apply with an unknown type = %v, want ErrTransactionType", err)
 	}
@@ -144,7 +140,7 @@ func TestUnknownTransactionType(t *testing.T) {
 
 func TestObjectsAreNotCopied(t *testing.T) {
 	s := mustNew(t, memory.Options{})
-	p := pod("ns", "a", "1", nil)
+	p := testkit.Pod("a", "1")
 	if err := s.Add(p); err != nil {
 		t.Fatal(err)
 	}
@@ -176,14 +172,14 @@ func TestCloseIsIdempotent(t *testing.T) {
 func TestScanCallbackMayRead(t *testing.T) {
 	s := mustNew(t, memory.Options{})
 	for i := range 3 {
-		if err := s.Add(pod("ns", fmt.Sprint(i), fmt.Sprint(i+1), nil)); err != nil {
+		if err := s.Add(testkit.Pod(fmt.Sprint(i), fmt.Sprint(i+1))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	writerDone := make(chan error)
 	err := s.Scan(context.Background(), func(key string, _ interface{}) error {
 		if key == "ns/0" {
-			go func() { writerDone <- s.Add(pod("ns", "late", "9", nil)) }()
+			go func() { writerDone <- s.Add(testkit.Pod("late", "9")) }()
 			// The writer may now wait for the lock; a reader must still pass.
 			if err := <-writerDone; err != nil {
 				return err
@@ -232,7 +228,7 @@ func TestMatchesClientGo(t *testing.T) {
 				if rng.IntN(10) == 0 {
 					r = "" // objects without an RV reset the store's
 				}
-				return pod(fmt.Sprint("ns", rng.IntN(3)), fmt.Sprint("p", rng.IntN(8)), r, map[string]string{"l": vals[rng.IntN(len(vals))]})
+				return testkit.Pod(fmt.Sprint("p", rng.IntN(8)), r, testkit.Namespace(fmt.Sprint("ns", rng.IntN(3))), testkit.Labels{"l": vals[rng.IntN(len(vals))]})
 			}
 			for step := range 300 {
 				var desc string
@@ -349,7 +345,7 @@ func TestKeyFunctionPanicIsKeyError(t *testing.T) {
 		{"Update", func(s *memory.Store) error { return s.Update(nilPod) }},
 		{"Delete", func(s *memory.Store) error { return s.Delete(nilPod) }},
 		{"Get", func(s *memory.Store) error { _, _, err := s.Get(nilPod); return err }},
-		{"Replace", func(s *memory.Store) error { return s.Replace([]interface{}{pod("ns", "b", "2", nil), nilPod}, "3") }},
+		{"Replace", func(s *memory.Store) error { return s.Replace([]interface{}{testkit.Pod("b", "2"), nilPod}, "3") }},
 		{"Apply", func(s *memory.Store) error {
 			return s.Apply(ctx, []cache.Transaction{{Type: cache.TransactionTypeAdd, Object: nilPod}}, "3")
 		}},
@@ -362,13 +358,13 @@ func TestKeyFunctionPanicIsKeyError(t *testing.T) {
 		}},
 		{"panicking key function", func(*memory.Store) error {
 			s := mustNew(t, memory.Options{KeyFunc: func(interface{}) (string, error) { panic("bug") }})
-			return s.Add(pod("ns", "a", "1", nil))
+			return s.Add(testkit.Pod("a", "1"))
 		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			s := mustNew(t, memory.Options{})
-			a := pod("ns", "a", "1", nil)
+			a := testkit.Pod("a", "1")
 			if err := s.Add(a); err != nil {
 				t.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/memory"
 )
@@ -47,7 +48,7 @@ func TestResourceVersionRecordedAtWrite(t *testing.T) {
 	for _, w := range writes {
 		t.Run(w.name, func(t *testing.T) {
 			s := newStore(t, nil)
-			if err := w.write(s, pod("ns", "a", "5", nil)); err != nil {
+			if err := w.write(s, testkit.Pod("a", "5")); err != nil {
 				t.Fatal(err)
 			}
 			got, ok, err := s.GetByKey("ns/a")
@@ -59,7 +60,7 @@ func TestResourceVersionRecordedAtWrite(t *testing.T) {
 				t.Fatalf("ResourceVersionOf after the shared object was mutated = %q, %v, %v; want 5", rv, ok, err)
 			}
 			// A later write records the new object's resourceVersion.
-			if err := s.Update(pod("ns", "a", "7", nil)); err != nil {
+			if err := s.Update(testkit.Pod("a", "7")); err != nil {
 				t.Fatal(err)
 			}
 			if rv, _, _ := s.ResourceVersionOf("ns/a"); rv != "7" {

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/warmcache/warmcache/benchmarks/internal/genserver"
 	"github.com/warmcache/warmcache/internal/podgen"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
@@ -27,14 +27,11 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// testTimeout bounds every wait on the child; reaching it is a failure.
-const testTimeout = 60 * time.Second
-
 const testPods = 30
 
 func startChild(t *testing.T, server string) (*Process, *kubernetes.Clientset) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout())
 	defer cancel()
 	p, err := Start(ctx, Options{Pods: testPods, Server: server})
 	if err != nil {
@@ -50,20 +47,6 @@ func startChild(t *testing.T, server string) (*Process, *kubernetes.Clientset) {
 		t.Fatal(err)
 	}
 	return p, cs
-}
-
-func recv(t *testing.T, w watch.Interface) watch.Event {
-	t.Helper()
-	select {
-	case ev, ok := <-w.ResultChan():
-		if !ok {
-			t.Fatal("watch ended")
-		}
-		return ev
-	case <-time.After(testTimeout):
-		t.Fatal("no watch event in time")
-	}
-	return watch.Event{}
 }
 
 func TestChildServesChurnsAndCompacts(t *testing.T) {
@@ -103,7 +86,7 @@ func testChildServesChurnsAndCompacts(t *testing.T, server string) {
 	}
 	seen := map[string]int{}
 	for k := range updates {
-		ev := recv(t, w)
+		ev := testkit.Recv(t, w)
 		pod, ok := ev.Object.(*corev1.Pod)
 		if ev.Type != watch.Modified || !ok {
 			t.Fatalf("event %d: %s %T, want MODIFIED pod", k, ev.Type, ev.Object)
@@ -140,7 +123,7 @@ func testChildServesChurnsAndCompacts(t *testing.T, server string) {
 		t.Fatal(err)
 	}
 	defer w2.Stop()
-	if ev := recv(t, w2); ev.Type != watch.Modified || ev.Object.(*corev1.Pod).ResourceVersion != strconv.Itoa(first+1) {
+	if ev := testkit.Recv(t, w2); ev.Type != watch.Modified || ev.Object.(*corev1.Pod).ResourceVersion != strconv.Itoa(first+1) {
 		t.Fatalf("watch from the first update: %s %v", ev.Type, ev.Object)
 	}
 	if err := p.Compact(ctx, ""); err != nil {
@@ -190,7 +173,7 @@ func testChildChurnsHotSet(t *testing.T, server string) {
 	}
 	seen := map[string]int{}
 	for k := range updates {
-		ev := recv(t, w)
+		ev := testkit.Recv(t, w)
 		pod, ok := ev.Object.(*corev1.Pod)
 		if ev.Type != watch.Modified || !ok {
 			t.Fatalf("event %d: %s %T, want MODIFIED pod", k, ev.Type, ev.Object)
@@ -223,7 +206,7 @@ func expired(t *testing.T, cs *kubernetes.Clientset, rv string) error {
 		return fmt.Errorf("watch from compacted RV %s: %w", rv, err)
 	}
 	defer w.Stop()
-	ev := recv(t, w)
+	ev := testkit.Recv(t, w)
 	if ev.Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) {
 		return fmt.Errorf("watch from compacted RV %s: %s %v, want 410", rv, ev.Type, ev.Object)
 	}

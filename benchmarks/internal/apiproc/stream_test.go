@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // frames returns a stream of the events in contentType's framing.
@@ -75,7 +77,7 @@ func TestReadStreamOfTheChild(t *testing.T) {
 
 func testReadStreamOfTheChild(t *testing.T, server string) {
 	p, _ := startChild(t, server)
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout())
 	defer cancel()
 	for _, ct := range []string{"application/vnd.kubernetes.protobuf", "application/json"} {
 		// Every pod, then the closing bookmark.

@@ -21,11 +21,10 @@ import (
 
 	"github.com/warmcache/warmcache/benchmarks/internal/measure"
 	"github.com/warmcache/warmcache/internal/podgen"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-const testTimeout = time.Minute
 
 const testPods = 700
 
@@ -45,20 +44,6 @@ func start(t *testing.T, contentType string) (*Server, *Client, *kubernetes.Clie
 	}
 	t.Cleanup(hs.CloseClientConnections)
 	return s, &Client{URL: hs.URL, HTTP: hs.Client()}, cs
-}
-
-func recv(t *testing.T, w watch.Interface) watch.Event {
-	t.Helper()
-	select {
-	case ev, ok := <-w.ResultChan():
-		if !ok {
-			t.Fatal("watch ended")
-		}
-		return ev
-	case <-time.After(testTimeout):
-		t.Fatal("no event in time")
-	}
-	return watch.Event{}
 }
 
 func TestListPagesInKeyOrder(t *testing.T) {
@@ -108,7 +93,7 @@ func TestWatchListThenChangesThenRestart(t *testing.T) {
 	defer w.Stop()
 	seen := map[string]bool{}
 	for range testPods {
-		ev := recv(t, w)
+		ev := testkit.Recv(t, w)
 		p, ok := ev.Object.(*corev1.Pod)
 		if ev.Type != watch.Added || !ok {
 			t.Fatalf("initial event %s %T", ev.Type, ev.Object)
@@ -118,7 +103,7 @@ func TestWatchListThenChangesThenRestart(t *testing.T) {
 	if len(seen) != testPods {
 		t.Fatalf("%d distinct pods", len(seen))
 	}
-	ev := recv(t, w)
+	ev := testkit.Recv(t, w)
 	bm, _ := ev.Object.(*corev1.Pod)
 	if ev.Type != watch.Bookmark || bm == nil || bm.Annotations[metav1.InitialEventsAnnotationKey] != "true" || bm.ResourceVersion != strconv.FormatInt(s.Stats().ResourceVersion, 10) {
 		t.Fatalf("after the initial events: %s %+v", ev.Type, ev.Object)
@@ -138,7 +123,7 @@ func TestWatchListThenChangesThenRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	for k := range 3 {
-		ev := recv(t, w)
+		ev := testkit.Recv(t, w)
 		p := ev.Object.(*corev1.Pod)
 		if ev.Type != watch.Modified || p.Annotations[GenerationAnnotation] != "9" || p.ResourceVersion != strconv.FormatInt(res.FirstRV+int64(k), 10) {
 			t.Fatalf("change %d: %s RV %s annotations %v", k, ev.Type, p.ResourceVersion, p.Annotations)
@@ -157,7 +142,7 @@ func TestWatchListThenChangesThenRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w2.Stop()
-	if ev := recv(t, w2); ev.Type != watch.Modified || ev.Object.(*corev1.Pod).ResourceVersion != strconv.FormatInt(res.FirstRV+1, 10) {
+	if ev := testkit.Recv(t, w2); ev.Type != watch.Modified || ev.Object.(*corev1.Pod).ResourceVersion != strconv.FormatInt(res.FirstRV+1, 10) {
 		t.Fatalf("resumed watch: %s %v", ev.Type, ev.Object)
 	}
 	if err := c.Restart(ctx); err != nil {
@@ -168,7 +153,7 @@ func TestWatchListThenChangesThenRestart(t *testing.T) {
 		if ok {
 			t.Fatal("an event after the restart")
 		}
-	case <-time.After(testTimeout):
+	case <-time.After(testkit.Timeout()):
 		t.Fatal("the watch did not end at the restart")
 	}
 	w3, err := cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(res.LastRV, 10)})
@@ -176,7 +161,7 @@ func TestWatchListThenChangesThenRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w3.Stop()
-	ev = recv(t, w3)
+	ev = testkit.Recv(t, w3)
 	if ev.Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) {
 		t.Fatalf("watch from a compacted RV: %s %v", ev.Type, ev.Object)
 	}
@@ -230,7 +215,7 @@ func TestCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	if ev := recv(t, w); ev.Type != watch.Modified || ev.Object.(*corev1.Pod).ResourceVersion != strconv.FormatInt(res.FirstRV+2, 10) {
+	if ev := testkit.Recv(t, w); ev.Type != watch.Modified || ev.Object.(*corev1.Pod).ResourceVersion != strconv.FormatInt(res.FirstRV+2, 10) {
 		t.Fatalf("watch from the compaction: %s %v", ev.Type, ev.Object)
 	}
 	w2, err := cs.CoreV1().Pods("").Watch(ctx, metav1.ListOptions{ResourceVersion: strconv.FormatInt(res.FirstRV, 10)})
@@ -238,7 +223,7 @@ func TestCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w2.Stop()
-	if ev := recv(t, w2); ev.Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) {
+	if ev := testkit.Recv(t, w2); ev.Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(ev.Object)) {
 		t.Fatalf("watch from before the compaction: %s %v", ev.Type, ev.Object)
 	}
 	if err := s.Compact(0); err != nil {
@@ -339,7 +324,7 @@ func TestChurnHotSet(t *testing.T) {
 	}
 	distinct := map[string]int{}
 	for k := range changes {
-		ev := recv(t, w)
+		ev := testkit.Recv(t, w)
 		p := ev.Object.(*corev1.Pod)
 		ns, name := podgen.Key(order.Index(k))
 		if ev.Type != watch.Modified || p.Namespace != ns || p.Name != name || p.Annotations[GenerationAnnotation] != "5" {
@@ -414,7 +399,7 @@ func TestPreTimeoutBookmark(t *testing.T) {
 			}
 			defer w.Stop()
 			for range 3 {
-				if ev := recv(t, w); ev.Type != watch.Modified {
+				if ev := testkit.Recv(t, w); ev.Type != watch.Modified {
 					t.Fatalf("got %s, want the three changes first", ev.Type)
 				}
 			}

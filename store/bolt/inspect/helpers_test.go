@@ -2,48 +2,20 @@ package inspect_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
 	"github.com/warmcache/warmcache/store/codec"
 )
-
-// podJSON is a small test codec for *corev1.Pod under a name package codec
-// does not know.
-type podJSON struct{}
-
-func (podJSON) Name() string { return "test-pod-json" }
-
-func (podJSON) Encode(dst []byte, obj runtime.Object) ([]byte, error) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok {
-		return nil, fmt.Errorf("podJSON: %T is not a pod", obj)
-	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		return nil, err
-	}
-	return append(dst, b...), nil
-}
-
-func (podJSON) Decode(data []byte) (runtime.Object, error) {
-	p := &corev1.Pod{}
-	if err := json.Unmarshal(data, p); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
 
 var podsID = bolt.Identity{Version: "v1", Resource: "pods", Kind: "Pod"}
 
@@ -116,8 +88,8 @@ func checkFile(t testing.TB, path string) {
 		t.Errorf("end-of-test check of %s: meta pages %+v, %v", filepath.Base(path), pages, err)
 	}
 	resolve := func(name string) (codec.Codec, error) {
-		if name == (podJSON{}).Name() {
-			return podJSON{}, nil
+		if name == testkit.PodJSONName {
+			return testkit.PodJSON{}, nil
 		}
 		return byName(name)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
@@ -38,7 +39,7 @@ func TestResourcesAndOpenRecorded(t *testing.T) {
 	pods := openPods(t, db, nodeIndexers())
 	must(t, pods.Replace([]interface{}{mkPod("ns", "a", "5"), mkPod("other", "b", "6")}, "6"))
 	svcID := bolt.Identity{Version: "v1", Resource: "services", Kind: "Service", Scope: store.Scope{Namespace: "ns"}}
-	svcs, err := db.Resource(ctx, bolt.ResourceOptions{Identity: svcID, Codec: podJSON{}, Cluster: "cluster-1", TransformVersion: "t2"})
+	svcs, err := db.Resource(ctx, bolt.ResourceOptions{Identity: svcID, Codec: testkit.PodJSON{}, Cluster: "cluster-1", TransformVersion: "t2"})
 	must(t, err)
 	must(t, svcs.Add(mkPod("ns", "s", "9")))
 	must(t, db.Close())
@@ -85,7 +86,7 @@ func TestResourcesAndOpenRecorded(t *testing.T) {
 		t.Errorf("second OpenRecorded = %v, want ErrResourceInUse", err)
 	}
 	must(t, s.Close())
-	if _, err := inspect.OpenRecorded(ctx, db, p.Identity, podJSON{}); !errors.Is(err, bolt.ErrInvalidOptions) {
+	if _, err := inspect.OpenRecorded(ctx, db, p.Identity, testkit.PodJSON{}); !errors.Is(err, bolt.ErrInvalidOptions) {
 		t.Errorf("OpenRecorded with another codec = %v, want ErrInvalidOptions", err)
 	}
 	if _, err := inspect.OpenRecorded(ctx, db, bolt.Identity{Version: "v1", Resource: "nodes"}, codec.Protobuf(nil)); !errors.Is(err, bolt.ErrResourceNotFound) {

@@ -11,9 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/metrics"
 	"github.com/warmcache/warmcache/store/codec"
@@ -22,10 +21,6 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var podsID = bolt.Identity{Version: "v1", Resource: "pods", Kind: "Pod"}
-
-func mkPod(name string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: "1"}}
-}
 
 // TestStoreMetrics checks the metric names and labels a DB's measurements
 // are recorded under, and that a second Set on the same registry adds to
@@ -47,7 +42,7 @@ func TestStoreMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Add(mkPod("a")); err != nil {
+	if err := s.Add(testkit.Pod("a", "1")); err != nil {
 		t.Fatal(err)
 	}
 	for _, key := range []string{"ns/a", "ns/missing"} {

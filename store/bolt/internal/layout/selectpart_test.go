@@ -6,14 +6,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
-)
 
-func pod(ns, name string, l map[string]string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: l}}
-}
+	"github.com/warmcache/warmcache/internal/testkit"
+)
 
 func TestSelectPart(t *testing.T) {
 	many := map[string]string{"z": "1", "a": "2", "m": "", "app.kubernetes.io/name": "x"}
@@ -25,11 +22,11 @@ func TestSelectPart(t *testing.T) {
 		ns      string
 		labels  map[string]string
 	}{
-		{"namespaced", "ns/a", pod("ns", "a", map[string]string{"app": "x"}), true, "ns", map[string]string{"app": "x"}},
-		{"cluster-scoped", "a", pod("", "a", nil), true, "", nil},
-		{"the empty key", "", pod("", "", map[string]string{}), true, "", nil},
-		{"key not naming the namespace", "a.ns", pod("ns", "a", many), false, "ns", many},
-		{"slash in a cluster-scoped key", "x/y", pod("", "x/y", nil), false, "", nil},
+		{"namespaced", "ns/a", testkit.Pod("a", "", testkit.Labels{"app": "x"}), true, "ns", map[string]string{"app": "x"}},
+		{"cluster-scoped", "a", testkit.Pod("a", "", testkit.Namespace("")), true, "", nil},
+		{"the empty key", "", testkit.Pod("", "", testkit.Namespace(""), testkit.Labels{}), true, "", nil},
+		{"key not naming the namespace", "a.ns", testkit.Pod("a", "", testkit.Labels(many)), false, "ns", many},
+		{"slash in a cluster-scoped key", "x/y", testkit.Pod("x/y", "", testkit.Namespace("")), false, "", nil},
 		{"no metadata", "k", cache.DeletedFinalStateUnknown{Key: "k"}, false, "", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,7 +64,7 @@ func TestSelectPart(t *testing.T) {
 }
 
 func TestParseSelectPartRejectsDamage(t *testing.T) {
-	good := AppendSelectPart(nil, "a.ns", pod("ns", "a", map[string]string{"app": "x", "tier": "web"}))
+	good := AppendSelectPart(nil, "a.ns", testkit.Pod("a", "", testkit.Labels{"app": "x", "tier": "web"}))
 	for i := range len(good) {
 		if _, _, err := ParseSelectPart(good[:i]); err == nil {
 			t.Errorf("a select part truncated to %d of %d bytes parsed", i, len(good))
