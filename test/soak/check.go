@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/warmcache/warmcache/test/soak/internal/ctl"
+	"github.com/warmcache/warmcache/internal/soakctl"
 )
 
 // serverHistory is what the history checks need of the oracle.
@@ -45,7 +45,7 @@ type runCheck struct {
 
 	// mu guards the handlers' held and synced, and runtime.
 	mu      sync.Mutex
-	runtime *ctl.Runtime // the last runtime line
+	runtime *soakctl.Runtime // the last runtime line
 	changed chan struct{}
 }
 
@@ -61,7 +61,7 @@ type handlerCheck struct {
 
 func newRunCheck(run int, server serverHistory, lo int64, report func(check, detail string)) *runCheck {
 	c := &runCheck{run: run, server: server, lo: lo, report: report, handlers: map[string]*handlerCheck{}, changed: make(chan struct{})}
-	for _, r := range ctl.Resources {
+	for _, r := range soakctl.Resources {
 		c.handlers[r.Name] = &handlerCheck{resource: r.Name, held: map[string]int64{}, initial: map[string]int64{}}
 	}
 	return c
@@ -80,9 +80,9 @@ func (c *runCheck) fail(check, format string, args ...any) {
 }
 
 // apply checks one event and folds it into its handler's state.
-func (c *runCheck) apply(ctx context.Context, e ctl.Event) {
+func (c *runCheck) apply(ctx context.Context, e soakctl.Event) {
 	defer c.notify()
-	if e.Type == ctl.TypeRuntime {
+	if e.Type == soakctl.TypeRuntime {
 		c.mu.Lock()
 		c.runtime = e.Runtime
 		c.mu.Unlock()
@@ -93,7 +93,7 @@ func (c *runCheck) apply(ctx context.Context, e ctl.Event) {
 		c.fail(CheckEventLog, "a %s line for unknown resource %q", e.Type, e.Resource)
 		return
 	}
-	if e.Type == ctl.TypeSynced {
+	if e.Type == soakctl.TypeSynced {
 		c.endInitial(ctx, h)
 		c.mu.Lock()
 		h.synced = true
@@ -105,7 +105,7 @@ func (c *runCheck) apply(ctx context.Context, e ctl.Event) {
 		c.fail(CheckEventLog, "%s %s %s: resourceVersion %q: %v", e.Resource, e.Type, e.Key, e.ResourceVersion, err)
 		return
 	}
-	if e.Type == ctl.TypeAdd && e.Initial {
+	if e.Type == soakctl.TypeAdd && e.Initial {
 		switch _, dup := h.initial[e.Key]; {
 		case h.initialDone:
 			c.fail(CheckHandlerContract, "%s: initial-list add of %s@%d after the initial list ended", e.Resource, e.Key, rv)
@@ -120,13 +120,13 @@ func (c *runCheck) apply(ctx context.Context, e ctl.Event) {
 	c.endInitial(ctx, h)
 	held, holds := h.held[e.Key]
 	switch e.Type {
-	case ctl.TypeAdd:
+	case soakctl.TypeAdd:
 		if holds {
 			c.fail(CheckHandlerContract, "%s: add of %s@%d, which the handler holds at %d", e.Resource, e.Key, rv, held)
 		}
 		c.checkWritten(ctx, e.Resource, e.Key, rv, false)
 		c.set(h, e.Key, rv, true)
-	case ctl.TypeUpdate:
+	case soakctl.TypeUpdate:
 		old, err := strconv.ParseInt(e.OldResourceVersion, 10, 64)
 		switch {
 		case err != nil:
@@ -142,7 +142,7 @@ func (c *runCheck) apply(ctx context.Context, e ctl.Event) {
 			c.checkWritten(ctx, e.Resource, e.Key, rv, false)
 		}
 		c.set(h, e.Key, rv, true)
-	case ctl.TypeDelete:
+	case soakctl.TypeDelete:
 		switch {
 		case !holds:
 			c.fail(CheckHandlerContract, "%s: delete of %s@%d, a key the handler does not hold", e.Resource, e.Key, rv)
@@ -233,7 +233,7 @@ func (c *runCheck) notify() {
 func (c *runCheck) Converged(want map[string]map[string]int64) (bool, string, <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, r := range ctl.Resources {
+	for _, r := range soakctl.Resources {
 		h := c.handlers[r.Name]
 		if !h.synced {
 			return false, r.Name + " not synced", c.changed
@@ -258,7 +258,7 @@ func (c *runCheck) Synced() bool {
 }
 
 // Runtime returns the last runtime line, nil before the first.
-func (c *runCheck) Runtime() *ctl.Runtime {
+func (c *runCheck) Runtime() *soakctl.Runtime {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.runtime

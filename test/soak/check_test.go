@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/warmcache/warmcache/test/soak/internal/ctl"
+	"github.com/warmcache/warmcache/internal/soakctl"
 )
 
 // writes builds a history of pods from writes "key@rev" (a put) and
@@ -113,55 +113,55 @@ func (s testServer) WaitProgress(ctx context.Context, rev int64) error {
 
 func (s testServer) Revision(context.Context) (int64, error) { return s.rev, nil }
 
-func ev(typ, key, rv string) ctl.Event {
-	return ctl.Event{Type: typ, Resource: "pods", Key: key, ResourceVersion: rv}
+func ev(typ, key, rv string) soakctl.Event {
+	return soakctl.Event{Type: typ, Resource: "pods", Key: key, ResourceVersion: rv}
 }
 
-func initial(key, rv string) ctl.Event {
-	e := ev(ctl.TypeAdd, key, rv)
+func initial(key, rv string) soakctl.Event {
+	e := ev(soakctl.TypeAdd, key, rv)
 	e.Initial = true
 	return e
 }
 
-func update(key, oldRV, rv string) ctl.Event {
-	e := ev(ctl.TypeUpdate, key, rv)
+func update(key, oldRV, rv string) soakctl.Event {
+	e := ev(soakctl.TypeUpdate, key, rv)
 	e.OldResourceVersion = oldRV
 	return e
 }
 
-func unknownDelete(key, rv string) ctl.Event {
-	e := ev(ctl.TypeDelete, key, rv)
+func unknownDelete(key, rv string) soakctl.Event {
+	e := ev(soakctl.TypeDelete, key, rv)
 	e.FinalStateUnknown = true
 	return e
 }
 
-var synced = ctl.Event{Type: ctl.TypeSynced, Resource: "pods"}
+var synced = soakctl.Event{Type: soakctl.TypeSynced, Resource: "pods"}
 
 // TestRunCheck: each history of one handler, against the server's writes
 // a@2 b@3 a@5 -b@6 c@7 b@9 with the run started at revision 4.
 func TestRunCheck(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		events []ctl.Event
+		events []soakctl.Event
 		want   []string // the checks that fail, in order
 	}{
-		{"cold start at the start, then the watch", []ctl.Event{initial("a", "2"), initial("b", "3"), synced,
-			update("a", "2", "5"), ev(ctl.TypeDelete, "b", "6"), ev(ctl.TypeAdd, "c", "7"), ev(ctl.TypeAdd, "b", "9")}, nil},
-		{"initial list at a later revision", []ctl.Event{initial("a", "5"), initial("c", "7"), ev(ctl.TypeAdd, "b", "9")}, nil},
-		{"relist diff after the sync", []ctl.Event{initial("a", "2"), initial("b", "3"), synced,
-			update("a", "2", "5"), unknownDelete("b", "3"), ev(ctl.TypeAdd, "c", "7")}, nil},
-		{"initial list of two revisions", []ctl.Event{initial("a", "2"), initial("c", "7"), synced}, []string{CheckInitialList}},
-		{"initial list from before the start", []ctl.Event{initial("a", "2"), synced}, []string{CheckInitialList}},
-		{"an object deleted while down told", []ctl.Event{initial("a", "5"), initial("b", "3"), initial("c", "7"), synced}, []string{CheckInitialList}},
-		{"add of a held key", []ctl.Event{initial("a", "2"), initial("b", "3"), synced, ev(ctl.TypeAdd, "a", "5")}, []string{CheckHandlerContract}},
-		{"update from another state", []ctl.Event{initial("a", "2"), initial("b", "3"), synced, update("a", "1", "5")}, []string{CheckHandlerContract}},
-		{"update of an unknown key", []ctl.Event{initial("a", "2"), initial("b", "3"), synced, update("c", "6", "7")}, []string{CheckHandlerContract}},
-		{"delete of an unknown key", []ctl.Event{initial("a", "2"), initial("b", "3"), synced, ev(ctl.TypeDelete, "c", "8")}, []string{CheckHandlerContract, CheckPhantom}},
-		{"final state unknown not the last told", []ctl.Event{initial("a", "2"), initial("b", "3"), synced, unknownDelete("b", "2")}, []string{CheckHandlerContract}},
-		{"a state never written", []ctl.Event{initial("a", "2"), initial("b", "3"), synced, update("a", "2", "4")}, []string{CheckPhantom}},
-		{"initial add after live events", []ctl.Event{initial("a", "2"), initial("b", "3"), update("a", "2", "5"), initial("c", "7")}, []string{CheckHandlerContract}},
-		{"duplicate initial add", []ctl.Event{initial("a", "2"), initial("a", "2"), initial("b", "3"), synced}, []string{CheckHandlerContract}},
-		{"bad resourceVersion", []ctl.Event{initial("a", "x")}, []string{CheckEventLog}},
+		{"cold start at the start, then the watch", []soakctl.Event{initial("a", "2"), initial("b", "3"), synced,
+			update("a", "2", "5"), ev(soakctl.TypeDelete, "b", "6"), ev(soakctl.TypeAdd, "c", "7"), ev(soakctl.TypeAdd, "b", "9")}, nil},
+		{"initial list at a later revision", []soakctl.Event{initial("a", "5"), initial("c", "7"), ev(soakctl.TypeAdd, "b", "9")}, nil},
+		{"relist diff after the sync", []soakctl.Event{initial("a", "2"), initial("b", "3"), synced,
+			update("a", "2", "5"), unknownDelete("b", "3"), ev(soakctl.TypeAdd, "c", "7")}, nil},
+		{"initial list of two revisions", []soakctl.Event{initial("a", "2"), initial("c", "7"), synced}, []string{CheckInitialList}},
+		{"initial list from before the start", []soakctl.Event{initial("a", "2"), synced}, []string{CheckInitialList}},
+		{"an object deleted while down told", []soakctl.Event{initial("a", "5"), initial("b", "3"), initial("c", "7"), synced}, []string{CheckInitialList}},
+		{"add of a held key", []soakctl.Event{initial("a", "2"), initial("b", "3"), synced, ev(soakctl.TypeAdd, "a", "5")}, []string{CheckHandlerContract}},
+		{"update from another state", []soakctl.Event{initial("a", "2"), initial("b", "3"), synced, update("a", "1", "5")}, []string{CheckHandlerContract}},
+		{"update of an unknown key", []soakctl.Event{initial("a", "2"), initial("b", "3"), synced, update("c", "6", "7")}, []string{CheckHandlerContract}},
+		{"delete of an unknown key", []soakctl.Event{initial("a", "2"), initial("b", "3"), synced, ev(soakctl.TypeDelete, "c", "8")}, []string{CheckHandlerContract, CheckPhantom}},
+		{"final state unknown not the last told", []soakctl.Event{initial("a", "2"), initial("b", "3"), synced, unknownDelete("b", "2")}, []string{CheckHandlerContract}},
+		{"a state never written", []soakctl.Event{initial("a", "2"), initial("b", "3"), synced, update("a", "2", "4")}, []string{CheckPhantom}},
+		{"initial add after live events", []soakctl.Event{initial("a", "2"), initial("b", "3"), update("a", "2", "5"), initial("c", "7")}, []string{CheckHandlerContract}},
+		{"duplicate initial add", []soakctl.Event{initial("a", "2"), initial("a", "2"), initial("b", "3"), synced}, []string{CheckHandlerContract}},
+		{"bad resourceVersion", []soakctl.Event{initial("a", "x")}, []string{CheckEventLog}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			server := testServer{history: writes(t, "a@2", "b@3", "a@5", "-b@6", "c@7", "b@9"), rev: 9}
@@ -194,7 +194,7 @@ func TestRunCheckConverged(t *testing.T) {
 		t.Errorf("Phase = %q, want initial list", c.Phase())
 	}
 	for _, r := range []string{"configmaps", "widgets"} {
-		c.apply(t.Context(), ctl.Event{Type: ctl.TypeSynced, Resource: r})
+		c.apply(t.Context(), soakctl.Event{Type: soakctl.TypeSynced, Resource: r})
 	}
 	if ok, why, _ := c.Converged(want); !ok {
 		t.Errorf("not converged: %s", why)
@@ -204,7 +204,7 @@ func TestRunCheckConverged(t *testing.T) {
 	if ok || !strings.Contains(why, "missing c@4") {
 		t.Errorf("Converged with c missing = %v, %q", ok, why)
 	}
-	c.apply(t.Context(), ctl.Event{Type: ctl.TypeRuntime, Runtime: &ctl.Runtime{Goroutines: 7}})
+	c.apply(t.Context(), soakctl.Event{Type: soakctl.TypeRuntime, Runtime: &soakctl.Runtime{Goroutines: 7}})
 	select {
 	case <-changed:
 	default:

@@ -1,4 +1,4 @@
-package ctl
+package soakctl
 
 import (
 	"encoding/json"

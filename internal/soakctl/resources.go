@@ -1,4 +1,4 @@
-package ctl
+package soakctl
 
 import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"

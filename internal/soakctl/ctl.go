@@ -1,4 +1,4 @@
-// Package ctl is the controller the soak (package soak) runs as a child
+// Package soakctl is the controller the soak (package soak) runs as a child
 // process and kills: three informers of one factory on one cache file —
 // pods and configmaps typed, the soak's custom resource (WidgetGVR)
 // unstructured — each with a handler that logs every event it is told as
@@ -8,7 +8,7 @@
 //
 // It is democtl's kind, without a workqueue: what the soak checks is what
 // the handlers are told, and the file.
-package ctl
+package soakctl
 
 import (
 	"context"
@@ -42,7 +42,7 @@ const (
 )
 
 // ErrInvalidConfig reports a Config Run cannot use.
-var ErrInvalidConfig = errors.New("ctl: invalid config")
+var ErrInvalidConfig = errors.New("soakctl: invalid config")
 
 // DefaultRuntimeInterval is the default Config.RuntimeInterval.
 const DefaultRuntimeInterval = 2 * time.Second
@@ -126,17 +126,17 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	reg := prometheus.NewRegistry()
 	set, err := informermetrics.New(reg, informermetrics.Options{})
 	if err != nil {
-		return fmt.Errorf("ctl: metrics: %w", err)
+		return fmt.Errorf("soakctl: metrics: %w", err)
 	}
 	log := newEventLog(logger, cfg.EventLog)
 
 	f, err := factory.New(ctx, factory.Options{Path: cfg.CacheFile, RESTConfig: rc, MetricsFor: set.For})
 	if err != nil {
-		return fmt.Errorf("ctl: open the cache file %s: %w", cfg.CacheFile, err)
+		return fmt.Errorf("soakctl: open the cache file %s: %w", cfg.CacheFile, err)
 	}
 	defer func() {
 		if serr := f.Shutdown(); serr != nil {
-			err = errors.Join(err, fmt.Errorf("ctl: shut down: %w", serr))
+			err = errors.Join(err, fmt.Errorf("soakctl: shut down: %w", serr))
 		}
 	}()
 	type registered struct {
@@ -153,16 +153,16 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			inf, err = f.ForResource(ctx, r.GVR, r.Kind, factory.Scope{})
 		}
 		if err != nil {
-			return fmt.Errorf("ctl: informer of %s: %w", r.Name, err)
+			return fmt.Errorf("soakctl: informer of %s: %w", r.Name, err)
 		}
 		st, err := inf.Store().State()
 		if err != nil {
-			return fmt.Errorf("ctl: state of %s: %w", r.Name, err)
+			return fmt.Errorf("soakctl: state of %s: %w", r.Name, err)
 		}
 		warm := st.Complete
 		reg, err := inf.AddEventHandler(handler{resource: r.Name, log: log})
 		if err != nil {
-			return fmt.Errorf("ctl: handler of %s: %w", r.Name, err)
+			return fmt.Errorf("soakctl: handler of %s: %w", r.Name, err)
 		}
 		regs = append(regs, registered{resource: r.Name, warm: warm, reg: reg})
 	}
