@@ -45,7 +45,7 @@ const (
 var ErrInvalidConfig = errors.New("soakctl: invalid config")
 
 // DefaultRuntimeInterval is the default Config.RuntimeInterval.
-const DefaultRuntimeInterval = 2 * time.Second
+const DefaultRuntimeInterval = time.Second
 
 // Config configures Run.
 type Config struct {

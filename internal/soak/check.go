@@ -43,10 +43,12 @@ type runCheck struct {
 	report   func(check, detail string)
 	handlers map[string]*handlerCheck
 
-	// mu guards the handlers' held and synced, and runtime.
-	mu      sync.Mutex
-	runtime *soakctl.Runtime // the last runtime line
-	changed chan struct{}
+	// mu guards the handlers' held and synced, and the fields below.
+	mu       sync.Mutex
+	runtime  *soakctl.Runtime // the last runtime line
+	changed  chan struct{}
+	events   int64 // object events checked
+	initials int   // initial lists checked
 }
 
 // handlerCheck is the state of one handler.
@@ -100,6 +102,9 @@ func (c *runCheck) apply(ctx context.Context, e soakctl.Event) {
 		c.mu.Unlock()
 		return
 	}
+	c.mu.Lock()
+	c.events++
+	c.mu.Unlock()
 	rv, err := strconv.ParseInt(e.ResourceVersion, 10, 64)
 	if err != nil {
 		c.fail(CheckEventLog, "%s %s %s: resourceVersion %q: %v", e.Resource, e.Type, e.Key, e.ResourceVersion, err)
@@ -202,6 +207,9 @@ func (c *runCheck) endInitial(ctx context.Context, h *handlerCheck) {
 		return
 	}
 	rev, ok, diff := c.server.MatchState(h.resource, initial, c.lo, hi)
+	c.mu.Lock()
+	c.initials++
+	c.mu.Unlock()
 	if !ok {
 		c.fail(CheckInitialList, "%s: the initial list of %d objects is the server's state at no revision from %d (the start) to %d (its end); %s",
 			h.resource, len(initial), c.lo, hi, diff)
@@ -255,6 +263,20 @@ func (c *runCheck) Synced() bool {
 		}
 	}
 	return true
+}
+
+// Events returns how many object events were checked.
+func (c *runCheck) Events() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.events
+}
+
+// InitialLists returns how many initial lists were checked.
+func (c *runCheck) InitialLists() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.initials
 }
 
 // Runtime returns the last runtime line, nil before the first.

@@ -57,8 +57,8 @@ func TestSchedule(t *testing.T) {
 						t.Errorf("%v seed %d: disk full %+v", d, seed, f)
 					}
 				}
-				if slices.Contains(f.While, FaultPageDamage) && f.Kind != FaultKill {
-					t.Errorf("%v seed %d: page damage outside a kill", d, seed)
+				if slices.Contains(f.While, FaultPageDamage) && (f.Kind != FaultKill || f.Again != 0) {
+					t.Errorf("%v seed %d: page damage outside a kill, or followed by a second kill: %+v", d, seed, f)
 				}
 			}
 			// Kills every one to three minutes.

@@ -75,7 +75,7 @@ var (
 	streamEvery    = [2]time.Duration{time.Minute, 3 * time.Minute}
 	killDown       = [2]time.Duration{500 * time.Millisecond, 15 * time.Second}
 	killAgain      = [2]time.Duration{0, 4 * time.Second}
-	relistKill     = [2]time.Duration{0, 3 * time.Second}
+	relistKill     = [2]time.Duration{0, 1500 * time.Millisecond}
 	stallHold      = [2]time.Duration{5 * time.Second, time.Minute}
 	diskFullHold   = [2]time.Duration{20 * time.Second, time.Minute}
 )
@@ -161,7 +161,10 @@ func NewSchedule(seed uint64, d time.Duration) []Fault {
 			best = i
 		}
 	}
+	// Its restart is not killed again: the next file check would read
+	// the damaged file if the controller had not yet moved it aside.
 	faults[best].While = append(faults[best].While, FaultPageDamage)
+	faults[best].Again = 0
 	for i := range faults {
 		faults[i].Seed = rng.Uint64()
 	}
