@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,14 +76,37 @@ func newChurn(cs kubernetes.Interface, dyn dynamic.Interface, namespaces []strin
 }
 
 // populate creates target objects of each resource, with workers
-// concurrent requests and no rate limit.
+// concurrent requests and no rate limit; the churn's counts start after
+// them.
 func (ch *churn) populate(ctx context.Context) error {
+	if _, err := ch.createMany(ctx, ch.target); err != nil {
+		return err
+	}
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	for r := range ch.ok {
+		ch.ok[r] = map[string]int{}
+	}
+	return nil
+}
+
+// grow creates n more objects of each resource at once, beside the
+// churn: the cluster grows. It returns how many it created.
+func (ch *churn) grow(ctx context.Context, n int) (int, error) {
+	return ch.createMany(ctx, n)
+}
+
+// createMany creates n objects of each resource with workers concurrent
+// requests and no rate limit, and returns how many it created before the
+// first error.
+func (ch *churn) createMany(ctx context.Context, n int) (int, error) {
 	type job struct {
 		resource string
 		n        int
 	}
 	jobs := make(chan job)
 	errs := make(chan error, ch.workers)
+	var created atomic.Int64
 	var wg sync.WaitGroup
 	for range ch.workers {
 		wg.Go(func() {
@@ -91,12 +115,13 @@ func (ch *churn) populate(ctx context.Context) error {
 					errs <- err
 					return
 				}
+				created.Add(1)
 			}
 		})
 	}
 	var err error
 feed:
-	for range ch.target {
+	for range n {
 		for _, r := range soakctl.Resources {
 			select {
 			case jobs <- job{r.Name, ch.number()}:
@@ -111,13 +136,7 @@ feed:
 	if err == nil {
 		err = <-errs
 	}
-	// The churn's counts start after the population.
-	ch.mu.Lock()
-	for r := range ch.ok {
-		ch.ok[r] = map[string]int{}
-	}
-	ch.mu.Unlock()
-	return err
+	return int(created.Load()), err
 }
 
 func (ch *churn) number() int {

@@ -150,6 +150,9 @@ func (r *Report) Markdown() string {
 	for _, k := range FaultKinds {
 		p("| %s | %d |\n", k, counts[k])
 	}
+	if phases := r.KillPhases(); len(phases) > 0 {
+		p("\nKills by how far the controller had got: %s.\n", formatCounts(phases))
+	}
 	longest, median, n := r.ConvergeStats()
 	p("\n%d recoveries converged (every handler held exactly a paginated LIST's objects, and the LISTs matched etcd's history); median %.1f s, **longest %.1f s** (after the %s at %s: %s).\n\n",
 		n, median, longest.Converge, longest.Kind, clock(longest.At), longest.Detail)

@@ -30,10 +30,10 @@ func TestBounds(t *testing.T) {
 	}{
 		{"flat", steady(hour, func(float64) float64 { return 100 }), true},
 		{"noisy but flat", steady(hour, func(t float64) float64 { return 100 + 15*math.Sin(t/7) }), true},
-		{"growing", steady(hour, func(t float64) float64 { return 100 + t/20 }), false},
+		{"growing", steady(hour, func(t float64) float64 { return 100 + t/15 }), false},
 		{"one quarter jumps", steady(hour, func(t float64) float64 {
 			if t > 1800 && t < 2700 {
-				return 200
+				return 250
 			}
 			return 100
 		}), false},

@@ -74,7 +74,7 @@ var (
 	compactEvery   = [2]time.Duration{2 * time.Minute, 5 * time.Minute}
 	streamEvery    = [2]time.Duration{time.Minute, 3 * time.Minute}
 	killDown       = [2]time.Duration{500 * time.Millisecond, 15 * time.Second}
-	killAgain      = [2]time.Duration{0, 4 * time.Second}
+	killAgain      = [2]time.Duration{0, 2 * time.Second}
 	relistKill     = [2]time.Duration{0, 1500 * time.Millisecond}
 	stallHold      = [2]time.Duration{5 * time.Second, time.Minute}
 	diskFullHold   = [2]time.Duration{20 * time.Second, time.Minute}

@@ -365,6 +365,9 @@ func (s *soak) killController() string {
 	if exited, err := c.Exited(); exited {
 		phase = fmt.Sprintf("had exited (%v)", err)
 	}
+	if s.recording != nil {
+		s.recording.Phases = append(s.recording.Phases, phase)
+	}
 	c.Kill()
 	s.endRun(c)
 	return phase
@@ -603,10 +606,15 @@ func (s *soak) fillDisk(ctx context.Context, f Fault, note func(string, ...any))
 	if s.disk.mode == DiskNone {
 		return full, nil
 	}
-	// Writes into the file's free pages need no room: have the
-	// informers relist while it is full, which needs pages the file does
-	// not have (an apiserver restart answers their watches 410).
-	werr := s.sleepUntil(ctx, full.Add(f.Hold/3))
+	// Writes into the file's free pages need no room: the cluster grows
+	// by half (the file needs pages it does not have), and the informers
+	// relist (an apiserver restart answers their watches 410), which
+	// needs room for a second copy.
+	n, werr := s.churn.grow(ctx, s.cfg.Objects/2)
+	note("%d objects created", n)
+	if werr == nil {
+		werr = s.sleepUntil(ctx, full.Add(f.Hold/2))
+	}
 	if werr == nil {
 		if werr = s.env.RestartAPIServer(ctx); werr == nil {
 			note("apiserver restarted while full")
