@@ -199,9 +199,9 @@ func (r *Report) Markdown() string {
 		}
 		p("\n")
 		for _, f := range r.Findings {
-			p("- %s **%s**: %s\n", clock(f.At), f.Check, oneLine(f.Detail))
+			p("- %s **%s** (run %d): %s\n", clock(f.At), f.Check, f.Run, oneLine(f.Detail))
 		}
-		p("\n")
+		p("\nThe logs of those runs of the controller, and of the runs before them, are in [logs](logs).\n\n")
 	}
 
 	p("## Memory, goroutines and file size over the run\n\n")

@@ -82,6 +82,9 @@ type Finding struct {
 	At     float64 `json:"at"` // seconds from the start of the faults
 	Check  string  `json:"check"`
 	Detail string  `json:"detail"`
+	// Run is the controller's run when it was found: the report keeps
+	// its log (logs/controller-RUN.log) and the one before.
+	Run int `json:"run"`
 }
 
 // Checks counts the checks that ran.

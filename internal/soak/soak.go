@@ -105,6 +105,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		s.report.Aborted = runErr.Error()
 		s.logf("aborted: %v", runErr)
 	}
+	if err := s.keepLogs(); err != nil {
+		s.logf("%v", err)
+	}
 	if err := s.report.write(cfg.ReportDir); err != nil {
 		return s.report, err
 	}
@@ -138,7 +141,7 @@ func (s *soak) fail(check, detail string) {
 	r := s.report
 	r.FindingCounts[check]++
 	if r.FindingCounts[check] <= maxFindings {
-		r.Findings = append(r.Findings, Finding{At: s.since(), Check: check, Detail: detail})
+		r.Findings = append(r.Findings, Finding{At: s.since(), Check: check, Detail: detail, Run: r.Runs})
 		s.logf("FINDING %s: %s", check, detail)
 	}
 }
@@ -248,6 +251,37 @@ func (s *soak) run(ctx context.Context, work string) error {
 	s.report.Elapsed = time.Since(s.start)
 	s.report.Churn = s.churn.stats()
 	return s.final(ctx)
+}
+
+// keepLogLimit bounds each controller log the report keeps (its end).
+const keepLogLimit = 4 << 20
+
+// keepLogs copies into the report the logs of the controller's runs that
+// a finding names, and of the runs before them: what a reproduction
+// starts from.
+func (s *soak) keepLogs() error {
+	runs := map[int]bool{}
+	for _, f := range s.report.Findings {
+		for _, r := range []int{f.Run - 1, f.Run} {
+			if r > 0 {
+				runs[r] = true
+			}
+		}
+	}
+	if len(runs) == 0 || s.logDir == "" {
+		return nil
+	}
+	dir := filepath.Join(s.cfg.ReportDir, "logs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("soak: keep the logs: %w", err)
+	}
+	for r := range runs {
+		name := fmt.Sprintf("controller-%03d.log", r)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(tail(filepath.Join(s.logDir, name), keepLogLimit)), 0o644); err != nil {
+			return fmt.Errorf("soak: keep the logs: %w", err)
+		}
+	}
+	return nil
 }
 
 // setUpDisk mounts the tmpfs, or picks the fallback.

@@ -129,7 +129,11 @@ func (s *soak) converge(ctx context.Context, why string, since time.Time) float6
 		s.mu.Lock()
 		c := s.current
 		s.mu.Unlock()
-		why, ok := s.waitConverged(ctx, c, want)
+		if c == nil {
+			s.fail(CheckStep, fmt.Sprintf("after %s: no controller running", why))
+			return -1
+		}
+		reason, ok := s.waitConverged(ctx, c, want)
 		if ok {
 			s.mu.Lock()
 			s.report.Checks.Converged++
@@ -142,7 +146,7 @@ func (s *soak) converge(ctx context.Context, why string, since time.Time) float6
 		if exited, err := c.Exited(); exited {
 			s.fail(CheckExit, fmt.Sprintf("run %d exited (%v); its log:\n%s", c.run, err, tail(c.logPath, 4096)))
 		} else {
-			s.fail(CheckConverge, fmt.Sprintf("run %d: not converged %v after %s: %s", c.run, s.cfg.ConvergeTimeout, why, why))
+			s.fail(CheckConverge, fmt.Sprintf("run %d: not converged %v after the %s: %s", c.run, s.cfg.ConvergeTimeout, why, reason))
 		}
 		if attempt == maxFailedConverges {
 			return -1
