@@ -15,6 +15,9 @@ func TestScheduleIsTheSeeds(t *testing.T) {
 	if reflect.DeepEqual(a, NewSchedule(43, time.Hour)) {
 		t.Error("two seeds gave one schedule")
 	}
+	if k := ColdKill(42); k != ColdKill(42) || k < coldKill[0] || k > coldKill[1] {
+		t.Errorf("ColdKill(42) = %v, want one moment in %v", k, coldKill)
+	}
 }
 
 func TestSchedule(t *testing.T) {

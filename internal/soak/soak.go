@@ -221,14 +221,29 @@ func (s *soak) run(ctx context.Context, work string) error {
 	s.report.Populate = time.Since(begin)
 	s.logf("created %d objects of each resource in %v", s.cfg.Objects, s.report.Populate.Round(time.Millisecond))
 
-	// The first start is cold.
+	// The first start is cold, and killed during its list; the next
+	// start is cold again.
 	if err := s.startController(ctx); err != nil {
 		return err
 	}
 	defer s.killController()
 	s.start = time.Now()
-	conv := s.converge(ctx, "cold start", s.start)
-	s.record(FaultRecord{At: 0, Kind: "cold start", Detail: fmt.Sprintf("%d objects of each resource", s.cfg.Objects), Converge: conv})
+	rec := FaultRecord{At: 0, Kind: "cold start"}
+	s.recording = &rec
+	after := ColdKill(s.cfg.Seed)
+	if err := s.sleepUntil(ctx, s.start.Add(after)); err != nil {
+		return err
+	}
+	phase := s.killController()
+	s.checkFile(ctx, "a kill during the cold start")
+	if err := s.startController(ctx); err != nil {
+		return err
+	}
+	rec.Converge = s.converge(ctx, "cold start", time.Now())
+	rec.Detail = fmt.Sprintf("%d objects of each resource; killed %v into the cold start, while %s; started again", s.cfg.Objects, after.Round(time.Millisecond), phase)
+	s.recording = nil
+	s.record(rec)
+	s.logf("cold start (%s): converged in %.1fs", rec.Detail, rec.Converge)
 
 	var sampling sync.WaitGroup
 	sctx, stopSampling := context.WithCancel(ctx)
