@@ -7,7 +7,8 @@ BENCHTIME ?= 1x
 
 # MODULES are the nested modules whose tests and vet run with the root's
 # (go test ./... does not enter them): crcache depends on
-# controller-runtime, which the root module must not. The
+# controller-runtime, which the root module must not. Each builds against
+# this checkout through the go.work beside it (RELEASING.md). The
 # controller-runtime example's tests run from test/e2e.
 MODULES ?= crcache
 
@@ -43,10 +44,10 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./benchmarks/... ./store/...
 
 .PHONY: kubebin
-## kubebin: build (or reuse) the kube-apiserver and etcd the end-to-end tests run,
-## cached outside the repo (WARMCACHE_KUBEBIN_DIR, else the user cache dir).
+## kubebin: build (or reuse) the kube-apiserver, etcd and kubectl the end-to-end
+## tests run, cached outside the repo (WARMCACHE_KUBEBIN_DIR, else the user cache dir).
 kubebin:
-	$(GO) run ./internal/kubebin/cmd/kubebin
+	$(GO) run ./internal/kubebin/cmd/kubebin -kubectl
 
 .PHONY: soak
 ## soak: SOAK_DURATION (60m) of faults from the seed SOAK_SEED (default: random,

@@ -30,8 +30,10 @@ type Options struct {
 	// objects and cannot see a transform's code: change TransformVersion
 	// whenever a transform changes what it keeps or how it rewrites
 	// objects (adding or removing one included), so that the warm start
-	// relists instead of serving objects shaped by the old transform.
-	// Default "": no transform, or transforms that never change.
+	// relists instead of serving objects shaped by the old transform. (A
+	// change that shows on the informer's sample object is found without
+	// it: see package factory's WithTransform.) Default "": no transform,
+	// or transforms that never change.
 	TransformVersion string
 }
 

@@ -17,10 +17,12 @@
 // and ByObject each get their own informers, as in controller-runtime.
 //
 // The file stores objects as the cache options' transforms shaped them
-// (DefaultTransform, ByObject's Transform): change Options.TransformVersion
-// whenever a transform changes meaning, or a warm start serves objects
-// shaped by the old one. Indexes added with IndexField are rebuilt at
-// every start.
+// (DefaultTransform, ByObject's Transform). A transform that changes what
+// it makes of the informer's sample object (package factory keeps one per
+// resource) is found when the informer is created: its stored objects are
+// relisted, with a log line. Change Options.TransformVersion whenever a
+// transform changes meaning, for the changes the sample does not show.
+// Indexes added with IndexField are rebuilt at every start.
 //
 // Reads: Get is controller-runtime's (a point read of one key). List
 // (what mgr.GetClient() and the cache answer) pushes InNamespace,
@@ -48,5 +50,12 @@
 // object on the heap between Lists.
 //
 // This is its own Go module, so that warmcache's module does not depend
-// on controller-runtime.
+// on controller-runtime:
+//
+//	go get github.com/warmcache/warmcache/crcache@latest
+//
+// Its releases are tagged crcache/vX.Y.Z in warmcache's repository, each
+// requiring the release of warmcache's module of the same number (between
+// releases, the pseudo-version of a commit of warmcache's main branch);
+// RELEASING.md in the repository describes the process.
 package crcache

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/warmcache/warmcache/factory"
 	"github.com/warmcache/warmcache/internal/mutationtest"
 	"github.com/warmcache/warmcache/internal/testenv"
 	"github.com/warmcache/warmcache/store/bolt"
@@ -212,6 +213,8 @@ func items(t *testing.T, l client.ObjectList) []runtime.Object {
 	return out
 }
 
+// resources returns the resources of the file at path, without those
+// that hold the informers' sample objects (factory.IsSample).
 func resources(ctx context.Context, t *testing.T, path string) []inspect.ResourceInfo {
 	t.Helper()
 	db, err := bolt.Open(ctx, path, bolt.Options{ReadOnly: true})
@@ -223,5 +226,11 @@ func resources(ctx context.Context, t *testing.T, path string) []inspect.Resourc
 	if err != nil {
 		t.Fatal(err)
 	}
-	return infos
+	var out []inspect.ResourceInfo
+	for _, in := range infos {
+		if !factory.IsSample(in.Identity) {
+			out = append(out, in)
+		}
+	}
+	return out
 }

@@ -187,7 +187,10 @@ func (p *pending) SetTransform(fn toolscache.TransformFunc) error {
 	if err != nil {
 		return fmt.Errorf("crcache: informer of %T: %w", p.example, err)
 	}
-	inf, err := p.h.f.HookInformer(p.h.ctx, p.lw, p.example, p.resync, p.indexers, t.scope, factory.WithTransformVersion(p.h.transformVersion))
+	// The transform is the factory's to set: it checks the stored objects
+	// against it when it opens the informer's store.
+	inf, err := p.h.f.HookInformer(p.h.ctx, p.lw, p.example, p.resync, p.indexers, t.scope,
+		factory.WithTransformVersion(p.h.transformVersion), factory.WithTransform(fn))
 	if err != nil {
 		return fmt.Errorf("crcache: persistent informer of %s in scope %+v: %w", gvk, t.scope, err)
 	}
@@ -195,9 +198,6 @@ func (p *pending) SetTransform(fn toolscache.TransformFunc) error {
 		if err := inf.SetWatchErrorHandlerWithContext(p.errHandler); err != nil {
 			return err
 		}
-	}
-	if err := inf.SetTransform(fn); err != nil {
-		return err
 	}
 	p.SharedIndexInformer = inf
 	p.inf.Store(inf)

@@ -35,6 +35,20 @@
 // WithIndexVersion, which makes the warm start rebuild the entries from
 // the stored objects instead of answering ByIndex from the old ones.
 //
+// A transform or an index function given at creation that changes meaning
+// without a new version is still found when it changes what it makes of
+// the resource's sample object: each resource keeps one object as the
+// server sent it (the first its transform sees, or without a transform
+// the first stored one), in a resource of its own of the same file
+// (IsSample; sealed with the resource), with
+// fingerprints of the transform's output and of each index function's
+// values for it. When the informer is created, its functions are applied
+// to the sample: a difference discards the stored objects, with a log
+// line saying why, and the informer relists. A change the sample does not
+// show, or a transform whose output differs for the same object (logged),
+// is not seen: the versions remain the way to say that a function
+// changed.
+//
 // Sensitive resources (Secrets, DefaultSensitive, and those of
 // Options.Sensitive or WithSealing) are stored sealed with AES-256-GCM
 // under Options.Keys (package store/seal): their data never reaches the

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -25,6 +28,7 @@ import (
 	"github.com/warmcache/warmcache/reflector"
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/codec"
 	"github.com/warmcache/warmcache/store/memory"
 	"github.com/warmcache/warmcache/store/seal"
 )
@@ -139,6 +143,9 @@ type Factory struct {
 	cluster string            // recorded with every resource; see Options.ClusterID
 	keys    []seal.Key        // of Options.Keys; nil: sensitive resources in memory
 	budget  *deltafifo.Budget // of Options.QueueBudget; nil for none
+	// wrapCodec, set by tests only before any informer exists, wraps the
+	// codec of every bolt store.
+	wrapCodec func(codec.Codec) codec.Codec
 
 	// mu guards the fields below.
 	mu        sync.Mutex
@@ -153,13 +160,21 @@ type Factory struct {
 type factoryEntry struct {
 	inf   *informer.Informer
 	store store.Store
+	// sample keeps the sample object of a bolt store (sample.go); nil
+	// for a memory store.
+	sample *sampler
 }
 
 // New opens the cache file (when opts.Path is set) and returns a
 // factory. A file that is corrupt, not a warmcache file, or left unflushed
 // across a restart of the machine is moved aside with a log line and
 // replaced by a new one (invariant 5); other open errors (bolt.ErrLocked,
-// bolt.ErrReadOnly) are returned.
+// bolt.ErrReadOnly) are returned. The file's directory must exist: New
+// does not create it (a missing directory is more often a volume that was
+// not mounted than one to create on the container's own disk), and says
+// so with an error wrapping fs.ErrNotExist; a path whose directory is not
+// one is ErrInvalidOptions. Every error New returns starts with
+// "factory: ".
 func New(ctx context.Context, opts Options) (*Factory, error) {
 	logger := klog.FromContext(ctx)
 	if opts.Logger != nil {
@@ -193,6 +208,9 @@ func New(ctx context.Context, opts Options) (*Factory, error) {
 	if opts.Path == "" {
 		return f, nil
 	}
+	if err := checkCacheDir(opts.Path); err != nil {
+		return nil, err
+	}
 	bo := opts.Bolt
 	if bo.Logger.GetSink() == nil {
 		bo.Logger = logger
@@ -201,18 +219,35 @@ func New(ctx context.Context, opts Options) (*Factory, error) {
 	if errors.Is(err, bolt.ErrCorrupt) {
 		moved, merr := bolt.MoveAside(opts.Path)
 		if merr != nil {
-			return nil, fmt.Errorf("informer: factory: %w (and moving it aside failed: %w)", err, merr)
+			return nil, fmt.Errorf("factory: %w (and moving it aside failed: %w)", err, merr)
 		}
 		logger.Error(err, "The cache file is unreadable; moved it aside and starting from an empty one", "path", opts.Path, "movedTo", moved)
 		db, err = bolt.Open(ctx, opts.Path, bo)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("informer: factory: %w", err)
+		return nil, fmt.Errorf("factory: %w", err)
 	}
 	f.db = db
 	f.cluster = clusterID(ctx, opts, logger)
 	f.keys = loadKeys(ctx, opts, logger)
 	return f, nil
+}
+
+// checkCacheDir returns an error naming the directory of path when it
+// does not exist or is not a directory, which bolt would report as a
+// failure to open its lock file.
+func checkCacheDir(path string) error {
+	dir := filepath.Dir(path)
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("factory: cache directory %s does not exist (create it, or mount there the volume meant to hold %s): %w", dir, filepath.Base(path), err)
+	case err != nil:
+		return fmt.Errorf("factory: cache directory %s: %w", dir, err)
+	case !fi.IsDir():
+		return fmt.Errorf("%w: cache directory %s of Options.Path %s is not a directory", ErrInvalidOptions, dir, path)
+	}
+	return nil
 }
 
 // DB returns the factory's file, nil for in-memory stores.
@@ -266,7 +301,7 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 	// warm start finds the index set it recorded and keeps its entries
 	// instead of rebuilding them by decoding every object.
 	allIndexers := mergeIndexers(f.opts.Informer.Indexers, indexers)
-	st, err := f.openStore(ctx, gvr, example, scope, allIndexers, cfg, func(err error) {
+	st, smp, err := f.openStore(ctx, gvr, example, scope, allIndexers, cfg, func(err error) {
 		if inf := infPtr.Load(); inf != nil {
 			inf.ReportCorruption(err)
 		}
@@ -296,14 +331,21 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 	}
 	inf, err := informer.New(lw, example, o)
 	if err == nil && cfg.transform != nil {
-		err = inf.SetTransform(cfg.transform)
+		transform := cfg.transform
+		if smp != nil {
+			transform = smp.wrap(transform)
+		}
+		err = inf.SetTransform(transform)
 	}
 	if err != nil {
 		_ = st.Close()
+		if smp != nil {
+			_ = smp.Close()
+		}
 		return nil, err
 	}
 	infPtr.Store(inf)
-	f.informers[name] = &factoryEntry{inf: inf, store: st}
+	f.informers[name] = &factoryEntry{inf: inf, store: st, sample: smp}
 	return inf, nil
 }
 
@@ -339,27 +381,33 @@ func addMissingIndexers(inf *informer.Informer, indexers cache.Indexers) error {
 // factory's keys, or, without usable keys, in a memory store, after what
 // the file holds of it unsealed is deleted (forgetSensitive).
 // cfg.hotBytes, if set, gives the store a hot tier of its own
-// (bolt.ResourceOptions.HotBytes).
-func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, scope Scope, indexers cache.Indexers, cfg informerConfig, onCorruption func(error)) (store.Store, error) {
+// (bolt.ResourceOptions.HotBytes). A bolt store comes with the sampler
+// that checked its stored objects against cfg's transform and indexers
+// (sample.go) and keeps its sample.
+func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, scope Scope, indexers cache.Indexers, cfg informerConfig, onCorruption func(error)) (store.Store, *sampler, error) {
 	if f.db == nil {
-		return memory.New(memory.Options{Indexers: indexers})
+		st, err := memory.New(memory.Options{Indexers: indexers})
+		return st, nil, err
 	}
 	c, err := codecFor(f.opts.Scheme, example)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrResource, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrResource, err)
+	}
+	if f.wrapCodec != nil {
+		c = f.wrapCodec(c)
 	}
 	kind := kindOf(f.opts.Scheme, example)
 	id := bolt.Identity{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: kind, Scope: scope}
 	sensitive := f.sensitive(gvr.GroupResource(), cfg.sealing)
 	if kind == UnstructuredKind {
 		if err := f.dropKindless(ctx, id, sensitive); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if sensitive {
 		sc, ok, err := f.sealedCodec(c)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if !ok {
 			hint := "Set factory.Options.Keys (for example seal.FromFile of a mounted Secret) to persist it encrypted"
@@ -369,13 +417,14 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 			f.logger.Info("Not persisting a sensitive resource without an encryption key: its objects are kept in memory only and relisted at every start. "+hint,
 				"resource", gvr.String(), "scope", scope)
 			if err := f.forgetSensitive(ctx, id); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			return memory.New(memory.Options{Indexers: indexers})
+			st, err := memory.New(memory.Options{Indexers: indexers})
+			return st, nil, err
 		}
 		c = sc
 	}
-	return f.db.Resource(ctx, bolt.ResourceOptions{
+	ro := bolt.ResourceOptions{
 		Identity:         id,
 		Codec:            c,
 		Indexers:         indexers,
@@ -384,7 +433,22 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 		TransformVersion: cfg.transformVersion,
 		IndexVersion:     cfg.indexVersion,
 		HotBytes:         cfg.hotBytes,
-	})
+	}
+	smp, err := f.openSampler(ctx, ro, example, cfg.transform)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.db.Resource(ctx, ro)
+	if err != nil {
+		if smp != nil {
+			_ = smp.Close()
+		}
+		return nil, nil, err
+	}
+	if smp != nil {
+		smp.takeFrom(ctx, st)
+	}
+	return st, smp, nil
 }
 
 // dropKindless deletes the record an unstructured informer of id's
@@ -542,6 +606,10 @@ func (f *Factory) Shutdown() error {
 	f.wg.Wait()
 	var errs []error
 	for _, e := range entries {
+		if e.sample != nil {
+			e.sample.takeFrom(context.Background(), e.store)
+			errs = append(errs, e.sample.Close())
+		}
 		if err := e.store.Close(); err != nil {
 			errs = append(errs, err)
 		}

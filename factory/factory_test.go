@@ -3,6 +3,7 @@ package factory
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
+	"github.com/warmcache/warmcache/store/memory"
 )
 
 var podsGVR = corev1.SchemeGroupVersion.WithResource("pods")
@@ -87,7 +89,7 @@ func TestFactoryTypedAndDynamicInformersShareAFile(t *testing.T) {
 			t.Fatalf("dynamic informer holds %v", objs)
 		}
 		res, err := inspect.Resources(ctx, f.DB())
-		if err != nil || len(res) != 3 {
+		if res = withoutSamples(res); err != nil || len(res) != 3 {
 			t.Fatalf("file holds %d resources (%v), want 3 scopes", len(res), err)
 		}
 		after := src.Stats()
@@ -234,5 +236,53 @@ func TestDynamicAndTypedInformersOfABuiltInAreApart(t *testing.T) {
 		if err := f.Shutdown(); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// New's errors start with "factory: " and name what is wrong: a missing
+// cache directory as such, not as the lock file bolt cannot create in it.
+func TestNewErrors(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	held, err := New(context.Background(), Options{Path: filepath.Join(dir, "held.db"), Bolt: bolt.Options{Sync: bolt.UnsafeNoSync}, ClusterID: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Shutdown()
+	mem, err := memory.New(memory.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := filepath.Join(dir, "missing")
+	for _, tc := range []struct {
+		name   string
+		opts   Options
+		prefix string
+		is     error
+	}{
+		{"missing directory", Options{Path: filepath.Join(missing, "cache.db")}, "factory: cache directory " + missing + " does not exist", fs.ErrNotExist},
+		{"directory is a file", Options{Path: filepath.Join(file, "cache.db")}, "factory: invalid options: cache directory " + file + " of Options.Path " + filepath.Join(file, "cache.db") + " is not a directory", ErrInvalidOptions},
+		{"file locked", Options{Path: filepath.Join(dir, "held.db"), Bolt: bolt.Options{Timeout: 10 * time.Millisecond}}, "factory: bolt: open " + filepath.Join(dir, "held.db"), bolt.ErrLocked},
+		{"store set", Options{Informer: informer.Options{Store: mem}}, "factory: invalid options: Options.Informer.Store", ErrInvalidOptions},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f, err := New(context.Background(), tc.opts)
+			if err == nil {
+				_ = f.Shutdown()
+				t.Fatal("New succeeded")
+			}
+			if !strings.HasPrefix(err.Error(), tc.prefix) || !errors.Is(err, tc.is) {
+				t.Fatalf("New: %v\nwant an error starting with %q, wrapping %v", err, tc.prefix, tc.is)
+			}
+			if strings.Contains(err.Error(), "lock: open") {
+				t.Fatalf("New: %v: names the lock file, not the cause", err)
+			}
+		})
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("New created the missing directory: %v", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/warmcache/warmcache/internal/fakesource"
 	"github.com/warmcache/warmcache/internal/handlertest"
 	"github.com/warmcache/warmcache/internal/mutationtest"
+	"github.com/warmcache/warmcache/store/bolt/inspect"
 )
 
 // TestMain runs every informer of the package's tests with the mutation
@@ -79,4 +80,16 @@ func syncAll(ctx context.Context, t *testing.T, f *Factory) {
 			t.Fatalf("%s did not sync", name)
 		}
 	}
+}
+
+// withoutSamples returns the resources of res that are not the sample
+// objects' (sample.go).
+func withoutSamples(res []inspect.ResourceInfo) []inspect.ResourceInfo {
+	var out []inspect.ResourceInfo
+	for _, r := range res {
+		if !IsSample(r.Identity) {
+			out = append(out, r)
+		}
+	}
+	return out
 }

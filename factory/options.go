@@ -55,8 +55,12 @@ func WithIndexers(indexers cache.Indexers) InformerOption {
 // WithTransform sets the informer's transform (Informer.SetTransform)
 // before it can start. The objects stored in the file are the transformed
 // ones: when the function changes what it keeps or how it rewrites
-// objects, change WithTransformVersion too, or a warm start serves objects
-// shaped by the old function.
+// objects, change WithTransformVersion too, or a warm start may serve
+// objects shaped by the old function. A change that shows on the
+// resource's sample object (see the package doc) is found without it: the
+// stored objects are relisted, with a log line. Set the transform with
+// this option rather than with Informer.SetTransform, which the factory
+// does not see when it checks the stored objects.
 func WithTransform(fn cache.TransformFunc) InformerOption {
 	return func(c *informerConfig) { c.transform = fn }
 }

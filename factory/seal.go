@@ -115,7 +115,12 @@ func (f *Factory) forgetSensitive(ctx context.Context, id bolt.Identity) error {
 	if err != nil {
 		return fmt.Errorf("%w: sensitive resource %s is kept in memory, and what the cache file holds of it cannot be deleted: %w", ErrResource, id, err)
 	}
-	if dropped {
+	// Its sample object (sample.go), stored as the resource was.
+	droppedSample, err := f.db.DropResource(ctx, sampleIdentity(id), opts)
+	if err != nil {
+		return fmt.Errorf("%w: sensitive resource %s is kept in memory, and the sample object the cache file holds of it cannot be deleted: %w", ErrResource, id, err)
+	}
+	if dropped || droppedSample {
 		f.logger.Info("Deleted the stored data of a sensitive resource kept in memory (no usable encryption key); delete or compact the file to overwrite its freed pages",
 			"resource", id.String())
 	}

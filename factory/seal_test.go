@@ -189,13 +189,32 @@ func TestSecretsAreSealed(t *testing.T) {
 				t.Fatal(err)
 			}
 			sealed := 0
-			for _, r := range res {
+			for _, r := range withoutSamples(res) {
 				if _, ok := seal.InnerName(r.Codec); ok {
 					sealed++
 				}
 			}
 			if sealed != 3 {
 				t.Fatalf("%d sealed resources, want 3 (secrets typed and metadata, configmaps): %+v", sealed, res)
+			}
+			// Each resource's sample object is stored as the resource is.
+			codecOf := map[string]string{}
+			for _, r := range res {
+				codecOf[r.Identity.Resource+" "+r.Identity.Kind] = r.Codec
+			}
+			samples := 0
+			for _, r := range res {
+				if !IsSample(r.Identity) {
+					continue
+				}
+				samples++
+				of := strings.TrimSuffix(r.Identity.Resource, SampleResourceSuffix) + " " + strings.TrimSuffix(r.Identity.Kind, SampleKindSuffix)
+				if r.Codec != codecOf[of] {
+					t.Errorf("the sample of %s is stored with codec %q, the resource with %q", of, r.Codec, codecOf[of])
+				}
+			}
+			if samples != 4 {
+				t.Errorf("%d sample resources, want one per resource (4)", samples)
 			}
 			if err := f.Shutdown(); err != nil {
 				t.Fatal(err)
@@ -270,7 +289,7 @@ func TestSecretsWithoutKeysStayInMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range res {
-		if r.Identity.Resource != "pods" {
+		if r.Identity.Resource != "pods" && r.Identity.Resource != "pods"+SampleResourceSuffix {
 			t.Fatalf("the file records %s (%d objects, codec %q), want nothing of a resource kept in memory", r.Identity, r.Objects, r.Codec)
 		}
 	}

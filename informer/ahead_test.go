@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -15,8 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/warmcache/warmcache/deltafifo"
 	"github.com/warmcache/warmcache/internal/fakesource"
 	"github.com/warmcache/warmcache/reflector"
+	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/codec"
 )
 
@@ -399,4 +402,75 @@ func TestCorruptionReportedDuringTheResumeCheckNeverReplaysTheFile(t *testing.T)
 	if keys := r.inf.GetStore().ListKeys(); len(keys) != 1 || keys[0] != "ns/x" {
 		t.Fatalf("store keys %v after the relist, want [ns/x]", keys)
 	}
+}
+
+// rvCorruptStore is a store whose ResourceVersionOf finds key corrupt, as
+// a bolt store does for a record whose checksum no longer matches.
+type rvCorruptStore struct {
+	store.Store
+	key string
+}
+
+func (s rvCorruptStore) ResourceVersionOf(key string) (string, bool, error) {
+	if key == s.key {
+		return "", false, fmt.Errorf("item %q: %w", key, store.ErrCorrupt)
+	}
+	return s.Store.ResourceVersionOf(key)
+}
+
+// TestWarmStartRelistsWhenTheResumeCheckReadsCorruptData: the resume check
+// of a small store reads every stored resourceVersion; one that is corrupt
+// makes the informer relist, whether or not the store's OnCorruption is
+// wired to it, and the handlers are told the server's state.
+func TestWarmStartRelistsWhenTheResumeCheckReadsCorruptData(t *testing.T) {
+	src := newSource(t, "a", "b", "c")
+	mem := newMemStore(t)
+	var objs []interface{}
+	for _, o := range src.Objects(podGVK) {
+		objs = append(objs, o)
+	}
+	if err := mem.Replace(objs, src.ResourceVersion()); err != nil {
+		t.Fatal(err)
+	}
+	b := getPod(t, src, "b")
+	b.Labels = map[string]string{"x": "y"}
+	mustRV(t)(src.Update(b))
+	before := src.Stats()
+	rec := newRecorder()
+	r := runInformer(t, src.Endpoint(podGVK, ""), Options{Store: rvCorruptStore{Store: mem, key: "ns/b"}}, rec)
+	r.waitHandlersSynced(t)
+	sameAsSource(t, mem, src)
+	var want []event
+	for _, name := range []string{"a", "b", "c"} {
+		want = append(want, event("add ns/"+name+"@"+getPod(t, src, name).ResourceVersion+" initial=true"))
+	}
+	equalEvents(t, rec.Snapshot(), want)
+	if after := src.Stats(); after.WatchLists+after.Lists-before.WatchLists-before.Lists < 2 {
+		t.Errorf("%+v then %+v: want the resume check and a relist", before.Counts, after.Counts)
+	}
+}
+
+// TestCaughtUpOnAStoreFoundIncompleteRelists: the store was found
+// incomplete (a read marked it so) after the reflector had decided to
+// resume: the warm start's Synced marker cannot complete the sync, since
+// the handlers were told nothing; the informer relists.
+func TestCaughtUpOnAStoreFoundIncompleteRelists(t *testing.T) {
+	mem := newMemStore(t)
+	inf := newTestInformer(t, Options{Store: incompleteStore{mem}})
+	h := startHarness(t, inf)
+	h.must(h.q.MarkSynced(h.ctx))
+	h.waitBatch(func(b deltafifo.Batch) bool { return b.Kind == deltafifo.KindSynced })
+	inf.mu.Lock()
+	requested := inf.relistRequested && inf.forceRelist
+	inf.mu.Unlock()
+	if !requested || inf.HasSynced() {
+		t.Fatalf("relist requested %v, synced %v; want a relist and no sync", requested, inf.HasSynced())
+	}
+}
+
+// incompleteStore reports a state with objects that is not complete.
+type incompleteStore struct{ store.Store }
+
+func (s incompleteStore) State() (store.State, error) {
+	return store.State{ResourceVersion: "10", Objects: 1}, nil
 }

@@ -103,6 +103,12 @@ func (l *loop) warmStart(ctx context.Context) error {
 func (l *loop) caughtUp(ctx context.Context) error {
 	l.logger.V(2).Info("Warm start caught up with the server")
 	if !l.withheld {
+		if l.partial != nil && *l.partial == "" {
+			// The store became incomplete after the reflector decided
+			// to resume (a read found corrupt data): the handlers were
+			// told nothing and only a relist can tell them.
+			l.i.ReportCorruption(errors.New("the store was found incomplete while the warm start resumed; relisting"))
+		}
 		return nil
 	}
 	l.withheld = false

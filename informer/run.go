@@ -3,6 +3,7 @@ package informer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/warmcache/warmcache/deltafifo"
 	"github.com/warmcache/warmcache/reflector"
+	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/wire"
 )
 
@@ -243,6 +245,11 @@ func (i *Informer) storedVersions(max int) (map[string]string, cache.KeyFunc, bo
 	out := make(map[string]string, len(keys))
 	for _, k := range keys {
 		rv, ok, err := i.store.ResourceVersionOf(k)
+		if errors.Is(err, store.ErrCorrupt) {
+			// The store cannot be trusted: relist, whether or not its
+			// OnCorruption reaches this informer.
+			i.ReportCorruption(fmt.Errorf("read the stored resourceVersions for the resume check: %w", err))
+		}
 		if err != nil || !ok {
 			return nil, nil, false
 		}

@@ -32,7 +32,8 @@
 // client-go's fake clientset included), so its watches decode as that
 // client does (client-go's: on one goroutine). With WithRESTConfig (the
 // config the client was built from) they go through clients built from
-// that config instead, as factory.Factory's own: their watches decode on
+// that config instead, as factory.Factory's own, asking for protobuf
+// unless the config sets another content type: their watches decode on
 // every core, and the bolt store writes each protobuf object's message as
 // it arrived instead of marshalling it again. The informer's identity in the
 // file records the resource, the kind, the namespace of WithNamespace (for
@@ -51,12 +52,16 @@
 //
 // Transforms and index functions across restarts: the file stores
 // transformed objects and index entries, and cannot see a function's
-// code. When WithTransform's function changes meaning, change
-// WithTransformVersion too (the warm start then relists instead of serving
-// objects shaped by the old function); when an index function given at
-// creation (InformerFor's newFunc) changes meaning under the same name,
-// change WithIndexVersion (its entries are then rebuilt). Indexes added
-// with AddIndexers are rebuilt at every start.
+// code. It keeps one sample object per informer as the server sent it
+// (package factory): when WithTransform's function, or an index function
+// given at creation (InformerFor's newFunc), makes something else of it
+// than when the stored objects were written, they are relisted, with a
+// log line saying why. For the changes the sample does not show, change
+// WithTransformVersion when the transform changes meaning (the warm start
+// then relists instead of serving objects shaped by the old function),
+// and WithIndexVersion when an index function does under the same name
+// (its entries are then rebuilt). Indexes added with AddIndexers are
+// rebuilt at every start.
 //
 // Fallback: a type the factory cannot persist (a Go type unknown to
 // client-go's scheme, a client without a typed client for it, a store that
@@ -68,17 +73,25 @@
 // sealing (package factory, Options.Keys): persisted encrypted with a key,
 // kept in memory without one, like every resource of Options.Sensitive.
 //
-// Listers: the typed Lister() of client-go's generated informers is
-// client-go's lister over the warmcache store (cache.Indexer). It works,
-// but its List decodes every object of the store on every call. The
-// listers of github.com/warmcache/warmcache/listers (same interfaces,
-// import path listers/<group>/<version>) hand the namespace and the label
-// selector to the store, which decodes only what matches:
+// Listers: every typed Lister() (f.Core().V1().Pods().Lister(), ...) and
+// ForResource's generic lister are warmcache's listers of client-go's
+// interfaces (package listers): their List methods hand the namespace and
+// the label selector to the store, which decodes only the objects they
+// select, where client-go's lister over the same store reads and decodes
+// every object of the store (or of the namespace) on every call. The
+// informers of other generated clientsets (custom resources through
+// InformerFor) build their listers themselves; give them the store's
+// selection with listers.New:
 //
-//	podLister := corelisters.NewPodLister(f.Core().V1().Pods().Informer().GetIndexer())
+//	lister := listers.New[*foov1.Foo](inf.GetIndexer(), foov1.Resource("foo"))
+//
+// The typed informers, versions and groups are generated from client-go's
+// (go generate ./informers; informers/internal/gen).
 //
 // Lifetime: the Factory owns the factory.Factory it is given. Shutdown
 // stops every informer (those of this factory and any other of the
 // factory.Factory), waits for them, flushes and closes the file; the
 // stop channel of Start needs not be closed first.
 package informers
+
+//go:generate go run ./internal/gen -out .

@@ -75,14 +75,31 @@ func WithIndexVersion(version string) SharedInformerOption {
 //
 // config must reach the same cluster as the client, with the same
 // identity: pass the config the client was built from (the one given to
-// factory.Options.RESTConfig). Its content type is used as it is; set
-// config.ContentType to "application/vnd.kubernetes.protobuf" for the
-// protobuf savings. The tweak of WithTweakListOptions applies to every
-// request as before. The client still serves what the informers do not
-// do: fallbacks (see the package doc) list and watch through it. Default
-// nil: the client's typed clients.
+// factory.Options.RESTConfig). The informers ask for protobuf (with JSON
+// as the fallback, AcceptContentTypes) when config.ContentType is empty,
+// as a rest.Config from a kubeconfig is: the protobuf savings need nothing
+// more. A content type config sets is used as it is (JSON:
+// "application/json", at the cost of those savings). config itself is not
+// modified. The tweak of WithTweakListOptions applies to every request as
+// before. The client still serves what the informers do not do: fallbacks
+// (see the package doc) list and watch through it. Default nil: the
+// client's typed clients.
 func WithRESTConfig(config *rest.Config) SharedInformerOption {
-	return func(f *Factory) { f.config = config }
+	return func(f *Factory) { f.config = preferProtobuf(config) }
+}
+
+// preferProtobuf returns config, or a copy asking for protobuf if config
+// leaves the content type to the default.
+func preferProtobuf(config *rest.Config) *rest.Config {
+	if config == nil || config.ContentType != "" {
+		return config
+	}
+	c := rest.CopyConfig(config)
+	c.ContentType = runtime.ContentTypeProtobuf
+	if c.AcceptContentTypes == "" {
+		c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	}
+	return c
 }
 
 // WithCustomResyncConfig sets the resync period of the informers of the

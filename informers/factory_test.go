@@ -97,6 +97,9 @@ func TestEveryTypedInformer(t *testing.T) {
 		if n := ti.list(t); n != 1 {
 			t.Errorf("%s: Lister().List returned %d objects, want 1", ti.path, n)
 		}
+		if pkg := ti.listerPackage(); !strings.HasPrefix(pkg, "github.com/warmcache/warmcache/listers/") {
+			t.Errorf("%s: Lister() is a lister of %s, want warmcache's (package listers)", ti.path, pkg)
+		}
 	}
 	gi, err := f.ForResource(corev1.SchemeGroupVersion.WithResource("pods"))
 	if err != nil {
@@ -104,6 +107,9 @@ func TestEveryTypedInformer(t *testing.T) {
 	}
 	if objs, err := gi.Lister().ByNamespace("ns").List(everything); err != nil || len(objs) != 1 {
 		t.Fatalf("generic lister: %v, %v", objs, err)
+	}
+	if pkg := reflect.TypeOf(gi.Lister()).PkgPath(); pkg != "github.com/warmcache/warmcache/listers" {
+		t.Errorf("ForResource's Lister() is a lister of %s, want warmcache's (package listers)", pkg)
 	}
 	if len(f.WaitForCacheSync(t.Context().Done())) != len(typed) {
 		t.Fatal("WaitForCacheSync does not report every started informer")
@@ -264,7 +270,9 @@ func TestSecretsInformerFollowsTheSealingDefault(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range res {
-			isSecrets := r.Identity.Resource == "secrets"
+			// A resource's sample object (factory.IsSample) is stored as
+			// the resource is.
+			isSecrets := strings.TrimSuffix(r.Identity.Resource, factory.SampleResourceSuffix) == "secrets"
 			if _, sealed := seal.InnerName(r.Codec); sealed != (isSecrets && withKey) || (isSecrets && r.Objects != 0) {
 				t.Errorf("with a key %v, %s stored with codec %q and %d objects", withKey, r.Identity.Resource, r.Codec, r.Objects)
 			}

@@ -6,12 +6,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/listers"
 )
 
 // ForResource returns the informer of resource, as the typed informer of
 // its kind does (the same informer: one per Go type), with a generic
-// lister. A resource that is not one of client-go's scheme with a typed
-// client returns an error wrapping ErrUnknownType.
+// lister that selects in the store. A resource that is not one of
+// client-go's scheme with a typed client returns an error wrapping
+// ErrUnknownType.
 func (f *Factory) ForResource(resource schema.GroupVersionResource) (clientinformers.GenericInformer, error) {
 	obj, r, err := resolveResource(resource)
 	if err != nil {
@@ -31,6 +34,9 @@ type genericInformer struct {
 
 func (g *genericInformer) Informer() cache.SharedIndexInformer { return g.informer }
 
+// Lister returns a generic lister over the informer's store whose List
+// methods hand the namespace and the label selector to the store, which
+// decodes only the objects they select (listers.NewGeneric).
 func (g *genericInformer) Lister() cache.GenericLister {
-	return cache.NewGenericLister(g.informer.GetIndexer(), g.resource)
+	return listers.NewGeneric(g.informer.GetIndexer(), g.resource)
 }

@@ -137,6 +137,15 @@ func (ti typedInformer) informer() cache.SharedIndexInformer {
 	return ti.access.MethodByName("Informer").Call(nil)[0].Interface().(cache.SharedIndexInformer)
 }
 
+// listerPackage returns the package path of the typed lister's type.
+func (ti typedInformer) listerPackage() string {
+	t := ti.access.MethodByName("Lister").Call(nil)[0].Elem().Type()
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.PkgPath()
+}
+
 // list calls the typed lister's List(labels.Everything()) and returns how
 // many objects it returned.
 func (ti typedInformer) list(t *testing.T) int {

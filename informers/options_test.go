@@ -2,7 +2,12 @@ package informers
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"sort"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,11 +17,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	"github.com/warmcache/warmcache/internal/fakeapi"
+	"github.com/warmcache/warmcache/internal/fakesource"
 )
 
 var nodes = fakeapi.Resource{GroupVersionResource: corev1.SchemeGroupVersion.WithResource("nodes"), Kind: "Node"}
@@ -302,5 +309,79 @@ func TestWithRESTConfigListsAndWatchesThroughTheConfig(t *testing.T) {
 		if r.Options.LabelSelector != "app=x" || r.Options.TimeoutSeconds == nil || *r.Options.TimeoutSeconds != 1234 {
 			t.Errorf("%s request with label selector %q and timeout %d (0: none): want the tweak's, app=x and 1234", r.Verb, r.Options.LabelSelector, ptr.Deref(r.Options.TimeoutSeconds, 0))
 		}
+	}
+}
+
+// acceptRecorder serves h and records the Accept header of every list and
+// watch of pods.
+type acceptRecorder struct {
+	h       http.Handler
+	mu      sync.Mutex
+	accepts []string
+}
+
+func (a *acceptRecorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.URL.Path, "/pods") {
+		a.mu.Lock()
+		a.accepts = append(a.accepts, r.Header.Get("Accept"))
+		a.mu.Unlock()
+	}
+	a.h.ServeHTTP(w, r)
+}
+
+func (a *acceptRecorder) seen() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.accepts)
+}
+
+// WithRESTConfig asks for protobuf when the config leaves the content type
+// to the default (a kubeconfig's), without changing the caller's config,
+// and keeps a content type the config sets.
+func TestWithRESTConfigAsksForProtobuf(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		contentType string
+		want        string // the Accept header's first media type
+	}{
+		{"default content type", "", "application/vnd.kubernetes.protobuf"},
+		{"JSON set", "application/json", "application/json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, err := fakesource.New(fakesource.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := src.Add(newObject(t, podGVK, "ns", "a", nil)); err != nil {
+				t.Fatal(err)
+			}
+			h, err := fakeapi.NewHandler(fakeapi.Options{Source: src})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec := &acceptRecorder{h: h}
+			hs := httptest.NewServer(rec)
+			defer hs.Close()
+			config := &rest.Config{Host: hs.URL}
+			config.ContentType = tc.contentType
+			logger, _ := newLogger(t)
+			f := newFactory(t, tempFile(t), fake.NewClientset(), logger, WithRESTConfig(config))
+			defer f.Shutdown()
+			f.Core().V1().Pods().Informer()
+			syncAll(t, f)
+			equalStrings(t, "pods", podNames(t, f), []string{"ns/a"})
+			if config.ContentType != tc.contentType || config.AcceptContentTypes != "" {
+				t.Errorf("the caller's config was changed: content type %q, accept %q", config.ContentType, config.AcceptContentTypes)
+			}
+			accepts := rec.seen()
+			if len(accepts) == 0 {
+				t.Fatal("the server saw no request for pods")
+			}
+			for _, a := range accepts {
+				if !strings.HasPrefix(a, tc.want) {
+					t.Errorf("a request for pods accepts %q, want %s first", a, tc.want)
+				}
+			}
+		})
 	}
 }

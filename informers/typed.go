@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,54 +14,47 @@ import (
 	"github.com/warmcache/warmcache/factory"
 )
 
-// typedClient says how kubernetes.Interface reaches the typed client of
-// one resource: client.<Group>().<Resource>(namespace) for a namespaced
-// resource, client.<Group>().<Resource>() for a cluster-scoped one.
+// typedClient is how kubernetes.Interface reaches the typed client of one
+// resource: client.<group>().<resource>(namespace) for a namespaced
+// resource, client.<group>().<resource>() for a cluster-scoped one. The
+// table of them (typedClients) is generated (generated_clients.go) rather
+// than found by reflection: a program that looks methods up by name keeps
+// every exported method of every type the linker reaches (the typed
+// clients' Create, Update, Apply ... and their apply configurations), which
+// made a controller's binary twice the size of client-go's.
 type typedClient struct {
 	group, resource string
 	namespaced      bool
+	// open returns the list and watch of the typed client of client in
+	// namespace (ignored for a cluster-scoped resource), or an error
+	// wrapping ErrNoTypedClient when an accessor returns nil.
+	open func(client kubernetes.Interface, namespace string) (listFunc, watchFunc, error)
 }
 
-var (
-	typedOnce   sync.Once
-	typedByList map[reflect.Type]typedClient // keyed by the list's pointer type, *corev1.PodList
+type (
+	listFunc  func(context.Context, metav1.ListOptions) (runtime.Object, error)
+	watchFunc func(context.Context, metav1.ListOptions) (watch.Interface, error)
 )
 
-// typedClients walks kubernetes.Interface's method set once: every group
-// version accessor (CoreV1, AppsV1, ...) and on it every method returning
-// a resource client with List(ctx, ListOptions) (*XList, error) and Watch.
-func typedClients() map[reflect.Type]typedClient {
-	typedOnce.Do(func() {
-		typedByList = map[reflect.Type]typedClient{}
-		ctxType := reflect.TypeFor[context.Context]()
-		optsType := reflect.TypeFor[metav1.ListOptions]()
-		errType := reflect.TypeFor[error]()
-		ci := reflect.TypeFor[kubernetes.Interface]()
-		for i := range ci.NumMethod() {
-			g := ci.Method(i)
-			if g.Type.NumIn() != 0 || g.Type.NumOut() != 1 || g.Type.Out(0).Kind() != reflect.Interface {
-				continue
-			}
-			gt := g.Type.Out(0)
-			for j := range gt.NumMethod() {
-				r := gt.Method(j)
-				namespaced := r.Type.NumIn() == 1 && r.Type.In(0).Kind() == reflect.String
-				if (r.Type.NumIn() != 0 && !namespaced) || r.Type.NumOut() != 1 || r.Type.Out(0).Kind() != reflect.Interface {
-					continue
-				}
-				list, ok := r.Type.Out(0).MethodByName("List")
-				if !ok || list.Type.NumIn() != 2 || list.Type.In(0) != ctxType || list.Type.In(1) != optsType ||
-					list.Type.NumOut() != 2 || list.Type.Out(1) != errType || list.Type.Out(0).Kind() != reflect.Pointer {
-					continue
-				}
-				if _, ok := r.Type.Out(0).MethodByName("Watch"); !ok {
-					continue
-				}
-				typedByList[list.Type.Out(0)] = typedClient{group: g.Name, resource: r.Name, namespaced: namespaced}
-			}
+// typedClients returns the typed clients of kubernetes.Interface by the
+// pointer type of their list (*corev1.PodList).
+func typedClients() map[reflect.Type]typedClient { return typedClientsByList }
+
+// typedListWatch returns the list and watch of a typed client (r.List,
+// r.Watch) as open returns them.
+func typedListWatch[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error), watchFn watchFunc) (listFunc, watchFunc, error) {
+	return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		l, err := list(ctx, o)
+		if err != nil {
+			return nil, err
 		}
-	})
-	return typedByList
+		return l, nil
+	}, watchFn, nil
+}
+
+// noTypedClient is the error of an accessor of client that returned nil.
+func noTypedClient(client kubernetes.Interface, accessor string) error {
+	return fmt.Errorf("%w: %T.%s returned nil", ErrNoTypedClient, client, accessor)
 }
 
 // listWatch returns a ListerWatcher through client's typed client for tc,
@@ -70,46 +62,22 @@ func typedClients() map[reflect.Type]typedClient {
 // to every request, and client-go's WatchList semantics of client (as the
 // generated informers do).
 func (tc typedClient) listWatch(client kubernetes.Interface, namespace string, tweak func(*metav1.ListOptions)) (cache.ListerWatcher, error) {
-	gm := reflect.ValueOf(client).MethodByName(tc.group)
-	if !gm.IsValid() {
-		return nil, fmt.Errorf("%w: %T has no method %s", ErrNoTypedClient, client, tc.group)
-	}
-	gv := gm.Call(nil)[0]
-	if gv.IsNil() {
-		return nil, fmt.Errorf("%w: %T.%s() returned nil", ErrNoTypedClient, client, tc.group)
-	}
-	rm := gv.MethodByName(tc.resource)
-	var args []reflect.Value
-	if tc.namespaced {
-		args = []reflect.Value{reflect.ValueOf(namespace)}
-	}
-	rc := rm.Call(args)[0]
-	if rc.IsNil() {
-		return nil, fmt.Errorf("%w: %T.%s().%s() returned nil", ErrNoTypedClient, client, tc.group, tc.resource)
-	}
-	list, watchFn := rc.MethodByName("List"), rc.MethodByName("Watch")
-	call := func(m reflect.Value, ctx context.Context, o metav1.ListOptions) (any, error) {
-		if tweak != nil {
-			tweak(&o)
-		}
-		out := m.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.ValueOf(o)})
-		err, _ := out[1].Interface().(error)
-		return out[0].Interface(), err
+	list, watchFn, err := tc.open(client, namespace)
+	if err != nil {
+		return nil, err
 	}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			obj, err := call(list, ctx, o)
-			if err != nil {
-				return nil, err
+			if tweak != nil {
+				tweak(&o)
 			}
-			return obj.(runtime.Object), nil
+			return list(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			w, err := call(watchFn, ctx, o)
-			if err != nil {
-				return nil, err
+			if tweak != nil {
+				tweak(&o)
 			}
-			return w.(watch.Interface), nil
+			return watchFn(ctx, o)
 		},
 	}
 	return cache.ToListWatcherWithWatchListSemantics(lw, client), nil

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	clientappslisters "k8s.io/client-go/listers/apps/v1"
 	clientcorelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -296,4 +297,69 @@ func generatedFiles(t *testing.T, dir string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// The generic lister answers as client-go's cache.NewGenericLister, and
+// pushes its selections down as the typed ones do.
+func TestGenericListerAnswersAsClientGo(t *testing.T) {
+	idx := openBolt(t, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	fill(t, idx, population())
+	gr := corev1.Resource("pods")
+	ours, theirs := listers.NewGeneric(idx, gr), cache.NewGenericLister(idx, gr)
+	objNames := func(objs []runtime.Object) []string {
+		var pods []*corev1.Pod
+		for _, o := range objs {
+			pods = append(pods, o.(*corev1.Pod))
+		}
+		return names(pods)
+	}
+	for _, s := range selectors {
+		sel, err := labels.Parse(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ours.List(sel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exp, _ := theirs.List(sel)
+		if !slices.Equal(objNames(got), objNames(exp)) {
+			t.Errorf("List(%q) = %q, client-go %q", s, objNames(got), objNames(exp))
+		}
+		for _, ns := range []string{"ns-0", "absent"} {
+			got, err := ours.ByNamespace(ns).List(sel)
+			if err != nil {
+				t.Fatal(err)
+			}
+			exp, _ := theirs.ByNamespace(ns).List(sel)
+			if !slices.Equal(objNames(got), objNames(exp)) {
+				t.Errorf("ByNamespace(%q).List(%q) = %q, client-go %q", ns, s, objNames(got), objNames(exp))
+			}
+		}
+	}
+	if got, err := ours.Get("ns-1/p-01"); err != nil || got.(*corev1.Pod).Name != "p-01" {
+		t.Fatalf("Get(ns-1/p-01) = %v, %v", got, err)
+	}
+	if got, err := ours.ByNamespace("ns-1").Get("p-01"); err != nil || got.(*corev1.Pod).Name != "p-01" {
+		t.Fatalf("ByNamespace(ns-1).Get(p-01) = %v, %v", got, err)
+	}
+	_, err := ours.ByNamespace("ns-0").Get("p-01")
+	_, exp := theirs.ByNamespace("ns-0").Get("p-01")
+	if !apierrors.IsNotFound(err) || err.Error() != exp.Error() {
+		t.Fatalf("Get of a missing pod = %v, client-go %v", err, exp)
+	}
+
+	mem, err := memory.New(memory.Options{Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, mem, population())
+	cs := &countingStore{Store: mem}
+	sel := labels.SelectorFromSet(labels.Set{"app": "app-2"})
+	if _, err := listers.NewGeneric(cs, gr).ByNamespace("ns-1").List(sel); err != nil {
+		t.Fatal(err)
+	}
+	if len(cs.selections) != 1 || cs.selections[0].Namespace != "ns-1" || cs.selections[0].Labels.String() != "app=app-2" {
+		t.Fatalf("selections pushed down: %+v", cs.selections)
+	}
 }

@@ -11,9 +11,9 @@
 // warmcache-example=true: it records a hash of each one's data in the
 // annotation warmcache.example/data-hash. It runs until SIGINT or SIGTERM.
 //
-// The example is its own Go module (with replaces of warmcache to ../.. and
-// of its crcache module to ../../crcache)
-// so that warmcache's module does not depend on controller-runtime. Its
+// The example is its own Go module, so that warmcache's module does not
+// depend on controller-runtime; its go.work builds it against warmcache's
+// and crcache's modules of this checkout (RELEASING.md). Its
 // test (go test in this directory) runs the manager against a real
 // kube-apiserver, restarts it, and checks that the restart does not relist;
 // warmcache's end-to-end suite (test/e2e, TestControllerRuntime) runs it.

@@ -7,4 +7,8 @@
 // (of ours)" column must list exactly what go list reports for the non-test
 // files of the packages each row covers, those of the nested modules
 // included. ARCHITECTURE.md states the convention of its rows.
+//
+// It also holds the rules of the repository's modules
+// (TestPublishedModules): every go.mod resolves for a user who fetches it
+// (RELEASING.md).
 package archtest

@@ -3,13 +3,18 @@
 // realistic pods and a namespace index: typed lister lists of every pod,
 // of a cluster-wide label selector, of a namespace and of a selector in a
 // namespace, through client-go's listers and through warmcache's
-// (package listers), then GetByKey over uniform and Zipf-skewed keys. For
-// each read it prints the median time, the transient heap (peak above the
-// settled heap, result live) and the bytes allocated.
+// (package listers), then GetByKey over uniform and Zipf-skewed keys. The
+// factory column reads through package informers' factory: the pods
+// informer of f.Core().V1().Pods() on a bolt file, its client-go lister
+// rows through client-go's PodLister over the informer's store (the
+// factory's Lister() before it selected in the store), its warmcache
+// lister rows through f.Core().V1().Pods().Lister(). For each read it
+// prints the median time, the transient heap (peak above the settled
+// heap, result live) and the bytes allocated.
 //
 // Usage:
 //
-//	go run ./benchmarks/cmd/readbench [-n 100000] [-impl client-go,memory,bolt] [-dir DIR] [-reps 3] [-gets 20000] [-reconciles 2000]
+//	go run ./benchmarks/cmd/readbench [-n 100000] [-impl client-go,memory,bolt,factory] [-dir DIR] [-reps 3] [-gets 20000] [-reconciles 2000]
 //
 // The table goes to stdout, progress to stderr. Exit status: 0 on success,
 // 1 if a measurement failed, 2 for bad flags.
@@ -17,11 +22,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,9 +56,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("readbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	var impls string
+	var implsFlag string
 	fs.IntVar(&o.n, "n", 100000, "number of pods")
-	fs.StringVar(&impls, "impl", strings.Join(storebench.Impls, ","), "comma-separated stores to measure, the baseline first")
+	fs.StringVar(&implsFlag, "impl", strings.Join(impls, ","), "comma-separated stores to measure, the baseline first ("+Factory+": the listers of package informers' factory on a bolt file)")
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory for the bolt store's file")
 	fs.IntVar(&o.reps, "reps", 3, "repetitions of each list (the median is reported)")
 	fs.IntVar(&o.gets, "gets", 20000, "GetByKey lookups of each key distribution")
@@ -70,7 +77,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, err
 	}
 	var err error
-	o.impls, err = cmdrun.Impls(impls, storebench.Impls)
+	o.impls, err = cmdrun.Impls(implsFlag, impls)
 	return o, err
 }
 
@@ -108,24 +115,38 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 		t.Note("%s", l)
 	}
 	t.Note("[n] after a read: the objects it returned; ms and alloc: median of %d runs; heap: the largest peak above the settled heap", o.reps)
+	if slices.Contains(o.impls, Factory) {
+		t.Note("%s: the pods informer of package informers' factory on a bolt file; its client-go lister rows are client-go's PodLister over the informer's store (the factory's Lister() before it selected in the store), its warmcache lister rows f.Core().V1().Pods().Lister()", Factory)
+	}
 	t.Note("command: go run ./benchmarks/cmd/readbench %s", strings.Join(args, " "))
 	return t.Write(stdout)
 }
 
-func measureOne(ctx context.Context, impl string, c *storebench.Corpus, o options, stderr io.Writer) (readbench.Result, error) {
+func measureOne(ctx context.Context, impl string, c *storebench.Corpus, o options, stderr io.Writer) (r readbench.Result, err error) {
 	fmt.Fprintf(stderr, "readbench: loading %s...\n", impl)
 	reg := prometheus.NewRegistry()
-	t, err := storebench.Open(ctx, impl, storebench.Options{Dir: o.dir, Registerer: reg, BoltPageSize: o.pageSize})
-	if err != nil {
-		return readbench.Result{}, err
+	ro := readbench.Options{Reps: o.reps, GetSamples: o.gets, Reconciles: o.recs, Gatherer: reg}
+	var t *storebench.Target
+	if impl == Factory {
+		ft, err := openFactory(ctx, o.dir, o.pageSize, reg)
+		if err != nil {
+			return r, err
+		}
+		defer func() { err = errors.Join(err, ft.Close()) }()
+		t, ro.Listers = ft.target, &ft.listers
+	} else {
+		t, err = storebench.Open(ctx, impl, storebench.Options{Dir: o.dir, Registerer: reg, BoltPageSize: o.pageSize})
+		if err != nil {
+			return r, err
+		}
+		defer func() { err = errors.Join(err, t.Close()) }()
 	}
-	defer t.Close()
 	if err := storebench.Load(ctx, t, c, o.n, nopTimer{}); err != nil {
-		return readbench.Result{}, err
+		return r, err
 	}
 	fmt.Fprintf(stderr, "readbench: measuring %s...\n", impl)
 	start := time.Now()
-	r, err := readbench.Measure(ctx, t, c, o.n, readbench.Options{Reps: o.reps, GetSamples: o.gets, Reconciles: o.recs, Gatherer: reg})
+	r, err = readbench.Measure(ctx, t, c, o.n, ro)
 	if err != nil {
 		return r, err
 	}

@@ -22,6 +22,14 @@ func TestRun(t *testing.T) {
 				"bolt/client-go", "GetByKey uniform p50 µs", "reconcile reads",
 			},
 		},
+		{
+			Name: "the factory's listers",
+			Args: []string{"-n", "200", "-impl", "client-go,factory", "-reps", "1", "-gets", "20", "-reconciles", "5", "-dir", t.TempDir()},
+			Code: cmdrun.ExitOK,
+			Stdout: []string{
+				"factory/client-go", "warmcache lister Pods(ns-007).List(", "f.Core().V1().Pods().Lister()",
+			},
+		},
 		{Name: "default page size", Args: []string{"-n", "50", "-impl", "bolt", "-reps", "1", "-gets", "5", "-reconciles", "1", "-dir", t.TempDir()}, Code: cmdrun.ExitOK, Stdout: []string{"bolt's default page size"}},
 		{Name: "page size not a power of two", Args: []string{"-bolt-page-size", "3000"}, Code: cmdrun.ExitUsage, StderrIn: "page size 3000"},
 		{Name: "unknown implementation", Args: []string{"-impl", "client-go,redis"}, Code: cmdrun.ExitUsage, StderrIn: `-impl "redis"`},

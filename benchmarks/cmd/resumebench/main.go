@@ -296,10 +296,10 @@ func (b *bench) warmcache(ctx context.Context) (map[string]time.Duration, error)
 // synced, and returns the time from its start.
 func (b *bench) clientGo(ctx context.Context) (time.Duration, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	start := time.Now()
 	f := informers.NewSharedInformerFactoryWithOptions(b.cs, 0, informers.WithNamespace(namespace))
-	defer f.Shutdown()
+	defer f.Shutdown() // waits for the informers, which stop with ctx: after cancel
+	defer cancel()
 	inf := f.Core().V1().Pods().Informer()
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{}); err != nil {
 		return 0, err

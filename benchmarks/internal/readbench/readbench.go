@@ -65,6 +65,25 @@ type Options struct {
 	// reconcile loop's hot tier hit rate is computed. Default: none (no
 	// hit rate).
 	Gatherer prometheus.Gatherer
+	// Listers, if set, are the listers the rows read through, in place of
+	// those built over the target's indexer (the listers of package
+	// informers' factory, for example). Default: client-go's and
+	// warmcache's NewPodLister over the target's indexer.
+	Listers *Listers
+}
+
+// Listers are the two pod listers Measure reads through: the rows
+// "client-go lister ..." read ClientGo, the rows "warmcache lister ..."
+// read Warmcache, which the reconcile loop reads too (ClientGo on
+// client-go's store).
+type Listers struct {
+	ClientGo, Warmcache PodLister
+}
+
+// PodLister is what both typed listers offer.
+type PodLister interface {
+	List(labels.Selector) ([]*corev1.Pod, error)
+	Pods(string) clientcorelisters.PodNamespaceLister
 }
 
 func (o Options) withDefaults() Options {
@@ -106,12 +125,6 @@ type Result struct {
 	HotHitRate float64
 }
 
-// lister is what both typed listers offer.
-type lister interface {
-	List(labels.Selector) ([]*corev1.Pod, error)
-	Pods(string) clientcorelisters.PodNamespaceLister
-}
-
 // Measure runs the reads on t, which holds pods 0..n-1 of c. The caller
 // must not allocate concurrently.
 func Measure(ctx context.Context, t *storebench.Target, c *storebench.Corpus, n int, opts Options) (Result, error) {
@@ -125,12 +138,16 @@ func Measure(ctx context.Context, t *storebench.Target, c *storebench.Corpus, n 
 		return Result{}, fmt.Errorf("readbench: namespace selector: %w", err)
 	}
 	res := Result{Impl: t.Name, HotHitRate: math.NaN()}
+	ls := Listers{ClientGo: clientcorelisters.NewPodLister(t.Indexer), Warmcache: corelisters.NewPodLister(t.Indexer)}
+	if opts.Listers != nil {
+		ls = *opts.Listers
+	}
 	for _, l := range []struct {
 		name string
-		l    lister
+		l    PodLister
 	}{
-		{"client-go lister", clientcorelisters.NewPodLister(t.Indexer)},
-		{"warmcache lister", corelisters.NewPodLister(t.Indexer)},
+		{"client-go lister", ls.ClientGo},
+		{"warmcache lister", ls.Warmcache},
 	} {
 		for _, r := range []struct {
 			what string
@@ -163,9 +180,9 @@ func Measure(ctx context.Context, t *storebench.Target, c *storebench.Corpus, n 
 	if err != nil {
 		return res, err
 	}
-	var l lister = corelisters.NewPodLister(t.Indexer)
+	l := ls.Warmcache
 	if t.Name == storebench.ClientGo {
-		l = clientcorelisters.NewPodLister(t.Indexer)
+		l = ls.ClientGo
 	}
 	res.Reconcile, res.HotHitRate, err = reconcile(ctx, t, l, c, n, opts.Reconciles, opts.Seed, opts.Gatherer)
 	return res, err

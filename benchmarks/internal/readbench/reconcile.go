@@ -24,7 +24,7 @@ const appLabel = "app.kubernetes.io/name"
 // lister (Get) and lists the pods of its namespace that share its app
 // label. It returns the latency of the two reads and, if gather reports
 // the bolt store's hot tier, the share of the Gets it served.
-func reconcile(ctx context.Context, t *storebench.Target, l lister, c *storebench.Corpus, n, samples int, seed uint64, gather prometheus.Gatherer) (*measure.Latencies, float64, error) {
+func reconcile(ctx context.Context, t *storebench.Target, l PodLister, c *storebench.Corpus, n, samples int, seed uint64, gather prometheus.Gatherer) (*measure.Latencies, float64, error) {
 	lat := measure.NewLatencies(samples)
 	zipf := rand.NewZipf(rand.New(rand.NewPCG(seed, seed+2)), 1.1, 1, uint64(n-1))
 	stride := measure.SpreadStride(n)

@@ -81,6 +81,15 @@ type Target struct {
 	db     *bolt.DB
 	path   string
 	closed bool
+	// borrowed: ws belongs to the caller of Wrap, which closes it.
+	borrowed bool
+}
+
+// Wrap returns a Target named name over s, a warmcache store opened
+// elsewhere (the store of a factory's informer, for example), written as
+// Open's targets are. Close does not close s: its owner does.
+func Wrap(name string, s store.Store) *Target {
+	return &Target{Name: name, Indexer: s, ws: s, batchSize: DefaultBatchSize, pageSize: DefaultPageSize, borrowed: true}
 }
 
 // Indexers returns the indexes every target has: the namespace index.
@@ -188,7 +197,7 @@ func (t *Target) Close() error {
 	}
 	t.closed = true
 	var errs []error
-	if t.ws != nil {
+	if t.ws != nil && !t.borrowed {
 		errs = append(errs, t.ws.Close())
 	}
 	if t.db != nil {
