@@ -58,7 +58,9 @@
 // corrupt is a finding unless the soak damaged it. The anonymous RSS
 // (/proc), goroutines (the controller's runtime lines) and the file's size,
 // sampled while the controller is synced and no fault is in progress, must
-// not grow from one quarter of the run to the next (bounds).
+// not grow from one quarter of the run to the next (bounds; the RSS in
+// runs of 20 minutes or more, whose quarters are not one fault's
+// aftermath).
 //
 // A failed check is a Finding in the report; Run goes on, so that one
 // run reports every failure it meets.

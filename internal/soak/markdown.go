@@ -205,12 +205,15 @@ func (r *Report) Markdown() string {
 	}
 
 	p("## Memory, goroutines and file size over the run\n\n")
-	p("Medians of the samples taken every few seconds while every handler was synced and no fault was in progress, by quarter of the run; each quarter may exceed the one before it, and the last the first, by the tolerance at most.\n\n")
+	p("Medians of the samples taken every few seconds while every handler was synced and no fault was in progress, by quarter of the run; each quarter may exceed the one before it, and the last the first, by the tolerance at most. The RSS is judged in quarters of %.0f minutes or more (a run of %.0f): right after a recovery that relisted, it holds memory the runtime has not yet returned, which a shorter quarter cannot tell from growth.\n\n", rssMinQuarter.Minutes(), 4*rssMinQuarter.Minutes())
 	p("| measure | Q1 | Q2 | Q3 | Q4 | tolerance | |\n|---|---|---|---|---|---|---|\n")
 	for _, bd := range r.Bounds {
 		ok := "held"
-		if !bd.OK {
+		switch {
+		case !bd.OK:
 			ok = "**grew**"
+		case !bd.Judged:
+			ok = "not judged (quarters too short)"
 		}
 		qs := make([]string, len(bd.Quarters))
 		for i, q := range bd.Quarters {

@@ -63,6 +63,47 @@ func TestBounds(t *testing.T) {
 	}
 }
 
+// TestBoundsShortRun: a run whose third quarter is mostly the aftermath
+// of one relist (seed 1 of the five-minute run in CI: its RSS median
+// doubled while the heap was back to its usual size) judges the RSS only
+// in quarters of rssMinQuarter or more; the goroutines and the file in
+// any run.
+func TestBoundsShortRun(t *testing.T) {
+	aftermath := func(d time.Duration) []Sample {
+		return steady(d, func(t float64) float64 {
+			if q := 4 * t / d.Seconds(); q >= 2 && q < 3 {
+				return 100
+			}
+			return 45
+		})
+	}
+	long := 4 * rssMinQuarter
+	for _, tc := range []struct {
+		name      string
+		run       time.Duration
+		rssJudged bool
+	}{
+		{"five minutes", 5 * time.Minute, false},
+		{"just short", long - time.Second, false},
+		{"long enough", long, true},
+		{"an hour", time.Hour, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, b := range bounds(aftermath(tc.run), tc.run) {
+				judged := tc.rssJudged || b.Metric != "anonymous RSS"
+				switch {
+				case judged && (!b.Judged || b.OK):
+					t.Errorf("%s: %+v, want judged, and grown", b.Metric, b)
+				case !judged && (b.Judged || !b.OK || !strings.Contains(b.Detail, "not judged")):
+					t.Errorf("%s: %+v, want not judged", b.Metric, b)
+				case b.Quarters[2] != 100 || b.Quarters[1] != 45:
+					t.Errorf("%s: quarters %v, want the medians 45 and 100 shown", b.Metric, b.Quarters)
+				}
+			}
+		})
+	}
+}
+
 func TestDiffContent(t *testing.T) {
 	obj := func(rv string, labels map[string]interface{}, data string) map[string]interface{} {
 		return map[string]interface{}{
