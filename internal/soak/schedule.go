@@ -76,7 +76,7 @@ var (
 	killDown       = [2]time.Duration{500 * time.Millisecond, 15 * time.Second}
 	killAgain      = [2]time.Duration{0, 2 * time.Second}
 	relistKill     = [2]time.Duration{0, 1500 * time.Millisecond}
-	coldKill       = [2]time.Duration{200 * time.Millisecond, 2 * time.Second}
+	coldKill       = [2]time.Duration{200 * time.Millisecond, 1200 * time.Millisecond}
 	stallHold      = [2]time.Duration{5 * time.Second, time.Minute}
 	diskFullHold   = [2]time.Duration{20 * time.Second, time.Minute}
 )
@@ -173,7 +173,9 @@ func NewSchedule(seed uint64, d time.Duration) []Fault {
 }
 
 // ColdKill returns when, from seed, the controller's first start (cold:
-// an empty file) is killed: during its initial list, most likely.
+// an empty file) is killed: during its initial list, most likely. Three
+// thousand objects are listed and told in about a second on two loaded
+// cores: a kill 1.4 s and 1.8 s in found every handler synced.
 func ColdKill(seed uint64) time.Duration {
 	rng := rand.New(rand.NewPCG(seed, 0xc01d))
 	return coldKill[0] + time.Duration(rng.Int64N(int64(coldKill[1]-coldKill[0])+1))
