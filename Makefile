@@ -49,6 +49,22 @@ bench:
 kubebin:
 	$(GO) run ./internal/kubebin/cmd/kubebin -kubectl
 
+.PHONY: soak
+## soak: SOAK_DURATION (60m) of faults from the seed SOAK_SEED (default: random,
+## printed) against a real kube-apiserver and etcd (internal/soak): churn, SIGKILLs,
+## apiserver restarts, compactions, cut and stalled streams, a full disk, a damaged
+## page; every recovery checked against etcd's history. The report (Markdown, SVG,
+## JSON) goes to SOAK_REPORT; SOAK_FLAGS passes flags (bin/soak -h). Exits 1 when
+## a check failed.
+SOAK_DURATION ?= 60m
+SOAK_SEED ?=
+SOAK_REPORT ?= bin/soak-report
+SOAK_FLAGS ?=
+soak:
+	@$(GO) run ./internal/kubebin/cmd/kubebin >&2
+	$(GO) build -o bin/ ./cmd/snapshot ./internal/soak/cmd/soak
+	bin/soak -duration $(SOAK_DURATION) $(if $(SOAK_SEED),-seed $(SOAK_SEED)) -snapshot bin/snapshot -report $(SOAK_REPORT) $(SOAK_FLAGS)
+
 .PHONY: demo
 ## demo: a local kube-apiserver with 20,000 pods; the example controller runs cold,
 ## then warm on the same cache file; prints the side-by-side table. Builds or reuses

@@ -77,8 +77,10 @@
 //     first time, after a backoff when the previous relist was less than
 //     Options.BackoffReset ago;
 //   - 429, connection refused or reset, 503, server timeouts, unexpected
-//     EOF: back off, then watch again from the last RV (no relist);
-//   - 500 (including undecodable events): watch again from the last RV
+//     EOF, a lost HTTP/2 connection (which client-go reports as an
+//     undecodable event, a 500 of cause ClientWatchDecoding): back off,
+//     then watch again from the last RV (no relist);
+//   - 500 (including other undecodable events): watch again from the last RV
 //     while Options.MaxInternalErrorRetryDuration allows, relist otherwise;
 //   - TooLargeResourceVersion: relist from the most recent state (RV "");
 //   - anything else, including a Sink error: back off and relist.
@@ -164,6 +166,11 @@
 //     client-go's watch path only backs off.
 //   - A 410 on the watch less than Options.BackoffReset after the last
 //     relist backs off before relisting (kubernetes/kubernetes#133810).
+//   - A watch whose HTTP/2 connection was lost (its health check got no
+//     answer: a stalled connection, about 45 s in) is watched again from
+//     the last RV; client-go's REST client reports it as an undecodable
+//     event, a 500, after which client-go relists unless
+//     MaxInternalErrorRetryDuration allows a retry.
 //
 // The reflector runs everything on the goroutine that calls Run; it
 // starts no goroutine of its own. The ListerWatcher must honour the

@@ -92,6 +92,8 @@ func classify(err error) errClass {
 		return classExpired
 	case isTooLargeResourceVersion(err):
 		return classTooLarge
+	case apierrors.HasStatusCause(err, causeClientWatchDecoding) && isTransient(err):
+		return classRewatch
 	case apierrors.IsInternalError(err):
 		return classInternal
 	case isTransient(err):
@@ -99,6 +101,13 @@ func classify(err error) errClass {
 	}
 	return classRelist
 }
+
+// causeClientWatchDecoding is the cause of the 500 that client-go's REST
+// client makes of a watch stream it could not read (rest.Request.Watch's
+// error reporter), where a lost HTTP/2 connection ends a watch: the
+// client's error, not the server's, which isTransient tells apart by its
+// message.
+const causeClientWatchDecoding metav1.CauseType = "ClientWatchDecoding"
 
 // isTransient reports errors after which the server likely still has our
 // resourceVersion: retrying the watch is enough.

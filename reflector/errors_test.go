@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +14,14 @@ import (
 
 	"github.com/warmcache/warmcache/internal/fakesource"
 )
+
+// clientWatchDecoding returns the error a watch of client-go's REST
+// client ends with when reading its stream failed with msg: the Error
+// event its StreamWatcher sends, as the reflector receives it.
+func clientWatchDecoding(msg string) error {
+	reporter := apierrors.NewClientErrorReporter(http.StatusInternalServerError, "GET", "ClientWatchDecoding")
+	return apierrors.FromObject(reporter.AsObject(fmt.Errorf("unable to decode an event from the watch stream: %v", errors.New(msg))))
+}
 
 func TestClassify(t *testing.T) {
 	wrap := func(err error) error { return fmt.Errorf("watch pods: %w", err) }
@@ -32,6 +41,8 @@ func TestClassify(t *testing.T) {
 		{"client timeout", wrap(context.DeadlineExceeded), classRewatch},
 		{"503", wrap(apierrors.NewServiceUnavailable("starting")), classRewatch},
 		{"500", wrap(fakesource.InternalError("boom")), classInternal},
+		{"lost HTTP/2 connection, as client-go's watch reports it", wrap(clientWatchDecoding("http2: client connection lost")), classRewatch},
+		{"undecodable event", wrap(clientWatchDecoding("proto: cannot parse invalid wire-format data")), classInternal},
 		{"sink", fmt.Errorf("%w: add: %w", ErrSink, errors.New("disk full")), classRelist},
 		{"sink with a 500 inside", fmt.Errorf("%w: %w", ErrSink, fakesource.InternalError("x")), classRelist},
 		{"sink with a 410 inside", fmt.Errorf("%w: %w", ErrSink, fakesource.Expired("x")), classRelist},
