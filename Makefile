@@ -44,10 +44,10 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./benchmarks/... ./store/...
 
 .PHONY: kubebin
-## kubebin: build (or reuse) the kube-apiserver and etcd the end-to-end tests run,
-## cached outside the repo (WARMCACHE_KUBEBIN_DIR, else the user cache dir).
+## kubebin: build (or reuse) the kube-apiserver, etcd and kubectl the end-to-end
+## tests run, cached outside the repo (WARMCACHE_KUBEBIN_DIR, else the user cache dir).
 kubebin:
-	$(GO) run ./internal/kubebin/cmd/kubebin
+	$(GO) run ./internal/kubebin/cmd/kubebin -kubectl
 
 .PHONY: demo
 ## demo: a local kube-apiserver with 20,000 pods; the example controller runs cold,

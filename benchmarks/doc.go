@@ -27,4 +27,9 @@
 // quotes. informerbench's churn spreads its updates over every pod;
 // -churn-hot N has them cycle over a hot set of N pods instead, as a
 // rollout's do, and its table names the hot set on the churn's rows.
+//
+// snapshotbench (under cmd/) measures the snapshot CLI on a cache file of
+// podgen pods (table, -o json, -o yaml, export, --sort-by), each run as a
+// child process, beside kubectl's printers (k8s.io/cli-runtime's) on the
+// same objects, and checks that both print the same bytes.
 package benchmarks

@@ -151,10 +151,15 @@ func replayOnce(b *testing.B, path string, n int) uint64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// No reflector, so no resume check: the replay starts at once.
+	// No reflector, so no resume check and nothing to catch up: the
+	// replay starts at once.
 	inf.resume.decide(startResumed)
 	inf.proc.run()
-	if err := newLoop(inf, q, logger).warmStart(context.Background()); err != nil {
+	l := newLoop(inf, q, logger)
+	if err := l.warmStart(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	if err := l.caughtUp(context.Background()); err != nil {
 		b.Fatal(err)
 	}
 	<-done

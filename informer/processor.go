@@ -193,8 +193,9 @@ func (p *processor) resyncCheckPeriodChanged(logger klog.Logger, check time.Dura
 	}
 }
 
-// pace waits until each of ls has at most bound notifications pending.
-func pace(ctx context.Context, ls []*listener, bound int64) error {
+// waitAllBelow waits until each of ls has at most bound notifications
+// pending.
+func waitAllBelow(ctx context.Context, ls []*listener, bound int64) error {
 	for _, l := range ls {
 		if err := l.waitBelow(ctx, bound); err != nil {
 			return err

@@ -31,10 +31,10 @@
 //     reach (the check off, or RVs that are not kube-apiserver's integers)
 //     does MarkSynced fall back to the first event or Options.ResumeSettle
 //     (1s) of quiet, which is not exact.
-//   - Never silently stale. A stored RV ahead of the server's (the cluster
-//     was recreated at the same address, or its etcd restored from an
-//     older backup) is never watched from: the reflector logs it and
-//     relists the most recent state (RV "").
+//   - A stored RV ahead of the server's (the cluster was recreated at the
+//     same address, or its etcd restored from an older backup) is never
+//     watched from (invariant 7 of ARCHITECTURE.md): the reflector logs it
+//     and relists the most recent state (RV "").
 //   - No decision without the server. A resume check whose LIST fails
 //     (connection refused, timeout, 5xx, 429, 401 or 403) is retried like
 //     a failed relist: the error goes to Options.WatchErrorHandler, the

@@ -66,7 +66,7 @@ func TestRun(t *testing.T) {
 		wantStderr string
 	}{
 		{[]string{"list", path, "pods", "-n", "web", "-o", "name"}, cli.ExitOK, "pod/web-0\npod/web-1\n", ""},
-		{[]string{"get", path, "pods", "web-2", "-n", "web"}, cli.ExitNotFound, "", `error: pods "web-2" not found in namespace "web"`},
+		{[]string{"get", path, "pods", "web-2", "-n", "web"}, cli.ExitNotFound, "", `Error from cache file (NotFound): pods "web-2" not found`},
 		{[]string{"info", filepath.Dir(path)}, cli.ExitUsage, "", "is a directory"},
 		{[]string{"list", path, "pods", "-o", "xml"}, cli.ExitUsage, "", "allowed formats are table, wide, json, yaml, name"},
 	}

@@ -157,12 +157,17 @@ func TestMeasureEveryImpl(t *testing.T) {
 			t.Errorf("row %s: target on column %d, want bolt's", r.Metric, r.Target.Column)
 		}
 	}
-	if len(rows) != 30+4*len(DefaultRelistPercents) {
+	if len(rows) != 32+4*len(DefaultRelistPercents) {
 		t.Fatalf("%d rows", len(rows))
 	}
-	if restart := rows["restart to synced, replayed to a handler s (cold sync unless bolt)"]; restart.Values[0] != results[0].Cold.Duration.Seconds() ||
+	if restart := rows["restart to synced, 1% changed while down, told to a handler s (cold sync unless bolt)"]; restart.Values[0] != results[0].Cold.Duration.Seconds() ||
 		restart.Values[2] != results[2].WarmReplay.Duration.Seconds() {
 		t.Errorf("restart row %v: want client-go's cold sync and bolt's warm restart", restart.Values)
+	}
+	// The warm restart resumes: the resume check's one LIST, no
+	// WatchList.
+	if l, w := rows["warm restart LIST requests (the resume check)"].Values, rows["warm restart WatchList streams"].Values; l[2] != 1 || w[2] != 0 || !math.IsNaN(l[0]) {
+		t.Errorf("warm restart requests: LISTs %v, WatchLists %v; want bolt's 1 and 0, client-go empty", l, w)
 	}
 	for _, name := range []string{"file MB after cold sync", "file MB after the churn"} {
 		if v := rows[name].Values; !math.IsNaN(v[0]) || !math.IsNaN(v[1]) || !(v[2] > 0) {

@@ -179,7 +179,7 @@ func TestBadInput(t *testing.T) {
 		{"directory", func(_ *testing.T, dir string) string { return dir },
 			[]string{"list", "FILE", "pods"}, ExitUsage, []string{"is a directory, not a cache file"}},
 		{"empty file", emptyFile, []string{"info", "FILE"}, ExitCorrupt, []string{"is empty (0 bytes)"}},
-		{"garbage file", garbageFile, []string{"info", "FILE"}, ExitCorrupt, []string{"not a readable warmcache cache file", "moves such a file aside"}},
+		{"garbage file", garbageFile, []string{"info", "FILE"}, ExitCorrupt, []string{"not a readable warmcache cache file", "It is a cache"}},
 		{"truncated file", truncatedFile, []string{"list", "FILE", "pods", "-A"}, ExitCorrupt, []string{"not a readable warmcache cache file"}},
 		{"bbolt file of another program", foreignFile, []string{"verify", "FILE"}, ExitCorrupt, []string{"not a warmcache file", "settings"}},
 		{"newer file format", newerFormatFile, []string{"info", "FILE"}, ExitCorrupt, []string{"written by a newer warmcache", "file format version 2 is newer than supported version 1"}},
@@ -225,7 +225,7 @@ func TestBadInput(t *testing.T) {
 		{"completion without a shell", fixtureFile, []string{"completion"}, ExitUsage, []string{"shell not specified"}},
 		{"file under a regular file", func(t *testing.T, dir string) string { return filepath.Join(fixtureFile(t, dir), "x.db") },
 			[]string{"list", "FILE", "pods"}, ExitError, []string{"x.db: not a directory"}},
-		{"missing object", fixtureFile, []string{"get", "FILE", "pods", "nope", "-n", "ns-001"}, ExitNotFound, []string{`pods "nope" not found in namespace "ns-001"`}},
+		{"missing object", fixtureFile, []string{"get", "FILE", "pods", "nope", "-n", "ns-001"}, ExitNotFound, []string{`Error from cache file (NotFound): pods "nope" not found`, "-n ns-001"}},
 		{"unknown index", fixtureFile, []string{"index", "FILE", "pods", "byUID"}, ExitNotFound, []string{`no index "byUID"`, "Its indexes: namespace, nodeName"}},
 		{"counts with a value", fixtureFile, []string{"index", "FILE", "pods", "namespace", "x", "--counts"}, ExitUsage, []string{"takes no VALUE"}},
 		{"negative context", fixtureFile, []string{"diff", "FILE", "FILE", "-U", "-1"}, ExitUsage, []string{"--unified"}},
@@ -250,7 +250,9 @@ func TestBadInput(t *testing.T) {
 			if r.code != tt.wantCode {
 				t.Errorf("exit code %d, want %d\nstderr: %s", r.code, tt.wantCode, r.stderr)
 			}
-			if !strings.HasPrefix(r.stderr, "error: ") && !strings.Contains(r.stderr, "\nerror: ") {
+			// kubectl's two forms: "error: ...", and a NotFound object's
+			// "Error from ... (NotFound): ...".
+			if !strings.HasPrefix(r.stderr, "error: ") && !strings.Contains(r.stderr, "\nerror: ") && !strings.HasPrefix(r.stderr, "Error from cache file (NotFound): ") {
 				t.Errorf("stderr has no \"error: \" line: %q", r.stderr)
 			}
 			for _, want := range tt.wantErr {

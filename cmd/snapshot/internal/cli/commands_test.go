@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -15,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/warmcache/warmcache/cmd/snapshot/internal/jsondoc"
 	"github.com/warmcache/warmcache/store/bolt"
 )
 
@@ -178,16 +178,16 @@ func TestStripServerFields(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var in, want map[string]interface{}
-			if err := yaml.Unmarshal([]byte(tt.in), &in); err != nil {
+			var in, want jsondoc.Doc
+			if err := in.Parse([]byte(tt.in)); err != nil {
 				t.Fatal(err)
 			}
-			if err := yaml.Unmarshal([]byte(tt.want), &want); err != nil {
+			if err := want.Parse([]byte(tt.want)); err != nil {
 				t.Fatal(err)
 			}
-			stripServerFields(in)
-			if !reflect.DeepEqual(in, want) {
-				t.Errorf("got %v, want %v", in, want)
+			stripServerFields(&in)
+			if got, want := in.AppendJSON(nil, in.Root(), ""), want.AppendJSON(nil, want.Root(), ""); !bytes.Equal(got, want) {
+				t.Errorf("got %s, want %s", got, want)
 			}
 		})
 	}

@@ -20,6 +20,8 @@ var crdResource = schema.GroupResource{Group: "apiextensions.k8s.io", Resource: 
 // crdDef is what the CLI uses of a CRD held in the file.
 type crdDef struct {
 	kind string
+	// scope is spec.scope: Namespaced or Cluster.
+	scope string
 	// columns are the additionalPrinterColumns by version name.
 	columns map[string][]printers.PrinterColumn
 }
@@ -53,7 +55,8 @@ func (f *snapshotFile) loadCRDs(ctx context.Context) map[schema.GroupResource]cr
 			group, _, _ := unstructured.NestedString(m, "spec", "group")
 			plural, _, _ := unstructured.NestedString(m, "spec", "names", "plural")
 			kind, _, _ := unstructured.NestedString(m, "spec", "names", "kind")
-			def := crdDef{kind: kind, columns: map[string][]printers.PrinterColumn{}}
+			scope, _, _ := unstructured.NestedString(m, "spec", "scope")
+			def := crdDef{kind: kind, scope: scope, columns: map[string][]printers.PrinterColumn{}}
 			versions, _, _ := unstructured.NestedSlice(m, "spec", "versions")
 			for _, v := range versions {
 				vm, ok := v.(map[string]interface{})

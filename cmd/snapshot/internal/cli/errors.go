@@ -23,7 +23,10 @@ const (
 	// directory given as FILE.
 	ExitUsage = 2
 	// ExitNotFound: the file, the resource, the object or the index asked
-	// for does not exist.
+	// for does not exist. kubectl exits 1 for a missing object as for any
+	// other error; snapshot keeps a code of its own so that a script can
+	// tell "not there" from "could not look" (an I/O error, a locked
+	// file), and prints kubectl's message (Error from ... (NotFound)).
 	ExitNotFound = 3
 	// ExitLocked: the file is locked by a running process (a controller
 	// has it open for writing); read it with `snapshot backup` instead.
@@ -33,12 +36,19 @@ const (
 	// across a restart of the machine) or was written by a newer
 	// warmcache, or objects in it could not be read (list, get and export
 	// then print every object they could read, and the keys of the others
-	// on stderr).
+	// on stderr), or index entries name keys without an object (index
+	// prints the others, then those on stderr).
 	ExitCorrupt = 5
 	// ExitProblems: verify found inconsistencies.
 	ExitProblems = 6
 	// ExitDifferent: diff --exit-code found differences.
 	ExitDifferent = 7
+	// ExitKey: objects of a sealed (encrypted) resource were asked for
+	// and cannot be decrypted: no --key-file was given, or it does not
+	// hold the key that sealed them. The file is not damaged. list and
+	// export print every object they can decrypt, then the keys of the
+	// others on stderr; verify checks everything but their payloads.
+	ExitKey = 8
 	// ExitInterrupted: the command was interrupted (Ctrl-C, SIGTERM), as
 	// a shell reports a command killed by SIGINT (128+2).
 	ExitInterrupted = 130
@@ -49,12 +59,16 @@ const exitCodesHelp = `Exit codes:
     0  success
     1  general error (I/O, network, output file exists)
     2  usage error (bad command line, selector or output format; FILE is a directory)
-    3  not found (file, resource, object or index)
+    3  not found (file, resource, object or index); a missing object is reported as kubectl does
+       (Error from cache file (NotFound): ...), with a code of its own where kubectl exits 1
     4  file locked by a running process: use 'snapshot backup' to read its cache
     5  not a readable warmcache file (empty, truncated, garbage, foreign, unflushed), written by a newer warmcache,
-       or damaged: list, get and export print every object they can read, then the keys they could not
+       or damaged: list, get and export print every object they can read, then the keys they could not;
+       index prints the keys whose object exists, then the others
     6  verify found problems
     7  diff --exit-code found differences
+    8  sealed objects cannot be decrypted: no --key-file, or it lacks the key that sealed them
+       (the file is not damaged; names, labels and index values show without a key)
   130  interrupted (Ctrl-C)`
 
 // Sentinel errors of the commands; ExitCode maps them (and the errors of
@@ -71,6 +85,9 @@ var (
 	// ErrExists is returned when an output file exists and --force was
 	// not given.
 	ErrExists = errors.New("output file exists")
+	// ErrKey marks objects of a sealed resource that cannot be decrypted
+	// with the keys given (none, or not the one that sealed them).
+	ErrKey = errors.New("cannot decrypt")
 )
 
 // ExitCode returns the exit code for the error a command returned.
@@ -88,6 +105,10 @@ func ExitCode(err error) int {
 		return ExitDifferent
 	case errors.Is(err, bolt.ErrLocked):
 		return ExitLocked
+	// Before ErrCorrupt: an object the store cannot decrypt is reported
+	// wrapping both.
+	case errors.Is(err, ErrKey):
+		return ExitKey
 	case errors.Is(err, bolt.ErrCorrupt):
 		return ExitCorrupt
 	case errors.Is(err, ErrNotFound), errors.Is(err, fs.ErrNotExist), errors.Is(err, bolt.ErrResourceNotFound):
@@ -129,13 +150,24 @@ func mark(sentinel error, format string, args ...any) error {
 // usageErrorf returns an error matching ErrUsage.
 func usageErrorf(format string, args ...any) error { return mark(ErrUsage, format, args...) }
 
-// printError writes err and its hints to w, as kubectl does ("error: ...").
+// notFoundSource is where printError says a missing object was looked
+// for, in the place of kubectl's "server".
+const notFoundSource = "cache file"
+
+// printError writes err and its hints to w, as kubectl does ("error: ...";
+// a missing object as "Error from cache file (NotFound): pods "x" not
+// found", kubectl's line with the file in the place of the server).
 func printError(w io.Writer, err error, commandPath string) {
 	msg := err.Error()
 	if errors.Is(err, context.Canceled) {
 		msg = "interrupted"
 	}
-	fmt.Fprintf(w, "error: %s\n", msg)
+	var nf *objectNotFound
+	if errors.As(err, &nf) {
+		fmt.Fprintf(w, "Error from %s (NotFound): %s\n", notFoundSource, nf.Error())
+	} else {
+		fmt.Fprintf(w, "error: %s\n", msg)
+	}
 	var h *hinted
 	for e := err; errors.As(e, &h); e = h.err {
 		fmt.Fprintf(w, "%s\n", h.hint)

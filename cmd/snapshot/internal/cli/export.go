@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/warmcache/warmcache/cmd/snapshot/internal/jsondoc"
 	"github.com/warmcache/warmcache/cmd/snapshot/internal/printers"
 	"github.com/warmcache/warmcache/store/bolt"
 )
@@ -97,6 +98,7 @@ func (o *exportOptions) Validate() error {
 }
 
 func (o *exportOptions) Run(ctx context.Context) (err error) {
+	defer streamingGC()()
 	f, err := openSnapshot(ctx, o.env, o.File, o.common.open())
 	if err != nil {
 		return err
@@ -133,43 +135,52 @@ func (o *exportOptions) Run(ctx context.Context) (err error) {
 		return err
 	}
 	bar.Finish()
-	return unreadKeys(o.env, o.File, bad)
+	return f.unreadKeys(o.env, bad)
 }
 
 // transform returns the field stripping of the options.
-func (o *exportOptions) transform() func(map[string]interface{}) {
+func (o *exportOptions) transform() func(*jsondoc.Doc) {
 	if o.Raw && !o.NoStatus {
 		return nil
 	}
-	return func(m map[string]interface{}) {
+	return func(d *jsondoc.Doc) {
 		if o.NoStatus {
-			delete(m, "status")
+			d.Delete(d.Root(), "status")
 		}
 		if !o.Raw {
-			stripServerFields(m)
+			stripServerFields(d)
 		}
 	}
 }
 
 // stripServerFields removes what the API server sets from an object's
-// content (see the export command's help).
-func stripServerFields(m map[string]interface{}) {
-	if md, ok := m["metadata"].(map[string]interface{}); ok {
+// document (see the export command's help).
+func stripServerFields(d *jsondoc.Doc) {
+	root := d.Root()
+	if md, ok := d.Get(root, "metadata"); ok && d.IsObject(md) {
 		for _, k := range serverSetMetadata {
-			delete(md, k)
+			d.Delete(md, k)
 		}
-		if ann, ok := md["annotations"].(map[string]interface{}); ok {
-			delete(ann, lastAppliedAnnotation)
-			if len(ann) == 0 {
-				delete(md, "annotations")
+		if ann, ok := d.Get(md, "annotations"); ok && d.IsObject(ann) {
+			d.Delete(ann, lastAppliedAnnotation)
+			if d.Len(ann) == 0 {
+				d.Delete(md, "annotations")
 			}
 		}
 	}
-	if m["kind"] == "Service" && m["apiVersion"] == "v1" {
+	str := func(n jsondoc.Node, keys ...string) string {
+		v, ok := d.Lookup(n, keys...)
+		if !ok {
+			return ""
+		}
+		s, _ := d.String(v)
+		return s
+	}
+	if str(root, "kind") == "Service" && str(root, "apiVersion") == "v1" {
 		// A headless service's "None" is the user's, not an allocation.
-		if spec, ok := m["spec"].(map[string]interface{}); ok && spec["clusterIP"] != "None" {
-			delete(spec, "clusterIP")
-			delete(spec, "clusterIPs")
+		if spec, ok := d.Get(root, "spec"); ok && d.IsObject(spec) && str(spec, "clusterIP") != "None" {
+			d.Delete(spec, "clusterIP")
+			d.Delete(spec, "clusterIPs")
 		}
 	}
 }

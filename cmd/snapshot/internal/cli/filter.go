@@ -17,7 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/cmd/snapshot/internal/printers"
 	"github.com/warmcache/warmcache/cmd/snapshot/internal/progress"
+	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
 )
@@ -241,10 +243,70 @@ func scanObjects(ctx context.Context, st *bolt.Store, info inspect.ResourceInfo,
 	}
 }
 
-// badKey is an object a command could not read.
+// scanNames is scanObjects for a store opened with keyStore: the names of
+// the objects of namespace ns ("" for all) that pass f, read from their
+// keys and item entries (namespace and labels are recorded in clear:
+// store.Selection pushdown), without decoding or decrypting an object.
+// Each is yielded as keyObject of its key. f's field selector may name
+// metadata.name and metadata.namespace only (see listsNamesOnly).
+func scanNames(ctx context.Context, st *bolt.Store, info inspect.ResourceInfo, ns string, f *filterOptions, bar *progress.Bar, count *int) iter.Seq2[runtime.Object, error] {
+	return func(yield func(runtime.Object, error) bool) {
+		stopped := false
+		err := st.Select(ctx, store.Selection{Namespace: ns, Labels: f.labels}, func(key string, _ interface{}) error {
+			bar.Add(1)
+			obj := keyObject(key)
+			a, _ := meta.Accessor(obj)
+			if !f.fields.Empty() && !f.fields.Matches(fieldSet(obj, a)) {
+				return nil
+			}
+			*count++
+			if !yield(obj, nil) {
+				stopped = true
+				return errStopScan
+			}
+			return nil
+		})
+		if err != nil && !stopped {
+			yield(nil, fmt.Errorf("read %s: %w", displayName(info), err))
+		}
+	}
+}
+
+// listsNamesOnly reports whether a list of resource info prints names that
+// need no decoding: -o name of a sealed resource, unsorted, selected by
+// namespace, labels, metadata.name and metadata.namespace, all of which
+// the file records in clear.
+func listsNamesOnly(info inspect.ResourceInfo, output, sortBy string, f *filterOptions) bool {
+	if output != printers.Name || sortBy != "" || !isSealed(info) {
+		return false
+	}
+	for _, r := range f.fields.Requirements() {
+		if !slices.Contains(metaFields, r.Field) {
+			return false
+		}
+	}
+	return true
+}
+
+// firstKeyObject is firstObject for a store opened with keyStore.
+func firstKeyObject(ctx context.Context, st *bolt.Store) (runtime.Object, error) {
+	var first runtime.Object
+	err := st.Scan(ctx, func(key string, _ interface{}) error {
+		first = keyObject(key)
+		return errStopScan
+	})
+	if err != nil && !errors.Is(err, errStopScan) {
+		return nil, err
+	}
+	return first, nil
+}
+
+// badKey is an object a command could not read: damaged, or sealed with
+// a key --key-file does not hold.
 type badKey struct {
-	resource, key string
-	err           error
+	info inspect.ResourceInfo
+	key  string
+	err  error
 }
 
 // scanRest goes on with a scan that stopped at an object it could not
@@ -272,7 +334,7 @@ func scanRest(ctx context.Context, st *bolt.Store, info inspect.ResourceInfo, ns
 		obj, exists, err := st.GetByKey(key)
 		switch {
 		case errors.Is(err, bolt.ErrCorrupt):
-			*bad = append(*bad, badKey{resource: displayName(info), key: key, err: err})
+			*bad = append(*bad, badKey{info: info, key: key, err: err})
 			continue
 		case err != nil:
 			return err
@@ -287,18 +349,41 @@ func scanRest(ctx context.Context, st *bolt.Store, info inspect.ResourceInfo, ns
 }
 
 // unreadKeys lists on stderr the objects that could not be read, after
-// what could, and returns an error matching bolt.ErrCorrupt (exit code 5)
-// when there are any.
-func unreadKeys(env *Env, path string, bad []badKey) error {
-	if len(bad) == 0 {
-		return nil
-	}
-	fmt.Fprintf(env.Stderr, "%d objects could not be read; every other object was printed:\n", len(bad))
+// what could: those sealed with a key --key-file does not hold, then the
+// damaged ones. It returns an error matching bolt.ErrCorrupt (exit code
+// 5) when any object is damaged, else one matching ErrKey (exit code 8)
+// when any could not be decrypted, else nil.
+func (f *snapshotFile) unreadKeys(env *Env, bad []badKey) error {
+	var damaged, sealed []badKey
 	for _, b := range bad {
-		fmt.Fprintf(env.Stderr, "  %s %s\n", b.resource, b.key)
+		if isKeyError(b.err) {
+			sealed = append(sealed, b)
+		} else {
+			damaged = append(damaged, b)
+		}
 	}
-	return withHint(mark(bolt.ErrCorrupt, "%s is damaged: %d objects could not be read, first %s %q: %v", path, len(bad), bad[0].resource, bad[0].key, bad[0].err),
-		"A controller relists the resource at its next start. Run 'snapshot verify %s' for the whole picture.", shellQuote(path))
+	var keyErr error
+	if len(sealed) > 0 {
+		fmt.Fprintf(env.Stderr, "%s could not be decrypted; every other object was printed:\n", plural(len(sealed), "object"))
+		for _, b := range sealed {
+			fmt.Fprintf(env.Stderr, "  %s %s\n", displayName(b.info), b.key)
+		}
+		first := sealed[0].info
+		what := fmt.Sprintf("%s of %s", plural(len(sealed), "object"), displayName(first))
+		keyErr = withHint(mark(ErrKey, "%s", f.keyChecks[f.recordedID(first).String()].describe(what)), keysHint)
+	}
+	if len(damaged) == 0 {
+		return keyErr
+	}
+	if keyErr != nil {
+		printError(env.Stderr, keyErr, "")
+	}
+	fmt.Fprintf(env.Stderr, "%s could not be read; every other object was printed:\n", plural(len(damaged), "object"))
+	for _, b := range damaged {
+		fmt.Fprintf(env.Stderr, "  %s %s\n", displayName(b.info), b.key)
+	}
+	return withHint(mark(bolt.ErrCorrupt, "%s is damaged: %d objects could not be read, first %s %q: %v", f.path, len(damaged), displayName(damaged[0].info), damaged[0].key, damaged[0].err),
+		"Run 'snapshot verify %s' for the whole picture.", shellQuote(f.path))
 }
 
 // usesNamespaceIndex reports whether scanObjects reads namespace ns through

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/warmcache/warmcache/cmd/snapshot/internal/printers"
+	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/bolt/inspect"
 )
 
 // getOptions is `snapshot get FILE TYPE[,TYPE...] NAME...` or
@@ -32,19 +35,27 @@ func newGetCommand(env *Env, common *commonOptions) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get FILE (TYPE[,TYPE...] NAME... | TYPE/NAME...)",
 		Short: "Print objects by name",
-		Long: `Print objects of resources recorded in FILE by name, as YAML by default, as
-'kubectl get' does: several names of one type (get FILE pods a b), several types
+		Long: `Print objects of resources recorded in FILE by name, as 'kubectl get' does: a table
+with kubectl's columns by default (-o yaml, -o json and the other formats print the
+objects themselves), several names of one type (get FILE pods a b), several types
 (get FILE pods,cm web), or TYPE/NAME arguments, as 'list -o name' prints them.
 One object is printed as itself; several as one List (json, yaml, templates).
 
 Objects are looked up in the namespace given with -n, else the namespace the resource
 was recorded for, else "default"; -n is ignored for cluster-scoped resources. Names that
-are not found are reported on standard error after the objects that are (exit code 3,
-or 0 with --ignore-not-found).
+are not found are reported on standard error after the objects that are, as kubectl
+reports them (Error from cache file (NotFound): pods "web-9" not found), with exit code 3
+(kubectl's 1 would not tell a missing object from a failure), or 0 with
+--ignore-not-found.
 
-managedFields are left out unless --show-managed-fields is given, as in kubectl.`,
-		Example: `  # A pod as YAML
+managedFields are left out unless --show-managed-fields is given, as in kubectl. The
+objects of a sealed resource need --key-file, except with -o name: names are stored in
+clear.`,
+		Example: `  # A pod, as kubectl get prints it
   snapshot get cache.db pods web-0 -n web
+
+  # The same pod as YAML
+  snapshot get cache.db pods web-0 -n web -o yaml
 
   # Two pods and a config map, as 'list -o name' prints them
   snapshot get cache.db pod/web-0 pod/web-1 configmap/web -n web
@@ -57,7 +68,7 @@ managedFields are left out unless --show-managed-fields is given, as in kubectl.
 	}
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", `namespace of the objects (default: the namespace the resource was recorded for, else "default")`)
 	cmd.Flags().BoolVar(&o.IgnoreNotFound, "ignore-not-found", false, "names that are not found are no error")
-	o.Print.addFlags(cmd, printers.YAML)
+	o.Print.addFlags(cmd, printers.Table)
 	registerCompletions(cmd, env, common, printers.AllFormats)
 	return cmd
 }
@@ -99,13 +110,17 @@ func (o *getOptions) Run(ctx context.Context) (err error) {
 	}
 	var objs []found
 	var missing []error
+	var hints []string
 	for i := range targets {
 		t := &targets[i]
 		if len(t.names) == 0 {
 			return withHint(usageErrorf("get needs object names for %s", displayName(t.info)),
 				"List every object with 'snapshot list %s %s'.", shellQuote(o.File), shellQuote(displayName(t.info)))
 		}
-		st, err := f.store(ctx, t.info, true)
+		// Names are stored in clear: -o name of a sealed resource reads
+		// keys, without --key-file.
+		namesOnly := o.Print.Output == printers.Name && isSealed(t.info)
+		st, err := f.store(ctx, t.info, !namesOnly)
 		if err != nil {
 			return err
 		}
@@ -116,17 +131,20 @@ func (o *getOptions) Run(ctx context.Context) (err error) {
 				ns = "default"
 			}
 		}
+		before := len(missing)
 		for _, name := range t.names {
-			obj, err := getOne(st, t.info, ns, name)
+			obj, err := f.getOne(st, t.info, ns, name, namesOnly)
 			switch {
 			case errors.Is(err, ErrNotFound):
-				missing = append(missing, withHint(err, "List the names with 'snapshot list %s %s -n %s' (or -A).",
-					shellQuote(o.File), shellQuote(displayName(t.info)), shellQuote(ns)))
+				missing = append(missing, err)
 				continue
 			case err != nil:
 				return err
 			}
 			objs = append(objs, found{t: t, obj: obj})
+		}
+		if len(missing) > before {
+			hints = append(hints, listHint(ctx, o.File, t.info, st, ns))
 		}
 	}
 	single := len(targets) == 1 && len(targets[0].names) == 1
@@ -136,10 +154,23 @@ func (o *getOptions) Run(ctx context.Context) (err error) {
 	if len(missing) == 0 || o.IgnoreNotFound {
 		return nil
 	}
+	// As kubectl: one NotFound line per name, after the objects found.
 	for _, e := range missing[:len(missing)-1] {
 		printError(o.env.Stderr, e, "")
 	}
-	return missing[len(missing)-1]
+	return withHint(missing[len(missing)-1], "%s", strings.Join(hints, "\n"))
+}
+
+// listHint is the hint of a name get did not find: the list command that
+// shows the names of the resource, in namespace ns if it is namespaced
+// (told by its first object; a resource get could not decode is taken as
+// namespaced).
+func listHint(ctx context.Context, path string, info inspect.ResourceInfo, st *bolt.Store, ns string) string {
+	first, _ := firstObject(ctx, st)
+	if first != nil && !isNamespaced(first) {
+		return fmt.Sprintf("List the names with 'snapshot list %s %s'.", shellQuote(path), shellQuote(displayName(info)))
+	}
+	return fmt.Sprintf("List the names with 'snapshot list %s %s -n %s' (or -A).", shellQuote(path), shellQuote(displayName(info)), shellQuote(ns))
 }
 
 // print writes the objects found: one document for them all, or for

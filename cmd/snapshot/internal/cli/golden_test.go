@@ -62,7 +62,7 @@ func TestGolden(t *testing.T) {
 		{"list-widgets", []string{"list", path, "widgets.example.com", "-n", "lab"}},
 		{"list-nodes", []string{"list", path, "no"}},
 		{"list-nodes-all", []string{"list", path, "nodes", "-A"}},
-		{"get-pod-yaml", []string{"get", path, "pods", "app-1-00000001-x7k2p", "-n", "ns-001"}},
+		{"get-pod-yaml", []string{"get", path, "pods", "app-1-00000001-x7k2p", "-n", "ns-001", "-o", "yaml"}},
 		{"get-deployment-json", []string{"get", path, "deployments.v1.apps", "web-0", "-n", "ns-000", "-o", "json"}},
 		{"get-node-ignores-namespace", []string{"get", path, "node", "node-0001", "-n", "whatever", "-o", "name"}},
 		{"get-widget", []string{"get", path, "widget", "gizmo-1", "-n", "lab"}},

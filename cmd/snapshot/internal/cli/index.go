@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/warmcache/warmcache/store/bolt"
+	"github.com/warmcache/warmcache/store/bolt/inspect"
 )
 
 // indexOptions is `snapshot index FILE RESOURCE INDEX [VALUE]`.
@@ -36,7 +38,12 @@ func newIndexCommand(env *Env, common *commonOptions) *cobra.Command {
 keys of the objects filed under it (indented), in order. With VALUE, only the keys under
 that value, one per line. With --counts, each value with its number of keys.
 
-Values that are empty or hold spaces or control characters are printed quoted.`,
+Values that are empty or hold spaces or control characters are printed quoted.
+
+Only keys whose object the file holds are printed: an index entry naming a key without
+an object (verify's index-without-item) is named on standard error after the others,
+and the exit code is 5, as list's is for objects it cannot read. Objects are not
+decoded: a sealed resource needs no --key-file.`,
 		Example: `  # Every namespace and its pods
   snapshot index cache.db pods namespace
 
@@ -89,20 +96,21 @@ func (o *indexOptions) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	var dangling []danglingKey
 	if o.valueGiven {
-		keys, err := st.IndexKeys(o.Index, o.Value)
+		keys, err := o.existing(st, info, o.Value, &dangling)
 		if err != nil {
-			return fmt.Errorf("read index %q of %s: %w", o.Index, displayName(info), err)
+			return err
 		}
 		for _, k := range keys {
 			if _, err := fmt.Fprintln(o.env.Stdout, k); err != nil {
 				return err
 			}
 		}
-		if len(keys) == 0 {
+		if len(keys) == 0 && len(dangling) == 0 {
 			fmt.Fprintf(o.env.Stderr, "No keys under value %s of index %q.\n", quoteValue(o.Value), o.Index)
 		}
-		return nil
+		return o.danglingError(info, dangling)
 	}
 	before := f.diag.Errors()
 	values := st.ListIndexFuncValues(o.Index)
@@ -110,9 +118,12 @@ func (o *indexOptions) Run(ctx context.Context) (err error) {
 		return mark(bolt.ErrCorrupt, "cannot read the values of index %q of %s (see the warnings above)", o.Index, displayName(info))
 	}
 	for _, v := range values {
-		keys, err := st.IndexKeys(o.Index, v)
+		keys, err := o.existing(st, info, v, &dangling)
 		if err != nil {
-			return fmt.Errorf("read index %q of %s: %w", o.Index, displayName(info), err)
+			return err
+		}
+		if len(keys) == 0 {
+			continue // only keys without an item: a value no object has
 		}
 		var b strings.Builder
 		if o.Counts {
@@ -133,7 +144,52 @@ func (o *indexOptions) Run(ctx context.Context) (err error) {
 	if len(values) == 0 {
 		fmt.Fprintf(o.env.Stderr, "Index %q of %s has no values.\n", o.Index, displayName(info))
 	}
-	return nil
+	return o.danglingError(info, dangling)
+}
+
+// danglingKey is an index entry whose key has no item (verify's
+// index-without-item).
+type danglingKey struct{ value, key string }
+
+// existing returns the keys filed under value whose item exists, in
+// order, and adds the others to dangling. It reads each item's envelope,
+// not its object: a sealed resource needs no key.
+func (o *indexOptions) existing(st *bolt.Store, info inspect.ResourceInfo, value string, dangling *[]danglingKey) ([]string, error) {
+	keys, err := st.IndexKeys(o.Index, value)
+	if err != nil {
+		return nil, fmt.Errorf("read index %q of %s: %w", o.Index, displayName(info), err)
+	}
+	out := keys[:0]
+	for _, k := range keys {
+		_, exists, err := st.ResourceVersionOf(k)
+		if err != nil && !errors.Is(err, bolt.ErrCorrupt) {
+			return nil, fmt.Errorf("read %s %q: %w", displayName(info), k, err)
+		}
+		// A damaged item exists: it is listed, as list reports it.
+		if !exists && err == nil {
+			*dangling = append(*dangling, danglingKey{value: value, key: k})
+			continue
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// danglingError names on stderr the index entries whose item does not
+// exist and returns an error matching bolt.ErrCorrupt (exit code 5), as
+// the other commands do for a partial answer; nil if there are none.
+func (o *indexOptions) danglingError(info inspect.ResourceInfo, dangling []danglingKey) error {
+	if len(dangling) == 0 {
+		return nil
+	}
+	fmt.Fprintf(o.env.Stderr, "%s filed in index %q of %s without an object; every other key was printed:\n",
+		plural(len(dangling), "key"), o.Index, displayName(info))
+	for _, d := range dangling {
+		fmt.Fprintf(o.env.Stderr, "  %s %s\n", quoteValue(d.value), d.key)
+	}
+	return withHint(mark(bolt.ErrCorrupt, "%s is damaged: index %q of %s names %s without an object, first %q under %s",
+		o.File, o.Index, displayName(info), plural(len(dangling), "key"), dangling[0].key, quoteValue(dangling[0].value)),
+		"Run 'snapshot verify %s' for the whole picture.", shellQuote(o.File))
 }
 
 // quoteValue quotes an index value that would be ambiguous printed as is.

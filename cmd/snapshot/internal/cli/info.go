@@ -88,8 +88,8 @@ func newInfoCommand(env *Env, common *commonOptions) *cobra.Command {
 		Short: "Describe a cache file and the resources it holds",
 		Long: `Describe a cache file: its size, page size and last write, and per resource its
 group, version, resource and kind, the scope of its list/watch, the cluster its data
-came from and the version of the transform that shaped its objects (a resource opened
-with another one is discarded and relisted), its object count and resourceVersion,
+came from and the version of the transform that shaped its objects (a controller that
+opens it with another one does not use the data), its object count and resourceVersion,
 whether its data is complete (or a relist was interrupted), its schema version, codec,
 indexes with their number of values, and the bytes it occupies.
 
@@ -277,7 +277,7 @@ func stateText(r *resourceInfo) string {
 	case r.State == string(inspect.StateNew) || (r.State == string(inspect.StateRelisting) && r.ResourceVersion == ""):
 		s = "new (never completely listed)"
 	case r.State == string(inspect.StateFilling):
-		s = "filling (a first list, written in place, did not complete; the next start discards it)"
+		s = "filling (a first list, written in place, did not complete: the file holds part of it)"
 	default:
 		s = "incomplete"
 	}

@@ -113,6 +113,10 @@ func (o *listOptions) Validate() error {
 }
 
 func (o *listOptions) Run(ctx context.Context) (err error) {
+	if !printers.IsTemplate(o.Print.Output) || strings.HasPrefix(o.Print.Output, printers.CustomColumnsPrefix) {
+		// Streamed: -o jsonpath and go-template hold the whole List.
+		defer streamingGC()()
+	}
 	f, err := openSnapshot(ctx, o.env, o.File, o.common.open())
 	if err != nil {
 		return err
@@ -131,11 +135,16 @@ func (o *listOptions) Run(ctx context.Context) (err error) {
 		if err := o.Filter.checkFields(t.info); err != nil {
 			return err
 		}
-		st, err := f.store(ctx, t.info, true)
+		p := listPart{info: t.info, namesOnly: listsNamesOnly(t.info, o.Print.Output, o.Print.SortBy, &o.Filter)}
+		if p.namesOnly {
+			p.st, err = f.keyStore(ctx, t.info)
+		} else {
+			p.st, err = f.store(ctx, t.info, true)
+		}
 		if err != nil {
 			return err
 		}
-		parts = append(parts, listPart{info: t.info, st: st})
+		parts = append(parts, p)
 	}
 	var bad []badKey
 	if o.Print.isTable() || len(parts) == 1 {
@@ -146,13 +155,16 @@ func (o *listOptions) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	return unreadKeys(o.env, o.File, bad)
+	return f.unreadKeys(o.env, bad)
 }
 
 // listPart is one resource list prints.
 type listPart struct {
 	info inspect.ResourceInfo
 	st   *bolt.Store
+	// namesOnly: st was opened with keyStore, for names read from keys
+	// (see listsNamesOnly).
+	namesOnly bool
 	// namespaced, ns and all are set by scope.
 	namespaced bool
 	ns         string
@@ -163,6 +175,9 @@ type listPart struct {
 // namespaced, told by its first object.
 func (o *listOptions) scope(ctx context.Context, p *listPart) error {
 	first, err := firstObject(ctx, p.st)
+	if p.namesOnly {
+		first, err = firstKeyObject(ctx, p.st)
+	}
 	if err != nil && !errors.Is(err, bolt.ErrCorrupt) {
 		return fmt.Errorf("read %s: %w", displayName(p.info), err)
 	}
@@ -177,6 +192,9 @@ func (o *listOptions) scope(ctx context.Context, p *listPart) error {
 // objects returns the sequence of part's selected objects, sorted when
 // --sort-by is given.
 func (o *listOptions) objects(ctx context.Context, p *listPart, bar *progress.Bar, count *int, bad *[]badKey) iter.Seq2[runtime.Object, error] {
+	if p.namesOnly {
+		return scanNames(ctx, p.st, p.info, p.ns, &o.Filter, bar, count)
+	}
 	seq := scanObjects(ctx, p.st, p.info, p.ns, &o.Filter, bar, count, bad)
 	if o.Print.SortBy == "" {
 		return seq
@@ -293,7 +311,7 @@ func warnIncomplete(env *Env, info inspect.ResourceInfo) {
 	case inspect.StateRelisting:
 		fmt.Fprintf(env.Stderr, "warning: a relist of %s was interrupted: the file shows the state before it, which may be out of date\n", displayName(info))
 	case inspect.StateFilling:
-		fmt.Fprintf(env.Stderr, "warning: the first list of %s into this file did not complete: the file shows part of it, which the next start discards\n", displayName(info))
+		fmt.Fprintf(env.Stderr, "warning: the first list of %s into this file did not complete: the file shows part of it\n", displayName(info))
 	default:
 		fmt.Fprintf(env.Stderr, "warning: %s is incomplete in this file (%s): objects may be missing\n", displayName(info), info.Reason)
 	}

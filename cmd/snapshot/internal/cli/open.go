@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -37,6 +38,11 @@ type snapshotFile struct {
 	// codecs resolves recorded codec names, sealed ones with the keys of
 	// --key-file.
 	codecs func(name string) (codec.Codec, error)
+	// keyChecks are the key checks of sealed resources, by recorded
+	// identity string (see checkKeys).
+	keyChecks map[string]keyCheck
+	// keyStores holds the identity strings of stores opened by keyStore.
+	keyStores map[string]bool
 }
 
 // openOptions configures openSnapshot.
@@ -91,7 +97,8 @@ func openSnapshot(ctx context.Context, env *Env, path string, opts openOptions) 
 	if err != nil {
 		return nil, explainOpenError(path, err)
 	}
-	f := &snapshotFile{path: path, info: fi, db: db, diag: diag, stores: map[string]*bolt.Store{}, recorded: map[string]bolt.Identity{}, codecs: codecResolver(keys)}
+	f := &snapshotFile{path: path, info: fi, db: db, diag: diag, stores: map[string]*bolt.Store{}, recorded: map[string]bolt.Identity{}, codecs: codecResolver(keys),
+		keyChecks: map[string]keyCheck{}, keyStores: map[string]bool{}}
 	if f.resources, err = inspect.Resources(ctx, db); err != nil {
 		_ = f.Close()
 		return nil, explainOpenError(path, err)
@@ -125,11 +132,10 @@ func explainOpenError(path string, err error) error {
 			"Use the snapshot command of the warmcache release that wrote the file.")
 	case errors.Is(err, bolt.ErrUnflushed):
 		return withHint(fmt.Errorf("%s may be torn: %w", path, err),
-			"A controller moves such a file aside and rebuilds its cache from the API server.\n"+
-				"To look at it anyway, give --unsafe-ignore-state: what it shows may be wrong.")
+			"To look at it anyway, give --unsafe-ignore-state: what it shows may be wrong.")
 	case errors.Is(err, bolt.ErrCorrupt):
 		return withHint(fmt.Errorf("%s is not a readable warmcache cache file: %w", path, err),
-			"A controller moves such a file aside and rebuilds its cache from the API server; only the cache is lost.")
+			"It is a cache: the objects it held are on the API server.")
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("cannot read %s: %w", path, err)
 	}
@@ -155,6 +161,40 @@ func (c namesOnly) Decode([]byte) (runtime.Object, error) {
 	return nil, fmt.Errorf("%w: %q", errUnknownCodec, c.name)
 }
 
+// keysOnly is the codec of a resource read for its keys alone (-o name of
+// a sealed resource, whose names are stored in clear): Decode returns an
+// object without fields, which the reader replaces by keyObject of its
+// key. Nothing is decrypted or decoded.
+type keysOnly struct{ name string }
+
+func (c keysOnly) Name() string { return c.name }
+func (c keysOnly) Encode([]byte, runtime.Object) ([]byte, error) {
+	return nil, fmt.Errorf("%w: %q is open for its keys only", errUnknownCodec, c.name)
+}
+func (c keysOnly) Decode([]byte) (runtime.Object, error) { return &metav1.PartialObjectMetadata{}, nil }
+
+// keyStore opens the recorded resource for its keys, labels and index
+// entries alone (keysOnly): its objects are not decoded.
+func (f *snapshotFile) keyStore(ctx context.Context, info inspect.ResourceInfo) (*bolt.Store, error) {
+	if err := checkReadable(f.path, info); err != nil {
+		return nil, err
+	}
+	id := f.recordedID(info)
+	name := id.String()
+	if s := f.stores[name]; s != nil {
+		if !f.keyStores[name] {
+			return nil, fmt.Errorf("%s: %s is open for its objects already", f.path, displayName(info))
+		}
+		return s, nil
+	}
+	s, err := inspect.OpenRecorded(ctx, f.db, id, keysOnly{name: info.Codec})
+	if err != nil {
+		return nil, explainOpenError(f.path, err)
+	}
+	f.stores[name], f.keyStores[name] = s, true
+	return s, nil
+}
+
 // checkReadable returns an error for a resource whose objects this binary
 // cannot read: unreadable meta, or a schema version it does not know.
 func checkReadable(path string, info inspect.ResourceInfo) error {
@@ -168,9 +208,18 @@ func checkReadable(path string, info inspect.ResourceInfo) error {
 	case info.Schema != inspect.SchemaVersion:
 		return withHint(mark(bolt.ErrCorrupt, "%s: %s: resource schema version %d is not readable (this snapshot reads version %d)",
 			path, displayName(info), info.Schema, inspect.SchemaVersion),
-			"An older release wrote it; the next start of a controller built with this release discards the resource and relists it. Use the snapshot command of the older release to read it.")
+			"An older warmcache release wrote it: read it with the snapshot command of that release.")
 	}
 	return nil
+}
+
+// recordedID is the identity the file records for info (info's own
+// unless the CLI derived its kind: see deriveKinds).
+func (f *snapshotFile) recordedID(info inspect.ResourceInfo) bolt.Identity {
+	if orig, ok := f.recorded[info.Identity.String()]; ok {
+		return orig
+	}
+	return info.Identity
 }
 
 // store opens the recorded resource. With decode false, a resource of an
@@ -181,22 +230,26 @@ func (f *snapshotFile) store(ctx context.Context, info inspect.ResourceInfo, dec
 		return nil, err
 	}
 	c, err := f.codecs(info.Codec)
-	if err != nil {
-		if decode && errors.Is(err, errSealed) {
-			return nil, withHint(mark(ErrUsage, "%s: %s: %w", f.path, displayName(info), err), sealedHint)
+	if decode && (err == nil || errors.Is(err, errSealed)) {
+		// Objects sealed with keys --key-file does not hold are a
+		// missing key, not damage.
+		if err := f.checkKeys(ctx, info); err != nil {
+			return nil, err
 		}
-		if decode {
+	}
+	if err != nil {
+		if decode && !errors.Is(err, errSealed) {
 			return nil, withHint(mark(bolt.ErrCorrupt, "%s: %s: %w", f.path, displayName(info), err),
 				"The file was written with a codec this snapshot does not know; use the snapshot command of the same warmcache release.")
 		}
 		c = namesOnly{name: info.Codec}
 	}
-	id := info.Identity
-	if orig, ok := f.recorded[id.String()]; ok {
-		id = orig
-	}
+	id := f.recordedID(info)
 	name := id.String()
 	if s := f.stores[name]; s != nil {
+		if f.keyStores[name] {
+			return nil, fmt.Errorf("%s: %s is open for its keys only", f.path, displayName(info))
+		}
 		return s, nil
 	}
 	s, err := inspect.OpenRecorded(ctx, f.db, id, c)

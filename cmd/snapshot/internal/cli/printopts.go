@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -94,12 +97,29 @@ func withKind(obj runtime.Object, info inspect.ResourceInfo) (runtime.Object, er
 }
 
 // getOne returns the object name of a resource in namespace ns (ignored
-// for cluster-scoped objects), or an error matching ErrNotFound.
-func getOne(st *bolt.Store, info inspect.ResourceInfo, ns, name string) (runtime.Object, error) {
+// for cluster-scoped objects), or an error matching ErrNotFound. With
+// namesOnly it does not decode the object: it returns its name and
+// namespace, read from its key (for -o name of a sealed resource, whose
+// names are stored in clear).
+func (f *snapshotFile) getOne(st *bolt.Store, info inspect.ResourceInfo, ns, name string, namesOnly bool) (runtime.Object, error) {
 	// A namespaced object's key is namespace/name, a cluster-scoped
 	// one's the name alone.
 	for _, key := range []string{ns + "/" + name, name} {
+		if namesOnly {
+			_, exists, err := st.ResourceVersionOf(key)
+			if err != nil {
+				return nil, fmt.Errorf("read %s %q: %w", displayName(info), key, err)
+			}
+			if exists {
+				return keyObject(key), nil
+			}
+			continue
+		}
 		obj, exists, err := st.GetByKey(key)
+		if isKeyError(err) {
+			k, _ := f.keys(context.Background(), info)
+			return nil, withHint(&marked{err: fmt.Errorf("%s", k.describe(fmt.Sprintf("%s %q", displayName(info), key))), sentinel: ErrKey}, keysHint)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("read %s %q: %w", displayName(info), key, err)
 		}
@@ -112,5 +132,27 @@ func getOne(st *bolt.Store, info inspect.ResourceInfo, ns, name string) (runtime
 		}
 		return ro, nil
 	}
-	return nil, mark(ErrNotFound, "%s %q not found in namespace %q", displayName(info), name, ns)
+	return nil, &objectNotFound{resource: displayName(info), name: name}
 }
+
+// keyObject is an object known by its key alone (namespace/name or name):
+// what -o name needs of an object it does not decode.
+func keyObject(key string) runtime.Object {
+	ns, name, ok := strings.Cut(key, "/")
+	if !ok {
+		ns, name = "", key
+	}
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+}
+
+// objectNotFound is an object get was asked for and the file does not
+// hold. printError prints it as kubectl prints a NotFound from the API
+// server.
+type objectNotFound struct {
+	resource, name string
+}
+
+func (e *objectNotFound) Error() string { return fmt.Sprintf("%s %q not found", e.resource, e.name) }
+
+// Is makes it match ErrNotFound (exit code 3).
+func (e *objectNotFound) Is(target error) bool { return target == ErrNotFound }

@@ -48,15 +48,111 @@ func codecResolver(keys []seal.Key) func(name string) (codec.Codec, error) {
 			return nil, err
 		}
 		if len(keys) == 0 {
-			return nil, fmt.Errorf("%w (codec %s): give --key-file to decrypt them", errSealed, name)
+			return nil, fmt.Errorf("%w (codec %s) and no --key-file was given", errSealed, name)
 		}
 		return seal.NewCodec(c, keys)
 	}
 }
 
-// sealedHint is the hint of errSealed.
-const sealedHint = "The resource is sealed (encrypted): its keys, resourceVersions, labels and index values show without a key;\n" +
-	"give --key-file with the key file the controller uses to read its objects."
+// keysHint is the hint of an error of ErrKey.
+const keysHint = "Give --key-file the keys of the controller that wrote the file (its key file: one base64 key per line);\n" +
+	"without them names, labels, resourceVersions and index values still show (list -o name, index, info)."
+
+// isSealed reports whether the resource's objects are sealed (encrypted).
+func isSealed(info inspect.ResourceInfo) bool {
+	_, ok := seal.InnerName(info.Codec)
+	return ok
+}
+
+// heldKeys returns the IDs of the keys of --key-file that open the sealed
+// resource info: none without --key-file.
+func (f *snapshotFile) heldKeys(info inspect.ResourceInfo) []string {
+	c, err := f.codecs(info.Codec)
+	if err != nil {
+		return nil
+	}
+	if sc, ok := c.(*seal.Codec); ok {
+		return sc.KeyIDs()
+	}
+	return nil
+}
+
+// keyCheck is what checkKeys found of a sealed resource: the IDs of the
+// keys that sealed its objects and --key-file does not hold.
+type keyCheck struct {
+	// missing are the key IDs, sorted; held those of --key-file.
+	missing, held []string
+	// unreadable is the number of objects sealed with a missing key,
+	// objects the number the resource holds.
+	unreadable, objects int64
+}
+
+// checkKeys reads the key ID of every object of the sealed resource info
+// (from the payloads' headers, without a key) and returns an error
+// matching ErrKey when --key-file opens none of them: no --key-file, or
+// one without the key that sealed them. When it opens some (a rotation
+// under way), the others are reported object by object (see keyErrorOf).
+// A resource that is not sealed, or holds no objects, passes.
+func (f *snapshotFile) checkKeys(ctx context.Context, info inspect.ResourceInfo) error {
+	if !isSealed(info) {
+		return nil
+	}
+	k, err := f.keys(ctx, info)
+	if err != nil {
+		return err
+	}
+	if k.unreadable == 0 || k.unreadable < k.objects {
+		return nil
+	}
+	return withHint(mark(ErrKey, "%s", k.describe(displayName(info))), keysHint)
+}
+
+// keys returns (and remembers) the key check of the sealed resource info.
+func (f *snapshotFile) keys(ctx context.Context, info inspect.ResourceInfo) (keyCheck, error) {
+	id := info.Identity.String()
+	if k, ok := f.keyChecks[id]; ok {
+		return k, nil
+	}
+	counts, err := inspect.SealKeys(ctx, f.db, f.recordedID(info))
+	if err != nil {
+		return keyCheck{}, fmt.Errorf("keys of %s: %w", displayName(info), err)
+	}
+	k := keyCheck{held: f.heldKeys(info)}
+	for kid, n := range counts {
+		k.objects += n
+		if !slices.Contains(k.held, kid) {
+			k.missing = append(k.missing, kid)
+			k.unreadable += n
+		}
+	}
+	slices.Sort(k.missing)
+	f.keyChecks[id] = k
+	return k, nil
+}
+
+// describe says why what (the objects of a resource: "secrets", "2
+// objects of secrets") cannot be decrypted: "cannot decrypt secrets: key
+// ID 0123456789abcdef is not in --key-file (it holds fedcba9876543210)".
+func (k keyCheck) describe(what string) string {
+	resource := what
+	if len(k.missing) == 0 {
+		// Not seen by the check: written since, or the check did not run.
+		return fmt.Sprintf("cannot decrypt %s: sealed with a key --key-file does not hold", resource)
+	}
+	if len(k.held) == 0 {
+		return fmt.Sprintf("cannot decrypt %s: sealed with key ID %s and no --key-file was given",
+			resource, strings.Join(k.missing, ", "))
+	}
+	ids := "key ID " + k.missing[0] + " is"
+	if len(k.missing) > 1 {
+		ids = "key IDs " + strings.Join(k.missing, ", ") + " are"
+	}
+	return fmt.Sprintf("cannot decrypt %s: %s not in --key-file (it holds %s)", resource, ids, strings.Join(k.held, ", "))
+}
+
+// isKeyError reports whether err is an object's payload sealed with a key
+// --key-file does not hold.
+func isKeyError(err error) bool { return errors.Is(err, seal.ErrUnknownKey) }
 
 // countingBound is countingCodec for a codec.Bound: Verify decodes sealed
 // payloads with their item's additional data.
@@ -70,9 +166,12 @@ func (c countingBound) EncodeBound(dst []byte, obj runtime.Object, ad []byte) ([
 }
 
 func (c countingBound) DecodeBound(data, ad []byte) (runtime.Object, error) {
-	c.decoded.Add(1)
 	c.bar.Add(1)
-	return c.bound.DecodeBound(data, ad)
+	obj, err := c.bound.DecodeBound(data, ad)
+	if err == nil {
+		c.decoded.Add(1)
+	}
+	return obj, err
 }
 
 // counting wraps c so that Verify's progress counts its decodes.
@@ -104,7 +203,7 @@ func (f *snapshotFile) sealedInfo(ctx context.Context, info inspect.ResourceInfo
 	if _, ok := seal.InnerName(info.Codec); !ok {
 		return nil, nil
 	}
-	counts, err := inspect.SealKeys(ctx, f.db, info.Identity)
+	counts, err := inspect.SealKeys(ctx, f.db, f.recordedID(info))
 	if err != nil {
 		return nil, fmt.Errorf("keys of %s: %w", displayName(info), err)
 	}

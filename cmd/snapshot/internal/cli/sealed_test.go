@@ -106,8 +106,8 @@ func TestSealedWithoutKey(t *testing.T) {
 	} {
 		t.Run(args[0], func(t *testing.T) {
 			r := run(t, args...)
-			if r.code != ExitUsage || strings.Contains(r.stdout, "password") || (args[0] != "diff" && r.stdout != "") {
-				t.Fatalf("%v: exit %d, stdout %q; want exit %d and no object printed", args, r.code, r.stdout, ExitUsage)
+			if r.code != ExitKey || strings.Contains(r.stdout, "password") || (args[0] != "diff" && r.stdout != "") {
+				t.Fatalf("%v: exit %d, stdout %q; want exit %d and no object printed", args, r.code, r.stdout, ExitKey)
 			}
 			if !strings.Contains(r.stderr, "--key-file") {
 				t.Errorf("%v: the error does not say how to read them:\n%s", args, r.stderr)
@@ -150,7 +150,7 @@ func TestSealedWithKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = run(t, "--key-file", other, "get", path, "secret", "db-a", "-n", "prod", "-o", "yaml")
-	if r.code == ExitOK || strings.Contains(r.stdout, "password") || !strings.Contains(r.stderr, "not configured") {
+	if r.code != ExitKey || strings.Contains(r.stdout, "password") || !strings.Contains(r.stderr, "is not in --key-file") {
 		t.Fatalf("get with a wrong key: exit %d\n%s\n%s", r.code, r.stdout, r.stderr)
 	}
 	// A key file that is not one.

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	goruntime "runtime"
 	"slices"
 	"strconv"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/jsonpath"
@@ -24,6 +27,9 @@ import (
 type sorter struct {
 	path string
 	jp   *jsonpath.JSONPath
+	// steps is the path as plain steps (parseFieldPath), evaluated on
+	// typed objects without their content; nil if it is not one.
+	steps []fieldStep
 }
 
 func newSorter(path string) (*sorter, error) {
@@ -35,7 +41,13 @@ func newSorter(path string) (*sorter, error) {
 	if err := jp.Parse(expr); err != nil {
 		return nil, fmt.Errorf("%w: %w", printers.ErrBadTemplate, err)
 	}
-	return &sorter{path: path, jp: jp}, nil
+	s := &sorter{path: path, jp: jp}
+	if steps, ok := parseFieldPath(expr); ok && steps[0].name != "apiVersion" && steps[0].name != "kind" {
+		// apiVersion and kind are set from the resource where the object
+		// lacks them: the content knows, the typed object does not.
+		s.steps = steps
+	}
+	return s, nil
 }
 
 // sortEntry is what sorting holds per object: its key and sort value.
@@ -47,22 +59,43 @@ type sortEntry struct {
 	str     string
 }
 
-// value returns the sort entry of obj, filed under key.
+// value returns the sort entry of obj, filed under key: from the typed
+// object when the path is plain steps it can follow (evalFieldPath), else
+// from the object's content with client-go's jsonpath.
 func (s *sorter) value(key string, obj runtime.Object, info inspect.ResourceInfo) (sortEntry, error) {
-	m, err := printers.Content(obj, kindOf(info.Identity))
-	if err != nil {
-		return sortEntry{}, err
+	if _, isU := obj.(*unstructured.Unstructured); s.steps != nil && !isU {
+		if v, found, ok := evalFieldPath(obj, s.steps); ok {
+			if !found {
+				return sortEntry{key: key, missing: true}, nil
+			}
+			return entryOf(key, v), nil
+		}
 	}
-	e := sortEntry{key: key}
-	results, err := s.jp.FindResults(m)
+	var content interface{}
+	if u, ok := obj.(*unstructured.Unstructured); ok && u.GetAPIVersion() != "" && u.GetKind() != "" {
+		content = u.Object // read, not changed: no copy
+	} else {
+		m, err := printers.Content(obj, kindOf(info.Identity))
+		if err != nil {
+			return sortEntry{}, err
+		}
+		content = m
+	}
+	results, err := s.jp.FindResults(content)
 	if err != nil {
 		return sortEntry{}, fmt.Errorf("--sort-by %q on %s: %w", s.path, key, err)
 	}
 	if len(results) == 0 || len(results[0]) == 0 {
-		e.missing = true
-		return e, nil
+		return sortEntry{key: key, missing: true}, nil
 	}
-	switch v := results[0][0].Interface().(type) {
+	return entryOf(key, results[0][0].Interface()), nil
+}
+
+// entryOf is the sort entry of value v: numbers by value, other values by
+// their text.
+func entryOf(key string, v interface{}) sortEntry {
+	e := sortEntry{key: key}
+	switch v := v.(type) {
 	case int64:
 		e.isNum, e.num = true, float64(v)
 	case float64:
@@ -76,7 +109,7 @@ func (s *sorter) value(key string, obj runtime.Object, info inspect.ResourceInfo
 	default:
 		e.str = fmt.Sprint(v)
 	}
-	return e, nil
+	return e
 }
 
 func compareEntries(a, b sortEntry) int {
@@ -128,21 +161,20 @@ func (s *sorter) sorted(st *bolt.Store, info inspect.ResourceInfo, seq iter.Seq2
 			entries = append(entries, e)
 		}
 		slices.SortFunc(entries, compareEntries)
-		for _, e := range entries {
-			obj, exists, err := st.GetByKey(e.key)
+		for f := range fetchOrdered(st, entries) {
 			switch {
-			case errors.Is(err, bolt.ErrCorrupt):
-				*bad = append(*bad, badKey{resource: displayName(info), key: e.key, err: err})
+			case errors.Is(f.err, bolt.ErrCorrupt):
+				*bad = append(*bad, badKey{info: info, key: f.key, err: f.err})
 				continue
-			case err != nil:
-				yield(nil, fmt.Errorf("read %s %q: %w", displayName(info), e.key, err))
+			case f.err != nil:
+				yield(nil, fmt.Errorf("read %s %q: %w", displayName(info), f.key, f.err))
 				return
-			case !exists:
+			case !f.exists:
 				continue
 			}
-			ro, ok := obj.(runtime.Object)
+			ro, ok := f.obj.(runtime.Object)
 			if !ok {
-				yield(nil, fmt.Errorf("%s: object %q is a %T", displayName(info), e.key, obj))
+				yield(nil, fmt.Errorf("%s: object %q is a %T", displayName(info), f.key, f.obj))
 				return
 			}
 			if _, err := meta.Accessor(ro); err != nil {
@@ -151,6 +183,64 @@ func (s *sorter) sorted(st *bolt.Store, info inspect.ResourceInfo, seq iter.Seq2
 			}
 			if !yield(ro, nil) {
 				return
+			}
+		}
+	}
+}
+
+// fetched is an object read by key.
+type fetched struct {
+	key    string
+	obj    interface{}
+	exists bool
+	err    error
+}
+
+// fetchChunk is the number of objects fetchOrdered reads at a time.
+const fetchChunk = 256
+
+// fetchOrdered reads the objects of entries' keys with GetByKey, a chunk
+// at a time on GOMAXPROCS goroutines, the next chunk while the caller
+// takes the current one, and yields them in entries' order. It holds at
+// most two chunks of objects. When the caller stops early it waits for
+// the reads under way before it returns.
+func fetchOrdered(st *bolt.Store, entries []sortEntry) iter.Seq[fetched] {
+	return func(yield func(fetched) bool) {
+		chunks := make(chan []fetched, 1)
+		stop := make(chan struct{})
+		go func() {
+			defer close(chunks)
+			workers := goruntime.GOMAXPROCS(0)
+			for start := 0; start < len(entries); start += fetchChunk {
+				part := entries[start:min(start+fetchChunk, len(entries))]
+				out := make([]fetched, len(part))
+				var wg sync.WaitGroup
+				for w := range min(workers, len(part)) {
+					wg.Go(func() {
+						for i := w; i < len(part); i += workers {
+							obj, exists, err := st.GetByKey(part[i].key)
+							out[i] = fetched{key: part[i].key, obj: obj, exists: exists, err: err}
+						}
+					})
+				}
+				wg.Wait()
+				select {
+				case chunks <- out:
+				case <-stop:
+					return
+				}
+			}
+		}()
+		defer func() {
+			close(stop)
+			for range chunks { // the producer's last chunk, if any
+			}
+		}()
+		for chunk := range chunks {
+			for _, f := range chunk {
+				if !yield(f) {
+					return
+				}
 			}
 		}
 	}

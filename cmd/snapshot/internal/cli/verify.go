@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/spf13/cobra"
@@ -14,6 +15,7 @@ import (
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
 	"github.com/warmcache/warmcache/store/codec"
+	"github.com/warmcache/warmcache/store/seal"
 )
 
 // verifyOptions is `snapshot verify FILE`.
@@ -46,6 +48,11 @@ func newVerifyCommand(env *Env, common *commonOptions) *cobra.Command {
   - every index entry against its item and the item's reverse entry, and back.
 
 Each problem found is printed on standard output; the command then exits with code 6.
+The payloads of sealed resources are decoded with the keys of --key-file. Without
+--key-file they are not, which standard error says (exit code 0 if nothing else is
+wrong); objects sealed with a key that --key-file lacks are not decoded either, and are
+not problems of the file: the command names the missing key IDs and exits with code 8
+(6 if it found problems).
 It reads every object, streaming: memory grows by 8 bytes per object (the envelope
 ids it cross-checks), time with the file.`,
 		Example:           `  snapshot verify cache.db && echo consistent`,
@@ -72,12 +79,16 @@ type countingCodec struct {
 }
 
 func (c countingCodec) Decode(data []byte) (runtime.Object, error) {
-	c.decoded.Add(1)
 	c.bar.Add(1)
-	return c.Codec.Decode(data)
+	obj, err := c.Codec.Decode(data)
+	if err == nil {
+		c.decoded.Add(1)
+	}
+	return obj, err
 }
 
 func (o *verifyOptions) Run(ctx context.Context) (err error) {
+	defer streamingGC()()
 	var decoded atomic.Int64
 	var bar *progress.Bar
 	f, err := openSnapshot(ctx, o.env, o.File, openOptions{Timeout: o.common.LockTimeout, KeyFile: o.common.KeyFile})
@@ -94,17 +105,31 @@ func (o *verifyOptions) Run(ctx context.Context) (err error) {
 	}
 	var total int64
 	names := map[string]string{}
-	// sealed holds the sealed resources --key-file does not open.
+	// sealed holds the sealed resources without --key-file; keyed those
+	// with objects sealed with keys --key-file does not hold.
 	sealed := map[string]bool{}
+	keyed := map[string]keyCheck{}
 	for _, info := range f.resources {
 		_, cerr := f.codecs(info.Codec)
 		sealed[info.Identity.String()] = errors.Is(cerr, errSealed)
+		if isSealed(info) && cerr == nil && info.Problem == "" {
+			k, err := f.keys(ctx, info)
+			if err != nil {
+				return err
+			}
+			if len(k.missing) > 0 {
+				keyed[info.Identity.String()] = k
+			}
+		}
 		total += info.Objects
 		if info.Problem == "" {
 			names[info.Identity.String()] = displayName(info)
 		}
 	}
 	problems := 0
+	// undecrypted counts, per sealed resource, the objects sealed with a
+	// key --key-file does not hold: not a problem of the file.
+	undecrypted := map[string]int{}
 	report := func(resource, what string) {
 		problems++
 		fmt.Fprintf(o.env.Stdout, "%s: %s\n", resource, what)
@@ -147,19 +172,37 @@ func (o *verifyOptions) Run(ctx context.Context) (err error) {
 			fmt.Fprintf(o.env.Stderr, "%s: sealed: objects not decoded (give --key-file to check them); keys, index entries and envelopes checked\n", name)
 			return
 		}
+		if _, ok := keyed[p.Resource]; ok && p.Kind == inspect.ProblemItem && strings.Contains(p.Detail, seal.ErrUnknownKey.Error()) {
+			undecrypted[p.Resource]++
+			return
+		}
 		report(name, problemText(p))
 	})
 	bar.Finish()
 	if err != nil {
 		return err
 	}
+	var undecryptable []string
+	for _, info := range f.resources {
+		id := info.Identity.String()
+		if n := undecrypted[id]; n > 0 {
+			undecryptable = append(undecryptable, keyed[id].describe(fmt.Sprintf("%s of %s", plural(n, "object"), displayName(info))))
+		}
+	}
+	var keyErr error
+	if len(undecryptable) > 0 {
+		keyErr = withHint(mark(ErrKey, "%s; their keys, index entries and envelopes were checked", strings.Join(undecryptable, "; ")), keysHint)
+	}
 	objects := decoded.Load()
 	if problems > 0 {
+		if keyErr != nil {
+			printError(o.env.Stderr, keyErr, "")
+		}
 		fmt.Fprintf(o.env.Stdout, "%s: %s (%s, %s decoded)\n", o.File, plural(problems, "problem"), plural(len(f.resources), "resource"), plural(int(objects), "object"))
 		return mark(ErrProblems, "verify found %s in %s", plural(problems, "problem"), o.File)
 	}
 	fmt.Fprintf(o.env.Stdout, "%s: no problems (%s, %s decoded)\n", o.File, plural(len(f.resources), "resource"), plural(int(objects), "object"))
-	return nil
+	return keyErr
 }
 
 // metaProblems checks what the recorded metadata of one resource says

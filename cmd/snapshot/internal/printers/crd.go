@@ -1,6 +1,8 @@
 package printers
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -116,4 +118,16 @@ func crdCell(jp *jsonpath.JSONPath, col PrinterColumn, m map[string]interface{},
 		return strings.ReplaceAll(string(b), "\n", "")
 	}
 	return fmt.Sprint(v)
+}
+
+// marshalJSON indents like kubectl (four spaces) without HTML escaping.
+func marshalJSON(v interface{}, prefix string) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent(prefix, "    ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

@@ -1,14 +1,12 @@
 package printers
 
 import (
-	"bytes"
-	"encoding/json"
 	"io"
 	"iter"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
+
+	"github.com/warmcache/warmcache/cmd/snapshot/internal/jsondoc"
 )
 
 // The List document kubectl get prints around several objects; items are
@@ -18,12 +16,11 @@ const (
 	jsonListHead      = "{\n    \"apiVersion\": \"v1\",\n    \"items\": ["
 	jsonListTail      = "],\n    \"kind\": \"List\",\n    \"metadata\": {\n        \"resourceVersion\": \"\"\n    }\n}\n"
 	jsonItemIndent    = "        "
-	yamlListHead      = "apiVersion: v1\nitems:"
-	yamlListTail      = "kind: List\nmetadata:\n  resourceVersion: \"\"\n"
 	yamlDocumentBreak = "---\n"
 )
 
-// content returns the map to print for obj, transformed.
+// content returns the map templates see for obj (managedFields removed
+// unless opts.ShowManagedFields).
 func content(obj runtime.Object, opts *Options) (map[string]interface{}, error) {
 	m, err := Content(obj, opts.Kind)
 	if err != nil {
@@ -34,150 +31,105 @@ func content(obj runtime.Object, opts *Options) (map[string]interface{}, error) 
 			delete(md, "managedFields")
 		}
 	}
-	if opts.Transform != nil {
-		opts.Transform(m)
-	}
 	return m, nil
 }
 
-// marshalJSON indents like kubectl (four spaces) without HTML escaping.
-func marshalJSON(v interface{}, prefix string) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent(prefix, "    ")
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-// jsonPrinter writes JSON, one object or a List.
+// jsonPrinter writes JSON, one object or a List, as kubectl -o json does
+// (json.MarshalIndent of unstructured objects: sorted keys, four spaces,
+// HTML characters escaped). Objects are rendered on every core, written
+// in order.
 type jsonPrinter struct{ opts Options }
 
 func (p *jsonPrinter) Print(w io.Writer, objs iter.Seq2[runtime.Object, error]) error {
-	n := 0
+	prefix := ""
 	if p.opts.List {
 		if _, err := io.WriteString(w, jsonListHead); err != nil {
 			return err
 		}
+		prefix = jsonItemIndent
 	}
-	// One buffer and encoder for every object: the encoder reuses its
-	// indentation buffer, so an object costs its encoding, not copies.
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if p.opts.List {
-		enc.SetIndent(jsonItemIndent, "    ")
-	} else {
-		enc.SetIndent("", "    ")
-	}
-	for obj, err := range objs {
-		if err != nil {
-			return err
+	n := 0
+	var sep []byte
+	err := renderOrdered(objs, func(o *objectDoc, obj runtime.Object, dst []byte) ([]byte, bool, error) {
+		if err := o.load(obj, &p.opts); err != nil {
+			return dst, false, err
 		}
-		m, err := content(obj, &p.opts)
-		if err != nil {
-			return err
-		}
-		buf.Reset()
+		return o.doc.AppendJSON(dst, o.doc.Root(), prefix), false, nil
+	}, func(b []byte, _ bool) error {
+		sep = sep[:0]
 		if p.opts.List {
 			if n > 0 {
-				buf.WriteString(",")
+				sep = append(sep, ',')
 			}
-			buf.WriteString("\n" + jsonItemIndent)
-		}
-		if err := enc.Encode(m); err != nil {
-			return err
-		}
-		out := buf.Bytes()
-		if p.opts.List {
-			out = bytes.TrimSuffix(out, []byte("\n"))
-		}
-		if _, err := w.Write(out); err != nil {
-			return err
+			sep = append(sep, "\n"+jsonItemIndent...)
 		}
 		n++
-	}
-	if !p.opts.List {
+		if _, err := w.Write(sep); err != nil {
+			return err
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		if !p.opts.List {
+			_, err := w.Write([]byte{'\n'})
+			return err
+		}
 		return nil
+	})
+	if err != nil || !p.opts.List {
+		return err
 	}
 	tail := jsonListTail
 	if n > 0 {
 		tail = "\n    " + tail
 	}
-	_, err := io.WriteString(w, tail)
+	_, err = io.WriteString(w, tail)
 	return err
 }
 
-// yamlPrinter writes YAML, one object per document or a List.
+// yamlPrinter writes YAML, one object per document or a List, as kubectl
+// -o yaml does (sigs.k8s.io/yaml.Marshal of unstructured objects, the List
+// as one document). Objects are rendered on every core, written in order.
 type yamlPrinter struct{ opts Options }
 
 func (p *yamlPrinter) Print(w io.Writer, objs iter.Seq2[runtime.Object, error]) error {
-	n := 0
 	if p.opts.List {
-		if _, err := io.WriteString(w, yamlListHead); err != nil {
+		head, l := jsondoc.BeginYAMLList(nil)
+		if _, err := w.Write(head); err != nil {
 			return err
 		}
-	}
-	for obj, err := range objs {
-		if err != nil {
-			return err
-		}
-		m, err := content(obj, &p.opts)
-		if err != nil {
-			return err
-		}
-		b, err := yaml.Marshal(m)
-		if err != nil {
-			return err
-		}
-		switch {
-		case p.opts.List:
-			if n == 0 {
-				b = append([]byte("\n"), listItem(b)...)
-			} else {
-				b = listItem(b)
+		var buf []byte
+		err := renderOrdered(objs, func(o *objectDoc, obj runtime.Object, dst []byte) ([]byte, bool, error) {
+			if err := o.load(obj, &p.opts); err != nil {
+				return dst, false, err
 			}
-		case n > 0:
-			b = append([]byte(yamlDocumentBreak), b...)
-		}
-		if _, err := w.Write(b); err != nil {
+			out, needBreak := o.doc.AppendListItem(dst, o.doc.Root())
+			return out, needBreak, nil
+		}, func(b []byte, needBreak bool) error {
+			buf = l.Append(buf[:0], b, needBreak)
+			_, err := w.Write(buf)
 			return err
+		})
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(l.End(buf[:0]))
+		return err
+	}
+	n := 0
+	return renderOrdered(objs, func(o *objectDoc, obj runtime.Object, dst []byte) ([]byte, bool, error) {
+		if err := o.load(obj, &p.opts); err != nil {
+			return dst, false, err
+		}
+		return o.doc.AppendYAML(dst, o.doc.Root()), false, nil
+	}, func(b []byte, _ bool) error {
+		if n > 0 {
+			if _, err := io.WriteString(w, yamlDocumentBreak); err != nil {
+				return err
+			}
 		}
 		n++
-	}
-	if !p.opts.List {
-		return nil
-	}
-	tail := yamlListTail
-	if n == 0 {
-		tail = " []\n" + tail
-	}
-	_, err := io.WriteString(w, tail)
-	return err
-}
-
-// listItem turns a YAML document into an item of a block sequence: "- "
-// before the first line and two spaces before the others. Lines inside
-// block scalars move with their parent, which keeps them valid; empty lines
-// stay empty.
-func listItem(doc []byte) []byte {
-	lines := strings.SplitAfter(string(doc), "\n")
-	var b strings.Builder
-	b.Grow(len(doc) + 2*len(lines))
-	for i, l := range lines {
-		switch {
-		case l == "":
-		case i == 0:
-			b.WriteString("- ")
-			b.WriteString(l)
-		case l == "\n":
-			b.WriteString(l)
-		default:
-			b.WriteString("  ")
-			b.WriteString(l)
-		}
-	}
-	return []byte(b.String())
+		_, err := w.Write(b)
+		return err
+	})
 }

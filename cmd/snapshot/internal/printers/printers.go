@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/warmcache/warmcache/cmd/snapshot/internal/jsondoc"
 )
 
 // Printer writes objects in one output format.
@@ -94,10 +96,10 @@ type Options struct {
 	// by default they are removed, as kubectl get does without
 	// --show-managed-fields. Default false.
 	ShowManagedFields bool
-	// Transform, if set, is applied to a deep copy of each object's
-	// content (the JSON-compatible map) before json or yaml output; the
-	// export command strips server-set fields with it. Default nil.
-	Transform func(obj map[string]interface{})
+	// Transform, if set, is applied to each object's JSON document
+	// before json or yaml output (templates do not see it); the export
+	// command strips server-set fields with it. Default nil.
+	Transform func(doc *jsondoc.Doc)
 }
 
 // New returns the printer of opts.Format. An unknown format returns an

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/warmcache/warmcache/cmd/snapshot/internal/golden"
+	"github.com/warmcache/warmcache/cmd/snapshot/internal/jsondoc"
 	"github.com/warmcache/warmcache/internal/podgen"
 )
 
@@ -222,9 +223,11 @@ func TestPrintDoesNotModifyObjects(t *testing.T) {
 	for i, o := range objs {
 		before[i] = o.DeepCopyObject()
 	}
-	strip := func(m map[string]interface{}) {
-		delete(m["metadata"].(map[string]interface{}), "name")
-		delete(m, "spec")
+	strip := func(d *jsondoc.Doc) {
+		if md, ok := d.Get(d.Root(), "metadata"); ok {
+			d.Delete(md, "name")
+		}
+		d.Delete(d.Root(), "spec")
 	}
 	for _, f := range Formats {
 		print(t, Options{Format: f, Transform: strip, List: true}, objs)
@@ -237,7 +240,7 @@ func TestPrintDoesNotModifyObjects(t *testing.T) {
 }
 
 func TestTransformApplies(t *testing.T) {
-	out := print(t, Options{Format: JSON, Transform: func(m map[string]interface{}) { delete(m, "spec") }}, widgets())
+	out := print(t, Options{Format: JSON, Transform: func(d *jsondoc.Doc) { d.Delete(d.Root(), "spec") }}, widgets())
 	if strings.Contains(out, `"spec"`) {
 		t.Errorf("transformed output still has spec:\n%s", out)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
@@ -35,15 +36,19 @@ type tablePrinter struct {
 // kinds it knows, opts.Columns (a CRD's printer columns) for others, else
 // NAME and AGE.
 func columnsFor(obj runtime.Object, opts Options) columns {
-	gvk := kindOf(obj, opts.Kind)
+	return columnsForKind(kindOf(obj, opts.Kind), opts.PrinterColumns)
+}
+
+// columnsForKind is columnsFor for objects of kind gvk.
+func columnsForKind(gvk schema.GroupVersionKind, printerColumns []PrinterColumn) columns {
 	if gvk.Group == "" && gvk.Kind == "Pod" {
 		return podColumns{}
 	}
 	if c, ok := builtinColumns[gvk.GroupKind()]; ok {
 		return c
 	}
-	if len(opts.PrinterColumns) > 0 {
-		if c, err := newCRDColumns(opts.PrinterColumns); err == nil {
+	if len(printerColumns) > 0 {
+		if c, err := newCRDColumns(printerColumns); err == nil {
 			return c
 		}
 	}

@@ -3,12 +3,13 @@
 //
 // Usage:
 //
-//	go run ./internal/kubebin/cmd/kubebin [-kubernetes-version v1.36.3] [-cache-dir DIR]
+//	go run ./internal/kubebin/cmd/kubebin [-kubernetes-version v1.36.3] [-cache-dir DIR] [-kubectl]
 //
 // On success it prints, on stdout, one shell assignment per binary:
 //
 //	KUBE_APISERVER=/path/to/kube-apiserver
 //	ETCD=/path/to/etcd
+//	KUBECTL=/path/to/kubectl   (with -kubectl)
 //
 // Build progress and errors go to stderr. Exit codes: 0 success, 1 build
 // failure, 2 usage error. The cache directory defaults to
@@ -54,6 +55,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.CacheDir, "cache-dir", "",
 		"root of the binary cache (default $"+kubebin.CacheDirEnv+", else the user cache directory)")
 	quiet := fs.Bool("q", false, "do not stream the go tool's output to stderr")
+	withKubectl := fs.Bool("kubectl", false, "build (or find) kubectl too, and print KUBECTL=path")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -77,5 +79,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitBuild
 	}
 	fmt.Fprintf(stdout, "KUBE_APISERVER=%s\nETCD=%s\n", paths.KubeAPIServer, paths.Etcd)
+	if *withKubectl {
+		kubectl, err := kubebin.EnsureKubectl(klog.NewContext(ctx, logger), opts)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return exitBuild
+		}
+		fmt.Fprintf(stdout, "KUBECTL=%s\n", kubectl)
+	}
 	return exitOK
 }

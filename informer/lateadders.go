@@ -66,8 +66,9 @@ func (l *loop) setWaiting(waiting bool) {
 	}
 }
 
-// pace is the package's pace, recorded as a wait of the loop when a
-// handler of ls has more than bound notifications pending.
+// pace waits until each of ls has at most bound notifications pending
+// (waitAllBelow), recorded as a wait of the loop when one has more, so that
+// adders do not wait for a loop that waits on a handler.
 func (l *loop) pace(ctx context.Context, ls []*listener, bound int64) error {
 	for _, h := range ls {
 		if h.pending.Load() > bound {
@@ -76,5 +77,5 @@ func (l *loop) pace(ctx context.Context, ls []*listener, bound int64) error {
 			break
 		}
 	}
-	return pace(ctx, ls, bound)
+	return waitAllBelow(ctx, ls, bound)
 }

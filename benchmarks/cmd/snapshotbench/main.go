@@ -1,0 +1,342 @@
+// Command snapshotbench measures the snapshot CLI on a cache file of
+// podgen pods, and kubectl's printers on the same objects.
+//
+// Each case runs the snapshot binary (built from this module unless
+// -snapshot names one) as a child process, -runs times, its output
+// counted and discarded: the table (list pods -A), -o json, -o yaml,
+// export, and --sort-by .metadata.creationTimestamp. For each it reports
+// the wall time, the CPU time (user and system) and the peak anonymous
+// resident memory (the Go heap, stacks and runtime: what the command
+// holds; the pages of the mapped cache file are page cache) as the median
+// of the runs with their minimum and maximum.
+//
+// The kubectl rows are k8s.io/cli-runtime's JSONPrinter and YAMLPrinter
+// printing the objects as kubectl get -o json|yaml does for a list: the
+// objects as kubectl receives them (unstructured, decoded from the JSON the
+// API server sends), wrapped in a v1 List, marshalled to JSON, decoded to
+// an unstructured List and printed. Only that client-side part is
+// measured, in a child process of this program, with -kubectl-n objects
+// (kubectl holds every object: at 100,000 podgen pods it needs gigabytes).
+//
+// Usage:
+//
+//	go run ./benchmarks/cmd/snapshotbench [-n 100000] [-runs 3] [-dir DIR] [-cases table,json,yaml,export,sort]
+//	    [-kubectl-n 10000] [-snapshot BIN]
+//
+// The cache files (snapshotbench-N.db) are written once into DIR and
+// reused. The table goes to stdout, progress to stderr. Exit status: 0 on
+// success, 1 if a measurement failed, 2 for bad flags.
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
+	"github.com/warmcache/warmcache/benchmarks/internal/machine"
+	"github.com/warmcache/warmcache/benchmarks/internal/procmem"
+)
+
+// cases are the snapshot commands measured, by name; FILE is the cache
+// file.
+var cases = []struct {
+	name string
+	args []string
+}{
+	{"table", []string{"list", "FILE", "pods", "-A"}},
+	{"json", []string{"list", "FILE", "pods", "-A", "-o", "json"}},
+	{"yaml", []string{"list", "FILE", "pods", "-A", "-o", "yaml"}},
+	{"export", []string{"export", "FILE", "pods"}},
+	{"sort", []string{"list", "FILE", "pods", "-A", "--sort-by", ".metadata.creationTimestamp"}},
+}
+
+func caseNames() []string {
+	var out []string
+	for _, c := range cases {
+		out = append(out, c.name)
+	}
+	return out
+}
+
+type options struct {
+	n        int
+	kubectlN int
+	runs     int
+	dir      string
+	cases    []string
+	snapshot string
+	// child is the hidden mode in which the program measures kubectl's
+	// printer (json or yaml) on the file childFile.
+	child     string
+	childFile string
+}
+
+func parse(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("snapshotbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	var names string
+	fs.IntVar(&o.n, "n", 100000, "number of pods of the file the snapshot cases read")
+	fs.IntVar(&o.kubectlN, "kubectl-n", 10000, "number of pods of the side-by-side comparison with kubectl's printers (0: none)")
+	fs.IntVar(&o.runs, "runs", 3, "runs of each case")
+	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory of the cache files (written once, then reused)")
+	fs.StringVar(&names, "cases", strings.Join(caseNames(), ","), "comma-separated cases to measure")
+	fs.StringVar(&o.snapshot, "snapshot", "", "snapshot binary to measure (default: built from this module into -dir)")
+	fs.StringVar(&o.child, "kubectl-child", "", "internal: measure kubectl's printer of this format on -kubectl-file")
+	fs.StringVar(&o.childFile, "kubectl-file", "", "internal: the cache file of -kubectl-child")
+	if err := fs.Parse(args); err != nil {
+		return o, cmdrun.ErrUsage
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("%w: unexpected arguments %q", cmdrun.ErrUsage, fs.Args())
+	}
+	if o.child != "" {
+		if o.child != "json" && o.child != "yaml" || o.childFile == "" {
+			return o, fmt.Errorf("%w: -kubectl-child json|yaml with -kubectl-file", cmdrun.ErrUsage)
+		}
+		return o, nil
+	}
+	if o.n <= 0 || o.runs <= 0 || o.kubectlN < 0 {
+		return o, fmt.Errorf("%w: -n and -runs must be positive, -kubectl-n not negative", cmdrun.ErrUsage)
+	}
+	var err error
+	o.cases, err = cmdrun.Impls(names, caseNames())
+	return o, err
+}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	return cmdrun.Run("snapshotbench", args, stderr, parse, func(ctx context.Context, o options) error {
+		if o.child != "" {
+			return kubectlChild(ctx, o.child, o.childFile, stdout)
+		}
+		return measureAll(ctx, o, args, stdout, stderr)
+	})
+}
+
+// sample is one run's figures.
+type sample struct {
+	Wall     time.Duration `json:"wall"`
+	CPU      time.Duration `json:"cpu"`
+	PeakAnon uint64        `json:"peakAnon"`
+	Bytes    int64         `json:"bytes"`
+	// Sum is the SHA-256 of the output.
+	Sum string `json:"sum"`
+}
+
+// row is a measured case: its samples.
+type row struct {
+	name    string
+	n       int
+	samples []sample
+}
+
+func measureAll(ctx context.Context, o options, args []string, stdout, stderr io.Writer) error {
+	before := machine.Read()
+	bin := o.snapshot
+	if bin == "" {
+		bin = filepath.Join(o.dir, "snapshotbench-snapshot")
+		fmt.Fprintf(stderr, "snapshotbench: building cmd/snapshot...\n")
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/warmcache/warmcache/cmd/snapshot")
+		build.Stderr = stderr
+		if err := build.Run(); err != nil {
+			return fmt.Errorf("go build cmd/snapshot: %w", err)
+		}
+	}
+	var rows []row
+	sizes := []int{o.n}
+	if o.kubectlN > 0 && o.kubectlN != o.n {
+		sizes = append([]int{o.kubectlN}, sizes...)
+	}
+	for _, n := range sizes {
+		file, err := cacheFile(ctx, o.dir, n, stderr)
+		if err != nil {
+			return err
+		}
+		if n == o.kubectlN {
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			for _, format := range []string{"json", "yaml"} {
+				r := row{name: "kubectl printer -o " + format, n: n}
+				for i := range o.runs {
+					fmt.Fprintf(stderr, "snapshotbench: %s, %d pods, run %d...\n", r.name, n, i+1)
+					s, err := runKubectlChild(ctx, self, format, file)
+					if err != nil {
+						return err
+					}
+					r.samples = append(r.samples, s)
+				}
+				rows = append(rows, r)
+			}
+		}
+		for _, c := range cases {
+			if !slices.Contains(o.cases, c.name) || (n != o.n && c.name != "json" && c.name != "yaml") {
+				continue
+			}
+			r := row{name: "snapshot " + c.name, n: n}
+			for i := range o.runs {
+				fmt.Fprintf(stderr, "snapshotbench: %s, %d pods, run %d...\n", r.name, n, i+1)
+				s, err := runSnapshot(ctx, bin, c.args, file)
+				if err != nil {
+					return fmt.Errorf("%s: %w", r.name, err)
+				}
+				r.samples = append(r.samples, s)
+			}
+			rows = append(rows, r)
+		}
+	}
+	return writeTable(stdout, rows, before, machine.Read(), args, o)
+}
+
+// runSnapshot runs the snapshot binary once with args (FILE replaced)
+// and measures it.
+func runSnapshot(ctx context.Context, bin string, args []string, file string) (sample, error) {
+	argv := slices.Clone(args)
+	for i, a := range argv {
+		if a == "FILE" {
+			argv[i] = file
+		}
+	}
+	cmd := exec.CommandContext(ctx, bin, argv...)
+	var out countingWriter
+	var errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return sample{}, err
+	}
+	sampler, serr := procmem.Start(cmd.Process.Pid, 0)
+	err := cmd.Wait()
+	wall := time.Since(start)
+	var peak procmem.Usage
+	if serr == nil {
+		peak, _ = sampler.Stop()
+	}
+	if err != nil {
+		return sample{}, fmt.Errorf("snapshot %s: %w: %s", strings.Join(argv, " "), err, errOut.String())
+	}
+	return sample{Wall: wall, CPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), PeakAnon: peak.Anon, Bytes: out.n, Sum: out.sum()}, nil
+}
+
+// runKubectlChild runs this program in its kubectl mode and reads its
+// figures.
+func runKubectlChild(ctx context.Context, self, format, file string) (sample, error) {
+	cmd := exec.CommandContext(ctx, self, "-kubectl-child", format, "-kubectl-file", file)
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	out, err := cmd.Output()
+	if err != nil {
+		return sample{}, fmt.Errorf("kubectl printer -o %s: %w: %s", format, err, errOut.String())
+	}
+	var s sample
+	if err := json.Unmarshal(out, &s); err != nil {
+		return sample{}, fmt.Errorf("kubectl printer -o %s: %w: %q", format, err, out)
+	}
+	return s, nil
+}
+
+// childEnv is set in the environment of the kubectl child, so that a
+// test binary standing for the program knows to run it.
+const childEnv = "SNAPSHOTBENCH_KUBECTL_CHILD"
+
+// countingWriter counts and hashes what is written, and discards it.
+type countingWriter struct {
+	n int64
+	h hash.Hash
+}
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	if w.h == nil {
+		w.h = sha256.New()
+	}
+	w.n += int64(len(b))
+	return w.h.Write(b)
+}
+
+func (w *countingWriter) sum() string {
+	if w.h == nil {
+		w.h = sha256.New()
+	}
+	return hex.EncodeToString(w.h.Sum(nil))
+}
+
+// writeTable prints the rows: median and spread of each figure.
+func writeTable(w io.Writer, rows []row, before, after machine.Info, args []string, o options) error {
+	fmt.Fprintf(w, "snapshot CLI and kubectl's printers on podgen pods, %d runs each\n%s\n\n", o.runs, before)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "case\tpods\twall s (min-max)\tCPU s (min-max)\tpeak anon MiB (min-max)\toutput MiB\t")
+	for _, r := range rows {
+		wall := spread(r.samples, func(s sample) float64 { return s.Wall.Seconds() })
+		cpu := spread(r.samples, func(s sample) float64 { return s.CPU.Seconds() })
+		mem := spread(r.samples, func(s sample) float64 { return float64(s.PeakAnon) / (1 << 20) })
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.0f\t\n", r.name, r.n, wall, cpu, mem, float64(r.samples[0].Bytes)/(1<<20))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, format := range []string{"json", "yaml"} {
+		k := slices.IndexFunc(rows, func(r row) bool { return r.name == "kubectl printer -o "+format })
+		s := slices.IndexFunc(rows, func(r row) bool { return r.name == "snapshot "+format && k >= 0 && r.n == rows[k].n })
+		if k >= 0 && s >= 0 {
+			same := "identical"
+			if rows[k].samples[0].Sum != rows[s].samples[0].Sum {
+				same = "DIFFERENT"
+			}
+			fmt.Fprintf(w, "\n-o %s at %d pods: snapshot's output and kubectl's printer's are %s (SHA-256 %s)", format, rows[k].n, same, rows[s].samples[0].Sum[:16])
+		}
+	}
+	fmt.Fprintln(w)
+	if l := machine.RunLabel(before, after); l != "" {
+		fmt.Fprintf(w, "\n%s\n", l)
+	}
+	fmt.Fprintf(w, "\nkubectl printer: the client side of kubectl get -o json|yaml (decode the List's JSON, print it with k8s.io/cli-runtime's printer), in a child process\n")
+	fmt.Fprintf(w, "command: go run ./benchmarks/cmd/snapshotbench %s\n", strings.Join(args, " "))
+	return nil
+}
+
+// spread formats the median of f over samples with its minimum and
+// maximum.
+func spread(samples []sample, f func(sample) float64) string {
+	var v []float64
+	for _, s := range samples {
+		v = append(v, f(s))
+	}
+	slices.Sort(v)
+	return fmt.Sprintf("%.2f (%.2f-%.2f)", v[len(v)/2], v[0], v[len(v)-1])
+}
+
+// errNoFile is returned when the cache file cannot be written.
+var errNoFile = errors.New("cannot write the cache file")
+
+// cacheFile returns the cache file of n podgen pods in dir, writing it
+// first if it does not exist.
+func cacheFile(ctx context.Context, dir string, n int, stderr io.Writer) (string, error) {
+	path := filepath.Join(dir, "snapshotbench-"+strconv.Itoa(n)+".db")
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	fmt.Fprintf(stderr, "snapshotbench: writing %d pods to %s...\n", n, path)
+	if err := writeCacheFile(ctx, path, n); err != nil {
+		return "", fmt.Errorf("%w %s: %w", errNoFile, path, err)
+	}
+	return path, nil
+}
