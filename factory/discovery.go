@@ -115,14 +115,17 @@ type Discovered struct {
 	mu        sync.Mutex
 	informers map[schema.GroupVersionResource]*discoveredInformer
 	// swept is set once the file's resources that are not watched were
-	// deleted (the first refresh after Start).
-	swept bool
+	// deleted (the first refresh after Start that has the CRDs listed,
+	// or the first after sweepBy, when they cannot be).
+	swept   bool
+	sweepBy time.Time
 	// gone holds the custom resources whose CRD was deleted, until
 	// discovery no longer serves them.
 	gone map[schema.GroupResource]bool
-	// crds is the informer of CustomResourceDefinitions' store, nil
-	// without one.
-	crds cache.Store
+	// crds is the informer of CustomResourceDefinitions' store and
+	// crdsSynced its HasSynced, nil without one.
+	crds       cache.Store
+	crdsSynced func() bool
 	// skipped and failed are what the last refresh logged, to log
 	// changes only.
 	skipped, failed string
@@ -281,6 +284,9 @@ func (d *Discovered) Refresh(ctx context.Context) error {
 func (d *Discovered) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	d.mu.Lock()
+	d.sweepBy = time.Now().Add(d.opts.PollInterval)
+	d.mu.Unlock()
 	if crds := d.crdInformer(); crds != nil {
 		wg.Go(func() { crds.RunWithContext(ctx) })
 	}
@@ -334,6 +340,14 @@ func (d *Discovered) refresh(ctx context.Context) (pending bool, err error) {
 	d.refreshMu.Lock()
 	defer d.refreshMu.Unlock()
 	d.disc.Invalidate()
+	groups, err := d.disc.ServerGroups()
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("discovery: groups: %w", err)
+	case groups == nil || len(groups.Groups) == 0:
+		// Not a cluster's answer: every cluster serves the core group.
+		return false, errors.New("discovery: the server listed no API group")
+	}
 	lists, err := discovery.ServerPreferredResources(d.disc)
 	failed := map[string]bool{} // groups
 	var failedErr *discovery.ErrGroupDiscoveryFailed
@@ -382,18 +396,40 @@ func (d *Discovered) refresh(ctx context.Context) (pending bool, err error) {
 	d.logSkipped(skipped)
 	pending = d.forgetGone(served) || pending
 
+	wantGR := map[schema.GroupResource]bool{}
+	for gvr := range want {
+		wantGR[gvr.GroupResource()] = true
+	}
+	crdServed := d.crdServed()
 	d.mu.Lock()
 	var remove []schema.GroupVersionResource
+	haveGR := map[schema.GroupResource]bool{}
 	for gvr := range d.informers {
-		if _, ok := want[gvr]; !ok && !failed[gvr.Group] {
+		haveGR[gvr.GroupResource()] = true
+		_, ok := want[gvr]
+		switch {
+		case ok || failed[gvr.Group]:
+			// still discovered, or unknown: kept
+		case !wantGR[gvr.GroupResource()] && crdServed[gvr.GroupResource()]:
+			// Discovery lacks the resource of a CRD that exists (an
+			// apiserver starting serves its CRDs' groups a moment
+			// later): kept, and discovery read again soon.
+			pending = true
+		default:
 			remove = append(remove, gvr)
 		}
 	}
 	var add []discoveredResource
 	for gvr, r := range want {
-		if _, ok := d.informers[gvr]; !ok {
-			add = append(add, r)
+		if _, ok := d.informers[gvr]; ok {
+			continue
 		}
+		if failed[gvr.Group] && haveGR[gvr.GroupResource()] {
+			// Another version of a group that failed in part: its
+			// informer of the version that failed stays.
+			continue
+		}
+		add = append(add, r)
 	}
 	d.mu.Unlock()
 	sort.Slice(remove, func(i, j int) bool { return remove[i].String() < remove[j].String() })
@@ -411,7 +447,9 @@ func (d *Discovered) refresh(ctx context.Context) (pending bool, err error) {
 			pending = true
 		}
 	}
-	d.sweep(ctx, want, failed)
+	if !d.sweep(ctx, want, failed, crdServed) {
+		pending = true
+	}
 	return pending || d.crdsPending(served), nil
 }
 
@@ -506,8 +544,11 @@ func (d *Discovered) remove(ctx context.Context, gvr schema.GroupVersionResource
 
 // sweep deletes, at the first refresh after Start, the file's resources
 // of the cluster's scope that are not watched and not held by an
-// informer of the factory, except those of groups whose discovery failed.
-func (d *Discovered) sweep(ctx context.Context, want map[schema.GroupVersionResource]discoveredResource, failed map[string]bool) {
+// informer of the factory, except those of groups whose discovery failed
+// and those of CRDs that exist (crdServed). It waits for the CRD watch to
+// have listed the CRDs: false when it has not yet, so that a later
+// refresh sweeps.
+func (d *Discovered) sweep(ctx context.Context, want map[schema.GroupVersionResource]discoveredResource, failed map[string]bool, crdServed map[schema.GroupResource]bool) bool {
 	f := d.f
 	f.mu.Lock()
 	running := f.discoveryRunning
@@ -515,17 +556,21 @@ func (d *Discovered) sweep(ctx context.Context, want map[schema.GroupVersionReso
 	d.mu.Lock()
 	if d.swept || !running {
 		d.mu.Unlock()
-		return
+		return true
+	}
+	if d.crdsSynced != nil && !d.crdsSynced() && time.Now().Before(d.sweepBy) {
+		d.mu.Unlock()
+		return false
 	}
 	d.swept = true
 	d.mu.Unlock()
 	if f.db == nil || f.opts.Bolt.ReadOnly {
-		return
+		return true
 	}
 	ids, err := f.db.Identities(ctx)
 	if err != nil {
 		d.logger.Error(err, "Cannot list the cache file's resources to delete those no longer discovered")
-		return
+		return true
 	}
 	open := f.openIdentities()
 	for _, id := range ids {
@@ -536,7 +581,7 @@ func (d *Discovered) sweep(ctx context.Context, want map[schema.GroupVersionReso
 		}
 		gvr := schema.GroupVersionResource{Group: owner.Group, Version: owner.Version, Resource: owner.Resource}
 		_, wanted := want[gvr]
-		if owner.Scope != (Scope{}) || owner.Kind == MetadataKind || wanted || failed[owner.Group] || open[owner.String()] {
+		if owner.Scope != (Scope{}) || owner.Kind == MetadataKind || wanted || failed[owner.Group] || crdServed[gvr.GroupResource()] || open[owner.String()] {
 			continue
 		}
 		dropped, err := f.db.DropResource(ctx, id, bolt.DropOptions{})
@@ -549,6 +594,7 @@ func (d *Discovered) sweep(ctx context.Context, want map[schema.GroupVersionReso
 			d.logger.Info("Deleted the data of a resource not discovered or not selected any more from the cache file", "identity", id.String())
 		}
 	}
+	return true
 }
 
 // logSkipped logs the resources discovery serves that cannot be listed

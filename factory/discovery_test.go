@@ -433,3 +433,72 @@ func TestResourceRules(t *testing.T) {
 		t.Error("different namespace rules, same version")
 	}
 }
+
+// gadgetCRD is the CRD of gadgets, established.
+func gadgetCRD() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "apiextensions.k8s.io/v1",
+		"kind":       "CustomResourceDefinition",
+		"metadata":   map[string]interface{}{"name": "gadgets.other.io"},
+		"spec": map[string]interface{}{
+			"group": "other.io", "scope": "Cluster",
+			"names":    map[string]interface{}{"plural": "gadgets", "kind": "Gadget"},
+			"versions": []interface{}{map[string]interface{}{"name": "v1", "served": true, "storage": true}},
+		},
+		"status": map[string]interface{}{"conditions": []interface{}{map[string]interface{}{"type": "Established", "status": "True"}}},
+	}}
+}
+
+// TestDiscoveredKeepsTheResourcesOfExistingCRDs checks that a custom
+// resource whose CRD exists keeps its informer and its data while
+// discovery does not serve it (an apiserver starting serves its CRDs a
+// moment later), and loses them once the CRD watch sees the CRD deleted.
+func TestDiscoveredKeepsTheResourcesOfExistingCRDs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dyn := newDynamicFake(obj(gadgetsGVR, "Gadget", "", "g"), gadgetCRD())
+	disc := newFakeDiscovery(gadgetList())
+	f := newDiscoveryFactory(t, filepath.Join(t.TempDir(), "f.db"), dyn)
+	defer func() {
+		if err := f.Shutdown(); err != nil {
+			t.Error(err)
+		}
+	}()
+	d, err := f.WatchDiscovered(ctx, DiscoveryOptions{Unstructured: true, PollInterval: time.Hour, Discovery: disc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Start(ctx)
+	if !d.WaitForCacheSync(ctx) {
+		t.Fatal("did not sync")
+	}
+	// The CRD watch has listed the CRD once the first sweep is done.
+	eventually(t, "the CRD listed", func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return d.swept
+	})
+	if err := d.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	disc.set()
+	if err := d.Refresh(ctx); err == nil {
+		t.Fatal("a discovery without groups refreshed")
+	}
+	disc.set(coreList())
+	if err := d.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := gvrs(d), names(configMapsGVR, gadgetsGVR); !slices.Equal(got, want) {
+		t.Fatalf("with the CRD existing but not discovered: informers %q, want %q", got, want)
+	}
+	eventually(t, "the file holds the gadgets and the configmaps", func() bool {
+		return slices.Equal(recorded(t, f), names(configMapsGVR, gadgetsGVR))
+	})
+	if err := dyn.Resource(crdGVR).Delete(ctx, "gadgets.other.io", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the gadgets removed once their CRD is deleted", func() bool {
+		return slices.Equal(gvrs(d), names(configMapsGVR)) && slices.Equal(recorded(t, f), names(configMapsGVR))
+	})
+}

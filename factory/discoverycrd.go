@@ -1,9 +1,11 @@
 package factory
 
 import (
+	"context"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,10 +28,18 @@ func (d *Discovered) crdInformer() cache.Controller {
 		return nil
 	}
 	logger := d.logger
+	crds := d.f.opts.Dynamic.Resource(crdGVR)
 	st, ctl := cache.NewInformerWithOptions(cache.InformerOptions{
-		Logger:        &logger,
-		ListerWatcher: DynamicListWatch(d.f.opts.Dynamic, crdGVR, Scope{}),
-		ObjectType:    &unstructured.Unstructured{},
+		Logger: &logger,
+		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				return crds.List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return crds.Watch(ctx, o)
+			},
+		}, d.f.opts.Dynamic),
+		ObjectType: &unstructured.Unstructured{},
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj interface{}) {
 				if gr, ok := crdResource(obj); ok {
@@ -54,9 +64,32 @@ func (d *Discovered) crdInformer() cache.Controller {
 		},
 	})
 	d.mu.Lock()
-	d.crds = st
+	d.crds, d.crdsSynced = st, ctl.HasSynced
 	d.mu.Unlock()
 	return ctl
+}
+
+// crdServed returns the resources of the CRDs that exist, are
+// established and serve a version, as the CRD watch last saw them; nil
+// without one.
+func (d *Discovered) crdServed() map[schema.GroupResource]bool {
+	d.mu.Lock()
+	st := d.crds
+	d.mu.Unlock()
+	if st == nil {
+		return nil
+	}
+	out := map[schema.GroupResource]bool{}
+	for _, obj := range st.List() {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok || !crdEstablished(u) {
+			continue
+		}
+		if gr, ok := crdResource(u); ok {
+			out[gr] = true
+		}
+	}
+	return out
 }
 
 // crdResource returns the resource a CRD defines.
@@ -117,18 +150,8 @@ func (d *Discovered) forgetGone(served map[schema.GroupResource]bool) (stillServ
 // crdsPending reports whether an established CRD's resource is not in
 // discovery yet (served): the apiserver publishes it a moment later.
 func (d *Discovered) crdsPending(served map[schema.GroupResource]bool) bool {
-	d.mu.Lock()
-	st := d.crds
-	d.mu.Unlock()
-	if st == nil {
-		return false
-	}
-	for _, obj := range st.List() {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok || !crdEstablished(u) {
-			continue
-		}
-		if gr, ok := crdResource(u); ok && !served[gr] {
+	for gr := range d.crdServed() {
+		if !served[gr] {
 			return true
 		}
 	}
