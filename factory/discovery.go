@@ -543,11 +543,13 @@ func (d *Discovered) remove(ctx context.Context, gvr schema.GroupVersionResource
 }
 
 // sweep deletes, at the first refresh after Start, the file's resources
-// of the cluster's scope that are not watched and not held by an
-// informer of the factory, except those of groups whose discovery failed
-// and those of CRDs that exist (crdServed). It waits for the CRD watch to
-// have listed the CRDs: false when it has not yet, so that a later
-// refresh sweeps.
+// of the cluster's scope that no informer of the factory holds and that
+// are not watched, or are watched by an informer of another identity
+// (another kind, when Unstructured changed); except those of groups whose
+// discovery failed, those whose informer could not be created, and those
+// of CRDs that exist (crdServed) but are missing from discovery. It waits
+// for the CRD watch to have listed the CRDs: false when it has not yet,
+// so that a later refresh sweeps.
 func (d *Discovered) sweep(ctx context.Context, want map[schema.GroupVersionResource]discoveredResource, failed map[string]bool, crdServed map[schema.GroupResource]bool) bool {
 	f := d.f
 	f.mu.Lock()
@@ -573,6 +575,19 @@ func (d *Discovered) sweep(ctx context.Context, want map[schema.GroupVersionReso
 		return true
 	}
 	open := f.openIdentities()
+	// The resources with an informer of the cluster's scope open: another
+	// identity of theirs in that scope (the other kind when Unstructured
+	// changed) is an earlier informer's data.
+	wantGR := map[schema.GroupResource]bool{}
+	for gvr := range want {
+		wantGR[gvr.GroupResource()] = true
+	}
+	openGVR := map[schema.GroupVersionResource]bool{}
+	for _, id := range ids {
+		if open[id.String()] && id.Scope == (Scope{}) {
+			openGVR[schema.GroupVersionResource{Group: id.Group, Version: id.Version, Resource: id.Resource}] = true
+		}
+	}
 	for _, id := range ids {
 		owner := id
 		if IsSample(id) {
@@ -581,7 +596,8 @@ func (d *Discovered) sweep(ctx context.Context, want map[schema.GroupVersionReso
 		}
 		gvr := schema.GroupVersionResource{Group: owner.Group, Version: owner.Version, Resource: owner.Resource}
 		_, wanted := want[gvr]
-		if owner.Scope != (Scope{}) || owner.Kind == MetadataKind || wanted || failed[owner.Group] || crdServed[gvr.GroupResource()] || open[owner.String()] {
+		if owner.Scope != (Scope{}) || owner.Kind == MetadataKind || open[owner.String()] ||
+			(wanted && !openGVR[gvr]) || failed[owner.Group] || (!wantGR[gvr.GroupResource()] && crdServed[gvr.GroupResource()]) {
 			continue
 		}
 		dropped, err := f.db.DropResource(ctx, id, bolt.DropOptions{})

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -501,4 +502,70 @@ func TestDiscoveredKeepsTheResourcesOfExistingCRDs(t *testing.T) {
 	eventually(t, "the gadgets removed once their CRD is deleted", func() bool {
 		return slices.Equal(gvrs(d), names(configMapsGVR)) && slices.Equal(recorded(t, f), names(configMapsGVR))
 	})
+}
+
+// TestDiscoveredRelistsWhenItsRulesChange checks that the objects a
+// namespace rule left out are not missing after a restart with other
+// rules (the informer relists instead of resuming), and that the data of
+// another informer of a watched resource in the cluster's scope (here a
+// typed one, where the discovery's is unstructured) is deleted.
+func TestDiscoveredRelistsWhenItsRulesChange(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "f.db")
+	dyn := newDynamicFake(obj(configMapsGVR, "ConfigMap", "default", "a"), obj(configMapsGVR, "ConfigMap", "kube-system", "b"))
+	no := false
+	run := func(exclude []ResourceRule, want ...string) {
+		t.Helper()
+		f := newDiscoveryFactory(t, path, dyn)
+		defer func() {
+			if err := f.Shutdown(); err != nil {
+				t.Error(err)
+			}
+		}()
+		d, err := f.WatchDiscovered(ctx, DiscoveryOptions{
+			Exclude: exclude, Unstructured: true, PollInterval: time.Hour, CRDs: &no, Discovery: newFakeDiscovery(coreList()),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Start(ctx)
+		if !d.WaitForCacheSync(ctx) {
+			t.Fatal("did not sync")
+		}
+		inf, _ := d.Informer(configMapsGVR)
+		if got := keys(inf); !slices.Equal(got, want) {
+			t.Errorf("configmaps %q, want %q", got, want)
+		}
+		eventually(t, "the file holds the discovery's configmaps only", func() bool {
+			ids, err := f.DB().Identities(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kinds []string
+			for _, id := range ids {
+				if !IsSample(id) {
+					kinds = append(kinds, id.Kind)
+				}
+			}
+			return slices.Equal(kinds, []string{UnstructuredKind})
+		})
+	}
+	run([]ResourceRule{{Namespaces: []string{"kube-*"}}}, "default/a")
+	// A typed informer of configmaps leaves its data in the file.
+	f := newDiscoveryFactory(t, path, dyn)
+	if _, err := f.InformerFor(ctx, configMapsGVR, &corev1.ConfigMap{}, nopLW, Scope{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	ids, err := f.DB().Identities(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(ids, func(id bolt.Identity) bool { return id.Kind == "ConfigMap" }) {
+		t.Fatalf("the typed informer's resource is not in the file: %v", ids)
+	}
+	if err := f.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	run(nil, "default/a", "kube-system/b")
 }
