@@ -57,8 +57,9 @@ type DiscoveryOptions struct {
 	// OnRemove with the resource of each informer it has stopped because
 	// its resource is no longer discovered (its data then deleted from
 	// the file). Neither is called for an informer stopped by Shutdown.
-	// They are called from one goroutine, in order; they must not block
-	// for long, and must not call back into the Discovered.
+	// They are never called concurrently (refreshes are serialized), in
+	// the order of the changes; they must not block for long, and must
+	// not call Refresh.
 	OnAdd    func(gvr schema.GroupVersionResource, inf cache.SharedIndexInformer)
 	OnRemove func(gvr schema.GroupVersionResource)
 	// Informer are options applied to every informer the discovery
@@ -79,9 +80,10 @@ type DiscoveryOptions struct {
 // Discovered is the set of informers that follows the cluster's
 // discovery, returned by Factory.WatchDiscovered: one informer per
 // resource that can be listed and watched (not a subresource), in the
-// preferred version of its group (or the newest other version serving
-// it), selected by DiscoveryOptions' rules; each in the scope of the
-// whole cluster, in the factory's file.
+// preferred version of its group (or, when that one does not serve it,
+// the first of the group's versions in the server's order that does),
+// selected by DiscoveryOptions' rules; each in the scope of the whole
+// cluster, in the factory's file.
 //
 // It reads discovery when created, then, once the factory has started,
 // every PollInterval and whenever a CustomResourceDefinition changes. A
@@ -89,12 +91,19 @@ type DiscoveryOptions struct {
 // once; a resource no longer discovered has its informer stopped, and its
 // data deleted from the file, with a log line each. A group whose
 // discovery fails (an aggregated API that is down) is logged and keeps
-// the informers and the data it had; the others go on. At its first
+// the informers and the data it had; the others go on. So does a custom
+// resource whose CRD exists, established, while discovery does not serve
+// it (an apiserver that is starting), and discovery is read again soon.
+// At its first
 // refresh after Start it also deletes from the file the data of every
 // resource of the cluster's scope it does not watch (a custom resource
 // deleted while the controller was stopped, a resource the rules now
 // exclude) that no informer of the factory holds: create the factory's
 // other informers of that scope before Start, or their data is relisted.
+// An informer the factory has already for a selected resource, of the
+// cluster's scope and the same kind of objects (the caller's ForResource,
+// say), is used as it is, without the rules' namespace filter, and is
+// stopped as the discovery's own when its resource goes.
 //
 // Its methods are safe for concurrent use.
 type Discovered struct {
@@ -110,8 +119,8 @@ type Discovered struct {
 	// what they do to the informers.
 	refreshMu sync.Mutex
 
-	// mu guards the fields below. Lock order: refreshMu, mu, then the
-	// factory's mu; OnAdd and OnRemove run without mu.
+	// mu guards the fields below. Lock order: refreshMu, then mu or the
+	// factory's mu, never both; OnAdd and OnRemove run without either.
 	mu        sync.Mutex
 	informers map[schema.GroupVersionResource]*discoveredInformer
 	// swept is set once the file's resources that are not watched were
@@ -138,6 +147,9 @@ type Discovered struct {
 type discoveredInformer struct {
 	name string
 	inf  *informer.Informer
+	// adopted is set when the factory had the informer before the
+	// discovery asked for it (the caller's own).
+	adopted bool
 	// synced is the Handler's registration's, or the informer's.
 	synced func() bool
 }
@@ -221,6 +233,9 @@ func (d *Discovered) removeAll(ctx context.Context) {
 	d.informers = map[schema.GroupVersionResource]*discoveredInformer{}
 	d.mu.Unlock()
 	for _, di := range informers {
+		if di.adopted {
+			continue
+		}
 		if _, _, err := d.f.removeInformer(ctx, di.name, false); err != nil {
 			d.logger.Error(err, "Cannot remove an informer of a failed WatchDiscovered", "informer", di.name)
 		}
@@ -497,11 +512,13 @@ func (d *Discovered) add(ctx context.Context, r discoveredResource) error {
 	if keep != nil {
 		lw = namespaceFiltered(lw, keep)
 	}
+	name := nameOf(r.gvr, Scope{}) + nameSuffix(f.opts.Scheme, example)
+	adopted := f.hasInformer(name)
 	inf, err := f.InformerFor(ctx, r.gvr, example, lw, Scope{}, nil, opts...)
 	if err != nil {
 		return err
 	}
-	di := &discoveredInformer{name: nameOf(r.gvr, Scope{}) + nameSuffix(f.opts.Scheme, example), inf: inf, synced: inf.HasSynced}
+	di := &discoveredInformer{name: name, inf: inf, synced: inf.HasSynced, adopted: adopted}
 	if d.opts.Handler != nil {
 		reg, err := inf.AddEventHandler(d.opts.Handler)
 		if err != nil {

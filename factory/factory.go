@@ -645,6 +645,14 @@ func (f *Factory) removeInformer(ctx context.Context, name string, drop bool) (b
 	return e.id, true, nil
 }
 
+// hasInformer reports whether the factory has an informer of that name.
+func (f *Factory) hasInformer(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.informers[name]
+	return ok
+}
+
 // openIdentities returns the identities of the resources the factory's
 // informers hold open, by bucket name.
 func (f *Factory) openIdentities() map[string]bool {
