@@ -62,9 +62,9 @@ type DiscoveryOptions struct {
 	// not call Refresh.
 	OnAdd    func(gvr schema.GroupVersionResource, inf cache.SharedIndexInformer)
 	OnRemove func(gvr schema.GroupVersionResource)
-	// Informer are options applied to every informer the discovery
-	// creates (WithIndexers, WithTransform, ...).
-	Informer []InformerOption
+	// InformerOptions are applied to every informer the discovery
+	// creates (WithIndexers, WithTransform, ...). Default: none.
+	InformerOptions []InformerOption
 	// Discovery is the discovery client. Default: built from
 	// Options.RESTConfig. It is read through an in-memory cache that each
 	// refresh invalidates.
@@ -472,7 +472,7 @@ func (d *Discovered) refresh(ctx context.Context) (pending bool, err error) {
 // factory runs.
 func (d *Discovered) add(ctx context.Context, r discoveredResource) error {
 	f := d.f
-	opts := slices.Clone(d.opts.Informer)
+	opts := slices.Clone(d.opts.InformerOptions)
 	var keep func(string) bool
 	if r.namespaced {
 		var version string

@@ -124,12 +124,12 @@ func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
 
 // TestDiscoveryFollowsCRDs runs a factory in discovery mode on the
 // shared apiserver, selecting the configmaps of the test's namespace and
-// the custom resources of its own groups but Gizmos: a CRD created while
-// it runs is watched and synced, with its objects; one deleted is no
-// longer watched and its data leaves the file; after a restart on the
-// same file, a CRD created while it was stopped is watched, the data of
-// one deleted while it was stopped is deleted, and the configmaps resume
-// warm. The discovery is polled once in ten minutes: the watch of CRDs is
+// the custom resources of its own groups but Gizmos and the cherries of
+// another namespace: a CRD created while it runs is watched and synced,
+// with its objects; one deleted is no longer watched and its data leaves
+// the file; after a restart on the same file, a CRD created while it was
+// stopped is watched, the data of one deleted while it was stopped is
+// deleted, and the configmaps resume warm. The discovery is polled once in ten minutes: the watch of CRDs is
 // what makes it prompt.
 func TestDiscoveryFollowsCRDs(t *testing.T) {
 	t.Parallel()
@@ -174,7 +174,10 @@ func TestDiscoveryFollowsCRDs(t *testing.T) {
 				{APIGroups: []string{""}, Kinds: []string{"ConfigMap"}, Namespaces: []string{ns}},
 				{APIGroups: []string{"*." + groups}},
 			},
-			Exclude:      []factory.ResourceRule{{Kinds: []string{"Gizmo"}}},
+			Exclude: []factory.ResourceRule{
+				{Kinds: []string{"Gizmo"}},
+				{APIGroups: []string{"c." + groups}, Namespaces: []string{other}},
+			},
 			PollInterval: 10 * time.Minute,
 			OnRemove: func(gvr schema.GroupVersionResource) {
 				mu.Lock()
@@ -238,9 +241,11 @@ func TestDiscoveryFollowsCRDs(t *testing.T) {
 
 	// Deleted while running: the informer stops and the data goes.
 	apples.delete(ctx, t, dyn)
-	waitFor(ctx, t, "the apples' informer removed and its data deleted", func() bool {
+	waitFor(ctx, t, "the apples' informer removed, its data deleted and OnRemove told", func() bool {
 		_, ok := d.Informer(apples.gvr)
-		return !ok && !inFile(f, apples.gvr)
+		mu.Lock()
+		defer mu.Unlock()
+		return !ok && !inFile(f, apples.gvr) && len(removed) > 0
 	})
 	if _, err := applesInf.AddEventHandler(cache.ResourceEventHandlerFuncs{}); err == nil {
 		t.Error("the removed apples' informer accepts handlers: it was not stopped")
@@ -257,6 +262,13 @@ func TestDiscoveryFollowsCRDs(t *testing.T) {
 	// Stopped: bananas go, cherries come.
 	bananas.delete(ctx, t, dyn)
 	cherries.create(ctx, t, dyn, ns, "red")
+	hidden := &unstructured.Unstructured{}
+	hidden.SetGroupVersionKind(cherries.gvr.GroupVersion().WithKind(cherries.kind))
+	hidden.SetNamespace(other)
+	hidden.SetName("hidden")
+	if _, err := dyn.Resource(cherries.gvr).Namespace(other).Create(ctx, hidden, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	f, d = start()
 	inf, ok := d.Informer(cmGVR)
@@ -269,7 +281,7 @@ func TestDiscoveryFollowsCRDs(t *testing.T) {
 	if !d.WaitForCacheSync(ctx) {
 		t.Fatal("the discovered informers did not sync after the restart")
 	}
-	holds(d, cherries.gvr, ns+"/red")
+	holds(d, cherries.gvr, ns+"/red") // not the hidden one, excluded by its namespace
 	holds(d, cmGVR, ns+"/settings")
 	if _, ok := d.Informer(bananas.gvr); ok {
 		t.Error("bananas, deleted while stopped, are watched")
