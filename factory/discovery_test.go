@@ -218,9 +218,16 @@ func TestDiscoveredFollowsDiscovery(t *testing.T) {
 		mu      sync.Mutex
 		added   []string
 		removed []string
+		handled []string // the Handler's adds, as kind namespace/name
 	)
 	no := false
 	d, err := f.WatchDiscovered(ctx, DiscoveryOptions{
+		Handler: cache.ResourceEventHandlerFuncs{AddFunc: func(obj interface{}) {
+			u := obj.(*unstructured.Unstructured)
+			mu.Lock()
+			defer mu.Unlock()
+			handled = append(handled, u.GetKind()+" "+u.GetNamespace()+"/"+u.GetName())
+		}},
 		Exclude:      []ResourceRule{{Kinds: []string{"Sam*"}}, {APIGroups: []string{""}, Namespaces: []string{"kube-*"}}},
 		Unstructured: true,
 		PollInterval: time.Hour,
@@ -250,6 +257,12 @@ func TestDiscoveredFollowsDiscovery(t *testing.T) {
 	if !d.WaitForCacheSync(ctx) {
 		t.Fatal("did not sync")
 	}
+	mu.Lock()
+	slices.Sort(handled)
+	if want := []string{"ConfigMap default/a", "Gadget /g", "Widget default/w"}; !slices.Equal(handled, want) {
+		t.Errorf("when synced, the Handler was told %q, want %q", handled, want)
+	}
+	mu.Unlock()
 	cms, _ := d.Informer(configMapsGVR)
 	if got := keys(cms); !slices.Equal(got, []string{"default/a"}) {
 		t.Errorf("configmaps %q, want default/a only (kube-* excluded)", got)
