@@ -402,6 +402,7 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 	return st, smp, id, err
 }
 
+// openStoreOf is openStore of the resource id.
 func (f *Factory) openStoreOf(ctx context.Context, id bolt.Identity, example runtime.Object, indexers cache.Indexers, cfg informerConfig, onCorruption func(error)) (store.Store, *sampler, error) {
 	if f.db == nil {
 		st, err := memory.New(memory.Options{Indexers: indexers})
@@ -629,6 +630,9 @@ func (f *Factory) removeInformer(ctx context.Context, name string, drop bool) (b
 	}
 	var errs []error
 	if e.sample != nil {
+		if !drop {
+			e.sample.takeFrom(ctx, e.store) // as Shutdown does
+		}
 		errs = append(errs, e.sample.Close())
 	}
 	errs = append(errs, e.store.Close())
