@@ -40,6 +40,7 @@ func (d *Discovered) crdInformer() cache.Controller {
 			},
 		}, d.f.opts.Dynamic),
 		ObjectType: &unstructured.Unstructured{},
+		Transform:  crdSummary,
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj interface{}) {
 				if gr, ok := crdResource(obj); ok {
@@ -90,6 +91,47 @@ func (d *Discovered) crdServed() map[schema.GroupResource]bool {
 		}
 	}
 	return out
+}
+
+// crdSummary keeps of a CRD what the discovery reads (crdResource,
+// crdEstablished): a CRD's schemas can weigh hundreds of kilobytes, and a
+// cluster has hundreds of CRDs.
+func crdSummary(obj interface{}) (interface{}, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil // a tombstone
+	}
+	out := &unstructured.Unstructured{Object: map[string]interface{}{}}
+	out.SetGroupVersionKind(u.GroupVersionKind())
+	out.SetName(u.GetName())
+	out.SetUID(u.GetUID())
+	out.SetResourceVersion(u.GetResourceVersion())
+	out.SetDeletionTimestamp(u.GetDeletionTimestamp())
+	spec := map[string]interface{}{}
+	if g, ok, _ := unstructured.NestedString(u.Object, "spec", "group"); ok {
+		spec["group"] = g
+	}
+	if p, ok, _ := unstructured.NestedString(u.Object, "spec", "names", "plural"); ok {
+		spec["names"] = map[string]interface{}{"plural": p}
+	}
+	versions, _, _ := unstructured.NestedSlice(u.Object, "spec", "versions")
+	var vs []interface{}
+	for _, v := range versions {
+		if m, ok := v.(map[string]interface{}); ok {
+			vs = append(vs, map[string]interface{}{"name": m["name"], "served": m["served"]})
+		}
+	}
+	spec["versions"] = vs
+	out.Object["spec"] = spec
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	var cs []interface{}
+	for _, c := range conds {
+		if m, ok := c.(map[string]interface{}); ok {
+			cs = append(cs, map[string]interface{}{"type": m["type"], "status": m["status"]})
+		}
+	}
+	out.Object["status"] = map[string]interface{}{"conditions": cs}
+	return out, nil
 }
 
 // crdResource returns the resource a CRD defines.
