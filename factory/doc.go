@@ -20,6 +20,17 @@
 // and closes the file. Package informers puts client-go's
 // SharedInformerFactory interface on a Factory.
 //
+// WatchDiscovered makes the factory follow the cluster's discovery instead
+// (Discovered): an informer per resource that can be listed and watched,
+// built-in or custom, in its group's preferred version, selected by rules
+// of groups, kinds and namespaces (DiscoveryOptions.Include and Exclude,
+// as Argo CD's resource.inclusions and resource.exclusions), all in the
+// one file. Discovery is polled and CustomResourceDefinitions are watched:
+// a resource that appears gets an informer, started at once; one that goes
+// has its informer stopped and its data deleted from the file, and so
+// does, at the first refresh after a restart, one that went while the
+// controller was stopped.
+//
 // Each resource in the file also records the cluster it came from
 // (Options.ClusterID: by default the UID of the kube-system namespace, one
 // GET when New opens the file) and the version of its transform

@@ -155,6 +155,10 @@ type Factory struct {
 	runCtx    context.Context
 	shutdown  bool
 	wg        sync.WaitGroup
+	// discovered is WatchDiscovered's, nil until it returns
+	// (discovery.go); discoveryRunning is set once its loop runs.
+	discovered       *Discovered
+	discoveryRunning bool
 }
 
 type factoryEntry struct {
@@ -163,6 +167,12 @@ type factoryEntry struct {
 	// sample keeps the sample object of a bolt store (sample.go); nil
 	// for a memory store.
 	sample *sampler
+	// id is the identity of the store's resource in the file.
+	id bolt.Identity
+	// stop ends the informer's run and done is closed when it has
+	// ended, once started (startLocked); nil before.
+	stop context.CancelFunc
+	done chan struct{}
 }
 
 // New opens the cache file (when opts.Path is set) and returns a
@@ -301,7 +311,7 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 	// warm start finds the index set it recorded and keeps its entries
 	// instead of rebuilding them by decoding every object.
 	allIndexers := mergeIndexers(f.opts.Informer.Indexers, indexers)
-	st, smp, err := f.openStore(ctx, gvr, example, scope, allIndexers, cfg, func(err error) {
+	st, smp, id, err := f.openStore(ctx, gvr, example, scope, allIndexers, cfg, func(err error) {
 		if inf := infPtr.Load(); inf != nil {
 			inf.ReportCorruption(err)
 		}
@@ -345,7 +355,7 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 		return nil, err
 	}
 	infPtr.Store(inf)
-	f.informers[name] = &factoryEntry{inf: inf, store: st, sample: smp}
+	f.informers[name] = &factoryEntry{inf: inf, store: st, sample: smp, id: id}
 	return inf, nil
 }
 
@@ -383,8 +393,17 @@ func addMissingIndexers(inf *informer.Informer, indexers cache.Indexers) error {
 // cfg.hotBytes, if set, gives the store a hot tier of its own
 // (bolt.ResourceOptions.HotBytes). A bolt store comes with the sampler
 // that checked its stored objects against cfg's transform and indexers
-// (sample.go) and keeps its sample.
-func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, scope Scope, indexers cache.Indexers, cfg informerConfig, onCorruption func(error)) (store.Store, *sampler, error) {
+// (sample.go) and keeps its sample. The identity is the resource's in the
+// file (also for a resource kept in memory).
+func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource, example runtime.Object, scope Scope, indexers cache.Indexers, cfg informerConfig, onCorruption func(error)) (store.Store, *sampler, bolt.Identity, error) {
+	kind := kindOf(f.opts.Scheme, example)
+	id := bolt.Identity{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: kind, Scope: scope}
+	st, smp, err := f.openStoreOf(ctx, id, example, indexers, cfg, onCorruption)
+	return st, smp, id, err
+}
+
+// openStoreOf is openStore of the resource id.
+func (f *Factory) openStoreOf(ctx context.Context, id bolt.Identity, example runtime.Object, indexers cache.Indexers, cfg informerConfig, onCorruption func(error)) (store.Store, *sampler, error) {
 	if f.db == nil {
 		st, err := memory.New(memory.Options{Indexers: indexers})
 		return st, nil, err
@@ -396,10 +415,10 @@ func (f *Factory) openStore(ctx context.Context, gvr schema.GroupVersionResource
 	if f.wrapCodec != nil {
 		c = f.wrapCodec(c)
 	}
-	kind := kindOf(f.opts.Scheme, example)
-	id := bolt.Identity{Group: gvr.Group, Version: gvr.Version, Resource: gvr.Resource, Kind: kind, Scope: scope}
+	gvr := schema.GroupVersionResource{Group: id.Group, Version: id.Version, Resource: id.Resource}
+	scope := id.Scope
 	sensitive := f.sensitive(gvr.GroupResource(), cfg.sealing)
-	if kind == UnstructuredKind {
+	if id.Kind == UnstructuredKind {
 		if err := f.dropKindless(ctx, id, sensitive); err != nil {
 			return nil, nil, err
 		}
@@ -546,13 +565,108 @@ func (f *Factory) Start(ctx context.Context) {
 		f.runCtx, f.cancel = context.WithCancel(ctx)
 	}
 	for name, e := range f.informers {
-		if f.started[name] {
-			continue
-		}
-		f.started[name] = true
-		inf := e.inf
-		f.wg.Go(func() { inf.RunWithContext(f.runCtx) })
+		f.startLocked(name, e)
 	}
+	f.runDiscoveryLocked()
+}
+
+// startLocked runs the informer of e, named name, on a goroutine of its
+// own until the factory's run ends or removeInformer stops it, unless it
+// runs already or the factory has not started. f.mu must be held.
+func (f *Factory) startLocked(name string, e *factoryEntry) {
+	if f.started[name] || f.runCtx == nil || f.shutdown {
+		return
+	}
+	f.started[name] = true
+	ctx, stop := context.WithCancel(f.runCtx)
+	e.stop, e.done = stop, make(chan struct{})
+	inf, done := e.inf, e.done
+	f.wg.Go(func() {
+		defer close(done)
+		defer stop()
+		inf.RunWithContext(ctx)
+	})
+}
+
+// startInformer starts the informer of that name if the factory has
+// started (Start), as Start would.
+func (f *Factory) startInformer(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e, ok := f.informers[name]; ok {
+		f.startLocked(name, e)
+	}
+}
+
+// removeInformer stops the informer of that name, waits for its run to
+// end, closes its store and takes it out of the factory, so that asking
+// for it again creates a new one. With drop, the data the file holds of
+// its resource (and its sample) is then deleted. The informer stays
+// stopped: AddEventHandler returns informer.ErrStopped. It returns the
+// identity of the removed resource, and false if the factory has no
+// informer of that name or has shut down (which stops them all).
+func (f *Factory) removeInformer(ctx context.Context, name string, drop bool) (bolt.Identity, bool, error) {
+	f.mu.Lock()
+	e, ok := f.informers[name]
+	if !ok || f.shutdown {
+		f.mu.Unlock()
+		return bolt.Identity{}, false, nil
+	}
+	delete(f.informers, name)
+	started := f.started[name]
+	delete(f.started, name)
+	// Shutdown waits for the removal before it closes the file.
+	f.wg.Add(1)
+	defer f.wg.Done()
+	f.mu.Unlock()
+	if started {
+		e.stop()
+		<-e.done
+	} else {
+		// An informer never run stops at once on a done context.
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		e.inf.RunWithContext(done)
+	}
+	var errs []error
+	if e.sample != nil {
+		if !drop {
+			e.sample.takeFrom(ctx, e.store) // as Shutdown does
+		}
+		errs = append(errs, e.sample.Close())
+	}
+	errs = append(errs, e.store.Close())
+	if drop && f.db != nil && !f.opts.Bolt.ReadOnly {
+		for _, id := range []bolt.Identity{e.id, sampleIdentity(e.id)} {
+			if _, err := f.db.DropResource(ctx, id, bolt.DropOptions{}); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return e.id, true, fmt.Errorf("informer %s: remove: %w", name, err)
+	}
+	return e.id, true, nil
+}
+
+// hasInformer reports whether the factory has an informer of that name.
+func (f *Factory) hasInformer(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.informers[name]
+	return ok
+}
+
+// openIdentities returns the identities of the resources the factory's
+// informers hold open, by bucket name.
+func (f *Factory) openIdentities() map[string]bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]bool, len(f.informers))
+	for _, e := range f.informers {
+		out[e.id.String()] = true
+	}
+	return out
 }
 
 // WaitForCacheSync waits until every started informer has synced, or ctx

@@ -28,9 +28,22 @@ import (
 // lister" rows the factory's Lister().
 const Factory = "factory"
 
-// impls are the implementations readbench measures: storebench's and the
-// factory's.
-var impls = append(append([]string{}, storebench.Impls...), Factory)
+// BoltHot and FactoryHot are storebench.Bolt and Factory with a hot tier
+// large enough to hold every pod (-hot-bytes).
+const (
+	BoltHot    = readbench.BoltHot
+	FactoryHot = "factory-hot"
+)
+
+// hotBytesPerPod is the default hot tier budget of BoltHot and FactoryHot
+// per pod: above what a podgen pod costs the tier decoded (its protobuf
+// envelope of about 4.6 KB times the tier's estimate of 2.25, plus the
+// entry), so that the tier holds every pod.
+const hotBytesPerPod = 16 << 10
+
+// impls are the implementations readbench measures: storebench's, the
+// factory's, and both with a large hot tier.
+var impls = append(append([]string{}, storebench.Impls...), Factory, BoltHot, FactoryHot)
 
 // factoryTarget is the pods informer of an informers.Factory on a new
 // bolt file in dir, never started.
@@ -41,15 +54,17 @@ type factoryTarget struct {
 	dir     string
 }
 
-func openFactory(ctx context.Context, dir string, pageSize int, reg prometheus.Registerer) (*factoryTarget, error) {
+// openFactory opens it as impl (Factory or FactoryHot) names it, with a
+// hot tier of hotBytes (nil: the store's default).
+func openFactory(ctx context.Context, impl, dir string, pageSize int, hotBytes *int64, reg prometheus.Registerer) (*factoryTarget, error) {
 	tmp, err := os.MkdirTemp(dir, "readbench-factory-")
 	if err != nil {
-		return nil, fmt.Errorf("readbench: %s: %w", Factory, err)
+		return nil, fmt.Errorf("readbench: %s: %w", impl, err)
 	}
-	bo := bolt.Options{PageSize: pageSize}
+	bo := bolt.Options{PageSize: pageSize, HotBytes: hotBytes}
 	if reg != nil {
 		if bo.Metrics, err = boltmetrics.New(reg); err != nil {
-			return nil, fmt.Errorf("readbench: %s: %w", Factory, errors.Join(err, os.RemoveAll(tmp)))
+			return nil, fmt.Errorf("readbench: %s: %w", impl, errors.Join(err, os.RemoveAll(tmp)))
 		}
 	}
 	wf, err := factory.New(ctx, factory.Options{
@@ -57,17 +72,17 @@ func openFactory(ctx context.Context, dir string, pageSize int, reg prometheus.R
 		Bolt: bo,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("readbench: %s: %w", Factory, errors.Join(err, os.RemoveAll(tmp)))
+		return nil, fmt.Errorf("readbench: %s: %w", impl, errors.Join(err, os.RemoveAll(tmp)))
 	}
 	f := informers.NewSharedInformerFactoryWithContext(ctx, wf, fake.NewClientset(), 0)
 	pods := f.Core().V1().Pods()
 	inf, ok := pods.Informer().(*informer.Informer)
 	if !ok {
-		err := fmt.Errorf("readbench: %s: the pods informer is a %T, not warmcache's (%v)", Factory, pods.Informer(), f.Fallbacks())
+		err := fmt.Errorf("readbench: %s: the pods informer is a %T, not warmcache's (%v)", impl, pods.Informer(), f.Fallbacks())
 		return nil, errors.Join(err, f.Close(), os.RemoveAll(tmp))
 	}
 	return &factoryTarget{
-		target: storebench.Wrap(Factory, inf.Store()),
+		target: storebench.Wrap(impl, inf.Store()),
 		listers: readbench.Listers{
 			ClientGo:  clientcorelisters.NewPodLister(inf.GetIndexer()),
 			Warmcache: pods.Lister(),

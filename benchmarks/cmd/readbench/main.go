@@ -8,13 +8,16 @@
 // informer of f.Core().V1().Pods() on a bolt file, its client-go lister
 // rows through client-go's PodLister over the informer's store (the
 // factory's Lister() before it selected in the store), its warmcache
-// lister rows through f.Core().V1().Pods().Lister(). For each read it
-// prints the median time, the transient heap (peak above the settled
-// heap, result live) and the bytes allocated.
+// lister rows through f.Core().V1().Pods().Lister(). The bolt-hot and
+// factory-hot columns are bolt and factory with a hot tier large enough
+// to hold every pod (-hot-bytes; by default 16 KiB per pod, above a
+// podgen pod's decoded size), what a user who has the memory configures.
+// For each read it prints the median time, the transient heap (peak above
+// the settled heap, result live) and the bytes allocated.
 //
 // Usage:
 //
-//	go run ./benchmarks/cmd/readbench [-n 100000] [-impl client-go,memory,bolt,factory] [-dir DIR] [-reps 3] [-gets 20000] [-reconciles 2000]
+//	go run ./benchmarks/cmd/readbench [-n 100000] [-impl client-go,memory,bolt,factory,bolt-hot,factory-hot] [-hot-bytes N] [-dir DIR] [-reps 3] [-gets 20000] [-reconciles 2000]
 //
 // The table goes to stdout, progress to stderr. Exit status: 0 on success,
 // 1 if a measurement failed, 2 for bad flags.
@@ -50,6 +53,8 @@ type options struct {
 	recs  int
 	// pageSize is the bolt store's page size (0: the store's default).
 	pageSize int
+	// hotBytes is the hot tier's budget of the -hot implementations.
+	hotBytes int64
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -64,14 +69,18 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.gets, "gets", 20000, "GetByKey lookups of each key distribution")
 	fs.IntVar(&o.recs, "reconciles", 2000, "iterations of the reconcile loop")
 	fs.IntVar(&o.pageSize, "bolt-page-size", 0, "page size of the bolt store's file in bytes, a power of two (0: the store's default)")
+	fs.Int64Var(&o.hotBytes, "hot-bytes", 0, "hot tier budget in bytes of "+BoltHot+" and "+FactoryHot+" (0: 16 KiB per pod, enough to hold every pod decoded)")
 	if err := fs.Parse(args); err != nil {
 		return o, cmdrun.ErrUsage
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("%w: unexpected arguments %q", cmdrun.ErrUsage, fs.Args())
 	}
-	if o.n <= 0 || o.reps <= 0 || o.gets <= 0 || o.recs <= 0 {
-		return o, fmt.Errorf("%w: -n, -reps, -gets and -reconciles must be positive", cmdrun.ErrUsage)
+	if o.n <= 0 || o.reps <= 0 || o.gets <= 0 || o.recs <= 0 || o.hotBytes < 0 {
+		return o, fmt.Errorf("%w: -n, -reps, -gets and -reconciles must be positive, -hot-bytes not negative", cmdrun.ErrUsage)
+	}
+	if o.hotBytes == 0 {
+		o.hotBytes = int64(o.n) * hotBytesPerPod
 	}
 	if err := syncflag.CheckPageSize(o.pageSize); err != nil {
 		return o, err
@@ -115,8 +124,11 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 		t.Note("%s", l)
 	}
 	t.Note("[n] after a read: the objects it returned; ms and alloc: median of %d runs; heap: the largest peak above the settled heap", o.reps)
-	if slices.Contains(o.impls, Factory) {
+	if slices.Contains(o.impls, Factory) || slices.Contains(o.impls, FactoryHot) {
 		t.Note("%s: the pods informer of package informers' factory on a bolt file; its client-go lister rows are client-go's PodLister over the informer's store (the factory's Lister() before it selected in the store), its warmcache lister rows f.Core().V1().Pods().Lister()", Factory)
+	}
+	if slices.Contains(o.impls, BoltHot) || slices.Contains(o.impls, FactoryHot) {
+		t.Note("%s, %s: %s and %s with a hot tier of %d MiB, enough to hold every pod decoded", BoltHot, FactoryHot, storebench.Bolt, Factory, o.hotBytes>>20)
 	}
 	t.Note("command: go run ./benchmarks/cmd/readbench %s", strings.Join(args, " "))
 	return t.Write(stdout)
@@ -127,18 +139,28 @@ func measureOne(ctx context.Context, impl string, c *storebench.Corpus, o option
 	reg := prometheus.NewRegistry()
 	ro := readbench.Options{Reps: o.reps, GetSamples: o.gets, Reconciles: o.recs, Gatherer: reg}
 	var t *storebench.Target
-	if impl == Factory {
-		ft, err := openFactory(ctx, o.dir, o.pageSize, reg)
+	var hotBytes *int64 // nil: the store's default
+	if impl == BoltHot || impl == FactoryHot {
+		hotBytes = &o.hotBytes
+	}
+	switch impl {
+	case Factory, FactoryHot:
+		ft, err := openFactory(ctx, impl, o.dir, o.pageSize, hotBytes, reg)
 		if err != nil {
 			return r, err
 		}
 		defer func() { err = errors.Join(err, ft.Close()) }()
 		t, ro.Listers = ft.target, &ft.listers
-	} else {
-		t, err = storebench.Open(ctx, impl, storebench.Options{Dir: o.dir, Registerer: reg, BoltPageSize: o.pageSize})
+	default:
+		base := impl
+		if impl == BoltHot {
+			base = storebench.Bolt
+		}
+		t, err = storebench.Open(ctx, base, storebench.Options{Dir: o.dir, Registerer: reg, BoltPageSize: o.pageSize, BoltHotBytes: hotBytes})
 		if err != nil {
 			return r, err
 		}
+		t.Name = impl
 		defer func() { err = errors.Join(err, t.Close()) }()
 	}
 	if err := storebench.Load(ctx, t, c, o.n, nopTimer{}); err != nil {

@@ -30,6 +30,15 @@ func TestRun(t *testing.T) {
 				"factory/client-go", "warmcache lister Pods(ns-007).List(", "f.Core().V1().Pods().Lister()",
 			},
 		},
+		{
+			Name: "a hot tier that holds every pod",
+			Args: []string{"-n", "200", "-impl", "client-go,bolt-hot,factory-hot", "-reps", "1", "-gets", "20", "-reconciles", "5", "-dir", t.TempDir()},
+			Code: cmdrun.ExitOK,
+			Stdout: []string{
+				"bolt-hot/client-go", "factory-hot/client-go", "bolt-hot <= 5.00x client-go", "with a hot tier of 3 MiB",
+			},
+		},
+		{Name: "negative hot tier", Args: []string{"-hot-bytes", "-1"}, Code: cmdrun.ExitUsage, StderrIn: "-hot-bytes not negative"},
 		{Name: "default page size", Args: []string{"-n", "50", "-impl", "bolt", "-reps", "1", "-gets", "5", "-reconciles", "1", "-dir", t.TempDir()}, Code: cmdrun.ExitOK, Stdout: []string{"bolt's default page size"}},
 		{Name: "page size not a power of two", Args: []string{"-bolt-page-size", "3000"}, Code: cmdrun.ExitUsage, StderrIn: "page size 3000"},
 		{Name: "unknown implementation", Args: []string{"-impl", "client-go,redis"}, Code: cmdrun.ExitUsage, StderrIn: `-impl "redis"`},
