@@ -607,9 +607,9 @@ func (d *Discovered) sweep(ctx context.Context, want map[schema.GroupVersionReso
 	}
 	for _, id := range ids {
 		owner := id
-		if IsSample(id) {
-			owner.Resource = strings.TrimSuffix(owner.Resource, SampleResourceSuffix)
-			owner.Kind = strings.TrimSuffix(owner.Kind, SampleKindSuffix)
+		if id.IsSample() {
+			owner.Resource = strings.TrimSuffix(owner.Resource, bolt.SampleResourceSuffix)
+			owner.Kind = strings.TrimSuffix(owner.Kind, bolt.SampleKindSuffix)
 		}
 		gvr := schema.GroupVersionResource{Group: owner.Group, Version: owner.Version, Resource: owner.Resource}
 		_, wanted := want[gvr]
@@ -623,7 +623,7 @@ func (d *Discovered) sweep(ctx context.Context, want map[schema.GroupVersionReso
 			// an informer created since openIdentities holds it
 		case err != nil:
 			d.logger.Error(err, "Cannot delete the data of a resource no longer discovered from the cache file", "identity", id.String())
-		case dropped && !IsSample(id):
+		case dropped && !id.IsSample():
 			d.logger.Info("Deleted the data of a resource not discovered or not selected any more from the cache file", "identity", id.String())
 		}
 	}

@@ -168,7 +168,7 @@ func recorded(t *testing.T, f *Factory) []string {
 	}
 	var out []string
 	for _, id := range ids {
-		if !IsSample(id) {
+		if !id.IsSample() {
 			out = append(out, schema.GroupVersionResource{Group: id.Group, Version: id.Version, Resource: id.Resource}.String())
 		}
 	}
@@ -557,7 +557,7 @@ func TestDiscoveredRelistsWhenItsRulesChange(t *testing.T) {
 			}
 			var kinds []string
 			for _, id := range ids {
-				if !IsSample(id) {
+				if !id.IsSample() {
 					kinds = append(kinds, id.Kind)
 				}
 			}

@@ -104,7 +104,7 @@ func recordedResources(ctx context.Context, t *testing.T, f *factory.Factory) []
 	}
 	var out []schema.GroupVersionResource
 	for _, id := range ids {
-		if !factory.IsSample(id) {
+		if !id.IsSample() {
 			out = append(out, schema.GroupVersionResource{Group: id.Group, Version: id.Version, Resource: id.Resource})
 		}
 	}
