@@ -1,0 +1,195 @@
+package factory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/informer"
+	"github.com/warmcache/warmcache/store/bolt"
+)
+
+// Start runs every informer not yet started, each on its own goroutine,
+// until Shutdown (or ctx's end). Informers created later are started by a
+// later Start.
+func (f *Factory) Start(ctx context.Context) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.shutdown {
+		return
+	}
+	if f.runCtx == nil {
+		f.runCtx, f.cancel = context.WithCancel(ctx)
+	}
+	for name, e := range f.informers {
+		f.startLocked(name, e)
+	}
+	f.runDiscoveryLocked()
+}
+
+// startLocked runs the informer of e, named name, on a goroutine of its
+// own until the factory's run ends or removeInformer stops it, unless it
+// runs already or the factory has not started. f.mu must be held.
+func (f *Factory) startLocked(name string, e *factoryEntry) {
+	if f.started[name] || f.runCtx == nil || f.shutdown {
+		return
+	}
+	f.started[name] = true
+	ctx, stop := context.WithCancel(f.runCtx)
+	e.stop, e.done = stop, make(chan struct{})
+	inf, done := e.inf, e.done
+	f.wg.Go(func() {
+		defer close(done)
+		defer stop()
+		inf.RunWithContext(ctx)
+	})
+}
+
+// startInformer starts the informer of that name if the factory has
+// started (Start), as Start would.
+func (f *Factory) startInformer(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e, ok := f.informers[name]; ok {
+		f.startLocked(name, e)
+	}
+}
+
+// removeInformer stops the informer of that name, waits for its run to
+// end, closes its store and takes it out of the factory, so that asking
+// for it again creates a new one. With drop, the data the file holds of
+// its resource (and its sample) is then deleted. The informer stays
+// stopped: AddEventHandler returns informer.ErrStopped. It returns the
+// identity of the removed resource, and false if the factory has no
+// informer of that name or has shut down (which stops them all).
+func (f *Factory) removeInformer(ctx context.Context, name string, drop bool) (bolt.Identity, bool, error) {
+	f.mu.Lock()
+	e, ok := f.informers[name]
+	if !ok || f.shutdown {
+		f.mu.Unlock()
+		return bolt.Identity{}, false, nil
+	}
+	delete(f.informers, name)
+	started := f.started[name]
+	delete(f.started, name)
+	// Shutdown waits for the removal before it closes the file.
+	f.wg.Add(1)
+	defer f.wg.Done()
+	f.mu.Unlock()
+	if started {
+		e.stop()
+		<-e.done
+	} else {
+		// An informer never run stops at once on a done context.
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		e.inf.RunWithContext(done)
+	}
+	var errs []error
+	if e.sample != nil {
+		if !drop {
+			e.sample.takeFrom(ctx, e.store) // as Shutdown does
+		}
+		errs = append(errs, e.sample.Close())
+	}
+	errs = append(errs, e.store.Close())
+	if drop && f.db != nil && !f.opts.Bolt.ReadOnly {
+		for _, id := range []bolt.Identity{e.id, sampleIdentity(e.id)} {
+			if _, err := f.db.DropResource(ctx, id, bolt.DropOptions{}); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return e.id, true, fmt.Errorf("informer %s: remove: %w", name, err)
+	}
+	return e.id, true, nil
+}
+
+// hasInformer reports whether the factory has an informer of that name.
+func (f *Factory) hasInformer(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.informers[name]
+	return ok
+}
+
+// openIdentities returns the identities of the resources the factory's
+// informers hold open, by bucket name.
+func (f *Factory) openIdentities() map[string]bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]bool, len(f.informers))
+	for _, e := range f.informers {
+		out[e.id.String()] = true
+	}
+	return out
+}
+
+// WaitForCacheSync waits until every started informer has synced, or ctx
+// is done. It returns each informer's state by name.
+func (f *Factory) WaitForCacheSync(ctx context.Context) map[string]bool {
+	f.mu.Lock()
+	var names []string
+	checkers := map[string]cache.DoneChecker{}
+	for name, e := range f.informers {
+		if f.started[name] {
+			names = append(names, name)
+			checkers[name] = e.inf.HasSyncedChecker()
+		}
+	}
+	f.mu.Unlock()
+	sort.Strings(names)
+	out := map[string]bool{}
+	for _, name := range names {
+		out[name] = cache.WaitFor(ctx, "", checkers[name])
+	}
+	return out
+}
+
+// Shutdown stops every informer, waits for them, then closes their stores
+// and the file. Informers cannot be created afterwards. It is idempotent.
+func (f *Factory) Shutdown() error {
+	f.mu.Lock()
+	if f.shutdown {
+		f.mu.Unlock()
+		return nil
+	}
+	f.shutdown = true
+	if f.cancel != nil {
+		f.cancel()
+	}
+	entries := f.informers
+	var idle []*informer.Informer
+	for name, e := range entries {
+		if !f.started[name] {
+			idle = append(idle, e.inf)
+		}
+	}
+	f.mu.Unlock()
+	// An informer never run stops at once on a done context: it ends
+	// stopped (AddEventHandler returns ErrStopped), as a run one does.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, inf := range idle {
+		inf.RunWithContext(done)
+	}
+	f.wg.Wait()
+	var errs []error
+	for _, e := range entries {
+		if e.sample != nil {
+			e.sample.takeFrom(context.Background(), e.store)
+			errs = append(errs, e.sample.Close())
+		}
+		if err := e.store.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if f.db != nil {
+		errs = append(errs, f.db.Close())
+	}
+	return errors.Join(errs...)
+}
