@@ -12,7 +12,8 @@
 // bookmarks with Bookmark, relists with BeginReplace, ReplacePage (one per
 // list page or per chunk of a WatchList stream) and EndReplace (or
 // AbortReplace when the list fails), and on a warm start MarkSynced once
-// its watch from the persisted resourceVersion is established. Resync
+// it has caught up with the server (every change made before its start
+// is pushed). Resync
 // queues Sync deltas, which carry keys only, for the consumer's known
 // objects (client-go's periodic resync).
 //
