@@ -335,6 +335,9 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 		o.Metrics = f.opts.MetricsFor(name)
 	}
 	o.Indexers = allIndexers
+	if o.Reflector.ListVersions == nil {
+		o.Reflector.ListVersions = f.listVersions(gvr, scope)
+	}
 	if cfg.resync != nil {
 		o.ResyncPeriod = *cfg.resync
 	}

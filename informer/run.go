@@ -243,6 +243,23 @@ func (i *Informer) storedVersions(max int) (map[string]string, cache.KeyFunc, bo
 		return nil, nil, false
 	}
 	out := make(map[string]string, len(keys))
+	if sr, ok := i.store.(store.StatesReader); ok {
+		// One read transaction for every key, no object decoded.
+		states, err := sr.ReadStates(keys, func(int, string) bool { return false })
+		if errors.Is(err, store.ErrCorrupt) {
+			i.ReportCorruption(fmt.Errorf("read the stored resourceVersions for the resume check: %w", err))
+		}
+		if err != nil {
+			return nil, nil, false
+		}
+		for n, st := range states {
+			if !st.Exists {
+				return nil, nil, false
+			}
+			out[keys[n]] = st.RV
+		}
+		return out, i.store.KeyFunc(), true
+	}
 	for _, k := range keys {
 		rv, ok, err := i.store.ResourceVersionOf(k)
 		if errors.Is(err, store.ErrCorrupt) {

@@ -17,7 +17,10 @@ const (
 	// R and the stored one is older. Watch events arrive in
 	// resourceVersion order, so once the watch delivered an event or a
 	// bookmark at or past R, every change up to R was delivered before
-	// it: MarkSynced follows that event. kube-apiserver's watch cache
+	// it: MarkSynced follows that event. When the resume check listed the
+	// metadata of every object at R (Options.ListVersions), MarkSynced
+	// follows as soon as the watch has delivered each object that
+	// differed at its state at R, which is often long before that. kube-apiserver's watch cache
 	// sends a watch a bookmark at its current resourceVersion 2s before
 	// the watch's timeout; the watches of a catch-up ask for
 	// Options.CatchUpTimeout so that an idle resource gets it within
@@ -58,6 +61,12 @@ type catchUp struct {
 	// target is the server's resourceVersion at the resume check
 	// (catchUpTarget).
 	target string
+	// versions, when the resume check compared the metadata of every
+	// object with the stored state (Options.ListVersions), tracks the
+	// objects that differ: once the watch has delivered each at its
+	// listed state, the store is the server's at target, and MarkSynced
+	// follows (catchUpTarget).
+	versions versionCheck
 	// settle is the quiet period of catchUpSettle.
 	settle time.Duration
 	// started is when Run started, for the log line of the sync.

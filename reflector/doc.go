@@ -19,7 +19,14 @@
 //     (kube-apiserver with --watch-cache=false) leaves an idle resource's
 //     catch-up watches silent for their whole timeout; after two in a row
 //     the reflector relists the most recent state, the exact way to sync
-//     there (ErrNoCatchUpSignal). kube-apiserver accepts a watch from an expired
+//     there (ErrNoCatchUpSignal). A store of more than a page and at most
+//     Options.VersionCheckLimit (10,000) objects is compared with the
+//     server's state instead when Options.ListVersions is set (package
+//     factory sets it): the resume check lists every object's metadata
+//     (pages of 2,000); unchanged, the warm start is synced at once;
+//     changed, MarkSynced follows the event that brings the last object
+//     that differed to its state at R, with or without bookmarks.
+//     kube-apiserver accepts a watch from an expired
 //     RV and reports the 410 as its first event, at once; in that case the
 //     reflector pushes no MarkSynced and relists, and the relist's
 //     EndReplace completes the sync. A store of at most a page of objects

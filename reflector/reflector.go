@@ -193,8 +193,20 @@ func (r *Reflector) Run(ctx context.Context) {
 				r.handleError(ctx, err)
 				failed = true
 			}
+		case a.check == resumeBehind && a.same:
+			// The version check found every object at its stored
+			// resourceVersion: the stored state is the server's at a.rv.
+			cu.mode = catchUpOpen
+			if err := r.resumeUnchanged(ctx, a.rv, len(a.versions.listed)); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				r.abortReplace(ctx)
+				r.handleError(ctx, err)
+				failed = true
+			}
 		case a.check == resumeBehind:
-			cu.mode, cu.target = catchUpTarget, a.rv
+			cu.mode, cu.target, cu.versions = catchUpTarget, a.rv, a.versions
 		default:
 			cu.mode, cu.settle = catchUpSettle, r.opts.ResumeSettle
 		}
@@ -257,12 +269,7 @@ func (r *Reflector) Run(ctx context.Context) {
 func (r *Reflector) resumeWhole(ctx context.Context, a resumeAnswer, cu *catchUp) error {
 	logger := klog.FromContext(ctx)
 	if a.same {
-		logger.V(2).Info("The resource did not change since the stored resourceVersion; synced", "serverResourceVersion", a.rv, "objects", len(a.items))
-		if err := r.sink.Bookmark(ctx, a.rv); err != nil {
-			return fmt.Errorf("%w: bookmark at resourceVersion %s: %w", ErrSink, a.rv, err)
-		}
-		r.setLastSyncResourceVersion(a.rv)
-		return nil
+		return r.resumeUnchanged(ctx, a.rv, len(a.items))
 	}
 	logger.V(2).Info("The resume check listed the whole resource, which changed since the stored resourceVersion; that list is the relist",
 		"serverResourceVersion", a.rv, "objects", len(a.items))
@@ -284,6 +291,19 @@ func (r *Reflector) resumeWhole(ctx context.Context, a resumeAnswer, cu *catchUp
 		return err
 	}
 	r.lastRelist = r.clock.Now()
+	return nil
+}
+
+// resumeUnchanged ends a warm start whose resume check found the stored
+// state to be the server's at rv (n objects, none changed since the stored
+// RV): it pushes Bookmark(rv), and the watch resumes from there, synced
+// at once.
+func (r *Reflector) resumeUnchanged(ctx context.Context, rv string, n int) error {
+	klog.FromContext(ctx).V(2).Info("The resource did not change since the stored resourceVersion; synced", "serverResourceVersion", rv, "objects", n)
+	if err := r.sink.Bookmark(ctx, rv); err != nil {
+		return fmt.Errorf("%w: bookmark at resourceVersion %s: %w", ErrSink, rv, err)
+	}
+	r.setLastSyncResourceVersion(rv)
 	return nil
 }
 

@@ -47,16 +47,22 @@ type resumeAnswer struct {
 	// and the server had no more.
 	items []runtime.Object
 	whole bool
-	// same is set when whole and the items are the stored state: the
-	// same keys at the same resourceVersions.
+	// same is set when whole or versions and the server's objects are the
+	// stored state: the same keys at the same resourceVersions.
 	same bool
+	// versions is set when the check listed the metadata of every object
+	// (Options.ListVersions) and compared it with the stored state.
+	versions versionCheck
 }
 
 // checkResume compares the stored resourceVersion rv with the server's
 // current one, read with a consistent LIST (ResourceVersion "";
 // Options.ResumeCheck) of at most one object, or, when the store holds at
 // most ListPageSize objects (Options.StoredVersions), of a page: if that page
-// is the whole resource, it is compared with the stored state too.
+// is the whole resource, it is compared with the stored state too. A larger
+// store of at most VersionCheckLimit objects is compared with the metadata
+// of every object instead (Options.ListVersions), when that list answers;
+// when it fails, the check falls back to the LIST of one object.
 //
 // A LIST that fails is retried as a failed relist is: the error goes to
 // the WatchErrorHandler and the retry waits on the reflector's backoff
@@ -76,15 +82,36 @@ func (r *Reflector) checkResume(ctx context.Context, rv string) (resumeAnswer, e
 	var stored map[string]string
 	var keyOf cache.KeyFunc
 	limit := int64(1)
+	var versions *metav1.PartialObjectMetadataList
 	if r.opts.StoredVersions != nil {
+		most := int(r.opts.ListPageSize)
+		if r.opts.ListVersions != nil && r.opts.VersionCheckLimit > most {
+			most = r.opts.VersionCheckLimit
+		}
 		var ok bool
-		if stored, keyOf, ok = r.opts.StoredVersions(int(r.opts.ListPageSize)); ok {
+		stored, keyOf, ok = r.opts.StoredVersions(most)
+		switch {
+		case !ok:
+		case len(stored) <= int(r.opts.ListPageSize):
 			limit = r.opts.ListPageSize
+		default:
+			var err error
+			versions, err = r.listVersionsPage(ctx, metav1.ListOptions{ResourceVersion: "", Limit: versionPageSize})
+			if err != nil {
+				if ctx.Err() != nil {
+					return resumeAnswer{check: resumeUnchecked}, ctx.Err()
+				}
+				logger.V(2).Info("Cannot list the metadata of the resource for the version check; checking the resourceVersion alone", "err", err)
+			}
 		}
 	}
 	var list runtime.Object
 	var current, cont string
 	for failures := 1; ; failures++ {
+		if versions != nil {
+			current = versions.ResourceVersion
+			break
+		}
 		var err error
 		list, current, cont, err = r.resumeList(ctx, limit)
 		if err == nil {
@@ -123,6 +150,15 @@ func (r *Reflector) checkResume(ctx context.Context, rv string) (resumeAnswer, e
 		return a, nil
 	}
 	a.check = resumeBehind
+	if versions != nil {
+		var ok bool
+		if a.versions, ok = r.checkVersions(ctx, versions, stored, keyOf); ok {
+			a.same = len(a.versions.pending) == 0
+		}
+		logger.V(2).Info("The server has moved on since the stored resourceVersion", "resourceVersion", rv, "serverResourceVersion", current,
+			"versionsChecked", ok, "unchanged", a.same, "changedObjects", len(a.versions.pending))
+		return a, nil
+	}
 	if limit > 1 && cont == "" {
 		a.whole = true
 		if err := meta.EachListItemWithAlloc(list, func(o runtime.Object) error {

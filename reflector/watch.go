@@ -133,7 +133,9 @@ func isInternal(err error) bool { return apierrors.IsInternalError(err) }
 // syncs). Otherwise consume pushes MarkSynced, and clears cu.pending:
 //
 //   - catchUpTarget: just after the first event or bookmark at or past
-//     the server's resourceVersion at the resume check;
+//     the server's resourceVersion at the resume check, or after the
+//     event that brought the last object that differed at the resume
+//     check's version check to its state there (cu.versions);
 //   - catchUpOpen: at once (nothing is pending), unless an event is
 //     already waiting, which decides first as after a timer;
 //   - catchUpSettle (the last resort): just before the first event, or
@@ -241,7 +243,7 @@ func (r *Reflector) consume(ctx context.Context, w watch.Interface, cu *catchUp,
 		}
 		r.setLastSyncResourceVersion(rv)
 		st.events++
-		if cu.reached(rv) {
+		if cu.reached(rv) || (cu.watching() && ev.Type != watch.Bookmark && cu.versions.applied(ctx, ev.Type, ev.Object, rv)) {
 			if err := r.markSynced(ctx, cu, rv); err != nil {
 				return st, err
 			}
@@ -258,6 +260,7 @@ func (r *Reflector) markSynced(ctx context.Context, cu *catchUp, at string) erro
 		return nil
 	}
 	cu.pending = false
+	cu.versions = versionCheck{}
 	klog.FromContext(ctx).V(2).Info("Warm start caught up with the server; synced",
 		"mode", cu.mode.String(), "serverResourceVersion", cu.target, "at", at, "after", r.clock.Since(cu.started))
 	if err := r.sink.MarkSynced(ctx); err != nil {
