@@ -20,7 +20,7 @@
 //     catch-up watches silent for their whole timeout; after two in a row
 //     the reflector relists the most recent state, the exact way to sync
 //     there (ErrNoCatchUpSignal). A store of more than a page and at most
-//     Options.VersionCheckLimit (10,000) objects is compared with the
+//     Options.VersionCheckLimit (5,000) objects is compared with the
 //     server's state instead when Options.ListVersions is set (package
 //     factory sets it): the resume check lists every object's metadata
 //     (pages of 2,000); unchanged, the warm start is synced at once;

@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	go run ./benchmarks/cmd/resumebench [-pods 2000] [-configmaps 40] [-runs 20] [-change 0.01]
+//	go run ./benchmarks/cmd/resumebench [-pods 2000] [-configmaps 40] [-runs 20] [-change 0.01] [-version-check-limit 0] [-no-watch-cache]
 //
 // It starts kube-apiserver and etcd on loopback, creates -pods pods and
 // -configmaps ConfigMaps in one namespace, and syncs a warmcache factory
@@ -15,18 +15,21 @@
 //
 //   - idle: nothing of either resource changed, but the cluster's
 //     resourceVersion moved on (a write elsewhere, as leases do every
-//     10s). The pods (more than a page: the resume check lists one object)
-//     sync on the watch cache's bookmark; the ConfigMaps (a page or less:
-//     checked whole by the resume check) at once.
+//     10s). The pods (more than a page) sync once the resume check's
+//     version check (the metadata of every pod) found them unchanged, or,
+//     over -version-check-limit, on the watch cache's bookmark; the
+//     ConfigMaps (a page or less: checked whole by the resume check) at
+//     once.
 //   - changed: -change of the pods were updated while the factory was
 //     stopped; the pods sync once the resumed watch has delivered them.
 //   - client-go: client-go's SharedIndexInformer lists the pods (the cold
 //     sync every client-go controller pays at each restart).
 //
 // With -no-watch-cache the apiserver runs with --watch-cache=false: it
-// sends no bookmarks, so the idle pods' catch-up watch stays silent for its
-// 3s timeout and the warm start then relists them (the exact fallback);
-// this measures what that costs.
+// sends no bookmarks, so without the version check (-version-check-limit
+// -1, or more pods than the limit) the idle pods' catch-up watches stay
+// silent for their 3s timeout and the warm start then relists them (the
+// exact fallback); this measures what that costs.
 //
 // It reports the distribution (min, p50, p90, max) of each. The table goes
 // to stdout, progress to stderr. Exit status: 0 on success, 1 if a
@@ -56,9 +59,11 @@ import (
 	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
 	"github.com/warmcache/warmcache/benchmarks/internal/machine"
 	"github.com/warmcache/warmcache/factory"
+	"github.com/warmcache/warmcache/informer"
 	wcinformers "github.com/warmcache/warmcache/informers"
 	"github.com/warmcache/warmcache/internal/demo"
 	"github.com/warmcache/warmcache/internal/testenv"
+	"github.com/warmcache/warmcache/reflector"
 	"github.com/warmcache/warmcache/store/bolt"
 )
 
@@ -69,6 +74,7 @@ type options struct {
 	change                 float64
 	dir                    string
 	noWatchCache           bool
+	versionCheckLimit      int
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -80,7 +86,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.runs, "runs", 20, "warm starts measured in each situation")
 	fs.Float64Var(&o.change, "change", 0.01, "fraction of the pods updated before each changed warm start")
 	fs.StringVar(&o.dir, "dir", "", "working directory (default: a temporary one, removed at the end)")
-	fs.BoolVar(&o.noWatchCache, "no-watch-cache", false, "run kube-apiserver with --watch-cache=false (no bookmarks: a warm start of a resource over a page relists)")
+	fs.BoolVar(&o.noWatchCache, "no-watch-cache", false, "run kube-apiserver with --watch-cache=false (no bookmarks: a warm start of a resource over a page and over the version check's limit relists)")
+	fs.IntVar(&o.versionCheckLimit, "version-check-limit", 0, "the reflectors' VersionCheckLimit: the most stored objects whose versions a warm start compares with the server's (0: the default, 5,000; -1: never, the catch-up waits for the bookmark)")
 	if err := fs.Parse(args); err != nil {
 		return o, cmdrun.ErrUsage
 	}
@@ -187,8 +194,15 @@ func measure(ctx context.Context, o options, args []string, stdout, stderr io.Wr
 		fmt.Fprintf(stdout, "%-58s %9s %9s %9s %9s\n", name, s[0].Round(time.Millisecond), q(0.5), q(0.9), s[len(s)-1].Round(time.Millisecond))
 	}
 	row(fmt.Sprintf("warm, idle ConfigMaps (%d: checked whole)", o.configMaps), idleCMs)
+	limit := o.versionCheckLimit
+	if limit == 0 {
+		limit = reflector.DefaultVersionCheckLimit
+	}
 	idleHow := "the watch cache's bookmark"
-	if o.noWatchCache {
+	switch {
+	case o.pods <= limit:
+		idleHow = "the version check"
+	case o.noWatchCache:
 		idleHow = "no bookmark: a relist"
 	}
 	row(fmt.Sprintf("warm, idle pods (%d: %s)", o.pods, idleHow), idlePods)
@@ -250,7 +264,8 @@ func (b *bench) warmcache(ctx context.Context) (map[string]time.Duration, error)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	start := time.Now()
-	wf, err := factory.New(ctx, factory.Options{Path: b.file, RESTConfig: b.config, Bolt: bolt.Options{Sync: bolt.UnsafeNoSync}})
+	wf, err := factory.New(ctx, factory.Options{Path: b.file, RESTConfig: b.config, Bolt: bolt.Options{Sync: bolt.UnsafeNoSync},
+		Informer: informer.Options{Reflector: reflector.Options{VersionCheckLimit: b.o.versionCheckLimit}}})
 	if err != nil {
 		return nil, err
 	}
