@@ -44,7 +44,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -83,8 +82,7 @@ type options struct {
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
-	fs := flag.NewFlagSet("informerbench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cmdrun.FlagSet("informerbench", stderr)
 	var o options
 	var impls, sync, encoding, relists string
 	fs.IntVar(&o.n, "n", 100000, "number of pods")
@@ -102,11 +100,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.boltGOGC, "bolt-gogc", 0, "GOGC during the bolt informer's phases only (0: the process's, 100 unless GOGC is set); its heap is a few MB, so a higher value costs little memory and saves collections")
 	fs.BoolVar(&o.skipAlone, "skip-server-alone", false, "skip the measurement of the server alone (a client that reads its streams without decoding them) before the informers")
 	fs.StringVar(&encoding, "encoding", "protobuf", "wire encoding: protobuf or json")
-	if err := fs.Parse(args); err != nil {
-		return o, cmdrun.ErrUsage
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("%w: unexpected arguments %q", cmdrun.ErrUsage, fs.Args())
+	if err := cmdrun.Parse(fs, args); err != nil {
+		return o, err
 	}
 	if o.n <= 0 || o.updates < 0 {
 		return o, fmt.Errorf("%w: -n must be positive and -updates not negative", cmdrun.ErrUsage)

@@ -5,6 +5,7 @@ package cmdrun
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -44,6 +45,26 @@ func Run[O any](name string, args []string, stderr io.Writer, parse func(args []
 		return ExitFail
 	}
 	return ExitOK
+}
+
+// FlagSet returns the flag set of the program called name: it writes its
+// usage and errors to stderr and returns them rather than exiting.
+func FlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// Parse parses args with fs, which takes no positional arguments: a bad
+// flag is ErrUsage bare (fs has written why), an argument ErrUsage wrapped.
+func Parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return ErrUsage
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", ErrUsage, fs.Args())
+	}
+	return nil
 }
 
 // Impls splits the comma-separated value of -impl into its names, each one
