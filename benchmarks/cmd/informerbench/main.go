@@ -51,7 +51,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/warmcache/warmcache/benchmarks/internal/apiproc"
@@ -152,7 +151,7 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	// The server's standard error is copied to stderr too, concurrently.
-	stderr = &lockedWriter{w: stderr}
+	stderr = cmdrun.LockedWriter(stderr)
 	return cmdrun.Run("informerbench", args, stderr, parse, func(ctx context.Context, o options) error {
 		return measureAll(ctx, o, args, stdout, stderr)
 	})
@@ -164,18 +163,6 @@ func joinInts(v []int) string {
 		s[i] = strconv.Itoa(n)
 	}
 	return strings.Join(s, ",")
-}
-
-// lockedWriter serialises writes to w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func measureAll(ctx context.Context, o options, args []string, stdout, stderr io.Writer) (err error) {

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Exit codes of every benchmark program.
@@ -79,4 +80,19 @@ func Impls(value string, known []string) ([]string, error) {
 		impls = append(impls, name)
 	}
 	return impls, nil
+}
+
+// LockedWriter returns a writer that serialises the writes to w, for the
+// progress lines of goroutines that share stderr.
+func LockedWriter(w io.Writer) io.Writer { return &lockedWriter{w: w} }
+
+type lockedWriter struct {
+	mu sync.Mutex // guards w's writes
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
