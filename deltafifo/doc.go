@@ -16,11 +16,9 @@
 // is pushed). Resync queues Sync deltas, which carry keys only, for the
 // consumer's known objects (client-go's periodic resync).
 //
-// The queue is bounded: Options.Capacity limits the number of queued
-// deltas plus queued page objects. A push that does not fit blocks until
-// the consumer pops, which is backpressure on the watch. Every push takes
-// a context and returns its error if it is done first; nothing is queued
-// then.
+// Options.Capacity bounds the queued deltas plus page objects: a push that
+// does not fit blocks until the consumer pops (backpressure on the watch)
+// or its context is done, which it returns, queueing nothing.
 //
 // Queues may also share a Budget (Options.Budget), which bounds their
 // depths together, as an informer factory does for all of its informers:
@@ -108,7 +106,7 @@
 // that completes the sync (after a 410); a consumer that has not told its
 // handlers the state it holds yet decides itself what is initial.
 //
-// # Close
+// # Close and ownership
 //
 // Close unblocks every producer (they return ErrClosed, as does every
 // later push). Pop drains what was queued before Close and then returns
@@ -116,9 +114,7 @@
 // context. A replace left open by Close is never ended: a consumer that
 // sees ErrClosed in the middle of a relist discards it.
 //
-// # Ownership
-//
 // Objects pushed belong to the queue (the Transformer may change them in
-// place); the slices of a popped Batch belong to the consumer. The objects
-// themselves are shared and must not be mutated by anyone (invariant 6).
+// place); the slices of a popped Batch belong to the consumer; nobody
+// mutates the objects themselves (invariant 6).
 package deltafifo

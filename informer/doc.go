@@ -61,10 +61,9 @@
 // # Failures
 //
 // A store write that fails (disk full, read-only file) is retried with
-// exponential backoff, never dropped; meanwhile Err returns the error
-// (wrapping ErrStoreWrite), the store_healthy metric is 0, the store
-// serves its last committed state and the queue fills, which stalls the
-// watch. Data the store cannot decode (a bolt store calls its
+// exponential backoff, never dropped; meanwhile Err returns it (wrapping
+// ErrStoreWrite), the store_healthy metric is 0, the store serves its last
+// committed state and the queue fills, stalling the watch. Data the store cannot decode (a bolt store calls its
 // OnCorruption hook, which should call ReportCorruption; package factory
 // wires it) makes the informer relist, which rewrites the content.
 //
@@ -102,10 +101,9 @@
 //   - A handler added without HandlerOptions.Logger logs to the informer's
 //     logger (Options.Logger), not to klog.Background; a nil handler is
 //     refused with an error.
-//   - Errors name the informer before client-go's words and match
-//     ErrStarted, ErrStopped or ErrInvalidRegistration. The
-//     *cache.Reflector a watch error handler receives carries the
-//     reflector's name and type description only.
+//   - Errors name the informer and match ErrStarted, ErrStopped or
+//     ErrInvalidRegistration. The *cache.Reflector a watch error handler
+//     receives carries the reflector's name and type description only.
 //
 // # Ownership
 //
@@ -119,6 +117,5 @@
 // keeps a copy of every object handed out and panics with a diff when one
 // changes.
 //
-// How the informer reads, decodes and paces is in ARCHITECTURE.md, "The
-// informer".
+// ARCHITECTURE.md ("The informer") says how it reads, decodes and paces.
 package informer
