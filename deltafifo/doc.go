@@ -13,15 +13,12 @@
 // list page or per chunk of a WatchList stream) and EndReplace (or
 // AbortReplace when the list fails), and on a warm start MarkSynced once
 // it has caught up with the server (every change made before its start
-// is pushed). Resync
-// queues Sync deltas, which carry keys only, for the consumer's known
-// objects (client-go's periodic resync).
+// is pushed). Resync queues Sync deltas, which carry keys only, for the
+// consumer's known objects (client-go's periodic resync).
 //
-// The queue is bounded: Options.Capacity limits the number of queued
-// deltas plus queued page objects. A push that does not fit blocks until
-// the consumer pops, which is backpressure on the watch. Every push takes
-// a context and returns its error if it is done first; nothing is queued
-// then.
+// Options.Capacity bounds the queued deltas plus page objects: a push that
+// does not fit blocks until the consumer pops (backpressure on the watch)
+// or its context is done, which it returns, queueing nothing.
 //
 // Queues may also share a Budget (Options.Budget), which bounds their
 // depths together, as an informer factory does for all of its informers:
@@ -84,33 +81,14 @@
 //
 // # The safe resourceVersion (invariant 1)
 //
-// Every pushed event has a resourceVersion: an object's
-// metadata.resourceVersion, a bookmark's rv, the list resourceVersion of
-// an EndReplace. Objects without one, tombstones
-// (cache.DeletedFinalStateUnknown), Sync deltas and listed objects do not
-// move it. The queue tracks lastRV, the resourceVersion of the last event
-// pushed (Options.InitialResourceVersion at first). When a key first
-// enters a deltas segment it records prevRV, the lastRV before that event.
-// When Pop takes the first keys of the head deltas segment:
-//
-//   - if keys remain, Batch.ResourceVersion is the new head key's prevRV:
-//     every event pushed before the head key's first event belongs to a
-//     key that has now been popped (or to an earlier segment);
-//   - if the segment is now empty, it is the segment's last
-//     resourceVersion, including any bookmark pushed after its last key.
-//
-// A bookmark pushed while nothing is queued thus yields a KindDeltas batch
-// with no deltas and that resourceVersion, so the consumer persists it.
-//
-// So the safe resourceVersion never runs ahead of an unpopped event, given
-// that the producer pushes events in resourceVersion order, as a watch
-// delivers them. It can lag behind: a popped batch may contain deltas
-// newer than its safe resourceVersion, because a key's later deltas are
-// coalesced with its first. After a crash, a watch resumed from the
-// persisted resourceVersion may therefore replay events the store already
-// holds; the consumer skips events whose resourceVersion is not newer than
-// the stored object's. The safe resourceVersion catches up with lastRV as
-// soon as a segment drains.
+// A KindDeltas batch's ResourceVersion never runs ahead of an event not yet
+// popped, given that the producer pushes events in resourceVersion order,
+// as a watch delivers them; a bookmark pushed while nothing is queued is a
+// batch with no deltas, so that the consumer persists it. It can lag: a
+// batch may hold deltas newer than it, because a key's later deltas are
+// coalesced with its first, so after a crash a watch resumed from it may
+// replay events the store already holds, which the consumer skips. How it
+// is computed is in ARCHITECTURE.md, "The queue's safe resourceVersion".
 //
 // # Initial sync
 //
@@ -128,7 +106,7 @@
 // that completes the sync (after a 410); a consumer that has not told its
 // handlers the state it holds yet decides itself what is initial.
 //
-// # Close
+// # Close and ownership
 //
 // Close unblocks every producer (they return ErrClosed, as does every
 // later push). Pop drains what was queued before Close and then returns
@@ -136,9 +114,7 @@
 // context. A replace left open by Close is never ended: a consumer that
 // sees ErrClosed in the middle of a relist discards it.
 //
-// # Ownership
-//
 // Objects pushed belong to the queue (the Transformer may change them in
-// place); the slices of a popped Batch belong to the consumer. The objects
-// themselves are shared and must not be mutated by anyone (invariant 6).
+// place); the slices of a popped Batch belong to the consumer; nobody
+// mutates the objects themselves (invariant 6).
 package deltafifo

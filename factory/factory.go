@@ -129,9 +129,14 @@ type Options struct {
 	Sensitive []schema.GroupResource
 }
 
-// Factory creates informers that share one cache file, starts them and
-// shuts them down (client-go's SharedInformerFactory). One informer exists
-// per resource and scope: asking twice returns the same one.
+// Factory is warmcache's own informer factory, the one that owns the cache
+// file: it makes informers by resource and scope (ForResource, ForDynamic,
+// ForMetadata, InformerFor) and is what controller-runtime's cache
+// (crcache) and package informers are built on; code written against
+// client-go's SharedInformerFactory (f.Core().V1().Pods()) uses
+// informers.Factory, which wraps one, instead. It creates informers that
+// share one cache file, starts them and shuts them down. One informer
+// exists per resource and scope: asking twice returns the same one.
 //
 // A Factory owns its file and its informers' stores: Shutdown stops the
 // informers and closes them. All methods are safe for concurrent use.

@@ -118,11 +118,16 @@ func WithInformerName(name *cache.InformerName) SharedInformerOption {
 	return func(f *Factory) { f.informerName = name }
 }
 
-// Factory implements client-go's informers.SharedInformerFactory (and so
-// internalinterfaces.SharedInformerFactory) on a factory.Factory: one
-// informer per Go type, each a warmcache informer whose store is a
-// resource of the factory.Factory's file (or, without a file, in memory).
-// All methods are safe for concurrent use.
+// Factory is client-go's SharedInformerFactory interface over a
+// factory.Factory, for code written against client-go's informers
+// (f.Core().V1().Pods(), InformerFor, ForResource) to switch by its import;
+// code that names resources and scopes itself, or controller-runtime, uses
+// the factory.Factory it wraps directly. It implements client-go's
+// informers.SharedInformerFactory (and so
+// internalinterfaces.SharedInformerFactory): one informer per Go type, each
+// a warmcache informer whose store is a resource of the factory.Factory's
+// file (or, without a file, in memory). All methods are safe for
+// concurrent use.
 type Factory struct {
 	wf            *factory.Factory
 	client        kubernetes.Interface

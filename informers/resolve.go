@@ -31,7 +31,7 @@ func resolve(obj runtime.Object) (typedResource, error) {
 	if err != nil {
 		return typedResource{}, fmt.Errorf("%w: %T (%s) has no list kind: %w", ErrUnknownType, obj, gvk, err)
 	}
-	tc, ok := typedClients()[reflect.TypeOf(list)]
+	tc, ok := typedClientOf(reflect.TypeOf(list))
 	if !ok {
 		return typedResource{}, fmt.Errorf("%w: kubernetes.Interface has no typed client listing %T", ErrNoTypedClient, list)
 	}

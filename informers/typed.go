@@ -17,8 +17,8 @@ import (
 // typedClient is how kubernetes.Interface reaches the typed client of one
 // resource: client.<group>().<resource>(namespace) for a namespaced
 // resource, client.<group>().<resource>() for a cluster-scoped one. The
-// table of them (typedClients) is generated (generated_clients.go) rather
-// than found by reflection: a program that looks methods up by name keeps
+// tables of them (typedClientsByGroup, one per API group) are generated
+// (generated_<group>.go) rather than found by reflection: a program that looks methods up by name keeps
 // every exported method of every type the linker reaches (the typed
 // clients' Create, Update, Apply ... and their apply configurations), which
 // made a controller's binary twice the size of client-go's.
@@ -36,9 +36,16 @@ type (
 	watchFunc func(context.Context, metav1.ListOptions) (watch.Interface, error)
 )
 
-// typedClients returns the typed clients of kubernetes.Interface by the
-// pointer type of their list (*corev1.PodList).
-func typedClients() map[reflect.Type]typedClient { return typedClientsByList }
+// typedClientOf returns the typed client of kubernetes.Interface whose
+// list is of type list (*corev1.PodList).
+func typedClientOf(list reflect.Type) (typedClient, bool) {
+	for _, clients := range typedClientsByGroup {
+		if tc, ok := clients[list]; ok {
+			return tc, true
+		}
+	}
+	return typedClient{}, false
+}
 
 // typedListWatch returns the list and watch of a typed client (r.List,
 // r.Watch) as open returns them.

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/warmcache/warmcache/internal/eventlog"
+
 	"github.com/warmcache/warmcache/internal/mutationtest"
 	"github.com/warmcache/warmcache/internal/testkit"
 )
@@ -131,7 +133,7 @@ func TestHandler(t *testing.T) {
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 	defer q.ShutDown()
 	var counts counters
-	h := &handler{queue: q, log: newEventLog(klog.Background(), &buf), counts: &counts, logger: klog.Background()}
+	h := &handler{queue: q, log: eventlog.New[Event](klog.Background(), &buf), counts: &counts, logger: klog.Background()}
 	h.OnAdd(testkit.Pod("a", "1"), true)
 	h.OnAdd(testkit.Pod("b", "2"), false)
 	h.OnUpdate(testkit.Pod("a", "1"), testkit.Pod("a", "3"))
@@ -161,23 +163,6 @@ func TestHandler(t *testing.T) {
 		if e != w {
 			t.Errorf("line %d = %+v, want %+v", i, e, w)
 		}
-	}
-}
-
-type failingWriter struct{ n int }
-
-func (w *failingWriter) Write([]byte) (int, error) {
-	w.n++
-	return 0, errors.New("broken pipe")
-}
-
-func TestEventLogDisablesItselfOnError(t *testing.T) {
-	w := &failingWriter{}
-	l := newEventLog(logr.Discard(), w)
-	l.write(Event{Type: "synced"})
-	l.write(Event{Type: "synced"})
-	if w.n != 1 {
-		t.Errorf("%d writes after a failure, want the log disabled after the first", w.n)
 	}
 }
 

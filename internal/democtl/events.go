@@ -1,15 +1,13 @@
 package democtl
 
 import (
-	"encoding/json"
-	"io"
-	"sync"
 	"sync/atomic"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+
+	"github.com/warmcache/warmcache/internal/eventlog"
 )
 
 // Event is one line of Config.EventLog.
@@ -37,34 +35,6 @@ type Event struct {
 	SteadyHeapBytes uint64 `json:"steadyHeapBytes,omitempty"`
 }
 
-// eventLog writes Events as JSON lines.
-type eventLog struct {
-	logger klog.Logger
-	// mu guards enc.
-	mu  sync.Mutex
-	enc *json.Encoder // nil: disabled
-}
-
-func newEventLog(logger klog.Logger, w io.Writer) *eventLog {
-	l := &eventLog{logger: logger}
-	if w != nil {
-		l.enc = json.NewEncoder(w)
-	}
-	return l
-}
-
-func (l *eventLog) write(e Event) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.enc == nil {
-		return
-	}
-	if err := l.enc.Encode(e); err != nil {
-		l.logger.Error(err, "Writing the event log failed; disabling it")
-		l.enc = nil
-	}
-}
-
 // counters are the atomically updated EventCounts.
 type counters struct {
 	initialAdds, adds, updates, deletes, unknown atomic.Int64
@@ -81,7 +51,7 @@ func (c *counters) snapshot() EventCounts {
 // and enqueues the object's key, nothing more.
 type handler struct {
 	queue  workqueue.TypedRateLimitingInterface[string]
-	log    *eventLog
+	log    *eventlog.Writer[Event]
 	counts *counters
 	logger klog.Logger
 }
@@ -95,13 +65,13 @@ func (h *handler) OnAdd(obj interface{}, isInInitialList bool) {
 		h.counts.adds.Add(1)
 	}
 	key := h.enqueue(obj)
-	h.log.write(Event{Type: "add", Key: key, ResourceVersion: ResourceVersion(obj), Initial: isInInitialList})
+	h.log.Write(Event{Type: "add", Key: key, ResourceVersion: eventlog.ResourceVersion(obj), Initial: isInInitialList})
 }
 
 func (h *handler) OnUpdate(oldObj, newObj interface{}) {
 	h.counts.updates.Add(1)
 	key := h.enqueue(newObj)
-	h.log.write(Event{Type: "update", Key: key, ResourceVersion: ResourceVersion(newObj), OldResourceVersion: ResourceVersion(oldObj)})
+	h.log.Write(Event{Type: "update", Key: key, ResourceVersion: eventlog.ResourceVersion(newObj), OldResourceVersion: eventlog.ResourceVersion(oldObj)})
 }
 
 func (h *handler) OnDelete(obj interface{}) {
@@ -111,7 +81,7 @@ func (h *handler) OnDelete(obj interface{}) {
 		h.counts.unknown.Add(1)
 	}
 	key := h.enqueue(obj)
-	h.log.write(Event{Type: "delete", Key: key, ResourceVersion: ResourceVersion(obj), FinalStateUnknown: unknown})
+	h.log.Write(Event{Type: "delete", Key: key, ResourceVersion: eventlog.ResourceVersion(obj), FinalStateUnknown: unknown})
 }
 
 func (h *handler) enqueue(obj interface{}) string {
@@ -122,18 +92,4 @@ func (h *handler) enqueue(obj interface{}) string {
 	}
 	h.queue.Add(key)
 	return key
-}
-
-// ResourceVersion returns the resourceVersion of obj, or of the last known
-// state inside a DeletedFinalStateUnknown ("" for an object without
-// metadata), as Event records it.
-func ResourceVersion(obj interface{}) string {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return ""
-	}
-	return m.GetResourceVersion()
 }

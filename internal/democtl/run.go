@@ -24,6 +24,7 @@ import (
 
 	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/informer/metrics"
+	"github.com/warmcache/warmcache/internal/eventlog"
 )
 
 // protobuf is the content type Run asks for unless the REST config names
@@ -93,7 +94,7 @@ func run(ctx context.Context, cfg Config, start time.Time, st *Stats) (err error
 		logger: logger,
 	}
 	var counts counters
-	events := newEventLog(logger, cfg.EventLog)
+	events := eventlog.New[Event](logger, cfg.EventLog)
 	defer func() { st.Events = counts.snapshot(); st.Reconciles = c.reconciles.Load() }()
 
 	f, err := factory.New(ctx, factory.Options{Path: cfg.CacheFile, RESTConfig: rc, MetricsFor: set.For})
@@ -143,7 +144,7 @@ func run(ctx context.Context, cfg Config, start time.Time, st *Stats) (err error
 	}
 	st.SyncedSeconds = time.Since(start).Seconds()
 	logger.Info("Synced", "warmStart", st.WarmStart, "took", time.Since(start).Round(time.Millisecond))
-	events.write(Event{Type: "synced", WarmStart: st.WarmStart, SyncedSeconds: st.SyncedSeconds})
+	events.Write(Event{Type: "synced", WarmStart: st.WarmStart, SyncedSeconds: st.SyncedSeconds})
 
 	for range cfg.Workers {
 		workers.Go(func() {
@@ -158,7 +159,7 @@ func run(ctx context.Context, cfg Config, start time.Time, st *Stats) (err error
 	if drained == nil {
 		st.SteadyHeapBytes = steadyHeap()
 		logger.V(1).Info("Queue drained", "reconciles", c.reconciles.Load(), "steadyHeapBytes", st.SteadyHeapBytes)
-		events.write(Event{Type: "steady", SteadyHeapBytes: st.SteadyHeapBytes})
+		events.Write(Event{Type: "steady", SteadyHeapBytes: st.SteadyHeapBytes})
 	}
 	<-ctx.Done()
 	return nil

@@ -130,37 +130,18 @@ type builder struct {
 }
 
 func (b *builder) build(ctx context.Context, apiserver, etcd bool) error {
-	goPath, err := lookGo(b.goCmd)
+	work, m, err := b.prepare(ctx)
 	if err != nil {
 		return err
-	}
-	b.goCmd = goPath
-	b.removeStaleTemps()
-	work, err := os.MkdirTemp("", "kubebin-")
-	if err != nil {
-		return fmt.Errorf("kubebin: create work directory: %w", err)
 	}
 	defer os.RemoveAll(work)
-
-	m, err := b.kubernetesModFile(ctx, work)
-	if err != nil {
-		return err
-	}
 	if apiserver {
 		mod, err := apiserverModFile(m, b.version)
 		if err != nil {
 			return err
 		}
-		v := strings.Split(strings.TrimPrefix(b.version, "v"), ".")
-		ldflags := strings.Join([]string{
-			"-s", "-w",
-			"-X", versionPackage + ".gitVersion=" + b.version,
-			"-X", versionPackage + ".gitMajor=" + v[0],
-			"-X", versionPackage + ".gitMinor=" + v[1],
-			"-X", versionPackage + ".gitTreeState=clean",
-		}, " ")
 		if err := b.buildModule(ctx, filepath.Join(work, "kube-apiserver"), mod, nil,
-			apiserverPackage, ldflags, KubeAPIServerName); err != nil {
+			apiserverPackage, b.kubernetesLDFlags(), KubeAPIServerName); err != nil {
 			return err
 		}
 	}
@@ -175,6 +156,41 @@ func (b *builder) build(ctx context.Context, apiserver, etcd bool) error {
 		}
 	}
 	return nil
+}
+
+// prepare finds the go tool, removes what earlier builds left and returns
+// a new work directory, which the caller removes, and k8s.io/kubernetes'
+// go.mod.
+func (b *builder) prepare(ctx context.Context) (work string, m kubernetesModFile, err error) {
+	goPath, err := lookGo(b.goCmd)
+	if err != nil {
+		return "", m, err
+	}
+	b.goCmd = goPath
+	b.removeStaleTemps()
+	work, err = os.MkdirTemp("", "kubebin-")
+	if err != nil {
+		return "", m, fmt.Errorf("kubebin: create work directory: %w", err)
+	}
+	m, err = b.kubernetesModFile(ctx, work)
+	if err != nil {
+		os.RemoveAll(work)
+		return "", m, err
+	}
+	return work, m, nil
+}
+
+// kubernetesLDFlags are the linker flags of a Kubernetes binary: stripped,
+// and stamped with b.version as k8s.io/component-base/version reads it.
+func (b *builder) kubernetesLDFlags() string {
+	v := strings.Split(strings.TrimPrefix(b.version, "v"), ".")
+	return strings.Join([]string{
+		"-s", "-w",
+		"-X", versionPackage + ".gitVersion=" + b.version,
+		"-X", versionPackage + ".gitMajor=" + v[0],
+		"-X", versionPackage + ".gitMinor=" + v[1],
+		"-X", versionPackage + ".gitTreeState=clean",
+	}, " ")
 }
 
 // kubernetesModFile downloads k8s.io/kubernetes' go.mod through the go tool

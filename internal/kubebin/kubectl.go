@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"golang.org/x/mod/modfile"
@@ -58,34 +57,16 @@ func EnsureKubectl(ctx context.Context, opts Options) (string, error) {
 
 // buildKubectl builds kubectl into b.dir. The caller holds the lock.
 func (b *builder) buildKubectl(ctx context.Context) error {
-	goPath, err := lookGo(b.goCmd)
+	work, m, err := b.prepare(ctx)
 	if err != nil {
 		return err
-	}
-	b.goCmd = goPath
-	b.removeStaleTemps()
-	work, err := os.MkdirTemp("", "kubebin-")
-	if err != nil {
-		return fmt.Errorf("kubebin: create work directory: %w", err)
 	}
 	defer os.RemoveAll(work)
-	m, err := b.kubernetesModFile(ctx, work)
-	if err != nil {
-		return err
-	}
 	mod, err := kubectlModFile(m, b.version)
 	if err != nil {
 		return err
 	}
-	v := strings.Split(strings.TrimPrefix(b.version, "v"), ".")
-	ldflags := strings.Join([]string{
-		"-s", "-w",
-		"-X", versionPackage + ".gitVersion=" + b.version,
-		"-X", versionPackage + ".gitMajor=" + v[0],
-		"-X", versionPackage + ".gitMinor=" + v[1],
-		"-X", versionPackage + ".gitTreeState=clean",
-	}, " ")
-	return b.buildModule(ctx, filepath.Join(work, "kubectl"), mod, nil, kubectlPackage, ldflags, KubectlName)
+	return b.buildModule(ctx, filepath.Join(work, "kubectl"), mod, nil, kubectlPackage, b.kubernetesLDFlags(), KubectlName)
 }
 
 // kubectlModFile renders the go.mod of the throwaway kubectl module: the

@@ -262,6 +262,12 @@ func diffStates(got, want map[string]int64) string {
 			out = append(out, fmt.Sprintf("phantom %s@%d", k, rv))
 		}
 	}
+	return summary(out, "differences")
+}
+
+// summary names the differences out, sorted, at most ten of them, after
+// their number and what they are ("3 objects: ..."); "" for none.
+func summary(out []string, what string) string {
 	if len(out) == 0 {
 		return ""
 	}
@@ -270,5 +276,5 @@ func diffStates(got, want map[string]int64) string {
 	if n > 10 {
 		out = append(out[:10], fmt.Sprintf("... %d more", n-10))
 	}
-	return fmt.Sprintf("%d differences: %s", n, strings.Join(out, "; "))
+	return fmt.Sprintf("%d %s: %s", n, what, strings.Join(out, "; "))
 }

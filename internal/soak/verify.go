@@ -330,15 +330,7 @@ func diffContent(got, want map[string]map[string]interface{}) string {
 			out = append(out, "phantom "+k)
 		}
 	}
-	if len(out) == 0 {
-		return ""
-	}
-	sort.Strings(out)
-	n := len(out)
-	if n > 10 {
-		out = append(out[:10], fmt.Sprintf("... %d more", n-10))
-	}
-	return fmt.Sprintf("%d objects: %s", n, strings.Join(out, "; "))
+	return summary(out, "objects")
 }
 
 // differentFields names the top-level and metadata fields in which two

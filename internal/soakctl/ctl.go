@@ -32,6 +32,7 @@ import (
 	"github.com/warmcache/warmcache/factory"
 	"github.com/warmcache/warmcache/informer"
 	informermetrics "github.com/warmcache/warmcache/informer/metrics"
+	"github.com/warmcache/warmcache/internal/eventlog"
 )
 
 // Exit codes of Main.
@@ -128,7 +129,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err != nil {
 		return fmt.Errorf("soakctl: metrics: %w", err)
 	}
-	log := newEventLog(logger, cfg.EventLog)
+	log := eventlog.New[Event](logger, cfg.EventLog)
 
 	f, err := factory.New(ctx, factory.Options{Path: cfg.CacheFile, RESTConfig: rc, MetricsFor: set.For})
 	if err != nil {
@@ -173,13 +174,13 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		wg.Go(func() {
 			if cache.WaitFor(ctx, "", r.reg.HasSyncedChecker()) {
 				logger.Info("Handler synced", "resource", r.resource)
-				log.write(Event{Type: TypeSynced, Resource: r.resource, Warm: r.warm})
+				log.Write(Event{Type: TypeSynced, Resource: r.resource, Warm: r.warm})
 			}
 		})
 	}
 	wg.Go(func() {
 		wait.UntilWithContext(ctx, func(context.Context) {
-			log.write(Event{Type: TypeRuntime, Runtime: sample(reg)})
+			log.Write(Event{Type: TypeRuntime, Runtime: sample(reg)})
 		}, cfg.RuntimeInterval)
 	})
 	<-ctx.Done()

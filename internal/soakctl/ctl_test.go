@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/internal/eventlog"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -26,7 +28,7 @@ func pod(name, rv string) *corev1.Pod {
 // the resourceVersions and the flags.
 func TestHandler(t *testing.T) {
 	var buf bytes.Buffer
-	h := handler{resource: "pods", log: newEventLog(logr.Discard(), &buf)}
+	h := handler{resource: "pods", log: eventlog.New[Event](logr.Discard(), &buf)}
 	h.OnAdd(pod("a", "1"), true)
 	h.OnAdd(pod("b", "2"), false)
 	h.OnUpdate(pod("a", "1"), pod("a", "3"))
@@ -57,23 +59,6 @@ func TestHandler(t *testing.T) {
 	}
 	if dec.More() {
 		t.Error("more lines than events")
-	}
-}
-
-type failingWriter struct{ n int }
-
-func (w *failingWriter) Write([]byte) (int, error) {
-	w.n++
-	return 0, errors.New("broken pipe")
-}
-
-func TestEventLogDisablesItselfOnError(t *testing.T) {
-	w := &failingWriter{}
-	l := newEventLog(logr.Discard(), w)
-	l.write(Event{Type: TypeSynced})
-	l.write(Event{Type: TypeSynced})
-	if w.n != 1 {
-		t.Errorf("%d writes after a failure, want the log disabled after the first", w.n)
 	}
 }
 

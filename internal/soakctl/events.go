@@ -1,13 +1,9 @@
 package soakctl
 
 import (
-	"encoding/json"
-	"io"
-	"sync"
-
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
+
+	"github.com/warmcache/warmcache/internal/eventlog"
 )
 
 // Types of Event.
@@ -58,50 +54,25 @@ type Runtime struct {
 	ApplyFailures int64  `json:"applyFailures"`
 }
 
-// eventLog writes Events as JSON lines, one write each, so that a line
-// is out of the process as soon as it is written.
-type eventLog struct {
-	logger klog.Logger
-	// mu guards enc.
-	mu  sync.Mutex
-	enc *json.Encoder // nil: disabled after a write error
-}
-
-func newEventLog(logger klog.Logger, w io.Writer) *eventLog {
-	return &eventLog{logger: logger, enc: json.NewEncoder(w)}
-}
-
-func (l *eventLog) write(e Event) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.enc == nil {
-		return
-	}
-	if err := l.enc.Encode(e); err != nil {
-		l.logger.Error(err, "Writing the event log failed; disabling it")
-		l.enc = nil
-	}
-}
-
 // handler logs every event of one informer.
 type handler struct {
 	resource string
-	log      *eventLog
+	log      *eventlog.Writer[Event]
 }
 
 var _ cache.ResourceEventHandler = handler{}
 
 func (h handler) OnAdd(obj interface{}, isInInitialList bool) {
-	h.log.write(Event{Type: TypeAdd, Resource: h.resource, Key: key(obj), ResourceVersion: resourceVersion(obj), Initial: isInInitialList})
+	h.log.Write(Event{Type: TypeAdd, Resource: h.resource, Key: key(obj), ResourceVersion: eventlog.ResourceVersion(obj), Initial: isInInitialList})
 }
 
 func (h handler) OnUpdate(oldObj, newObj interface{}) {
-	h.log.write(Event{Type: TypeUpdate, Resource: h.resource, Key: key(newObj), ResourceVersion: resourceVersion(newObj), OldResourceVersion: resourceVersion(oldObj)})
+	h.log.Write(Event{Type: TypeUpdate, Resource: h.resource, Key: key(newObj), ResourceVersion: eventlog.ResourceVersion(newObj), OldResourceVersion: eventlog.ResourceVersion(oldObj)})
 }
 
 func (h handler) OnDelete(obj interface{}) {
 	_, unknown := obj.(cache.DeletedFinalStateUnknown)
-	h.log.write(Event{Type: TypeDelete, Resource: h.resource, Key: key(obj), ResourceVersion: resourceVersion(obj), FinalStateUnknown: unknown})
+	h.log.Write(Event{Type: TypeDelete, Resource: h.resource, Key: key(obj), ResourceVersion: eventlog.ResourceVersion(obj), FinalStateUnknown: unknown})
 }
 
 func key(obj interface{}) string {
@@ -110,17 +81,4 @@ func key(obj interface{}) string {
 		return "<" + err.Error() + ">"
 	}
 	return k
-}
-
-// resourceVersion returns obj's resourceVersion, or that of the last
-// known state in a DeletedFinalStateUnknown.
-func resourceVersion(obj interface{}) string {
-	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = d.Obj
-	}
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		return ""
-	}
-	return m.GetResourceVersion()
 }

@@ -12,10 +12,9 @@
 // # Files and resources
 //
 // Open opens one file (one per informer factory); DB.Resource opens the
-// Store of one resource in it, named by an Identity: the resource and the
-// scope of its list/watch. Identities that differ in any field never share
-// data. DB.DropResource deletes a resource; Remove deletes a file and the
-// files beside it, MoveAside renames a corrupt one for inspection.
+// Store of one resource in it, named by an Identity. DB.DropResource
+// deletes a resource; Remove deletes a file and the files beside it,
+// MoveAside renames a corrupt one for inspection.
 //
 // # What is guaranteed
 //
@@ -26,10 +25,8 @@
 //     resourceVersion with its changes (1). A relist (BeginReplace) or a
 //     fill of an empty store (BeginFill) is all or nothing across a crash;
 //     an interrupted one is reported by State().RelistInterrupted (2).
-//   - Each resource records its schema version, identity, codec, type
-//     fingerprint, cluster and transform version; a mismatch discards it
-//     on open, with State().Discarded saying why, and other indexes are
-//     rebuilt (3).
+//   - A resource recorded differently (see DB.Resource) is discarded on
+//     open, with State().Discarded saying why (3).
 //   - Every stored record carries a checksum. A damaged, truncated,
 //     foreign or newer file is refused by Open with ErrCorrupt, before
 //     bbolt maps it; a file left unflushed when the machine restarted with
@@ -39,44 +36,24 @@
 //     ResourceOptions.OnCorruption called, so that the informer relists
 //     (5). A full or read-only disk fails the write (ErrDiskFull,
 //     ErrReadOnly) and leaves the previous content intact.
-//   - Objects a read returns are shared (the hot tier keeps decoded
-//     objects for point reads): callers must not mutate them (6), and
-//     objects passed to a write belong to the store afterwards.
-//
-// # Options
-//
-// The zero Options are the defaults. Sync chooses how commits reach the
-// disk: the default, SyncOnClose, flushes at Close and records in a state
-// file beside the cache file whether it was closed, which is what a cache
-// needs (a process crash loses nothing; a machine crash costs a relist).
-// HotBytes bounds the hot tier of decoded objects that serves repeated
-// point reads (Get, GetByKey) without decoding; PageSize sets the page
-// size of a new file; CheckAtOpen checks every page in Open; Metrics
-// receives the measurements (package store/bolt/metrics records them as
-// Prometheus metrics).
+//   - Objects a read returns are shared and objects passed to a write
+//     belong to the store afterwards: nobody may mutate them (6).
 //
 // # Reads
 //
-// Reads decode objects from the file. A point read of an object the hot
-// tier holds costs a map lookup; a bulk read (List, ByIndex) decodes what
-// it returns, as client-go's listers make every call do. Use
-// store.Select (warmcache's listers do), Scan or ScanParallel, which
-// decode only what they return and hold a bounded number of objects.
+// A bulk read (List, ByIndex) decodes every object it returns, as
+// client-go's listers make every call do; store.Select (warmcache's
+// listers use it), Scan and ScanParallel decode only what they return, a
+// bounded number at a time. The hot tier serves repeated point reads.
 //
-// # Errors, concurrency, upgrades
+// # Concurrency, upgrades, backup
 //
-// Errors are the sentinels below, wrapped with the operation, the file and
-// the key: test them with errors.Is. A DB and its Stores are safe for
-// concurrent use. One read-write DB may have a file open at a time (others
-// get ErrLocked after Options.Timeout); read-only DBs never make it wait.
-// A release that changes a resource's layout bumps its schema version: the
-// first start of the new release relists each resource once.
-//
-// # Backup
-//
-// DB.Backup copies the file while writes go on; DB.BackupHandler serves the
-// copy over HTTP to the callers an Authorizer allows (package backupauth
-// has a Kubernetes and a static-token one).
+// A DB and its Stores are safe for concurrent use. One read-write DB may
+// have a file open at a time (others get ErrLocked after Options.Timeout);
+// read-only DBs never make it wait. A release that changes a resource's
+// layout bumps its schema version: the first start of the new release
+// relists each resource once. DB.Backup copies the file while writes go on;
+// DB.BackupHandler serves the copy.
 //
 // The file layout, the design behind each guarantee and the measurements
 // behind the defaults are in docs/design/bolt.md.

@@ -33,20 +33,12 @@ var (
 // store.ErrReplaceInProgress.
 func (s *Store) BeginFill(ctx context.Context) (store.Fill, error) {
 	const op = "begin fill"
-	if err := ctx.Err(); err != nil {
-		return nil, s.errorf(op, err)
-	}
-	if err := s.checkWritable(op); err != nil {
-		return nil, err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case s.closed.Load():
-		return nil, s.errClosed(op)
-	case s.replace != nil || s.fill != nil:
-		return nil, s.errorf(op, store.ErrReplaceInProgress)
-	case s.meta.Objects != 0:
+	if err := s.beginLocked(ctx, op); err != nil {
+		return nil, err
+	}
+	if s.meta.Objects != 0 {
 		return nil, s.errorf(op, fmt.Errorf("%d objects stored: %w", s.meta.Objects, store.ErrNotEmpty))
 	}
 	s.releaseLocked()

@@ -10,12 +10,10 @@ import (
 )
 
 // Identities returns the identities of the resources the file records, in
-// the order of their bucket names, from one read transaction. It reads
-// one record per resource, not the resources' data, so that a caller can
-// find what it no longer needs (to DropResource it) at the cost of the
-// number of resources. A resource whose metadata cannot be read is left
-// out (inspect lists it with its problem). Errors: ErrClosed, a failed
-// read (ErrCorrupt), ctx's.
+// the order of their bucket names, from one read transaction that reads
+// one record per resource, not their data. A resource whose metadata cannot
+// be read is left out (inspect lists it with its problem). Errors:
+// ErrClosed, a failed read (ErrCorrupt), ctx's.
 func (db *DB) Identities(ctx context.Context) ([]Identity, error) {
 	const op = "identities"
 	if db.isClosed() {

@@ -46,10 +46,8 @@ func (id Identity) recorded() layout.Identity { return layout.Identity(id) }
 func identityOf(m *layout.Meta) Identity { return Identity(m.Identity) }
 
 // SampleResourceSuffix and SampleKindSuffix end the resource and the kind of
-// the identity of a resource that holds an informer's sample object (the
-// factory keeps one per resource, to find a changed transform or index
-// function at start) rather than objects of the cluster: "pods-sample" and
-// "Pod sample" for pods. See Identity.Sample and Identity.IsSample.
+// the identity that holds an informer's sample object rather than objects
+// of the cluster ("pods-sample", "Pod sample"): see Identity.Sample.
 const (
 	SampleResourceSuffix = "-sample"
 	SampleKindSuffix     = " sample"

@@ -52,8 +52,7 @@ type Options struct {
 	CheckAtOpen bool
 	// PageSize is the page size of a file Open creates, a power of two
 	// from MinPageSize to MaxPageSize; an existing file keeps its own
-	// (DB.PageSize). 4096 suits a file of small objects on a quiet
-	// cluster (see docs/design/bolt.md). Default (0): DefaultPageSize.
+	// (DB.PageSize). Default (0): DefaultPageSize.
 	PageSize int
 }
 

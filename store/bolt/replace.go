@@ -33,25 +33,31 @@ var (
 	_ store.SharedChanges = (*replaceTx)(nil)
 )
 
+// beginLocked checks that a relist or a fill may begin: ctx not done, the
+// store open and writable, no Replace or fill open. s.mu must be held.
+func (s *Store) beginLocked(ctx context.Context, op string) error {
+	if err := ctx.Err(); err != nil {
+		return s.errorf(op, err)
+	}
+	if err := s.checkWritable(op); err != nil {
+		return err
+	}
+	if s.replace != nil || s.fill != nil {
+		return s.errorf(op, store.ErrReplaceInProgress)
+	}
+	return nil
+}
+
 // BeginReplace starts a relist into a staging generation; readers see the
 // previous content until Commit, and an open after a crash before Commit
 // deletes the staged data (State().RelistInterrupted). A Replace or fill
 // already open is store.ErrReplaceInProgress.
 func (s *Store) BeginReplace(ctx context.Context) (store.Replace, error) {
 	const op = "begin replace"
-	if err := ctx.Err(); err != nil {
-		return nil, s.errorf(op, err)
-	}
-	if err := s.checkWritable(op); err != nil {
-		return nil, err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed.Load() {
-		return nil, s.errClosed(op)
-	}
-	if s.replace != nil || s.fill != nil {
-		return nil, s.errorf(op, store.ErrReplaceInProgress)
+	if err := s.beginLocked(ctx, op); err != nil {
+		return nil, err
 	}
 	s.releaseLocked()
 	r := &replaceTx{s: s, ix: s.indexers.Load()}

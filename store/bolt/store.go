@@ -24,13 +24,10 @@ import (
 // cache.Indexer and cache.TransactionStore whose objects live in the bbolt
 // file. All methods are safe for concurrent use.
 //
-// Objects passed to its writes belong to it afterwards, and objects its
-// reads return are shared with other callers (the hot tier keeps them):
-// nobody may mutate them (invariant 6). Every write is one transaction that
-// also records the resulting resourceVersion (invariant 1). Get, List,
-// ByIndex and the like read one snapshot; Scan, ScanIndex, Select and
-// Replace.Vanished read a chunk per transaction and call their function
-// outside any, so it may read the store and may see writes made meanwhile.
+// Get, List, ByIndex and the like read one snapshot; Scan, ScanIndex,
+// Select and Replace.Vanished read a chunk per transaction and call their
+// function outside any, so it may read the store and may see writes made
+// meanwhile. Objects are shared, never to be mutated (invariant 6).
 //
 // It differs from client-go's thread-safe store as store/memory does (an
 // index function's error is returned, a key function's panic is a

@@ -24,6 +24,28 @@
 // object that never reaches the informer is forgotten when the garbage
 // collector frees it. The registry holds weak references only: it never
 // keeps an object alive.
+//
+// # Why one registry per process
+//
+// The registry is package state, not a value passed around, because the
+// object is the only thing its four users share. An object travels from
+// the decoder of factory's clients (factory.TypedListWatch, public) through
+// client-go's StreamWatcher and cache.ListerWatcher, the reflector and the
+// queue, to the informer (which Forgets) and to the store's codec.Codec
+// Encode (which Takes) and store/bolt's reads of an update's old object
+// (which Peek); none of these signatures, client-go's or warmcache's public
+// ones, carries anything but the object. A registry value would have to be
+// handed to TypedListWatch, informer.Options, codec.Protobuf and every
+// wrapper that changes objects, and the same one to all of them: a
+// ListerWatcher, informer or codec wired by hand with another (or none)
+// would lose the saving without a sign, and a wrapper that Forgot in the
+// wrong registry would let the store write the server's bytes for an
+// object it changed. One registry keyed by the object's address (unique in
+// the process while the object lives; the weak pointer tells a later
+// object at the same address apart) makes each of them correct alone:
+// whoever decoded an object, whoever Forgets or Takes it finds its entry.
+// It holds no configuration and nothing a test could set; its only state
+// is the entries of objects alive and not yet stored.
 package wire
 
 import (

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/warmcache/warmcache/internal/democtl"
+	"github.com/warmcache/warmcache/internal/eventlog"
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
 )
@@ -147,7 +147,7 @@ func runWidgetInformer(ctx context.Context, t *testing.T, c *cluster, file, ns s
 func listerState(s cache.Store) state {
 	out := state{}
 	for _, obj := range s.List() {
-		out[keyOf(obj)] = democtl.ResourceVersion(obj)
+		out[keyOf(obj)] = eventlog.ResourceVersion(obj)
 	}
 	return out
 }

@@ -8,7 +8,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/internal/demo"
-	"github.com/warmcache/warmcache/internal/democtl"
+	"github.com/warmcache/warmcache/internal/eventlog"
 )
 
 // recorder is a cache.ResourceEventHandler that records events as the
@@ -18,16 +18,16 @@ type recorder struct{ *demo.EventLog }
 func newRecorder() recorder { return recorder{demo.NewEventLog()} }
 
 func (r recorder) OnAdd(obj interface{}, initial bool) {
-	r.Add(event{Type: "add", Key: keyOf(obj), ResourceVersion: democtl.ResourceVersion(obj), Initial: initial})
+	r.Add(event{Type: "add", Key: keyOf(obj), ResourceVersion: eventlog.ResourceVersion(obj), Initial: initial})
 }
 
 func (r recorder) OnUpdate(oldObj, newObj interface{}) {
-	r.Add(event{Type: "update", Key: keyOf(newObj), ResourceVersion: democtl.ResourceVersion(newObj), OldResourceVersion: democtl.ResourceVersion(oldObj)})
+	r.Add(event{Type: "update", Key: keyOf(newObj), ResourceVersion: eventlog.ResourceVersion(newObj), OldResourceVersion: eventlog.ResourceVersion(oldObj)})
 }
 
 func (r recorder) OnDelete(obj interface{}) {
 	_, unknown := obj.(cache.DeletedFinalStateUnknown)
-	r.Add(event{Type: "delete", Key: keyOf(obj), ResourceVersion: democtl.ResourceVersion(obj), FinalStateUnknown: unknown})
+	r.Add(event{Type: "delete", Key: keyOf(obj), ResourceVersion: eventlog.ResourceVersion(obj), FinalStateUnknown: unknown})
 }
 
 func keyOf(obj interface{}) string {

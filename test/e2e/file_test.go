@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/warmcache/warmcache/internal/democtl"
+	"github.com/warmcache/warmcache/internal/eventlog"
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
@@ -65,7 +65,7 @@ func readCache(ctx context.Context, t *testing.T, path string, id bolt.Identity)
 	}
 	out.items = state{}
 	err = s.Scan(ctx, func(key string, obj interface{}) error {
-		out.items[key] = democtl.ResourceVersion(obj)
+		out.items[key] = eventlog.ResourceVersion(obj)
 		return nil
 	})
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 
 	"github.com/warmcache/warmcache/factory"
 	"github.com/warmcache/warmcache/informers"
-	"github.com/warmcache/warmcache/internal/democtl"
+	"github.com/warmcache/warmcache/internal/eventlog"
 	corelisters "github.com/warmcache/warmcache/listers/core/v1"
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt"
@@ -80,7 +80,7 @@ func (s *scopedInformer) handler(t *testing.T) cache.ResourceEventHandler {
 		s.problems = append(s.problems, fmt.Sprintf(format, args...))
 	}
 	check := func(op string, obj interface{}) {
-		key, rv := keyOf(obj), democtl.ResourceVersion(obj)
+		key, rv := keyOf(obj), eventlog.ResourceVersion(obj)
 		if op != "delete" {
 			cm, ok := obj.(*corev1.ConfigMap)
 			if !ok {
@@ -96,10 +96,10 @@ func (s *scopedInformer) handler(t *testing.T) cache.ResourceEventHandler {
 		case err != nil:
 			problem("%s of %s: the store's GetByKey: %v", op, key, err)
 		case !exists:
-		case op != "delete" && rvLess(democtl.ResourceVersion(cur), rv):
-			problem("%s of %s at %s: the store holds %s", op, key, rv, democtl.ResourceVersion(cur))
-		case op == "delete" && !rvLess(rv, democtl.ResourceVersion(cur)):
-			problem("delete of %s at %s: the store holds %s", key, rv, democtl.ResourceVersion(cur))
+		case op != "delete" && rvLess(eventlog.ResourceVersion(cur), rv):
+			problem("%s of %s at %s: the store holds %s", op, key, rv, eventlog.ResourceVersion(cur))
+		case op == "delete" && !rvLess(rv, eventlog.ResourceVersion(cur)):
+			problem("delete of %s at %s: the store holds %s", key, rv, eventlog.ResourceVersion(cur))
 		}
 	}
 	return cache.ResourceEventHandlerDetailedFuncs{

@@ -44,7 +44,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -52,7 +51,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/warmcache/warmcache/benchmarks/internal/apiproc"
@@ -83,8 +81,7 @@ type options struct {
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
-	fs := flag.NewFlagSet("informerbench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cmdrun.FlagSet("informerbench", stderr)
 	var o options
 	var impls, sync, encoding, relists string
 	fs.IntVar(&o.n, "n", 100000, "number of pods")
@@ -102,11 +99,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.boltGOGC, "bolt-gogc", 0, "GOGC during the bolt informer's phases only (0: the process's, 100 unless GOGC is set); its heap is a few MB, so a higher value costs little memory and saves collections")
 	fs.BoolVar(&o.skipAlone, "skip-server-alone", false, "skip the measurement of the server alone (a client that reads its streams without decoding them) before the informers")
 	fs.StringVar(&encoding, "encoding", "protobuf", "wire encoding: protobuf or json")
-	if err := fs.Parse(args); err != nil {
-		return o, cmdrun.ErrUsage
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("%w: unexpected arguments %q", cmdrun.ErrUsage, fs.Args())
+	if err := cmdrun.Parse(fs, args); err != nil {
+		return o, err
 	}
 	if o.n <= 0 || o.updates < 0 {
 		return o, fmt.Errorf("%w: -n must be positive and -updates not negative", cmdrun.ErrUsage)
@@ -157,7 +151,7 @@ func main() {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	// The server's standard error is copied to stderr too, concurrently.
-	stderr = &lockedWriter{w: stderr}
+	stderr = cmdrun.LockedWriter(stderr)
 	return cmdrun.Run("informerbench", args, stderr, parse, func(ctx context.Context, o options) error {
 		return measureAll(ctx, o, args, stdout, stderr)
 	})
@@ -169,18 +163,6 @@ func joinInts(v []int) string {
 		s[i] = strconv.Itoa(n)
 	}
 	return strings.Join(s, ",")
-}
-
-// lockedWriter serialises writes to w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func measureAll(ctx context.Context, o options, args []string, stdout, stderr io.Writer) (err error) {

@@ -19,7 +19,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -45,18 +44,17 @@ type options struct {
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
-	fl := flag.NewFlagSet("lockbench", flag.ContinueOnError)
-	fl.SetOutput(stderr)
+	fl := cmdrun.FlagSet("lockbench", stderr)
 	var o options
 	fl.IntVar(&o.n, "n", 100000, "number of pods in the file")
 	fl.IntVar(&o.runs, "runs", 3, "measurements of each case")
 	fl.StringVar(&o.dir, "dir", os.TempDir(), "directory of the file")
 	fl.BoolVar(&o.keep, "keep", false, "reuse the file of an earlier run with -keep, and keep it")
-	if err := fl.Parse(args); err != nil {
-		return o, cmdrun.ErrUsage
+	if err := cmdrun.Parse(fl, args); err != nil {
+		return o, err
 	}
-	if fl.NArg() > 0 || o.n <= 0 || o.runs <= 0 {
-		return o, fmt.Errorf("%w: -n and -runs must be positive, no arguments", cmdrun.ErrUsage)
+	if o.n <= 0 || o.runs <= 0 {
+		return o, fmt.Errorf("%w: -n and -runs must be positive", cmdrun.ErrUsage)
 	}
 	return o, nil
 }

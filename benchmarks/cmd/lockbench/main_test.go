@@ -20,7 +20,7 @@ func TestRun(t *testing.T) {
 			Stdout: []string{"file: 200 pods", "run 1: read-write Open alone", "beside a reader"},
 		},
 		{Name: "zero pods", Args: []string{"-n", "0"}, Code: cmdrun.ExitUsage, StderrIn: "must be positive"},
-		{Name: "extra arguments", Args: []string{"extra"}, Code: cmdrun.ExitUsage, StderrIn: "no arguments"},
+		{Name: "extra arguments", Args: []string{"extra"}, Code: cmdrun.ExitUsage, StderrIn: "unexpected arguments"},
 		{Name: "unknown flag", Args: []string{"-x"}, Code: cmdrun.ExitUsage, StderrIn: "flag provided but not defined"},
 		{Name: "directory missing", Args: []string{"-n", "5", "-dir", "/nonexistent/lockbench"}, Code: cmdrun.ExitFail, StderrIn: "lockbench:"},
 	})

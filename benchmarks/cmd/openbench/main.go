@@ -22,7 +22,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -46,18 +45,15 @@ type options struct {
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
-	fs := flag.NewFlagSet("openbench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cmdrun.FlagSet("openbench", stderr)
 	var o options
 	fs.StringVar(&o.file, "file", "", "cache file to open; built with -n pods if it does not exist (required)")
 	fs.IntVar(&o.n, "n", 100000, "number of pods of a file that is built")
 	fs.IntVar(&o.runs, "runs", 3, "number of timed runs")
-	if err := fs.Parse(args); err != nil {
-		return o, cmdrun.ErrUsage
+	if err := cmdrun.Parse(fs, args); err != nil {
+		return o, err
 	}
 	switch {
-	case fs.NArg() > 0:
-		return o, fmt.Errorf("%w: unexpected arguments %q", cmdrun.ErrUsage, fs.Args())
 	case o.file == "":
 		return o, fmt.Errorf("%w: -file is required", cmdrun.ErrUsage)
 	case o.n < 1, o.runs < 1:

@@ -26,7 +26,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -58,8 +57,7 @@ type options struct {
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
-	fs := flag.NewFlagSet("readbench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cmdrun.FlagSet("readbench", stderr)
 	var o options
 	var implsFlag string
 	fs.IntVar(&o.n, "n", 100000, "number of pods")
@@ -70,11 +68,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.recs, "reconciles", 2000, "iterations of the reconcile loop")
 	fs.IntVar(&o.pageSize, "bolt-page-size", 0, "page size of the bolt store's file in bytes, a power of two (0: the store's default)")
 	fs.Int64Var(&o.hotBytes, "hot-bytes", 0, "hot tier budget in bytes of "+BoltHot+" and "+FactoryHot+" (0: 16 KiB per pod, enough to hold every pod decoded)")
-	if err := fs.Parse(args); err != nil {
-		return o, cmdrun.ErrUsage
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("%w: unexpected arguments %q", cmdrun.ErrUsage, fs.Args())
+	if err := cmdrun.Parse(fs, args); err != nil {
+		return o, err
 	}
 	if o.n <= 0 || o.reps <= 0 || o.gets <= 0 || o.recs <= 0 || o.hotBytes < 0 {
 		return o, fmt.Errorf("%w: -n, -reps, -gets and -reconciles must be positive, -hot-bytes not negative", cmdrun.ErrUsage)

@@ -39,7 +39,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -78,8 +77,7 @@ type options struct {
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
-	fs := flag.NewFlagSet("resumebench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cmdrun.FlagSet("resumebench", stderr)
 	var o options
 	fs.IntVar(&o.pods, "pods", 2000, "pods in the namespace (more than a page of 500 for the watch's catch-up)")
 	fs.IntVar(&o.configMaps, "configmaps", 40, "ConfigMaps in the namespace (at most 500 for the resume check's whole-resource check)")
@@ -88,12 +86,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.dir, "dir", "", "working directory (default: a temporary one, removed at the end)")
 	fs.BoolVar(&o.noWatchCache, "no-watch-cache", false, "run kube-apiserver with --watch-cache=false (no bookmarks: a warm start of a resource over a page and over the version check's limit relists)")
 	fs.IntVar(&o.versionCheckLimit, "version-check-limit", 0, "the reflectors' VersionCheckLimit: the most stored objects whose versions a warm start compares with the server's (0: the default, 5,000; -1: never, the catch-up waits for the bookmark)")
-	if err := fs.Parse(args); err != nil {
-		return o, cmdrun.ErrUsage
+	if err := cmdrun.Parse(fs, args); err != nil {
+		return o, err
 	}
 	switch {
-	case fs.NArg() > 0:
-		return o, fmt.Errorf("%w: unexpected arguments %q", cmdrun.ErrUsage, fs.Args())
 	case o.pods < 1, o.configMaps < 1, o.runs < 1:
 		return o, fmt.Errorf("%w: -pods, -configmaps and -runs must be positive", cmdrun.ErrUsage)
 	case o.change <= 0 || o.change > 1:

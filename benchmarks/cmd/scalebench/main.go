@@ -26,7 +26,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -59,8 +58,7 @@ func parseBytes(s string) (int64, error) {
 }
 
 func parse(args []string, stderr io.Writer) (scalebench.Options, error) {
-	fs := flag.NewFlagSet("scalebench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cmdrun.FlagSet("scalebench", stderr)
 	var o scalebench.Options
 	var cgroupLimit string
 	fs.IntVar(&o.N, "n", 1000000, "number of pods of the bolt informer's phases (0: none)")
@@ -76,11 +74,8 @@ func parse(args []string, stderr io.Writer) (scalebench.Options, error) {
 	fs.IntVar(&o.RelistPercent, "relist", 10, "percentage of pods changed before the 410 relist (negative: none)")
 	fs.StringVar(&o.Dir, "dir", os.TempDir(), "directory for the cache files")
 	fs.BoolVar(&o.SkipServerAlone, "skip-server-alone", false, "do not measure the server alone before the bolt informer")
-	if err := fs.Parse(args); err != nil {
-		return o, cmdrun.ErrUsage
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("%w: unexpected arguments %q", cmdrun.ErrUsage, fs.Args())
+	if err := cmdrun.Parse(fs, args); err != nil {
+		return o, err
 	}
 	if o.N < 0 || o.ClientGoN < 0 || o.Mix < 0 || o.MixQueue < 0 || o.MixPage < 0 || o.Updates <= 0 || o.RelistPercent > 100 {
 		return o, fmt.Errorf("%w: -n, -client-go-n, -mix, -mix-queue and -mix-page must not be negative, -updates positive, -relist at most 100", cmdrun.ErrUsage)

@@ -23,7 +23,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -61,18 +60,14 @@ type options struct {
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
-	fs := flag.NewFlagSet("smallbench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cmdrun.FlagSet("smallbench", stderr)
 	var o options
 	ns := fs.String("n", "2000,10000", "comma-separated numbers of Deployments, ascending")
 	fs.IntVar(&o.runs, "runs", 3, "runs of each controller at each number")
 	fs.DurationVar(&o.settle, "settle", 10*time.Second, "idle time after sync before the steady resident set is read")
 	fs.StringVar(&o.dir, "dir", "", "working directory (binaries, cache files, apiserver data); default a new temporary one, removed at the end")
-	if err := fs.Parse(args); err != nil {
-		return o, cmdrun.ErrUsage
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("%w: unexpected arguments %q", cmdrun.ErrUsage, fs.Args())
+	if err := cmdrun.Parse(fs, args); err != nil {
+		return o, err
 	}
 	for _, s := range strings.Split(*ns, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))

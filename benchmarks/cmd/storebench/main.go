@@ -19,7 +19,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -49,8 +48,7 @@ type options struct {
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
-	fs := flag.NewFlagSet("storebench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cmdrun.FlagSet("storebench", stderr)
 	var o options
 	var impls, sync string
 	fs.IntVar(&o.n, "n", 100000, "number of pods")
@@ -63,11 +61,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.getSamples, "get-samples", 0, "number of GetByKey lookups (default 20000)")
 	fs.IntVar(&o.indexSamples, "index-samples", 0, "number of ByIndex lookups (default 50)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
-	if err := fs.Parse(args); err != nil {
-		return o, cmdrun.ErrUsage
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("%w: unexpected arguments %q", cmdrun.ErrUsage, fs.Args())
+	if err := cmdrun.Parse(fs, args); err != nil {
+		return o, err
 	}
 	if o.n <= 0 || o.batch <= 0 || o.page <= 0 || o.updates < 0 || o.getSamples < 0 || o.indexSamples < 0 {
 		return o, fmt.Errorf("%w: -n, -batch and -page must be positive, sample counts not negative", cmdrun.ErrUsage)

@@ -5,12 +5,14 @@ package cmdrun
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Exit codes of every benchmark program.
@@ -46,6 +48,26 @@ func Run[O any](name string, args []string, stderr io.Writer, parse func(args []
 	return ExitOK
 }
 
+// FlagSet returns the flag set of the program called name: it writes its
+// usage and errors to stderr and returns them rather than exiting.
+func FlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// Parse parses args with fs, which takes no positional arguments: a bad
+// flag is ErrUsage bare (fs has written why), an argument ErrUsage wrapped.
+func Parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return ErrUsage
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected arguments %q", ErrUsage, fs.Args())
+	}
+	return nil
+}
+
 // Impls splits the comma-separated value of -impl into its names, each one
 // of known; an unknown name is an ErrUsage that lists them.
 func Impls(value string, known []string) ([]string, error) {
@@ -58,4 +80,19 @@ func Impls(value string, known []string) ([]string, error) {
 		impls = append(impls, name)
 	}
 	return impls, nil
+}
+
+// LockedWriter returns a writer that serialises the writes to w, for the
+// progress lines of goroutines that share stderr.
+func LockedWriter(w io.Writer) io.Writer { return &lockedWriter{w: w} }
+
+type lockedWriter struct {
+	mu sync.Mutex // guards w's writes
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -422,13 +422,7 @@ func Table(title string, results []Result, alone *ServerAlone) *measure.Table {
 		hot = results[0].ChurnHot
 	}
 	churnRow := func(metric string) string { return churnLabel(metric, hot) }
-	boltCol := -1
-	for i, r := range results {
-		t.Columns = append(t.Columns, r.Impl)
-		if r.Impl == Bolt && i > 0 {
-			boltCol = i
-		}
-	}
+	boltCol := measure.SetColumns(t, results, func(r Result) string { return r.Impl }, Bolt)
 	target := func(tg measure.Target) *measure.Target {
 		if boltCol < 0 {
 			return nil
@@ -436,13 +430,7 @@ func Table(title string, results []Result, alone *ServerAlone) *measure.Table {
 		tg.Column, tg.Ratio = boltCol, true
 		return &tg
 	}
-	col := func(f func(Result) float64) []float64 {
-		out := make([]float64, len(results))
-		for i, r := range results {
-			out[i] = f(r)
-		}
-		return out
-	}
+	col := func(f func(Result) float64) []float64 { return measure.Values(results, f) }
 	warm := func(w *Warm, f func(Warm) float64) float64 {
 		if w == nil {
 			return math.NaN()

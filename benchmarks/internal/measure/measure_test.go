@@ -312,3 +312,36 @@ func TestReadGCCountsCyclesAndAllocations(t *testing.T) {
 		t.Errorf("two collections took %v of the collector's CPU", d.CPU)
 	}
 }
+
+func TestSetColumnsAndValues(t *testing.T) {
+	type result struct {
+		impl string
+		v    float64
+	}
+	name := func(r result) string { return r.impl }
+	for _, tc := range []struct {
+		name    string
+		results []result
+		want    int
+	}{
+		{"target after the baseline", []result{{"client-go", 1}, {"memory", 2}, {"bolt", 3}}, 2},
+		{"target is the baseline", []result{{"bolt", 1}, {"memory", 2}}, -1},
+		{"no target", []result{{"client-go", 1}}, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tab := &Table{Columns: []string{"stale"}}
+			if got := SetColumns(tab, tc.results, name, "bolt"); got != tc.want {
+				t.Errorf("SetColumns = %d, want %d", got, tc.want)
+			}
+			if len(tab.Columns) != len(tc.results) || tab.Columns[0] != tc.results[0].impl {
+				t.Errorf("columns %q, want one per result", tab.Columns)
+			}
+			vals := Values(tc.results, func(r result) float64 { return r.v })
+			for i, v := range vals {
+				if v != float64(i+1) {
+					t.Errorf("Values[%d] = %v, want %d", i, v, i+1)
+				}
+			}
+		})
+	}
+}

@@ -21,6 +21,30 @@ type Table struct {
 	notes   []string
 }
 
+// SetColumns names t's columns after results, one each (name gives a
+// result's implementation; the first is the baseline), and returns the
+// index of the column named target, or -1 when only the baseline is.
+func SetColumns[R any](t *Table, results []R, name func(R) string, target string) int {
+	col := -1
+	t.Columns = t.Columns[:0]
+	for i, r := range results {
+		t.Columns = append(t.Columns, name(r))
+		if name(r) == target && i > 0 {
+			col = i
+		}
+	}
+	return col
+}
+
+// Values returns f of each result: a row's values, one per column.
+func Values[R any](results []R, f func(R) float64) []float64 {
+	out := make([]float64, len(results))
+	for i, r := range results {
+		out[i] = f(r)
+	}
+	return out
+}
+
 // Row is one metric of a Table.
 type Row struct {
 	// Metric names the metric and its unit, for example "heap bytes/obj".

@@ -29,10 +29,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/warmcache/warmcache/benchmarks/internal/apiproc"
+	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
 	"github.com/warmcache/warmcache/benchmarks/internal/informerbench"
 	"github.com/warmcache/warmcache/benchmarks/internal/procmem"
 )
@@ -124,7 +124,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		opts.Stderr = os.Stderr
 	}
 	// The children's standard error is copied to Stderr concurrently.
-	opts.Stderr = &lockedWriter{w: opts.Stderr}
+	opts.Stderr = cmdrun.LockedWriter(opts.Stderr)
 	if opts.Updates <= 0 {
 		opts.Updates = 50000
 	}
@@ -304,18 +304,6 @@ func streamAlone(ctx context.Context, url string, n int) (ServerAlone, error) {
 	}
 	a.Seconds, a.Bytes = st.Elapsed.Seconds(), st.Bytes
 	return a, nil
-}
-
-// lockedWriter serialises writes to w.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // serverAlone measures the server s of n pods without an informer.

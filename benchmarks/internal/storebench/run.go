@@ -140,13 +140,7 @@ const (
 // bolt column when there is one.
 func Table(title string, results []Result) *measure.Table {
 	t := &measure.Table{Title: title}
-	boltCol := -1
-	for i, r := range results {
-		t.Columns = append(t.Columns, r.Impl)
-		if r.Impl == Bolt && i > 0 {
-			boltCol = i
-		}
-	}
+	boltCol := measure.SetColumns(t, results, func(r Result) string { return r.Impl }, Bolt)
 	target := func(tg measure.Target) *measure.Target {
 		if boltCol < 0 {
 			return nil
@@ -154,13 +148,7 @@ func Table(title string, results []Result) *measure.Table {
 		tg.Column = boltCol
 		return &tg
 	}
-	col := func(f func(Result) float64) []float64 {
-		out := make([]float64, len(results))
-		for i, r := range results {
-			out[i] = f(r)
-		}
-		return out
-	}
+	col := func(f func(Result) float64) []float64 { return measure.Values(results, f) }
 	lat := func(l *measure.Latencies, p float64) float64 {
 		if l == nil || l.Len() == 0 {
 			return math.NaN()
