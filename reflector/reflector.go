@@ -236,7 +236,9 @@ func (r *Reflector) Run(ctx context.Context) {
 				continue
 			}
 			needRelist = false
-			cu.pending = false // a relist completes the sync; no MarkSynced
+			// A relist completes the sync; no MarkSynced, and nothing
+			// left to track.
+			cu.pending, cu.versions = false, versionCheck{}
 		}
 		err := r.watch(ctx, w, &cu)
 		w = nil
