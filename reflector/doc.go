@@ -94,21 +94,13 @@
 //
 // # What the apiserver says about a resume
 //
-// Measured against kube-apiserver v1.36.3 (ARCHITECTURE.md has the
-// figures): a watch from an RV the server has not reached is silent, with
-// or without the watch cache; a consistent LIST with limit=1 gives the
-// server's RV in about 2ms; the watch cache's first bookmark comes 2s
-// before a watch's timeout (0.8-1.2s into a 3s catch-up watch), and none
-// comes without the watch cache.
-//
-// So a warm start costs one LIST of at most one object (about 2ms), which
-// catches an RV ahead of the server's (the cluster recreated or restored)
-// and gives the RV R the resumed watch must reach before the informer is
-// synced: its events up to R are the changes made while it was down, and
-// the first event or bookmark at or past R shows they are all in. Since
-// the silent watch is the only other answer to an RV ahead of the
-// server's, that LIST must succeed before the warm start goes on: a
-// failed one is retried, never skipped. A recreated cluster whose RV has
+// ARCHITECTURE.md has the measurements against kube-apiserver v1.36.3
+// that the warm start rests on: a watch from an RV the server has not
+// reached is silent, so the resume check's LIST must succeed before a warm
+// start goes on (a failed one is retried, never skipped); the watch
+// cache's first bookmark comes about a second into a 3s catch-up watch,
+// none without the watch cache; a metadata-only list is cheap in time but
+// not in bytes, hence VersionCheckLimit. A recreated cluster whose RV has
 // already passed the stored one is not caught here; package factory
 // records the cluster's identity for that.
 //
