@@ -23,9 +23,10 @@
 //     write has touched the file since (the DB's Epoch, bumped before and
 //     after every write transaction but the store's own batches, which
 //     update the tier themselves: a relist's commit, an index rebuild,
-//     another resource's relist). No other process writes the file meanwhile: a read-write DB
-//     holds an exclusive lock on it, and a writer that finds the file held
-//     by read-only DBs writes a copy instead, never their file.
+//     another resource's relist). No other process writes the file
+//     meanwhile: a read-write DB holds an exclusive lock on it, and a
+//     writer that finds the file held by read-only DBs writes a copy
+//     instead, never their file.
 //
 // Cached objects are shared by every caller that reads them: the store
 // never mutates them, and callers must not either (store.Store's
@@ -167,7 +168,7 @@ func (t *Tier) Budget() int64 { return t.budget }
 // Part returns a new part of t for a store whose codec is named
 // codecName, counting in m; epoch is the DB's write epoch, which every
 // write transaction that may change stored objects without telling the
-// part (Committed) bumps after its commit. It returns nil if t is nil.
+// part (Committed) bumps before and after. It returns nil if t is nil.
 func (t *Tier) Part(codecName string, m Metrics, epoch *Epoch) *Part {
 	if t == nil {
 		return nil

@@ -83,7 +83,9 @@ func (p *Part) Fill(key string, sum uint64, envLen int, obj interface{}, st Stam
 	defer t.mu.Unlock()
 	var old int64
 	if e, ok := p.m[key]; ok {
-		if e.sum == sum {
+		if e.sum == sum || st.seq != p.seq {
+			// The same object, or one a batch may have written since
+			// the read began: newer than obj, or checked by reads.
 			return
 		}
 		old = e.cost

@@ -177,3 +177,17 @@ func TestWholeOrderBounded(t *testing.T) {
 		t.Errorf("Whole = %v, %t", keys, ok)
 	}
 }
+
+// TestFillKeepsNewer checks that a bulk read that began before a batch
+// does not replace the object the batch wrote with the older one it
+// decoded.
+func TestFillKeepsNewer(t *testing.T) {
+	_, p := newTestPart(4, nopMetrics{})
+	st := p.Stamp()
+	p.Begin()
+	p.Committed(slices.Values([]Write{{Key: "k000", Sum: 2, EnvLen: envLen, Obj: "new"}}))
+	p.Fill("k000", 1, envLen, "old", st, 1)
+	if obj, ok, _ := p.Fast("k000"); !ok || obj != "new" {
+		t.Errorf("Fast(k000) = %v, %t after a late Fill; want the batch's object", obj, ok)
+	}
+}
