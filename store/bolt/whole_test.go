@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	bbolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -235,4 +236,60 @@ func TestHotTierWholeConcurrent(t *testing.T) {
 
 func deleteTxn(obj *corev1.Pod) cache.Transaction {
 	return cache.Transaction{Type: cache.TransactionTypeDelete, Object: obj}
+}
+
+// TestHotTierWholeAfterWarmStart checks that a store opened again on its
+// file comes to hold every object in its tier through the warm start's
+// replay (ScanParallel), and then answers with what the file holds.
+func TestHotTierWholeAfterWarmStart(t *testing.T) {
+	path := tempPath(t)
+	writeThreePods(t, path)
+	db := openDB(t, path, Options{Sync: UnsafeNoSync})
+	s := openPods(t, db, namespaceIndexers())
+	if s.hot.IsWhole() {
+		t.Fatal("whole before any read")
+	}
+	replayed := selectAll(t, s, store.Selection{}, true)
+	if !s.hot.IsWhole() {
+		t.Fatal("not whole after the replay")
+	}
+	want := fileKeyRVs(t, s)
+	if got := keyRVs(t, replayed); !slices.Equal(got, want) {
+		t.Errorf("replay = %v, the file holds %v", got, want)
+	}
+	if got := keyRVs(t, s.List()); !slices.Equal(got, want) {
+		t.Errorf("List = %v, the file holds %v", got, want)
+	}
+}
+
+// TestHotTierWholeNotFromDamage checks that a bulk read that meets a
+// damaged object leaves the tier not whole (the object is skipped and the
+// resource marked incomplete), so that later lists read the file and skip
+// it too, instead of answering without it as if it did not exist.
+func TestHotTierWholeNotFromDamage(t *testing.T) {
+	path := damagedPath(t)
+	writeThreePods(t, path)
+	rawUpdate(t, path, func(tx *bbolt.Tx) error {
+		_, g := rawLive(t, tx)
+		id := itemEntry(t, g, "ns/b").ID
+		env := slices.Clone(rawEnvelope(t, g, "ns/b"))
+		env[len(env)/2] ^= 0x01
+		return g.Blobs.Put(slices.Clone(id), env)
+	})
+	db := openDB(t, path, Options{Sync: UnsafeNoSync})
+	var reported int
+	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: podCodec, Indexers: namespaceIndexers(),
+		OnCorruption: func(error) { reported++ }})
+	must(t, err)
+	for range 2 {
+		if got := keyRVs(t, s.List()); !slices.Equal(got, []string{"ns/a@1", "ns/c@3"}) {
+			t.Errorf("List = %v, want the damaged object skipped", got)
+		}
+		if s.hot.IsWhole() {
+			t.Fatal("whole after a List that met a damaged object")
+		}
+	}
+	if reported != 2 {
+		t.Errorf("OnCorruption called %d times, want once per List", reported)
+	}
 }
