@@ -66,6 +66,11 @@ func (l ResourceIndexer[T]) List(selector labels.Selector) ([]T, error) {
 // ListWithContext is List, stopping when ctx is done.
 func (l ResourceIndexer[T]) ListWithContext(ctx context.Context, selector labels.Selector) ([]T, error) {
 	var ret []T
+	if st, ok := l.indexer.(interface{ State() (store.State, error) }); ok && l.namespace == "" && (selector == nil || selector.Empty()) {
+		if state, err := st.State(); err == nil && state.Objects > 0 {
+			ret = make([]T, 0, state.Objects) // every object: no growing
+		}
+	}
 	err := store.Select(ctx, l.indexer, store.Selection{Namespace: l.namespace, Labels: selector}, func(key string, obj interface{}) error {
 		t, ok := obj.(T)
 		if !ok {

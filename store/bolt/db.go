@@ -68,7 +68,7 @@ type DB struct {
 	// stored objects without updating the hot tier (all but a store's
 	// batches, see updateKeepHot): a hot entry put before the last one
 	// is checked against the file again.
-	hotEpoch atomic.Uint64
+	hotEpoch hot.Epoch
 
 	// check is the background check of the file's pages (filecheck.go);
 	// fcm its metrics. corrupt is the first corruption found in the
@@ -411,7 +411,11 @@ func (db *DB) view(op string, fn func(*bbolt.Tx) error) (err error) {
 // Errors and panics are handled as in view; a failed commit leaves the file
 // as it was.
 func (db *DB) update(op string, fn func(*bbolt.Tx) error) (err error) {
-	defer db.hotEpoch.Add(1) // after the commit, whatever its outcome
+	// Before the transaction, so that no bulk read it overlaps finds a
+	// part of the hot tier whole (hot.Part.Complete), and after the
+	// commit, whatever its outcome.
+	db.hotEpoch.Begin()
+	defer db.hotEpoch.End()
 	return db.updateKeepHot(op, fn)
 }
 

@@ -35,6 +35,11 @@ type selected struct {
 	// share, if set, decodes env sharing with the object about to
 	// replace this one what the two encode alike (decodeItemShared).
 	share sharedDecode
+	// fill: once decoded, the object is offered to the hot tier
+	// (fillHot), with env's sum and length.
+	fill   bool
+	sum    uint64
+	envLen int
 }
 
 // selectedOf returns the chunk entry of item k (key as a string, or "")
@@ -45,6 +50,53 @@ func (s *Store) selectedOf(key string, k, env []byte) selected {
 		return selected{key: key, k: k, obj: obj}
 	}
 	return selected{key: key, k: k, env: env}
+}
+
+// selectedToFill is selectedOf for a bulk read whose transaction began
+// after st and that fills the hot tier: a hit makes the tier's entry fast
+// (hot.Part.Lookup), and an object it must decode is offered to the tier
+// once decoded (fillHot).
+func (s *Store) selectedToFill(key string, k, env []byte, st hot.Stamp) selected {
+	if s.hot == nil {
+		return selected{key: key, k: k, env: env}
+	}
+	obj, sum, ok := s.hot.Lookup(k, env, st)
+	if ok {
+		return selected{key: key, k: k, obj: obj}
+	}
+	return selected{key: key, k: k, env: env, fill: true, sum: sum, envLen: len(env)}
+}
+
+// fillHot offers the hot tier the objects of chunk that a bulk read whose
+// transaction began after st decoded (selectedToFill), once
+// decodeSelected has run (errs is its result): a tier with room for every
+// object of the store keeps them (hot.Part.Fill).
+func (s *Store) fillHot(chunk []selected, errs []error, st hot.Stamp) {
+	if s.hot == nil {
+		return
+	}
+	n := s.sizeHint()
+	for i := range chunk {
+		c := &chunk[i]
+		if c.fill && (errs == nil || errs[i] == nil) {
+			key := c.key
+			if key == "" {
+				key = string(c.k)
+			}
+			s.hot.Fill(key, c.sum, c.envLen, c.obj, st, n)
+			c.k = nil
+		}
+		c.fill = false
+	}
+}
+
+// stamp returns the hot tier's stamp a read takes before its transaction
+// (the zero Stamp without a tier).
+func (s *Store) stamp() hot.Stamp {
+	if s.hot == nil {
+		return hot.Stamp{}
+	}
+	return s.hot.Stamp()
 }
 
 // decodeSelected decodes the objects of chunk that the hot tier did not
@@ -66,7 +118,7 @@ func (s *Store) decodeSelected(chunk []selected, workers int) []error {
 		}
 		obj, err := s.decodeRecovered(c.k, c.env, c.share)
 		c.obj, c.env, c.share = obj, nil, sharedDecode{}
-		if err == nil {
+		if err == nil && (!c.fill || c.key != "") {
 			c.k = nil
 		}
 		return err
@@ -110,6 +162,10 @@ type bulkDecoder struct {
 	chunk []selected
 	out   []interface{}
 	bad   []keyError
+	// fill: the read fills the hot tier (selectedToFill), its
+	// transaction having begun after st.
+	fill bool
+	st   hot.Stamp
 }
 
 func newBulkDecoder(s *Store, capacity int) *bulkDecoder {
@@ -119,7 +175,11 @@ func newBulkDecoder(s *Store, capacity int) *bulkDecoder {
 // add queues the object of item k with envelope env, both aliasing the
 // read transaction, which must stay open until flush.
 func (b *bulkDecoder) add(k, env []byte) {
-	b.chunk = append(b.chunk, b.s.selectedOf("", k, env))
+	if b.fill {
+		b.chunk = append(b.chunk, b.s.selectedToFill("", k, env, b.st))
+	} else {
+		b.chunk = append(b.chunk, b.s.selectedOf("", k, env))
+	}
 	if len(b.chunk) == scanChunk {
 		b.flush()
 	}
@@ -145,6 +205,9 @@ func (b *bulkDecoder) flush() {
 		return
 	}
 	errs := b.s.decodeSelected(b.chunk, 0)
+	if b.fill {
+		b.s.fillHot(b.chunk, errs, b.st)
+	}
 	for i := range b.chunk {
 		if errs != nil && errs[i] != nil {
 			b.bad = append(b.bad, keyError{string(b.chunk[i].k), errs[i]})

@@ -226,12 +226,13 @@ func TestHotTierNeverStale(t *testing.T) {
 }
 
 // TestHotTierBulkReadsDoNotFill checks that List, ByIndex, Scan and Select
-// take the objects the tier holds but neither fill it nor count in its
-// hit rate.
+// of a store that does not fit in the tier take the objects the tier
+// holds but neither fill it nor count in its hit rate (TestHotTierWhole:
+// a store that fits).
 func TestHotTierBulkReadsDoNotFill(t *testing.T) {
 	m := newTestMetrics()
 	hotSeries := func(name string) int64 { return m.hotCount(podsID.String(), name) }
-	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync, Metrics: m})
+	db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync, Metrics: m, HotBytes: hotBudget(t, 100)})
 	s, err := db.Resource(context.Background(), ResourceOptions{Identity: podsID, Codec: podCodec, Indexers: namespaceIndexers()})
 	must(t, err)
 	var pods []*corev1.Pod

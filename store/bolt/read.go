@@ -97,16 +97,27 @@ func (s *Store) GetByKey(key string) (item interface{}, exists bool, err error) 
 
 // List returns every stored object in key order, from one snapshot,
 // decoding every object the hot tier does not hold (see package doc's
-// Reads). Objects that do not decode are skipped, logged, and the resource
-// marked incomplete. It returns nil after Close.
+// Reads), or from the hot tier alone when it holds them all. Objects that
+// do not decode are skipped, logged, and the resource marked incomplete.
+// It returns nil after Close.
 func (s *Store) List() []interface{} {
+	if s.closed.Load() {
+		return nil
+	}
+	if out, ok := s.listHot(); ok {
+		return out
+	}
 	var out []interface{}
 	var bad []keyError
+	st := s.stamp()
+	n := 0
 	err := s.readLive("list", func(g *layout.Generation) error {
 		b := newBulkDecoder(s, s.sizeHint())
+		b.fill, b.st = true, st
 		c := g.Items.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			b.addEntry(g, k, v)
+			n++
 		}
 		b.flush()
 		out, bad = b.out, b.bad
@@ -114,7 +125,26 @@ func (s *Store) List() []interface{} {
 	})
 	s.readFailed("list", err)
 	s.corrupted("list", bad)
+	if err == nil && len(bad) == 0 {
+		s.hot.Complete(st, n)
+	}
 	return out
+}
+
+// listHot returns every stored object in key order from the hot tier, if
+// its part holds every one (hot.Part.Whole).
+func (s *Store) listHot() ([]interface{}, bool) {
+	var out []interface{}
+	ok := s.hot.Whole("", func(_ string, obj interface{}) {
+		if out == nil {
+			out = make([]interface{}, 0, s.sizeHint())
+		}
+		out = append(out, obj)
+	})
+	if ok && out == nil {
+		out = []interface{}{}
+	}
+	return out, ok
 }
 
 // readFailed logs a read error of a method without an error result.

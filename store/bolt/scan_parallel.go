@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	"github.com/warmcache/warmcache/store"
-	"github.com/warmcache/warmcache/store/bolt/internal/match"
 )
 
 // maxScanParallelism caps the n of ScanParallel: more decoders than that
@@ -33,13 +32,17 @@ func (s *Store) ScanParallel(ctx context.Context, n int, fn store.ScanFunc) erro
 	if err := ctx.Err(); err != nil {
 		return s.errorf(op, err)
 	}
+	if done, err := s.walkHot(ctx, op, store.Selection{}, fn); done {
+		return err
+	}
 	rctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
 
 	ready := make(chan walked, 1)
-	w := selectWalk{s: s, m: match.New(store.Selection{}), workers: min(n, maxScanParallelism)}
+	w := s.newSelectWalk(store.Selection{})
+	w.workers = min(n, maxScanParallelism)
 	wg.Go(func() {
 		defer close(ready)
 		for {
@@ -77,6 +80,7 @@ func (s *Store) ScanParallel(ctx context.Context, n int, fn store.ScanFunc) erro
 			}
 		}
 		if r.done {
+			w.complete()
 			return nil
 		}
 	}

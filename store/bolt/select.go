@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/hot"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 	"github.com/warmcache/warmcache/store/bolt/internal/match"
 )
@@ -42,7 +43,10 @@ func (s *Store) walk(ctx context.Context, op string, sel store.Selection, fn sto
 			return err
 		}
 	}
-	w := selectWalk{s: s, m: match.New(sel), src: s.selectSource(sel)}
+	if done, err := s.walkHot(ctx, op, sel, fn); done {
+		return err
+	}
+	w := s.newSelectWalk(sel)
 	for {
 		if err := ctx.Err(); err != nil {
 			return s.errorf(op, err)
@@ -60,8 +64,65 @@ func (s *Store) walk(ctx context.Context, op string, sel store.Selection, fn sto
 			}
 		}
 		if done {
+			w.complete()
 			return nil
 		}
+	}
+}
+
+// walkHot is walk answered from the hot tier without reading the file,
+// when the store's part holds every stored object (hot.Part.Whole) and
+// sel selects by namespace at most, with a key function whose keys start
+// with the namespace: it calls fn as walk would, outside any lock, and
+// returns true. Otherwise it calls nothing and returns false.
+func (s *Store) walkHot(ctx context.Context, op string, sel store.Selection, fn store.ScanFunc) (bool, error) {
+	if s.hot == nil || s.closed.Load() || sel.Index != "" || (sel.Labels != nil && !sel.Labels.Empty()) {
+		return false, nil
+	}
+	prefix := ""
+	if sel.Namespace != "" {
+		if !isNamespaceKeyFunc(s.keyFunc) {
+			return false, nil
+		}
+		prefix = sel.Namespace + "/"
+	}
+	var found []keyObject
+	if !s.hot.Whole(prefix, func(key string, obj interface{}) {
+		if found == nil && prefix == "" {
+			found = make([]keyObject, 0, s.sizeHint())
+		}
+		found = append(found, keyObject{key, obj})
+	}) {
+		return false, nil
+	}
+	for i, f := range found {
+		if i%scanChunk == 0 {
+			if err := ctx.Err(); err != nil {
+				return true, s.errorf(op, err)
+			}
+		}
+		if err := fn(f.key, f.obj); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// newSelectWalk returns the walk of sel, which fills the hot tier with
+// what it decodes and, if sel selects every object, tells the tier when it
+// has read them all (complete).
+func (s *Store) newSelectWalk(sel store.Selection) *selectWalk {
+	w := &selectWalk{s: s, m: match.New(sel), src: s.selectSource(sel)}
+	w.all = sel.Index == "" && sel.Namespace == "" && (sel.Labels == nil || sel.Labels.Empty())
+	w.st = s.stamp()
+	return w
+}
+
+// complete tells the hot tier that w has read every object, if w selects
+// every object and returned every one (hot.Part.Complete).
+func (w *selectWalk) complete() {
+	if w.all {
+		w.s.hot.Complete(w.st, w.n)
 	}
 }
 
@@ -126,6 +187,12 @@ type selectWalk struct {
 	workers int
 	// sums checks the entries of an index source.
 	sums layout.IndexSum
+	// st is the hot tier's stamp before the walk's first transaction; all
+	// is set if the walk selects every object, and n counts the objects
+	// it returned (complete).
+	st  hot.Stamp
+	all bool
+	n   int
 }
 
 // next examines up to selectExamine entries after w's position in one read
@@ -137,6 +204,7 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 	s := w.s
 	var bad *keyError
 	done = true
+	st := s.stamp()
 	err = s.readLive(op, func(g *layout.Generation) error {
 		c, k, v, err := w.start(g)
 		if err != nil {
@@ -176,9 +244,11 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 				bad = &keyError{string(key), err}
 				return nil
 			}
-			chunk = append(chunk, s.selectedOf(string(key), key, env))
+			chunk = append(chunk, s.selectedToFill(string(key), key, env, st))
 		}
-		if errs := s.decodeSelected(chunk, w.workers); errs != nil {
+		errs := s.decodeSelected(chunk, w.workers)
+		s.fillHot(chunk, errs, st)
+		if errs != nil {
 			bad = firstBad(chunk, errs)
 		}
 		return nil
@@ -190,6 +260,7 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 		s.corrupted(op, []keyError{*bad})
 		return nil, false, s.errorf(op, bad.err)
 	}
+	w.n += len(chunk)
 	return chunk, done, nil
 }
 

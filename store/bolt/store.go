@@ -194,6 +194,7 @@ func (s *Store) apply(ctx context.Context, op string, txns []cache.Transaction, 
 // Update, Delete and Transaction. s.mu must be held.
 func (s *Store) commitLocked(op string, ix *indexSet, ops []prepared, rv string, setRV bool) error {
 	sortByKey(ops)
+	s.hot.Begin()
 	err := s.writeLiveWithLocked(op, s.db.updateKeepHot, func(g *layout.Generation, m *layout.Meta) error {
 		delta, err := applyAll(&layout.Writer{G: g, Names: ix.names()}, ops)
 		if err != nil {
@@ -206,6 +207,7 @@ func (s *Store) commitLocked(op string, ix *indexSet, ops []prepared, rv string,
 		return nil
 	})
 	if err != nil {
+		s.hot.Aborted()
 		return err
 	}
 	// The objects just written are what a controller reads next (the

@@ -3,7 +3,8 @@
 // same objects (a controller's lister Get after an event) skip the
 // decoding, which is most of a read's cost. One Tier serves every store of
 // a DB that does not have its own, under one budget; each store has its
-// Part of it.
+// Part of it. A Part that holds every object of its store answers its bulk
+// reads too, without reading the file (whole.go).
 //
 // An entry is valid while the item's stored envelope is byte for byte the
 // one its object was decoded (or encoded) from. Two checks keep it so:
@@ -19,12 +20,13 @@
 //   - A point read needs no transaction for a "fast" entry: one put by the
 //     store's own write (Committed), or by a read or hash check that no
 //     write followed before the entry was put (Stamp), while no other
-//     write has touched the file since (the DB's epoch, bumped after every
-//     write transaction but the store's own batches, which update the tier
-//     themselves: a relist's commit, an index rebuild, another resource's
-//     relist). No other process writes the file meanwhile: a read-write DB
-//     holds an exclusive lock on it, and a writer that finds the file held
-//     by read-only DBs writes a copy instead, never their file.
+//     write has touched the file since (the DB's Epoch, bumped before and
+//     after every write transaction but the store's own batches, which
+//     update the tier themselves: a relist's commit, an index rebuild,
+//     another resource's relist). No other process writes the file
+//     meanwhile: a read-write DB holds an exclusive lock on it, and a
+//     writer that finds the file held by read-only DBs writes a copy
+//     instead, never their file.
 //
 // Cached objects are shared by every caller that reads them: the store
 // never mutates them, and callers must not either (store.Store's
@@ -107,11 +109,16 @@ type Part struct {
 	factor  float64
 	metrics Metrics
 	// epoch is the DB's write epoch.
-	epoch *atomic.Uint64
-	// m holds the store's entries by item key and seq counts the store's
-	// commits; guarded by tier.mu.
-	m   map[string]*entry
-	seq uint64
+	epoch *Epoch
+	// m holds the store's entries by item key, seq counts the store's
+	// commits, twice each (Begin, then Committed or Aborted), and writing
+	// is set between the two; guarded by tier.mu.
+	m       map[string]*entry
+	seq     uint64
+	writing bool
+	// order is m's entries by key while the part is known to hold every
+	// object of its store (whole.go); nil otherwise. Guarded by tier.mu.
+	order *order
 }
 
 // Stamp is what a point read saw before its transaction began: an entry
@@ -134,10 +141,13 @@ type entry struct {
 	epoch uint64
 	// prob: the entry is in probation.
 	prob bool
+	// removed: the entry left the tier (an order may still list it).
+	removed bool
 }
 
 // entryOverhead is the bytes an entry costs beyond its object and key:
-// the entry, its map slot and list links.
+// the entry, its map slot and list links, and its slot in an order
+// (whole.go).
 const entryOverhead = 160
 
 // New returns a tier of budget bytes, or nil (no tier) for budget <= 0.
@@ -158,8 +168,8 @@ func (t *Tier) Budget() int64 { return t.budget }
 // Part returns a new part of t for a store whose codec is named
 // codecName, counting in m; epoch is the DB's write epoch, which every
 // write transaction that may change stored objects without telling the
-// part (Committed) bumps after its commit. It returns nil if t is nil.
-func (t *Tier) Part(codecName string, m Metrics, epoch *atomic.Uint64) *Part {
+// part (Committed) bumps before and after. It returns nil if t is nil.
+func (t *Tier) Part(codecName string, m Metrics, epoch *Epoch) *Part {
 	if t == nil {
 		return nil
 	}
@@ -195,9 +205,10 @@ func (p *Part) Fast(key string) (obj interface{}, ok bool, st Stamp) {
 		return nil, false, st
 	}
 	t.promoteLocked(e)
+	obj = e.obj // an entry may change in place (putLocked)
 	t.mu.Unlock()
 	p.metrics.Hit()
-	return e.obj, true, Stamp{}
+	return obj, true, Stamp{}
 }
 
 // Write is a write of a store's commit, as Committed takes it.
@@ -211,11 +222,37 @@ type Write struct {
 	Obj    interface{}
 }
 
+// Begin tells the tier that the store is about to commit a batch, whose
+// Committed follows: entries put by reads that began before it are not
+// fast, and no bulk read that overlaps the commit finds the part whole
+// (Complete). The store's write lock must be held.
+func (p *Part) Begin() {
+	if p == nil {
+		return
+	}
+	p.tier.mu.Lock()
+	p.seq++
+	p.writing = true
+	p.tier.mu.Unlock()
+}
+
+// Aborted tells the tier that the batch Begin announced did not commit.
+// The store's write lock must be held.
+func (p *Part) Aborted() {
+	if p == nil {
+		return
+	}
+	p.tier.mu.Lock()
+	p.seq++
+	p.writing = false
+	p.tier.mu.Unlock()
+}
+
 // Committed updates the tier after the store's commit of writes, in
 // their order: their objects become fast entries (in probation unless
-// written again soon, see the package documentation), deleted keys leave,
-// and entries put by reads that began before the commit are not fast. The
-// store's write lock must be held.
+// written again soon, see the package documentation, or the part is
+// whole), deleted keys leave, and entries put by reads that began before
+// the commit are not fast. The store's write lock must be held.
 func (p *Part) Committed(writes iter.Seq[Write]) {
 	if p == nil {
 		return
@@ -225,17 +262,19 @@ func (p *Part) Committed(writes iter.Seq[Write]) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p.seq++
+	p.writing = false
 	for w := range writes {
 		if w.Delete {
 			if e, ok := p.m[w.Key]; ok {
-				t.removeLocked(e)
+				t.deleteLocked(e)
 			}
 			continue
 		}
 		prob := false
-		if _, cached := p.m[w.Key]; !cached {
+		if _, cached := p.m[w.Key]; !cached && p.order == nil {
 			// Written again soon after probation evicted it: into the
-			// main segment, and out of the ghosts.
+			// main segment, and out of the ghosts. A whole part keeps
+			// its writes in the main segment, whole.
 			prob = !t.ghosts.take(p.ghost(w.Key))
 		}
 		p.putLocked(w.Key, w.Sum, w.EnvLen, w.Obj, true, epoch, prob)
@@ -299,9 +338,11 @@ func (p *Part) Get(key []byte, sum uint64, st Stamp) (interface{}, bool) {
 	if ok && e.sum == sum {
 		t.promoteLocked(e)
 		e.fast, e.epoch = st.seq == p.seq, st.epoch
+		p.keptLocked(e, false)
+		obj := e.obj
 		t.mu.Unlock()
 		p.metrics.Hit()
-		return e.obj, true
+		return obj, true
 	}
 	t.mu.Unlock()
 	p.metrics.Miss()
@@ -351,14 +392,27 @@ func (p *Part) Put(key string, sum uint64, envLen int, obj interface{}, st Stamp
 func (p *Part) putLocked(key string, sum uint64, envLen int, obj interface{}, fast bool, epoch uint64, prob bool) {
 	t := p.tier
 	cost := p.cost(key, envLen)
-	if e, ok := p.m[key]; ok {
-		t.removeLocked(e)
-	}
+	e, ok := p.m[key]
 	if cost > t.budget {
+		if ok {
+			t.removeLocked(e)
+		}
 		return
 	}
-	e := &entry{part: p, key: key, sum: sum, obj: obj, cost: cost, fast: fast, epoch: epoch, prob: prob}
-	p.m[key] = e
+	if ok {
+		// Changed in place, so that an order (whole.go) keeps it.
+		t.unlinkLocked(e)
+		t.used -= e.cost
+		if e.prob {
+			t.probUsed -= e.cost
+		}
+		p.metrics.Removed(e.cost)
+		e.sum, e.obj, e.cost, e.fast, e.epoch, e.prob = sum, obj, cost, fast, epoch, prob
+	} else {
+		e = &entry{part: p, key: key, sum: sum, obj: obj, cost: cost, fast: fast, epoch: epoch, prob: prob}
+		p.m[key] = e
+	}
+	p.keptLocked(e, !ok)
 	t.pushFrontLocked(e)
 	t.used += cost
 	if prob {
@@ -418,10 +472,27 @@ func (p *Part) Clear() {
 	for _, e := range p.m {
 		p.tier.removeLocked(e)
 	}
+	p.order = nil
 }
 
-// removeLocked drops e from the tier. t.mu must be held.
+// removeLocked drops e from the tier, which no longer holds the stored
+// object of its key (an eviction). t.mu must be held.
 func (t *Tier) removeLocked(e *entry) {
+	e.part.removedLocked(e, false)
+	t.dropLocked(e)
+}
+
+// deleteLocked drops e from the tier: the store deleted its object. t.mu
+// must be held.
+func (t *Tier) deleteLocked(e *entry) {
+	e.part.removedLocked(e, true)
+	t.dropLocked(e)
+}
+
+// dropLocked drops e from the tier, and its object (an order may still
+// list e until its next merge). t.mu must be held.
+func (t *Tier) dropLocked(e *entry) {
+	e.obj = nil
 	t.unlinkLocked(e)
 	delete(e.part.m, e.key)
 	t.used -= e.cost

@@ -3,7 +3,6 @@ package hot
 import (
 	"fmt"
 	"slices"
-	"sync/atomic"
 	"testing"
 )
 
@@ -34,7 +33,7 @@ const envLen = 1000
 func newTestPart(n int, m Metrics) (*Tier, *Part) {
 	one := Cost("protobuf", "k000", envLen)
 	tier := New(int64(n)*one + one/2)
-	var epoch atomic.Uint64
+	var epoch Epoch
 	return tier, tier.Part("protobuf", m, &epoch)
 }
 
@@ -106,7 +105,7 @@ func TestReadNeverEvictsItself(t *testing.T) {
 func TestGhostGrowsProbationOnce(t *testing.T) {
 	one := Cost("protobuf", "k000", envLen)
 	tier := New(20 * one)
-	var epoch atomic.Uint64
+	var epoch Epoch
 	p := tier.Part("protobuf", nopMetrics{}, &epoch)
 	key := func(prefix string, i int) string { return fmt.Sprintf("%s%03d", prefix, i) }
 	write := func(k string) {

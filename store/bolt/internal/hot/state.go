@@ -36,3 +36,12 @@ func (t *Tier) ProbationShare() (share, least int64) {
 	defer t.mu.Unlock()
 	return t.probBudget, t.probMin()
 }
+
+// IsWhole reports whether p is known to hold every object of its store
+// (it has an order of the current epoch).
+func (p *Part) IsWhole() bool {
+	epoch := p.epoch.Load()
+	p.tier.mu.Lock()
+	defer p.tier.mu.Unlock()
+	return p.order != nil && p.order.epoch == epoch
+}
