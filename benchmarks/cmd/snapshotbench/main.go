@@ -10,6 +10,17 @@
 // holds; the pages of the mapped cache file are page cache) as the median
 // of the runs with their minimum and maximum.
 //
+// A run's time depends on what else the machine does: with 2 CPUs, one
+// busy process of another user slows a command that decodes on both by
+// up to half. So that a slow run can be told from a slow command, the file
+// is flushed and read through once before the first run (no run reads it
+// from disk or waits for its writeback), and each run records the CPU
+// time other processes took meanwhile (the machine's busy time from
+// /proc/stat, less the command's own), the 1-minute load average at its
+// start and how much of the file the page cache held (mincore). The table
+// gives the median of the others' CPU time; the lines after it give each
+// run's figures.
+//
 // The kubectl rows are k8s.io/cli-runtime's JSONPrinter and YAMLPrinter
 // printing the objects as kubectl get -o json|yaml does for a list: the
 // objects as kubectl receives them (unstructured, decoded from the JSON the
@@ -47,6 +58,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/warmcache/warmcache/benchmarks/cmd/snapshotbench/internal/hostload"
 	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
 	"github.com/warmcache/warmcache/benchmarks/internal/machine"
 	"github.com/warmcache/warmcache/benchmarks/internal/procmem"
@@ -138,6 +150,47 @@ type sample struct {
 	Bytes    int64         `json:"bytes"`
 	// Sum is the SHA-256 of the output.
 	Sum string `json:"sum"`
+	// host is what else the machine did during the run.
+	host hostFigures
+}
+
+// hostFigures are what else the machine did during a run.
+type hostFigures struct {
+	// others is the CPU time other processes took; steal the time the
+	// hypervisor gave other machines.
+	others, steal time.Duration
+	// load1 is the 1-minute load average at the start.
+	load1 float64
+	// resident is the fraction of the cache file in the page cache at
+	// the start; -1 if unknown.
+	resident float64
+}
+
+// hostWatch reads the machine's counters at the start of a run.
+type hostWatch struct {
+	cpu      hostload.CPU
+	cpuErr   error
+	load1    float64
+	resident float64
+}
+
+func watchHost(file string) hostWatch {
+	w := hostWatch{load1: machine.Read().Load1, resident: -1}
+	if r, err := hostload.Resident(file); err == nil {
+		w.resident = r
+	}
+	w.cpu, w.cpuErr = hostload.ReadCPU()
+	return w
+}
+
+// done returns the figures of the run that started at w, in which the
+// measured process took own CPU time.
+func (w hostWatch) done(own time.Duration) hostFigures {
+	h := hostFigures{load1: w.load1, resident: w.resident, others: -1, steal: -1}
+	if after, err := hostload.ReadCPU(); err == nil && w.cpuErr == nil {
+		h.others, h.steal = hostload.Others(w.cpu, after, own)
+	}
+	return h
 }
 
 // row is a measured case: its samples.
@@ -167,6 +220,10 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	for _, n := range sizes {
 		file, err := cacheFile(ctx, o.dir, n, stderr)
 		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "snapshotbench: flushing and reading %s into the page cache...\n", file)
+		if err := hostload.Warm(file); err != nil {
 			return err
 		}
 		if n == o.kubectlN {
@@ -219,6 +276,7 @@ func runSnapshot(ctx context.Context, bin string, args []string, file string) (s
 	var out countingWriter
 	var errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
+	host := watchHost(file)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return sample{}, err
@@ -233,7 +291,8 @@ func runSnapshot(ctx context.Context, bin string, args []string, file string) (s
 	if err != nil {
 		return sample{}, fmt.Errorf("snapshot %s: %w: %s", strings.Join(argv, " "), err, errOut.String())
 	}
-	return sample{Wall: wall, CPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), PeakAnon: peak.Anon, Bytes: out.n, Sum: out.sum()}, nil
+	own := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return sample{Wall: wall, CPU: own, PeakAnon: peak.Anon, Bytes: out.n, Sum: out.sum(), host: host.done(own)}, nil
 }
 
 // runKubectlChild runs this program in its kubectl mode and reads its
@@ -243,6 +302,7 @@ func runKubectlChild(ctx context.Context, self, format, file string) (sample, er
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	var errOut strings.Builder
 	cmd.Stderr = &errOut
+	host := watchHost(file)
 	out, err := cmd.Output()
 	if err != nil {
 		return sample{}, fmt.Errorf("kubectl printer -o %s: %w: %s", format, err, errOut.String())
@@ -251,6 +311,7 @@ func runKubectlChild(ctx context.Context, self, format, file string) (sample, er
 	if err := json.Unmarshal(out, &s); err != nil {
 		return sample{}, fmt.Errorf("kubectl printer -o %s: %w: %q", format, err, out)
 	}
+	s.host = host.done(cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime())
 	return s, nil
 }
 
@@ -283,16 +344,18 @@ func (w *countingWriter) sum() string {
 func writeTable(w io.Writer, rows []row, before, after machine.Info, args []string, o options) error {
 	fmt.Fprintf(w, "snapshot CLI and kubectl's printers on podgen pods, %d runs each\n%s\n\n", o.runs, before)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "case\tpods\twall s (min-max)\tCPU s (min-max)\tpeak anon MiB (min-max)\toutput MiB\t")
+	fmt.Fprintln(tw, "case\tpods\twall s (min-max)\tCPU s (min-max)\tpeak anon MiB (min-max)\toutput MiB\tothers' CPU s (min-max)\t")
 	for _, r := range rows {
 		wall := spread(r.samples, func(s sample) float64 { return s.Wall.Seconds() })
 		cpu := spread(r.samples, func(s sample) float64 { return s.CPU.Seconds() })
 		mem := spread(r.samples, func(s sample) float64 { return float64(s.PeakAnon) / (1 << 20) })
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.0f\t\n", r.name, r.n, wall, cpu, mem, float64(r.samples[0].Bytes)/(1<<20))
+		others := spread(r.samples, func(s sample) float64 { return s.host.others.Seconds() })
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.0f\t%s\t\n", r.name, r.n, wall, cpu, mem, float64(r.samples[0].Bytes)/(1<<20), others)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	writeRuns(w, rows)
 	for _, format := range []string{"json", "yaml"} {
 		k := slices.IndexFunc(rows, func(r row) bool { return r.name == "kubectl printer -o "+format })
 		s := slices.IndexFunc(rows, func(r row) bool { return r.name == "snapshot "+format && k >= 0 && r.n == rows[k].n })
@@ -311,6 +374,24 @@ func writeTable(w io.Writer, rows []row, before, after machine.Info, args []stri
 	fmt.Fprintf(w, "\nkubectl printer: the client side of kubectl get -o json|yaml (decode the List's JSON, print it with k8s.io/cli-runtime's printer), in a child process\n")
 	fmt.Fprintf(w, "command: go run ./benchmarks/cmd/snapshotbench %s\n", strings.Join(args, " "))
 	return nil
+}
+
+// writeRuns prints each run's wall time beside what else the machine did
+// meanwhile.
+func writeRuns(w io.Writer, rows []row) {
+	fmt.Fprintf(w, "\nruns: wall s [others' CPU s, stolen s, load average at the start, file in the page cache]\n")
+	for _, r := range rows {
+		var runs []string
+		for _, s := range r.samples {
+			h := s.host
+			resident := "?"
+			if h.resident >= 0 {
+				resident = fmt.Sprintf("%.0f%%", 100*h.resident)
+			}
+			runs = append(runs, fmt.Sprintf("%.2f [%.2f, %.2f, %.2f, %s]", s.Wall.Seconds(), h.others.Seconds(), h.steal.Seconds(), h.load1, resident))
+		}
+		fmt.Fprintf(w, "  %s, %d pods: %s\n", r.name, r.n, strings.Join(runs, "; "))
+	}
 }
 
 // spread formats the median of f over samples with its minimum and

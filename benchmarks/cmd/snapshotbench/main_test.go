@@ -28,6 +28,7 @@ func TestRun(t *testing.T) {
 			Code: cmdrun.ExitOK,
 			Stdout: []string{
 				"snapshot table", "snapshot yaml", "snapshot export", "snapshot sort", "kubectl printer -o yaml",
+				"others' CPU s (min-max)", "runs: wall s [others' CPU s", "  snapshot sort, 300 pods: ", "100%]",
 				"-o json at 300 pods: snapshot's output and kubectl's printer's are identical",
 				"-o yaml at 300 pods: snapshot's output and kubectl's printer's are identical",
 			},
