@@ -4,7 +4,10 @@
 // A Printer is one method: it takes a sequence of objects and writes them as
 // one document (a table, a List, one object), pulling objects one at a time,
 // so that printing a large set keeps memory proportional to one object (a
-// table holds at most FlushRows rendered rows to align its columns).
+// table holds at most FlushRows rendered rows to align its columns). The
+// printers of one row per object (tables, custom columns, names) are also
+// RowPrinters: their rows can be rendered, held and printed in another
+// order.
 package printers
 
 import (

@@ -5,7 +5,6 @@ import (
 	"io"
 	"iter"
 	"strings"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -191,16 +190,6 @@ func oneLine(row []string) []string {
 		}
 	}
 	return row
-}
-
-// tableState is what a tablePrinter's rows share: set by the first Row.
-type tableState struct {
-	// cols are the columns of the first object's kind; nil before it.
-	cols columns
-	// now is the clock reading of the AGE cells.
-	now time.Time
-	// nameFirst is set when the first column is NAME (not for events).
-	nameFirst bool
 }
 
 var (

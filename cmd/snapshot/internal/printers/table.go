@@ -30,6 +30,16 @@ type tablePrinter struct {
 	tableState
 }
 
+// tableState is what a tablePrinter's rows share: set by the first Row.
+type tableState struct {
+	// cols are the columns of the first object's kind; nil before it.
+	cols columns
+	// now is the clock reading of the AGE cells.
+	now time.Time
+	// nameFirst is set when the first column is NAME (not for events).
+	nameFirst bool
+}
+
 // columnsFor returns the columns of a kind: kubectl's for the built-in
 // kinds it knows, opts.Columns (a CRD's printer columns) for others, else
 // NAME and AGE.
