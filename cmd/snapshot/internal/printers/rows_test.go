@@ -5,6 +5,7 @@ import (
 	"errors"
 	"iter"
 	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -95,5 +96,17 @@ func TestRowsStopAtError(t *testing.T) {
 	}, rp.Row)
 	if err := rp.PrintRows(&bytes.Buffer{}, rows); !errors.Is(err, boom) {
 		t.Errorf("PrintRows: %v, want %v", err, boom)
+	}
+}
+
+func TestRowPacksCells(t *testing.T) {
+	for _, cells := range [][]string{
+		{"web-0"},
+		{"", "a", ""},
+		{strings.Repeat("x", 127), strings.Repeat("y", 128), strings.Repeat("z", 70000), "é"},
+	} {
+		if got := packRow(cells).cells(); !slices.Equal(got, cells) {
+			t.Errorf("packRow(%q).cells() = %q", cells, got)
+		}
 	}
 }
