@@ -17,7 +17,8 @@
 // from disk or waits for its writeback), and each run records the CPU
 // time other processes took meanwhile (the machine's busy time from
 // /proc/stat, less the command's own), the 1-minute load average at its
-// start and how much of the file the page cache held (mincore). The table
+// start and how much of the file the page cache held (mincore). Before
+// each run it waits, up to -idle-wait, for the CPUs to be idle. The table
 // gives the median of the others' CPU time; the lines after it give each
 // run's figures.
 //
@@ -32,7 +33,7 @@
 // Usage:
 //
 //	go run ./benchmarks/cmd/snapshotbench [-n 100000] [-runs 3] [-dir DIR] [-cases table,json,yaml,export,sort]
-//	    [-kubectl-n 10000] [-snapshot BIN]
+//	    [-kubectl-n 10000] [-snapshot BIN] [-idle-wait 2m]
 //
 // The cache files (snapshotbench-N.db) are written once into DIR and
 // reused. The table goes to stdout, progress to stderr. Exit status: 0 on
@@ -89,6 +90,7 @@ type options struct {
 	n        int
 	kubectlN int
 	runs     int
+	idleWait time.Duration
 	dir      string
 	cases    []string
 	snapshot string
@@ -106,6 +108,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.n, "n", 100000, "number of pods of the file the snapshot cases read")
 	fs.IntVar(&o.kubectlN, "kubectl-n", 10000, "number of pods of the side-by-side comparison with kubectl's printers (0: none)")
 	fs.IntVar(&o.runs, "runs", 3, "runs of each case")
+	fs.DurationVar(&o.idleWait, "idle-wait", 2*time.Minute, "before each run, wait up to this long for the CPUs to be idle (busy under 10% over 2s; 0: do not wait)")
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory of the cache files (written once, then reused)")
 	fs.StringVar(&names, "cases", strings.Join(caseNames(), ","), "comma-separated cases to measure")
 	fs.StringVar(&o.snapshot, "snapshot", "", "snapshot binary to measure (default: built from this module into -dir)")
@@ -123,8 +126,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		}
 		return o, nil
 	}
-	if o.n <= 0 || o.runs <= 0 || o.kubectlN < 0 {
-		return o, fmt.Errorf("%w: -n and -runs must be positive, -kubectl-n not negative", cmdrun.ErrUsage)
+	if o.n <= 0 || o.runs <= 0 || o.kubectlN < 0 || o.idleWait < 0 {
+		return o, fmt.Errorf("%w: -n and -runs must be positive, -kubectl-n and -idle-wait not negative", cmdrun.ErrUsage)
 	}
 	var err error
 	o.cases, err = cmdrun.Impls(names, caseNames())
@@ -164,6 +167,26 @@ type hostFigures struct {
 	// resident is the fraction of the cache file in the page cache at
 	// the start; -1 if unknown.
 	resident float64
+	// idle is "idle" when the CPUs were idle before the run, "busy" when
+	// -idle-wait passed without, "" when not waited for.
+	idle string
+}
+
+// waitIdle waits up to d for the CPUs to be idle, and says whether they
+// were ("idle", "busy", or "" when d is 0 or the machine does not tell).
+func waitIdle(ctx context.Context, d time.Duration, stderr io.Writer) string {
+	if d == 0 {
+		return ""
+	}
+	idle, busy, err := hostload.WaitIdle(ctx, hostload.IdleOptions{Timeout: d})
+	switch {
+	case err != nil:
+		return ""
+	case !idle:
+		fmt.Fprintf(stderr, "snapshotbench: the CPUs are still %.0f%% busy after %s: running anyway\n", 100*busy, d)
+		return "busy"
+	}
+	return "idle"
 }
 
 // hostWatch reads the machine's counters at the start of a run.
@@ -235,10 +258,12 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 				r := row{name: "kubectl printer -o " + format, n: n}
 				for i := range o.runs {
 					fmt.Fprintf(stderr, "snapshotbench: %s, %d pods, run %d...\n", r.name, n, i+1)
+					idle := waitIdle(ctx, o.idleWait, stderr)
 					s, err := runKubectlChild(ctx, self, format, file)
 					if err != nil {
 						return err
 					}
+					s.host.idle = idle
 					r.samples = append(r.samples, s)
 				}
 				rows = append(rows, r)
@@ -251,10 +276,12 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 			r := row{name: "snapshot " + c.name, n: n}
 			for i := range o.runs {
 				fmt.Fprintf(stderr, "snapshotbench: %s, %d pods, run %d...\n", r.name, n, i+1)
+				idle := waitIdle(ctx, o.idleWait, stderr)
 				s, err := runSnapshot(ctx, bin, c.args, file)
 				if err != nil {
 					return fmt.Errorf("%s: %w", r.name, err)
 				}
+				s.host.idle = idle
 				r.samples = append(r.samples, s)
 			}
 			rows = append(rows, r)
@@ -379,7 +406,7 @@ func writeTable(w io.Writer, rows []row, before, after machine.Info, args []stri
 // writeRuns prints each run's wall time beside what else the machine did
 // meanwhile.
 func writeRuns(w io.Writer, rows []row) {
-	fmt.Fprintf(w, "\nruns: wall s [others' CPU s, stolen s, load average at the start, file in the page cache]\n")
+	fmt.Fprintf(w, "\nruns: wall s [others' CPU s, stolen s, load average at the start, file in the page cache, CPUs before the start]\n")
 	for _, r := range rows {
 		var runs []string
 		for _, s := range r.samples {
@@ -388,7 +415,11 @@ func writeRuns(w io.Writer, rows []row) {
 			if h.resident >= 0 {
 				resident = fmt.Sprintf("%.0f%%", 100*h.resident)
 			}
-			runs = append(runs, fmt.Sprintf("%.2f [%.2f, %.2f, %.2f, %s]", s.Wall.Seconds(), h.others.Seconds(), h.steal.Seconds(), h.load1, resident))
+			idle := h.idle
+			if idle == "" {
+				idle = "-"
+			}
+			runs = append(runs, fmt.Sprintf("%.2f [%.2f, %.2f, %.2f, %s, %s]", s.Wall.Seconds(), h.others.Seconds(), h.steal.Seconds(), h.load1, resident, idle))
 		}
 		fmt.Fprintf(w, "  %s, %d pods: %s\n", r.name, r.n, strings.Join(runs, "; "))
 	}

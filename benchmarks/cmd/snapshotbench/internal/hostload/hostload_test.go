@@ -1,6 +1,7 @@
 package hostload
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -91,5 +92,40 @@ func TestWarmAndResident(t *testing.T) {
 	}
 	if _, err := Resident(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Resident(missing) = %v, want not exist", err)
+	}
+}
+
+func TestBusyShare(t *testing.T) {
+	before := CPU{Busy: 10 * time.Second}
+	for _, tt := range []struct {
+		after   time.Duration
+		elapsed time.Duration
+		want    float64
+	}{
+		{11 * time.Second, 2 * time.Second, 0.25},
+		{10 * time.Second, 2 * time.Second, 0},
+		{20 * time.Second, 2 * time.Second, 1},
+		{11 * time.Second, 0, 0},
+	} {
+		if got := BusyShare(before, CPU{Busy: tt.after}, tt.elapsed, 2); got != tt.want {
+			t.Errorf("BusyShare(busy +%v over %v on 2 CPUs) = %v, want %v", tt.after-before.Busy, tt.elapsed, got, tt.want)
+		}
+	}
+}
+
+// TestWaitIdleGivesUp checks that WaitIdle returns by its timeout on a
+// machine it cannot find idle (no share of the CPUs is below 0).
+func TestWaitIdleGivesUp(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("no /proc/stat")
+	}
+	idle, _, err := WaitIdle(context.Background(), IdleOptions{MaxBusy: -1, Window: 10 * time.Millisecond, Timeout: 30 * time.Millisecond})
+	if err != nil || idle {
+		t.Errorf("WaitIdle = %v, %v; want not idle", idle, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := WaitIdle(ctx, IdleOptions{MaxBusy: -1, Window: time.Hour}); !errors.Is(err, context.Canceled) {
+		t.Errorf("WaitIdle after cancel: %v", err)
 	}
 }
