@@ -10,6 +10,18 @@
 // holds; the pages of the mapped cache file are page cache) as the median
 // of the runs with their minimum and maximum.
 //
+// A run's time depends on what else the machine does: with 2 CPUs, one
+// busy process of another user slows a command that decodes on both by
+// up to half. So that a slow run can be told from a slow command, the file
+// is flushed and read through once before the first run (no run reads it
+// from disk or waits for its writeback), and each run records the CPU
+// time other processes took meanwhile (the machine's busy time from
+// /proc/stat, less the command's own), the 1-minute load average at its
+// start and how much of the file the page cache held (mincore). Before
+// each run it waits, up to -idle-wait, for the CPUs to be idle. The table
+// gives the median of the others' CPU time; the lines after it give each
+// run's figures.
+//
 // The kubectl rows are k8s.io/cli-runtime's JSONPrinter and YAMLPrinter
 // printing the objects as kubectl get -o json|yaml does for a list: the
 // objects as kubectl receives them (unstructured, decoded from the JSON the
@@ -21,7 +33,7 @@
 // Usage:
 //
 //	go run ./benchmarks/cmd/snapshotbench [-n 100000] [-runs 3] [-dir DIR] [-cases table,json,yaml,export,sort]
-//	    [-kubectl-n 10000] [-snapshot BIN]
+//	    [-kubectl-n 10000] [-snapshot BIN] [-idle-wait 2m]
 //
 // The cache files (snapshotbench-N.db) are written once into DIR and
 // reused. The table goes to stdout, progress to stderr. Exit status: 0 on
@@ -47,6 +59,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/warmcache/warmcache/benchmarks/cmd/snapshotbench/internal/hostload"
 	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
 	"github.com/warmcache/warmcache/benchmarks/internal/machine"
 	"github.com/warmcache/warmcache/benchmarks/internal/procmem"
@@ -77,6 +90,7 @@ type options struct {
 	n        int
 	kubectlN int
 	runs     int
+	idleWait time.Duration
 	dir      string
 	cases    []string
 	snapshot string
@@ -94,6 +108,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.n, "n", 100000, "number of pods of the file the snapshot cases read")
 	fs.IntVar(&o.kubectlN, "kubectl-n", 10000, "number of pods of the side-by-side comparison with kubectl's printers (0: none)")
 	fs.IntVar(&o.runs, "runs", 3, "runs of each case")
+	fs.DurationVar(&o.idleWait, "idle-wait", 2*time.Minute, "before each run, wait up to this long for the CPUs to be idle (busy under 10% over 2s; 0: do not wait)")
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory of the cache files (written once, then reused)")
 	fs.StringVar(&names, "cases", strings.Join(caseNames(), ","), "comma-separated cases to measure")
 	fs.StringVar(&o.snapshot, "snapshot", "", "snapshot binary to measure (default: built from this module into -dir)")
@@ -111,8 +126,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		}
 		return o, nil
 	}
-	if o.n <= 0 || o.runs <= 0 || o.kubectlN < 0 {
-		return o, fmt.Errorf("%w: -n and -runs must be positive, -kubectl-n not negative", cmdrun.ErrUsage)
+	if o.n <= 0 || o.runs <= 0 || o.kubectlN < 0 || o.idleWait < 0 {
+		return o, fmt.Errorf("%w: -n and -runs must be positive, -kubectl-n and -idle-wait not negative", cmdrun.ErrUsage)
 	}
 	var err error
 	o.cases, err = cmdrun.Impls(names, caseNames())
@@ -138,6 +153,67 @@ type sample struct {
 	Bytes    int64         `json:"bytes"`
 	// Sum is the SHA-256 of the output.
 	Sum string `json:"sum"`
+	// host is what else the machine did during the run.
+	host hostFigures
+}
+
+// hostFigures are what else the machine did during a run.
+type hostFigures struct {
+	// others is the CPU time other processes took; steal the time the
+	// hypervisor gave other machines.
+	others, steal time.Duration
+	// load1 is the 1-minute load average at the start.
+	load1 float64
+	// resident is the fraction of the cache file in the page cache at
+	// the start; -1 if unknown.
+	resident float64
+	// idle is "idle" when the CPUs were idle before the run, "busy" when
+	// -idle-wait passed without, "" when not waited for.
+	idle string
+}
+
+// waitIdle waits up to d for the CPUs to be idle, and says whether they
+// were ("idle", "busy", or "" when d is 0 or the machine does not tell).
+func waitIdle(ctx context.Context, d time.Duration, stderr io.Writer) string {
+	if d == 0 {
+		return ""
+	}
+	idle, busy, err := hostload.WaitIdle(ctx, hostload.IdleOptions{Timeout: d})
+	switch {
+	case err != nil:
+		return ""
+	case !idle:
+		fmt.Fprintf(stderr, "snapshotbench: the CPUs are still %.0f%% busy after %s: running anyway\n", 100*busy, d)
+		return "busy"
+	}
+	return "idle"
+}
+
+// hostWatch reads the machine's counters at the start of a run.
+type hostWatch struct {
+	cpu      hostload.CPU
+	cpuErr   error
+	load1    float64
+	resident float64
+}
+
+func watchHost(file string) hostWatch {
+	w := hostWatch{load1: machine.Read().Load1, resident: -1}
+	if r, err := hostload.Resident(file); err == nil {
+		w.resident = r
+	}
+	w.cpu, w.cpuErr = hostload.ReadCPU()
+	return w
+}
+
+// done returns the figures of the run that started at w, in which the
+// measured process took own CPU time.
+func (w hostWatch) done(own time.Duration) hostFigures {
+	h := hostFigures{load1: w.load1, resident: w.resident, others: -1, steal: -1}
+	if after, err := hostload.ReadCPU(); err == nil && w.cpuErr == nil {
+		h.others, h.steal = hostload.Others(w.cpu, after, own)
+	}
+	return h
 }
 
 // row is a measured case: its samples.
@@ -169,6 +245,10 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 		if err != nil {
 			return err
 		}
+		fmt.Fprintf(stderr, "snapshotbench: flushing and reading %s into the page cache...\n", file)
+		if err := hostload.Warm(file); err != nil {
+			return err
+		}
 		if n == o.kubectlN {
 			self, err := os.Executable()
 			if err != nil {
@@ -178,10 +258,12 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 				r := row{name: "kubectl printer -o " + format, n: n}
 				for i := range o.runs {
 					fmt.Fprintf(stderr, "snapshotbench: %s, %d pods, run %d...\n", r.name, n, i+1)
+					idle := waitIdle(ctx, o.idleWait, stderr)
 					s, err := runKubectlChild(ctx, self, format, file)
 					if err != nil {
 						return err
 					}
+					s.host.idle = idle
 					r.samples = append(r.samples, s)
 				}
 				rows = append(rows, r)
@@ -194,10 +276,12 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 			r := row{name: "snapshot " + c.name, n: n}
 			for i := range o.runs {
 				fmt.Fprintf(stderr, "snapshotbench: %s, %d pods, run %d...\n", r.name, n, i+1)
+				idle := waitIdle(ctx, o.idleWait, stderr)
 				s, err := runSnapshot(ctx, bin, c.args, file)
 				if err != nil {
 					return fmt.Errorf("%s: %w", r.name, err)
 				}
+				s.host.idle = idle
 				r.samples = append(r.samples, s)
 			}
 			rows = append(rows, r)
@@ -219,6 +303,7 @@ func runSnapshot(ctx context.Context, bin string, args []string, file string) (s
 	var out countingWriter
 	var errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
+	host := watchHost(file)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return sample{}, err
@@ -233,7 +318,8 @@ func runSnapshot(ctx context.Context, bin string, args []string, file string) (s
 	if err != nil {
 		return sample{}, fmt.Errorf("snapshot %s: %w: %s", strings.Join(argv, " "), err, errOut.String())
 	}
-	return sample{Wall: wall, CPU: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), PeakAnon: peak.Anon, Bytes: out.n, Sum: out.sum()}, nil
+	own := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	return sample{Wall: wall, CPU: own, PeakAnon: peak.Anon, Bytes: out.n, Sum: out.sum(), host: host.done(own)}, nil
 }
 
 // runKubectlChild runs this program in its kubectl mode and reads its
@@ -243,6 +329,7 @@ func runKubectlChild(ctx context.Context, self, format, file string) (sample, er
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	var errOut strings.Builder
 	cmd.Stderr = &errOut
+	host := watchHost(file)
 	out, err := cmd.Output()
 	if err != nil {
 		return sample{}, fmt.Errorf("kubectl printer -o %s: %w: %s", format, err, errOut.String())
@@ -251,6 +338,7 @@ func runKubectlChild(ctx context.Context, self, format, file string) (sample, er
 	if err := json.Unmarshal(out, &s); err != nil {
 		return sample{}, fmt.Errorf("kubectl printer -o %s: %w: %q", format, err, out)
 	}
+	s.host = host.done(cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime())
 	return s, nil
 }
 
@@ -283,16 +371,18 @@ func (w *countingWriter) sum() string {
 func writeTable(w io.Writer, rows []row, before, after machine.Info, args []string, o options) error {
 	fmt.Fprintf(w, "snapshot CLI and kubectl's printers on podgen pods, %d runs each\n%s\n\n", o.runs, before)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "case\tpods\twall s (min-max)\tCPU s (min-max)\tpeak anon MiB (min-max)\toutput MiB\t")
+	fmt.Fprintln(tw, "case\tpods\twall s (min-max)\tCPU s (min-max)\tpeak anon MiB (min-max)\toutput MiB\tothers' CPU s (min-max)\t")
 	for _, r := range rows {
 		wall := spread(r.samples, func(s sample) float64 { return s.Wall.Seconds() })
 		cpu := spread(r.samples, func(s sample) float64 { return s.CPU.Seconds() })
 		mem := spread(r.samples, func(s sample) float64 { return float64(s.PeakAnon) / (1 << 20) })
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.0f\t\n", r.name, r.n, wall, cpu, mem, float64(r.samples[0].Bytes)/(1<<20))
+		others := spread(r.samples, func(s sample) float64 { return s.host.others.Seconds() })
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%.0f\t%s\t\n", r.name, r.n, wall, cpu, mem, float64(r.samples[0].Bytes)/(1<<20), others)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	writeRuns(w, rows)
 	for _, format := range []string{"json", "yaml"} {
 		k := slices.IndexFunc(rows, func(r row) bool { return r.name == "kubectl printer -o "+format })
 		s := slices.IndexFunc(rows, func(r row) bool { return r.name == "snapshot "+format && k >= 0 && r.n == rows[k].n })
@@ -311,6 +401,28 @@ func writeTable(w io.Writer, rows []row, before, after machine.Info, args []stri
 	fmt.Fprintf(w, "\nkubectl printer: the client side of kubectl get -o json|yaml (decode the List's JSON, print it with k8s.io/cli-runtime's printer), in a child process\n")
 	fmt.Fprintf(w, "command: go run ./benchmarks/cmd/snapshotbench %s\n", strings.Join(args, " "))
 	return nil
+}
+
+// writeRuns prints each run's wall time beside what else the machine did
+// meanwhile.
+func writeRuns(w io.Writer, rows []row) {
+	fmt.Fprintf(w, "\nruns: wall s [others' CPU s, stolen s, load average at the start, file in the page cache, CPUs before the start]\n")
+	for _, r := range rows {
+		var runs []string
+		for _, s := range r.samples {
+			h := s.host
+			resident := "?"
+			if h.resident >= 0 {
+				resident = fmt.Sprintf("%.0f%%", 100*h.resident)
+			}
+			idle := h.idle
+			if idle == "" {
+				idle = "-"
+			}
+			runs = append(runs, fmt.Sprintf("%.2f [%.2f, %.2f, %.2f, %s, %s]", s.Wall.Seconds(), h.others.Seconds(), h.steal.Seconds(), h.load1, resident, idle))
+		}
+		fmt.Fprintf(w, "  %s, %d pods: %s\n", r.name, r.n, strings.Join(runs, "; "))
+	}
 }
 
 // spread formats the median of f over samples with its minimum and

@@ -24,16 +24,18 @@ func TestRun(t *testing.T) {
 	cmdtest.Run(t, run, []cmdtest.Case{
 		{
 			Name: "small run beside kubectl's printers",
-			Args: []string{"-n", "300", "-kubectl-n", "300", "-runs", "1", "-dir", dir},
+			Args: []string{"-n", "300", "-kubectl-n", "300", "-runs", "1", "-dir", dir, "-idle-wait", "0"},
 			Code: cmdrun.ExitOK,
 			Stdout: []string{
 				"snapshot table", "snapshot yaml", "snapshot export", "snapshot sort", "kubectl printer -o yaml",
+				"others' CPU s (min-max)", "runs: wall s [others' CPU s", "  snapshot sort, 300 pods: ", "100%, -]",
 				"-o json at 300 pods: snapshot's output and kubectl's printer's are identical",
 				"-o yaml at 300 pods: snapshot's output and kubectl's printer's are identical",
 			},
 		},
 		{Name: "unknown case", Args: []string{"-cases", "table,xml"}, Code: cmdrun.ExitUsage, StderrIn: `"xml"`},
 		{Name: "zero runs", Args: []string{"-runs", "0"}, Code: cmdrun.ExitUsage, StderrIn: "must be positive"},
+		{Name: "negative idle wait", Args: []string{"-idle-wait", "-1s"}, Code: cmdrun.ExitUsage, StderrIn: "-idle-wait"},
 		{Name: "bad child", Args: []string{"-kubectl-child", "xml"}, Code: cmdrun.ExitUsage, StderrIn: "-kubectl-child"},
 		{Name: "extra arguments", Args: []string{"extra"}, Code: cmdrun.ExitUsage, StderrIn: "unexpected arguments"},
 	})

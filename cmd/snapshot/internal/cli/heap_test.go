@@ -71,7 +71,8 @@ func streamingCommands(path string) [][]string {
 		{"list", path, "pods", "-A", "-o", "json"},
 		{"list", path, "pods", "-A"},
 		{"list", path, "pods", "-A", "-o", "custom-columns=NAME:.metadata.name,NAMESPACE:.metadata.namespace,RV:.metadata.resourceVersion"},
-		// Sorting holds a key and a value per object, not the objects.
+		// Sorting holds a row, a key and a value per object, not the
+		// objects.
 		{"list", path, "pods", "-A", "--sort-by", ".metadata.name", "-o", "name"},
 		{"export", path, "pods", "-o", "json"},
 		{"verify", path},

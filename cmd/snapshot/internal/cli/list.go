@@ -64,9 +64,10 @@ by commas (pods,cm), printed one table after the other.
 Without -n or -A, objects of the namespace the resource was recorded for are listed, or
 else of the "default" namespace, as in kubectl; -A wins over -n. Objects are streamed from
 the file in key order: memory stays flat for any number of objects, except for
--o jsonpath and -o go-template, whose templates address the whole List, and --sort-by,
-which holds each object's key and sort value (not the object) and reads the objects
-again in order.
+-o jsonpath and -o go-template, whose templates address the whole List, and --sort-by.
+A sorted table, custom-columns or name list holds each object's printed row, key and
+sort value (not the object) and prints the rows once sorted; sorted json or yaml holds
+each object's key and sort value and reads the objects again in order.
 
 Objects that cannot be read from a damaged file are skipped: every readable object is
 printed, then the keys that could not be read on standard error, and the exit code is 5.`,
@@ -203,6 +204,19 @@ func (o *listOptions) objects(ctx context.Context, p *listPart, bar *progress.Ba
 	return s.sorted(p.st, p.info, seq, bad)
 }
 
+// printPart prints part's selected objects with pr. Sorted by a printer
+// of rows (tables, custom columns, names), it renders each object's row in
+// the pass that reads its sort value, then prints the sorted rows: each
+// object is decoded once. Other printers get the objects sorted (see
+// sorter.sorted).
+func (o *listOptions) printPart(ctx context.Context, pr printers.Printer, w io.Writer, p *listPart, bar *progress.Bar, count *int, bad *[]badKey) error {
+	if rp, ok := pr.(printers.RowPrinter); ok && o.Print.SortBy != "" && !p.namesOnly {
+		s, _ := newSorter(o.Print.SortBy) // checked by Validate
+		return rp.PrintRows(w, s.sortedRows(p.info, scanObjects(ctx, p.st, p.info, p.ns, &o.Filter, bar, count, bad), rp.Row))
+	}
+	return pr.Print(w, o.objects(ctx, p, bar, count, bad))
+}
+
 // printEach prints each part with a printer of its own: tables one after
 // the other, separated by an empty line.
 func (o *listOptions) printEach(ctx context.Context, f *snapshotFile, parts []listPart, bad *[]badKey) error {
@@ -220,7 +234,7 @@ func (o *listOptions) printEach(ctx context.Context, f *snapshotFile, parts []li
 		bar := o.env.progressBar("list "+displayName(p.info), progressTotal(p.info, p.ns), false)
 		var count int
 		w := &separated{w: o.env.Stdout, sep: printed && o.Print.isTable()}
-		err = pr.Print(w, o.objects(ctx, p, bar, &count, bad))
+		err = o.printPart(ctx, pr, w, p, bar, &count, bad)
 		bar.Finish()
 		if err != nil {
 			return err
@@ -249,6 +263,9 @@ func (o *listOptions) printAll(ctx context.Context, _ *snapshotFile, parts []lis
 	if err != nil {
 		return err
 	}
+	if rp, ok := pr.(printers.RowPrinter); ok && o.Print.SortBy != "" {
+		return o.printAllRows(ctx, rp, parts, bad)
+	}
 	return pr.Print(o.env.Stdout, func(yield func(runtime.Object, error) bool) {
 		for i := range parts {
 			p := &parts[i]
@@ -258,6 +275,30 @@ func (o *listOptions) printAll(ctx context.Context, _ *snapshotFile, parts []lis
 					obj, err = withKind(obj, p.info)
 				}
 				if !yield(obj, err) || err != nil {
+					return
+				}
+			}
+		}
+	})
+}
+
+// printAllRows is printAll sorted, for a printer of rows: each part's
+// rows sorted apart, as printAll sorts each part's objects.
+func (o *listOptions) printAllRows(ctx context.Context, rp printers.RowPrinter, parts []listPart, bad *[]badKey) error {
+	s, _ := newSorter(o.Print.SortBy) // checked by Validate
+	return rp.PrintRows(o.env.Stdout, func(yield func(printers.Row, error) bool) {
+		for i := range parts {
+			p := &parts[i]
+			var count int
+			render := func(obj runtime.Object) (printers.Row, error) {
+				obj, err := withKind(obj, p.info)
+				if err != nil {
+					return printers.Row{}, err
+				}
+				return rp.Row(obj)
+			}
+			for r, err := range s.sortedRows(p.info, scanObjects(ctx, p.st, p.info, p.ns, &o.Filter, nil, &count, bad), render) {
+				if !yield(r, err) || err != nil {
 					return
 				}
 			}

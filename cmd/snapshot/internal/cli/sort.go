@@ -137,9 +137,61 @@ func compareEntries(a, b sortEntry) int {
 	return cmp.Compare(a.key, b.key)
 }
 
+// entry returns the sort entry of obj: its key and sort value.
+func (s *sorter) entry(obj runtime.Object, info inspect.ResourceInfo) (sortEntry, error) {
+	key, err := cache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return sortEntry{}, fmt.Errorf("key of %T: %w", obj, err)
+	}
+	return s.value(key, obj, info)
+}
+
+// sortedRow is what sortedRows holds per object: its sort entry (key and
+// sort value) and its rendered row.
+type sortedRow struct {
+	entry sortEntry
+	row   printers.Row
+}
+
+// sortedRows reads seq once, and for each object renders its row with
+// render and reads its sort value in the same pass; then it sorts the
+// rows and yields them in order. It holds per object its row, key and
+// sort value, never the object: each object is decoded once.
+func (s *sorter) sortedRows(info inspect.ResourceInfo, seq iter.Seq2[runtime.Object, error], render func(runtime.Object) (printers.Row, error)) iter.Seq2[printers.Row, error] {
+	return func(yield func(printers.Row, error) bool) {
+		var rows []sortedRow
+		for obj, err := range seq {
+			if err != nil {
+				yield(printers.Row{}, err)
+				return
+			}
+			e, err := s.entry(obj, info)
+			if err != nil {
+				yield(printers.Row{}, err)
+				return
+			}
+			r, err := render(obj)
+			if err != nil {
+				yield(printers.Row{}, err)
+				return
+			}
+			rows = append(rows, sortedRow{entry: e, row: r})
+		}
+		slices.SortFunc(rows, func(a, b sortedRow) int { return compareEntries(a.entry, b.entry) })
+		for i := range rows {
+			if !yield(rows[i].row, nil) {
+				return
+			}
+			rows[i] = sortedRow{} // printed: let it go
+		}
+	}
+}
+
 // sorted reads seq once to hold each object's key and sort value, sorts
 // them, then reads the objects again by key in order: memory holds a key
-// and a value per object, never the objects.
+// and a value per object, never the objects. It serves the printers whose
+// output is not one row per object (json, yaml, jsonpath, go-template);
+// the others print sortedRows.
 func (s *sorter) sorted(st *bolt.Store, info inspect.ResourceInfo, seq iter.Seq2[runtime.Object, error], bad *[]badKey) iter.Seq2[runtime.Object, error] {
 	return func(yield func(runtime.Object, error) bool) {
 		var entries []sortEntry
@@ -148,12 +200,7 @@ func (s *sorter) sorted(st *bolt.Store, info inspect.ResourceInfo, seq iter.Seq2
 				yield(nil, err)
 				return
 			}
-			key, err := cache.MetaNamespaceKeyFunc(obj)
-			if err != nil {
-				yield(nil, fmt.Errorf("key of %T: %w", obj, err))
-				return
-			}
-			e, err := s.value(key, obj, info)
+			e, err := s.entry(obj, info)
 			if err != nil {
 				yield(nil, err)
 				return

@@ -4,7 +4,10 @@
 // A Printer is one method: it takes a sequence of objects and writes them as
 // one document (a table, a List, one object), pulling objects one at a time,
 // so that printing a large set keeps memory proportional to one object (a
-// table holds at most FlushRows rendered rows to align its columns).
+// table holds at most FlushRows rendered rows to align its columns). The
+// printers of one row per object (tables, custom columns, names) are also
+// RowPrinters: their rows can be rendered, held and printed in another
+// order.
 package printers
 
 import (
@@ -16,7 +19,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -176,27 +178,6 @@ func Content(obj runtime.Object, kind schema.GroupVersionKind) (map[string]inter
 
 // namePrinter writes kind[.group]/name per object, as kubectl -o name.
 type namePrinter struct{ opts Options }
-
-func (p *namePrinter) Print(w io.Writer, objs iter.Seq2[runtime.Object, error]) error {
-	for obj, err := range objs {
-		if err != nil {
-			return err
-		}
-		a, err := meta.Accessor(obj)
-		if err != nil {
-			return fmt.Errorf("name of %T: %w", obj, err)
-		}
-		gvk := kindOf(obj, p.opts.Kind)
-		prefix := strings.ToLower(gvk.Kind)
-		if gvk.Group != "" {
-			prefix += "." + gvk.Group
-		}
-		if _, err := fmt.Fprintf(w, "%s/%s\n", prefix, a.GetName()); err != nil {
-			return err
-		}
-	}
-	return nil
-}
 
 // IsAllowed reports whether format is among allowed; a template format
 // (jsonpath=..., custom-columns=..., go-template=...) is allowed when

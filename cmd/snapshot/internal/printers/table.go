@@ -3,7 +3,6 @@ package printers
 import (
 	"fmt"
 	"io"
-	"iter"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -28,6 +27,15 @@ type columns interface {
 type tablePrinter struct {
 	opts Options
 	wide bool
+	tableState
+}
+
+// tableState is what a tablePrinter's rows share: set by the first Row.
+type tableState struct {
+	// cols are the columns of the first object's kind; nil before it.
+	cols columns
+	// now is the clock reading of the AGE cells.
+	now time.Time
 	// nameFirst is set when the first column is NAME (not for events).
 	nameFirst bool
 }
@@ -53,45 +61,6 @@ func columnsForKind(gvk schema.GroupVersionKind, printerColumns []PrinterColumn)
 		}
 	}
 	return genericColumns{}
-}
-
-func (p *tablePrinter) Print(w io.Writer, objs iter.Seq2[runtime.Object, error]) error {
-	t := &tableWriter{w: w}
-	var cols columns
-	now := p.opts.Now()
-	for obj, err := range objs {
-		if err != nil {
-			return err
-		}
-		if cols == nil {
-			cols = columnsFor(obj, p.opts)
-			p.nameFirst = cols.header(false)[0] == "NAME"
-			if !p.opts.NoHeaders {
-				t.add(p.withNamespace("NAMESPACE", p.decorateHeader(cols.header(p.wide))))
-			}
-		}
-		row, err := cols.row(obj, p.wide, now)
-		if err != nil {
-			return err
-		}
-		if row, err = p.decorate(obj, row); err != nil {
-			return err
-		}
-		if p.opts.NamespaceColumn {
-			a, err := meta.Accessor(obj)
-			if err != nil {
-				return fmt.Errorf("namespace of %T: %w", obj, err)
-			}
-			row = p.withNamespace(a.GetNamespace(), row)
-		}
-		t.add(row)
-		if len(t.rows) >= FlushRows {
-			if err := t.flush(); err != nil {
-				return err
-			}
-		}
-	}
-	return t.flush()
 }
 
 // decorateHeader adds the -L and --show-labels columns to a header.
@@ -148,12 +117,16 @@ type tableWriter struct {
 // add holds row. A cell of several lines shows its first line and "...",
 // as kubectl's tables do.
 func (t *tableWriter) add(row []string) {
-	for i, c := range row {
-		if j := strings.IndexAny(c, "\r\n"); j >= 0 {
-			row[i] = c[:j] + "..."
-		}
+	t.rows = append(t.rows, oneLine(row))
+}
+
+// addFlushing holds row, and flushes when FlushRows rows are held.
+func (t *tableWriter) addFlushing(row []string) error {
+	t.add(row)
+	if len(t.rows) >= FlushRows {
+		return t.flush()
 	}
-	t.rows = append(t.rows, row)
+	return nil
 }
 
 func (t *tableWriter) flush() error {

@@ -250,39 +250,6 @@ func newCustomColumnsPrinter(spec string, opts Options) (Printer, error) {
 	return &customColumnsPrinter{cols: cols, opts: opts}, nil
 }
 
-func (p *customColumnsPrinter) Print(w io.Writer, objs iter.Seq2[runtime.Object, error]) error {
-	t := &tableWriter{w: w}
-	if !p.opts.NoHeaders {
-		h := make([]string, len(p.cols))
-		for i, c := range p.cols {
-			h[i] = c.header
-		}
-		t.add(h)
-	}
-	for obj, err := range objs {
-		if err != nil {
-			return err
-		}
-		m, err := content(obj, &p.opts)
-		if err != nil {
-			return err
-		}
-		row := make([]string, len(p.cols))
-		for i, c := range p.cols {
-			if row[i], err = FieldString(c.path, m); err != nil {
-				return err
-			}
-		}
-		t.add(row)
-		if len(t.rows) >= FlushRows {
-			if err := t.flush(); err != nil {
-				return err
-			}
-		}
-	}
-	return t.flush()
-}
-
 // FieldString is the text of what path finds in the content m: the
 // values joined by commas, "<none>" when there is none.
 func FieldString(path *jsonpath.JSONPath, m map[string]interface{}) (string, error) {
