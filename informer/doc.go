@@ -115,7 +115,5 @@
 // (Options.UnsharedOldObjects turns that off). The mutation detector
 // (Options.DetectMutations, or client-go's KUBE_CACHE_MUTATION_DETECTOR=true)
 // keeps a copy of every object handed out and panics with a diff when one
-// changes.
-//
-// ARCHITECTURE.md ("The informer") says how it reads, decodes and paces.
+// changes. ARCHITECTURE.md ("The informer") says how it reads and paces.
 package informer

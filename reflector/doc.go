@@ -104,47 +104,15 @@
 // already passed the stored one is not caught here; package factory
 // records the cluster's identity for that.
 //
-// Lists follow client-go's relistResourceVersion: the first list asks for
-// RV "0" (any, served from the watch cache), later ones for the last RV
-// with resourceVersionMatch=NotOlderThan, and after an expired continue
-// token or TooLargeResourceVersion for RV "" (most recent, consistent).
-// A relist interrupted midway restarts with a new BeginReplace.
+// Lists follow client-go's relistResourceVersion ("0", then the last RV
+// with NotOlderThan, "" after an expired continue token or a too large
+// RV); a relist interrupted midway restarts with a new BeginReplace.
 //
 // # Differences from client-go's Reflector
 //
-// clientgo_*_test.go run client-go's reflector tests against this one.
-// Besides the warm start and streaming above, they show these intended
-// differences:
-//
-//   - Run is the only entry point: there is no ListAndWatch returning
-//     after a watch ends; Run watches again or relists itself.
-//   - There is no resync period: the informer calls deltafifo's Resync.
-//     There is no store Transformer either: the Sink (deltafifo) applies
-//     its own.
-//   - Every LIST is paginated (Limit Options.ListPageSize), at "0", at the
-//     last RV with resourceVersionMatch=NotOlderThan, or at "". client-go
-//     does not paginate a list at the last RV unless an earlier list was,
-//     so that the watch cache serves it; ours never holds more than one
-//     page, and servers with paginated lists from the watch cache
-//     (KEP-4988) serve it from there too.
-//   - After an expired continue token ours lists the most recent state
-//     (RV "") with pages; client-go lists at the last RV without pages.
-//   - A WatchList stream that delivers a MODIFIED or DELETED event, or a
-//     bookmark without the initial-events-end annotation, before its end
-//     is taken for a server that ignored sendInitialEvents
-//     (ErrWatchListUnsupported): ours lists with LIST from then on, where
-//     client-go applies the events or keeps waiting. A stream that closes
-//     before its end is followed by a LIST (ErrWatchListIncomplete);
-//     client-go sends the WatchList again at once.
-//   - A 429 on a watch or a WatchList waits at least its Retry-After;
-//     client-go's watch path only backs off.
-//   - A 410 on the watch less than Options.BackoffReset after the last
-//     relist backs off before relisting (kubernetes/kubernetes#133810).
-//   - A watch whose HTTP/2 connection was lost (its health check got no
-//     answer: a stalled connection, about 45 s in) is watched again from
-//     the last RV; client-go's REST client reports it as an undecodable
-//     event, a 500, after which client-go relists unless
-//     MaxInternalErrorRetryDuration allows a retry.
+// clientgo_*_test.go run client-go's reflector tests against this one;
+// ARCHITECTURE.md (The reflector beside client-go's) lists the intended
+// differences they show.
 //
 // The reflector runs everything on the goroutine that calls Run; it
 // starts no goroutine of its own. The ListerWatcher must honour the

@@ -108,14 +108,12 @@
 //	snapshot list cache.db pods -n kube-system -o wide
 //	snapshot list cache.db deploy -A -l app=web -o yaml
 //	snapshot list cache.db pods -A -o custom-columns=NAME:.metadata.name,NODE:.spec.nodeName --sort-by .spec.nodeName
-//	snapshot list cache.db pods -A -o name | head -3 | xargs snapshot get cache.db -o name
 //	snapshot get cache.db pods web-0 -n web -o yaml
 //	snapshot get cache.db nodes node-1 -o jsonpath='{.status.addresses[*].address}'
 //	snapshot index cache.db pods namespace --counts
 //	snapshot verify cache.db || echo "inconsistent"
 //	snapshot export cache.db configmaps -n web > web.yaml && kubectl apply -f web.yaml
 //	snapshot diff yesterday.db today.db pods --show
-//	snapshot compact cache.db --output cache.compact.db
 //	snapshot backup http://localhost:8080/debug/warmcache/backup --output copy.db
 //	snapshot serve cache.db --kubeconfig snap.kubeconfig & kubectl --kubeconfig snap.kubeconfig get pods -A
 package main

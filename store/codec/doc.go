@@ -21,52 +21,11 @@
 // for unstructured objects and kinds the scheme does not know. A store
 // records Codec.Name in its file and reopens it with ByName.
 //
-// # Choice, by measurement
+// # Choice
 //
-// A realistic pod (internal/podgen: labels, annotations, managedFields, two
-// containers, status; 7.7 KB as JSON) and the same pod converted to
-// unstructured, encoded and decoded by each candidate with
-//
-//	go test -run '^$' -bench . -benchmem -count 10 ./store/codec/
-//
-// on a 2-core AMD EPYC with go1.26, shared with other builds (load 6 to 14):
-// the figures are the minimum of 22 runs over three sessions, so they are
-// upper bounds; medians were up to three times higher, and the ranking was
-// the same in every session.
-//
-//	typed pod                          bytes  encode µs  decode µs  lossless
-//	protobuf (this package)             4633        6.4         39  yes
-//	apimachinery protobuf serializer    4645       10.3         70  yes
-//	apimachinery CBOR serializer        6489       57          121  yes
-//	msgpack (vmihailenco, json tags)    6344       57           64  no: quantities
-//	json (this package)                 7661       38          178  yes
-//
-//	unstructured pod                   bytes  encode µs  decode µs  lossless
-//	unstructured-cbor (this package)    6487       12.6         90  yes
-//	msgpack (vmihailenco)               6643       28          103  nil slices
-//	apimachinery unstructured JSON      7652      101          295  float64(2)
-//
-// Protobuf is the default for typed objects: the smallest and, by a wide
-// margin, the fastest. It beats apimachinery's protobuf serializer, whose
-// bytes it nearly matches, by marshalling straight into the caller's
-// buffer and unmarshalling straight from the input, without the
-// runtime.Unknown envelope's copy of the whole message. msgpack loses
-// resource.Quantity (its value lives in unexported fields), so it is out.
-// JSON is kept only for types without protobuf methods: it is 65% larger
-// and four to five times slower to decode.
-//
-// CBOR is the format for unstructured objects. It keeps Go types as
-// apimachinery's decoders produce them: integers come back as int64 and
-// floats as float64 even when integral, where JSON turns float64(2) into
-// int64(2). It is the smallest and the fastest candidate: the package
-// writes and reads the subset it needs by hand (cbor.go), without
-// reflection; encoding allocates nothing. msgpack decodes about as fast
-// but encodes at half the speed, writes more bytes, and turns a nil slice
-// into a nil interface.
-//
-// Decoding dominates a store's reads and a warm start's replay; one core
-// decodes about 25,000 protobuf pods or 11,000 unstructured ones a second.
-// BenchmarkDecodeParallel decodes from all Ps with one shared codec.
+// Protobuf is the default for typed objects: the smallest and fastest
+// candidate measured; CBOR for unstructured objects. ARCHITECTURE.md
+// (Codecs) has the measurements behind the choice.
 //
 // # TypeMeta
 //
