@@ -24,7 +24,8 @@ test-unit: vet
 
 ## stress: every test -race -count=$(STRESS_COUNT) while a second go test loads
 ## the machine (test/stress.sh); -short by default (STRESS_FLAGS= to include the
-## crash and end-to-end suites). A failure is a flake: fix it at its cause.
+## crash and end-to-end suites; STRESS_RUN=PATTERN for some tests only,
+## STRESS_TIMEOUT=DURATION). A failure is a flake: fix it at its cause.
 STRESS_COUNT ?= 20
 stress:
 	bash test/stress.sh $(STRESS_COUNT) $(PKGS)

@@ -11,6 +11,8 @@ shift
 pkgs=("$@")
 [ ${#pkgs[@]} -gt 0 ] || pkgs=(./...)
 flags=${STRESS_FLAGS--short}
+run=${STRESS_RUN:-.}
+timeout=${STRESS_TIMEOUT:-60m}
 read -r -a load <<<"${STRESS_LOAD:-${pkgs[*]}}"
 
 # The loader: go test in a loop until the stress run ends.
@@ -21,6 +23,6 @@ read -r -a load <<<"${STRESS_LOAD:-${pkgs[*]}}"
 loader=$!
 trap 'kill -- -$loader 2>/dev/null || kill $loader 2>/dev/null || true; pkill -P $loader 2>/dev/null || true' EXIT
 
-echo "stress: go test -race $flags -count=$count ${pkgs[*]} (loaded by a second go test)" >&2
+echo "stress: go test -race $flags -run '$run' -count=$count ${pkgs[*]} (loaded by a second go test)" >&2
 # shellcheck disable=SC2086
-go test -race $flags -count="$count" -timeout 60m "${pkgs[@]}"
+go test -race $flags -run "$run" -count="$count" -timeout "$timeout" "${pkgs[@]}"

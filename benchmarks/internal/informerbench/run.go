@@ -241,8 +241,10 @@ type RunOptions struct {
 	// non-nil slice measures none.
 	RelistPercents []int
 	// ProfileDir, when set, receives a CPU profile of each phase of each
-	// implementation: IMPL-cold.pprof, IMPL-churn.pprof and
-	// IMPL-relistPCT.pprof for each relist.
+	// implementation: IMPL-cold.pprof, IMPL-churn.pprof,
+	// IMPL-relistPCT.pprof for each relist and, for Bolt,
+	// IMPL-warm-replay.pprof and IMPL-warm-nohandler.pprof (the warm
+	// restarts, the churn while down included).
 	ProfileDir string
 }
 
@@ -361,8 +363,16 @@ func Measure(ctx context.Context, proc *apiproc.Process, impl string, n, gen int
 	if impl == Bolt {
 		for i, withHandler := range []bool{true, false} {
 			// 1% of the pods change while the informer is down.
-			w, err := WarmRestart(ctx, proc, n, opts.Options, withHandler, n/100, gen*1000+900+i)
+			phase := "warm-replay"
+			if !withHandler {
+				phase = "warm-nohandler"
+			}
+			stop, err := startProfile(opts.ProfileDir, impl, phase)
 			if err != nil {
+				return res, err
+			}
+			w, err := WarmRestart(ctx, proc, n, opts.Options, withHandler, n/100, gen*1000+900+i)
+			if err = errors.Join(err, stop()); err != nil {
 				return res, err
 			}
 			if withHandler {
