@@ -2,30 +2,1027 @@
 
 package informers
 
-import "reflect"
+import (
+	"reflect"
 
-// typedClientsByGroup is every typed client of kubernetes.Interface: the
-// table of each API group (generated_<group>.go), by the pointer type of
-// its list.
-var typedClientsByGroup = []map[reflect.Type]typedClient{
-	admissionregistrationTypedClients,
-	apiserverinternalTypedClients,
-	appsTypedClients,
-	autoscalingTypedClients,
-	batchTypedClients,
-	certificatesTypedClients,
-	coordinationTypedClients,
-	coreTypedClients,
-	discoveryTypedClients,
-	eventsTypedClients,
-	extensionsTypedClients,
-	flowcontrolTypedClients,
-	networkingTypedClients,
-	nodeTypedClients,
-	policyTypedClients,
-	rbacTypedClients,
-	resourceTypedClients,
-	schedulingTypedClients,
-	storageTypedClients,
-	storagemigrationTypedClients,
+	apiadmissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiadmissionregistrationv1alpha1 "k8s.io/api/admissionregistration/v1alpha1"
+	apiadmissionregistrationv1beta1 "k8s.io/api/admissionregistration/v1beta1"
+	apiapiserverinternalv1alpha1 "k8s.io/api/apiserverinternal/v1alpha1"
+	apiappsv1 "k8s.io/api/apps/v1"
+	apiappsv1beta1 "k8s.io/api/apps/v1beta1"
+	apiappsv1beta2 "k8s.io/api/apps/v1beta2"
+	apiautoscalingv1 "k8s.io/api/autoscaling/v1"
+	apiautoscalingv2 "k8s.io/api/autoscaling/v2"
+	apibatchv1 "k8s.io/api/batch/v1"
+	apibatchv1beta1 "k8s.io/api/batch/v1beta1"
+	apicertificatesv1 "k8s.io/api/certificates/v1"
+	apicertificatesv1alpha1 "k8s.io/api/certificates/v1alpha1"
+	apicertificatesv1beta1 "k8s.io/api/certificates/v1beta1"
+	apicoordinationv1 "k8s.io/api/coordination/v1"
+	apicoordinationv1alpha2 "k8s.io/api/coordination/v1alpha2"
+	apicoordinationv1beta1 "k8s.io/api/coordination/v1beta1"
+	apicorev1 "k8s.io/api/core/v1"
+	apidiscoveryv1 "k8s.io/api/discovery/v1"
+	apidiscoveryv1beta1 "k8s.io/api/discovery/v1beta1"
+	apieventsv1 "k8s.io/api/events/v1"
+	apieventsv1beta1 "k8s.io/api/events/v1beta1"
+	apiextensionsv1beta1 "k8s.io/api/extensions/v1beta1"
+	apiflowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	apiflowcontrolv1beta1 "k8s.io/api/flowcontrol/v1beta1"
+	apiflowcontrolv1beta2 "k8s.io/api/flowcontrol/v1beta2"
+	apiflowcontrolv1beta3 "k8s.io/api/flowcontrol/v1beta3"
+	apinetworkingv1 "k8s.io/api/networking/v1"
+	apinetworkingv1beta1 "k8s.io/api/networking/v1beta1"
+	apinodev1 "k8s.io/api/node/v1"
+	apinodev1alpha1 "k8s.io/api/node/v1alpha1"
+	apinodev1beta1 "k8s.io/api/node/v1beta1"
+	apipolicyv1 "k8s.io/api/policy/v1"
+	apipolicyv1beta1 "k8s.io/api/policy/v1beta1"
+	apirbacv1 "k8s.io/api/rbac/v1"
+	apirbacv1alpha1 "k8s.io/api/rbac/v1alpha1"
+	apirbacv1beta1 "k8s.io/api/rbac/v1beta1"
+	apiresourcev1 "k8s.io/api/resource/v1"
+	apiresourcev1alpha3 "k8s.io/api/resource/v1alpha3"
+	apiresourcev1beta1 "k8s.io/api/resource/v1beta1"
+	apiresourcev1beta2 "k8s.io/api/resource/v1beta2"
+	apischedulingv1 "k8s.io/api/scheduling/v1"
+	apischedulingv1alpha2 "k8s.io/api/scheduling/v1alpha2"
+	apischedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	apistoragev1 "k8s.io/api/storage/v1"
+	apistoragev1alpha1 "k8s.io/api/storage/v1alpha1"
+	apistoragev1beta1 "k8s.io/api/storage/v1beta1"
+	apistoragemigrationv1beta1 "k8s.io/api/storagemigration/v1beta1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// typedClients is every typed client of kubernetes.Interface, by the
+// pointer type of its list.
+var typedClients = map[reflect.Type]typedClient{
+	reflect.TypeFor[*apiadmissionregistrationv1.MutatingAdmissionPolicyList](): {group: "AdmissionregistrationV1", resource: "MutatingAdmissionPolicies", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AdmissionregistrationV1(); g != nil {
+				return typedListWatch(c, "AdmissionregistrationV1().MutatingAdmissionPolicies()", g.MutatingAdmissionPolicies())
+			}
+			return nil, nil, noTypedClient(c, "AdmissionregistrationV1()")
+		}},
+	reflect.TypeFor[*apiadmissionregistrationv1.MutatingAdmissionPolicyBindingList](): {group: "AdmissionregistrationV1", resource: "MutatingAdmissionPolicyBindings", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AdmissionregistrationV1(); g != nil {
+				return typedListWatch(c, "AdmissionregistrationV1().MutatingAdmissionPolicyBindings()", g.MutatingAdmissionPolicyBindings())
+			}
+			return nil, nil, noTypedClient(c, "AdmissionregistrationV1()")
+		}},
+	reflect.TypeFor[*apiadmissionregistrationv1.MutatingWebhookConfigurationList](): {group: "AdmissionregistrationV1", resource: "MutatingWebhookConfigurations", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AdmissionregistrationV1(); g != nil {
+				return typedListWatch(c, "AdmissionregistrationV1().MutatingWebhookConfigurations()", g.MutatingWebhookConfigurations())
+			}
+			return nil, nil, noTypedClient(c, "AdmissionregistrationV1()")
+		}},
+	reflect.TypeFor[*apiadmissionregistrationv1.ValidatingAdmissionPolicyList](): {group: "AdmissionregistrationV1", resource: "ValidatingAdmissionPolicies", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AdmissionregistrationV1(); g != nil {
+				return typedListWatch(c, "AdmissionregistrationV1().ValidatingAdmissionPolicies()", g.ValidatingAdmissionPolicies())
+			}
+			return nil, nil, noTypedClient(c, "AdmissionregistrationV1()")
+		}},
+	reflect.TypeFor[*apiadmissionregistrationv1.ValidatingAdmissionPolicyBindingList](): {group: "AdmissionregistrationV1", resource: "ValidatingAdmissionPolicyBindings", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AdmissionregistrationV1(); g != nil {
+				return typedListWatch(c, "AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()", g.ValidatingAdmissionPolicyBindings())
+			}
+			return nil, nil, noTypedClient(c, "AdmissionregistrationV1()")
+		}},
+	reflect.TypeFor[*apiadmissionregistrationv1.ValidatingWebhookConfigurationList](): {group: "AdmissionregistrationV1", resource: "ValidatingWebhookConfigurations", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AdmissionregistrationV1(); g != nil {
+				return typedListWatch(c, "AdmissionregistrationV1().ValidatingWebhookConfigurations()", g.ValidatingWebhookConfigurations())
+			}
+			return nil, nil, noTypedClient(c, "AdmissionregistrationV1()")
+		}},
+	reflect.TypeFor[*apiadmissionregistrationv1alpha1.MutatingAdmissionPolicyList](): {group: "AdmissionregistrationV1alpha1", resource: "MutatingAdmissionPolicies", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AdmissionregistrationV1alpha1(); g != nil {
+				return typedListWatch(c, "AdmissionregistrationV1alpha1().MutatingAdmissionPolicies()", g.MutatingAdmissionPolicies())
+			}
+			return nil, nil, noTypedClient(c, "AdmissionregistrationV1alpha1()")
+		}},
+	reflect.TypeFor[*apiadmissionregistrationv1alpha1.MutatingAdmissionPolicyBindingList](): {group: "AdmissionregistrationV1alpha1", resource: "MutatingAdmissionPolicyBindings", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AdmissionregistrationV1alpha1(); g != nil {
+				return typedListWatch(c, "AdmissionregistrationV1alpha1().MutatingAdmissionPolicyBindings()", g.MutatingAdmissionPolicyBindings())
+			}
+			return nil, nil, noTypedClient(c, "AdmissionregistrationV1alpha1()")
+		}},
+	reflect.TypeFor[*apiadmissionregistrationv1alpha1.ValidatingAdmissionPolicyList](): {group: "AdmissionregistrationV1alpha1", resource: "ValidatingAdmissionPolicies", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AdmissionregistrationV1alpha1(); g != nil {
+				return typedListWatch(c, "AdmissionregistrationV1alpha1().ValidatingAdmissionPolicies()", g.ValidatingAdmissionPolicies())
+			}
+			return nil, nil, noTypedClient(c, "AdmissionregistrationV1alpha1()")
+		}},
+	reflect.TypeFor[*apiadmissionregistrationv1alpha1.ValidatingAdmissionPolicyBindingList](): {group: "AdmissionregistrationV1alpha1", resource: "ValidatingAdmissionPolicyBindings", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AdmissionregistrationV1alpha1(); g != nil {
+				return typedListWatch(c, "AdmissionregistrationV1alpha1().ValidatingAdmissionPolicyBindings()", g.ValidatingAdmissionPolicyBindings())
+			}
+			return nil, nil, noTypedClient(c, "AdmissionregistrationV1alpha1()")
+		}},
+	reflect.TypeFor[*apiadmissionregistrationv1beta1.MutatingAdmissionPolicyList](): {group: "AdmissionregistrationV1beta1", resource: "MutatingAdmissionPolicies", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AdmissionregistrationV1beta1(); g != nil {
+				return typedListWatch(c, "AdmissionregistrationV1beta1().MutatingAdmissionPolicies()", g.MutatingAdmissionPolicies())
+			}
+			return nil, nil, noTypedClient(c, "AdmissionregistrationV1beta1()")
+		}},
+	reflect.TypeFor[*apiadmissionregistrationv1beta1.MutatingAdmissionPolicyBindingList](): {group: "AdmissionregistrationV1beta1", resource: "MutatingAdmissionPolicyBindings", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AdmissionregistrationV1beta1(); g != nil {
+				return typedListWatch(c, "AdmissionregistrationV1beta1().MutatingAdmissionPolicyBindings()", g.MutatingAdmissionPolicyBindings())
+			}
+			return nil, nil, noTypedClient(c, "AdmissionregistrationV1beta1()")
+		}},
+	reflect.TypeFor[*apiadmissionregistrationv1beta1.MutatingWebhookConfigurationList](): {group: "AdmissionregistrationV1beta1", resource: "MutatingWebhookConfigurations", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AdmissionregistrationV1beta1(); g != nil {
+				return typedListWatch(c, "AdmissionregistrationV1beta1().MutatingWebhookConfigurations()", g.MutatingWebhookConfigurations())
+			}
+			return nil, nil, noTypedClient(c, "AdmissionregistrationV1beta1()")
+		}},
+	reflect.TypeFor[*apiadmissionregistrationv1beta1.ValidatingAdmissionPolicyList](): {group: "AdmissionregistrationV1beta1", resource: "ValidatingAdmissionPolicies", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AdmissionregistrationV1beta1(); g != nil {
+				return typedListWatch(c, "AdmissionregistrationV1beta1().ValidatingAdmissionPolicies()", g.ValidatingAdmissionPolicies())
+			}
+			return nil, nil, noTypedClient(c, "AdmissionregistrationV1beta1()")
+		}},
+	reflect.TypeFor[*apiadmissionregistrationv1beta1.ValidatingAdmissionPolicyBindingList](): {group: "AdmissionregistrationV1beta1", resource: "ValidatingAdmissionPolicyBindings", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AdmissionregistrationV1beta1(); g != nil {
+				return typedListWatch(c, "AdmissionregistrationV1beta1().ValidatingAdmissionPolicyBindings()", g.ValidatingAdmissionPolicyBindings())
+			}
+			return nil, nil, noTypedClient(c, "AdmissionregistrationV1beta1()")
+		}},
+	reflect.TypeFor[*apiadmissionregistrationv1beta1.ValidatingWebhookConfigurationList](): {group: "AdmissionregistrationV1beta1", resource: "ValidatingWebhookConfigurations", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AdmissionregistrationV1beta1(); g != nil {
+				return typedListWatch(c, "AdmissionregistrationV1beta1().ValidatingWebhookConfigurations()", g.ValidatingWebhookConfigurations())
+			}
+			return nil, nil, noTypedClient(c, "AdmissionregistrationV1beta1()")
+		}},
+	reflect.TypeFor[*apiappsv1.ControllerRevisionList](): {group: "AppsV1", resource: "ControllerRevisions", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AppsV1(); g != nil {
+				return typedListWatch(c, "AppsV1().ControllerRevisions()", g.ControllerRevisions(namespace))
+			}
+			return nil, nil, noTypedClient(c, "AppsV1()")
+		}},
+	reflect.TypeFor[*apiappsv1.DaemonSetList](): {group: "AppsV1", resource: "DaemonSets", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AppsV1(); g != nil {
+				return typedListWatch(c, "AppsV1().DaemonSets()", g.DaemonSets(namespace))
+			}
+			return nil, nil, noTypedClient(c, "AppsV1()")
+		}},
+	reflect.TypeFor[*apiappsv1.DeploymentList](): {group: "AppsV1", resource: "Deployments", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AppsV1(); g != nil {
+				return typedListWatch(c, "AppsV1().Deployments()", g.Deployments(namespace))
+			}
+			return nil, nil, noTypedClient(c, "AppsV1()")
+		}},
+	reflect.TypeFor[*apiappsv1.ReplicaSetList](): {group: "AppsV1", resource: "ReplicaSets", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AppsV1(); g != nil {
+				return typedListWatch(c, "AppsV1().ReplicaSets()", g.ReplicaSets(namespace))
+			}
+			return nil, nil, noTypedClient(c, "AppsV1()")
+		}},
+	reflect.TypeFor[*apiappsv1.StatefulSetList](): {group: "AppsV1", resource: "StatefulSets", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AppsV1(); g != nil {
+				return typedListWatch(c, "AppsV1().StatefulSets()", g.StatefulSets(namespace))
+			}
+			return nil, nil, noTypedClient(c, "AppsV1()")
+		}},
+	reflect.TypeFor[*apiappsv1beta1.ControllerRevisionList](): {group: "AppsV1beta1", resource: "ControllerRevisions", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AppsV1beta1(); g != nil {
+				return typedListWatch(c, "AppsV1beta1().ControllerRevisions()", g.ControllerRevisions(namespace))
+			}
+			return nil, nil, noTypedClient(c, "AppsV1beta1()")
+		}},
+	reflect.TypeFor[*apiappsv1beta1.DeploymentList](): {group: "AppsV1beta1", resource: "Deployments", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AppsV1beta1(); g != nil {
+				return typedListWatch(c, "AppsV1beta1().Deployments()", g.Deployments(namespace))
+			}
+			return nil, nil, noTypedClient(c, "AppsV1beta1()")
+		}},
+	reflect.TypeFor[*apiappsv1beta1.StatefulSetList](): {group: "AppsV1beta1", resource: "StatefulSets", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AppsV1beta1(); g != nil {
+				return typedListWatch(c, "AppsV1beta1().StatefulSets()", g.StatefulSets(namespace))
+			}
+			return nil, nil, noTypedClient(c, "AppsV1beta1()")
+		}},
+	reflect.TypeFor[*apiappsv1beta2.ControllerRevisionList](): {group: "AppsV1beta2", resource: "ControllerRevisions", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AppsV1beta2(); g != nil {
+				return typedListWatch(c, "AppsV1beta2().ControllerRevisions()", g.ControllerRevisions(namespace))
+			}
+			return nil, nil, noTypedClient(c, "AppsV1beta2()")
+		}},
+	reflect.TypeFor[*apiappsv1beta2.DaemonSetList](): {group: "AppsV1beta2", resource: "DaemonSets", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AppsV1beta2(); g != nil {
+				return typedListWatch(c, "AppsV1beta2().DaemonSets()", g.DaemonSets(namespace))
+			}
+			return nil, nil, noTypedClient(c, "AppsV1beta2()")
+		}},
+	reflect.TypeFor[*apiappsv1beta2.DeploymentList](): {group: "AppsV1beta2", resource: "Deployments", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AppsV1beta2(); g != nil {
+				return typedListWatch(c, "AppsV1beta2().Deployments()", g.Deployments(namespace))
+			}
+			return nil, nil, noTypedClient(c, "AppsV1beta2()")
+		}},
+	reflect.TypeFor[*apiappsv1beta2.ReplicaSetList](): {group: "AppsV1beta2", resource: "ReplicaSets", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AppsV1beta2(); g != nil {
+				return typedListWatch(c, "AppsV1beta2().ReplicaSets()", g.ReplicaSets(namespace))
+			}
+			return nil, nil, noTypedClient(c, "AppsV1beta2()")
+		}},
+	reflect.TypeFor[*apiappsv1beta2.StatefulSetList](): {group: "AppsV1beta2", resource: "StatefulSets", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AppsV1beta2(); g != nil {
+				return typedListWatch(c, "AppsV1beta2().StatefulSets()", g.StatefulSets(namespace))
+			}
+			return nil, nil, noTypedClient(c, "AppsV1beta2()")
+		}},
+	reflect.TypeFor[*apiautoscalingv1.HorizontalPodAutoscalerList](): {group: "AutoscalingV1", resource: "HorizontalPodAutoscalers", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AutoscalingV1(); g != nil {
+				return typedListWatch(c, "AutoscalingV1().HorizontalPodAutoscalers()", g.HorizontalPodAutoscalers(namespace))
+			}
+			return nil, nil, noTypedClient(c, "AutoscalingV1()")
+		}},
+	reflect.TypeFor[*apiautoscalingv2.HorizontalPodAutoscalerList](): {group: "AutoscalingV2", resource: "HorizontalPodAutoscalers", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.AutoscalingV2(); g != nil {
+				return typedListWatch(c, "AutoscalingV2().HorizontalPodAutoscalers()", g.HorizontalPodAutoscalers(namespace))
+			}
+			return nil, nil, noTypedClient(c, "AutoscalingV2()")
+		}},
+	reflect.TypeFor[*apibatchv1.CronJobList](): {group: "BatchV1", resource: "CronJobs", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.BatchV1(); g != nil {
+				return typedListWatch(c, "BatchV1().CronJobs()", g.CronJobs(namespace))
+			}
+			return nil, nil, noTypedClient(c, "BatchV1()")
+		}},
+	reflect.TypeFor[*apibatchv1.JobList](): {group: "BatchV1", resource: "Jobs", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.BatchV1(); g != nil {
+				return typedListWatch(c, "BatchV1().Jobs()", g.Jobs(namespace))
+			}
+			return nil, nil, noTypedClient(c, "BatchV1()")
+		}},
+	reflect.TypeFor[*apibatchv1beta1.CronJobList](): {group: "BatchV1beta1", resource: "CronJobs", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.BatchV1beta1(); g != nil {
+				return typedListWatch(c, "BatchV1beta1().CronJobs()", g.CronJobs(namespace))
+			}
+			return nil, nil, noTypedClient(c, "BatchV1beta1()")
+		}},
+	reflect.TypeFor[*apicertificatesv1.CertificateSigningRequestList](): {group: "CertificatesV1", resource: "CertificateSigningRequests", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CertificatesV1(); g != nil {
+				return typedListWatch(c, "CertificatesV1().CertificateSigningRequests()", g.CertificateSigningRequests())
+			}
+			return nil, nil, noTypedClient(c, "CertificatesV1()")
+		}},
+	reflect.TypeFor[*apicertificatesv1alpha1.ClusterTrustBundleList](): {group: "CertificatesV1alpha1", resource: "ClusterTrustBundles", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CertificatesV1alpha1(); g != nil {
+				return typedListWatch(c, "CertificatesV1alpha1().ClusterTrustBundles()", g.ClusterTrustBundles())
+			}
+			return nil, nil, noTypedClient(c, "CertificatesV1alpha1()")
+		}},
+	reflect.TypeFor[*apicertificatesv1beta1.CertificateSigningRequestList](): {group: "CertificatesV1beta1", resource: "CertificateSigningRequests", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CertificatesV1beta1(); g != nil {
+				return typedListWatch(c, "CertificatesV1beta1().CertificateSigningRequests()", g.CertificateSigningRequests())
+			}
+			return nil, nil, noTypedClient(c, "CertificatesV1beta1()")
+		}},
+	reflect.TypeFor[*apicertificatesv1beta1.ClusterTrustBundleList](): {group: "CertificatesV1beta1", resource: "ClusterTrustBundles", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CertificatesV1beta1(); g != nil {
+				return typedListWatch(c, "CertificatesV1beta1().ClusterTrustBundles()", g.ClusterTrustBundles())
+			}
+			return nil, nil, noTypedClient(c, "CertificatesV1beta1()")
+		}},
+	reflect.TypeFor[*apicertificatesv1beta1.PodCertificateRequestList](): {group: "CertificatesV1beta1", resource: "PodCertificateRequests", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CertificatesV1beta1(); g != nil {
+				return typedListWatch(c, "CertificatesV1beta1().PodCertificateRequests()", g.PodCertificateRequests(namespace))
+			}
+			return nil, nil, noTypedClient(c, "CertificatesV1beta1()")
+		}},
+	reflect.TypeFor[*apicoordinationv1.LeaseList](): {group: "CoordinationV1", resource: "Leases", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CoordinationV1(); g != nil {
+				return typedListWatch(c, "CoordinationV1().Leases()", g.Leases(namespace))
+			}
+			return nil, nil, noTypedClient(c, "CoordinationV1()")
+		}},
+	reflect.TypeFor[*apicoordinationv1alpha2.LeaseCandidateList](): {group: "CoordinationV1alpha2", resource: "LeaseCandidates", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CoordinationV1alpha2(); g != nil {
+				return typedListWatch(c, "CoordinationV1alpha2().LeaseCandidates()", g.LeaseCandidates(namespace))
+			}
+			return nil, nil, noTypedClient(c, "CoordinationV1alpha2()")
+		}},
+	reflect.TypeFor[*apicoordinationv1beta1.LeaseCandidateList](): {group: "CoordinationV1beta1", resource: "LeaseCandidates", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CoordinationV1beta1(); g != nil {
+				return typedListWatch(c, "CoordinationV1beta1().LeaseCandidates()", g.LeaseCandidates(namespace))
+			}
+			return nil, nil, noTypedClient(c, "CoordinationV1beta1()")
+		}},
+	reflect.TypeFor[*apicoordinationv1beta1.LeaseList](): {group: "CoordinationV1beta1", resource: "Leases", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CoordinationV1beta1(); g != nil {
+				return typedListWatch(c, "CoordinationV1beta1().Leases()", g.Leases(namespace))
+			}
+			return nil, nil, noTypedClient(c, "CoordinationV1beta1()")
+		}},
+	reflect.TypeFor[*apicorev1.ComponentStatusList](): {group: "CoreV1", resource: "ComponentStatuses", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CoreV1(); g != nil {
+				return typedListWatch(c, "CoreV1().ComponentStatuses()", g.ComponentStatuses())
+			}
+			return nil, nil, noTypedClient(c, "CoreV1()")
+		}},
+	reflect.TypeFor[*apicorev1.ConfigMapList](): {group: "CoreV1", resource: "ConfigMaps", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CoreV1(); g != nil {
+				return typedListWatch(c, "CoreV1().ConfigMaps()", g.ConfigMaps(namespace))
+			}
+			return nil, nil, noTypedClient(c, "CoreV1()")
+		}},
+	reflect.TypeFor[*apicorev1.EndpointsList](): {group: "CoreV1", resource: "Endpoints", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CoreV1(); g != nil {
+				return typedListWatch(c, "CoreV1().Endpoints()", g.Endpoints(namespace))
+			}
+			return nil, nil, noTypedClient(c, "CoreV1()")
+		}},
+	reflect.TypeFor[*apicorev1.EventList](): {group: "CoreV1", resource: "Events", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CoreV1(); g != nil {
+				return typedListWatch(c, "CoreV1().Events()", g.Events(namespace))
+			}
+			return nil, nil, noTypedClient(c, "CoreV1()")
+		}},
+	reflect.TypeFor[*apicorev1.LimitRangeList](): {group: "CoreV1", resource: "LimitRanges", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CoreV1(); g != nil {
+				return typedListWatch(c, "CoreV1().LimitRanges()", g.LimitRanges(namespace))
+			}
+			return nil, nil, noTypedClient(c, "CoreV1()")
+		}},
+	reflect.TypeFor[*apicorev1.NamespaceList](): {group: "CoreV1", resource: "Namespaces", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CoreV1(); g != nil {
+				return typedListWatch(c, "CoreV1().Namespaces()", g.Namespaces())
+			}
+			return nil, nil, noTypedClient(c, "CoreV1()")
+		}},
+	reflect.TypeFor[*apicorev1.NodeList](): {group: "CoreV1", resource: "Nodes", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CoreV1(); g != nil {
+				return typedListWatch(c, "CoreV1().Nodes()", g.Nodes())
+			}
+			return nil, nil, noTypedClient(c, "CoreV1()")
+		}},
+	reflect.TypeFor[*apicorev1.PersistentVolumeClaimList](): {group: "CoreV1", resource: "PersistentVolumeClaims", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CoreV1(); g != nil {
+				return typedListWatch(c, "CoreV1().PersistentVolumeClaims()", g.PersistentVolumeClaims(namespace))
+			}
+			return nil, nil, noTypedClient(c, "CoreV1()")
+		}},
+	reflect.TypeFor[*apicorev1.PersistentVolumeList](): {group: "CoreV1", resource: "PersistentVolumes", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CoreV1(); g != nil {
+				return typedListWatch(c, "CoreV1().PersistentVolumes()", g.PersistentVolumes())
+			}
+			return nil, nil, noTypedClient(c, "CoreV1()")
+		}},
+	reflect.TypeFor[*apicorev1.PodTemplateList](): {group: "CoreV1", resource: "PodTemplates", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CoreV1(); g != nil {
+				return typedListWatch(c, "CoreV1().PodTemplates()", g.PodTemplates(namespace))
+			}
+			return nil, nil, noTypedClient(c, "CoreV1()")
+		}},
+	reflect.TypeFor[*apicorev1.PodList](): {group: "CoreV1", resource: "Pods", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CoreV1(); g != nil {
+				return typedListWatch(c, "CoreV1().Pods()", g.Pods(namespace))
+			}
+			return nil, nil, noTypedClient(c, "CoreV1()")
+		}},
+	reflect.TypeFor[*apicorev1.ReplicationControllerList](): {group: "CoreV1", resource: "ReplicationControllers", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CoreV1(); g != nil {
+				return typedListWatch(c, "CoreV1().ReplicationControllers()", g.ReplicationControllers(namespace))
+			}
+			return nil, nil, noTypedClient(c, "CoreV1()")
+		}},
+	reflect.TypeFor[*apicorev1.ResourceQuotaList](): {group: "CoreV1", resource: "ResourceQuotas", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CoreV1(); g != nil {
+				return typedListWatch(c, "CoreV1().ResourceQuotas()", g.ResourceQuotas(namespace))
+			}
+			return nil, nil, noTypedClient(c, "CoreV1()")
+		}},
+	reflect.TypeFor[*apicorev1.SecretList](): {group: "CoreV1", resource: "Secrets", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CoreV1(); g != nil {
+				return typedListWatch(c, "CoreV1().Secrets()", g.Secrets(namespace))
+			}
+			return nil, nil, noTypedClient(c, "CoreV1()")
+		}},
+	reflect.TypeFor[*apicorev1.ServiceAccountList](): {group: "CoreV1", resource: "ServiceAccounts", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CoreV1(); g != nil {
+				return typedListWatch(c, "CoreV1().ServiceAccounts()", g.ServiceAccounts(namespace))
+			}
+			return nil, nil, noTypedClient(c, "CoreV1()")
+		}},
+	reflect.TypeFor[*apicorev1.ServiceList](): {group: "CoreV1", resource: "Services", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.CoreV1(); g != nil {
+				return typedListWatch(c, "CoreV1().Services()", g.Services(namespace))
+			}
+			return nil, nil, noTypedClient(c, "CoreV1()")
+		}},
+	reflect.TypeFor[*apidiscoveryv1.EndpointSliceList](): {group: "DiscoveryV1", resource: "EndpointSlices", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.DiscoveryV1(); g != nil {
+				return typedListWatch(c, "DiscoveryV1().EndpointSlices()", g.EndpointSlices(namespace))
+			}
+			return nil, nil, noTypedClient(c, "DiscoveryV1()")
+		}},
+	reflect.TypeFor[*apidiscoveryv1beta1.EndpointSliceList](): {group: "DiscoveryV1beta1", resource: "EndpointSlices", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.DiscoveryV1beta1(); g != nil {
+				return typedListWatch(c, "DiscoveryV1beta1().EndpointSlices()", g.EndpointSlices(namespace))
+			}
+			return nil, nil, noTypedClient(c, "DiscoveryV1beta1()")
+		}},
+	reflect.TypeFor[*apieventsv1.EventList](): {group: "EventsV1", resource: "Events", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.EventsV1(); g != nil {
+				return typedListWatch(c, "EventsV1().Events()", g.Events(namespace))
+			}
+			return nil, nil, noTypedClient(c, "EventsV1()")
+		}},
+	reflect.TypeFor[*apieventsv1beta1.EventList](): {group: "EventsV1beta1", resource: "Events", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.EventsV1beta1(); g != nil {
+				return typedListWatch(c, "EventsV1beta1().Events()", g.Events(namespace))
+			}
+			return nil, nil, noTypedClient(c, "EventsV1beta1()")
+		}},
+	reflect.TypeFor[*apiextensionsv1beta1.DaemonSetList](): {group: "ExtensionsV1beta1", resource: "DaemonSets", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.ExtensionsV1beta1(); g != nil {
+				return typedListWatch(c, "ExtensionsV1beta1().DaemonSets()", g.DaemonSets(namespace))
+			}
+			return nil, nil, noTypedClient(c, "ExtensionsV1beta1()")
+		}},
+	reflect.TypeFor[*apiextensionsv1beta1.DeploymentList](): {group: "ExtensionsV1beta1", resource: "Deployments", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.ExtensionsV1beta1(); g != nil {
+				return typedListWatch(c, "ExtensionsV1beta1().Deployments()", g.Deployments(namespace))
+			}
+			return nil, nil, noTypedClient(c, "ExtensionsV1beta1()")
+		}},
+	reflect.TypeFor[*apiextensionsv1beta1.IngressList](): {group: "ExtensionsV1beta1", resource: "Ingresses", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.ExtensionsV1beta1(); g != nil {
+				return typedListWatch(c, "ExtensionsV1beta1().Ingresses()", g.Ingresses(namespace))
+			}
+			return nil, nil, noTypedClient(c, "ExtensionsV1beta1()")
+		}},
+	reflect.TypeFor[*apiextensionsv1beta1.NetworkPolicyList](): {group: "ExtensionsV1beta1", resource: "NetworkPolicies", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.ExtensionsV1beta1(); g != nil {
+				return typedListWatch(c, "ExtensionsV1beta1().NetworkPolicies()", g.NetworkPolicies(namespace))
+			}
+			return nil, nil, noTypedClient(c, "ExtensionsV1beta1()")
+		}},
+	reflect.TypeFor[*apiextensionsv1beta1.ReplicaSetList](): {group: "ExtensionsV1beta1", resource: "ReplicaSets", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.ExtensionsV1beta1(); g != nil {
+				return typedListWatch(c, "ExtensionsV1beta1().ReplicaSets()", g.ReplicaSets(namespace))
+			}
+			return nil, nil, noTypedClient(c, "ExtensionsV1beta1()")
+		}},
+	reflect.TypeFor[*apiflowcontrolv1.FlowSchemaList](): {group: "FlowcontrolV1", resource: "FlowSchemas", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.FlowcontrolV1(); g != nil {
+				return typedListWatch(c, "FlowcontrolV1().FlowSchemas()", g.FlowSchemas())
+			}
+			return nil, nil, noTypedClient(c, "FlowcontrolV1()")
+		}},
+	reflect.TypeFor[*apiflowcontrolv1.PriorityLevelConfigurationList](): {group: "FlowcontrolV1", resource: "PriorityLevelConfigurations", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.FlowcontrolV1(); g != nil {
+				return typedListWatch(c, "FlowcontrolV1().PriorityLevelConfigurations()", g.PriorityLevelConfigurations())
+			}
+			return nil, nil, noTypedClient(c, "FlowcontrolV1()")
+		}},
+	reflect.TypeFor[*apiflowcontrolv1beta1.FlowSchemaList](): {group: "FlowcontrolV1beta1", resource: "FlowSchemas", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.FlowcontrolV1beta1(); g != nil {
+				return typedListWatch(c, "FlowcontrolV1beta1().FlowSchemas()", g.FlowSchemas())
+			}
+			return nil, nil, noTypedClient(c, "FlowcontrolV1beta1()")
+		}},
+	reflect.TypeFor[*apiflowcontrolv1beta1.PriorityLevelConfigurationList](): {group: "FlowcontrolV1beta1", resource: "PriorityLevelConfigurations", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.FlowcontrolV1beta1(); g != nil {
+				return typedListWatch(c, "FlowcontrolV1beta1().PriorityLevelConfigurations()", g.PriorityLevelConfigurations())
+			}
+			return nil, nil, noTypedClient(c, "FlowcontrolV1beta1()")
+		}},
+	reflect.TypeFor[*apiflowcontrolv1beta2.FlowSchemaList](): {group: "FlowcontrolV1beta2", resource: "FlowSchemas", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.FlowcontrolV1beta2(); g != nil {
+				return typedListWatch(c, "FlowcontrolV1beta2().FlowSchemas()", g.FlowSchemas())
+			}
+			return nil, nil, noTypedClient(c, "FlowcontrolV1beta2()")
+		}},
+	reflect.TypeFor[*apiflowcontrolv1beta2.PriorityLevelConfigurationList](): {group: "FlowcontrolV1beta2", resource: "PriorityLevelConfigurations", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.FlowcontrolV1beta2(); g != nil {
+				return typedListWatch(c, "FlowcontrolV1beta2().PriorityLevelConfigurations()", g.PriorityLevelConfigurations())
+			}
+			return nil, nil, noTypedClient(c, "FlowcontrolV1beta2()")
+		}},
+	reflect.TypeFor[*apiflowcontrolv1beta3.FlowSchemaList](): {group: "FlowcontrolV1beta3", resource: "FlowSchemas", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.FlowcontrolV1beta3(); g != nil {
+				return typedListWatch(c, "FlowcontrolV1beta3().FlowSchemas()", g.FlowSchemas())
+			}
+			return nil, nil, noTypedClient(c, "FlowcontrolV1beta3()")
+		}},
+	reflect.TypeFor[*apiflowcontrolv1beta3.PriorityLevelConfigurationList](): {group: "FlowcontrolV1beta3", resource: "PriorityLevelConfigurations", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.FlowcontrolV1beta3(); g != nil {
+				return typedListWatch(c, "FlowcontrolV1beta3().PriorityLevelConfigurations()", g.PriorityLevelConfigurations())
+			}
+			return nil, nil, noTypedClient(c, "FlowcontrolV1beta3()")
+		}},
+	reflect.TypeFor[*apiapiserverinternalv1alpha1.StorageVersionList](): {group: "InternalV1alpha1", resource: "StorageVersions", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.InternalV1alpha1(); g != nil {
+				return typedListWatch(c, "InternalV1alpha1().StorageVersions()", g.StorageVersions())
+			}
+			return nil, nil, noTypedClient(c, "InternalV1alpha1()")
+		}},
+	reflect.TypeFor[*apinetworkingv1.IPAddressList](): {group: "NetworkingV1", resource: "IPAddresses", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.NetworkingV1(); g != nil {
+				return typedListWatch(c, "NetworkingV1().IPAddresses()", g.IPAddresses())
+			}
+			return nil, nil, noTypedClient(c, "NetworkingV1()")
+		}},
+	reflect.TypeFor[*apinetworkingv1.IngressClassList](): {group: "NetworkingV1", resource: "IngressClasses", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.NetworkingV1(); g != nil {
+				return typedListWatch(c, "NetworkingV1().IngressClasses()", g.IngressClasses())
+			}
+			return nil, nil, noTypedClient(c, "NetworkingV1()")
+		}},
+	reflect.TypeFor[*apinetworkingv1.IngressList](): {group: "NetworkingV1", resource: "Ingresses", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.NetworkingV1(); g != nil {
+				return typedListWatch(c, "NetworkingV1().Ingresses()", g.Ingresses(namespace))
+			}
+			return nil, nil, noTypedClient(c, "NetworkingV1()")
+		}},
+	reflect.TypeFor[*apinetworkingv1.NetworkPolicyList](): {group: "NetworkingV1", resource: "NetworkPolicies", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.NetworkingV1(); g != nil {
+				return typedListWatch(c, "NetworkingV1().NetworkPolicies()", g.NetworkPolicies(namespace))
+			}
+			return nil, nil, noTypedClient(c, "NetworkingV1()")
+		}},
+	reflect.TypeFor[*apinetworkingv1.ServiceCIDRList](): {group: "NetworkingV1", resource: "ServiceCIDRs", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.NetworkingV1(); g != nil {
+				return typedListWatch(c, "NetworkingV1().ServiceCIDRs()", g.ServiceCIDRs())
+			}
+			return nil, nil, noTypedClient(c, "NetworkingV1()")
+		}},
+	reflect.TypeFor[*apinetworkingv1beta1.IPAddressList](): {group: "NetworkingV1beta1", resource: "IPAddresses", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.NetworkingV1beta1(); g != nil {
+				return typedListWatch(c, "NetworkingV1beta1().IPAddresses()", g.IPAddresses())
+			}
+			return nil, nil, noTypedClient(c, "NetworkingV1beta1()")
+		}},
+	reflect.TypeFor[*apinetworkingv1beta1.IngressClassList](): {group: "NetworkingV1beta1", resource: "IngressClasses", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.NetworkingV1beta1(); g != nil {
+				return typedListWatch(c, "NetworkingV1beta1().IngressClasses()", g.IngressClasses())
+			}
+			return nil, nil, noTypedClient(c, "NetworkingV1beta1()")
+		}},
+	reflect.TypeFor[*apinetworkingv1beta1.IngressList](): {group: "NetworkingV1beta1", resource: "Ingresses", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.NetworkingV1beta1(); g != nil {
+				return typedListWatch(c, "NetworkingV1beta1().Ingresses()", g.Ingresses(namespace))
+			}
+			return nil, nil, noTypedClient(c, "NetworkingV1beta1()")
+		}},
+	reflect.TypeFor[*apinetworkingv1beta1.ServiceCIDRList](): {group: "NetworkingV1beta1", resource: "ServiceCIDRs", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.NetworkingV1beta1(); g != nil {
+				return typedListWatch(c, "NetworkingV1beta1().ServiceCIDRs()", g.ServiceCIDRs())
+			}
+			return nil, nil, noTypedClient(c, "NetworkingV1beta1()")
+		}},
+	reflect.TypeFor[*apinodev1.RuntimeClassList](): {group: "NodeV1", resource: "RuntimeClasses", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.NodeV1(); g != nil {
+				return typedListWatch(c, "NodeV1().RuntimeClasses()", g.RuntimeClasses())
+			}
+			return nil, nil, noTypedClient(c, "NodeV1()")
+		}},
+	reflect.TypeFor[*apinodev1alpha1.RuntimeClassList](): {group: "NodeV1alpha1", resource: "RuntimeClasses", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.NodeV1alpha1(); g != nil {
+				return typedListWatch(c, "NodeV1alpha1().RuntimeClasses()", g.RuntimeClasses())
+			}
+			return nil, nil, noTypedClient(c, "NodeV1alpha1()")
+		}},
+	reflect.TypeFor[*apinodev1beta1.RuntimeClassList](): {group: "NodeV1beta1", resource: "RuntimeClasses", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.NodeV1beta1(); g != nil {
+				return typedListWatch(c, "NodeV1beta1().RuntimeClasses()", g.RuntimeClasses())
+			}
+			return nil, nil, noTypedClient(c, "NodeV1beta1()")
+		}},
+	reflect.TypeFor[*apipolicyv1.PodDisruptionBudgetList](): {group: "PolicyV1", resource: "PodDisruptionBudgets", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.PolicyV1(); g != nil {
+				return typedListWatch(c, "PolicyV1().PodDisruptionBudgets()", g.PodDisruptionBudgets(namespace))
+			}
+			return nil, nil, noTypedClient(c, "PolicyV1()")
+		}},
+	reflect.TypeFor[*apipolicyv1beta1.PodDisruptionBudgetList](): {group: "PolicyV1beta1", resource: "PodDisruptionBudgets", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.PolicyV1beta1(); g != nil {
+				return typedListWatch(c, "PolicyV1beta1().PodDisruptionBudgets()", g.PodDisruptionBudgets(namespace))
+			}
+			return nil, nil, noTypedClient(c, "PolicyV1beta1()")
+		}},
+	reflect.TypeFor[*apirbacv1.ClusterRoleBindingList](): {group: "RbacV1", resource: "ClusterRoleBindings", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.RbacV1(); g != nil {
+				return typedListWatch(c, "RbacV1().ClusterRoleBindings()", g.ClusterRoleBindings())
+			}
+			return nil, nil, noTypedClient(c, "RbacV1()")
+		}},
+	reflect.TypeFor[*apirbacv1.ClusterRoleList](): {group: "RbacV1", resource: "ClusterRoles", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.RbacV1(); g != nil {
+				return typedListWatch(c, "RbacV1().ClusterRoles()", g.ClusterRoles())
+			}
+			return nil, nil, noTypedClient(c, "RbacV1()")
+		}},
+	reflect.TypeFor[*apirbacv1.RoleBindingList](): {group: "RbacV1", resource: "RoleBindings", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.RbacV1(); g != nil {
+				return typedListWatch(c, "RbacV1().RoleBindings()", g.RoleBindings(namespace))
+			}
+			return nil, nil, noTypedClient(c, "RbacV1()")
+		}},
+	reflect.TypeFor[*apirbacv1.RoleList](): {group: "RbacV1", resource: "Roles", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.RbacV1(); g != nil {
+				return typedListWatch(c, "RbacV1().Roles()", g.Roles(namespace))
+			}
+			return nil, nil, noTypedClient(c, "RbacV1()")
+		}},
+	reflect.TypeFor[*apirbacv1alpha1.ClusterRoleBindingList](): {group: "RbacV1alpha1", resource: "ClusterRoleBindings", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.RbacV1alpha1(); g != nil {
+				return typedListWatch(c, "RbacV1alpha1().ClusterRoleBindings()", g.ClusterRoleBindings())
+			}
+			return nil, nil, noTypedClient(c, "RbacV1alpha1()")
+		}},
+	reflect.TypeFor[*apirbacv1alpha1.ClusterRoleList](): {group: "RbacV1alpha1", resource: "ClusterRoles", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.RbacV1alpha1(); g != nil {
+				return typedListWatch(c, "RbacV1alpha1().ClusterRoles()", g.ClusterRoles())
+			}
+			return nil, nil, noTypedClient(c, "RbacV1alpha1()")
+		}},
+	reflect.TypeFor[*apirbacv1alpha1.RoleBindingList](): {group: "RbacV1alpha1", resource: "RoleBindings", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.RbacV1alpha1(); g != nil {
+				return typedListWatch(c, "RbacV1alpha1().RoleBindings()", g.RoleBindings(namespace))
+			}
+			return nil, nil, noTypedClient(c, "RbacV1alpha1()")
+		}},
+	reflect.TypeFor[*apirbacv1alpha1.RoleList](): {group: "RbacV1alpha1", resource: "Roles", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.RbacV1alpha1(); g != nil {
+				return typedListWatch(c, "RbacV1alpha1().Roles()", g.Roles(namespace))
+			}
+			return nil, nil, noTypedClient(c, "RbacV1alpha1()")
+		}},
+	reflect.TypeFor[*apirbacv1beta1.ClusterRoleBindingList](): {group: "RbacV1beta1", resource: "ClusterRoleBindings", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.RbacV1beta1(); g != nil {
+				return typedListWatch(c, "RbacV1beta1().ClusterRoleBindings()", g.ClusterRoleBindings())
+			}
+			return nil, nil, noTypedClient(c, "RbacV1beta1()")
+		}},
+	reflect.TypeFor[*apirbacv1beta1.ClusterRoleList](): {group: "RbacV1beta1", resource: "ClusterRoles", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.RbacV1beta1(); g != nil {
+				return typedListWatch(c, "RbacV1beta1().ClusterRoles()", g.ClusterRoles())
+			}
+			return nil, nil, noTypedClient(c, "RbacV1beta1()")
+		}},
+	reflect.TypeFor[*apirbacv1beta1.RoleBindingList](): {group: "RbacV1beta1", resource: "RoleBindings", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.RbacV1beta1(); g != nil {
+				return typedListWatch(c, "RbacV1beta1().RoleBindings()", g.RoleBindings(namespace))
+			}
+			return nil, nil, noTypedClient(c, "RbacV1beta1()")
+		}},
+	reflect.TypeFor[*apirbacv1beta1.RoleList](): {group: "RbacV1beta1", resource: "Roles", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.RbacV1beta1(); g != nil {
+				return typedListWatch(c, "RbacV1beta1().Roles()", g.Roles(namespace))
+			}
+			return nil, nil, noTypedClient(c, "RbacV1beta1()")
+		}},
+	reflect.TypeFor[*apiresourcev1.DeviceClassList](): {group: "ResourceV1", resource: "DeviceClasses", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.ResourceV1(); g != nil {
+				return typedListWatch(c, "ResourceV1().DeviceClasses()", g.DeviceClasses())
+			}
+			return nil, nil, noTypedClient(c, "ResourceV1()")
+		}},
+	reflect.TypeFor[*apiresourcev1.ResourceClaimTemplateList](): {group: "ResourceV1", resource: "ResourceClaimTemplates", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.ResourceV1(); g != nil {
+				return typedListWatch(c, "ResourceV1().ResourceClaimTemplates()", g.ResourceClaimTemplates(namespace))
+			}
+			return nil, nil, noTypedClient(c, "ResourceV1()")
+		}},
+	reflect.TypeFor[*apiresourcev1.ResourceClaimList](): {group: "ResourceV1", resource: "ResourceClaims", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.ResourceV1(); g != nil {
+				return typedListWatch(c, "ResourceV1().ResourceClaims()", g.ResourceClaims(namespace))
+			}
+			return nil, nil, noTypedClient(c, "ResourceV1()")
+		}},
+	reflect.TypeFor[*apiresourcev1.ResourceSliceList](): {group: "ResourceV1", resource: "ResourceSlices", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.ResourceV1(); g != nil {
+				return typedListWatch(c, "ResourceV1().ResourceSlices()", g.ResourceSlices())
+			}
+			return nil, nil, noTypedClient(c, "ResourceV1()")
+		}},
+	reflect.TypeFor[*apiresourcev1alpha3.DeviceTaintRuleList](): {group: "ResourceV1alpha3", resource: "DeviceTaintRules", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.ResourceV1alpha3(); g != nil {
+				return typedListWatch(c, "ResourceV1alpha3().DeviceTaintRules()", g.DeviceTaintRules())
+			}
+			return nil, nil, noTypedClient(c, "ResourceV1alpha3()")
+		}},
+	reflect.TypeFor[*apiresourcev1alpha3.ResourcePoolStatusRequestList](): {group: "ResourceV1alpha3", resource: "ResourcePoolStatusRequests", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.ResourceV1alpha3(); g != nil {
+				return typedListWatch(c, "ResourceV1alpha3().ResourcePoolStatusRequests()", g.ResourcePoolStatusRequests())
+			}
+			return nil, nil, noTypedClient(c, "ResourceV1alpha3()")
+		}},
+	reflect.TypeFor[*apiresourcev1beta1.DeviceClassList](): {group: "ResourceV1beta1", resource: "DeviceClasses", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.ResourceV1beta1(); g != nil {
+				return typedListWatch(c, "ResourceV1beta1().DeviceClasses()", g.DeviceClasses())
+			}
+			return nil, nil, noTypedClient(c, "ResourceV1beta1()")
+		}},
+	reflect.TypeFor[*apiresourcev1beta1.ResourceClaimTemplateList](): {group: "ResourceV1beta1", resource: "ResourceClaimTemplates", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.ResourceV1beta1(); g != nil {
+				return typedListWatch(c, "ResourceV1beta1().ResourceClaimTemplates()", g.ResourceClaimTemplates(namespace))
+			}
+			return nil, nil, noTypedClient(c, "ResourceV1beta1()")
+		}},
+	reflect.TypeFor[*apiresourcev1beta1.ResourceClaimList](): {group: "ResourceV1beta1", resource: "ResourceClaims", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.ResourceV1beta1(); g != nil {
+				return typedListWatch(c, "ResourceV1beta1().ResourceClaims()", g.ResourceClaims(namespace))
+			}
+			return nil, nil, noTypedClient(c, "ResourceV1beta1()")
+		}},
+	reflect.TypeFor[*apiresourcev1beta1.ResourceSliceList](): {group: "ResourceV1beta1", resource: "ResourceSlices", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.ResourceV1beta1(); g != nil {
+				return typedListWatch(c, "ResourceV1beta1().ResourceSlices()", g.ResourceSlices())
+			}
+			return nil, nil, noTypedClient(c, "ResourceV1beta1()")
+		}},
+	reflect.TypeFor[*apiresourcev1beta2.DeviceClassList](): {group: "ResourceV1beta2", resource: "DeviceClasses", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.ResourceV1beta2(); g != nil {
+				return typedListWatch(c, "ResourceV1beta2().DeviceClasses()", g.DeviceClasses())
+			}
+			return nil, nil, noTypedClient(c, "ResourceV1beta2()")
+		}},
+	reflect.TypeFor[*apiresourcev1beta2.DeviceTaintRuleList](): {group: "ResourceV1beta2", resource: "DeviceTaintRules", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.ResourceV1beta2(); g != nil {
+				return typedListWatch(c, "ResourceV1beta2().DeviceTaintRules()", g.DeviceTaintRules())
+			}
+			return nil, nil, noTypedClient(c, "ResourceV1beta2()")
+		}},
+	reflect.TypeFor[*apiresourcev1beta2.ResourceClaimTemplateList](): {group: "ResourceV1beta2", resource: "ResourceClaimTemplates", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.ResourceV1beta2(); g != nil {
+				return typedListWatch(c, "ResourceV1beta2().ResourceClaimTemplates()", g.ResourceClaimTemplates(namespace))
+			}
+			return nil, nil, noTypedClient(c, "ResourceV1beta2()")
+		}},
+	reflect.TypeFor[*apiresourcev1beta2.ResourceClaimList](): {group: "ResourceV1beta2", resource: "ResourceClaims", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.ResourceV1beta2(); g != nil {
+				return typedListWatch(c, "ResourceV1beta2().ResourceClaims()", g.ResourceClaims(namespace))
+			}
+			return nil, nil, noTypedClient(c, "ResourceV1beta2()")
+		}},
+	reflect.TypeFor[*apiresourcev1beta2.ResourceSliceList](): {group: "ResourceV1beta2", resource: "ResourceSlices", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.ResourceV1beta2(); g != nil {
+				return typedListWatch(c, "ResourceV1beta2().ResourceSlices()", g.ResourceSlices())
+			}
+			return nil, nil, noTypedClient(c, "ResourceV1beta2()")
+		}},
+	reflect.TypeFor[*apischedulingv1.PriorityClassList](): {group: "SchedulingV1", resource: "PriorityClasses", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.SchedulingV1(); g != nil {
+				return typedListWatch(c, "SchedulingV1().PriorityClasses()", g.PriorityClasses())
+			}
+			return nil, nil, noTypedClient(c, "SchedulingV1()")
+		}},
+	reflect.TypeFor[*apischedulingv1alpha2.PodGroupList](): {group: "SchedulingV1alpha2", resource: "PodGroups", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.SchedulingV1alpha2(); g != nil {
+				return typedListWatch(c, "SchedulingV1alpha2().PodGroups()", g.PodGroups(namespace))
+			}
+			return nil, nil, noTypedClient(c, "SchedulingV1alpha2()")
+		}},
+	reflect.TypeFor[*apischedulingv1alpha2.WorkloadList](): {group: "SchedulingV1alpha2", resource: "Workloads", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.SchedulingV1alpha2(); g != nil {
+				return typedListWatch(c, "SchedulingV1alpha2().Workloads()", g.Workloads(namespace))
+			}
+			return nil, nil, noTypedClient(c, "SchedulingV1alpha2()")
+		}},
+	reflect.TypeFor[*apischedulingv1beta1.PriorityClassList](): {group: "SchedulingV1beta1", resource: "PriorityClasses", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.SchedulingV1beta1(); g != nil {
+				return typedListWatch(c, "SchedulingV1beta1().PriorityClasses()", g.PriorityClasses())
+			}
+			return nil, nil, noTypedClient(c, "SchedulingV1beta1()")
+		}},
+	reflect.TypeFor[*apistoragev1.CSIDriverList](): {group: "StorageV1", resource: "CSIDrivers", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.StorageV1(); g != nil {
+				return typedListWatch(c, "StorageV1().CSIDrivers()", g.CSIDrivers())
+			}
+			return nil, nil, noTypedClient(c, "StorageV1()")
+		}},
+	reflect.TypeFor[*apistoragev1.CSINodeList](): {group: "StorageV1", resource: "CSINodes", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.StorageV1(); g != nil {
+				return typedListWatch(c, "StorageV1().CSINodes()", g.CSINodes())
+			}
+			return nil, nil, noTypedClient(c, "StorageV1()")
+		}},
+	reflect.TypeFor[*apistoragev1.CSIStorageCapacityList](): {group: "StorageV1", resource: "CSIStorageCapacities", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.StorageV1(); g != nil {
+				return typedListWatch(c, "StorageV1().CSIStorageCapacities()", g.CSIStorageCapacities(namespace))
+			}
+			return nil, nil, noTypedClient(c, "StorageV1()")
+		}},
+	reflect.TypeFor[*apistoragev1.StorageClassList](): {group: "StorageV1", resource: "StorageClasses", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.StorageV1(); g != nil {
+				return typedListWatch(c, "StorageV1().StorageClasses()", g.StorageClasses())
+			}
+			return nil, nil, noTypedClient(c, "StorageV1()")
+		}},
+	reflect.TypeFor[*apistoragev1.VolumeAttachmentList](): {group: "StorageV1", resource: "VolumeAttachments", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.StorageV1(); g != nil {
+				return typedListWatch(c, "StorageV1().VolumeAttachments()", g.VolumeAttachments())
+			}
+			return nil, nil, noTypedClient(c, "StorageV1()")
+		}},
+	reflect.TypeFor[*apistoragev1.VolumeAttributesClassList](): {group: "StorageV1", resource: "VolumeAttributesClasses", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.StorageV1(); g != nil {
+				return typedListWatch(c, "StorageV1().VolumeAttributesClasses()", g.VolumeAttributesClasses())
+			}
+			return nil, nil, noTypedClient(c, "StorageV1()")
+		}},
+	reflect.TypeFor[*apistoragev1alpha1.CSIStorageCapacityList](): {group: "StorageV1alpha1", resource: "CSIStorageCapacities", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.StorageV1alpha1(); g != nil {
+				return typedListWatch(c, "StorageV1alpha1().CSIStorageCapacities()", g.CSIStorageCapacities(namespace))
+			}
+			return nil, nil, noTypedClient(c, "StorageV1alpha1()")
+		}},
+	reflect.TypeFor[*apistoragev1alpha1.VolumeAttachmentList](): {group: "StorageV1alpha1", resource: "VolumeAttachments", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.StorageV1alpha1(); g != nil {
+				return typedListWatch(c, "StorageV1alpha1().VolumeAttachments()", g.VolumeAttachments())
+			}
+			return nil, nil, noTypedClient(c, "StorageV1alpha1()")
+		}},
+	reflect.TypeFor[*apistoragev1alpha1.VolumeAttributesClassList](): {group: "StorageV1alpha1", resource: "VolumeAttributesClasses", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.StorageV1alpha1(); g != nil {
+				return typedListWatch(c, "StorageV1alpha1().VolumeAttributesClasses()", g.VolumeAttributesClasses())
+			}
+			return nil, nil, noTypedClient(c, "StorageV1alpha1()")
+		}},
+	reflect.TypeFor[*apistoragev1beta1.CSIDriverList](): {group: "StorageV1beta1", resource: "CSIDrivers", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.StorageV1beta1(); g != nil {
+				return typedListWatch(c, "StorageV1beta1().CSIDrivers()", g.CSIDrivers())
+			}
+			return nil, nil, noTypedClient(c, "StorageV1beta1()")
+		}},
+	reflect.TypeFor[*apistoragev1beta1.CSINodeList](): {group: "StorageV1beta1", resource: "CSINodes", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.StorageV1beta1(); g != nil {
+				return typedListWatch(c, "StorageV1beta1().CSINodes()", g.CSINodes())
+			}
+			return nil, nil, noTypedClient(c, "StorageV1beta1()")
+		}},
+	reflect.TypeFor[*apistoragev1beta1.CSIStorageCapacityList](): {group: "StorageV1beta1", resource: "CSIStorageCapacities", namespaced: true,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.StorageV1beta1(); g != nil {
+				return typedListWatch(c, "StorageV1beta1().CSIStorageCapacities()", g.CSIStorageCapacities(namespace))
+			}
+			return nil, nil, noTypedClient(c, "StorageV1beta1()")
+		}},
+	reflect.TypeFor[*apistoragev1beta1.StorageClassList](): {group: "StorageV1beta1", resource: "StorageClasses", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.StorageV1beta1(); g != nil {
+				return typedListWatch(c, "StorageV1beta1().StorageClasses()", g.StorageClasses())
+			}
+			return nil, nil, noTypedClient(c, "StorageV1beta1()")
+		}},
+	reflect.TypeFor[*apistoragev1beta1.VolumeAttachmentList](): {group: "StorageV1beta1", resource: "VolumeAttachments", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.StorageV1beta1(); g != nil {
+				return typedListWatch(c, "StorageV1beta1().VolumeAttachments()", g.VolumeAttachments())
+			}
+			return nil, nil, noTypedClient(c, "StorageV1beta1()")
+		}},
+	reflect.TypeFor[*apistoragev1beta1.VolumeAttributesClassList](): {group: "StorageV1beta1", resource: "VolumeAttributesClasses", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.StorageV1beta1(); g != nil {
+				return typedListWatch(c, "StorageV1beta1().VolumeAttributesClasses()", g.VolumeAttributesClasses())
+			}
+			return nil, nil, noTypedClient(c, "StorageV1beta1()")
+		}},
+	reflect.TypeFor[*apistoragemigrationv1beta1.StorageVersionMigrationList](): {group: "StoragemigrationV1beta1", resource: "StorageVersionMigrations", namespaced: false,
+		open: func(c kubernetes.Interface, namespace string) (listFunc, watchFunc, error) {
+			if g := c.StoragemigrationV1beta1(); g != nil {
+				return typedListWatch(c, "StoragemigrationV1beta1().StorageVersionMigrations()", g.StorageVersionMigrations())
+			}
+			return nil, nil, noTypedClient(c, "StoragemigrationV1beta1()")
+		}},
 }

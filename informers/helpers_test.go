@@ -2,7 +2,6 @@ package informers
 
 import (
 	"context"
-	"maps"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -208,21 +207,12 @@ func typedInformers(f clientinformers.SharedInformerFactory) []typedInformer {
 	return out
 }
 
-// allTypedClients returns the typed clients of every group's table.
-func allTypedClients() map[reflect.Type]typedClient {
-	out := map[reflect.Type]typedClient{}
-	for _, clients := range typedClientsByGroup {
-		maps.Copy(out, clients)
-	}
-	return out
-}
-
 // allResources lists every resource kubernetes.Interface has a typed
 // client for, as fakeapi serves them.
 func allResources(t *testing.T) []fakeapi.Resource {
 	t.Helper()
 	var out []fakeapi.Resource
-	for listType, tc := range allTypedClients() {
+	for listType, tc := range typedClients {
 		gvks, _, err := scheme.Scheme.ObjectKinds(reflect.New(listType.Elem()).Interface().(runtime.Object))
 		if err != nil {
 			t.Fatal(err)

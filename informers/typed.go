@@ -17,8 +17,8 @@ import (
 // typedClient is how kubernetes.Interface reaches the typed client of one
 // resource: client.<group>().<resource>(namespace) for a namespaced
 // resource, client.<group>().<resource>() for a cluster-scoped one. The
-// tables of them (typedClientsByGroup, one per API group) are generated
-// (generated_<group>.go) rather than found by reflection: a program that looks methods up by name keeps
+// table of them (typedClients) is generated (generated_clients.go) rather
+// than found by reflection: a program that looks methods up by name keeps
 // every exported method of every type the linker reaches (the typed
 // clients' Create, Update, Apply ... and their apply configurations), which
 // made a controller's binary twice the size of client-go's.
@@ -39,24 +39,32 @@ type (
 // typedClientOf returns the typed client of kubernetes.Interface whose
 // list is of type list (*corev1.PodList).
 func typedClientOf(list reflect.Type) (typedClient, bool) {
-	for _, clients := range typedClientsByGroup {
-		if tc, ok := clients[list]; ok {
-			return tc, true
-		}
-	}
-	return typedClient{}, false
+	tc, ok := typedClients[list]
+	return tc, ok
 }
 
-// typedListWatch returns the list and watch of a typed client (r.List,
-// r.Watch) as open returns them.
-func typedListWatch[L runtime.Object](list func(context.Context, metav1.ListOptions) (L, error), watchFn watchFunc) (listFunc, watchFunc, error) {
+// typedListWatch returns the list and watch of r, a typed client of
+// client (corev1client.PodInterface), or an error wrapping
+// ErrNoTypedClient naming accessor (CoreV1().Pods()) when r is nil.
+func typedListWatch[L runtime.Object](client kubernetes.Interface, accessor string, r resourceClient[L]) (listFunc, watchFunc, error) {
+	if r == nil {
+		return nil, nil, noTypedClient(client, accessor)
+	}
 	return func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-		l, err := list(ctx, o)
+		l, err := r.List(ctx, o)
 		if err != nil {
 			return nil, err
 		}
 		return l, nil
-	}, watchFn, nil
+	}, r.Watch, nil
+}
+
+// resourceClient is the typed client of one resource (corev1client.PodInterface)
+// as typedListWatch uses it: List, whose result L is the resource's list
+// (*corev1.PodList), and Watch.
+type resourceClient[L runtime.Object] interface {
+	List(context.Context, metav1.ListOptions) (L, error)
+	Watch(context.Context, metav1.ListOptions) (watch.Interface, error)
 }
 
 // noTypedClient is the error of an accessor of client that returned nil.

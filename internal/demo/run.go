@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,21 +71,11 @@ func (o Options) withDefaults() (Options, error) {
 	case o.ChangeFraction < 0 || o.ChangeFraction > 0.5:
 		return o, fmt.Errorf("%w: ChangeFraction %v is not in [0, 0.5]", ErrInvalidOptions, o.ChangeFraction)
 	}
-	if o.Pods == 0 {
-		o.Pods = DefaultPods
-	}
-	if o.ChangeFraction == 0 {
-		o.ChangeFraction = DefaultChangeFraction
-	}
-	if o.Workers == 0 {
-		o.Workers = DefaultWorkers
-	}
-	if o.Out == nil {
-		o.Out = os.Stdout
-	}
-	if o.Progress == nil {
-		o.Progress = os.Stderr
-	}
+	o.Pods = cmp.Or(o.Pods, DefaultPods)
+	o.ChangeFraction = cmp.Or(o.ChangeFraction, DefaultChangeFraction)
+	o.Workers = cmp.Or(o.Workers, DefaultWorkers)
+	o.Out = cmp.Or[io.Writer](o.Out, os.Stdout)
+	o.Progress = cmp.Or[io.Writer](o.Progress, os.Stderr)
 	return o, nil
 }
 

@@ -1,6 +1,7 @@
 package soak
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -93,28 +94,13 @@ func (c Config) withDefaults() (Config, error) {
 	default:
 		return c, fmt.Errorf("%w: Disk %q is none of %s, %s, %s, %s", ErrInvalidConfig, c.Disk, DiskAuto, DiskTmpfs, DiskRlimit, DiskNone)
 	}
-	def := func(v *time.Duration, d time.Duration) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	def(&c.Duration, DefaultDuration)
-	def(&c.ConvergeTimeout, DefaultConvergeTimeout)
-	def(&c.SampleInterval, DefaultSampleInterval)
-	if c.Rate == 0 {
-		c.Rate = DefaultRate
-	}
-	if c.Objects == 0 {
-		c.Objects = DefaultObjects
-	}
-	if c.Workers == 0 {
-		c.Workers = DefaultWorkers
-	}
-	if c.DiskSize == 0 {
-		c.DiskSize = DefaultDiskSize
-	}
-	if c.Progress == nil {
-		c.Progress = io.Discard
-	}
+	c.Duration = cmp.Or(c.Duration, DefaultDuration)
+	c.ConvergeTimeout = cmp.Or(c.ConvergeTimeout, DefaultConvergeTimeout)
+	c.SampleInterval = cmp.Or(c.SampleInterval, DefaultSampleInterval)
+	c.Rate = cmp.Or(c.Rate, DefaultRate)
+	c.Objects = cmp.Or(c.Objects, DefaultObjects)
+	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
+	c.DiskSize = cmp.Or(c.DiskSize, DefaultDiskSize)
+	c.Progress = cmp.Or(c.Progress, io.Discard)
 	return c, nil
 }

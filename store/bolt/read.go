@@ -18,13 +18,9 @@ func (s *Store) readLive(op string, fn func(g *layout.Generation) error) error {
 		return s.errClosed(op)
 	}
 	err := s.db.view(op, func(tx *bbolt.Tx) error {
-		res := tx.Bucket(s.bname)
-		if res == nil {
-			return fmt.Errorf("%w: resource bucket missing", ErrCorrupt)
-		}
-		g, err := layout.OpenLive(res)
+		_, g, err := s.openLive(tx)
 		if err != nil {
-			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+			return err
 		}
 		return fn(g)
 	})
@@ -32,6 +28,30 @@ func (s *Store) readLive(op string, fn func(g *layout.Generation) error) error {
 		return s.errorf(op, err)
 	}
 	return nil
+}
+
+// resourceBucket returns s's resource bucket in tx, or an error wrapping
+// ErrCorrupt when the file has none.
+func (s *Store) resourceBucket(tx *bbolt.Tx) (*bbolt.Bucket, error) {
+	res := tx.Bucket(s.bname)
+	if res == nil {
+		return nil, fmt.Errorf("%w: resource bucket missing", ErrCorrupt)
+	}
+	return res, nil
+}
+
+// openLive returns s's resource bucket in tx and its live generation, or
+// an error wrapping ErrCorrupt when either is missing or damaged.
+func (s *Store) openLive(tx *bbolt.Tx) (*bbolt.Bucket, *layout.Generation, error) {
+	res, err := s.resourceBucket(tx)
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := layout.OpenLive(res)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	return res, g, nil
 }
 
 // sizeHint is the recorded number of objects, a capacity hint.

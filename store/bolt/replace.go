@@ -63,9 +63,9 @@ func (s *Store) BeginReplace(ctx context.Context) (store.Replace, error) {
 	r := &replaceTx{s: s, ix: s.indexers.Load()}
 	m := s.meta.Clone()
 	err := s.db.update(op, func(tx *bbolt.Tx) error {
-		res := tx.Bucket(s.bname)
-		if res == nil {
-			return fmt.Errorf("%w: resource bucket missing", ErrCorrupt)
+		res, err := s.resourceBucket(tx)
+		if err != nil {
+			return err
 		}
 		r.gen = m.NextGen
 		m.NextGen++
@@ -99,9 +99,9 @@ func (r *replaceTx) openErrLocked(op string) error {
 // transaction. s.mu must be held.
 func (r *replaceTx) writeStagingLocked(op string, fn func(res *bbolt.Bucket, g *layout.Generation) error) error {
 	return r.s.db.update(op, func(tx *bbolt.Tx) error {
-		res := tx.Bucket(r.s.bname)
-		if res == nil {
-			return fmt.Errorf("%w: resource bucket missing", ErrCorrupt)
+		res, err := r.s.resourceBucket(tx)
+		if err != nil {
+			return err
 		}
 		g, err := layout.OpenGeneration(res, r.gen)
 		if err != nil {
@@ -297,9 +297,9 @@ func (r *replaceTx) Commit(ctx context.Context, rv string) error {
 // the file for about 15 ms per 1000 such pods.
 func (s *Store) deleteGenerationLocked(gen uint64) error {
 	return s.db.update("delete generation", func(tx *bbolt.Tx) error {
-		res := tx.Bucket(s.bname)
-		if res == nil {
-			return fmt.Errorf("%w: resource bucket missing", ErrCorrupt)
+		res, err := s.resourceBucket(tx)
+		if err != nil {
+			return err
 		}
 		gens := res.Bucket(layout.GenBucket)
 		if gens == nil {
@@ -337,9 +337,9 @@ func (r *replaceTx) Abort() error {
 func (s *Store) abortLocked(r *replaceTx) error {
 	m := s.meta.Clone()
 	err := s.db.update("replace abort", func(tx *bbolt.Tx) error {
-		res := tx.Bucket(s.bname)
-		if res == nil {
-			return fmt.Errorf("%w: resource bucket missing", ErrCorrupt)
+		res, err := s.resourceBucket(tx)
+		if err != nil {
+			return err
 		}
 		if gens := res.Bucket(layout.GenBucket); gens != nil && gens.Bucket(layout.GenName(r.gen)) != nil {
 			if err := gens.DeleteBucket(layout.GenName(r.gen)); err != nil {

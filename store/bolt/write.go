@@ -162,13 +162,9 @@ func (s *Store) writeLiveLocked(op string, fn func(g *layout.Generation, m *layo
 func (s *Store) writeLiveWithLocked(op string, update func(string, func(*bbolt.Tx) error) error, fn func(g *layout.Generation, m *layout.Meta) error) error {
 	m := s.meta.Clone()
 	err := update(op, func(tx *bbolt.Tx) error {
-		res := tx.Bucket(s.bname)
-		if res == nil {
-			return fmt.Errorf("%w: resource bucket missing", ErrCorrupt)
-		}
-		g, err := layout.OpenLive(res)
+		res, g, err := s.openLive(tx)
 		if err != nil {
-			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+			return err
 		}
 		if err := fn(g, &m); err != nil {
 			return err

@@ -71,15 +71,10 @@ func changes(t *testing.T, r store.Replace) []string {
 func testChangesAfterCommit(t *testing.T, h harness) {
 	ctx := context.Background()
 	s := h.open(t, nil)
-	keep := mkPod("ns", "keep", "1", users("ernie"))
-	change := mkPod("ns", "change", "2")
-	gone1, gone2 := mkPod("old", "gone1", "3", users("bert")), mkPod("ns", "gone2", "4")
-	mustAdd(t, s, keep, change, gone1, gone2)
+	c := newRelistCase(t, s)
+	keep, change, gone1, gone2, changed, fresh := c.keep, c.change, c.gone1, c.gone2, c.changed, c.fresh
 
 	r := begin(t, s)
-	changed := withRV(change, "7")
-	changed.Annotations[annotationUsers] = "oscar"
-	fresh := mkPod("new", "fresh", "8", users("elmo"))
 	if err := r.Add(ctx, keep, changed, fresh); err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,30 @@ var replaceTests = []namedTest{
 	{"Large", testReplaceLarge},
 }
 
+// relistCase is a store holding keep, change, gone1 and gone2 (RVs 1 to
+// 4) and the objects of a relist of it: keep unchanged, changed (change at
+// RV 7 with another user), fresh (new, RV 8); gone1 and gone2 vanish.
+type relistCase struct {
+	keep, change, gone1, gone2 *corev1.Pod
+	changed, fresh             *corev1.Pod
+}
+
+// newRelistCase stores a relistCase's objects in s.
+func newRelistCase(t *testing.T, s store.Store) relistCase {
+	t.Helper()
+	c := relistCase{
+		keep:   mkPod("ns", "keep", "1", users("ernie")),
+		change: mkPod("ns", "change", "2"),
+		gone1:  mkPod("old", "gone1", "3", users("bert")),
+		gone2:  mkPod("ns", "gone2", "4"),
+		fresh:  mkPod("new", "fresh", "8", users("elmo")),
+	}
+	mustAdd(t, s, c.keep, c.change, c.gone1, c.gone2)
+	c.changed = withRV(c.change, "7")
+	c.changed.Annotations[annotationUsers] = "oscar"
+	return c
+}
+
 // begin opens a Replace that is aborted when the test ends (a no-op after
 // Commit).
 func begin(t *testing.T, s store.Store) store.Replace {
@@ -53,16 +77,11 @@ func collect(keys *[]string, objs *[]interface{}) store.ScanFunc {
 func testReplacePagedCommit(t *testing.T, h harness) {
 	ctx := context.Background()
 	s := h.open(t, nil)
-	keep := mkPod("ns", "keep", "1", users("ernie"))
-	change := mkPod("ns", "change", "2")
-	gone1, gone2 := mkPod("old", "gone1", "3", users("bert")), mkPod("ns", "gone2", "4")
-	mustAdd(t, s, keep, change, gone1, gone2)
+	c := newRelistCase(t, s)
+	keep, change, gone1, gone2, changed, fresh := c.keep, c.change, c.gone1, c.gone2, c.changed, c.fresh
 	s.Bookmark("5")
 
 	r := begin(t, s)
-	changed := withRV(change, "7")
-	changed.Annotations[annotationUsers] = "oscar"
-	fresh := mkPod("new", "fresh", "8", users("elmo"))
 	for i, page := range [][]interface{}{{keep, changed}, {fresh}} {
 		if err := r.Add(ctx, page...); err != nil {
 			t.Fatalf("Add page %d: %v", i, err)
