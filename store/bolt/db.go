@@ -188,6 +188,8 @@ func openBolt(path string, opts Options) (bdb *bbolt.DB, err error) {
 		// off for the policies that write the freelist.
 		NoFreelistSync: true,
 		FreelistType:   bbolt.FreelistMapType,
+		// See initialMmapSize.
+		InitialMmapSize: initialMmapSize,
 	})
 }
 

@@ -8,10 +8,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	bbolt "go.etcd.io/bbolt"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 // mappedRss returns the resident bytes of this process's mappings of the
@@ -42,6 +45,11 @@ func mappedRss(t *testing.T, path string) int64 {
 // bigPods writes n pods of about 4 KB each to s, in batches.
 func bigPods(t *testing.T, s *Store, n int) {
 	t.Helper()
+	must(t, writeBigPods(s, n))
+}
+
+// writeBigPods is bigPods, returning the first error.
+func writeBigPods(s *Store, n int) error {
 	note := strings.Repeat("x", 4000)
 	for i := 0; i < n; i += 250 {
 		var batch []cache.Transaction
@@ -50,8 +58,11 @@ func bigPods(t *testing.T, s *Store, n int) {
 			p.Annotations = map[string]string{"note": note}
 			batch = append(batch, cache.Transaction{Type: cache.TransactionTypeAdd, Object: p})
 		}
-		must(t, s.Apply(context.Background(), batch, ""))
+		if err := s.Apply(context.Background(), batch, ""); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 // touchAll reads every byte of every value in the file through the
@@ -124,4 +135,32 @@ func TestReleaseMapped(t *testing.T) {
 		t.Errorf("after a List of the %d-byte file: %d bytes mapped, want at most %d", fi.Size(), rss, 2*releaseAfter)
 	}
 	verifyClean(t, db)
+}
+
+// TestGrowDoesNotWaitForReaders checks that a write growing a new file to
+// several MiB commits while a read transaction stays open: bbolt maps the
+// file at initialMmapSize from the start, so no commit has to map it
+// again, which would wait for every open read to end (here, forever).
+func TestGrowDoesNotWaitForReaders(t *testing.T) {
+	path := tempPath(t)
+	db := openDB(t, path, Options{Sync: UnsafeNoSync})
+	s := openPods(t, db, namespaceIndexers())
+	tx, err := db.bolt.Begin(false)
+	must(t, err)
+	done := make(chan error, 1)
+	go func() { done <- writeBigPods(s, 1000) }() // about 4 MB
+	select {
+	case err := <-done:
+		must(t, err)
+	case <-time.After(testkit.Timeout()):
+		_ = tx.Rollback() // let the write end before the test does
+		<-done
+		t.Fatal("a write growing the file waited for an open read transaction")
+	}
+	must(t, tx.Rollback())
+	fi, err := os.Stat(path)
+	must(t, err)
+	if fi.Size() < 4<<20 {
+		t.Fatalf("file of %d bytes: want at least 4 MiB", fi.Size())
+	}
 }
