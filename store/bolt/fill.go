@@ -73,11 +73,8 @@ func (f *fillTx) openErrLocked(op string) error {
 // Add writes objs to the live generation in one write transaction, with
 // the object count; readers see them once it returns. A key, encoding or
 // index function error writes none of objs and leaves the fill open. A
-// key added twice keeps the last object. The objects enter the hot tier
-// as a batch's do (Apply): they are what the handlers are told of, and
-// what their reconciles read next; a tier large enough for the resource
-// then holds it whole without decoding it again (its first list finds it
-// so).
+// key added twice keeps the last object. The hot tier is not filled, as
+// by a Replace.
 func (f *fillTx) Add(ctx context.Context, objs ...interface{}) error {
 	const op = "fill add"
 	s := f.s
@@ -98,24 +95,15 @@ func (f *fillTx) Add(ctx context.Context, objs ...interface{}) error {
 		return nil
 	}
 	sortByKey(ops)
-	if s.hot != nil {
-		for i := range ops {
-			ops[i].sum = s.hot.Sum(ops[i].Env)
-		}
-	}
-	s.hot.Begin()
-	err = s.writeLiveWithLocked(op, s.db.updateKeepHot, func(g *layout.Generation, m *layout.Meta) error {
+	err = s.writeLiveLocked(op, func(g *layout.Generation, m *layout.Meta) error {
 		delta, err := applyAll(&layout.Writer{G: g, Names: f.ix.names()}, ops)
 		m.Objects += delta
 		return err
 	})
-	if err != nil {
-		s.hot.Aborted()
-		return err
+	if err == nil {
+		s.db.touched(envBytes(ops))
 	}
-	s.hot.Committed(hotWrites(ops))
-	s.db.touched(envBytes(ops))
-	return nil
+	return err
 }
 
 // Commit records rv and the complete state in one write transaction. A
