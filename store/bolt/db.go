@@ -43,8 +43,12 @@ type DB struct {
 	// writeGate is read-locked by every write transaction (update) and
 	// write-locked by Close, which sets closing under it: once Close has
 	// flushed the file and recorded it closed, no commit can follow.
+	// releaseMapped tries to write-lock it, never waits for it.
 	writeGate sync.RWMutex
 	closing   bool
+	// use counts the bytes touched through the mapping since its
+	// resident pages were last released (mapped.go).
+	use mappedUse
 	// writers is the writers' lock file (path.lock), locked
 	// until Close; nil for a read-only DB or where there is none
 	// (package filelock).
@@ -184,6 +188,8 @@ func openBolt(path string, opts Options) (bdb *bbolt.DB, err error) {
 		// off for the policies that write the freelist.
 		NoFreelistSync: true,
 		FreelistType:   bbolt.FreelistMapType,
+		// See initialMmapSize.
+		InitialMmapSize: initialMmapSize,
 	})
 }
 

@@ -46,6 +46,7 @@ type selected struct {
 // with envelope env, both aliasing the read transaction: the hot tier's
 // object when it holds env's, else env, for decodeSelected.
 func (s *Store) selectedOf(key string, k, env []byte) selected {
+	s.db.touched(len(env))
 	if obj, ok := s.hot.Peek(k, env); ok {
 		return selected{key: key, k: k, obj: obj}
 	}
@@ -57,6 +58,7 @@ func (s *Store) selectedOf(key string, k, env []byte) selected {
 // (hot.Part.Lookup), and an object it must decode is offered to the tier
 // once decoded (fillHot).
 func (s *Store) selectedToFill(key string, k, env []byte, st hot.Stamp) selected {
+	s.db.touched(len(env))
 	if s.hot == nil {
 		return selected{key: key, k: k, env: env}
 	}
@@ -224,6 +226,7 @@ func (b *bulkDecoder) flush() {
 // without filling the tier (bulk reads and writers' reads, so that they
 // neither flush the tier nor skew its hit rate).
 func (s *Store) readItem(k, v []byte) (interface{}, error) {
+	s.db.touched(len(v))
 	if obj, ok := s.hot.Peek(k, v); ok {
 		return obj, nil
 	}
@@ -233,6 +236,7 @@ func (s *Store) readItem(k, v []byte) (interface{}, error) {
 // readPoint is readItem for a point read whose transaction began after
 // st: it counts a hit or a miss and fills the tier.
 func (s *Store) readPoint(k, v []byte, st hot.Stamp) (interface{}, error) {
+	s.db.touched(len(v))
 	if s.hot == nil {
 		return s.decodeItem(string(k), v)
 	}

@@ -95,11 +95,15 @@ func (f *fillTx) Add(ctx context.Context, objs ...interface{}) error {
 		return nil
 	}
 	sortByKey(ops)
-	return s.writeLiveLocked(op, func(g *layout.Generation, m *layout.Meta) error {
+	err = s.writeLiveLocked(op, func(g *layout.Generation, m *layout.Meta) error {
 		delta, err := applyAll(&layout.Writer{G: g, Names: f.ix.names()}, ops)
 		m.Objects += delta
 		return err
 	})
+	if err == nil {
+		s.db.touched(envBytes(ops))
+	}
+	return err
 }
 
 // Commit records rv and the complete state in one write transaction. A

@@ -144,6 +144,7 @@ func (r *replaceTx) Add(ctx context.Context, objs ...interface{}) error {
 		return s.errorf(op, err)
 	}
 	r.objects += added
+	s.db.touched(envBytes(ops))
 	return nil
 }
 

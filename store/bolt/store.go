@@ -216,6 +216,7 @@ func (s *Store) commitLocked(op string, ix *indexSet, ops []prepared, rv string,
 	// key in their order, so the last one is kept. This also makes up for
 	// the epoch updateKeepHot did not bump.
 	s.hot.Committed(hotWrites(ops))
+	s.db.touched(envBytes(ops))
 	return nil
 }
 

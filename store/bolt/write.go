@@ -135,6 +135,16 @@ func (p *prepared) computeValues(ix *indexSet) error {
 	return nil
 }
 
+// envBytes returns the bytes of the envelopes of ops: what their write
+// touched of the file, for DB.touched.
+func envBytes(ops []prepared) int {
+	n := 0
+	for i := range ops {
+		n += len(ops[i].Env)
+	}
+	return n
+}
+
 // applyAll performs ops in order on w's generation and returns the change
 // in the number of objects.
 func applyAll(w *layout.Writer, ops []prepared) (int64, error) {
