@@ -53,7 +53,7 @@ const relistPoll = 5 * time.Millisecond
 // the changed pods only. Once the relist's list has begun, the server
 // updates a marker pod; the phase ends when the handler has seen the
 // marker, which comes after every notification of the relist.
-func Relist(ctx context.Context, proc *apiproc.Process, inf *Informer, n, percent, gen int) (Relisted, error) {
+func Relist(ctx context.Context, proc Server, inf *Informer, n, percent, gen int) (Relisted, error) {
 	r := Relisted{Percent: percent, Changed: n * percent / 100}
 	if inf.Counter == nil || n <= 0 || percent < 0 || percent > 100 || gen <= 0 {
 		return r, fmt.Errorf("%w: relist of %d%% of %d pods, generation %d, on an informer with a handler", ErrInvalidArgument, percent, n, gen)
@@ -139,7 +139,7 @@ func WaitList(ctx context.Context, lists func(context.Context) (int, error), bef
 }
 
 // listsOf returns proc's count of lists plus WatchLists.
-func listsOf(proc *apiproc.Process) func(context.Context) (int, error) {
+func listsOf(proc Server) func(context.Context) (int, error) {
 	return func(ctx context.Context) (int, error) {
 		st, err := proc.Stats(ctx)
 		return st.Lists + st.WatchLists, err
