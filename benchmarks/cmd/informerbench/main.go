@@ -6,7 +6,7 @@
 //
 // Usage:
 //
-//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 400000] [-churn-hot 0] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone] [-server genserver|fakeapi] [-bolt-gogc N] [-batch-size N] [-queue-capacity N]
+//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 400000] [-churn-hot 0] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone] [-server genserver|fakeapi|kube-apiserver] [-churn-workers 16] [-create-workers 16] [-bolt-gogc N] [-batch-size N] [-queue-capacity N]
 //
 // The server (a benchmarks/internal/genserver with -n podgen pods, which
 // generates each pod when it serves it and encodes on every core; with
@@ -29,6 +29,18 @@
 // back the watch streams, then restarts (history compacted), so that the
 // informer's resumed watch gets 410 Expired and it relists; the figures
 // run from the restart to the handler having been told of every change.
+//
+// With -server kube-apiserver the same measurements run against a real
+// kube-apiserver and etcd (benchmarks/internal/kubeserver, the binaries of
+// internal/kubebin): the pods are created through its API
+// (-create-workers at a time); the churn's updates are made through it by
+// -churn-workers concurrent writers while the informers watch, so that
+// events/s is what the server delivers, beside the rate at which it
+// applied the writes; a 410 relist's changes are made while a proxy holds
+// the informers' connections back, then etcd is compacted and
+// kube-apiserver restarted; requests are counted from its audit log.
+// -updates defaults to min(n, 100000) there, and the server alone is not
+// measured.
 //
 // Before the informers, unless -skip-server-alone, the server is measured
 // alone: a client reads a WatchList of every pod and the backlog of a churn

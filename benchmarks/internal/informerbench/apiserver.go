@@ -42,7 +42,9 @@ type Server interface {
 	// back until Open.
 	Restart(ctx context.Context) error
 	// Stats returns the server's counts of the informers' requests for
-	// pods, cumulative, and its current resourceVersion.
+	// pods since it started, restarts included: LISTs, WATCHes and,
+	// among those, WatchLists; and its current resourceVersion where it
+	// knows it ("" otherwise).
 	Stats(ctx context.Context) (apiproc.Stats, error)
 	// CPU returns the CPU time the server's processes have used so far.
 	CPU() (time.Duration, error)
