@@ -18,9 +18,10 @@ type Relisted struct {
 	// Percent is the share of the pods the server changed during the
 	// outage, Changed their number.
 	Percent, Changed int
-	// Duration runs from the server's restart to the handler having been
-	// told of every change and of a marker update made after the relist's
-	// list began (so that every notification of the relist was
+	// Duration runs from the restarted server's release of the watch
+	// streams (Server.Open after Server.Restart) to the handler having
+	// been told of every change and of a marker update made after the
+	// relist's list began (so that every notification of the relist was
 	// delivered). It includes the reflector's wait before relisting: none
 	// for a first 410, but a 410 less than two minutes after the previous
 	// relist backs off (800ms, doubling), in client-go's reflector as in
@@ -72,9 +73,15 @@ func Relist(ctx context.Context, proc Server, inf *Informer, n, percent, gen int
 	base := measure.SettledHeap()
 	peak := measure.StartPeak(0)
 	defer peak.Stop()
+	// The timer starts once the restarted server serves: a real
+	// kube-apiserver takes seconds to start and fill its watch cache,
+	// which would hide what the informers cost.
+	if err := proc.Restart(ctx); err != nil {
+		return r, errors.Join(err, proc.Open(ctx))
+	}
 	var sw measure.Stopwatch
 	sw.StartTimer()
-	if err := errors.Join(proc.Restart(ctx), proc.Open(ctx)); err != nil {
+	if err := proc.Open(ctx); err != nil {
 		return r, err
 	}
 	if err := WaitList(ctx, listsOf(proc), before.Lists+before.WatchLists); err != nil {
