@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -14,28 +15,35 @@ import (
 const clockTicks = 100
 
 // childrenCPU returns the user and system CPU time of this process's
-// children, alive: etcd, kube-apiserver and the helper.
+// children, alive: etcd, kube-apiserver and the helper. It reads the
+// children of each of this process's threads (/proc/self/task/*/children)
+// rather than every process's stat: it runs at every collection of a
+// churn.
 func childrenCPU() (time.Duration, error) {
-	stats, err := filepath.Glob("/proc/[0-9]*/stat")
+	lists, err := filepath.Glob("/proc/self/task/*/children")
 	if err != nil {
 		return 0, fmt.Errorf("kubeserver: %w", err)
 	}
-	self := os.Getpid()
 	var total time.Duration
 	found := false
-	for _, p := range stats {
-		b, err := os.ReadFile(p)
+	for _, l := range lists {
+		b, err := os.ReadFile(l)
 		if err != nil {
-			continue // ended meanwhile
+			continue // the thread ended meanwhile
 		}
-		ppid, cpu, ok := parseStat(b)
-		if ok && ppid == self {
-			total += cpu
-			found = true
+		for _, pid := range strings.Fields(string(b)) {
+			stat, err := os.ReadFile("/proc/" + pid + "/stat")
+			if err != nil {
+				continue // ended meanwhile
+			}
+			if _, cpu, ok := parseStat(stat); ok {
+				total += cpu
+				found = true
+			}
 		}
 	}
 	if !found {
-		return 0, fmt.Errorf("kubeserver: no child process found in /proc")
+		return 0, fmt.Errorf("kubeserver: no child process found in /proc/self/task/*/children")
 	}
 	return total, nil
 }

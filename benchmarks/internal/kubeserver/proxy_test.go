@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -151,5 +152,25 @@ func TestParseStat(t *testing.T) {
 	}
 	if _, _, ok := parseStat([]byte("4242 (x) S 17")); ok {
 		t.Fatal("parseStat accepted a short line")
+	}
+}
+
+// childrenCPU finds a child of this process and counts its CPU time.
+func TestChildrenCPU(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; sleep 5")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no shell:", err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		cpu, err := childrenCPU()
+		if err == nil && cpu > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("childrenCPU = %v, %v; want the busy child's time", cpu, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
