@@ -6,7 +6,7 @@
 //
 // Usage:
 //
-//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 400000] [-churn-hot 0] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone] [-server genserver|fakeapi] [-bolt-gogc N] [-batch-size N] [-queue-capacity N]
+//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 400000] [-churn-hot 0] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone] [-server genserver|fakeapi|kube-apiserver] [-churn-workers 16] [-create-workers 16] [-bolt-gogc N] [-batch-size N] [-queue-capacity N]
 //
 // The server (a benchmarks/internal/genserver with -n podgen pods, which
 // generates each pod when it serves it and encodes on every core; with
@@ -29,6 +29,18 @@
 // back the watch streams, then restarts (history compacted), so that the
 // informer's resumed watch gets 410 Expired and it relists; the figures
 // run from the restart to the handler having been told of every change.
+//
+// With -server kube-apiserver the same measurements run against a real
+// kube-apiserver and etcd (benchmarks/internal/kubeserver, the binaries of
+// internal/kubebin): the pods are created through its API
+// (-create-workers at a time); the churn's updates are made through it by
+// -churn-workers concurrent writers while the informers watch, so that
+// events/s is what the server delivers, beside the rate at which it
+// applied the writes; a 410 relist's changes are made while a proxy holds
+// the informers' connections back, then etcd is compacted and
+// kube-apiserver restarted; requests are counted from its audit log.
+// -updates defaults to min(n, 100000) there, and the server alone is not
+// measured.
 //
 // Before the informers, unless -skip-server-alone, the server is measured
 // alone: a client reads a WatchList of every pod and the backlog of a churn
@@ -56,9 +68,11 @@ import (
 	"github.com/warmcache/warmcache/benchmarks/internal/apiproc"
 	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
 	"github.com/warmcache/warmcache/benchmarks/internal/informerbench"
+	"github.com/warmcache/warmcache/benchmarks/internal/kubeserver"
 	"github.com/warmcache/warmcache/benchmarks/internal/machine"
 	"github.com/warmcache/warmcache/benchmarks/internal/syncflag"
 	"github.com/warmcache/warmcache/informer"
+	"github.com/warmcache/warmcache/internal/kubebin"
 	"github.com/warmcache/warmcache/store/bolt"
 )
 
@@ -78,7 +92,21 @@ type options struct {
 	skipAlone   bool
 	boltGOGC    int
 	server      string
+	// workers and createWorkers are kube-apiserver's concurrent updates
+	// and creates.
+	workers, createWorkers int
 }
+
+// serverKube is the -server that runs a real kube-apiserver and etcd.
+const serverKube = "kube-apiserver"
+
+// servers are the -server values, the default first.
+var servers = append(append([]string{}, apiproc.Servers...), serverKube)
+
+// kubeDefaultUpdates is -updates' default with kube-apiserver, whose
+// churn goes at the rate it applies updates (about a thousand a second on
+// two cores): n, at most 100,000.
+func kubeDefaultUpdates(n int) int { return min(n, 100000) }
 
 func parse(args []string, stderr io.Writer) (options, error) {
 	fs := cmdrun.FlagSet("informerbench", stderr)
@@ -95,7 +123,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.queueCap, "queue-capacity", 0, "warmcache informers' QueueCapacity, the most deltas queued between the watch and the store (0: the informer's default, "+strconv.Itoa(informer.DefaultQueueCapacity)+", or two batches if larger)")
 	fs.StringVar(&relists, "relist", joinInts(informerbench.DefaultRelistPercents), "comma-separated percentages of pods changed before a forced 410 relist, one measurement each (empty: none)")
 	fs.StringVar(&o.profileDir, "cpuprofile-dir", "", "directory to write a CPU profile of each implementation's cold sync, churn and relists into (IMPL-cold.pprof, IMPL-churn.pprof, IMPL-relistPCT.pprof, bolt-warm-replay.pprof, bolt-warm-nohandler.pprof), and allocation profiles at the start and end of each (IMPL-PHASE-allocs-start.pprof, -end.pprof: compare with pprof -base; empty: none)")
-	fs.StringVar(&o.server, "server", apiproc.ServerGen, "the fake API server: "+apiproc.ServerGen+" (generates each pod when it serves it) or "+apiproc.ServerFake+" (keeps every pod on its heap)")
+	fs.StringVar(&o.server, "server", apiproc.ServerGen, "the API server: "+apiproc.ServerGen+" (fake: generates each pod when it serves it), "+apiproc.ServerFake+" (fake: keeps every pod on its heap) or "+serverKube+" (a real one and etcd, the pods created through its API; -updates defaults to min(n, 100000) there)")
+	fs.IntVar(&o.workers, "churn-workers", 16, "with -server "+serverKube+": concurrent updates of a churn")
+	fs.IntVar(&o.createWorkers, "create-workers", 16, "with -server "+serverKube+": concurrent creates of the pods")
 	fs.IntVar(&o.boltGOGC, "bolt-gogc", 0, "GOGC during the bolt informer's phases only (0: the process's, 100 unless GOGC is set); its heap is a few MB, so a higher value costs little memory and saves collections")
 	fs.BoolVar(&o.skipAlone, "skip-server-alone", false, "skip the measurement of the server alone (a client that reads its streams without decoding them) before the informers")
 	fs.StringVar(&encoding, "encoding", "protobuf", "wire encoding: protobuf or json")
@@ -137,8 +167,14 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		}
 		o.relists = append(o.relists, pct)
 	}
-	if !slices.Contains(apiproc.Servers, o.server) {
-		return o, fmt.Errorf("%w: -server %q: want one of %v", cmdrun.ErrUsage, o.server, apiproc.Servers)
+	if !slices.Contains(servers, o.server) {
+		return o, fmt.Errorf("%w: -server %q: want one of %v", cmdrun.ErrUsage, o.server, servers)
+	}
+	if o.workers <= 0 || o.createWorkers <= 0 {
+		return o, fmt.Errorf("%w: -churn-workers and -create-workers must be positive", cmdrun.ErrUsage)
+	}
+	if o.server == serverKube && o.updates == 0 {
+		o.updates = kubeDefaultUpdates(o.n)
 	}
 	o.impls, err = cmdrun.Impls(impls, informerbench.Impls)
 	return o, err
@@ -146,6 +182,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 
 func main() {
 	apiproc.MaybeServe()
+	kubeserver.MaybeServe()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -175,12 +212,23 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 
 	fmt.Fprintf(stderr, "informerbench: starting the server with %d pods...\n", o.n)
 	start := time.Now()
-	proc, err := apiproc.Start(ctx, apiproc.Options{Pods: o.n, Stderr: stderr, Server: o.server})
-	if err != nil {
-		return err
+	var srv informerbench.Server
+	var proc *apiproc.Process // nil with kube-apiserver
+	if o.server == serverKube {
+		ks, err := kubeserver.Start(ctx, kubeserver.Options{Pods: o.n, Workers: o.workers, CreateWorkers: o.createWorkers, Stderr: stderr})
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, ks.Close()) }()
+		srv = ks
+	} else {
+		if proc, err = apiproc.Start(ctx, apiproc.Options{Pods: o.n, Stderr: stderr, Server: o.server}); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, proc.Close()) }()
+		srv = proc
 	}
-	defer func() { err = errors.Join(err, proc.Close()) }()
-	fmt.Fprintf(stderr, "informerbench: server at %s ready in %v\n", proc.URL, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stderr, "informerbench: %s ready in %v\n", o.server, time.Since(start).Round(time.Millisecond))
 
 	ro := informerbench.RunOptions{
 		Options: informerbench.Options{Dir: dir, BoltSync: o.sync, BoltPageSize: o.pageSize, ContentType: o.contentType,
@@ -192,7 +240,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	}
 	// Generation 1 is the server alone's churn, the informers' follow.
 	var alone *informerbench.ServerAlone
-	if !o.skipAlone {
+	if !o.skipAlone && proc != nil {
 		updates := o.updates
 		if updates == 0 {
 			updates = informerbench.DefaultUpdates(o.n)
@@ -213,7 +261,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 			prev := debug.SetGCPercent(o.boltGOGC)
 			restore = func() { debug.SetGCPercent(prev) }
 		}
-		r, err := informerbench.Measure(ctx, proc, impl, o.n, i+2, ro)
+		r, err := informerbench.Measure(ctx, srv, impl, o.n, i+2, ro)
 		restore()
 		if err != nil {
 			return fmt.Errorf("%s: %w", impl, err)
@@ -248,6 +296,10 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	}
 	for _, r := range results {
 		t.Note("%s cold sync: %d lists, %d watches (%d WatchList)", r.Impl, r.Cold.Requests.Lists, r.Cold.Requests.Watches, r.Cold.Requests.WatchLists)
+	}
+	if o.server == serverKube {
+		t.Note("kube-apiserver %s and etcd on this machine, %d pods created through its API; the churn's updates made through it by %d concurrent writers in a process of their own while the informers watch, so that events/s is what the server delivers (its write rate beside it); informers reach it through a proxy that holds their connections while a relist's changes are made, then etcd is compacted and kube-apiserver restarted (410 Expired); requests counted from its audit log; server CPU: kube-apiserver, etcd, writers and proxy; no server alone",
+			kubebin.DefaultKubernetesVersion, o.n, o.workers)
 	}
 	if o.boltGOGC > 0 {
 		t.Note("bolt measured with GOGC=%d (debug.SetGCPercent during its phases), the others with the process's", o.boltGOGC)

@@ -10,11 +10,13 @@ import (
 	"github.com/warmcache/warmcache/benchmarks/internal/apiproc"
 	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
 	"github.com/warmcache/warmcache/benchmarks/internal/cmdtest"
+	"github.com/warmcache/warmcache/benchmarks/internal/kubeserver"
 )
 
 func TestMain(m *testing.M) {
 	// The program starts itself again as its API server; so does its test.
 	apiproc.MaybeServe()
+	kubeserver.MaybeServe()
 	goleak.VerifyTestMain(m)
 }
 
@@ -70,6 +72,7 @@ func TestRun(t *testing.T) {
 		},
 		{Name: "negative hot set", Args: []string{"-churn-hot", "-1"}, Code: cmdrun.ExitUsage, StderrIn: "-churn-hot -1"},
 		{Name: "hot set above the pods", Args: []string{"-n", "10", "-churn-hot", "11"}, Code: cmdrun.ExitUsage, StderrIn: "-churn-hot 11"},
+		{Name: "no churn workers", Args: []string{"-server", "kube-apiserver", "-churn-workers", "0"}, Code: cmdrun.ExitUsage, StderrIn: "-churn-workers"},
 		{Name: "unknown server", Args: []string{"-server", "etcd"}, Code: cmdrun.ExitUsage, StderrIn: "-server"},
 		{Name: "unknown implementation", Args: []string{"-impl", "bolt,etcd"}, Code: cmdrun.ExitUsage, StderrIn: `-impl "etcd"`},
 		{Name: "bad encoding", Args: []string{"-encoding", "xml"}, Code: cmdrun.ExitUsage, StderrIn: "-encoding"},
@@ -123,4 +126,22 @@ func TestParseBatchSizeAndQueueCapacity(t *testing.T) {
 			t.Errorf("parse(%q): %v, want a usage error", args, err)
 		}
 	}
+}
+
+// A tiny run against a real kube-apiserver and etcd.
+func TestRunOnKubeAPIServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts kube-apiserver and etcd; runs without -short (make test)")
+	}
+	cmdtest.Run(t, run, []cmdtest.Case{{
+		Name: "kube-apiserver",
+		Args: []string{"-server", "kube-apiserver", "-n", "60", "-impl", "client-go,bolt", "-relist", "10", "-churn-workers", "4", "-dir", t.TempDir()},
+		Code: cmdrun.ExitOK,
+		Stdout: []string{
+			"60 podgen pods over HTTP (application/vnd.kubernetes.protobuf) from kube-apiserver, 60 updates",
+			"update events/s", "update writes/s the server applied", "410 relist, 10% changed s", "warm restart LIST requests (the resume check)",
+			"client-go cold sync: 0 lists, 1 watches (1 WatchList)", "by 4 concurrent writers",
+		},
+		StderrIn: "kubeserver: created 60 pods",
+	}})
 }

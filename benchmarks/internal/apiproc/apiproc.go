@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/warmcache/warmcache/benchmarks/internal/genserver"
+	"github.com/warmcache/warmcache/benchmarks/internal/procmem"
 )
 
 // envPods is the environment variable that makes a process the server; its
@@ -100,9 +101,20 @@ func Start(ctx context.Context, opts Options) (*Process, error) {
 	default:
 		return nil, fmt.Errorf("%w: unknown server %q (want one of %v)", ErrServer, opts.Server, Servers)
 	}
+	return StartChild(ctx, exe, []string{envPods + "=" + strconv.Itoa(opts.Pods), envServer + "=" + opts.Server}, opts.Stderr)
+}
+
+// StartChild starts exe (this program, to be turned into a server by the
+// environment variables env that its MaybeServe-like function reads) with
+// env added to this process's environment, and returns once the child has
+// written its control URL as the first line of its standard output (see
+// ServeLoopback). The child's standard error goes to stderr (default
+// os.Stderr); it must exit when its standard input closes (ParentGone).
+// ctx bounds the start only.
+func StartChild(ctx context.Context, exe string, env []string, stderr io.Writer) (*Process, error) {
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), envPods+"="+strconv.Itoa(opts.Pods), envServer+"="+opts.Server)
-	cmd.Stderr = opts.Stderr
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = stderr
 	if cmd.Stderr == nil {
 		cmd.Stderr = os.Stderr
 	}
@@ -223,6 +235,12 @@ func (p *Process) Stats(ctx context.Context) (Stats, error) {
 	return st, err
 }
 
+// Call sends the control request op with the query q to the child and
+// decodes its JSON answer into out (nil: discarded).
+func (p *Process) Call(ctx context.Context, op string, q url.Values, out interface{}) error {
+	return p.call(ctx, op, q, out)
+}
+
 func (p *Process) call(ctx context.Context, op string, q url.Values, out interface{}) error {
 	if err := genserver.Control(ctx, p.client, p.URL, op, q, out); err != nil {
 		return fmt.Errorf("%w: %w", ErrServer, err)
@@ -252,3 +270,18 @@ func (p *Process) Close() error {
 	}
 	return nil
 }
+
+// Updates applies n updates as Churn does, holding back the watch
+// streams, and returns release, which opens them and returns what Churn
+// returned: the watchers then receive the backlog as fast as they take
+// it.
+func (p *Process) Updates(ctx context.Context, n, gen, hot int) (func(context.Context) (ChurnResult, error), error) {
+	res, err := p.Churn(ctx, n, gen, hot)
+	if err != nil {
+		return nil, errors.Join(err, p.Open(ctx))
+	}
+	return func(ctx context.Context) (ChurnResult, error) { return res, p.Open(ctx) }, nil
+}
+
+// CPU returns the CPU time the child has used.
+func (p *Process) CPU() (time.Duration, error) { return procmem.CPU(p.Pid()) }

@@ -1,9 +1,10 @@
 // Package informerbench measures warmcache's informer side by side with
-// client-go's cache.NewSharedIndexInformer, fed by the same source: an
-// internal/fakeapi server or a genserver in a child process
+// client-go's cache.NewSharedIndexInformer, fed by the same source (a
+// Server): an internal/fakeapi server or a genserver in a child process
 // (benchmarks/internal/apiproc) that serves list and watch over HTTP with
 // protobuf, as kube-apiserver does, so that every informer pays for
-// decoding.
+// decoding, or a real kube-apiserver and etcd
+// (benchmarks/internal/kubeserver).
 //
 // Measured per implementation: cold sync time and peak heap, steady heap
 // after the sync, sustained update events per second delivered to a

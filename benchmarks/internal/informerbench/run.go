@@ -47,7 +47,7 @@ type Cold struct {
 // ColdSync starts an informer of impl with a counting handler on an empty
 // store (the bolt file is removed first) and waits until it has synced the
 // server's n pods. The informer keeps running; the caller stops it.
-func ColdSync(ctx context.Context, proc *apiproc.Process, impl string, n int, opts Options) (*Informer, Cold, error) {
+func ColdSync(ctx context.Context, proc Server, impl string, n int, opts Options) (*Informer, Cold, error) {
 	var c Cold
 	if n <= 0 {
 		return nil, c, fmt.Errorf("%w: %d pods", ErrInvalidArgument, n)
@@ -109,31 +109,40 @@ type Events struct {
 	// Whole holds the figures of the whole churn, from the release of the
 	// updates to the last notification; nil in itself.
 	Whole *Events
+	// Writes is the rate at which the server applied the updates, per
+	// second: while the watches were held back on the fake servers,
+	// through its API, as the watchers received them, on kube-apiserver.
+	// Zero if unknown.
+	Writes float64
 }
 
-// Churn has the server update `updates` pods while the watch streams are
-// held back, then releases them and measures the update notifications the
-// running informer's handler receives, from the release to the last one,
+// Churn has the server make `updates` updates of pods (Server.Updates:
+// applied while the watch streams are held back, then released, on the
+// fake servers; made through the API as the watchers receive them on
+// kube-apiserver) and measures the update notifications the running
+// informer's handler receives, from the release to the last one,
 // and within that the whole GC periods of this process (see gcSample)
 // when they span at least a quarter of the updates. With hot 0 the
 // updates are spread over every pod; with hot > 0 they cycle over a hot
 // set of hot pods (see apiproc.Process.Churn), at most the server's.
-func Churn(ctx context.Context, proc *apiproc.Process, inf *Informer, updates, gen, hot int) (Events, error) {
+func Churn(ctx context.Context, proc Server, inf *Informer, updates, gen, hot int) (Events, error) {
 	var ev Events
 	if inf.Counter == nil || updates <= 0 || gen <= 0 || hot < 0 {
 		return ev, fmt.Errorf("%w: churn of %d updates, generation %d, hot set of %d pods, on an informer with a handler", ErrInvalidArgument, updates, gen, hot)
 	}
 	_, seen, _ := inf.Counter.Counts()
-	if _, err := proc.Churn(ctx, updates, gen, hot); err != nil {
-		return ev, errors.Join(err, proc.Open(ctx))
+	release, err := proc.Updates(ctx, updates, gen, hot)
+	if err != nil {
+		return ev, err
 	}
 	m := startMeter(proc)
-	gs := startGCSampler(inf.Counter, proc.Pid(), seen)
-	if err := proc.Open(ctx); err != nil {
+	gs := startGCSampler(inf.Counter, proc, seen)
+	applied, err := release(ctx)
+	if err != nil {
 		gs.stop()
 		return ev, err
 	}
-	err := inf.Counter.WaitUpdates(ctx, seen+updates)
+	err = inf.Counter.WaitUpdates(ctx, seen+updates)
 	samples := gs.stop()
 	if err != nil {
 		return ev, err
@@ -152,6 +161,9 @@ func Churn(ctx context.Context, proc *apiproc.Process, inf *Informer, updates, g
 		ev.Steady = true
 	}
 	ev.Whole = &whole
+	if applied.Seconds > 0 {
+		ev.Writes = float64(updates) / applied.Seconds
+	}
 	return ev, nil
 }
 
@@ -178,7 +190,7 @@ type Warm struct {
 // on the file a previous one left (opts.BoltPath()), with a counting
 // handler or none, waits until it has synced with n pods (caught up with
 // the changes), and stops it.
-func WarmRestart(ctx context.Context, proc *apiproc.Process, n int, opts Options, withHandler bool, changed, gen int) (Warm, error) {
+func WarmRestart(ctx context.Context, proc Server, n int, opts Options, withHandler bool, changed, gen int) (Warm, error) {
 	w := Warm{Changed: changed}
 	if changed > 0 {
 		if _, err := proc.Churn(ctx, changed, gen, 0); err != nil {
@@ -303,7 +315,7 @@ func boltFileSize(impl string, opts Options) (int64, error) {
 // the 410 relists of
 // opts.RelistPercents and, for Bolt, the two warm restarts. It compacts
 // the server's history afterwards.
-func Measure(ctx context.Context, proc *apiproc.Process, impl string, n, gen int, opts RunOptions) (Result, error) {
+func Measure(ctx context.Context, proc Server, impl string, n, gen int, opts RunOptions) (Result, error) {
 	if opts.Updates <= 0 {
 		opts.Updates = DefaultUpdates(n)
 	}
@@ -490,6 +502,12 @@ func Table(title string, results []Result, alone *ServerAlone) *measure.Table {
 	t.Add(churnRow("file MB after the churn"), nil, col(fileMB(func(r Result) int64 { return r.ChurnFileBytes }))...)
 	t.Add(churnRow("update events/s"), target(measure.Target{Value: TargetEventsRatio}),
 		col(func(r Result) float64 { return r.Events.PerSec })...)
+	t.Add(churnRow("update writes/s the server applied"), nil, col(func(r Result) float64 {
+		if r.Events.Writes == 0 {
+			return math.NaN()
+		}
+		return r.Events.Writes
+	})...)
 	t.Add(churnRow("update CPU µs/event"), target(measure.Target{AtMost: true, Value: TargetUpdateCPURatio}), col(func(r Result) float64 { return measure.Micros(r.Events.CPU) })...)
 	t.Add(churnRow("update server CPU µs/event"), nil, col(func(r Result) float64 {
 		return perEvent(r.Events.Server, r.Events.Measured)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/warmcache/warmcache/benchmarks/internal/apiproc"
 	"github.com/warmcache/warmcache/benchmarks/internal/measure"
-	"github.com/warmcache/warmcache/benchmarks/internal/procmem"
 )
 
 // ServerCPU is the CPU time the server process used during a phase.
@@ -23,7 +22,7 @@ type ServerCPU struct {
 // collections, and the server process's CPU time.
 type meter struct {
 	sw      measure.Stopwatch
-	pid     int
+	srv     Server
 	gc0     measure.GC
 	server0 time.Duration
 	err0    error
@@ -32,9 +31,9 @@ type meter struct {
 	server ServerCPU
 }
 
-func startMeter(proc *apiproc.Process) *meter {
-	m := &meter{pid: proc.Pid()}
-	m.server0, m.err0 = procmem.CPU(m.pid)
+func startMeter(srv Server) *meter {
+	m := &meter{srv: srv}
+	m.server0, m.err0 = srv.CPU()
 	m.gc0 = measure.ReadGC()
 	m.sw.StartTimer()
 	return m
@@ -43,7 +42,7 @@ func startMeter(proc *apiproc.Process) *meter {
 func (m *meter) stop() {
 	m.sw.StopTimer()
 	m.gc = measure.ReadGC().Sub(m.gc0)
-	if cpu, err := procmem.CPU(m.pid); err == nil && m.err0 == nil {
+	if cpu, err := m.srv.CPU(); err == nil && m.err0 == nil {
 		m.server = ServerCPU{CPU: cpu - m.server0, Known: true}
 	}
 }

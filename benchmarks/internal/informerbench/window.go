@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/warmcache/warmcache/benchmarks/internal/measure"
-	"github.com/warmcache/warmcache/benchmarks/internal/procmem"
 )
 
 // A churn's figures depend on how many of the informer's collections fall
@@ -38,15 +37,15 @@ const gcSampleInterval = time.Millisecond
 // process.
 type gcSampler struct {
 	counter *Counter
-	pid     int
+	srv     Server
 	seen    int // the counter's updates before the churn
 	stopc   chan struct{}
 	done    chan struct{}
 	samples []gcSample // at collections' ends, written by run until done
 }
 
-func startGCSampler(counter *Counter, pid, seen int) *gcSampler {
-	s := &gcSampler{counter: counter, pid: pid, seen: seen, stopc: make(chan struct{}), done: make(chan struct{})}
+func startGCSampler(counter *Counter, srv Server, seen int) *gcSampler {
+	s := &gcSampler{counter: counter, srv: srv, seen: seen, stopc: make(chan struct{}), done: make(chan struct{})}
 	last := measure.ReadGC().Cycles
 	go s.run(last)
 	return s
@@ -56,7 +55,7 @@ func (s *gcSampler) sample() gcSample {
 	g := gcSample{at: time.Now(), gc: measure.ReadGC()}
 	g.cpu, _ = measure.ProcessCPU()
 	var err error
-	g.server, err = procmem.CPU(s.pid)
+	g.server, err = s.srv.CPU()
 	g.serverOK = err == nil
 	_, u, _ := s.counter.Counts()
 	g.updates = u - s.seen
