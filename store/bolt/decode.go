@@ -113,18 +113,24 @@ func (s *Store) decodeSelected(chunk []selected, workers int) []error {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	return parallel.ForEachN(workers, len(chunk), func(i int) error {
-		c := &chunk[i]
-		if c.env == nil {
-			c.k = nil
-			return nil
-		}
-		obj, err := s.decodeRecovered(c.k, c.env, c.share)
-		c.obj, c.env, c.share = obj, nil, sharedDecode{}
-		if err == nil && (!c.fill || c.key != "") {
-			c.k = nil
-		}
-		return err
+		return s.decodeEntry(&chunk[i])
 	})
+}
+
+// decodeEntry decodes c's envelope, if the hot tier did not give its
+// object, sets c.obj and drops c's references to the stored bytes (but k
+// of an object that failed, or that fillHot needs, for its caller).
+func (s *Store) decodeEntry(c *selected) error {
+	if c.env == nil {
+		c.k = nil
+		return nil
+	}
+	obj, err := s.decodeRecovered(c.k, c.env, c.share)
+	c.obj, c.env, c.share = obj, nil, sharedDecode{}
+	if err == nil && (!c.fill || c.key != "") {
+		c.k = nil
+	}
+	return err
 }
 
 // firstBad returns the first object of chunk, in key order, whose decode

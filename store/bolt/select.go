@@ -206,6 +206,8 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 	done = true
 	st := s.stamp()
 	err = s.readLive(op, func(g *layout.Generation) error {
+		d := chunkDecoder{s: s, workers: w.workers}
+		defer d.stop() // no decode may outlive the transaction
 		c, k, v, err := w.start(g)
 		if err != nil {
 			return err
@@ -222,7 +224,7 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 			if key == nil {
 				break
 			}
-			if examined == selectExamine || len(chunk) == scanChunk {
+			if examined == selectExamine || d.len() == scanChunk {
 				done = false
 				break
 			}
@@ -244,9 +246,10 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 				bad = &keyError{string(key), err}
 				return nil
 			}
-			chunk = append(chunk, s.selectedToFill(string(key), key, env, st))
+			d.add(s.selectedToFill(string(key), key, env, st))
 		}
-		errs := s.decodeSelected(chunk, w.workers)
+		var errs []error
+		chunk, errs = d.finish()
 		s.fillHot(chunk, errs, st)
 		if errs != nil {
 			bad = firstBad(chunk, errs)
