@@ -161,15 +161,16 @@ func (s *Store) decodeRecovered(k, env []byte, sh sharedDecode) (obj interface{}
 }
 
 // bulkDecoder is the decode of the reads that return a slice from one
-// read transaction (List, ByIndex, Index): add collects envelopes, each
-// full chunk of scanChunk is decoded on every core and appended to out in
-// the order added; objects that do not decode are skipped and recorded in
-// bad.
+// read transaction (List, ByIndex, Index): add collects envelopes into
+// chunks of scanChunk, decoded on every core as they fill
+// (chunkDecoder) and appended to out in the order added; objects that do
+// not decode are skipped and recorded in bad. Its user calls flush at the
+// end, and stop on every path before the transaction ends.
 type bulkDecoder struct {
-	s     *Store
-	chunk []selected
-	out   []interface{}
-	bad   []keyError
+	s   *Store
+	dec chunkDecoder
+	out []interface{}
+	bad []keyError
 	// fill: the read fills the hot tier (selectedToFill), its
 	// transaction having begun after st.
 	fill bool
@@ -177,18 +178,21 @@ type bulkDecoder struct {
 }
 
 func newBulkDecoder(s *Store, capacity int) *bulkDecoder {
-	return &bulkDecoder{s: s, chunk: make([]selected, 0, min(capacity, scanChunk)), out: make([]interface{}, 0, capacity)}
+	return &bulkDecoder{s: s, dec: chunkDecoder{s: s}, out: make([]interface{}, 0, capacity)}
 }
+
+// stop ends the decoding of the current chunk (chunkDecoder.stop).
+func (b *bulkDecoder) stop() { b.dec.stop() }
 
 // add queues the object of item k with envelope env, both aliasing the
 // read transaction, which must stay open until flush.
 func (b *bulkDecoder) add(k, env []byte) {
 	if b.fill {
-		b.chunk = append(b.chunk, b.s.selectedToFill("", k, env, b.st))
+		b.dec.add(b.s.selectedToFill("", k, env, b.st))
 	} else {
-		b.chunk = append(b.chunk, b.s.selectedOf("", k, env))
+		b.dec.add(b.s.selectedOf("", k, env))
 	}
-	if len(b.chunk) == scanChunk {
+	if b.dec.len() == scanChunk {
 		b.flush()
 	}
 }
@@ -209,22 +213,21 @@ func (b *bulkDecoder) addEntry(g interface {
 
 // flush decodes the queued chunk and appends its objects to out.
 func (b *bulkDecoder) flush() {
-	if len(b.chunk) == 0 {
+	if b.dec.len() == 0 {
 		return
 	}
-	errs := b.s.decodeSelected(b.chunk, 0)
+	chunk, errs := b.dec.finish()
 	if b.fill {
-		b.s.fillHot(b.chunk, errs, b.st)
+		b.s.fillHot(chunk, errs, b.st)
 	}
-	for i := range b.chunk {
+	for i := range chunk {
 		if errs != nil && errs[i] != nil {
-			b.bad = append(b.bad, keyError{string(b.chunk[i].k), errs[i]})
+			b.bad = append(b.bad, keyError{string(chunk[i].k), errs[i]})
 			continue
 		}
-		b.out = append(b.out, b.chunk[i].obj)
+		b.out = append(b.out, chunk[i].obj)
 	}
-	clear(b.chunk)
-	b.chunk = b.chunk[:0]
+	b.dec = chunkDecoder{s: b.s}
 }
 
 // readItem returns the object of item k with envelope v, from the hot

@@ -70,6 +70,7 @@ func openIndex(g *layout.Generation, name string) (index, error) {
 // an item is reported as corrupt too: the index promised it.
 func (s *Store) getKeys(g *layout.Generation, keys []string) ([]interface{}, []keyError) {
 	b := newBulkDecoder(s, len(keys))
+	defer b.stop()
 	for _, key := range keys {
 		k := []byte(key)
 		v := g.Items.Get(k)

@@ -134,6 +134,7 @@ func (s *Store) List() []interface{} {
 	err := s.readLive("list", func(g *layout.Generation) error {
 		b := newBulkDecoder(s, s.sizeHint())
 		b.fill, b.st = true, st
+		defer b.stop()
 		c := g.Items.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			b.addEntry(g, k, v)
