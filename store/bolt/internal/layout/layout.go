@@ -139,11 +139,21 @@ func (m *Meta) Clone() Meta {
 // EncodeMeta encodes m: the msgpack map of its fields followed by its
 // checksum, a msgpack uint32 (so the value reads as two msgpack objects).
 func EncodeMeta(m *Meta) ([]byte, error) {
-	b, err := msgpack.Marshal(m)
-	if err != nil {
-		return nil, fmt.Errorf("encode resource meta: %w", err)
-	}
+	b := appendMeta(make([]byte, 0, metaSizeHint(m)), m)
 	return appendSum(append(b, mpUint32), 0, nil), nil
+}
+
+// metaSizeHint is about the size of m's encoding: its names and fixed
+// fields (about 330 bytes), its strings and its checksum.
+func metaSizeHint(m *Meta) int {
+	n := 400 + len(m.Identity.Group) + len(m.Identity.Version) + len(m.Identity.Resource) + len(m.Identity.Kind) +
+		len(m.Identity.Namespace) + len(m.Identity.LabelSelector) + len(m.Identity.FieldSelector) + len(m.Identity.Shard) +
+		len(m.Codec) + len(m.TypeHash) + len(m.IndexVersion) + len(m.RV) + len(m.State) + len(m.Reason) +
+		len(m.Cluster) + len(m.TransformVersion)
+	for _, s := range m.Indexes {
+		n += len(s) + 5
+	}
+	return n
 }
 
 // checksumSchema is the first schema version whose meta has a checksum.

@@ -83,6 +83,9 @@ func (w *Writer) Put(key string, env, sel []byte, values [][]string) (added bool
 	added = cur == nil
 	var id []byte
 	var old map[string][]string
+	// sameValues: the item is filed under values already (its reverse
+	// entry is the one values make), as after most updates.
+	sameValues := false
 	changed := added || w.Refile
 	if !added {
 		if w.Refile {
@@ -95,7 +98,9 @@ func (w *Writer) Put(key string, env, sel []byte, values [][]string) (added bool
 			var e ItemEntry
 			if e, err = ParseItemEntry(k, cur); err == nil {
 				id, changed = e.ID, !bytes.Equal(e.Select, sel)
-				old, err = DecodeReverse(e.Reverse)
+				if sameValues = sameReverse(e.Reverse, w.Names, values); !sameValues {
+					old, err = DecodeReverse(e.Reverse)
+				}
 			}
 		}
 		if err != nil {
@@ -106,6 +111,9 @@ func (w *Writer) Put(key string, env, sel []byte, values [][]string) (added bool
 		return false, fmt.Errorf("re-file %q: %w", key, errNoItem)
 	}
 	for i, name := range w.Names {
+		if sameValues {
+			break
+		}
 		var nv []string
 		if values != nil {
 			nv = values[i]
@@ -160,6 +168,14 @@ func (w *Writer) Put(key string, env, sel []byte, values [][]string) (added bool
 	// A new slice: the entry must not share memory with id, the
 	// envelope's key.
 	return added, w.G.Items.Put(k, AppendItemEntry(make([]byte, 0, len(id)+len(sel)+64), k, id, sel, w.Names, values))
+}
+
+// sameReverse reports whether rev is the reverse entry of values: the
+// entry is canonical (names in order, values sorted and deduplicated), so
+// equal bytes are equal values, found without decoding rev into a map.
+func sameReverse(rev []byte, names []string, values [][]string) bool {
+	var buf [256]byte
+	return bytes.Equal(AppendReverse(buf[:0], names, values), rev)
 }
 
 // Remove deletes key, its envelope and its index entries.
