@@ -2,8 +2,10 @@ package layout
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -81,4 +83,50 @@ func BenchmarkEncodeMeta(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestAppendMetaHasEveryField checks, by reflection, that appendMeta
+// writes every field of Meta (and of its Identity): a field added to Meta
+// and not to appendMeta would be lost from the file with the cases above
+// still passing, since they set the fields they name.
+func TestAppendMetaHasEveryField(t *testing.T) {
+	var m Meta
+	fillEvery(t, reflect.ValueOf(&m).Elem(), 1)
+	want, err := msgpack.Marshal(&m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := appendMeta(nil, &m); !bytes.Equal(got, want) {
+		t.Fatalf("appendMeta of a Meta with every field set differs from msgpack.Marshal: a field is missing from it\n got %x\nwant %x", got, want)
+	}
+}
+
+// fillEvery sets every field of v, recursively, to a value that is not
+// its zero value.
+func fillEvery(t *testing.T, v reflect.Value, n int) int {
+	switch v.Kind() {
+	case reflect.Struct:
+		for i := range v.NumField() {
+			n = fillEvery(t, v.Field(i), n)
+		}
+		return n
+	case reflect.String:
+		v.SetString(fmt.Sprintf("value-%d", n))
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		v.SetInt(int64(n) * 1000003)
+	case reflect.Uint64, reflect.Uint32, reflect.Uint:
+		v.SetUint(uint64(n) * 1000003)
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Slice:
+		s := reflect.MakeSlice(v.Type(), 2, 2)
+		for i := range 2 {
+			n = fillEvery(t, s.Index(i), n)
+		}
+		v.Set(s)
+		return n
+	default:
+		t.Fatalf("fillEvery: a field of kind %s: teach appendMeta and this test about it", v.Kind())
+	}
+	return n + 1
 }
