@@ -3,6 +3,7 @@ package informers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,8 +18,8 @@ import (
 // typedClient is how kubernetes.Interface reaches the typed client of one
 // resource: client.<group>().<resource>(namespace) for a namespaced
 // resource, client.<group>().<resource>() for a cluster-scoped one. The
-// table of them (typedClients) is generated (generated_clients.go) rather
-// than found by reflection: a program that looks methods up by name keeps
+// tables of them, one per API group, are generated (zz_generated_<group>.go)
+// rather than found by reflection: a program that looks methods up by name keeps
 // every exported method of every type the linker reaches (the typed
 // clients' Create, Update, Apply ... and their apply configurations), which
 // made a controller's binary twice the size of client-go's.
@@ -41,6 +42,17 @@ type (
 func typedClientOf(list reflect.Type) (typedClient, bool) {
 	tc, ok := typedClients[list]
 	return tc, ok
+}
+
+// joinTypedClients returns the union of the API groups' tables of typed
+// clients (typedClients, zz_generated.go). No two groups list the same type:
+// the generator fails if they do.
+func joinTypedClients(tables ...map[reflect.Type]typedClient) map[reflect.Type]typedClient {
+	out := map[reflect.Type]typedClient{}
+	for _, t := range tables {
+		maps.Copy(out, t)
+	}
+	return out
 }
 
 // typedListWatch returns the list and watch of r, a typed client of

@@ -1,7 +1,6 @@
 package fakeapi
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/httpjson"
 )
 
 // Handler is an http.Handler serving the Kubernetes API from a
@@ -86,19 +86,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	switch {
 	case len(parts) == 1 && parts[0] == "version":
-		writeJSON(w, h.version)
+		httpjson.Write(w, h.version)
 	case parts[0] == "api" && len(parts) == 1:
-		writeJSON(w, h.apiVersions(r))
+		httpjson.Write(w, h.apiVersions(r))
 	case parts[0] == "api" && len(parts) == 2 && h.servesGroupVersion(schema.GroupVersion{Version: parts[1]}):
-		writeJSON(w, h.resourceList(schema.GroupVersion{Version: parts[1]}))
+		httpjson.Write(w, h.resourceList(schema.GroupVersion{Version: parts[1]}))
 	case parts[0] == "api" && len(parts) > 2:
 		h.serveResource(w, r, schema.GroupVersion{Version: parts[1]}, parts[2:])
 	case parts[0] == "apis" && len(parts) == 1:
-		writeJSON(w, h.groupList())
+		httpjson.Write(w, h.groupList())
 	case parts[0] == "apis" && len(parts) == 2 && h.group(parts[1]) != nil:
-		writeJSON(w, h.group(parts[1]))
+		httpjson.Write(w, h.group(parts[1]))
 	case parts[0] == "apis" && len(parts) == 3 && h.servesGroupVersion(schema.GroupVersion{Group: parts[1], Version: parts[2]}):
-		writeJSON(w, h.resourceList(schema.GroupVersion{Group: parts[1], Version: parts[2]}))
+		httpjson.Write(w, h.resourceList(schema.GroupVersion{Group: parts[1], Version: parts[2]}))
 	case parts[0] == "apis" && len(parts) > 3:
 		h.serveResource(w, r, schema.GroupVersion{Group: parts[1], Version: parts[2]}, parts[3:])
 	default:
@@ -175,16 +175,6 @@ func (h *Handler) serveResource(w http.ResponseWriter, r *http.Request, gv schem
 	default:
 		h.serveCollection(w, r, res, ns)
 	}
-}
-
-func writeJSON(w http.ResponseWriter, v interface{}) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(b)
 }
 
 // apiVersions is the /api document.

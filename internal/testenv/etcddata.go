@@ -14,17 +14,9 @@ import (
 // clients see their connections break, and the apiserver's watch cache
 // starts empty. On a shared environment it returns ErrShared.
 func (e *Env) SaveEtcdData(ctx context.Context) (string, error) {
-	if err := e.refuseShared("save etcd data"); err != nil {
+	if err := e.killForRestart("save etcd data", true); err != nil {
 		return "", err
 	}
-	e.mu.Lock()
-	if e.stopped {
-		e.mu.Unlock()
-		return "", fmt.Errorf("save etcd data: %w", ErrStopped)
-	}
-	e.apiserver.kill()
-	e.etcd.kill()
-	e.mu.Unlock()
 	to, err := os.MkdirTemp(e.dir, "etcd-copy-")
 	if err == nil {
 		err = os.CopyFS(filepath.Join(to, etcdDataDir), os.DirFS(filepath.Join(e.dir, etcdDataDir)))
@@ -45,17 +37,9 @@ func (e *Env) SaveEtcdData(ctx context.Context) (string, error) {
 // looks like the cluster was restored from a backup or recreated at the
 // same address. On a shared environment it returns ErrShared.
 func (e *Env) RestartWithEtcdData(ctx context.Context, from string) error {
-	if err := e.refuseShared("restart with etcd data"); err != nil {
+	if err := e.killForRestart("restart with etcd data", true); err != nil {
 		return err
 	}
-	e.mu.Lock()
-	if e.stopped {
-		e.mu.Unlock()
-		return fmt.Errorf("restart with etcd data: %w", ErrStopped)
-	}
-	e.apiserver.kill()
-	e.etcd.kill()
-	e.mu.Unlock()
 	data := filepath.Join(e.dir, etcdDataDir)
 	if err := os.RemoveAll(data); err != nil {
 		return fmt.Errorf("%w: remove etcd data: %w", ErrEtcd, err)

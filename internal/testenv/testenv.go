@@ -244,16 +244,9 @@ func (e *Env) EtcdEndpoint() string { return e.etcdURL }
 //
 // On a shared environment (Shared) it returns ErrShared.
 func (e *Env) RestartAPIServer(ctx context.Context) error {
-	if err := e.refuseShared("restart kube-apiserver"); err != nil {
+	if err := e.killForRestart("restart kube-apiserver", false); err != nil {
 		return err
 	}
-	e.mu.Lock()
-	if e.stopped {
-		e.mu.Unlock()
-		return fmt.Errorf("restart kube-apiserver: %w", ErrStopped)
-	}
-	e.apiserver.kill()
-	e.mu.Unlock()
 	return e.restartAPIServer(ctx)
 }
 
@@ -315,6 +308,25 @@ func (e *Env) stop() {
 	if e.removeDir {
 		_ = os.RemoveAll(e.dir)
 	}
+}
+
+// killForRestart kills kube-apiserver, and etcd too if etcd, for op, whose
+// caller starts them again. It kills nothing and returns ErrShared on a
+// shared environment, ErrStopped after Stop.
+func (e *Env) killForRestart(op string, etcd bool) error {
+	if err := e.refuseShared(op); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.stopped {
+		return fmt.Errorf("%s: %w", op, ErrStopped)
+	}
+	e.apiserver.kill()
+	if etcd {
+		e.etcd.kill()
+	}
+	return nil
 }
 
 // refuseShared returns ErrShared for op on a shared environment.

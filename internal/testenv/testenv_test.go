@@ -165,6 +165,12 @@ func TestEnv(t *testing.T) {
 		if err := env.RestartAPIServer(ctx); !errors.Is(err, ErrStopped) {
 			t.Errorf("RestartAPIServer after Stop = %v, want ErrStopped", err)
 		}
+		if _, err := env.SaveEtcdData(ctx); !errors.Is(err, ErrStopped) {
+			t.Errorf("SaveEtcdData after Stop = %v, want ErrStopped", err)
+		}
+		if err := env.RestartWithEtcdData(ctx, ""); !errors.Is(err, ErrStopped) {
+			t.Errorf("RestartWithEtcdData after Stop = %v, want ErrStopped", err)
+		}
 		env.Stop() // idempotent
 	})
 }

@@ -77,11 +77,9 @@ import (
 )
 
 type options struct {
-	n           int
+	cmdrun.Bench
 	updates     int
 	churnHot    int
-	impls       []string
-	dir         string
 	sync        bolt.SyncPolicy
 	pageSize    int
 	batchSize   int
@@ -111,12 +109,10 @@ func kubeDefaultUpdates(n int) int { return min(n, 100000) }
 func parse(args []string, stderr io.Writer) (options, error) {
 	fs := cmdrun.FlagSet("informerbench", stderr)
 	var o options
-	var impls, sync, encoding, relists string
-	fs.IntVar(&o.n, "n", 100000, "number of pods")
+	var sync, encoding, relists string
+	o.Flags(fs, informerbench.Impls, "informers", "")
 	fs.IntVar(&o.updates, "updates", 0, "number of updates of the events/s measurement (default min(4n, 400000))")
 	fs.IntVar(&o.churnHot, "churn-hot", 0, "restrict the events/s measurement's updates (and the server alone's) to a hot set of this many pods, at most -n, spread over the namespaces and each updated about updates/N times, as a rollout updates a few pods many times; the 410 relists still change pods spread over all (0: spread over every pod)")
-	fs.StringVar(&impls, "impl", strings.Join(informerbench.Impls, ","), "comma-separated informers to measure, the baseline first")
-	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory for the bolt store's file")
 	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: "+strings.Join(syncflag.Names(), ", ")+" (the first is the store's default)")
 	fs.IntVar(&o.pageSize, "bolt-page-size", 0, "page size of the bolt store's file in bytes, a power of two (0: the store's default)")
 	fs.IntVar(&o.batchSize, "batch-size", 0, "warmcache informers' BatchSize, the most keys applied in one store write (0: the informer's default, "+strconv.Itoa(informer.DefaultBatchSize)+")")
@@ -132,14 +128,14 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if err := cmdrun.Parse(fs, args); err != nil {
 		return o, err
 	}
-	if o.n <= 0 || o.updates < 0 {
+	if o.N <= 0 || o.updates < 0 {
 		return o, fmt.Errorf("%w: -n must be positive and -updates not negative", cmdrun.ErrUsage)
 	}
 	if o.batchSize < 0 || o.queueCap < 0 {
 		return o, fmt.Errorf("%w: -batch-size and -queue-capacity must not be negative", cmdrun.ErrUsage)
 	}
-	if o.churnHot < 0 || o.churnHot > o.n {
-		return o, fmt.Errorf("%w: -churn-hot %d: want 0 (every pod) to -n (%d)", cmdrun.ErrUsage, o.churnHot, o.n)
+	if o.churnHot < 0 || o.churnHot > o.N {
+		return o, fmt.Errorf("%w: -churn-hot %d: want 0 (every pod) to -n (%d)", cmdrun.ErrUsage, o.churnHot, o.N)
 	}
 	var err error
 	if o.sync, err = syncflag.Parse(sync); err != nil {
@@ -174,10 +170,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("%w: -churn-workers and -create-workers must be positive", cmdrun.ErrUsage)
 	}
 	if o.server == serverKube && o.updates == 0 {
-		o.updates = kubeDefaultUpdates(o.n)
+		o.updates = kubeDefaultUpdates(o.N)
 	}
-	o.impls, err = cmdrun.Impls(impls, informerbench.Impls)
-	return o, err
+	return o, nil
 }
 
 func main() {
@@ -204,25 +199,25 @@ func joinInts(v []int) string {
 
 func measureAll(ctx context.Context, o options, args []string, stdout, stderr io.Writer) (err error) {
 	m := machine.Read()
-	dir, err := os.MkdirTemp(o.dir, "informerbench-")
+	dir, err := os.MkdirTemp(o.Dir, "informerbench-")
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
 
-	fmt.Fprintf(stderr, "informerbench: starting the server with %d pods...\n", o.n)
+	fmt.Fprintf(stderr, "informerbench: starting the server with %d pods...\n", o.N)
 	start := time.Now()
 	var srv informerbench.Server
 	var proc *apiproc.Process // nil with kube-apiserver
 	if o.server == serverKube {
-		ks, err := kubeserver.Start(ctx, kubeserver.Options{Pods: o.n, Workers: o.workers, CreateWorkers: o.createWorkers, Stderr: stderr})
+		ks, err := kubeserver.Start(ctx, kubeserver.Options{Pods: o.N, Workers: o.workers, CreateWorkers: o.createWorkers, Stderr: stderr})
 		if err != nil {
 			return err
 		}
 		defer func() { err = errors.Join(err, ks.Close()) }()
 		srv = ks
 	} else {
-		if proc, err = apiproc.Start(ctx, apiproc.Options{Pods: o.n, Stderr: stderr, Server: o.server}); err != nil {
+		if proc, err = apiproc.Start(ctx, apiproc.Options{Pods: o.N, Stderr: stderr, Server: o.server}); err != nil {
 			return err
 		}
 		defer func() { err = errors.Join(err, proc.Close()) }()
@@ -243,17 +238,17 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	if !o.skipAlone && proc != nil {
 		updates := o.updates
 		if updates == 0 {
-			updates = informerbench.DefaultUpdates(o.n)
+			updates = informerbench.DefaultUpdates(o.N)
 		}
 		fmt.Fprintf(stderr, "informerbench: measuring the server alone...\n")
-		a, err := informerbench.MeasureServerAlone(ctx, proc, o.n, updates, 1, o.churnHot, o.contentType)
+		a, err := informerbench.MeasureServerAlone(ctx, proc, o.N, updates, 1, o.churnHot, o.contentType)
 		if err != nil {
 			return err
 		}
 		alone = &a
 	}
 	var results []informerbench.Result
-	for i, impl := range o.impls {
+	for i, impl := range o.Impls {
 		fmt.Fprintf(stderr, "informerbench: measuring %s...\n", impl)
 		start := time.Now()
 		restore := func() {}
@@ -261,7 +256,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 			prev := debug.SetGCPercent(o.boltGOGC)
 			restore = func() { debug.SetGCPercent(prev) }
 		}
-		r, err := informerbench.Measure(ctx, srv, impl, o.n, i+2, ro)
+		r, err := informerbench.Measure(ctx, srv, impl, o.N, i+2, ro)
 		restore()
 		if err != nil {
 			return fmt.Errorf("%s: %w", impl, err)
@@ -286,7 +281,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 		updates += fmt.Sprintf(" over a hot set of %d pods", o.churnHot)
 	}
 	title := fmt.Sprintf("warmcache informer vs client-go SharedIndexInformer: %d podgen pods over HTTP (%s) from %s, %s, bolt %v, %s\n%s",
-		o.n, o.contentType, o.server, updates, o.sync, pageSize, m)
+		o.N, o.contentType, o.server, updates, o.sync, pageSize, m)
 	t := informerbench.Table(title, results, alone)
 	if l := machine.RunLabel(m, after); l != "" {
 		t.Note("%s", l)
@@ -299,7 +294,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	}
 	if o.server == serverKube {
 		t.Note("kube-apiserver %s and etcd on this machine, %d pods created through its API; the churn's updates made through it by %d concurrent writers in a process of their own while the informers watch, so that events/s is what the server delivers (its write rate beside it); informers reach it through a proxy that holds their connections while a relist's changes are made, then etcd is compacted and kube-apiserver restarted (410 Expired); requests counted from its audit log; server CPU: kube-apiserver, etcd, writers and proxy; no server alone",
-			kubebin.DefaultKubernetesVersion, o.n, o.workers)
+			kubebin.DefaultKubernetesVersion, o.N, o.workers)
 	}
 	if o.boltGOGC > 0 {
 		t.Note("bolt measured with GOGC=%d (debug.SetGCPercent during its phases), the others with the process's", o.boltGOGC)

@@ -74,7 +74,7 @@ func TestRun(t *testing.T) {
 		{Name: "hot set above the pods", Args: []string{"-n", "10", "-churn-hot", "11"}, Code: cmdrun.ExitUsage, StderrIn: "-churn-hot 11"},
 		{Name: "no churn workers", Args: []string{"-server", "kube-apiserver", "-churn-workers", "0"}, Code: cmdrun.ExitUsage, StderrIn: "-churn-workers"},
 		{Name: "unknown server", Args: []string{"-server", "etcd"}, Code: cmdrun.ExitUsage, StderrIn: "-server"},
-		{Name: "unknown implementation", Args: []string{"-impl", "bolt,etcd"}, Code: cmdrun.ExitUsage, StderrIn: `-impl "etcd"`},
+		{Name: "unknown implementation", Args: []string{"-impl", "bolt,etcd"}, Code: cmdrun.ExitUsage, StderrIn: `flag -impl: "etcd"`},
 		{Name: "bad encoding", Args: []string{"-encoding", "xml"}, Code: cmdrun.ExitUsage, StderrIn: "-encoding"},
 		{Name: "bad sync policy", Args: []string{"-bolt-sync", "never"}, Code: cmdrun.ExitUsage, StderrIn: "-bolt-sync"},
 		{Name: "bad page size", Args: []string{"-bolt-page-size", "3000"}, Code: cmdrun.ExitUsage, StderrIn: "-bolt-page-size"},

@@ -28,10 +28,11 @@ import (
 	"os"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
 	"github.com/warmcache/warmcache/benchmarks/internal/machine"
 	"github.com/warmcache/warmcache/benchmarks/internal/storebench"
-	"github.com/warmcache/warmcache/internal/podgen"
 	"github.com/warmcache/warmcache/store/bolt"
 )
 
@@ -155,27 +156,11 @@ func build(ctx context.Context, path string, n int, stderr io.Writer) (err error
 	if err != nil {
 		return err
 	}
-	r, err := s.BeginReplace(ctx)
-	if err != nil {
-		return err
-	}
-	page := make([]interface{}, 0, buildPage)
-	for i := range n {
-		page = append(page, podgen.Pod(i))
-		if len(page) == buildPage || i == n-1 {
-			if err := r.Add(ctx, page...); err != nil {
-				return errors.Join(err, r.Abort())
-			}
-			page = page[:0]
+	return storebench.RelistPods(ctx, s, n, buildPage, fmt.Sprint(n+1), func(i int, _ *corev1.Pod) {
+		if i > 0 && i%100000 == 0 {
+			fmt.Fprintf(stderr, "  %d pods\n", i)
 		}
-		if (i+1)%100000 == 0 {
-			fmt.Fprintf(stderr, "  %d pods\n", i+1)
-		}
-	}
-	if err := r.Commit(ctx, fmt.Sprint(n+1)); err != nil {
-		return errors.Join(err, r.Abort())
-	}
-	return r.Release()
+	})
 }
 
 // warmPageCache reads the file once.

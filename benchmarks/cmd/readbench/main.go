@@ -44,12 +44,10 @@ import (
 )
 
 type options struct {
-	n     int
-	impls []string
-	dir   string
-	reps  int
-	gets  int
-	recs  int
+	cmdrun.Bench
+	reps int
+	gets int
+	recs int
 	// pageSize is the bolt store's page size (0: the store's default).
 	pageSize int
 	// hotBytes is the hot tier's budget of the -hot implementations.
@@ -59,10 +57,7 @@ type options struct {
 func parse(args []string, stderr io.Writer) (options, error) {
 	fs := cmdrun.FlagSet("readbench", stderr)
 	var o options
-	var implsFlag string
-	fs.IntVar(&o.n, "n", 100000, "number of pods")
-	fs.StringVar(&implsFlag, "impl", strings.Join(impls, ","), "comma-separated stores to measure, the baseline first ("+Factory+": the listers of package informers' factory on a bolt file)")
-	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory for the bolt store's file")
+	o.Flags(fs, impls, "stores", Factory+": the listers of package informers' factory on a bolt file")
 	fs.IntVar(&o.reps, "reps", 3, "repetitions of each list (the median is reported)")
 	fs.IntVar(&o.gets, "gets", 20000, "GetByKey lookups of each key distribution")
 	fs.IntVar(&o.recs, "reconciles", 2000, "iterations of the reconcile loop")
@@ -71,18 +66,16 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if err := cmdrun.Parse(fs, args); err != nil {
 		return o, err
 	}
-	if o.n <= 0 || o.reps <= 0 || o.gets <= 0 || o.recs <= 0 || o.hotBytes < 0 {
+	if o.N <= 0 || o.reps <= 0 || o.gets <= 0 || o.recs <= 0 || o.hotBytes < 0 {
 		return o, fmt.Errorf("%w: -n, -reps, -gets and -reconciles must be positive, -hot-bytes not negative", cmdrun.ErrUsage)
 	}
 	if o.hotBytes == 0 {
-		o.hotBytes = int64(o.n) * hotBytesPerPod
+		o.hotBytes = int64(o.N) * hotBytesPerPod
 	}
 	if err := syncflag.CheckPageSize(o.pageSize); err != nil {
 		return o, err
 	}
-	var err error
-	o.impls, err = cmdrun.Impls(implsFlag, impls)
-	return o, err
+	return o, nil
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -95,13 +88,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func measureAll(ctx context.Context, o options, args []string, stdout, stderr io.Writer) error {
 	m := machine.Read()
-	fmt.Fprintf(stderr, "readbench: generating %d pods...\n", o.n)
-	c, err := storebench.NewCorpus(o.n)
+	fmt.Fprintf(stderr, "readbench: generating %d pods...\n", o.N)
+	c, err := storebench.NewCorpus(o.N)
 	if err != nil {
 		return err
 	}
 	var results []readbench.Result
-	for _, impl := range o.impls {
+	for _, impl := range o.Impls {
 		r, err := measureOne(ctx, impl, c, o, stderr)
 		if err != nil {
 			return err
@@ -114,15 +107,15 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	if o.pageSize != 0 {
 		pageSize = fmt.Sprintf("page size %d", o.pageSize)
 	}
-	t := readbench.Table(fmt.Sprintf("reads of %d podgen pods, namespace index on every store, bolt's %s\n%s", o.n, pageSize, m), results)
+	t := readbench.Table(fmt.Sprintf("reads of %d podgen pods, namespace index on every store, bolt's %s\n%s", o.N, pageSize, m), results)
 	if l := machine.RunLabel(m, after); l != "" {
 		t.Note("%s", l)
 	}
 	t.Note("[n] after a read: the objects it returned; ms and alloc: median of %d runs; heap: the largest peak above the settled heap", o.reps)
-	if slices.Contains(o.impls, Factory) || slices.Contains(o.impls, FactoryHot) {
+	if slices.Contains(o.Impls, Factory) || slices.Contains(o.Impls, FactoryHot) {
 		t.Note("%s: the pods informer of package informers' factory on a bolt file; its client-go lister rows are client-go's PodLister over the informer's store (the factory's Lister() before it selected in the store), its warmcache lister rows f.Core().V1().Pods().Lister()", Factory)
 	}
-	if slices.Contains(o.impls, BoltHot) || slices.Contains(o.impls, FactoryHot) {
+	if slices.Contains(o.Impls, BoltHot) || slices.Contains(o.Impls, FactoryHot) {
 		t.Note("%s, %s: %s and %s with a hot tier of %d MiB, enough to hold every pod decoded", BoltHot, FactoryHot, storebench.Bolt, Factory, o.hotBytes>>20)
 	}
 	t.Note("command: go run ./benchmarks/cmd/readbench %s", strings.Join(args, " "))
@@ -140,7 +133,7 @@ func measureOne(ctx context.Context, impl string, c *storebench.Corpus, o option
 	}
 	switch impl {
 	case Factory, FactoryHot:
-		ft, err := openFactory(ctx, impl, o.dir, o.pageSize, hotBytes, reg)
+		ft, err := openFactory(ctx, impl, o.Dir, o.pageSize, hotBytes, reg)
 		if err != nil {
 			return r, err
 		}
@@ -151,19 +144,19 @@ func measureOne(ctx context.Context, impl string, c *storebench.Corpus, o option
 		if impl == BoltHot {
 			base = storebench.Bolt
 		}
-		t, err = storebench.Open(ctx, base, storebench.Options{Dir: o.dir, Registerer: reg, BoltPageSize: o.pageSize, BoltHotBytes: hotBytes})
+		t, err = storebench.Open(ctx, base, storebench.Options{Dir: o.Dir, Registerer: reg, BoltPageSize: o.pageSize, BoltHotBytes: hotBytes})
 		if err != nil {
 			return r, err
 		}
 		t.Name = impl
 		defer func() { err = errors.Join(err, t.Close()) }()
 	}
-	if err := storebench.Load(ctx, t, c, o.n, nopTimer{}); err != nil {
+	if err := storebench.Load(ctx, t, c, o.N, nopTimer{}); err != nil {
 		return r, err
 	}
 	fmt.Fprintf(stderr, "readbench: measuring %s...\n", impl)
 	start := time.Now()
-	r, err = readbench.Measure(ctx, t, c, o.n, ro)
+	r, err = readbench.Measure(ctx, t, c, o.N, ro)
 	if err != nil {
 		return r, err
 	}

@@ -41,7 +41,7 @@ func TestRun(t *testing.T) {
 		{Name: "negative hot tier", Args: []string{"-hot-bytes", "-1"}, Code: cmdrun.ExitUsage, StderrIn: "-hot-bytes not negative"},
 		{Name: "default page size", Args: []string{"-n", "50", "-impl", "bolt", "-reps", "1", "-gets", "5", "-reconciles", "1", "-dir", t.TempDir()}, Code: cmdrun.ExitOK, Stdout: []string{"bolt's default page size"}},
 		{Name: "page size not a power of two", Args: []string{"-bolt-page-size", "3000"}, Code: cmdrun.ExitUsage, StderrIn: "page size 3000"},
-		{Name: "unknown implementation", Args: []string{"-impl", "client-go,redis"}, Code: cmdrun.ExitUsage, StderrIn: `-impl "redis"`},
+		{Name: "unknown implementation", Args: []string{"-impl", "client-go,redis"}, Code: cmdrun.ExitUsage, StderrIn: `flag -impl: "redis"`},
 		{Name: "zero pods", Args: []string{"-n", "0"}, Code: cmdrun.ExitUsage, StderrIn: "must be positive"},
 		{Name: "extra arguments", Args: []string{"extra"}, Code: cmdrun.ExitUsage, StderrIn: "unexpected arguments"},
 	})

@@ -2,15 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/warmcache/warmcache/benchmarks/internal/storebench"
-	"github.com/warmcache/warmcache/internal/podgen"
 	"github.com/warmcache/warmcache/store/bolt"
 )
 
@@ -42,26 +43,9 @@ func writeCacheFile(ctx context.Context, path string, n int) (err error) {
 	if err != nil {
 		return err
 	}
-	r, err := s.BeginReplace(ctx)
+	err = storebench.RelistPods(ctx, s, n, 1000, strconv.Itoa(n), func(_ int, p *corev1.Pod) { p.TypeMeta = metav1.TypeMeta{} })
 	if err != nil {
-		return err
-	}
-	const batch = 1000
-	objs := make([]interface{}, 0, batch)
-	for start := 0; start < n; start += batch {
-		objs = objs[:0]
-		for i := start; i < min(start+batch, n); i++ {
-			p := podgen.Pod(i)
-			p.TypeMeta = metav1.TypeMeta{}
-			objs = append(objs, p)
-		}
-		if err := r.Add(ctx, objs...); err != nil {
-			_ = r.Abort()
-			return err
-		}
-	}
-	if err := r.Commit(ctx, strconv.Itoa(n)); err != nil {
-		return err
+		return errors.Join(err, s.Close())
 	}
 	return s.Close()
 }

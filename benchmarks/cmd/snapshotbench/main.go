@@ -46,7 +46,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"hash"
 	"io"
@@ -101,24 +100,19 @@ type options struct {
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
-	fs := flag.NewFlagSet("snapshotbench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := cmdrun.FlagSet("snapshotbench", stderr)
 	var o options
-	var names string
 	fs.IntVar(&o.n, "n", 100000, "number of pods of the file the snapshot cases read")
 	fs.IntVar(&o.kubectlN, "kubectl-n", 10000, "number of pods of the side-by-side comparison with kubectl's printers (0: none)")
 	fs.IntVar(&o.runs, "runs", 3, "runs of each case")
 	fs.DurationVar(&o.idleWait, "idle-wait", 2*time.Minute, "before each run, wait up to this long for the CPUs to be idle (busy under 10% over 2s; 0: do not wait)")
 	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory of the cache files (written once, then reused)")
-	fs.StringVar(&names, "cases", strings.Join(caseNames(), ","), "comma-separated cases to measure")
+	cmdrun.NamesVar(fs, &o.cases, "cases", caseNames(), "comma-separated `cases` to measure")
 	fs.StringVar(&o.snapshot, "snapshot", "", "snapshot binary to measure (default: built from this module into -dir)")
 	fs.StringVar(&o.child, "kubectl-child", "", "internal: measure kubectl's printer of this format on -kubectl-file")
 	fs.StringVar(&o.childFile, "kubectl-file", "", "internal: the cache file of -kubectl-child")
-	if err := fs.Parse(args); err != nil {
-		return o, cmdrun.ErrUsage
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("%w: unexpected arguments %q", cmdrun.ErrUsage, fs.Args())
+	if err := cmdrun.Parse(fs, args); err != nil {
+		return o, err
 	}
 	if o.child != "" {
 		if o.child != "json" && o.child != "yaml" || o.childFile == "" {
@@ -129,9 +123,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if o.n <= 0 || o.runs <= 0 || o.kubectlN < 0 || o.idleWait < 0 {
 		return o, fmt.Errorf("%w: -n and -runs must be positive, -kubectl-n and -idle-wait not negative", cmdrun.ErrUsage)
 	}
-	var err error
-	o.cases, err = cmdrun.Impls(names, caseNames())
-	return o, err
+	return o, nil
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

@@ -36,9 +36,7 @@ import (
 
 // options holds the parsed flags.
 type options struct {
-	n            int
-	impls        []string
-	dir          string
+	cmdrun.Bench
 	batch, page  int
 	sync         bolt.SyncPolicy
 	updates      int
@@ -50,10 +48,8 @@ type options struct {
 func parse(args []string, stderr io.Writer) (options, error) {
 	fs := cmdrun.FlagSet("storebench", stderr)
 	var o options
-	var impls, sync string
-	fs.IntVar(&o.n, "n", 100000, "number of pods")
-	fs.StringVar(&impls, "impl", strings.Join(storebench.Impls, ","), "comma-separated implementations to measure, the baseline first")
-	fs.StringVar(&o.dir, "dir", os.TempDir(), "directory for the bolt store's file")
+	var sync string
+	o.Flags(fs, storebench.Impls, "implementations", "")
 	fs.IntVar(&o.batch, "batch", storebench.DefaultBatchSize, "objects per write (the informer's batch)")
 	fs.IntVar(&o.page, "page", storebench.DefaultPageSize, "objects per Replace page (the reflector's page size)")
 	fs.StringVar(&sync, "bolt-sync", "onclose", "bolt durability policy: "+strings.Join(syncflag.Names(), ", ")+" (the first is the store's default)")
@@ -64,15 +60,14 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if err := cmdrun.Parse(fs, args); err != nil {
 		return o, err
 	}
-	if o.n <= 0 || o.batch <= 0 || o.page <= 0 || o.updates < 0 || o.getSamples < 0 || o.indexSamples < 0 {
+	if o.N <= 0 || o.batch <= 0 || o.page <= 0 || o.updates < 0 || o.getSamples < 0 || o.indexSamples < 0 {
 		return o, fmt.Errorf("%w: -n, -batch and -page must be positive, sample counts not negative", cmdrun.ErrUsage)
 	}
 	var err error
 	if o.sync, err = syncflag.Parse(sync); err != nil {
 		return o, fmt.Errorf("%w: -bolt-sync: %w", cmdrun.ErrUsage, err)
 	}
-	o.impls, err = cmdrun.Impls(impls, storebench.Impls)
-	return o, err
+	return o, nil
 }
 
 func main() {
@@ -102,27 +97,27 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func measureAll(ctx context.Context, o options, args []string, stdout, stderr io.Writer) error {
 	m := machine.Read()
-	fmt.Fprintf(stderr, "storebench: generating %d pods...\n", o.n)
+	fmt.Fprintf(stderr, "storebench: generating %d pods...\n", o.N)
 	start := time.Now()
-	c, err := storebench.NewCorpus(o.n)
+	c, err := storebench.NewCorpus(o.N)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "storebench: %d pods, %.0f protobuf bytes each, in %v\n", o.n, float64(c.Bytes())/float64(o.n), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stderr, "storebench: %d pods, %.0f protobuf bytes each, in %v\n", o.N, float64(c.Bytes())/float64(o.N), time.Since(start).Round(time.Millisecond))
 	ro := storebench.RunOptions{
-		Options:      storebench.Options{Dir: o.dir, BoltSync: o.sync, BatchSize: o.batch, PageSize: o.page},
+		Options:      storebench.Options{Dir: o.Dir, BoltSync: o.sync, BatchSize: o.batch, PageSize: o.page},
 		Updates:      o.updates,
 		GetSamples:   o.getSamples,
 		IndexSamples: o.indexSamples,
 	}
 	var results []storebench.Result
-	for _, impl := range o.impls {
+	for _, impl := range o.Impls {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "storebench: measuring %s...\n", impl)
 		start := time.Now()
-		r, err := storebench.Measure(ctx, impl, c, o.n, ro)
+		r, err := storebench.Measure(ctx, impl, c, o.N, ro)
 		if err != nil {
 			return err
 		}
@@ -136,7 +131,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	}
 	after := machine.Read()
 	title := fmt.Sprintf("warmcache stores vs client-go cache.NewIndexer: %d podgen pods decoded from protobuf, batches of %d, Replace pages of %d, bolt %v\n%s",
-		o.n, o.batch, o.page, o.sync, m)
+		o.N, o.batch, o.page, o.sync, m)
 	t := storebench.Table(title, results)
 	if l := machine.RunLabel(m, after); l != "" {
 		t.Note("%s", l)

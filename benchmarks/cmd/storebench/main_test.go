@@ -24,7 +24,7 @@ func TestRun(t *testing.T) {
 				"bolt <= 0.05x client-go",
 			},
 		},
-		{Name: "unknown implementation", Args: []string{"-impl", "client-go,redis"}, Code: cmdrun.ExitUsage, StderrIn: `-impl "redis"`},
+		{Name: "unknown implementation", Args: []string{"-impl", "client-go,redis"}, Code: cmdrun.ExitUsage, StderrIn: `flag -impl: "redis"`},
 		{Name: "bad sync policy", Args: []string{"-bolt-sync", "sometimes"}, Code: cmdrun.ExitUsage, StderrIn: "-bolt-sync"},
 		{Name: "zero pods", Args: []string{"-n", "0"}, Code: cmdrun.ExitUsage, StderrIn: "must be positive"},
 		{Name: "unknown flag", Args: []string{"-x"}, Code: cmdrun.ExitUsage, StderrIn: "flag provided but not defined"},

@@ -2,7 +2,6 @@ package apiproc
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"github.com/warmcache/warmcache/benchmarks/internal/genserver"
 	"github.com/warmcache/warmcache/internal/fakeapi"
 	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/httpjson"
 	"github.com/warmcache/warmcache/internal/podgen"
 )
 
@@ -199,12 +199,12 @@ func (c *child) churn(w http.ResponseWriter, r *http.Request) {
 		res.LastRV = rv
 	}
 	res.Seconds = time.Since(start).Seconds()
-	writeJSON(w, res)
+	httpjson.Write(w, res)
 }
 
 func (c *child) open(w http.ResponseWriter, _ *http.Request) {
 	c.gate.open()
-	writeJSON(w, struct{}{})
+	httpjson.Write(w, struct{}{})
 }
 
 func (c *child) compact(w http.ResponseWriter, r *http.Request) {
@@ -221,7 +221,7 @@ func (c *child) compact(w http.ResponseWriter, r *http.Request) {
 	// Give the memory of the dropped history back, so that the
 	// machine's memory is not held by a benchmark's past phases.
 	debug.FreeOSMemory()
-	writeJSON(w, struct{}{})
+	httpjson.Write(w, struct{}{})
 }
 
 // restart simulates an apiserver restart: every open watch ends and the
@@ -240,26 +240,16 @@ func (c *child) restart(w http.ResponseWriter, _ *http.Request) {
 	}
 	c.src.Restart()
 	debug.FreeOSMemory()
-	writeJSON(w, struct{}{})
+	httpjson.Write(w, struct{}{})
 }
 
 func (c *child) stats(w http.ResponseWriter, _ *http.Request) {
 	st := c.src.Stats()
-	writeJSON(w, Stats{
+	httpjson.Write(w, Stats{
 		ResourceVersion: strconv.FormatInt(st.ResourceVersion, 10),
 		Lists:           st.Lists,
 		Watches:         st.Watches,
 		WatchLists:      st.WatchLists,
 		OpenWatches:     st.OpenWatches,
 	})
-}
-
-func writeJSON(w http.ResponseWriter, v interface{}) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		fail(w, http.StatusInternalServerError, "%v", err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(b)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/warmcache/warmcache/benchmarks/internal/genserver"
+	"github.com/warmcache/warmcache/internal/httpjson"
 )
 
 // serveGen runs a genserver of n podgen pods with this package's control
@@ -29,7 +30,7 @@ func serveGen(n int, in io.Reader, out io.Writer) error {
 			fail(w, http.StatusBadRequest, "%s: %v", ServerGen, err)
 			return
 		}
-		writeJSON(w, ChurnResult{
+		httpjson.Write(w, ChurnResult{
 			FirstRV: strconv.FormatInt(res.FirstRV, 10),
 			LastRV:  strconv.FormatInt(res.LastRV, 10),
 			Seconds: time.Since(start).Seconds(),
@@ -37,7 +38,7 @@ func serveGen(n int, in io.Reader, out io.Writer) error {
 	})
 	mux.HandleFunc(genserver.ControlPrefix+"open", func(w http.ResponseWriter, _ *http.Request) {
 		s.Open()
-		writeJSON(w, struct{}{})
+		httpjson.Write(w, struct{}{})
 	})
 	mux.HandleFunc(genserver.ControlPrefix+"compact", func(w http.ResponseWriter, r *http.Request) {
 		var rv int64
@@ -53,15 +54,15 @@ func serveGen(n int, in io.Reader, out io.Writer) error {
 			fail(w, http.StatusBadRequest, "%v", err)
 			return
 		}
-		writeJSON(w, struct{}{})
+		httpjson.Write(w, struct{}{})
 	})
 	mux.HandleFunc(genserver.ControlPrefix+"restart", func(w http.ResponseWriter, _ *http.Request) {
 		s.Restart()
-		writeJSON(w, struct{}{})
+		httpjson.Write(w, struct{}{})
 	})
 	mux.HandleFunc(genserver.ControlPrefix+"stats", func(w http.ResponseWriter, _ *http.Request) {
 		st := s.Stats()
-		writeJSON(w, Stats{
+		httpjson.Write(w, Stats{
 			ResourceVersion: strconv.FormatInt(st.ResourceVersion, 10),
 			Lists:           st.Lists,
 			Watches:         st.Watches,

@@ -10,8 +10,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
-	"strings"
 	"sync"
 )
 
@@ -66,20 +64,6 @@ func Parse(fs *flag.FlagSet, args []string) error {
 		return fmt.Errorf("%w: unexpected arguments %q", ErrUsage, fs.Args())
 	}
 	return nil
-}
-
-// Impls splits the comma-separated value of -impl into its names, each one
-// of known; an unknown name is an ErrUsage that lists them.
-func Impls(value string, known []string) ([]string, error) {
-	var impls []string
-	for _, name := range strings.Split(value, ",") {
-		name = strings.TrimSpace(name)
-		if !slices.Contains(known, name) {
-			return nil, fmt.Errorf("%w: -impl %q: want some of %v", ErrUsage, name, known)
-		}
-		impls = append(impls, name)
-	}
-	return impls, nil
 }
 
 // LockedWriter returns a writer that serialises the writes to w, for the

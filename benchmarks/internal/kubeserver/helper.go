@@ -19,6 +19,7 @@ import (
 
 	"github.com/warmcache/warmcache/benchmarks/internal/apiproc"
 	"github.com/warmcache/warmcache/benchmarks/internal/genserver"
+	"github.com/warmcache/warmcache/internal/httpjson"
 	"github.com/warmcache/warmcache/internal/podgen"
 )
 
@@ -104,15 +105,15 @@ func serveHelper(c helperConfig, in io.Reader, out io.Writer) error {
 	h := &helper{c: c, cs: cs, proxy: p}
 	mux := http.NewServeMux()
 	mux.HandleFunc(genserver.ControlPrefix+"proxy", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, proxyAddr{Addr: p.Addr()})
+		httpjson.Write(w, proxyAddr{Addr: p.Addr()})
 	})
 	mux.HandleFunc(genserver.ControlPrefix+"close", func(w http.ResponseWriter, _ *http.Request) {
 		p.Close()
-		writeJSON(w, struct{}{})
+		httpjson.Write(w, struct{}{})
 	})
 	mux.HandleFunc(genserver.ControlPrefix+"open", func(w http.ResponseWriter, _ *http.Request) {
 		p.Open()
-		writeJSON(w, struct{}{})
+		httpjson.Write(w, struct{}{})
 	})
 	mux.HandleFunc(genserver.ControlPrefix+"churn", h.churn)
 	return apiproc.ServeLoopback(mux, out, gone, p.Open)
@@ -146,7 +147,7 @@ func (h *helper) churn(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	writeJSON(w, res)
+	httpjson.Write(w, res)
 }
 
 // update makes n updates in order, setting the generation annotation to
@@ -204,14 +205,4 @@ func (h *helper) update(ctx context.Context, n, gen int, order genserver.ChurnOr
 		LastRV:  strconv.FormatInt(last.Load(), 10),
 		Seconds: time.Since(start).Seconds(),
 	}, nil
-}
-
-func writeJSON(w http.ResponseWriter, v interface{}) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(b)
 }

@@ -144,17 +144,6 @@ func TestProxyHoldsTheEndOfAConnection(t *testing.T) {
 	}
 }
 
-func TestParseStat(t *testing.T) {
-	line := []byte("4242 (kube apiserver) S 17 4242 4242 0 -1 4194560 100 0 0 0 250 130 0 0 20 0 12 0 1000 0 0\n")
-	ppid, cpu, ok := parseStat(line)
-	if !ok || ppid != 17 || cpu != 3800*time.Millisecond {
-		t.Fatalf("parseStat = %d, %v, %v; want 17, 3.8s, true", ppid, cpu, ok)
-	}
-	if _, _, ok := parseStat([]byte("4242 (x) S 17")); ok {
-		t.Fatal("parseStat accepted a short line")
-	}
-}
-
 // childrenCPU finds a child of this process and counts its CPU time.
 func TestChildrenCPU(t *testing.T) {
 	cmd := exec.Command("sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; sleep 5")
