@@ -110,10 +110,45 @@ func (w *Writer) Put(key string, env, sel []byte, values [][]string) (added bool
 	} else if env == nil {
 		return false, fmt.Errorf("re-file %q: %w", key, errNoItem)
 	}
-	for i, name := range w.Names {
-		if sameValues {
-			break
+	if !sameValues {
+		refiled, err := w.fileUnder(key, old, values)
+		if err != nil {
+			return false, err
 		}
+		changed = changed || refiled
+	}
+	if added {
+		if !w.sequenceChecked {
+			// Once per transaction, not per add: a sequence that went
+			// back (a damaged file) would give another item's envelope
+			// to this key.
+			if err := w.G.CheckSequence(); err != nil {
+				return false, fmt.Errorf("%w: key %q: %w", store.ErrCorrupt, key, err)
+			}
+			w.sequenceChecked = true
+		}
+		if id, err = w.G.NextBlobID(); err != nil {
+			return false, err
+		}
+	}
+	if env != nil {
+		if err := w.G.Blobs.Put(id, env); err != nil {
+			return false, err
+		}
+	}
+	if !changed {
+		return added, nil
+	}
+	// A new slice: the entry must not share memory with id, the
+	// envelope's key.
+	return added, w.G.Items.Put(k, AppendItemEntry(make([]byte, 0, len(id)+len(sel)+64), k, id, sel, w.Names, values))
+}
+
+// fileUnder moves key's index entries from the values old (by index
+// name) to values (by position in w.Names), touching only the indexes
+// whose values differ, and reports whether any did.
+func (w *Writer) fileUnder(key string, old map[string][]string, values [][]string) (changed bool, err error) {
+	for i, name := range w.Names {
 		var nv []string
 		if values != nil {
 			nv = values[i]
@@ -143,31 +178,7 @@ func (w *Writer) Put(key string, env, sel []byte, values [][]string) (added bool
 			}
 		}
 	}
-	if added {
-		if !w.sequenceChecked {
-			// Once per transaction, not per add: a sequence that went
-			// back (a damaged file) would give another item's envelope
-			// to this key.
-			if err := w.G.CheckSequence(); err != nil {
-				return false, fmt.Errorf("%w: key %q: %w", store.ErrCorrupt, key, err)
-			}
-			w.sequenceChecked = true
-		}
-		if id, err = w.G.NextBlobID(); err != nil {
-			return false, err
-		}
-	}
-	if env != nil {
-		if err := w.G.Blobs.Put(id, env); err != nil {
-			return false, err
-		}
-	}
-	if !changed {
-		return added, nil
-	}
-	// A new slice: the entry must not share memory with id, the
-	// envelope's key.
-	return added, w.G.Items.Put(k, AppendItemEntry(make([]byte, 0, len(id)+len(sel)+64), k, id, sel, w.Names, values))
+	return changed, nil
 }
 
 // sameReverse reports whether rev is the reverse entry of values: the
