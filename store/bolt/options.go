@@ -58,6 +58,17 @@ type Options struct {
 	// from MinPageSize to MaxPageSize; an existing file keeps its own
 	// (DB.PageSize). Default (0): DefaultPageSize.
 	PageSize int
+	// ReplayHeadroom is the most heap a ScanParallel (the informer's
+	// replays of a whole resource to its handlers) lends the garbage
+	// collector, 1 KiB per object scanned up to it, for resources of
+	// 16,384 objects or more: the decoded objects are garbage once handed
+	// over, and the room lets the collector run about a third as often,
+	// for up to that much more resident memory while the scan lasts
+	// (package store/bolt/internal/headroom). Capped to a sixteenth of the
+	// memory limit (GOMEMLIMIT), none with GOGC=off; the lends of the
+	// process share one ballast. Default (nil): DefaultReplayHeadroom; 0:
+	// none.
+	ReplayHeadroom *int64
 }
 
 // The range of Options.PageSize: what the file check accepts as a bbolt
@@ -74,6 +85,19 @@ const DefaultPageSize = 16 << 10
 // DefaultHotBytes is the default budget of a DB's hot tier: 32 MiB, about
 // 3,000 decoded pods.
 const DefaultHotBytes int64 = 32 << 20
+
+// DefaultReplayHeadroom is the default Options.ReplayHeadroom: 64 MiB,
+// lent in full from 65,536 objects.
+const DefaultReplayHeadroom int64 = 64 << 20
+
+// replayHeadroomPerObject is what a ScanParallel lends per object, up to
+// Options.ReplayHeadroom.
+const replayHeadroomPerObject = 1 << 10
+
+// replayHeadroomFrom is the fewest objects a ScanParallel lends for: the
+// scan of a smaller resource makes too few collections for the room to
+// save any. A variable for the tests.
+var replayHeadroomFrom int64 = 1 << 14
 
 // SyncPolicy says how a commit reaches stable storage.
 type SyncPolicy int
@@ -128,6 +152,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("%w: UnsafeIgnoreState needs ReadOnly", ErrInvalidOptions)
 	case o.PageSize != 0 && (o.PageSize < MinPageSize || o.PageSize > MaxPageSize || o.PageSize&(o.PageSize-1) != 0):
 		return o, fmt.Errorf("%w: PageSize %d is not a power of two from %d to %d", ErrInvalidOptions, o.PageSize, MinPageSize, MaxPageSize)
+	case o.ReplayHeadroom != nil && *o.ReplayHeadroom < 0:
+		return o, fmt.Errorf("%w: negative ReplayHeadroom %d", ErrInvalidOptions, *o.ReplayHeadroom)
 	}
 	if o.Timeout == 0 {
 		o.Timeout = defaultTimeout
@@ -143,6 +169,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.PageSize == 0 {
 		o.PageSize = DefaultPageSize
+	}
+	if o.ReplayHeadroom == nil {
+		o.ReplayHeadroom = ptrTo(DefaultReplayHeadroom)
 	}
 	return o, nil
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/headroom"
 )
 
 // maxScanParallelism caps the n of ScanParallel: more decoders than that
@@ -19,10 +20,21 @@ type walked struct {
 	err   error
 }
 
+// replayHeadroom is the heap a ScanParallel of the store's objects lends
+// the collector (Options.ReplayHeadroom).
+func (s *Store) replayHeadroom() int64 {
+	objects := int64(s.status.Load().meta.Objects)
+	if objects < replayHeadroomFrom {
+		return 0
+	}
+	return min(*s.db.opts.ReplayHeadroom, objects*replayHeadroomPerObject)
+}
+
 // ScanParallel is Scan with the next chunk read and decoded, on up to n
 // goroutines (at most 64), while fn is called on the objects of the
 // current one, in key order, on the calling goroutine (informer's
-// ParallelScanner). At most three chunks are alive. Its results, errors
+// ParallelScanner). At most three chunks are alive, and the collector is
+// lent Options.ReplayHeadroom while it lasts. Its results, errors
 // and corruption handling are Scan's; n < 1 wraps ErrInvalidOptions.
 func (s *Store) ScanParallel(ctx context.Context, n int, fn store.ScanFunc) error {
 	const op = "scan"
@@ -35,6 +47,7 @@ func (s *Store) ScanParallel(ctx context.Context, n int, fn store.ScanFunc) erro
 	if done, err := s.walkHot(ctx, op, store.Selection{}, fn); done {
 		return err
 	}
+	defer headroom.Lend(s.replayHeadroom())()
 	rctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()

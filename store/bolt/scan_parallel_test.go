@@ -13,6 +13,7 @@ import (
 
 	"github.com/warmcache/warmcache/internal/podgen"
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/headroom"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
@@ -260,5 +261,58 @@ func TestScanParallelCloseDuringScan(t *testing.T) {
 	}
 	if calls < 1 || calls >= len(list) {
 		t.Errorf("fn called %d times, want at least once and fewer than %d", calls, len(list))
+	}
+}
+
+// TestScanParallelLendsHeadroom checks that a ScanParallel lends the
+// collector Options.ReplayHeadroom, 1 KiB per object up to it, while it
+// runs, and gives it back when it returns; and nothing for a resource of
+// fewer than replayHeadroomFrom objects. It must not run in parallel:
+// the ballast is the process's.
+func TestScanParallelLendsHeadroom(t *testing.T) {
+	const pods = 300
+	defer func(from int64) { replayHeadroomFrom = from }(replayHeadroomFrom)
+	for _, tc := range []struct {
+		name     string
+		from     int64 // replayHeadroomFrom
+		headroom *int64
+		want     int64
+	}{
+		{"default", pods, nil, pods * replayHeadroomPerObject},
+		{"capped", pods, ptrTo(int64(100 << 10)), 100 << 10},
+		{"none", pods, ptrTo(int64(0)), 0},
+		{"too few objects", pods + 1, nil, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			replayHeadroomFrom = tc.from
+			db := openDB(t, tempPath(t), Options{Sync: UnsafeNoSync, HotBytes: ptrTo(int64(0)), ReplayHeadroom: tc.headroom})
+			s := openPods(t, db, namespaceIndexers())
+			list := make([]interface{}, pods)
+			for i, p := range podgen.Pods(pods) {
+				list[i] = p
+			}
+			must(t, s.Replace(list, "1"))
+			n := 0
+			must(t, s.ScanParallel(context.Background(), 2, func(string, interface{}) error {
+				if got := headroom.Size(); got != tc.want {
+					return fmt.Errorf("headroom during the scan's object %d: %d bytes, want %d", n, got, tc.want)
+				}
+				n++
+				return nil
+			}))
+			if n != pods {
+				t.Fatalf("scanned %d objects, want %d", n, pods)
+			}
+			if got := headroom.Size(); got != 0 {
+				t.Fatalf("headroom after the scan: %d bytes, want none", got)
+			}
+		})
+	}
+}
+
+func TestOpenRejectsNegativeReplayHeadroom(t *testing.T) {
+	_, err := Open(context.Background(), tempPath(t), Options{ReplayHeadroom: ptrTo(int64(-1))})
+	if !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("Open with ReplayHeadroom -1: %v, want ErrInvalidOptions", err)
 	}
 }

@@ -6,7 +6,7 @@
 //
 // Usage:
 //
-//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 400000] [-churn-hot 0] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone] [-server genserver|fakeapi|kube-apiserver] [-churn-workers 16] [-create-workers 16] [-bolt-gogc N] [-batch-size N] [-queue-capacity N]
+//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 400000] [-churn-hot 0] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone] [-server genserver|fakeapi|kube-apiserver] [-churn-workers 16] [-create-workers 16] [-bolt-gogc N] [-bolt-replay-headroom MiB] [-batch-size N] [-queue-capacity N]
 //
 // The server (a benchmarks/internal/genserver with -n podgen pods, which
 // generates each pod when it serves it and encodes on every core; with
@@ -89,6 +89,7 @@ type options struct {
 	profileDir  string
 	skipAlone   bool
 	boltGOGC    int
+	headroomMiB int
 	server      string
 	// workers and createWorkers are kube-apiserver's concurrent updates
 	// and creates.
@@ -122,6 +123,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.server, "server", apiproc.ServerGen, "the API server: "+apiproc.ServerGen+" (fake: generates each pod when it serves it), "+apiproc.ServerFake+" (fake: keeps every pod on its heap) or "+serverKube+" (a real one and etcd, the pods created through its API; -updates defaults to min(n, 100000) there)")
 	fs.IntVar(&o.workers, "churn-workers", 16, "with -server "+serverKube+": concurrent updates of a churn")
 	fs.IntVar(&o.createWorkers, "create-workers", 16, "with -server "+serverKube+": concurrent creates of the pods")
+	fs.IntVar(&o.headroomMiB, "bolt-replay-headroom", -1, "MiB the bolt store lends the collector during a replay (bolt.Options.ReplayHeadroom; -1: the store's default, 0: none)")
 	fs.IntVar(&o.boltGOGC, "bolt-gogc", 0, "GOGC during the bolt informer's phases only (0: the process's, 100 unless GOGC is set); its heap is a few MB, so a higher value costs little memory and saves collections")
 	fs.BoolVar(&o.skipAlone, "skip-server-alone", false, "skip the measurement of the server alone (a client that reads its streams without decoding them) before the informers")
 	fs.StringVar(&encoding, "encoding", "protobuf", "wire encoding: protobuf or json")
@@ -140,6 +142,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	var err error
 	if o.sync, err = syncflag.Parse(sync); err != nil {
 		return o, fmt.Errorf("%w: -bolt-sync: %w", cmdrun.ErrUsage, err)
+	}
+	if o.headroomMiB < -1 {
+		return o, fmt.Errorf("%w: -bolt-replay-headroom %d: want -1 (the default), 0 (none) or a number of MiB", cmdrun.ErrUsage, o.headroomMiB)
 	}
 	if err := syncflag.CheckPageSize(o.pageSize); err != nil {
 		return o, fmt.Errorf("%w: -bolt-page-size: %w", cmdrun.ErrUsage, err)
@@ -227,7 +232,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 
 	ro := informerbench.RunOptions{
 		Options: informerbench.Options{Dir: dir, BoltSync: o.sync, BoltPageSize: o.pageSize, ContentType: o.contentType,
-			BatchSize: o.batchSize, QueueCapacity: o.queueCap},
+			BatchSize: o.batchSize, QueueCapacity: o.queueCap, BoltReplayHeadroom: o.replayHeadroom()},
 		Updates:        o.updates,
 		ChurnHot:       o.churnHot,
 		RelistPercents: o.relists,
@@ -296,6 +301,9 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 		t.Note("kube-apiserver %s and etcd on this machine, %d pods created through its API; the churn's updates made through it by %d concurrent writers in a process of their own while the informers watch, so that events/s is what the server delivers (its write rate beside it); informers reach it through a proxy that holds their connections while a relist's changes are made, then etcd is compacted and kube-apiserver restarted (410 Expired); requests counted from its audit log; server CPU: kube-apiserver, etcd, writers and proxy; no server alone",
 			kubebin.DefaultKubernetesVersion, o.N, o.workers)
 	}
+	if o.headroomMiB >= 0 {
+		t.Note("bolt replays with bolt.Options.ReplayHeadroom %d MiB", o.headroomMiB)
+	}
 	if o.boltGOGC > 0 {
 		t.Note("bolt measured with GOGC=%d (debug.SetGCPercent during its phases), the others with the process's", o.boltGOGC)
 	}
@@ -316,4 +324,13 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	}
 	t.Note("command: go run ./benchmarks/cmd/informerbench %s", strings.Join(args, " "))
 	return t.Write(stdout)
+}
+
+// replayHeadroom is -bolt-replay-headroom as bolt.Options.ReplayHeadroom.
+func (o options) replayHeadroom() *int64 {
+	if o.headroomMiB < 0 {
+		return nil
+	}
+	n := int64(o.headroomMiB) << 20
+	return &n
 }

@@ -48,6 +48,12 @@ func TestRun(t *testing.T) {
 			Stdout: []string{"bolt measured with GOGC=400"},
 		},
 		{
+			Name:   "bolt replay headroom",
+			Args:   []string{"-n", "40", "-updates", "10", "-impl", "bolt", "-relist=", "-skip-server-alone", "-bolt-replay-headroom", "0", "-dir", t.TempDir()},
+			Code:   cmdrun.ExitOK,
+			Stdout: []string{"bolt replays with bolt.Options.ReplayHeadroom 0 MiB", "-bolt-replay-headroom 0"},
+		},
+		{
 			Name:   "genserver",
 			Args:   []string{"-n", "60", "-updates", "20", "-impl", "client-go,bolt", "-server", "genserver", "-dir", t.TempDir()},
 			Code:   cmdrun.ExitOK,
@@ -77,6 +83,7 @@ func TestRun(t *testing.T) {
 		{Name: "unknown implementation", Args: []string{"-impl", "bolt,etcd"}, Code: cmdrun.ExitUsage, StderrIn: `flag -impl: "etcd"`},
 		{Name: "bad encoding", Args: []string{"-encoding", "xml"}, Code: cmdrun.ExitUsage, StderrIn: "-encoding"},
 		{Name: "bad sync policy", Args: []string{"-bolt-sync", "never"}, Code: cmdrun.ExitUsage, StderrIn: "-bolt-sync"},
+		{Name: "bad replay headroom", Args: []string{"-bolt-replay-headroom", "-2"}, Code: cmdrun.ExitUsage, StderrIn: "-bolt-replay-headroom -2"},
 		{Name: "bad page size", Args: []string{"-bolt-page-size", "3000"}, Code: cmdrun.ExitUsage, StderrIn: "-bolt-page-size"},
 		{Name: "negative updates", Args: []string{"-updates", "-1"}, Code: cmdrun.ExitUsage, StderrIn: "not negative"},
 		{Name: "extra arguments", Args: []string{"more"}, Code: cmdrun.ExitUsage, StderrIn: "unexpected arguments"},

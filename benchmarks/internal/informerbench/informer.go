@@ -67,6 +67,10 @@ type Options struct {
 	// BoltPageSize is the page size of the bolt store's file
 	// (bolt.Options.PageSize). Default (0): the store's default.
 	BoltPageSize int
+	// BoltReplayHeadroom is the room the bolt store lends the collector
+	// during a replay (bolt.Options.ReplayHeadroom). Default (nil): the
+	// store's default.
+	BoltReplayHeadroom *int64
 	// ContentType is the clients' content type. Default
 	// ProtobufContentType.
 	ContentType string
@@ -139,7 +143,7 @@ func Start(ctx context.Context, impl string, cfg *rest.Config, opts Options, wit
 		}
 		i.store = st
 	case Bolt:
-		db, err := bolt.Open(ctx, opts.BoltPath(), bolt.Options{Sync: opts.BoltSync, PageSize: opts.BoltPageSize})
+		db, err := bolt.Open(ctx, opts.BoltPath(), bolt.Options{Sync: opts.BoltSync, PageSize: opts.BoltPageSize, ReplayHeadroom: opts.BoltReplayHeadroom})
 		if err != nil {
 			return nil, fmt.Errorf("informerbench: %s store: %w", impl, err)
 		}
