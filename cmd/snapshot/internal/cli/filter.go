@@ -382,7 +382,7 @@ func (f *snapshotFile) unreadKeys(env *Env, bad []badKey) error {
 	for _, b := range damaged {
 		fmt.Fprintf(env.Stderr, "  %s %s\n", displayName(b.info), b.key)
 	}
-	return withHint(mark(bolt.ErrCorrupt, "%s is damaged: %d objects could not be read, first %s %q: %v", f.path, len(damaged), displayName(damaged[0].info), damaged[0].key, damaged[0].err),
+	return withHint(mark(bolt.ErrCorrupt, "%s is damaged: %s could not be read, first %s %q: %v", f.path, plural(len(damaged), "object"), displayName(damaged[0].info), damaged[0].key, damaged[0].err),
 		"Run 'snapshot verify %s' for the whole picture.", shellQuote(f.path))
 }
 
