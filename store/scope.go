@@ -23,8 +23,8 @@ type Scope struct {
 	// syntax of labels.Parse and fields.ParseSelector.
 	LabelSelector, FieldSelector string
 	// Shard names a shard of a sharded list/watch. Stores only record it;
-	// the ListerWatcher applies it (the factory's send it as the server's
-	// shard selector, metav1.ListOptions.ShardSelector).
+	// the ListerWatcher applies it (the factory's ListerWatchers send it as the
+	// server's shard selector, metav1.ListOptions.ShardSelector).
 	Shard string
 }
 
