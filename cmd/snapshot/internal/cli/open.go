@@ -144,8 +144,7 @@ func explainOpenError(path string, err error) error {
 			"To look at it anyway, give --unsafe-ignore-state: what it shows may be wrong.")
 	case errors.Is(err, bolt.ErrCorrupt):
 		return withHint(fmt.Errorf("%s is not a readable warmcache cache file: %w", path, err),
-			"It is a cache of what the API server holds: a controller that opens it moves it aside\n"+
-				"(to %s.corrupt-<time>) and lists the objects again.", path)
+			"It is a cache: the objects it held are on the API server.")
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("cannot read %s: %w", path, err)
 	}
