@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"runtime/debug"
@@ -232,6 +233,9 @@ type runner interface {
 // runE runs o's Complete, Validate and Run.
 func runE(o runner) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
+		if err := swappedFile(cmd, args); err != nil {
+			return err
+		}
 		if err := o.Complete(cmd, args); err != nil {
 			return err
 		}
@@ -240,6 +244,38 @@ func runE(o runner) func(*cobra.Command, []string) error {
 		}
 		return o.Run(cmd.Context())
 	}
+}
+
+// swappedFile reports the cache file given after the resource instead of
+// before it (snapshot list pods cache.db), a kubectl habit, as a usage
+// error that shows the order, rather than as a missing file "pods". It
+// applies to the commands whose first argument is FILE and whose second
+// is not a file too (diff's FILE1 FILE2 is left to openSnapshot).
+func swappedFile(cmd *cobra.Command, args []string) error {
+	use := strings.Fields(cmd.Use)
+	if len(use) < 3 || use[1] != "FILE" || len(args) < 2 {
+		return nil
+	}
+	if _, err := os.Stat(args[0]); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	for i, a := range args[1:] {
+		if fi, err := os.Stat(a); err == nil && fi.Mode().IsRegular() {
+			fixed := []string{cmd.CommandPath(), shellQuote(a)}
+			for j, b := range args {
+				if j != i+1 {
+					fixed = append(fixed, shellQuote(b))
+				}
+			}
+			flags := ""
+			if cmd.Flags().NFlag() > 0 {
+				flags = " (with the same flags)"
+			}
+			return withHint(usageErrorf("file %s does not exist, and %s is a file: the file comes first", args[0], a),
+				"Did you mean '%s'%s?\nUsage: %s", strings.Join(fixed, " "), flags, cmd.UseLine())
+		}
+	}
+	return nil
 }
 
 // closeInto closes c and records its error in *err if there is none yet.
