@@ -49,7 +49,8 @@
 //	    The bbolt structure, each resource's metadata, every item and every
 //	    index entry against its item and back; prints each problem.
 //
-//	snapshot export FILE RESOURCE [-n NS] [-l SELECTOR] [-o yaml|json] [--raw] [--no-status]
+//	snapshot export FILE RESOURCE [-n NS | -A] [-l SELECTOR] [--field-selector F]
+//	                [-o yaml|json] [--raw] [--no-status]
 //	    A List for kubectl apply -f or test fixtures, without the fields the
 //	    API server sets (resourceVersion, uid, ownerReferences...) unless
 //	    --raw; status is kept unless --no-status.
