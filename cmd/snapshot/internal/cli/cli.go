@@ -155,7 +155,7 @@ Data goes to standard output; errors, warnings and progress bars to standard err
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErrorf("%v", err) })
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return listOnlyFlag(cmd, usageErrorf("%v", err)) })
 	root.PersistentFlags().DurationVar(&common.LockTimeout, "lock-timeout", time.Second,
 		"how long to wait for the file's lock before giving up (exit code 4); 0 tries once")
 	root.PersistentFlags().BoolVar(&common.UnsafeIgnoreState, "unsafe-ignore-state", false,
@@ -276,6 +276,39 @@ func swappedFile(cmd *cobra.Command, args []string) error {
 		}
 	}
 	return nil
+}
+
+// listOnlyFlag adds to the error of a flag unknown to get a hint when
+// list has that flag: kubectl get's -A, -l, --field-selector and --sort-by
+// select objects, which snapshot does with list (get looks names up).
+func listOnlyFlag(cmd *cobra.Command, err error) error {
+	if cmd.Name() != "get" || !cmd.HasParent() {
+		return err
+	}
+	var list *cobra.Command
+	for _, c := range cmd.Parent().Commands() {
+		if c.Name() == "list" {
+			list = c
+		}
+	}
+	if list == nil {
+		return err
+	}
+	msg := err.Error()
+	name := ""
+	if long, ok := strings.CutPrefix(msg, "unknown flag: --"); ok {
+		if f := list.Flags().Lookup(long); f != nil {
+			name = "--" + f.Name
+		}
+	} else if rest, ok := strings.CutPrefix(msg, "unknown shorthand flag: '"); ok && len(rest) > 1 && rest[1] == '\'' {
+		if f := list.Flags().ShorthandLookup(rest[:1]); f != nil {
+			name = "-" + f.Shorthand + " (--" + f.Name + ")"
+		}
+	}
+	if name == "" {
+		return err
+	}
+	return withHint(err, "%s is list's: get looks objects up by name, list selects and sorts them (%s).", name, list.UseLine())
 }
 
 // closeInto closes c and records its error in *err if there is none yet.
