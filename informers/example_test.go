@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,7 +20,10 @@ import (
 )
 
 // A controller written against client-go's SharedInformerFactory runs on
-// a cache file: the second run starts warm, without listing.
+// a cache file. The first run lists the pods (here one WatchList stream);
+// the second starts warm, its pods from the file, and sends one LIST, the
+// resume check, which reads the server's resourceVersion (package factory's
+// Example says more). fakeapi stands in for a kube-apiserver.
 func Example() {
 	dir, _ := os.MkdirTemp("", "warmcache-informers-example")
 	defer os.RemoveAll(dir)
@@ -30,6 +34,7 @@ func Example() {
 	client := kubernetes.NewForConfigOrDie(srv.Config(""))
 
 	for run := 1; run <= 2; run++ {
+		before := len(src.Requests())
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		wf, err := factory.New(ctx, factory.Options{Path: filepath.Join(dir, "cache.db")})
 		if err != nil {
@@ -45,11 +50,28 @@ func Example() {
 			}
 		}
 		list, _ := pods.Lister().List(labels.Everything())
-		fmt.Printf("run %d: %d pods, lists so far: %d\n", run, len(list), src.Stats().Lists+src.Stats().WatchLists)
+		fmt.Printf("run %d: %d pods; %s\n", run, len(list), lists(src.Requests()[before:]))
 		cancel()
 		f.Shutdown()
 	}
 	// Output:
-	// run 1: 1 pods, lists so far: 1
-	// run 2: 1 pods, lists so far: 2
+	// run 1: 1 pods; a WatchList stream
+	// run 2: 1 pods; a LIST (limit 500)
+}
+
+// lists says how the requests read the whole collection: WatchList streams
+// and LISTs, each LIST with its limit.
+func lists(reqs []fakesource.Request) string {
+	var out []string
+	for _, r := range reqs {
+		switch {
+		case r.Verb == "watch" && r.Options.SendInitialEvents != nil && *r.Options.SendInitialEvents:
+			out = append(out, "a WatchList stream")
+		case r.Verb == "list" && r.Options.Limit > 0:
+			out = append(out, fmt.Sprintf("a LIST (limit %d)", r.Options.Limit))
+		case r.Verb == "list":
+			out = append(out, "a LIST")
+		}
+	}
+	return strings.Join(out, ", ")
 }
