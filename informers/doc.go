@@ -91,7 +91,7 @@
 // Lifetime: the Factory owns the factory.Factory it is given. Shutdown
 // stops every informer (those of this factory and any other of the
 // factory.Factory), waits for them, flushes and closes the file; the
-// stop channel of Start needs not be closed first.
+// stop channel of Start need not be closed first.
 package informers
 
 //go:generate go run ./internal/gen -out .
