@@ -161,7 +161,7 @@ Data goes to standard output; errors, warnings and progress bars to standard err
 	root.PersistentFlags().BoolVar(&common.UnsafeIgnoreState, "unsafe-ignore-state", false,
 		"read a file left unflushed across a restart of the machine (it may be torn: what it shows may be wrong)")
 	root.PersistentFlags().StringVar(&common.KeyFile, "key-file", "",
-		"file of the keys that decrypt sealed resources (Secrets): one base64 key per line, as the controller reads them; without it, or without the key that sealed them, their objects are not shown (exit code 8), their names, labels, counts and index values are")
+		"file of the keys that decrypt sealed resources (Secrets): one base64 key per line, as the controller reads them; without it, or without the key that sealed them, their objects are not shown (exit code 8); their names, labels, counts and index values always are")
 	root.PersistentPreRunE = func(*cobra.Command, []string) error {
 		if common.LockTimeout < 0 {
 			return usageErrorf("--lock-timeout must not be negative")
