@@ -217,7 +217,13 @@ func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := v(cmd, args); err != nil {
 			// cobra's message counts the arguments without naming them.
-			return withHint(usageErrorf("%v", err), "Usage: %s", cmd.UseLine())
+			err = usageErrorf("%v", err)
+			if use := strings.Fields(cmd.Use); len(args) == 1 && len(use) > 2 && use[1] == "FILE" &&
+				(strings.HasPrefix(use[2], "TYPE") || strings.HasPrefix(use[2], "(TYPE") || use[2] == "RESOURCE") {
+				// Printed after the usage line: what to put after FILE.
+				err = withHint(err, "'snapshot info %s' lists the resources the file holds.", shellQuote(args[0]))
+			}
+			return withHint(err, "Usage: %s", cmd.UseLine())
 		}
 		return nil
 	}
