@@ -187,8 +187,9 @@ type factoryEntry struct {
 // does not create it (a missing directory is more often a volume that was
 // not mounted than one to create on the container's own disk), and says
 // so with an error wrapping fs.ErrNotExist; a path whose directory is not
-// one is ErrInvalidOptions. Every error New returns starts with
-// "factory: ".
+// one, or a path that is a directory or another file than a regular one,
+// is ErrInvalidOptions, and nothing is moved aside. Every error New
+// returns starts with "factory: ".
 func New(ctx context.Context, opts Options) (*Factory, error) {
 	logger := klog.FromContext(ctx)
 	if opts.Logger != nil {
@@ -249,8 +250,17 @@ func New(ctx context.Context, opts Options) (*Factory, error) {
 
 // checkCacheDir returns an error naming the directory of path when it
 // does not exist or is not a directory, which bolt would report as a
-// failure to open its lock file.
+// failure to open its lock file, and an error when path itself exists and
+// is not a regular file: bolt reports a directory as a corrupt file, which
+// New would move aside, renaming the user's directory.
 func checkCacheDir(path string) error {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		what := "not a regular file (" + fi.Mode().Type().String() + ")"
+		if fi.IsDir() {
+			what = "a directory"
+		}
+		return fmt.Errorf("%w: Options.Path %s is %s, not a cache file: name the file, for example %s", ErrInvalidOptions, path, what, filepath.Join(path, "cache.db"))
+	}
 	dir := filepath.Dir(path)
 	fi, err := os.Stat(dir)
 	switch {

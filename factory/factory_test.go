@@ -265,6 +265,7 @@ func TestNewErrors(t *testing.T) {
 	}{
 		{"missing directory", Options{Path: filepath.Join(missing, "cache.db")}, "factory: cache directory " + missing + " does not exist", fs.ErrNotExist},
 		{"directory is a file", Options{Path: filepath.Join(file, "cache.db")}, "factory: invalid options: cache directory " + file + " of Options.Path " + filepath.Join(file, "cache.db") + " is not a directory", ErrInvalidOptions},
+		{"path is a directory", Options{Path: dir}, "factory: invalid options: Options.Path " + dir + " is a directory, not a cache file: name the file, for example " + filepath.Join(dir, "cache.db"), ErrInvalidOptions},
 		{"file locked", Options{Path: filepath.Join(dir, "held.db"), Bolt: bolt.Options{Timeout: 10 * time.Millisecond}}, "factory: bolt: open " + filepath.Join(dir, "held.db"), bolt.ErrLocked},
 		{"store set", Options{Informer: informer.Options{Store: mem}}, "factory: invalid options: Options.Informer.Store", ErrInvalidOptions},
 	} {
@@ -284,5 +285,11 @@ func TestNewErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(missing); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("New created the missing directory: %v", err)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Fatalf("the directory given as Options.Path is gone (moved aside?): %v", err)
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Fatalf("a file of the directory given as Options.Path is gone: %v", err)
 	}
 }
