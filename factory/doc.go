@@ -20,6 +20,24 @@
 // and closes the file. Package informers puts client-go's
 // SharedInformerFactory interface on a Factory.
 //
+//	f, err := factory.New(ctx, factory.Options{Path: "/var/cache/ctl/cache.db", RESTConfig: config})
+//	if err != nil {
+//		return err // bolt.ErrLocked: another process holds the file
+//	}
+//	defer f.Shutdown()
+//	pods, err := f.ForResource(ctx, corev1.SchemeGroupVersion.WithResource("pods"), "Pod", factory.Scope{})
+//	if err != nil {
+//		return err
+//	}
+//	pods.AddEventHandler(handler) // a cache.SharedIndexInformer
+//	f.Start(ctx)
+//	for name, synced := range f.WaitForCacheSync(ctx) { ... }
+//	lister := corelisters.NewPodLister(pods.GetIndexer()) // package listers/core/v1
+//
+// The file's directory must exist (New does not create it); a warm start
+// needs the file to outlive the process, on a volume that survives the
+// pod (docs/deployment.md in the repository).
+//
 // WatchDiscovered makes the factory follow the cluster's discovery instead
 // (Discovered): an informer per resource that can be listed and watched,
 // built-in or custom, in its group's preferred version, selected by rules
