@@ -143,6 +143,7 @@ type Options struct {
 type Factory struct {
 	opts    Options
 	db      *bolt.DB // nil for in-memory stores
+	path    string   // the file's absolute path (openFiles); "" without db
 	logger  klog.Logger
 	cluster string            // recorded with every resource; see Options.ClusterID
 	keys    []seal.Key        // of Options.Keys; nil: sensitive resources in memory
@@ -183,7 +184,8 @@ type factoryEntry struct {
 // factory. A file that is corrupt, not a warmcache file, or left unflushed
 // across a restart of the machine is moved aside with a log line and
 // replaced by a new one (invariant 5); other open errors (bolt.ErrLocked,
-// bolt.ErrReadOnly) are returned. The file's directory must exist: New
+// bolt.ErrReadOnly) are returned, a file another Factory of this process
+// holds named as such. The file's directory must exist: New
 // does not create it (a missing directory is more often a volume that was
 // not mounted than one to create on the container's own disk), and says
 // so with an error wrapping fs.ErrNotExist; a path whose directory is not
@@ -239,10 +241,14 @@ func New(ctx context.Context, opts Options) (*Factory, error) {
 		logger.Error(err, "The cache file is unreadable; moved it aside and starting from an empty one", "path", opts.Path, "movedTo", moved)
 		db, err = bolt.Open(ctx, opts.Path, bo)
 	}
+	if errors.Is(err, bolt.ErrLocked) && fileOpenHere(absPath(opts.Path)) {
+		return nil, fmt.Errorf("factory: %s is open in another Factory of this process (a file has one writer: share that Factory, or give this one its own Path): %w", opts.Path, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("factory: %w", err)
 	}
-	f.db = db
+	f.db, f.path = db, absPath(opts.Path)
+	fileOpened(f.path)
 	f.cluster = clusterID(ctx, opts, logger)
 	f.keys = loadKeys(ctx, opts, logger)
 	return f, nil

@@ -266,7 +266,8 @@ func TestNewErrors(t *testing.T) {
 		{"missing directory", Options{Path: filepath.Join(missing, "cache.db")}, "factory: cache directory " + missing + " does not exist", fs.ErrNotExist},
 		{"directory is a file", Options{Path: filepath.Join(file, "cache.db")}, "factory: invalid options: cache directory " + file + " of Options.Path " + filepath.Join(file, "cache.db") + " is not a directory", ErrInvalidOptions},
 		{"path is a directory", Options{Path: dir}, "factory: invalid options: Options.Path " + dir + " is a directory, not a cache file: name the file, for example " + filepath.Join(dir, "cache.db"), ErrInvalidOptions},
-		{"file locked", Options{Path: filepath.Join(dir, "held.db"), Bolt: bolt.Options{Timeout: 10 * time.Millisecond}}, "factory: bolt: open " + filepath.Join(dir, "held.db"), bolt.ErrLocked},
+		{"file held by another factory of this process", Options{Path: filepath.Join(dir, "held.db"), Bolt: bolt.Options{Timeout: 10 * time.Millisecond}},
+			"factory: " + filepath.Join(dir, "held.db") + " is open in another Factory of this process", bolt.ErrLocked},
 		{"store set", Options{Informer: informer.Options{Store: mem}}, "factory: invalid options: Options.Informer.Store", ErrInvalidOptions},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -291,5 +292,36 @@ func TestNewErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(file); err != nil {
 		t.Fatalf("a file of the directory given as Options.Path is gone: %v", err)
+	}
+}
+
+// TestFileOpenHereForgetsShutdown checks that a file a Factory of this
+// process closed is no longer named as held by one: a second New after
+// Shutdown opens it.
+func TestFileOpenHereForgetsShutdown(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	opts := Options{Path: path, Bolt: bolt.Options{Sync: bolt.UnsafeNoSync, Timeout: 10 * time.Millisecond}, ClusterID: "test"}
+	first, err := New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fileOpenHere(absPath(path)) {
+		t.Fatal("an open file is not recorded")
+	}
+	if err := first.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Shutdown(); err != nil { // idempotent: must not count twice
+		t.Fatal(err)
+	}
+	if fileOpenHere(absPath(path)) {
+		t.Fatal("a closed file is still recorded as open")
+	}
+	second, err := New(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("New after Shutdown: %v", err)
+	}
+	if err := second.Shutdown(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -190,6 +190,7 @@ func (f *Factory) Shutdown() error {
 	}
 	if f.db != nil {
 		errs = append(errs, f.db.Close())
+		fileClosed(f.path)
 	}
 	return errors.Join(errs...)
 }
