@@ -36,7 +36,7 @@ func TestSampleResourcesAreLeftOut(t *testing.T) {
 	if l := run(t, "list", path, podsID.Resource+bolt.SampleResourceSuffix, "-A"); l.code == 0 {
 		t.Errorf("list of the sample resource exits 0:\n%s", l.stdout)
 	}
-	if v := run(t, "verify", path); v.code != 0 || !strings.Contains(v.stdout, "2 resources") {
+	if v := run(t, "verify", path); v.code != 0 || !strings.Contains(v.stdout, "(1 resource, 1 factory sample, ") {
 		t.Errorf("verify (exit %d) does not check both resources:\n%s%s", v.code, v.stdout, v.stderr)
 	}
 }

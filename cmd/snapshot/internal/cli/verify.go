@@ -198,11 +198,22 @@ func (o *verifyOptions) Run(ctx context.Context) (err error) {
 		if keyErr != nil {
 			printError(o.env.Stderr, keyErr, "")
 		}
-		fmt.Fprintf(o.env.Stdout, "%s: %s (%s, %s decoded)\n", o.File, plural(problems, "problem"), plural(len(f.all), "resource"), plural(int(objects), "object"))
+		fmt.Fprintf(o.env.Stdout, "%s: %s (%s, %s decoded)\n", o.File, plural(problems, "problem"), f.checkedResources(), plural(int(objects), "object"))
 		return mark(ErrProblems, "verify found %s in %s", plural(problems, "problem"), o.File)
 	}
-	fmt.Fprintf(o.env.Stdout, "%s: no problems (%s, %s decoded)\n", o.File, plural(len(f.all), "resource"), plural(int(objects), "object"))
+	fmt.Fprintf(o.env.Stdout, "%s: no problems (%s, %s decoded)\n", o.File, f.checkedResources(), plural(int(objects), "object"))
 	return keyErr
+}
+
+// checkedResources counts the resources verify checked as info counts
+// them, and the factory's sample resources (bolt.Identity.IsSample), which
+// info leaves out, apart: "2 resources, 1 factory sample".
+func (f *snapshotFile) checkedResources() string {
+	out := plural(len(f.resources), "resource")
+	if samples := len(f.all) - len(f.resources); samples > 0 {
+		out += ", " + plural(samples, "factory sample")
+	}
+	return out
 }
 
 // metaProblems checks what the recorded metadata of one resource says
