@@ -5,7 +5,8 @@
 //
 //	go run ./examples/workqueue --kubeconfig ~/.kube/config --cache-file pods.db
 //
-// Only run's first lines are warmcache's; the rest is plain client-go.
+// Only run's first lines and the lister's package are warmcache's, each
+// marked warmcache:; the rest is plain client-go.
 // Copy it, and put your controller's logic in reconcile. README.md beside
 // this file says how to run it against your cluster.
 package main
@@ -23,7 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	corelisters "k8s.io/client-go/listers/core/v1"
+	clientlisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -31,6 +32,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/warmcache/warmcache/factory"
+	corelisters "github.com/warmcache/warmcache/listers/core/v1"
 )
 
 func main() {
@@ -79,7 +81,7 @@ func run(ctx context.Context, config *rest.Config, o options) (err error) {
 
 	// warmcache: ForResource returns a cache.SharedIndexInformer whose
 	// store is the file: the pods are not on the Go heap, and client-go's
-	// typed listers read them unchanged.
+	// lister interfaces read them (see newController).
 	pods, err := f.ForResource(ctx, corev1.SchemeGroupVersion.WithResource("pods"), "Pod", factory.Scope{Namespace: o.namespace})
 	if err != nil {
 		return err
@@ -91,9 +93,10 @@ func run(ctx context.Context, config *rest.Config, o options) (err error) {
 	defer c.queue.ShutDown()
 
 	f.Start(ctx)
-	// warmcache: on a warm start, synced means the stored pods were
-	// replayed to the handler (as initial-list adds) and the watch resumed
-	// from the stored resourceVersion, without a relist.
+	// warmcache: on a warm start, synced means the watch resumed from the
+	// stored resourceVersion, without a relist, caught up with the server,
+	// and the caught-up pods were replayed to the handler as initial-list
+	// adds: what a list at the start would have told it.
 	for name, synced := range f.WaitForCacheSync(ctx) {
 		if !synced {
 			return fmt.Errorf("informer %s did not sync: %w", name, context.Cause(ctx))
@@ -107,7 +110,7 @@ func run(ctx context.Context, config *rest.Config, o options) (err error) {
 // controller reconciles the pods whose names its event handler queues.
 type controller struct {
 	queue  workqueue.TypedRateLimitingInterface[cache.ObjectName]
-	lister corelisters.PodLister
+	lister clientlisters.PodLister
 }
 
 func newController(pods cache.SharedIndexInformer) (*controller, error) {
@@ -115,6 +118,9 @@ func newController(pods cache.SharedIndexInformer) (*controller, error) {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.DefaultTypedControllerRateLimiter[cache.ObjectName](),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "pods"}),
+		// warmcache: client-go's PodLister from warmcache's listers package,
+		// whose List(selector) decodes only the pods it selects (client-go's
+		// own would decode every pod of the file on every call).
 		lister: corelisters.NewPodLister(pods.GetIndexer()),
 	}
 	// The handler only queues names; reconcile reads the pod from the
