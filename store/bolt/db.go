@@ -93,14 +93,18 @@ type DB struct {
 // bbolt maps it; the pages Open does not check are checked in the
 // background (DB.FileCheck). Errors: ErrLocked; ErrCorrupt (a damaged or
 // foreign file), ErrUnflushed, a *VersionError (a newer format);
-// ErrReadOnly; fs.ErrNotExist (read-only); ErrInvalidOptions. A refused
-// file is left as it was found, and nothing is left open.
+// ErrReadOnly; fs.ErrNotExist (read-only); ErrInvalidOptions (among them
+// a path that is a directory or another file than a regular one). A
+// refused file is left as it was found, and nothing is left open.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
 	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	}
+	if err := regularOrMissing(path); err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
 	}
 	metrics := opts.Metrics
@@ -452,8 +456,12 @@ func (db *DB) updateKeepHot(op string, fn func(*bbolt.Tx) error) (err error) {
 // MoveAside renames the file at path, and its state file, to a new name
 // beside it (path.corrupt-<UTC time>) and returns that name, so that a
 // corrupt file is kept for inspection while a new one is created at path.
-// The file must not be open.
+// The file must not be open. A path that is not a regular file (a
+// directory given for the file) is ErrInvalidOptions, and not moved.
 func MoveAside(path string) (string, error) {
+	if err := regularOrMissing(path); err != nil {
+		return "", fmt.Errorf("bolt: move aside %s: %w; left as it is", path, err)
+	}
 	dst := fmt.Sprintf("%s.corrupt-%s", path, time.Now().UTC().Format("20060102T150405.000000000Z"))
 	if err := os.Rename(path, dst); err != nil {
 		return "", fmt.Errorf("bolt: move aside %s: %w", path, classify(err))
@@ -476,4 +484,20 @@ func Remove(path string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// regularOrMissing returns ErrInvalidOptions, naming what it is, if path
+// exists and is not a regular file (after symbolic links): a directory
+// given for the cache file must not be reported corrupt, and so moved
+// aside by its caller.
+func regularOrMissing(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().IsRegular() {
+		return nil // a missing file is created; other errors come from the open
+	}
+	what := "a directory"
+	if !fi.IsDir() {
+		what = "not a regular file (" + fi.Mode().Type().String() + ")"
+	}
+	return fmt.Errorf("%w: %s is %s, not a cache file", ErrInvalidOptions, path, what)
 }

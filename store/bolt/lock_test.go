@@ -114,7 +114,7 @@ func TestWriterDoesNotWaitForReaders(t *testing.T) {
 // holding the file, and that a writer that does not take the writers'
 // lock (an older release) is waited for, not copied over.
 func TestWritersExcludeEachOther(t *testing.T) {
-	const msg = "cache file is locked by another process: timeout"
+	const msg = "cache file is locked by another open DB, in this process or another: timeout"
 	for _, withReader := range []bool{false, true} {
 		t.Run(fmt.Sprintf("reader=%v", withReader), func(t *testing.T) {
 			path := tempPath(t)

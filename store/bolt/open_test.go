@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/internal/testkit"
+	"github.com/warmcache/warmcache/store/bolt/internal/filelock"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
@@ -373,5 +375,35 @@ func TestReadOnlyDB(t *testing.T) {
 	}
 	if string(before) != string(after) {
 		t.Error("a read-only DB changed the file")
+	}
+}
+
+// TestOpenRefusesDirectory checks that a directory given for the file is
+// refused as an invalid option, not reported corrupt (which callers answer
+// with MoveAside), and that MoveAside refuses it too, leaving it where it
+// is.
+func TestOpenRefusesDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "cache")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, readOnly := range []bool{false, true} {
+		db, err := Open(context.Background(), dir, Options{ReadOnly: readOnly})
+		if err == nil {
+			db.Close()
+			t.Fatalf("Open(directory, ReadOnly %v) succeeded", readOnly)
+		}
+		if !errors.Is(err, ErrInvalidOptions) || errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "is a directory") {
+			t.Fatalf("Open(directory, ReadOnly %v): %v; want ErrInvalidOptions naming a directory, not ErrCorrupt", readOnly, err)
+		}
+	}
+	if moved, err := MoveAside(dir); !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("MoveAside(directory): %q, %v; want ErrInvalidOptions", moved, err)
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		t.Fatalf("the directory after Open and MoveAside: %v, %v; want it where it was", fi, err)
+	}
+	if _, err := os.Stat(dir + filelock.Suffix); err == nil {
+		t.Fatalf("Open of a directory left a lock file beside it")
 	}
 }

@@ -19,7 +19,7 @@ import (
 // The sentinels, exported and documented by package bolt (and inspect)
 // under the same names.
 var (
-	ErrLocked   = errors.New("cache file is locked by another process")
+	ErrLocked   = errors.New("cache file is locked by another open DB, in this process or another")
 	ErrDiskFull = errors.New("disk full")
 	ErrReadOnly = errors.New("cache file is read-only")
 	// ErrResourceNotFound is a resource the file does not hold.
