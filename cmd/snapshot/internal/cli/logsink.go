@@ -26,10 +26,14 @@ type diagSink struct {
 
 // sinkState is what the copies made by WithValues share.
 type sinkState struct {
-	// mu guards w and errors.
+	// mu guards w, errors and printed.
 	mu     sync.Mutex
 	w      io.Writer
 	errors int
+	// printed holds the warnings printed so far: the store logs one
+	// unreadable object at each read that meets it (a command may read a
+	// resource more than once), and a repeat tells the reader nothing.
+	printed map[string]bool
 }
 
 func newDiagLogger(w io.Writer) (logr.Logger, *sinkState) {
@@ -87,8 +91,16 @@ func (d *diagSink) Error(err error, msg string, kv ...any) {
 		}
 		fmt.Fprintf(&b, " %v=%q", all[i], fmt.Sprint(all[i+1]))
 	}
+	line := b.String()
 	d.shared.mu.Lock()
 	defer d.shared.mu.Unlock()
 	d.shared.errors++
-	fmt.Fprintln(d.shared.w, b.String())
+	if d.shared.printed[line] {
+		return
+	}
+	if d.shared.printed == nil {
+		d.shared.printed = map[string]bool{}
+	}
+	d.shared.printed[line] = true
+	fmt.Fprintln(d.shared.w, line)
 }
