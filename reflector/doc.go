@@ -59,9 +59,10 @@
 //     cannot be compared, and the log line says a stored state ahead of
 //     such a server cannot be detected.
 //   - Streaming relists. A relist is pushed as BeginReplace, pages of at
-//     most Options.ListPageSize objects, and EndReplace(rv); the Sink never
-//     needs the whole list in memory and the reflector never holds more
-//     than one page. It streams with WatchList (sendInitialEvents) when the
+//     most Options.ListPageSize objects (a WatchList's grow to it with the
+//     stream, so that a small resource is never held whole in flight),
+//     and EndReplace(rv); the Sink never needs the whole list in memory
+//     and the reflector never holds more than one page. It streams with WatchList (sendInitialEvents) when the
 //     server supports it and falls back to a paginated LIST otherwise:
 //     as in client-go, a WatchList failure is followed at once by a LIST,
 //     with a log line saying why, except a 429 or a refused connection,

@@ -211,7 +211,9 @@ type Options struct {
 	// handlers never see a state the server does not have.
 	OnResumeDecided func(ahead bool)
 	// ListPageSize is the Limit of list requests and the most objects one
-	// ReplacePage carries. Default DefaultListPageSize (500).
+	// ReplacePage carries. A WatchList's pages start smaller and grow to
+	// it: each holds at most an eighth of the objects the stream pushed
+	// before it, and at least 64. Default DefaultListPageSize (500).
 	ListPageSize int64
 	// UseWatchList selects how relists are streamed. Default
 	// WatchListAuto.
