@@ -23,9 +23,10 @@
 //     Options.VersionCheckLimit (5,000) objects is compared with the
 //     server's state instead when Options.ListVersions is set (package
 //     factory sets it): the resume check lists every object's metadata
-//     (pages of 2,000); unchanged, the warm start is synced at once;
-//     changed, MarkSynced follows the event that brings the last object
-//     that differed to its state at R, with or without bookmarks.
+//     (pages of a quarter of the store, 500 to 2,000); unchanged, the
+//     warm start is synced at once; changed, MarkSynced follows the event
+//     that brings the last object that differed to its state at R, with
+//     or without bookmarks.
 //     kube-apiserver accepts a watch from an expired
 //     RV and reports the 410 as its first event, at once; in that case the
 //     reflector pushes no MarkSynced and relists, and the relist's

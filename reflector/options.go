@@ -148,9 +148,9 @@ type Options struct {
 	// ListVersions, when set with StoredVersions, lets a warm start of a
 	// store of more than ListPageSize and at most VersionCheckLimit
 	// objects compare the stored state with the server's in its resume
-	// check: the check lists the metadata of every object (pages of 2,000,
-	// the first one consistent, whose resourceVersion is the server's R)
-	// instead of one object. When every object is at its stored
+	// check: the check lists the metadata of every object (pages of a
+	// quarter of the store, 500 to 2,000, the first one consistent, whose
+	// resourceVersion is the server's R) instead of one object. When every object is at its stored
 	// resourceVersion, nothing changed since the stored RV: the reflector
 	// pushes Bookmark(R) and MarkSynced once the watch from R is open,
 	// with no wait for the catch-up (on kube-apiserver, a bookmark about a
