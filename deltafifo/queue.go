@@ -258,7 +258,7 @@ func (q *Queue) waitRoomLocked(ctx context.Context, n int, want replaceWant) err
 // and being applied, are then a fraction of those already applied, so a
 // resource of a few pages is never held whole in the queue while its
 // first pages are written; one of more than replaceGrowth times Capacity
-// is queued up to Capacity from then on. package reflector grows a
+// is queued up to Capacity from then on. Package reflector grows a
 // WatchList's pages the same way.
 const (
 	minReplaceRoom = 64
