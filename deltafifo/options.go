@@ -57,7 +57,11 @@ type Options struct {
 	// Capacity bounds the queue's depth: the number of queued deltas plus
 	// queued page objects. A push that would exceed it blocks until the
 	// consumer pops (one page larger than Capacity is accepted into an
-	// empty queue). Default DefaultCapacity; negative is an error.
+	// empty queue). While a replace is open, its pages also wait until
+	// the depth is at most an eighth of the page objects popped since
+	// BeginReplace (at least 64), so that a relist's room grows with what
+	// its consumer has applied (see Queue.ReplacePage). Default
+	// DefaultCapacity; negative is an error.
 	Capacity int
 
 	// Budget, when set, is shared with other queues: their depths

@@ -66,6 +66,7 @@ func (q *Queue) popLocked(max int) Batch {
 		n := min(max, len(s.objs))
 		b.Objects = s.objs[:n:n]
 		s.objs = s.objs[n:]
+		q.replacePopped += n
 		q.addDepthLocked(-n)
 		done = len(s.objs) == 0
 	case KindReplaceEnd:

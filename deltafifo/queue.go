@@ -51,6 +51,9 @@ type Queue struct {
 	replaceInitial bool
 	// replaceBegun is set by the first BeginReplace.
 	replaceBegun bool
+	// replacePopped counts the page objects popped since the last
+	// BeginReplace: a relist's room (replaceRoomLocked) grows with it.
+	replacePopped int
 	// syncPointPushed is set once something that completes the initial
 	// sync has been pushed: an EndReplace, a MarkSynced, or an
 	// Add/Update/Delete pushed before any replace. A replace begun after
@@ -218,7 +221,11 @@ func (q *Queue) waitRoomLocked(ctx context.Context, n int, want replaceWant) err
 		if err := q.stateErrLocked(want); err != nil {
 			return err
 		}
-		if q.depth != 0 && q.depth+counted > q.opts.Capacity {
+		room := q.opts.Capacity
+		if want == insideReplace && n > 0 {
+			room = q.replaceRoomLocked()
+		}
+		if q.depth != 0 && q.depth+counted > room {
 			if err := q.waitLocked(ctx, &q.roomCh); err != nil {
 				return err
 			}
@@ -241,6 +248,27 @@ func (q *Queue) waitRoomLocked(ctx context.Context, n int, want replaceWant) err
 			return err
 		}
 	}
+}
+
+// A relist's room grows with what its consumer has taken of it: while a
+// replace is open, its pages wait until the queue's depth plus the page
+// is at most 1/replaceGrowth of the page objects popped since
+// BeginReplace, at least minReplaceRoom, and at most Capacity (a page
+// still fits in an empty queue). The objects of a relist in flight, queued
+// and being applied, are then a fraction of those already applied, so a
+// resource of a few pages is never held whole in the queue while its
+// first pages are written; one of more than replaceGrowth times Capacity
+// is queued up to Capacity from then on. Package reflector grows a
+// WatchList's pages the same way.
+const (
+	minReplaceRoom = 64
+	replaceGrowth  = 8
+)
+
+// replaceRoomLocked is the depth a page of the open replace may bring
+// the queue to.
+func (q *Queue) replaceRoomLocked() int {
+	return min(q.opts.Capacity, max(minReplaceRoom, q.replacePopped/replaceGrowth))
 }
 
 // waitBudgetLocked releases the lock until the budget frees something

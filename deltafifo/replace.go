@@ -31,6 +31,7 @@ func (q *Queue) BeginReplace(ctx context.Context) error {
 	}
 	q.replaceOpen = true
 	q.replaceBegun = true
+	q.replacePopped = 0
 	q.replaceGen++
 	q.replaceInitial = !q.syncPointPushed && q.opts.InitialResourceVersion == ""
 	q.pushLocked(q.replaceSegmentLocked(KindReplaceBegin), 0)
@@ -46,7 +47,11 @@ func (q *Queue) replaceSegmentLocked(k Kind) *segment {
 // queued. The queue owns objs afterwards: the Transformer's results are
 // written into it and Pop hands out sub-slices of it. An empty objs
 // queues nothing. It blocks until the whole page fits (a page larger than
-// Capacity waits for an empty queue). It returns an error wrapping
+// the room waits for an empty queue): the room of a relist is an eighth
+// of the page objects popped since BeginReplace, at least 64 and at most
+// Capacity, so that the queue holds a small resource's relist a little at
+// a time, and a large one's up to Capacity once eight times that was
+// popped. It returns an error wrapping
 // ErrNilObject, a cache.KeyError, the Transformer's error, ErrNoReplace,
 // ErrClosed or ctx's error; on error nothing is queued.
 func (q *Queue) ReplacePage(ctx context.Context, objs []interface{}) error {

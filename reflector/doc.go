@@ -23,9 +23,10 @@
 //     Options.VersionCheckLimit (5,000) objects is compared with the
 //     server's state instead when Options.ListVersions is set (package
 //     factory sets it): the resume check lists every object's metadata
-//     (pages of 2,000); unchanged, the warm start is synced at once;
-//     changed, MarkSynced follows the event that brings the last object
-//     that differed to its state at R, with or without bookmarks.
+//     (pages of a quarter of the store, 500 to 2,000); unchanged, the
+//     warm start is synced at once; changed, MarkSynced follows the event
+//     that brings the last object that differed to its state at R, with
+//     or without bookmarks.
 //     kube-apiserver accepts a watch from an expired
 //     RV and reports the 410 as its first event, at once; in that case the
 //     reflector pushes no MarkSynced and relists, and the relist's
@@ -59,9 +60,10 @@
 //     cannot be compared, and the log line says a stored state ahead of
 //     such a server cannot be detected.
 //   - Streaming relists. A relist is pushed as BeginReplace, pages of at
-//     most Options.ListPageSize objects, and EndReplace(rv); the Sink never
-//     needs the whole list in memory and the reflector never holds more
-//     than one page. It streams with WatchList (sendInitialEvents) when the
+//     most Options.ListPageSize objects (a WatchList's grow to it with the
+//     stream, so that a small resource is never held whole in flight),
+//     and EndReplace(rv); the Sink never needs the whole list in memory
+//     and the reflector never holds more than one page. It streams with WatchList (sendInitialEvents) when the
 //     server supports it and falls back to a paginated LIST otherwise:
 //     as in client-go, a WatchList failure is followed at once by a LIST,
 //     with a log line saying why, except a 429 or a refused connection,

@@ -148,9 +148,9 @@ type Options struct {
 	// ListVersions, when set with StoredVersions, lets a warm start of a
 	// store of more than ListPageSize and at most VersionCheckLimit
 	// objects compare the stored state with the server's in its resume
-	// check: the check lists the metadata of every object (pages of 2,000,
-	// the first one consistent, whose resourceVersion is the server's R)
-	// instead of one object. When every object is at its stored
+	// check: the check lists the metadata of every object (pages of a
+	// quarter of the store, 500 to 2,000, the first one consistent, whose
+	// resourceVersion is the server's R) instead of one object. When every object is at its stored
 	// resourceVersion, nothing changed since the stored RV: the reflector
 	// pushes Bookmark(R) and MarkSynced once the watch from R is open,
 	// with no wait for the catch-up (on kube-apiserver, a bookmark about a
@@ -211,7 +211,9 @@ type Options struct {
 	// handlers never see a state the server does not have.
 	OnResumeDecided func(ahead bool)
 	// ListPageSize is the Limit of list requests and the most objects one
-	// ReplacePage carries. Default DefaultListPageSize (500).
+	// ReplacePage carries. A WatchList's pages start smaller and grow to
+	// it: each holds at most an eighth of the objects the stream pushed
+	// before it, and at least 64. Default DefaultListPageSize (500).
 	ListPageSize int64
 	// UseWatchList selects how relists are streamed. Default
 	// WatchListAuto.

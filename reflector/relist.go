@@ -18,19 +18,48 @@ import (
 // huge ListPageSize costs memory only when pages are that large.
 const maxPageAlloc = 4096
 
-// pager collects objects into pages of at most ListPageSize and pushes each
-// full page to the Sink as soon as it fills.
+// A WatchList's pages grow with the stream: a page holds at most
+// 1/growthDivisor of the objects the stream has pushed before it, and at
+// least minGrowingPage (never more than ListPageSize). The server sends
+// the initial events as one stream, so the page is the reflector's own
+// grouping, and every object in it is held decoded until the Sink takes
+// the page: with pages of ListPageSize from the start, a resource of a few
+// pages would be held whole, in the page being collected, the Sink's
+// queue (which bounds its relist pages the same way: package deltafifo)
+// and the batch being written, where client-go holds it once. Pages
+// reach ListPageSize once the stream has pushed growthDivisor times that
+// (4,000 objects by default), so a large resource pays a few more,
+// smaller pages at its start, and a small one holds about three eighths
+// of itself in flight at worst.
+const (
+	minGrowingPage = 64
+	growthDivisor  = 8
+)
+
+// pager collects objects into pages of at most ListPageSize (growing
+// ones when grow is set) and pushes each full page to the Sink as soon as
+// it fills.
 type pager struct {
-	r    *Reflector
-	page []interface{}
+	r      *Reflector
+	grow   bool  // pages grow with pushed (a WatchList)
+	pushed int64 // objects pushed so far
+	page   []interface{}
+}
+
+// limit is the size of the page being collected.
+func (p *pager) limit() int64 {
+	if !p.grow {
+		return p.r.opts.ListPageSize
+	}
+	return min(p.r.opts.ListPageSize, max(minGrowingPage, p.pushed/growthDivisor))
 }
 
 func (p *pager) add(ctx context.Context, obj interface{}) error {
 	if p.page == nil {
-		p.page = make([]interface{}, 0, min(p.r.opts.ListPageSize, maxPageAlloc))
+		p.page = make([]interface{}, 0, min(p.limit(), maxPageAlloc))
 	}
 	p.page = append(p.page, obj)
-	if int64(len(p.page)) >= p.r.opts.ListPageSize {
+	if int64(len(p.page)) >= p.limit() {
 		return p.flush(ctx)
 	}
 	return nil
@@ -42,6 +71,7 @@ func (p *pager) flush(ctx context.Context) error {
 	}
 	page := p.page
 	p.page = nil // the Sink owns it now
+	p.pushed += int64(len(page))
 	if err := p.r.sink.ReplacePage(ctx, page); err != nil {
 		return fmt.Errorf("%w: replace page: %w", ErrSink, err)
 	}
@@ -159,7 +189,7 @@ func (r *Reflector) watchListOnce(ctx context.Context) (_ watch.Interface, err e
 	if err := r.beginReplace(ctx); err != nil {
 		return nil, err
 	}
-	p := pager{r: r}
+	p := pager{r: r, grow: true}
 	for {
 		var ev watch.Event
 		var ok bool

@@ -96,7 +96,7 @@ func (r *Reflector) checkResume(ctx context.Context, rv string) (resumeAnswer, e
 			limit = r.opts.ListPageSize
 		default:
 			var err error
-			versions, err = r.listVersionsPage(ctx, metav1.ListOptions{ResourceVersion: "", Limit: versionPageSize})
+			versions, err = r.listVersionsPage(ctx, metav1.ListOptions{ResourceVersion: "", Limit: versionPage(len(stored))})
 			if err != nil {
 				if ctx.Err() != nil {
 					return resumeAnswer{check: resumeUnchecked}, ctx.Err()

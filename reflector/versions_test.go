@@ -75,8 +75,8 @@ func TestVersionCheckUnchanged(t *testing.T) {
 	}
 	h.clk.noBackoff(t, catchUpQuiet)
 	lists := requests(src, "list")
-	if len(lists) != 1 || lists[0].Options.Limit != versionPageSize || lists[0].Options.ResourceVersion != "" || v.calls.Load() != 1 {
-		t.Fatalf("lists %+v (%d of metadata), want one consistent metadata LIST of limit %d", lists, v.calls.Load(), versionPageSize)
+	if len(lists) != 1 || lists[0].Options.Limit != minVersionPage || lists[0].Options.ResourceVersion != "" || v.calls.Load() != 1 {
+		t.Fatalf("lists %+v (%d of metadata), want one consistent metadata LIST of limit %d", lists, v.calls.Load(), minVersionPage)
 	}
 	if w := waitWatches(t, src, 1)[0].Options; w.ResourceVersion != "5" {
 		t.Fatalf("watch from %s, want the list's resourceVersion 5", w.ResourceVersion)
@@ -129,7 +129,7 @@ func TestVersionCheckFallsBack(t *testing.T) {
 		wantLimits []int64
 	}{
 		{name: "list fails", fail: errors.New("metadata lists forbidden"), wantCalls: 1, wantLimits: []int64{1}},
-		{name: "grown past the check", limit: 3, grow: 4, wantCalls: 1, wantLimits: []int64{versionPageSize}},
+		{name: "grown past the check", limit: 3, grow: 4, wantCalls: 1, wantLimits: []int64{minVersionPage}},
 		{name: "store over the limit", limit: 2, wantLimits: []int64{1}},
 		{name: "off", limit: -1, wantLimits: []int64{1}},
 	} {
@@ -166,5 +166,39 @@ func TestVersionCheckFallsBack(t *testing.T) {
 			}
 			sink.checkModel(t, src)
 		})
+	}
+}
+
+// TestVersionCheckPages: the version check of a store of 2,400 objects
+// lists their metadata in pages of a quarter of it (600), never the whole
+// resource in one page, and finds them unchanged.
+func TestVersionCheckPages(t *testing.T) {
+	const n = 2400
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("p%05d", i)
+	}
+	src := newSource(t, fakesource.Options{}, names...) // RV n+1
+	sink := newRecorder()
+	sink.seed(src)
+	otherKind(t, src) // n+2
+	v := &versionLister{src: src}
+	run(t, src, sink, Options{
+		ResumeFrom:     func() (string, bool) { return fmt.Sprint(n + 1), true },
+		StoredVersions: storedVersions(sink),
+		ListVersions:   v.list,
+	})
+	calls := sink.waitCall(t, "MarkSynced")
+	if want := []string{fmt.Sprintf("Bookmark %d", n+2), "MarkSynced"}; !reflect.DeepEqual(calls, want) {
+		t.Fatalf("sink calls = %v, want %v", calls, want)
+	}
+	lists := requests(src, "list")
+	if len(lists) != 4 || v.calls.Load() != 4 {
+		t.Fatalf("%d LISTs (%d of metadata), want the metadata in 4 pages", len(lists), v.calls.Load())
+	}
+	for i, l := range lists {
+		if l.Options.Limit != n/4 {
+			t.Fatalf("LIST %d of limit %d, want %d", i, l.Options.Limit, n/4)
+		}
 	}
 }

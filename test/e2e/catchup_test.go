@@ -157,12 +157,14 @@ func TestWarmStartCatchesUp(t *testing.T) {
 
 // resumeCheckLists is the most LIST requests of the resume check of a
 // resource of n objects (the reflector's): one, or the version check's
-// pages of 2,000 objects' metadata.
+// pages of objects' metadata (a quarter of the stored objects, at least
+// 500 and at most 2,000: at most ceil(n/500), since the store may have
+// held fewer objects than the server lists).
 func resumeCheckLists(n, versionCheckLimit int) float64 {
 	if versionCheckLimit < 0 || n <= 500 {
 		return 1
 	}
-	return math.Ceil(float64(n) / 2000)
+	return math.Ceil(float64(n) / 500)
 }
 
 // catchUpRun is what runCatchUp saw of one informer.

@@ -25,15 +25,48 @@ const (
 	// readBuffer buffers the body under the inner frame reader, so that
 	// the reader hands over a chunk only when it would wait for the network.
 	readBuffer = 32 << 10
-	// maxPooledArena is the largest arena returned to the pool: one grown
-	// for a large frame is left to the collector.
+	// maxPooledArena is the largest arena returned to the free list: one
+	// grown for a large frame is left to the collector.
 	maxPooledArena = 2 * chunkBytes
+	// maxFreeArenas bounds the free list: a stream's floor of read-ahead
+	// (1 MiB) in arenas of chunkBytes.
+	maxFreeArenas = floorBytes / chunkBytes
 )
 
-// arenas recycles the bytes of chunks' frames, which nothing keeps once
-// their envelopes are decoded (the envelope copies the embedded object,
-// as client-go's streaming decoder, which reuses its buffer, relies on).
-var arenas = sync.Pool{New: func() any { b := make([]byte, 0, chunkBytes); return &b }}
+// freeArenas recycles the bytes of chunks' frames, which nothing keeps
+// once their envelopes are decoded (the envelope copies the embedded
+// object, as client-go's streaming decoder, which reuses its buffer,
+// relies on). It keeps at most maxFreeArenas: a backlog read ahead takes
+// up to the budget's worth (64 MiB), and a sync.Pool would keep every one
+// of them, reachable and so live to the collector for its next two cycles
+// after the backlog is decoded (the whole initial stream of a small
+// resource, which its first list after the sync then finds in the heap
+// goal). The arenas past the bound are garbage once decoded.
+var freeArenas = make(chan *[]byte, maxFreeArenas)
+
+// getArena returns an empty arena of at least chunkBytes.
+func getArena() *[]byte {
+	select {
+	case a := <-freeArenas:
+		return a
+	default:
+		b := make([]byte, 0, chunkBytes)
+		return &b
+	}
+}
+
+// putArena returns a to the free list unless it is full or a grew past
+// maxPooledArena.
+func putArena(a *[]byte) {
+	if cap(*a) > maxPooledArena {
+		return
+	}
+	*a = (*a)[:0]
+	select {
+	case freeArenas <- a:
+	default:
+	}
+}
 
 // opened counts the streams newStream created (StreamsOpened).
 var opened atomic.Int64
@@ -223,7 +256,7 @@ func (s *stream) readFrame() ([]byte, error) {
 }
 
 func newChunk() *chunk {
-	return &chunk{arena: arenas.Get().(*[]byte), decoded: make(chan struct{})}
+	return &chunk{arena: getArena(), decoded: make(chan struct{})}
 }
 
 // dispatch queues c for the consumer and the workers, and starts a worker
@@ -325,13 +358,10 @@ func (s *stream) decode(c *chunk) {
 	}
 }
 
-// release returns c's arena to the pool.
+// release returns c's arena to the free list.
 func (s *stream) release(c *chunk) {
 	if c.arena != nil {
-		if cap(*c.arena) <= maxPooledArena {
-			*c.arena = (*c.arena)[:0]
-			arenas.Put(c.arena)
-		}
+		putArena(c.arena)
 		c.arena = nil
 	}
 }
