@@ -20,14 +20,12 @@ var errFileReplaced = errors.New("the path names another file than the one opene
 
 // FileCheckResult is the state of a DB's check of its file's pages.
 type FileCheckResult struct {
-	// Done: every page has a verdict, Err. AtOpen: Open checked every
+	// Done: every page has a verdict, Err (nil for a sound file, else
+	// wrapping ErrCorrupt and naming the page). AtOpen: Open checked every
 	// page itself; else the check ran in the background for Duration.
 	Done, AtOpen bool
-	// Err is the check's verdict once Done: nil for a sound file, else an
-	// error wrapping ErrCorrupt that names the page.
-	Err error
-	// Duration is how long the background check took (0 with AtOpen).
-	Duration time.Duration
+	Err          error
+	Duration     time.Duration
 	// Skipped says why the background check did not walk the file: the
 	// path of a read-only DB's file now names a writer's copy.
 	Skipped string

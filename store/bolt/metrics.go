@@ -21,16 +21,10 @@ type Metrics interface {
 // (Miss), evictions, and the objects entering and leaving it with their
 // estimated bytes.
 type HotMetrics interface {
-	// Hit: a point read was served from the tier, no decode.
 	Hit()
-	// Miss: a point read decoded its object from the file.
 	Miss()
-	// Evicted: an object left the tier to make room.
 	Evicted()
-	// Added: an object of about bytes (decoded) entered the tier.
 	Added(bytes int64)
-	// Removed: an object of about bytes left the tier (evicted,
-	// replaced, deleted or dropped).
 	Removed(bytes int64)
 }
 
@@ -38,11 +32,7 @@ type HotMetrics interface {
 // the check of its pages (how long the background check took, 0 when Open
 // checked them).
 type FileMetrics interface {
-	// Corrupt: corruption was found in the open file (by the check or a
-	// read).
 	Corrupt()
-	// Checked: the check of the file's pages has its verdict, after d in
-	// the background (0 when Open checked them), corrupt or not.
 	Checked(d time.Duration, corrupt bool)
 }
 
