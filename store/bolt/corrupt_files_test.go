@@ -63,6 +63,10 @@ const (
 	// corruptExpectReadable: Open, Resource and Verify succeed; Verify may
 	// report problems (damaged payloads, which bbolt cannot know about).
 	corruptExpectReadable corruptExpect = "readable"
+	// corruptExpectInvalid: Open fails with ErrInvalidOptions, not
+	// ErrCorrupt, which a caller would answer by moving the path aside (a
+	// directory given for the file is the user's).
+	corruptExpectInvalid corruptExpect = "invalid"
 	// corruptExpectDetected: Open succeeds and the damage, inside a value
 	// or key bbolt reads as valid, is caught by a checksum (see
 	// checkDetected): the resource is discarded on open, or Verify names
@@ -387,7 +391,7 @@ func foreignVariants(t *testing.T, base []byte, rng *rand.Rand) []corruptVariant
 		{Name: "text file", Expect: corruptExpectCorrupt, data: []byte("this is not a cache file\n")},
 		{Name: "random bytes", Expect: corruptExpectCorrupt, data: corruptRandomBytes(rng, 64<<10)},
 		{Name: "one byte", Expect: corruptExpectCorrupt, data: []byte{0x42}},
-		{Name: "directory instead of a file", Expect: corruptExpectCorrupt, Dir: true},
+		{Name: "directory instead of a file", Expect: corruptExpectInvalid, Dir: true},
 		{Name: "bbolt file of another program", Expect: corruptExpectCorrupt, data: corruptForeignBolt(t)},
 	}
 	marker := func(name string, expect corruptExpect, f *layout.FileFormat) {
@@ -527,6 +531,16 @@ func corruptMaterialize(t *testing.T, vs []corruptVariant, dir string) string {
 // are passed to note.
 func checkCorruptVariant(ctx context.Context, v corruptVariant, path string, logger klog.Logger, note func(Problem), atOpen bool) (err error) {
 	db, err := Open(ctx, path, Options{Logger: logger, CheckAtOpen: atOpen})
+	if v.Expect == corruptExpectInvalid {
+		if err == nil {
+			_ = db.Close()
+			return errors.New("Open succeeded, want ErrInvalidOptions")
+		}
+		if !errors.Is(err, ErrInvalidOptions) || errors.Is(err, ErrCorrupt) {
+			return fmt.Errorf("Open = %v, want ErrInvalidOptions, not ErrCorrupt", err)
+		}
+		return nil
+	}
 	if v.Expect == corruptExpectCorrupt || v.Expect == corruptExpectUnsupported {
 		if err == nil && !atOpen && v.Expect == corruptExpectCorrupt {
 			return checkDetectedInBackground(ctx, db, path, logger)

@@ -111,7 +111,6 @@ func TestOpenRejects(t *testing.T) {
 			}
 			return path
 		}, ErrCorrupt, ""},
-		{"directory", func(t *testing.T) string { return uncheckedDir(t) }, ErrCorrupt, ""},
 		{"foreign bbolt file", func(t *testing.T) string {
 			path := damagedPath(t)
 			rawUpdate(t, path, func(tx *bbolt.Tx) error {
