@@ -93,9 +93,9 @@ type DB struct {
 // bbolt maps it; the pages Open does not check are checked in the
 // background (DB.FileCheck). Errors: ErrLocked; ErrCorrupt (a damaged or
 // foreign file), ErrUnflushed, a *VersionError (a newer format);
-// ErrReadOnly; fs.ErrNotExist (read-only); ErrInvalidOptions (among them
-// a path that is a directory or another file than a regular one). A
-// refused file is left as it was found, and nothing is left open.
+// ErrReadOnly; fs.ErrNotExist (read-only); ErrInvalidOptions (a
+// directory too). A refused file is left as it was found, and nothing is
+// left open.
 func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
@@ -456,8 +456,7 @@ func (db *DB) updateKeepHot(op string, fn func(*bbolt.Tx) error) (err error) {
 // MoveAside renames the file at path, and its state file, to a new name
 // beside it (path.corrupt-<UTC time>) and returns that name, so that a
 // corrupt file is kept for inspection while a new one is created at path.
-// The file must not be open. A path that is not a regular file (a
-// directory given for the file) is ErrInvalidOptions, and not moved.
+// The file must not be open; a directory is not moved (ErrInvalidOptions).
 func MoveAside(path string) (string, error) {
 	if err := regularOrMissing(path); err != nil {
 		return "", fmt.Errorf("bolt: move aside %s: %w; left as it is", path, err)

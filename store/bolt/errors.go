@@ -17,10 +17,9 @@ var (
 	// ErrLocked: another DB, in this process or another, holds the file
 	// read-write for longer than Options.Timeout.
 	ErrLocked = fileerr.ErrLocked
-	// ErrCorrupt (store.ErrCorrupt): the file is truncated, garbage,
-	// another program's bbolt file, or has a page or record that does not
-	// read. The disk is a cache: move the file aside (MoveAside) and
-	// rebuild it from the apiserver.
+	// ErrCorrupt (store.ErrCorrupt): the file is truncated, garbage, not
+	// warmcache's, or has a page or record that does not read: move it
+	// aside (MoveAside) and rebuild it from the apiserver.
 	ErrCorrupt = store.ErrCorrupt
 	// ErrUnflushed, an ErrCorrupt: Open found the file's state file (see
 	// SyncOnClose) not vouching for it: unflushed and not closed before

@@ -26,11 +26,11 @@ type FileCheckResult struct {
 	Done, AtOpen bool
 	Err          error
 	Duration     time.Duration
-	// Skipped says why the background check did not walk the file: the
-	// path of a read-only DB's file now names a writer's copy.
+	// Skipped says why the background check did not walk the file (the
+	// path of a read-only DB's file now names a writer's copy).
 	Skipped string
-	// Corrupt is the first corruption found while the file was open, by
-	// the check or by a read; the next Open returns ErrCorrupt.
+	// Corrupt is the first corruption the check or a read found; the next
+	// Open returns ErrCorrupt.
 	Corrupt error
 }
 

@@ -9,9 +9,8 @@ type Metrics interface {
 	// Hot returns the metrics of the hot tier of resource (named by its
 	// Identity.String()), for a store that has one.
 	Hot(resource string) HotMetrics
-	// CorruptRecord counts a corrupt record of resource found: part is
-	// "envelope" or "item" (an object a read skipped), "index", "meta" or
-	// "live" (the resource discarded on open).
+	// CorruptRecord counts a corrupt record of resource: part "envelope",
+	// "item" (a skipped object), "index", "meta" or "live" (discarded).
 	CorruptRecord(resource, part string)
 	// File returns the metrics of the file at path.
 	File(path string) FileMetrics

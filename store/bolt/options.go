@@ -39,13 +39,10 @@ type Options struct {
 	// UnsafeIgnoreState opens, with ReadOnly, a file whose state file
 	// says it may be torn (ErrUnflushed), to inspect it. Default: false.
 	UnsafeIgnoreState bool
-	// HotBytes is the byte budget of the hot tier of the objects point
-	// reads decoded and writes stored, shared by the stores without
-	// ResourceOptions.HotBytes. A budget of at least a resource's decoded
-	// size (about 2.25 times its size in the file in protobuf, 10.5 KB
-	// per podgen pod) makes its lists of every object or of a namespace
-	// as fast as client-go's, once a bulk read (a List, the warm start's
-	// replay) has filled it. Default (nil): DefaultHotBytes; 0: none.
+	// HotBytes is the byte budget of the hot tier of decoded objects,
+	// shared by the stores without ResourceOptions.HotBytes; at least a
+	// resource's decoded size makes its lists as fast as client-go's
+	// (docs/tuning.md). Default (nil): DefaultHotBytes; 0: none.
 	HotBytes *int64
 	// Metrics, if set, receives the measurements of the DB and its
 	// stores (package store/bolt/metrics: Prometheus). Default: none.
@@ -58,16 +55,9 @@ type Options struct {
 	// from MinPageSize to MaxPageSize; an existing file keeps its own
 	// (DB.PageSize). Default (0): DefaultPageSize.
 	PageSize int
-	// ReplayHeadroom is the most heap a ScanParallel (the informer's
-	// replays of a whole resource to its handlers) lends the garbage
-	// collector, 1 KiB per object scanned up to it, for resources of
-	// 16,384 objects or more: the decoded objects are garbage once handed
-	// over, and the room lets the collector run about a third as often,
-	// for up to that much more resident memory while the scan lasts
-	// (package store/bolt/internal/headroom). Capped to a sixteenth of the
-	// memory limit (GOMEMLIMIT), none with GOGC=off; the lends of the
-	// process share one ballast. Default (nil): DefaultReplayHeadroom; 0:
-	// none.
+	// ReplayHeadroom is the heap a replay (ScanParallel) of 16,384 objects
+	// or more lends the collector, 1 KiB per object up to it, while it
+	// lasts (docs/tuning.md). Default (nil): DefaultReplayHeadroom.
 	ReplayHeadroom *int64
 }
 
@@ -86,8 +76,7 @@ const DefaultPageSize = 16 << 10
 // 3,000 decoded pods.
 const DefaultHotBytes int64 = 32 << 20
 
-// DefaultReplayHeadroom is the default Options.ReplayHeadroom: 64 MiB,
-// lent in full from 65,536 objects.
+// DefaultReplayHeadroom is the default Options.ReplayHeadroom.
 const DefaultReplayHeadroom int64 = 64 << 20
 
 // replayHeadroomPerObject is what a ScanParallel lends per object, up to
@@ -103,12 +92,11 @@ var replayHeadroomFrom int64 = 1 << 14
 type SyncPolicy int
 
 const (
-	// SyncOnClose, the default, never flushes a commit: Close flushes the
-	// file, and a state file beside it (path.state) records whether it
-	// was closed. A process that dies loses nothing it committed (the
-	// kernel has it); a file whose writer was running when the machine
-	// restarted may be torn, and Open refuses it with ErrUnflushed. Where
-	// the machine's boot id cannot be read, Open uses SyncNoFreelist.
+	// SyncOnClose, the default, flushes on Close only, and a state file
+	// (path.state) records whether the file was closed: a dead process
+	// loses nothing it committed; a file whose writer ran when the machine
+	// restarted is refused with ErrUnflushed. Without a boot id to read,
+	// Open uses SyncNoFreelist.
 	SyncOnClose SyncPolicy = iota
 	// SyncNoFreelist flushes every commit but does not write bbolt's
 	// freelist, which a read-write Open of a file whose writer died
@@ -213,10 +201,9 @@ type ResourceOptions struct {
 	// HotBytes, if set, gives the store a hot tier of its own with this
 	// byte budget (0: none) instead of a share of the DB's. Default: nil.
 	HotBytes *int64
-	// OnCorruption, if set, is called when a read finds data it cannot
-	// decode (the object is skipped and the resource marked incomplete),
-	// so that the informer can relist. It is called synchronously,
-	// without the store's locks held, and must not block. Default: nil.
+	// OnCorruption, if set, is called, synchronously and without the
+	// store's locks, when a read skips data it cannot decode and marks the
+	// resource incomplete, so that the informer relists; it must not block.
 	OnCorruption func(error)
 }
 

@@ -33,8 +33,8 @@ func (s *Store) replayHeadroom() int64 {
 // ScanParallel is Scan with the next chunk read and decoded, on up to n
 // goroutines (at most 64), while fn is called on the objects of the
 // current one, in key order, on the calling goroutine (informer's
-// ParallelScanner). At most three chunks are alive, and the collector is
-// lent Options.ReplayHeadroom while it lasts. Its results, errors
+// ParallelScanner). At most three chunks are alive (and
+// Options.ReplayHeadroom lent). Its results, errors
 // and corruption handling are Scan's; n < 1 wraps ErrInvalidOptions.
 func (s *Store) ScanParallel(ctx context.Context, n int, fn store.ScanFunc) error {
 	const op = "scan"

@@ -29,10 +29,8 @@ import (
 // function outside any, so it may read the store and may see writes made
 // meanwhile. Objects are shared, never to be mutated (invariant 6).
 //
-// It differs from client-go's thread-safe store as store/memory does (an
-// index function's error is returned, a key function's panic is a
-// cache.KeyError, objects come in key order), and holds runtime.Objects of
-// its codec's type only; docs/design/bolt.md lists the differences.
+// It differs from client-go's thread-safe store as store/memory does, and
+// holds objects of its codec's type only (docs/design/bolt.md).
 type Store struct {
 	db        *DB
 	name      string // bucket name, id.String()
