@@ -105,7 +105,10 @@ func peakLiveGrowth(t testing.TB, args []string) int64 {
 // hold the objects of a resource: their peak live heap stays far below
 // what the decoded objects weigh together.
 func TestStreamingKeepsHeapFlat(t *testing.T) {
-	const pods = 3000
+	// Enough objects that a pipeline's bounded in flight (a scan chunk of
+	// 256, the renderers' 2×GOMAXPROCS batches of 64 and their buffers,
+	// 10-14 MB of these pods under load) stays well under half of them.
+	const pods = 6000
 	path := filepath.Join(t.TempDir(), "big.db")
 	pad := strings.Repeat("x", padBytes)
 	writeFixture(t, path, fixtureOptions{pods: pods, podsOnly: true, podIndexes: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
@@ -113,7 +116,7 @@ func TestStreamingKeepsHeapFlat(t *testing.T) {
 			*p = corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name, ResourceVersion: p.ResourceVersion,
 				Annotations: map[string]string{"pad": pad}}}
 		}})
-	all := int64(pods * padBytes) // 23 MB, twelve times a scan chunk
+	all := int64(pods * padBytes) // 47 MB, 23 times a scan chunk
 	for _, args := range streamingCommands(path) {
 		t.Run(strings.Join(append([]string{args[0]}, args[2:]...), " "), func(t *testing.T) {
 			grown := peakLiveGrowth(t, args)

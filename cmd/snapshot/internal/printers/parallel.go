@@ -87,6 +87,9 @@ func renderOrdered(objs iter.Seq2[k8sruntime.Object, error], render renderFunc, 
 					failed.Store(true)
 				}
 			}
+			// A pooled batch must not keep its objects reachable: the
+			// pool holds it for up to two collections.
+			clear(b.objs)
 			free.Put(b)
 		}
 	}()
