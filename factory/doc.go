@@ -67,16 +67,11 @@
 // A transform or an index function given at creation that changes meaning
 // without a new version is still found when it changes what it makes of
 // the resource's sample object: each resource keeps one object as the
-// server sent it (the first its transform sees, or without a transform
-// the first stored one), in a resource of its own of the same file
-// (bolt.Identity.IsSample; sealed with the resource), with
-// fingerprints of the transform's output and of each index function's
-// values for it. When the informer is created, its functions are applied
-// to the sample: a difference discards the stored objects, with a log
-// line saying why, and the informer relists. A change the sample does not
-// show, or a transform whose output differs for the same object (logged),
-// is not seen: the versions remain the way to say that a function
-// changed.
+// server sent it (bolt.Identity.IsSample; sealed with the resource) with
+// fingerprints of what its functions made of it, applied again when the
+// informer is created: a difference discards the stored objects, with a
+// log line, and the informer relists. A change the sample does not show is
+// not seen: the versions remain the way to say that a function changed.
 //
 // Sensitive resources (Secrets, DefaultSensitive, and those of
 // Options.Sensitive or WithSealing) are stored sealed with AES-256-GCM
@@ -110,17 +105,9 @@
 // gate sends every shard's), logging the first of each watch; bookmarks
 // and errors pass.
 //
-// The watches of the clients the factory builds (ForResource's typed
-// clients, protobuf or JSON; the dynamic client of ForDynamic unless
-// Options.Dynamic is set; ForMetadata's metadata client) decode their
-// streams on every core (factory/internal/watchdecode): one goroutine
-// reads the frames in order, up to GOMAXPROCS workers decode them, and
-// client-go's own watcher delivers the events in order, with client-go's
-// semantics for errors, bookmarks, the end of the stream and Stop. The
-// request itself (status, retries, WatchList) stays client-go's. With one
-// P the decoding stays on client-go's goroutine. ListerWatchers given to
-// InformerFor, and those of package informers (the user's clientset),
-// decode as their clients do.
+// The watches of the clients the factory builds decode their streams on
+// every core, events still delivered in order with client-go's semantics
+// (factory/internal/watchdecode; ARCHITECTURE.md has the design).
 //
 // Without Options.Path the stores live in memory (store/memory), like
 // client-go's.

@@ -35,16 +35,14 @@
 //
 // When Run finds the store complete (store.State), the reflector resumes
 // the watch from the persisted resourceVersion after one LIST of at most one
-// object (reflector.Options.ResumeCheck; with the version check package
-// factory sets up, a store of at most reflector.Options.VersionCheckLimit
-// objects is compared with a LIST of its objects or their metadata
-// instead). The changes made while the informer was down are applied to
-// the store without notifications; once the watch has caught up, the
-// store is replayed to the handlers as the initial list (isInInitialList
-// true) and HasSynced becomes true (invariant 7): the handlers are told
-// what a LIST at the start would have given. A relist on the way (a 410, a store ahead of the server, a server
-// without bookmarks, a corruption report) ends the same way, its objects the
-// initial list. While the check cannot reach the server nothing is told and
+// object (reflector.Options.ResumeCheck, or package reflector's version
+// check). The changes made while the informer was down are applied to the
+// store without notifications; once the watch has caught up, the store is
+// replayed to the handlers as the initial list (isInInitialList true) and
+// HasSynced becomes true (invariant 7): the handlers are told what a LIST
+// at the start would have given. A relist on the way (a 410, a store ahead
+// of the server, a server without bookmarks, a corruption report) ends the
+// same way, its objects the initial list. While the check cannot reach the server nothing is told and
 // HasSynced stays false. Options.WarmStartChanges instead tells the stored
 // objects at once as the initial list and the changes since as live events;
 // HasSynced still waits for the catch-up.
@@ -65,9 +63,9 @@
 // A store write that fails (disk full, read-only file) is retried with
 // exponential backoff, never dropped; meanwhile Err returns it (wrapping
 // ErrStoreWrite), the store_healthy metric is 0, the store serves its last
-// committed state and the queue fills, stalling the watch. Data the store cannot decode (a bolt store calls its
-// OnCorruption hook, which should call ReportCorruption; package factory
-// wires it) makes the informer relist, which rewrites the content.
+// committed state and the queue fills, stalling the watch. Data the store
+// cannot decode (a bolt store's OnCorruption, which package factory wires
+// to ReportCorruption) makes the informer relist.
 //
 // # Differences from client-go
 //

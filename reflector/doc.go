@@ -26,8 +26,7 @@
 //     (pages of a quarter of the store, 500 to 2,000); unchanged, the
 //     warm start is synced at once; changed, MarkSynced follows the event
 //     that brings the last object that differed to its state at R, with
-//     or without bookmarks.
-//     kube-apiserver accepts a watch from an expired
+//     or without bookmarks. kube-apiserver accepts a watch from an expired
 //     RV and reports the 410 as its first event, at once; in that case the
 //     reflector pushes no MarkSynced and relists, and the relist's
 //     EndReplace completes the sync. A store of at most a page of objects
@@ -61,9 +60,8 @@
 //     such a server cannot be detected.
 //   - Streaming relists. A relist is pushed as BeginReplace, pages of at
 //     most Options.ListPageSize objects (a WatchList's grow to it with the
-//     stream, so that a small resource is never held whole in flight),
-//     and EndReplace(rv); the Sink never needs the whole list in memory
-//     and the reflector never holds more than one page. It streams with WatchList (sendInitialEvents) when the
+//     stream), and EndReplace(rv); the reflector never holds more than one
+//     page. It streams with WatchList (sendInitialEvents) when the
 //     server supports it and falls back to a paginated LIST otherwise:
 //     as in client-go, a WatchList failure is followed at once by a LIST,
 //     with a log line saying why, except a 429 or a refused connection,
@@ -97,14 +95,11 @@
 // # What the apiserver says about a resume
 //
 // ARCHITECTURE.md has the measurements against kube-apiserver v1.36.3
-// that the warm start rests on: a watch from an RV the server has not
-// reached is silent, so the resume check's LIST must succeed before a warm
-// start goes on (a failed one is retried, never skipped); the watch
-// cache's first bookmark comes about a second into a 3s catch-up watch,
-// none without the watch cache; a metadata-only list is cheap in time but
-// not in bytes, hence VersionCheckLimit. A recreated cluster whose RV has
-// already passed the stored one is not caught here; package factory
-// records the cluster's identity for that.
+// that the warm start rests on (a watch from an RV the server has not
+// reached is silent; the watch cache's first bookmark comes about a second
+// into a 3s watch; a metadata-only list is cheap in time, not in bytes). A
+// recreated cluster whose RV has passed the stored one is caught by
+// package factory's record of the cluster's identity, not here.
 //
 // Lists follow client-go's relistResourceVersion ("0", then the last RV
 // with NotOlderThan, "" after an expired continue token or a too large
