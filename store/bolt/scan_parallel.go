@@ -30,12 +30,10 @@ func (s *Store) replayHeadroom() int64 {
 	return min(*s.db.opts.ReplayHeadroom, objects*replayHeadroomPerObject)
 }
 
-// ScanParallel is Scan with the next chunk read and decoded, on up to n
-// goroutines (at most 64), while fn is called on the objects of the
-// current one, in key order, on the calling goroutine (informer's
-// ParallelScanner). At most three chunks are alive (and
-// Options.ReplayHeadroom lent). Its results, errors
-// and corruption handling are Scan's; n < 1 wraps ErrInvalidOptions.
+// ScanParallel is Scan with chunks decoded on up to n goroutines (at
+// most 64) and fn called in key order on the calling goroutine (informer's
+// ParallelScanner): at most three chunks alive, Options.ReplayHeadroom
+// lent. Otherwise Scan's; n < 1 wraps ErrInvalidOptions.
 func (s *Store) ScanParallel(ctx context.Context, n int, fn store.ScanFunc) error {
 	const op = "scan"
 	if n < 1 {
