@@ -28,6 +28,10 @@ func (r *Reflector) watch(ctx context.Context, w watch.Interface, cu *catchUp) e
 	logger := klog.FromContext(ctx)
 	var timeout time.Duration
 	for {
+		// Before the request: the server's timeout counts from it, and a
+		// clock read after it could miss time that passed while it was
+		// being answered.
+		start := r.clock.Now()
 		if w == nil {
 			if err := ctx.Err(); err != nil {
 				// No request once ctx is done (after a backoff it
@@ -60,7 +64,6 @@ func (r *Reflector) watch(ctx context.Context, w watch.Interface, cu *catchUp) e
 			}
 		}
 		catching := cu.watching()
-		start := r.clock.Now()
 		quietAfter := time.Duration(0)
 		if catching && timeout > 0 {
 			quietAfter = timeout + quietGrace
