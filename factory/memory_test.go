@@ -22,13 +22,13 @@ import (
 // at once.
 type gateUse struct {
 	mu      sync.Mutex
-	holding map[string]bool
+	holding map[string]int
 	entered map[string]int
 	peak    int
 }
 
 func newGateUse() *gateUse {
-	return &gateUse{holding: map[string]bool{}, entered: map[string]int{}}
+	return &gateUse{holding: map[string]int{}, entered: map[string]int{}}
 }
 
 func (g *gateUse) Waited(name string, _ time.Duration) {
@@ -40,12 +40,14 @@ func (g *gateUse) Waited(name string, _ time.Duration) {
 func (g *gateUse) Holding(name string, holding bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.holding[name] = holding
+	if holding {
+		g.holding[name]++
+	} else {
+		g.holding[name]--
+	}
 	n := 0
 	for _, h := range g.holding {
-		if h {
-			n++
-		}
+		n += h
 	}
 	g.peak = max(g.peak, n)
 }

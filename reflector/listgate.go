@@ -62,7 +62,9 @@ type ListGateMetrics interface {
 	// Waited reports that name entered after waiting d (0 when a slot
 	// was free).
 	Waited(name string, d time.Duration)
-	// Holding reports that name holds a pass (true) or has left it.
+	// Holding reports that name took a pass (true) or left one. One
+	// name may hold more than one pass (an informer's relist and its
+	// replay).
 	Holding(name string, holding bool)
 }
 
@@ -237,12 +239,16 @@ func (p *ListPass) Leave() {
 		return
 	}
 	p.left = true
-	delete(g.holders, p)
-	g.admitLocked()
 	g.mu.Unlock()
+	// Reported while the slot is still taken, so that the metrics never
+	// show the next pass in before this one out.
 	if g.metrics != nil {
 		g.metrics.Holding(p.name, false)
 	}
+	g.mu.Lock()
+	delete(g.holders, p)
+	g.admitLocked()
+	g.mu.Unlock()
 }
 
 // EnterGate enters g if it is not nil and returns the pass (nil without

@@ -168,6 +168,14 @@ func (r *Reflector) Run(ctx context.Context) {
 	// page was the relist.
 	failed, listedWhole := false, false
 	if warm {
+		// The resume check lists pages too (metadata, or the whole of a
+		// small resource): it holds a pass of the gate, as a relist does.
+		pass, err := EnterGate(ctx, r.opts.ListGate, r.opts.Name)
+		if err != nil {
+			return
+		}
+		defer pass.Leave() // when Run returns from the check
+		r.pass = pass
 		a, err := r.checkResume(ctx, r.LastSyncResourceVersion())
 		if err != nil {
 			// ctx ended before the server could be asked: nothing is
@@ -214,6 +222,8 @@ func (r *Reflector) Run(ctx context.Context) {
 		if !warm || failed {
 			cu.pending = false
 		}
+		r.pass = nil
+		pass.Leave()
 	}
 	if r.opts.OnResumeDecided != nil {
 		r.opts.OnResumeDecided(ahead)

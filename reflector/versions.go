@@ -60,6 +60,7 @@ func (r *Reflector) listVersionsPage(ctx context.Context, opts metav1.ListOption
 	if l == nil || l.ResourceVersion == "" {
 		return nil, fmt.Errorf("list the metadata of %s (limit %d): %w", r.opts.TypeDescription, opts.Limit, ErrNoResourceVersion)
 	}
+	r.pass.Progress()
 	return l, nil
 }
 

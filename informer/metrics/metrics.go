@@ -30,7 +30,7 @@
 // and, for a list gate (ForListGate; factory.Options.ListGateMetrics),
 // per informer:
 //
-//	warmcache_informer_list_gate_holding          1 while the informer's relist or replay holds a pass
+//	warmcache_informer_list_gate_holding          passes the informer's relists, resume checks and replays hold
 //	warmcache_informer_list_gate_wait_seconds     how long its relists and replays waited for one
 package metrics
 
@@ -118,7 +118,7 @@ func New(reg prometheus.Registerer, opts Options) (*Set, error) {
 			Help: "Duration of store writes (one transaction per batch or relist step).", Buckets: opts.ApplyBuckets}, label),
 		replayDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: "informer", Name: "replay_duration_seconds",
 			Help: "Duration of replays of the store to handlers.", Buckets: opts.ReplayBuckets}, []string{"informer", "kind"}),
-		gateHolding: gauge("list_gate_holding", "1 while the informer's relist or replay holds a pass of the list gate."),
+		gateHolding: gauge("list_gate_holding", "Passes of the list gate the informer's relists, resume checks and replays hold."),
 		gateWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: "informer", Name: "list_gate_wait_seconds",
 			Help: "Time relists and replays waited for a pass of the list gate.", Buckets: opts.ReplayBuckets}, label),
 	}
@@ -179,11 +179,11 @@ func (g gateRecorder) Waited(name string, d time.Duration) {
 }
 
 func (g gateRecorder) Holding(name string, holding bool) {
-	v := 0.0
 	if holding {
-		v = 1
+		g.s.gateHolding.WithLabelValues(name).Inc()
+	} else {
+		g.s.gateHolding.WithLabelValues(name).Dec()
 	}
-	g.s.gateHolding.WithLabelValues(name).Set(v)
 }
 
 type budgetRecorder struct {
