@@ -284,3 +284,43 @@ func TestRelistsShareListGate(t *testing.T) {
 	close(release)
 	sinkA.waitCall(t, fmt.Sprintf("EndReplace %d", len(names)+1))
 }
+
+// TestRelistLeavesGateWhileBackingOff checks that a relist backing off
+// after a 429 gives its pass back while it waits, so that the others
+// list meanwhile, and takes one again to send the WatchList again.
+func TestRelistLeavesGateWhileBackingOff(t *testing.T) {
+	gateClock := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	g := newGate(t, 1, gateClock, nil)
+	src := newSource(t, fakesource.Options{}, "a", "b")
+	src.FailWatches(1, fakesource.Fault{Err: fakesource.TooManyRequests(1)})
+	sink := newRecorder()
+	h := run(t, src, sink, Options{ListGate: g, Name: "r"})
+	d := h.clk.nextTimer(t) // backing off
+	other := enter(context.Background(), g, "other").wait(t)
+	// The reflector waits for the pass to send its WatchList again.
+	h.clk.Step(d)
+	waiting(t, g, 1)
+	if got := count(sink.snapshot(), "BeginReplace"); got != 0 {
+		t.Fatalf("%d replaces begun while another held the only pass", got)
+	}
+	other.Leave()
+	sink.waitCall(t, "EndReplace 3")
+}
+
+// TestStoppedDuringResumeCheckLeavesGate checks that a reflector stopped
+// while its resume check holds a pass gives it back.
+func TestStoppedDuringResumeCheckLeavesGate(t *testing.T) {
+	g := newGate(t, 1, clocktesting.NewFakeClock(time.Unix(1000, 0)), nil)
+	src := newSource(t, fakesource.Options{}, "a")
+	listed := make(chan struct{})
+	var once sync.Once
+	src.FailLists(1, errors.New("no answer"))
+	h := run(t, src, newRecorder(), Options{ListGate: g, Name: "r",
+		ResumeFrom: func() (string, bool) {
+			once.Do(func() { close(listed) })
+			return src.ResourceVersion(), true
+		}})
+	<-listed
+	h.stop()
+	enter(context.Background(), g, "next").wait(t).Leave()
+}

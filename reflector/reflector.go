@@ -159,6 +159,7 @@ func (r *Reflector) Run(ctx context.Context) {
 	logger.V(3).Info("Starting reflector")
 	defer logger.V(3).Info("Stopping reflector")
 	defer r.abortReplace(ctx)
+	defer r.leaveGate() // a pass the resume check held when ctx ended
 
 	warm := r.resume(ctx)
 	cu := catchUp{started: r.clock.Now()}
@@ -170,12 +171,9 @@ func (r *Reflector) Run(ctx context.Context) {
 	if warm {
 		// The resume check lists pages too (metadata, or the whole of a
 		// small resource): it holds a pass of the gate, as a relist does.
-		pass, err := EnterGate(ctx, r.opts.ListGate, r.opts.Name)
-		if err != nil {
+		if err := r.enterGate(ctx); err != nil {
 			return
 		}
-		defer pass.Leave() // when Run returns from the check
-		r.pass = pass
 		a, err := r.checkResume(ctx, r.LastSyncResourceVersion())
 		if err != nil {
 			// ctx ended before the server could be asked: nothing is
@@ -222,8 +220,7 @@ func (r *Reflector) Run(ctx context.Context) {
 		if !warm || failed {
 			cu.pending = false
 		}
-		r.pass = nil
-		pass.Leave()
+		r.leaveGate()
 	}
 	if r.opts.OnResumeDecided != nil {
 		r.opts.OnResumeDecided(ahead)
@@ -356,23 +353,22 @@ func (r *Reflector) resume(ctx context.Context) bool {
 func (r *Reflector) relist(ctx context.Context) (watch.Interface, error) {
 	r.metrics.RelistStarted()
 	logger := klog.FromContext(ctx)
-	pass, err := EnterGate(ctx, r.opts.ListGate, r.opts.Name)
-	if err != nil {
+	if err := r.enterGate(ctx); err != nil {
 		return nil, err
 	}
-	r.pass = pass
-	defer func() {
-		r.pass = nil
-		pass.Leave()
-	}()
+	defer r.leaveGate()
 	if r.useWatchList() {
 		w, err := r.watchList(ctx)
 		for err != nil && ctx.Err() == nil && isWatchListRetriable(err) {
 			r.abortReplace(ctx)
 			d := r.retryDelay(err)
 			logger.V(2).Info("WatchList failed; backing off before sending it again", "retryIn", d, "err", err)
+			r.leaveGate() // holding nothing while it waits
 			if !r.sleep(ctx, d) {
 				return nil, ctx.Err()
+			}
+			if err := r.enterGate(ctx); err != nil {
+				return nil, err
 			}
 			w, err = r.watchList(ctx)
 		}
@@ -402,6 +398,19 @@ func (r *Reflector) relist(ctx context.Context) (watch.Interface, error) {
 // isWatchListRetriable reports the WatchList errors after which
 // client-go's reflector sends the WatchList again after a backoff rather
 // than listing: the server is busy (429) or unreachable.
+// enterGate takes a pass of Options.ListGate, if any, for a relist or
+// a resume check; leaveGate gives it back.
+func (r *Reflector) enterGate(ctx context.Context) error {
+	pass, err := EnterGate(ctx, r.opts.ListGate, r.opts.Name)
+	r.pass = pass
+	return err
+}
+
+func (r *Reflector) leaveGate() {
+	r.pass.Leave()
+	r.pass = nil
+}
+
 func isWatchListRetriable(err error) bool {
 	return utilnet.IsConnectionRefused(err) || apierrors.IsTooManyRequests(err)
 }
