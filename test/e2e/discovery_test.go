@@ -130,7 +130,8 @@ func waitFor(ctx context.Context, t *testing.T, what string, cond func() bool) {
 // the file; after a restart on the same file, a CRD created while it was
 // stopped is watched, the data of one deleted while it was stopped is
 // deleted, and the configmaps resume warm. The discovery is polled once in ten minutes: the watch of CRDs is
-// what makes it prompt.
+// what makes it prompt. The factory runs under the smallest memory budget,
+// whose list gate lets one informer list at a time.
 func TestDiscoveryFollowsCRDs(t *testing.T) {
 	t.Parallel()
 	ctx := needEnv(t)
@@ -164,7 +165,9 @@ func TestDiscoveryFollowsCRDs(t *testing.T) {
 	// shuts it down.
 	start := func() (*factory.Factory, *factory.Discovered) {
 		t.Helper()
-		f, err := factory.New(ctx, factory.Options{Path: path, RESTConfig: c.config})
+		// The smallest memory budget: one relist, resume check or
+		// replay at a time among all the discovered informers.
+		f, err := factory.New(ctx, factory.Options{Path: path, RESTConfig: c.config, MemoryBudget: factory.MinMemoryBudget})
 		if err != nil {
 			t.Fatal(err)
 		}
