@@ -65,7 +65,9 @@
 //     server supports it and falls back to a paginated LIST otherwise:
 //     as in client-go, a WatchList failure is followed at once by a LIST,
 //     with a log line saying why, except a 429 or a refused connection,
-//     after which the WatchList is sent again after a backoff.
+//     after which the WatchList is sent again after a backoff. Reflectors
+//     sharing an Options.ListGate relist (and resume-check) a few at a
+//     time; a pass that stalls for its Patience stops counting.
 //   - No hot loops. Every retry waits on one exponential backoff
 //     (client-go's defaults: 800ms doubling to 30s, jitter 1.0, reset
 //     after 2 minutes without trouble), 429 answers wait at least their
