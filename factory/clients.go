@@ -19,9 +19,9 @@ import (
 // watches are decoded on every core (factory/internal/watchdecode). It
 // builds the client as dynamic.NewForConfigAndClient does, which would
 // set the serializer again.
-func dynamicClientFor(config *rest.Config) (*dynamic.DynamicClient, error) {
+func dynamicClientFor(config *rest.Config, readAhead *watchdecode.Budget) (*dynamic.DynamicClient, error) {
 	c := dynamic.ConfigFor(config)
-	c.NegotiatedSerializer = watchdecode.Wrap(c.NegotiatedSerializer)
+	c.NegotiatedSerializer = watchdecode.WrapBudget(c.NegotiatedSerializer, readAhead)
 	c.GroupVersion = nil
 	c.APIPath = "/if-you-see-this-search-for-the-break"
 	rc, err := rest.UnversionedRESTClientFor(c)
@@ -37,13 +37,13 @@ func dynamicClientFor(config *rest.Config) (*dynamic.DynamicClient, error) {
 // same request as client-go's metadata client sends (metadata.go in
 // k8s.io/client-go/metadata) through a REST client of that serializer
 // wrapped; everything else is client-go's client.
-func metadataClientFor(config *rest.Config) (metadata.Interface, error) {
+func metadataClientFor(config *rest.Config, readAhead *watchdecode.Budget) (metadata.Interface, error) {
 	mc, err := metadata.NewForConfig(config)
 	if err != nil {
 		return nil, err
 	}
 	c := metadata.ConfigFor(config)
-	c.NegotiatedSerializer = watchdecode.Wrap(c.NegotiatedSerializer)
+	c.NegotiatedSerializer = watchdecode.WrapBudget(c.NegotiatedSerializer, readAhead)
 	c.GroupVersion = &schema.GroupVersion{}
 	c.APIPath = "/this-value-should-never-be-sent"
 	rc, err := rest.RESTClientFor(c)

@@ -44,7 +44,7 @@ func clusterID(ctx context.Context, opts Options, logger klog.Logger) string {
 
 // lookupClusterID returns the UID of ClusterIdentityNamespace.
 func lookupClusterID(ctx context.Context, config *rest.Config, s *runtime.Scheme) (string, error) {
-	c, err := restClientFor(config, s, corev1.SchemeGroupVersion)
+	c, err := restClientFor(config, s, corev1.SchemeGroupVersion, nil)
 	if err != nil {
 		return "", fmt.Errorf("cluster identity: client: %w", err)
 	}

@@ -498,7 +498,7 @@ func (d *Discovered) add(ctx context.Context, r discoveredResource) error {
 		if example, err = f.opts.Scheme.New(gvk); err != nil {
 			return fmt.Errorf("%w: %s kind %q: %w", ErrResource, r.gvr, r.kind, err)
 		}
-		if lw, err = TypedListWatch(f.opts.RESTConfig, f.opts.Scheme, r.gvr, Scope{}); err != nil {
+		if lw, err = typedListWatch(f.opts.RESTConfig, f.opts.Scheme, r.gvr, Scope{}, f.readAhead); err != nil {
 			return err
 		}
 	} else {

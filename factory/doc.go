@@ -86,7 +86,9 @@
 // not grow with the number of informers: each queue is also bounded by its
 // own QueueCapacity, holds at most half the budget, and always takes one
 // page or event when it is empty, so no informer waits forever for
-// another, not even for one whose handler is stuck.
+// another, not even for one whose handler is stuck. Options.MemoryBudget
+// sets this budget, the hot tier, the read-ahead and how many relists and
+// replays run at once (a reflector.ListGate) from one number of bytes.
 //
 // A Scope with a Shard sends it as the server-side shard selector
 // (ListOptions.ShardSelector, kube-apiserver 1.36's alpha

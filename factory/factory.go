@@ -87,6 +87,27 @@ type Options struct {
 	// QueueBudgetMetrics receives the use of the queue budget (for
 	// example a metrics.Set's ForBudget). Default: no metrics.
 	QueueBudgetMetrics deltafifo.BudgetMetrics
+	// MemoryBudget, when positive, is the heap in bytes the factory's
+	// informers may hold beside their handlers' own: the hot tier, the
+	// queues, the relists and replays in flight, the watch streams'
+	// read-ahead and the replays' headroom for the collector share it
+	// (docs/tuning.md, "One memory budget"). It sets every one of those
+	// knobs left at its default (Bolt.HotBytes, Bolt.ReplayHeadroom,
+	// QueueBudget, the read-ahead) and gives the informers a
+	// reflector.ListGate (Informer.Reflector.ListGate, unless set) that
+	// bounds how many relists and replays run at once. Numbers of objects
+	// are taken at BudgetObjectBytes each. Each informer's share shows in
+	// its metrics: queue depth, hot-tier bytes (package store/bolt/metrics)
+	// and whether it holds a list pass (ListGateMetrics). A budget is not
+	// a limit on the process: set GOMEMLIMIT (about twice the budget
+	// plus the handlers' heap) so the collector keeps the garbage in it.
+	// Default 0: each knob at its own default, no gate. At least
+	// MinMemoryBudget.
+	MemoryBudget int64
+	// ListGateMetrics receives the use of the list gate MemoryBudget
+	// creates, per informer (for example a metrics.Set's ForListGate).
+	// Default: no metrics.
+	ListGateMetrics reflector.ListGateMetrics
 	// MetricsFor, when set, returns the Metrics of the informer of that
 	// name (for example a metrics.Set's For). Default: no metrics.
 	MetricsFor func(name string) informer.Metrics
@@ -148,6 +169,10 @@ type Factory struct {
 	cluster string            // recorded with every resource; see Options.ClusterID
 	keys    []seal.Key        // of Options.Keys; nil: sensitive resources in memory
 	budget  *deltafifo.Budget // of Options.QueueBudget; nil for none
+	// gate and readAhead are shared by the informers under
+	// Options.MemoryBudget; nil without one.
+	gate      *reflector.ListGate
+	readAhead *watchdecode.Budget
 	// wrapCodec, set by tests only before any informer exists, wraps the
 	// codec of every bolt store.
 	wrapCodec func(codec.Codec) codec.Codec
@@ -203,8 +228,12 @@ func New(ctx context.Context, opts Options) (*Factory, error) {
 	if opts.Informer.Store != nil {
 		return nil, fmt.Errorf("%w: Options.Informer.Store is set by the factory", ErrInvalidOptions)
 	}
+	gate, readAhead, err := applyMemoryBudget(&opts)
+	if err != nil {
+		return nil, err
+	}
 	if opts.Dynamic == nil && opts.RESTConfig != nil {
-		d, err := dynamicClientFor(opts.RESTConfig)
+		d, err := dynamicClientFor(opts.RESTConfig, readAhead)
 		if err != nil {
 			return nil, fmt.Errorf("%w: dynamic client: %w", ErrResource, err)
 		}
@@ -221,7 +250,7 @@ func New(ctx context.Context, opts Options) (*Factory, error) {
 		}
 		budget = b
 	}
-	f := &Factory{opts: opts, logger: logger, budget: budget, informers: map[string]*factoryEntry{}, started: map[string]bool{}}
+	f := &Factory{opts: opts, logger: logger, budget: budget, gate: gate, readAhead: readAhead, informers: map[string]*factoryEntry{}, started: map[string]bool{}}
 	if opts.Path == "" {
 		return f, nil
 	}
@@ -534,7 +563,7 @@ func (f *Factory) ForResource(ctx context.Context, gvr schema.GroupVersionResour
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	lw, err := TypedListWatch(f.opts.RESTConfig, f.opts.Scheme, gvr, scope)
+	lw, err := typedListWatch(f.opts.RESTConfig, f.opts.Scheme, gvr, scope, f.readAhead)
 	if err != nil {
 		return nil, err
 	}
@@ -579,7 +608,7 @@ func (f *Factory) schemeKind(gvr schema.GroupVersionResource) string {
 // client-go's generated clients do, whose watches are decoded on every
 // core (factory/internal/watchdecode) and whose protobuf decoders
 // remember each object's message (wireSerializer).
-func restClientFor(config *rest.Config, s *runtime.Scheme, gv schema.GroupVersion) (*rest.RESTClient, error) {
+func restClientFor(config *rest.Config, s *runtime.Scheme, gv schema.GroupVersion, readAhead *watchdecode.Budget) (*rest.RESTClient, error) {
 	if s == nil {
 		s = scheme.Scheme
 	}
@@ -589,7 +618,7 @@ func restClientFor(config *rest.Config, s *runtime.Scheme, gv schema.GroupVersio
 	if gv.Group == "" {
 		c.APIPath = "/api"
 	}
-	c.NegotiatedSerializer = watchdecode.Wrap(wireSerializer{rest.CodecFactoryForGeneratedClient(s, serializer.NewCodecFactory(s)).WithoutConversion(), s})
+	c.NegotiatedSerializer = watchdecode.WrapBudget(wireSerializer{rest.CodecFactoryForGeneratedClient(s, serializer.NewCodecFactory(s)).WithoutConversion(), s}, readAhead)
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}

@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/factory/internal/watchdecode"
 )
 
 // TypedListWatch returns a ListerWatcher for the typed resource gvr in
@@ -27,10 +29,16 @@ import (
 // for an object the handlers saw changed; a transform set on the informer
 // (WithTransform) needs nothing.
 func TypedListWatch(config *rest.Config, s *runtime.Scheme, gvr schema.GroupVersionResource, scope Scope) (cache.ListerWatcher, error) {
+	return typedListWatch(config, s, gvr, scope, nil)
+}
+
+// typedListWatch is TypedListWatch whose watch streams read ahead within
+// readAhead (nil: the process's default budget).
+func typedListWatch(config *rest.Config, s *runtime.Scheme, gvr schema.GroupVersionResource, scope Scope, readAhead *watchdecode.Budget) (cache.ListerWatcher, error) {
 	if config == nil {
 		return nil, fmt.Errorf("%w: no REST config for %s", ErrResource, gvr)
 	}
-	c, err := restClientFor(config, s, gvr.GroupVersion())
+	c, err := restClientFor(config, s, gvr.GroupVersion(), readAhead)
 	if err != nil {
 		return nil, fmt.Errorf("%w: REST client for %s: %w", ErrResource, gvr, err)
 	}

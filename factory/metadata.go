@@ -198,7 +198,7 @@ func (f *Factory) ForMetadata(ctx context.Context, gvr schema.GroupVersionResour
 	if _, ok := parseShard(scope.Shard); scope.Shard != "" && !ok {
 		return nil, fmt.Errorf("%w: metadata-only %s: shard selector %q is not shardRange(field, '0x<16 hex digits>', '0x<16 hex digits>') terms joined with ||: the objects of a metadata-only list, which carries no ShardInfo, could not be checked against it", ErrInvalidOptions, gvr, scope.Shard)
 	}
-	mc, err := metadataClientFor(f.opts.RESTConfig)
+	mc, err := metadataClientFor(f.opts.RESTConfig, f.readAhead)
 	if err != nil {
 		return nil, fmt.Errorf("%w: metadata client for %s: %w", ErrResource, gvr, err)
 	}

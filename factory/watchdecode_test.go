@@ -111,14 +111,14 @@ func TestClientsDecodeWatchesOnEveryCore(t *testing.T) {
 			return lw
 		}, false, nil},
 		{"dynamic", func(t *testing.T, cfg *rest.Config) cache.ListerWatcher {
-			c, err := dynamicClientFor(cfg)
+			c, err := dynamicClientFor(cfg, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return DynamicListWatch(c, podsGVR, Scope{})
 		}, false, nil},
 		{"metadata", func(t *testing.T, cfg *rest.Config) cache.ListerWatcher {
-			c, err := metadataClientFor(cfg)
+			c, err := metadataClientFor(cfg, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -184,7 +184,7 @@ func TestMetadataWatchSendsClientGosRequest(t *testing.T) {
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	cfg := &rest.Config{Host: hs.URL}
-	ours, err := metadataClientFor(cfg)
+	ours, err := metadataClientFor(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/warmcache/warmcache/reflector"
 	"github.com/warmcache/warmcache/store"
 )
 
@@ -220,6 +221,9 @@ func allStopped(ls []*listener) bool {
 	return true
 }
 
+// replayProgressEvery is how often a replay tells its gate pass it moved.
+const replayProgressEvery = 256
+
 // replay streams the store to ls as initial-list adds, waiting whenever a
 // handler has more than ReplayPending notifications pending. With through
 // set, it replays the keys up to *through only, none when it is empty. It
@@ -231,11 +235,18 @@ func (l *loop) replay(ctx context.Context, ls []*listener, kind string, through 
 	if err := l.waitChecked(ctx); err != nil {
 		return "", fmt.Errorf("%s replay: waiting for the file check: %w", kind, err)
 	}
+	// A replay holds decoded objects in flight as a relist does: it takes
+	// a pass of the relists' gate (reflector.ListGate), if any.
+	pass, err := reflector.EnterGate(ctx, l.i.opts.Reflector.ListGate, l.i.opts.Name)
+	if err != nil {
+		return "", fmt.Errorf("%s replay: %w", kind, err)
+	}
+	defer pass.Leave()
 	start := l.i.opts.Clock.Now()
 	bound := int64(l.i.opts.ReplayPending)
 	n := 0
 	var last string
-	err := l.scan(ctx, func(key string, obj interface{}) error {
+	err = l.scan(ctx, func(key string, obj interface{}) error {
 		if through != nil && key > *through {
 			return errReplayedThrough
 		}
@@ -244,6 +255,9 @@ func (l *loop) replay(ctx context.Context, ls []*listener, kind string, through 
 		}
 		if err := l.pace(ctx, ls, bound); err != nil {
 			return err
+		}
+		if n%replayProgressEvery == 0 {
+			pass.Progress()
 		}
 		l.i.detector.watch(obj)
 		nt := note{kind: noteAdd, new: obj, initial: true}

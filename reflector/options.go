@@ -250,6 +250,11 @@ type Options struct {
 	Logger *klog.Logger
 	// Metrics receives activity counts. Default NoopMetrics.
 	Metrics Metrics
+	// ListGate, when set, is shared with other reflectors (and
+	// informers' replays): each relist holds one of its passes, from its
+	// first request to its last page pushed (see ListGate). Default: none,
+	// relists never wait for each other.
+	ListGate *ListGate
 }
 
 // ErrInvalidOptions is returned by New for bad arguments or options.

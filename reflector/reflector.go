@@ -49,6 +49,7 @@ type Reflector struct {
 	watchListOff bool      // WatchList found unsupported
 	lastRelist   time.Time // when the last relist completed
 	replaceOpen  bool      // a BeginReplace was pushed without EndReplace
+	pass         *ListPass // of Options.ListGate, while a relist holds it
 	internalErrs cache.RetryWithDeadline
 }
 
@@ -345,6 +346,15 @@ func (r *Reflector) resume(ctx context.Context) bool {
 func (r *Reflector) relist(ctx context.Context) (watch.Interface, error) {
 	r.metrics.RelistStarted()
 	logger := klog.FromContext(ctx)
+	pass, err := EnterGate(ctx, r.opts.ListGate, r.opts.Name)
+	if err != nil {
+		return nil, err
+	}
+	r.pass = pass
+	defer func() {
+		r.pass = nil
+		pass.Leave()
+	}()
 	if r.useWatchList() {
 		w, err := r.watchList(ctx)
 		for err != nil && ctx.Err() == nil && isWatchListRetriable(err) {

@@ -75,6 +75,7 @@ func (p *pager) flush(ctx context.Context) error {
 	if err := p.r.sink.ReplacePage(ctx, page); err != nil {
 		return fmt.Errorf("%w: replace page: %w", ErrSink, err)
 	}
+	p.r.pass.Progress()
 	return nil
 }
 

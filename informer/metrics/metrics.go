@@ -26,6 +26,12 @@
 //	warmcache_informer_queue_budget_used          deltas and listed objects queued in the queues sharing it
 //	warmcache_informer_queue_budget_limit         its limit
 //	warmcache_informer_queue_budget_waits_total   pushes that waited for it
+//
+// and, for a list gate (ForListGate; factory.Options.ListGateMetrics),
+// per informer:
+//
+//	warmcache_informer_list_gate_holding          1 while the informer's relist or replay holds a pass
+//	warmcache_informer_list_gate_wait_seconds     how long its relists and replays waited for one
 package metrics
 
 import (
@@ -36,6 +42,7 @@ import (
 
 	"github.com/warmcache/warmcache/deltafifo"
 	"github.com/warmcache/warmcache/informer"
+	"github.com/warmcache/warmcache/reflector"
 )
 
 // Options configures New. The zero value is valid.
@@ -60,6 +67,8 @@ type Set struct {
 	budgetUsed, budgetLimit                     *prometheus.GaugeVec
 	budgetWaits                                 *prometheus.CounterVec
 	applyDuration, replayDuration               *prometheus.HistogramVec
+	gateHolding                                 *prometheus.GaugeVec
+	gateWait                                    *prometheus.HistogramVec
 }
 
 // New creates the collectors and registers them on reg. It returns the
@@ -109,10 +118,13 @@ func New(reg prometheus.Registerer, opts Options) (*Set, error) {
 			Help: "Duration of store writes (one transaction per batch or relist step).", Buckets: opts.ApplyBuckets}, label),
 		replayDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: "informer", Name: "replay_duration_seconds",
 			Help: "Duration of replays of the store to handlers.", Buckets: opts.ReplayBuckets}, []string{"informer", "kind"}),
+		gateHolding: gauge("list_gate_holding", "1 while the informer's relist or replay holds a pass of the list gate."),
+		gateWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: "informer", Name: "list_gate_wait_seconds",
+			Help: "Time relists and replays waited for a pass of the list gate.", Buckets: opts.ReplayBuckets}, label),
 	}
 	for _, c := range []prometheus.Collector{s.lists, s.watches, s.relists, s.resumes, s.expired, s.queueAdds,
 		s.applyObjects, s.applyFailures, s.replayObjects, s.queueDepth, s.storeObjects, s.healthy,
-		s.applyDuration, s.replayDuration, s.budgetUsed, s.budgetLimit, s.budgetWaits} {
+		s.applyDuration, s.replayDuration, s.budgetUsed, s.budgetLimit, s.budgetWaits, s.gateHolding, s.gateWait} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
 		}
@@ -153,6 +165,25 @@ func (s *Set) ForBudget(name string) deltafifo.BudgetMetrics {
 		limit: s.budgetLimit.WithLabelValues(name),
 		waits: s.budgetWaits.WithLabelValues(name),
 	}
+}
+
+// ForListGate returns the metrics of a list gate, for
+// factory.Options.ListGateMetrics (reflector.ListGateOptions.Metrics),
+// labelled with the informer that holds or waits.
+func (s *Set) ForListGate() reflector.ListGateMetrics { return gateRecorder{s} }
+
+type gateRecorder struct{ s *Set }
+
+func (g gateRecorder) Waited(name string, d time.Duration) {
+	g.s.gateWait.WithLabelValues(name).Observe(d.Seconds())
+}
+
+func (g gateRecorder) Holding(name string, holding bool) {
+	v := 0.0
+	if holding {
+		v = 1
+	}
+	g.s.gateHolding.WithLabelValues(name).Set(v)
 }
 
 type budgetRecorder struct {

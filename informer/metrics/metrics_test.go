@@ -19,6 +19,7 @@ import (
 	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/informer/metrics"
 	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/reflector"
 	"github.com/warmcache/warmcache/store/memory"
 )
 
@@ -171,6 +172,79 @@ func TestBudgetMetrics(t *testing.T) {
 		qs[1].Close()
 		if got := gauge("warmcache_informer_queue_budget_used"); got != 2 {
 			t.Fatalf("queue_budget_used = %v after a queue closed, want 2", got)
+		}
+	})
+}
+
+// TestListGateMetrics checks the per-informer gauge and wait histogram of
+// a list gate.
+func TestListGateMetrics(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		set, err := metrics.New(reg, metrics.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := reflector.NewListGate(reflector.ListGateOptions{Slots: 1, Metrics: set.ForListGate()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		holding := func(name string) float64 {
+			t.Helper()
+			v, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, mf := range v {
+				if mf.GetName() != "warmcache_informer_list_gate_holding" {
+					continue
+				}
+				for _, m := range mf.GetMetric() {
+					if m.GetLabel()[0].GetValue() == name {
+						return m.GetGauge().GetValue()
+					}
+				}
+			}
+			t.Fatalf("no list_gate_holding series for %s", name)
+			return 0
+		}
+		ctx := context.Background()
+		a, err := g.Enter(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		entered := make(chan *reflector.ListPass)
+		go func() {
+			b, err := g.Enter(ctx, "b")
+			if err != nil {
+				t.Error(err)
+			}
+			entered <- b
+		}()
+		synctest.Wait()
+		time.Sleep(2 * time.Second)
+		a.Progress()
+		time.Sleep(time.Second)
+		a.Leave()
+		b := <-entered
+		defer b.Leave()
+		if holding("a") != 0 || holding("b") != 1 {
+			t.Fatalf("list_gate_holding a=%v b=%v, want 0 and 1", holding("a"), holding("b"))
+		}
+		v, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sums := map[string]float64{}
+		for _, mf := range v {
+			if mf.GetName() == "warmcache_informer_list_gate_wait_seconds" {
+				for _, m := range mf.GetMetric() {
+					sums[m.GetLabel()[0].GetValue()] = m.GetHistogram().GetSampleSum()
+				}
+			}
+		}
+		if sums["a"] != 0 || sums["b"] != 3 {
+			t.Fatalf("waits %v, want a 0s and b 3s", sums)
 		}
 	})
 }

@@ -43,7 +43,7 @@ var rules = []rule{
 	// The pipeline knows the contract only, never a store.
 	{pkg: "deltafifo", allow: []string{"store"}},
 	{pkg: "reflector", allow: []string{"store"}},
-	{pkg: "informer/metrics", allow: []string{"informer", "deltafifo"}},
+	{pkg: "informer/metrics", allow: []string{"informer", "deltafifo", "reflector"}},
 	{pkg: "informer", allow: []string{"store", "store/wire", "deltafifo", "reflector"},
 		deny: []string{"k8s.io/client-go/rest", "k8s.io/client-go/dynamic", "k8s.io/client-go/kubernetes", "go.etcd.io/bbolt"}},
 	// The listers read through the contract; their generator is a tool.

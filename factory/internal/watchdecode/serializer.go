@@ -55,6 +55,12 @@ func Wrap(ns k8sruntime.NegotiatedSerializer) k8sruntime.NegotiatedSerializer {
 	return negotiated{inner: ns}
 }
 
+// WrapBudget is Wrap whose streams read ahead within b, shared with the
+// other streams on it; nil b is the process's default budget.
+func WrapBudget(ns k8sruntime.NegotiatedSerializer, b *Budget) k8sruntime.NegotiatedSerializer {
+	return negotiated{inner: ns, budget: b}
+}
+
 // negotiated is Wrap's NegotiatedSerializer.
 type negotiated struct {
 	inner k8sruntime.NegotiatedSerializer

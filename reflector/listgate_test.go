@@ -1,0 +1,286 @@
+package reflector
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/warmcache/warmcache/internal/fakesource"
+	"github.com/warmcache/warmcache/internal/testkit"
+)
+
+// gateRecorder records a ListGate's metrics.
+type gateRecorder struct {
+	mu      sync.Mutex
+	waited  map[string]time.Duration
+	holding map[string]bool
+}
+
+func newGateRecorder() *gateRecorder {
+	return &gateRecorder{waited: map[string]time.Duration{}, holding: map[string]bool{}}
+}
+
+func (r *gateRecorder) Waited(name string, d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.waited[name] = d
+}
+
+func (r *gateRecorder) Holding(name string, holding bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.holding[name] = holding
+}
+
+func (r *gateRecorder) get(name string) (time.Duration, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.waited[name], r.holding[name]
+}
+
+// entering is a pending Enter.
+type entering struct {
+	name string
+	done chan struct{}
+	pass *ListPass
+	err  error
+}
+
+func enter(ctx context.Context, g *ListGate, name string) *entering {
+	e := &entering{name: name, done: make(chan struct{})}
+	go func() {
+		defer close(e.done)
+		e.pass, e.err = g.Enter(ctx, name)
+	}()
+	return e
+}
+
+func (e *entering) admitted() bool {
+	select {
+	case <-e.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func (e *entering) wait(t *testing.T) *ListPass {
+	t.Helper()
+	select {
+	case <-e.done:
+	case <-time.After(testkit.Timeout()):
+		t.Fatalf("%s: not admitted within %v", e.name, testkit.Timeout())
+	}
+	if e.err != nil {
+		t.Fatalf("%s: Enter: %v", e.name, e.err)
+	}
+	return e.pass
+}
+
+// waiting waits until n callers wait at g.
+func waiting(t *testing.T, g *ListGate, n int) {
+	t.Helper()
+	deadline := time.Now().Add(testkit.Timeout())
+	for {
+		g.mu.Lock()
+		got := len(g.waiters)
+		g.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d waiters, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func newGate(t *testing.T, slots int, clk *clocktesting.FakeClock, m ListGateMetrics) *ListGate {
+	t.Helper()
+	g, err := NewListGate(ListGateOptions{Slots: slots, Clock: clk, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// TestListGateAdmitsSlotsInOrder checks that the gate admits Slots
+// passes at once, lets the waiters in in the order they came as passes
+// leave, and reports each one's wait.
+func TestListGateAdmitsSlotsInOrder(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	m := newGateRecorder()
+	g := newGate(t, 2, clk, m)
+	a := enter(ctx, g, "a").wait(t)
+	b := enter(ctx, g, "b").wait(t)
+	c := enter(ctx, g, "c")
+	waiting(t, g, 1)
+	d := enter(ctx, g, "d")
+	waiting(t, g, 2)
+	if c.admitted() || d.admitted() {
+		t.Fatal("a third pass admitted with two slots held")
+	}
+	clk.Step(time.Second) // less than Patience: a and b still count
+	a.Progress()
+	b.Progress()
+	if _, held := m.get("a"); !held {
+		t.Fatal("a's pass not reported held")
+	}
+	a.Leave()
+	if _, held := m.get("a"); held {
+		t.Fatal("a's pass still reported held after Leave")
+	}
+	pc := c.wait(t)
+	waiting(t, g, 1)
+	if d.admitted() {
+		t.Fatal("d admitted before c's place was taken: not in order")
+	}
+	if w, _ := m.get("c"); w != time.Second {
+		t.Fatalf("c waited %v, want the 1s the clock moved", w)
+	}
+	a.Leave() // a second Leave gives nothing back
+	if d.admitted() {
+		t.Fatal("a second Leave of one pass let another in")
+	}
+	b.Leave()
+	d.wait(t).Leave()
+	pc.Leave()
+	if w, _ := m.get("a"); w != 0 {
+		t.Fatalf("a waited %v with a slot free", w)
+	}
+}
+
+// TestListGateLetsInPastStalledPasses checks that a pass that made no
+// progress for Patience stops counting, so a stuck relist cannot keep the
+// others waiting, and that one that keeps moving does count.
+func TestListGateLetsInPastStalledPasses(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	g := newGate(t, 1, clk, nil)
+	a := enter(ctx, g, "a").wait(t)
+	b := enter(ctx, g, "b")
+	waiting(t, g, 1)
+	for range 3 {
+		clk.Step(DefaultListGatePatience / 2)
+		a.Progress()
+	}
+	// a moved within every Patience: b still waits. Wait for b's timer
+	// (set for a's next stall) so that the next step fires it.
+	waitTimer(t, clk)
+	if b.admitted() {
+		t.Fatal("b admitted while a made progress")
+	}
+	clk.Step(DefaultListGatePatience)
+	pb := b.wait(t)
+	// a moves again: it counts again, so c waits for a or b.
+	a.Progress()
+	c := enter(ctx, g, "c")
+	waiting(t, g, 1)
+	if c.admitted() {
+		t.Fatal("c admitted with two passes making progress and one slot")
+	}
+	a.Leave()
+	if c.admitted() {
+		t.Fatal("c admitted while b made progress within Patience")
+	}
+	pb.Leave()
+	c.wait(t).Leave()
+}
+
+// waitTimer waits until clk has a timer pending.
+func waitTimer(t *testing.T, clk *clocktesting.FakeClock) {
+	t.Helper()
+	deadline := time.Now().Add(testkit.Timeout())
+	for !clk.HasWaiters() {
+		if time.Now().After(deadline) {
+			t.Fatal("no timer set on the clock")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestListGateEnterCanceled checks that a canceled Enter holds nothing
+// and lets the next waiter take its place.
+func TestListGateEnterCanceled(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	g := newGate(t, 1, clk, nil)
+	a := enter(context.Background(), g, "a").wait(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	b := enter(ctx, g, "b")
+	waiting(t, g, 1)
+	c := enter(context.Background(), g, "c")
+	waiting(t, g, 2)
+	cancel()
+	<-b.done
+	if !errors.Is(b.err, context.Canceled) || b.pass != nil {
+		t.Fatalf("canceled Enter = %v, %v; want no pass and context.Canceled", b.pass, b.err)
+	}
+	waiting(t, g, 1)
+	a.Leave()
+	c.wait(t).Leave()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.holders) != 0 {
+		t.Fatalf("%d passes held after all left", len(g.holders))
+	}
+}
+
+func TestNewListGateRejects(t *testing.T) {
+	for _, o := range []ListGateOptions{{Slots: 0}, {Slots: 1, Patience: -time.Second}} {
+		if _, err := NewListGate(o); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("NewListGate(%+v) = %v, want ErrInvalidOptions", o, err)
+		}
+	}
+}
+
+// TestRelistsShareListGate checks that reflectors sharing a gate of one
+// slot list one at a time: the second sends no request while the first
+// is pushing its pages, and is let in once the first stalls for Patience
+// (its sink blocked), so a stuck relist never keeps the other from
+// syncing.
+func TestRelistsShareListGate(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	g := newGate(t, 1, clk, nil)
+	names := make([]string, 200)
+	for i := range names {
+		names[i] = fmt.Sprintf("p%03d", i)
+	}
+	srcA := newSource(t, fakesource.Options{}, names...)
+	srcB := newSource(t, fakesource.Options{}, names...)
+	sinkA, sinkB := newRecorder(), newRecorder()
+	release := make(chan struct{})
+	var once sync.Once
+	blocked := make(chan struct{})
+	sinkA.hook = func(ctx context.Context, call string) error {
+		if strings.HasPrefix(call, "ReplacePage ") {
+			once.Do(func() { close(blocked) })
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	}
+	run(t, srcA, sinkA, Options{ListGate: g, Name: "a"})
+	<-blocked
+	run(t, srcB, sinkB, Options{ListGate: g, Name: "b"})
+	waiting(t, g, 1)
+	if n := len(srcB.Requests()); n != 0 {
+		t.Fatalf("b sent %d requests while a held the only slot", n)
+	}
+	// a has not pushed a page since it entered: once Patience passes, b
+	// is let in and syncs while a is still stuck.
+	waitTimer(t, clk)
+	clk.Step(DefaultListGatePatience)
+	sinkB.waitCall(t, fmt.Sprintf("EndReplace %d", len(names)+1))
+	close(release)
+	sinkA.waitCall(t, fmt.Sprintf("EndReplace %d", len(names)+1))
+}
