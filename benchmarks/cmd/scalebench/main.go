@@ -26,8 +26,9 @@
 // informer runs. The objects are spread evenly over the types; with
 // -mix-skew the pods take a third of them and the other types share the
 // rest, as in a cluster where one resource dominates. -mix-memory sets the
-// factory's memory budget (factory.Options.MemoryBudget), -mix-budget the
-// queue budget its informers share and -mix-page their list page size.
+// factory's memory budget (factory.Options.MemoryBudget; give -memlimit
+// with it, a budget is no limit on the process), -mix-budget the queue
+// budget its informers share and -mix-page their list page size.
 //
 // The table goes to stdout, progress to stderr. Exit status: 0 on success,
 // 1 if a measurement failed, 2 for bad flags.
@@ -44,6 +45,7 @@ import (
 	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
 	"github.com/warmcache/warmcache/benchmarks/internal/machine"
 	"github.com/warmcache/warmcache/benchmarks/internal/scalebench"
+	"github.com/warmcache/warmcache/factory"
 )
 
 // parseBytes parses "1GiB", "1.5GiB", "512MiB" or a number of bytes.
@@ -76,7 +78,7 @@ func parse(args []string, stderr io.Writer) (scalebench.Options, error) {
 	fs.IntVar(&o.MixTypes, "mix-types", scalebench.DefaultMixTypes, "with -mix: resource types, at least 5 (5 built-ins, the rest custom resources)")
 	fs.BoolVar(&o.MixSkew, "mix-skew", false, "with -mix: a third of the objects are pods, the rest spread evenly over the other types (default: all types even)")
 	fs.IntVar(&o.MixUpdates, "mix-updates", 20000, "with -mix: updates of the steady state, spread over the types, at most one per object (0: none)")
-	fs.StringVar(&mixMemory, "mix-memory", "", "with -mix: the factory's memory budget (factory.Options.MemoryBudget), for example 384MiB (empty: none)")
+	fs.StringVar(&mixMemory, "mix-memory", "", fmt.Sprintf("with -mix: the factory's memory budget (factory.Options.MemoryBudget), at least %dMiB, for example 384MiB with -memlimit 512MiB (empty: none)", factory.MinMemoryBudget>>20))
 	fs.BoolVar(&o.MixOne, "mix-one", false, "with -mix: also the warm start of each resource alone")
 	fs.IntVar(&o.MixQueue, "mix-queue", 0, "with -mix: queue capacity of each informer (0: the informer's default)")
 	fs.IntVar(&o.MixBudget, "mix-budget", 0, "with -mix: queue budget the factory's informers share (0: the factory's default, negative: none)")
@@ -108,8 +110,8 @@ func parse(args []string, stderr io.Writer) (scalebench.Options, error) {
 	}
 	if mixMemory != "" {
 		v, err := parseBytes(mixMemory)
-		if err != nil || v == 0 {
-			return o, fmt.Errorf("%w: -mix-memory: %q is no positive size (want for example 384MiB, or empty for none)", cmdrun.ErrUsage, mixMemory)
+		if err != nil || v < factory.MinMemoryBudget {
+			return o, fmt.Errorf("%w: -mix-memory: %q is no size of at least %d MiB (want for example 384MiB, or empty for none)", cmdrun.ErrUsage, mixMemory, factory.MinMemoryBudget>>20)
 		}
 		o.MixMemory = v
 	}

@@ -58,10 +58,8 @@ func factoryChild(ctx context.Context, spec childSpec, rss *procmem.Sampler, emi
 			QueueCapacity: spec.QueueCapacity,
 			Reflector:     reflector.Options{ListPageSize: int64(spec.PageSize)},
 		},
-		QueueBudget: spec.QueueBudget,
-	}
-	if err := setMemoryBudget(&opts, spec.MemoryBudget); err != nil {
-		return err
+		QueueBudget:  spec.QueueBudget,
+		MemoryBudget: spec.MemoryBudget,
 	}
 	f, err := factory.New(ctx, opts)
 	if err != nil {
@@ -114,6 +112,12 @@ func factoryChild(ctx context.Context, spec childSpec, rss *procmem.Sampler, emi
 		}
 	}
 	p.Resource, p.Informers, p.MemoryBudget = name, synced, spec.MemoryBudget
+	if g := f.ListGate(); g != nil {
+		p.ListSlots = g.Slots()
+	}
+	if b := f.QueueBudget(); b != nil {
+		p.QueueBudget = b.Limit()
+	}
 	return errors.Join(emit(p), f.Shutdown())
 }
 
@@ -151,13 +155,4 @@ func factorySteady(ctx context.Context, spec childSpec, counters []counted, rss 
 		}
 	}
 	return m.stop(modeFactorySteady, "factory", total, spec.Updates), nil
-}
-
-// setMemoryBudget sets the factory's memory budget (factory.Options'
-// MemoryBudget) to b bytes; 0 leaves it unset.
-func setMemoryBudget(o *factory.Options, b int64) error {
-	if b != 0 {
-		return fmt.Errorf("factory.Options has no MemoryBudget yet")
-	}
-	return nil
 }

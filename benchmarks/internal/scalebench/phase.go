@@ -24,8 +24,13 @@ type Phase struct {
 	// outside the factory's phases.
 	Informers int `json:"informers,omitempty"`
 	// MemoryBudget is the factory's memory budget in bytes
-	// (factory.Options.MemoryBudget), 0 for none.
+	// (factory.Options.MemoryBudget), 0 for none; ListSlots the relists
+	// and replays its list gate admits at once (Factory.ListGate), 0
+	// without a gate; QueueBudget the objects its informers' queues hold
+	// together (Factory.QueueBudget), 0 without a shared budget.
 	MemoryBudget int64 `json:"memoryBudget,omitempty"`
+	ListSlots    int   `json:"listSlots,omitempty"`
+	QueueBudget  int   `json:"queueBudget,omitempty"`
 	// Seconds and CPUSeconds are the phase's wall-clock time and the
 	// informer process's CPU time.
 	Seconds    float64 `json:"seconds"`

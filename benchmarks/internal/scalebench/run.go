@@ -37,6 +37,7 @@ import (
 	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
 	"github.com/warmcache/warmcache/benchmarks/internal/informerbench"
 	"github.com/warmcache/warmcache/benchmarks/internal/procmem"
+	"github.com/warmcache/warmcache/factory"
 )
 
 // Options configures Run.
@@ -65,7 +66,8 @@ type Options struct {
 	// Mix); 0 for no steady state.
 	MixUpdates int
 	// MixMemory is the factory's memory budget in bytes
-	// (factory.Options.MemoryBudget); 0 for none.
+	// (factory.Options.MemoryBudget), at least factory.MinMemoryBudget; 0
+	// for none. Set MemLimit with it: a budget is no limit on the process.
 	MixMemory int64
 	// MixQueue is the queue capacity of each of the factory's informers
 	// (informer.Options.QueueCapacity); 0 for the default. Each informer's
@@ -149,8 +151,9 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		if err := opts.mix().Validate(); err != nil {
 			return res, err
 		}
-		if opts.MixUpdates < 0 || opts.MixMemory < 0 {
-			return res, fmt.Errorf("scalebench: %d updates or a memory budget of %d bytes for the mix", opts.MixUpdates, opts.MixMemory)
+		if opts.MixUpdates < 0 || opts.MixMemory < 0 || (opts.MixMemory > 0 && opts.MixMemory < factory.MinMemoryBudget) {
+			return res, fmt.Errorf("scalebench: %d updates or a memory budget of %d bytes for the mix (want updates not negative, a budget of 0 or at least %d)",
+				opts.MixUpdates, opts.MixMemory, factory.MinMemoryBudget)
 		}
 		opts.MixUpdates = min(opts.MixUpdates, opts.Mix)
 	}

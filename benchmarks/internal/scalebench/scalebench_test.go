@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/warmcache/warmcache/benchmarks/internal/genserver"
+	"github.com/warmcache/warmcache/factory"
 )
 
 func TestMain(m *testing.M) {
@@ -228,16 +229,18 @@ func TestMixServer(t *testing.T) {
 	}
 }
 
-// TestMixTypes runs the factory's phases over 8 skewed types: the server
-// and the factory agree on the types and their counts (each informer's
-// handler told of exactly its resource's objects), each resource's warm
-// start alone has its own objects, and the steady state's updates are cut
-// to one per object.
+// TestMixTypes runs the factory's phases over 8 skewed types under a
+// memory budget: the server and the factory agree on the types and their
+// counts (each informer's handler told of exactly its resource's objects),
+// each resource's warm start alone has its own objects, the steady state's
+// updates are cut to one per object, and the budget reaches the factory
+// (which then has a list gate).
 func TestMixTypes(t *testing.T) {
 	mix := Mix{Objects: 300, Types: 8, Skew: true}
+	const budget = 64 << 20
 	var stderr bytes.Buffer
 	res, err := Run(testContext(t), Options{
-		Mix: mix.Objects, MixTypes: mix.Types, MixSkew: mix.Skew, MixOne: true, MixUpdates: 10000,
+		Mix: mix.Objects, MixTypes: mix.Types, MixSkew: mix.Skew, MixOne: true, MixUpdates: 10000, MixMemory: budget,
 		Dir: t.TempDir(), MemLimit: "1GiB", Stderr: &stderr,
 	})
 	if err != nil {
@@ -261,6 +264,11 @@ func TestMixTypes(t *testing.T) {
 			t.Errorf("%s: %d objects, %d informers synced; want %d and %d", p.Name, p.N, p.Informers, mix.Objects, mix.Types)
 		}
 	}
+	for _, p := range res.Phases {
+		if p.MemoryBudget != budget || p.ListSlots == 0 || p.QueueBudget == 0 {
+			t.Errorf("%s: memory budget %d, %d list slots, queue budget %d", p.Name, p.MemoryBudget, p.ListSlots, p.QueueBudget)
+		}
+	}
 	if steady.Events != mix.Objects || steady.AnonPeak == 0 {
 		t.Errorf("steady state: %d updates (want one per object, %d), peak RssAnon %d", steady.Events, mix.Objects, steady.AnonPeak)
 	}
@@ -275,7 +283,7 @@ func TestMixTypes(t *testing.T) {
 	if err := WriteTable(&out, res); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"factory-steady", "factory: 8 informers, memory budget none", "sum of 8 warm starts alone", "the largest resource alone (pods, 100 objects"} {
+	for _, s := range []string{"factory-steady", "factory: 8 informers, memory budget 64 MiB, a list gate of", "sum of 8 warm starts alone", "the largest resource alone (pods, 100 objects"} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("table lacks %q:\n%s", s, out.String())
 		}
@@ -287,6 +295,7 @@ func TestRunMixErrors(t *testing.T) {
 		{Mix: 100, MixTypes: MinMixTypes - 1},
 		{Mix: 100, MixUpdates: -1},
 		{Mix: 100, MixMemory: -1},
+		{Mix: 100, MixMemory: factory.MinMemoryBudget - 1},
 	} {
 		o.Dir = t.TempDir()
 		if _, err := Run(context.Background(), o); err == nil {

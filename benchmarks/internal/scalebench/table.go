@@ -16,10 +16,10 @@ func WriteTable(w io.Writer, res Result) error {
 	fmt.Fprintln(tw, "impl\tphase\tobjects\ttime s\tCPU s\tpeak RssAnon MiB\tpeak RssFile MiB\tRssAnon at end MiB\tpeak heap MiB\tsettled heap MiB\tVmHWM MiB\tcgroup peak MiB\tGOMEMLIMIT MiB\t")
 	var one []Phase
 	var warm *Phase
-	informers, budget := 0, int64(0)
+	var factory Phase
 	for i, p := range res.Phases {
-		if p.Impl == "factory" && p.Name != modeFactoryWarmOne {
-			informers, budget = max(informers, p.Informers), p.MemoryBudget
+		if p.Impl == "factory" && p.Name != modeFactoryWarmOne && p.Informers >= factory.Informers {
+			factory = p
 		}
 		if p.Name == modeFactoryWarm {
 			warm = &res.Phases[i]
@@ -69,12 +69,16 @@ func WriteTable(w io.Writer, res Result) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if informers > 0 {
+	if f := factory; f.Informers > 0 {
 		b := "none"
-		if budget > 0 {
-			b = fmt.Sprintf("%.0f MiB", mib(uint64(budget)))
+		if f.MemoryBudget > 0 {
+			b = fmt.Sprintf("%.0f MiB", mib(uint64(f.MemoryBudget)))
 		}
-		fmt.Fprintf(w, "factory: %d informers, memory budget %s\n", informers, b)
+		gate := "no list gate"
+		if f.ListSlots > 0 {
+			gate = fmt.Sprintf("a list gate of %d relists or replays at once", f.ListSlots)
+		}
+		fmt.Fprintf(w, "factory: %d informers, memory budget %s, %s, queue budget %d objects\n", f.Informers, b, gate, f.QueueBudget)
 	}
 	if warm != nil && largest.Seconds > 0 {
 		fmt.Fprintf(w, "factory warm start of all %d: %.2f s, %.2fx the warm start of the largest resource alone (%s, %d objects, %.2f s), %.2fx the slowest alone (%.2f s)\n",
