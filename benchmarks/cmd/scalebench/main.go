@@ -7,7 +7,9 @@
 //
 // Usage:
 //
-//	go run ./benchmarks/cmd/scalebench [-n 1000000] [-memlimit 1GiB] [-cgroup-limit 1.5GiB] [-client-go-n 0] [-mix 0 [-mix-one] [-mix-queue 0] [-mix-budget 0] [-mix-page 0]] [-updates 50000] [-relist 10] [-dir DIR]
+//	go run ./benchmarks/cmd/scalebench [-n 1000000] [-memlimit 1GiB] [-cgroup-limit 1.5GiB] [-client-go-n 0]
+//		[-mix 0 [-mix-types 50] [-mix-skew] [-mix-updates 20000] [-mix-memory SIZE] [-mix-one] [-mix-queue 0] [-mix-budget 0] [-mix-page 0]]
+//		[-updates 50000] [-relist 10] [-dir DIR]
 //
 // The pods come from a genserver in a child process (this program started
 // again), which generates each pod when it serves it; its throughput alone
@@ -15,10 +17,18 @@
 // -cgroup-limit puts each warmcache informer process in a memory cgroup of
 // its own, created under this process's, limiting anonymous memory and
 // page cache together; where none can be created the run goes on without
-// and says so. -mix N runs a factory of 50 resource types (5 built-ins, 45
-// custom resources) with N objects in all, cold then warm, and -mix-one
-// the warm start of each resource alone; -mix-budget sets the queue budget
-// the factory's informers share and -mix-page their list page size.
+// and says so. -mix N runs a factory of -mix-types resource types (50 by
+// default, at least 5: pods, configmaps, secrets, services and
+// serviceaccounts, the rest custom resources) with N objects in all: a
+// cold start and a warm start of all of them, with -mix-one the warm
+// start of each resource alone, then a steady state of -mix-updates
+// updates spread over them in proportion to their objects while every
+// informer runs. The objects are spread evenly over the types; with
+// -mix-skew the pods take a third of them and the other types share the
+// rest, as in a cluster where one resource dominates. -mix-memory sets the
+// factory's memory budget (factory.Options.MemoryBudget; give -memlimit
+// with it, a budget is no limit on the process), -mix-budget the queue
+// budget its informers share and -mix-page their list page size.
 //
 // The table goes to stdout, progress to stderr. Exit status: 0 on success,
 // 1 if a measurement failed, 2 for bad flags.
@@ -35,6 +45,7 @@ import (
 	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
 	"github.com/warmcache/warmcache/benchmarks/internal/machine"
 	"github.com/warmcache/warmcache/benchmarks/internal/scalebench"
+	"github.com/warmcache/warmcache/factory"
 )
 
 // parseBytes parses "1GiB", "1.5GiB", "512MiB" or a number of bytes.
@@ -60,10 +71,14 @@ func parseBytes(s string) (int64, error) {
 func parse(args []string, stderr io.Writer) (scalebench.Options, error) {
 	fs := cmdrun.FlagSet("scalebench", stderr)
 	var o scalebench.Options
-	var cgroupLimit string
+	var cgroupLimit, mixMemory string
 	fs.IntVar(&o.N, "n", 1000000, "number of pods of the bolt informer's phases (0: none)")
 	fs.IntVar(&o.ClientGoN, "client-go-n", 0, "number of pods of client-go's cold sync, steady state and relist (0: none)")
-	fs.IntVar(&o.Mix, "mix", 0, "objects in all of a factory of 50 resource types, cold and warm (0: none)")
+	fs.IntVar(&o.Mix, "mix", 0, "objects in all of a factory of -mix-types resource types: cold start, warm start, steady state (0: none)")
+	fs.IntVar(&o.MixTypes, "mix-types", scalebench.DefaultMixTypes, "with -mix: resource types, at least 5 (5 built-ins, the rest custom resources)")
+	fs.BoolVar(&o.MixSkew, "mix-skew", false, "with -mix: a third of the objects are pods, the rest spread evenly over the other types (default: all types even)")
+	fs.IntVar(&o.MixUpdates, "mix-updates", 20000, "with -mix: updates of the steady state, spread over the types, at most one per object (0: none)")
+	fs.StringVar(&mixMemory, "mix-memory", "", fmt.Sprintf("with -mix: the factory's memory budget (factory.Options.MemoryBudget), at least %dMiB, for example 384MiB with -memlimit 512MiB (empty: none)", factory.MinMemoryBudget>>20))
 	fs.BoolVar(&o.MixOne, "mix-one", false, "with -mix: also the warm start of each resource alone")
 	fs.IntVar(&o.MixQueue, "mix-queue", 0, "with -mix: queue capacity of each informer (0: the informer's default)")
 	fs.IntVar(&o.MixBudget, "mix-budget", 0, "with -mix: queue budget the factory's informers share (0: the factory's default, negative: none)")
@@ -77,8 +92,11 @@ func parse(args []string, stderr io.Writer) (scalebench.Options, error) {
 	if err := cmdrun.Parse(fs, args); err != nil {
 		return o, err
 	}
-	if o.N < 0 || o.ClientGoN < 0 || o.Mix < 0 || o.MixQueue < 0 || o.MixPage < 0 || o.Updates <= 0 || o.RelistPercent > 100 {
-		return o, fmt.Errorf("%w: -n, -client-go-n, -mix, -mix-queue and -mix-page must not be negative, -updates positive, -relist at most 100", cmdrun.ErrUsage)
+	if o.N < 0 || o.ClientGoN < 0 || o.Mix < 0 || o.MixQueue < 0 || o.MixPage < 0 || o.MixUpdates < 0 || o.Updates <= 0 || o.RelistPercent > 100 {
+		return o, fmt.Errorf("%w: -n, -client-go-n, -mix, -mix-queue, -mix-page and -mix-updates must not be negative, -updates positive, -relist at most 100", cmdrun.ErrUsage)
+	}
+	if o.MixTypes < scalebench.MinMixTypes {
+		return o, fmt.Errorf("%w: -mix-types must be at least %d", cmdrun.ErrUsage, scalebench.MinMixTypes)
 	}
 	if o.N == 0 && o.ClientGoN == 0 && o.Mix == 0 {
 		return o, fmt.Errorf("%w: nothing to measure", cmdrun.ErrUsage)
@@ -89,6 +107,13 @@ func parse(args []string, stderr io.Writer) (scalebench.Options, error) {
 			return o, fmt.Errorf("%w: -cgroup-limit: %w", cmdrun.ErrUsage, err)
 		}
 		o.CgroupLimit = v
+	}
+	if mixMemory != "" {
+		v, err := parseBytes(mixMemory)
+		if err != nil || v < factory.MinMemoryBudget {
+			return o, fmt.Errorf("%w: -mix-memory: %q is no size of at least %d MiB (want for example 384MiB, or empty for none)", cmdrun.ErrUsage, mixMemory, factory.MinMemoryBudget>>20)
+		}
+		o.MixMemory = v
 	}
 	if o.MemLimit != "" {
 		if _, err := parseBytes(o.MemLimit); err != nil {

@@ -22,25 +22,28 @@ const (
 type childSpec struct {
 	Role string `json:"role"`
 
-	// Server: Pods podgen pods, or with Mix the mixed resources of
-	// MixResources with Mix objects in all.
+	// Server: Pods podgen pods, or the resources of Mix when it has
+	// objects. Informer of a factory mode: the resources it watches.
 	Pods int `json:"pods,omitempty"`
-	Mix  int `json:"mix,omitempty"`
+	Mix  Mix `json:"mix"`
 
 	// Informer.
 	URL  string `json:"url,omitempty"`
 	Impl string `json:"impl,omitempty"`
 	// Mode is the sequence of phases: modeCold (cold, steady, relist),
 	// modeWarmReplay, modeWarmNoHandler, modeFactoryCold, modeFactoryWarm,
-	// modeFactoryWarmOne.
-	Mode          string `json:"mode,omitempty"`
-	Dir           string `json:"dir,omitempty"`
-	N             int    `json:"n,omitempty"`
+	// modeFactoryWarmOne, modeFactorySteady.
+	Mode string `json:"mode,omitempty"`
+	Dir  string `json:"dir,omitempty"`
+	N    int    `json:"n,omitempty"`
+	// Updates is the number of updates of modeCold's steady state, or of
+	// modeFactorySteady's, spread over the Mix's resources; Gen the
+	// generation they change the objects to.
 	Updates       int    `json:"updates,omitempty"`
 	RelistPercent int    `json:"relistPercent,omitempty"`
 	Gen           uint32 `json:"gen,omitempty"`
 	// Resource is the one resource of modeFactoryWarmOne (its index in
-	// MixResources).
+	// Mix.Resources).
 	Resource int `json:"resource,omitempty"`
 	// QueueCapacity is the factory informers' queue capacity
 	// (informer.Options.QueueCapacity), 0 for the default.
@@ -51,6 +54,9 @@ type childSpec struct {
 	// PageSize is the factory informers' list page size
 	// (reflector.Options.ListPageSize), 0 for the default.
 	PageSize int `json:"pageSize,omitempty"`
+	// MemoryBudget is the factory's memory budget in bytes
+	// (factory.Options.MemoryBudget), 0 for none.
+	MemoryBudget int64 `json:"memoryBudget,omitempty"`
 	// Cgroup is a cgroup directory the child joins first, "" for none.
 	Cgroup string `json:"cgroup,omitempty"`
 }

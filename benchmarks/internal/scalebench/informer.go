@@ -23,6 +23,7 @@ const (
 	modeFactoryCold    = "factory-cold"
 	modeFactoryWarm    = "factory-warm"
 	modeFactoryWarmOne = "factory-warm-one"
+	modeFactorySteady  = "factory-steady"
 )
 
 // phaseTimeout bounds a child's run; reaching it is a failure. At a
@@ -49,7 +50,7 @@ func informerChild(spec childSpec, out io.Writer) error {
 		return coldSteadyRelist(ctx, spec, ctl, rss, emit)
 	case modeWarmReplay, modeWarmNoHandler:
 		return warm(ctx, spec, rss, emit)
-	case modeFactoryCold, modeFactoryWarm, modeFactoryWarmOne:
+	case modeFactoryCold, modeFactoryWarm, modeFactoryWarmOne, modeFactorySteady:
 		return factoryChild(ctx, spec, rss, emit)
 	}
 	return fmt.Errorf("unknown mode %q", spec.Mode)

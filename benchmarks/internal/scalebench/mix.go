@@ -16,29 +16,111 @@ import (
 	"github.com/warmcache/warmcache/internal/podgen"
 )
 
-// MixTypes is the number of resource types of MixResources.
-const MixTypes = 50
+// DefaultMixTypes is the number of resource types of a Mix whose Types is
+// 0.
+const DefaultMixTypes = 50
 
-// mixBuiltins is the number of built-in types of MixResources; the other
-// MixTypes - mixBuiltins are custom resources.
-const mixBuiltins = 5
+// MinMixTypes is the fewest resource types of a Mix: its built-ins. The
+// other types of a Mix are custom resources.
+const MinMixTypes = 5
 
-// CRDGroup is the group of MixResources' custom resources.
+// CRDGroup is the group of a Mix's custom resources.
 const CRDGroup = "scale.warmcache.io"
 
-// MixResources returns MixTypes resources with total objects in all (as
-// evenly as possible): pods (internal/podgen), configmaps, secrets,
-// services and serviceaccounts, typed and served as protobuf, and custom
-// resources widget00s ... of CRDGroup, unstructured and served as JSON,
-// each about 1.5 KB of JSON with a spec and a status.
-func MixResources(total int) []genserver.Resource {
-	count := func(k int) int {
-		n := total / MixTypes
-		if k < total%MixTypes {
-			n++
-		}
-		return max(n, 1)
+// Mix describes the resources of the factory's phases: the server serves
+// them and the factory watches them, so both are given the same Mix.
+type Mix struct {
+	// Objects is the number of objects in all. Every type has at least
+	// one.
+	Objects int `json:"objects"`
+	// Types is the number of resource types, at least MinMixTypes; 0 for
+	// DefaultMixTypes.
+	Types int `json:"types,omitempty"`
+	// Skew gives the pods a third of the objects and spreads the rest
+	// evenly over the other types, as in a cluster where one resource
+	// dominates; without it every type has an even share (within one).
+	Skew bool `json:"skew,omitempty"`
+}
+
+// types returns m.Types or its default.
+func (m Mix) types() int {
+	if m.Types == 0 {
+		return DefaultMixTypes
 	}
+	return m.Types
+}
+
+// Validate reports a Mix without objects or with fewer than MinMixTypes
+// types (a Types of 0 stands for DefaultMixTypes).
+func (m Mix) Validate() error {
+	if m.Objects <= 0 || m.types() < MinMixTypes {
+		return fmt.Errorf("scalebench: a mix of %d objects over %d types (want objects and at least %d types)", m.Objects, m.types(), MinMixTypes)
+	}
+	return nil
+}
+
+// Counts returns the number of objects of each type, in the order of
+// Resources (pods first), each at least 1.
+func (m Mix) Counts() []int {
+	types := m.types()
+	counts := make([]int, types)
+	first, rest := 0, counts
+	if m.Skew {
+		counts[0] = m.Objects / 3
+		first, rest = counts[0], counts[1:]
+	}
+	spread(m.Objects-first, rest)
+	for k := range counts {
+		counts[k] = max(counts[k], 1)
+	}
+	return counts
+}
+
+// spread sets out to n split as evenly as possible, the first ones taking
+// the remainder.
+func spread(n int, out []int) {
+	for k := range out {
+		out[k] = n / len(out)
+		if k < n%len(out) {
+			out[k]++
+		}
+	}
+}
+
+// share splits n in proportion to weights (the first ones taking what
+// rounding leaves), so that a share never exceeds its weight when n is at
+// most their sum.
+func share(n int, weights []int) []int {
+	total := 0
+	for _, w := range weights {
+		total += w
+	}
+	out := make([]int, len(weights))
+	if total == 0 {
+		return out
+	}
+	left := n
+	for k, w := range weights {
+		out[k] = n * w / total
+		left -= out[k]
+	}
+	for k := 0; left > 0; k = (k + 1) % len(out) {
+		if out[k] < weights[k] || n > total {
+			out[k]++
+			left--
+		}
+	}
+	return out
+}
+
+// Resources returns the resources of m, with the objects of Counts: pods
+// (internal/podgen), configmaps, secrets, services and serviceaccounts,
+// typed and served as protobuf, and custom resources widget00s ... of
+// CRDGroup, unstructured and served as JSON, each about 1.5 KB of JSON
+// with a spec and a status.
+func (m Mix) Resources() []genserver.Resource {
+	counts := m.Counts()
+	count := func(k int) int { return counts[k] }
 	key := func(prefix string) func(int) (string, string) {
 		return func(i int) (string, string) {
 			return fmt.Sprintf("ns-%03d", i%podgen.Namespaces), fmt.Sprintf("%s-%08d", prefix, i)
@@ -83,8 +165,8 @@ func MixResources(total int) []genserver.Resource {
 				Secrets: []corev1.ObjectReference{{Name: fmt.Sprintf("sa-%08d-token", i)}}}
 		}},
 	}
-	for k := mixBuiltins; k < MixTypes; k++ {
-		kind := fmt.Sprintf("Widget%02d", k-mixBuiltins)
+	for k := MinMixTypes; k < len(counts); k++ {
+		kind := fmt.Sprintf("Widget%02d", k-MinMixTypes)
 		prefix := strings.ToLower(kind)
 		gvr := schema.GroupVersionResource{Group: CRDGroup, Version: "v1", Resource: prefix + "s"}
 		out = append(out, genserver.Resource{GVR: gvr, Kind: kind, Count: count(k), Key: key(prefix), New: func(i int) runtime.Object {

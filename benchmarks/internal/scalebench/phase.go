@@ -11,7 +11,8 @@ import (
 // Phase is what one measured phase of an informer process cost.
 type Phase struct {
 	// Name is the phase: cold, steady, relist, warm-replay,
-	// warm-no-handler, factory-cold, factory-warm, factory-warm-one.
+	// warm-no-handler, factory-cold, factory-steady, factory-warm,
+	// factory-warm-one.
 	Name string `json:"name"`
 	// Impl is the informer measured: bolt, client-go or factory.
 	Impl string `json:"impl"`
@@ -19,6 +20,17 @@ type Phase struct {
 	N int `json:"n"`
 	// Resource names the one resource of a factory-warm-one phase.
 	Resource string `json:"resource,omitempty"`
+	// Informers is the number of the factory's informers that synced, 0
+	// outside the factory's phases.
+	Informers int `json:"informers,omitempty"`
+	// MemoryBudget is the factory's memory budget in bytes
+	// (factory.Options.MemoryBudget), 0 for none; ListSlots the relists
+	// and replays its list gate admits at once (Factory.ListGate), 0
+	// without a gate; QueueBudget the objects its informers' queues hold
+	// together (Factory.QueueBudget), 0 without a shared budget.
+	MemoryBudget int64 `json:"memoryBudget,omitempty"`
+	ListSlots    int   `json:"listSlots,omitempty"`
+	QueueBudget  int   `json:"queueBudget,omitempty"`
 	// Seconds and CPUSeconds are the phase's wall-clock time and the
 	// informer process's CPU time.
 	Seconds    float64 `json:"seconds"`

@@ -17,9 +17,11 @@
 // through the watch, then the settled heap), a 410 relist with a
 // percentage of the pods changed (in the cold process), and warm restarts
 // with every stored pod replayed to a handler and without a handler (new
-// processes on the file the first left). For the factory: a cold start and
-// a warm start of all MixTypes resources together, and a warm start of
-// each resource alone.
+// processes on the file the first left). For the factory: a cold start of
+// all of a Mix's resources together (DefaultMixTypes of them unless
+// Options.MixTypes says otherwise), a warm start of all together, a warm
+// start of each resource alone, and a steady state of updates spread over
+// them while every informer runs (in a process that warm starts first).
 package scalebench
 
 import (
@@ -35,6 +37,7 @@ import (
 	"github.com/warmcache/warmcache/benchmarks/internal/cmdrun"
 	"github.com/warmcache/warmcache/benchmarks/internal/informerbench"
 	"github.com/warmcache/warmcache/benchmarks/internal/procmem"
+	"github.com/warmcache/warmcache/factory"
 )
 
 // Options configures Run.
@@ -50,6 +53,22 @@ type Options struct {
 	// resource alone.
 	Mix    int
 	MixOne bool
+	// MixTypes is the number of the factory's resource types (Mix.Types):
+	// the MinMixTypes built-ins, custom resources for the rest; 0 for
+	// DefaultMixTypes, at least MinMixTypes otherwise. MixSkew gives the
+	// pods a third of the objects (Mix.Skew); without it the types share
+	// them evenly.
+	MixTypes int
+	MixSkew  bool
+	// MixUpdates is the number of updates of the factory's steady state,
+	// its last phase: spread over the resources in proportion to their
+	// objects, each object changed at most once (more than Mix are cut to
+	// Mix); 0 for no steady state.
+	MixUpdates int
+	// MixMemory is the factory's memory budget in bytes
+	// (factory.Options.MemoryBudget), at least factory.MinMemoryBudget; 0
+	// for none. Set MemLimit with it: a budget is no limit on the process.
+	MixMemory int64
 	// MixQueue is the queue capacity of each of the factory's informers
 	// (informer.Options.QueueCapacity); 0 for the default. Each informer's
 	// queue holds up to that many decoded objects during a list, so the
@@ -128,6 +147,16 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if opts.Updates <= 0 {
 		opts.Updates = 50000
 	}
+	if opts.Mix > 0 {
+		if err := opts.mix().Validate(); err != nil {
+			return res, err
+		}
+		if opts.MixUpdates < 0 || opts.MixMemory < 0 || (opts.MixMemory > 0 && opts.MixMemory < factory.MinMemoryBudget) {
+			return res, fmt.Errorf("scalebench: %d updates or a memory budget of %d bytes for the mix (want updates not negative, a budget of 0 or at least %d)",
+				opts.MixUpdates, opts.MixMemory, factory.MinMemoryBudget)
+		}
+		opts.MixUpdates = min(opts.MixUpdates, opts.Mix)
+	}
 	r := &runner{opts: opts, res: &res}
 	if opts.N > 0 {
 		if err := r.bolt(ctx); err != nil {
@@ -146,6 +175,9 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 	return res, nil
 }
+
+// mix returns the Mix of o.
+func (o Options) mix() Mix { return Mix{Objects: o.Mix, Types: o.MixTypes, Skew: o.MixSkew} }
 
 type runner struct {
 	opts    Options
@@ -263,7 +295,8 @@ func (r *runner) clientGo(ctx context.Context) error {
 }
 
 func (r *runner) mix(ctx context.Context) error {
-	s, _, err := r.server(ctx, childSpec{Mix: r.opts.Mix})
+	mix := r.opts.mix()
+	s, _, err := r.server(ctx, childSpec{Mix: mix})
 	if err != nil {
 		return err
 	}
@@ -273,7 +306,8 @@ func (r *runner) mix(ctx context.Context) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	base := childSpec{URL: s.URL, Impl: "factory", Dir: dir, N: r.opts.Mix, QueueCapacity: r.opts.MixQueue, QueueBudget: r.opts.MixBudget, PageSize: r.opts.MixPage}
+	base := childSpec{URL: s.URL, Impl: "factory", Dir: dir, N: r.opts.Mix, Mix: mix,
+		QueueCapacity: r.opts.MixQueue, QueueBudget: r.opts.MixBudget, PageSize: r.opts.MixPage, MemoryBudget: r.opts.MixMemory}
 	for _, mode := range []string{modeFactoryCold, modeFactoryWarm} {
 		spec := base
 		spec.Mode = mode
@@ -282,12 +316,22 @@ func (r *runner) mix(ctx context.Context) error {
 		}
 	}
 	if r.opts.MixOne {
-		for k := range MixTypes {
+		for k := range len(mix.Counts()) {
 			spec := base
 			spec.Mode, spec.Resource = modeFactoryWarmOne, k
 			if err := r.informer(ctx, spec); err != nil {
 				return err
 			}
+		}
+	}
+	// The steady state comes last: after it every resource's file is
+	// behind the server's resourceVersion (the other resources changed),
+	// and a warm start would first wait for its watch to catch up.
+	if r.opts.MixUpdates > 0 {
+		spec := base
+		spec.Mode, spec.Updates, spec.Gen = modeFactorySteady, r.opts.MixUpdates, 1
+		if err := r.informer(ctx, spec); err != nil {
+			return err
 		}
 	}
 	return nil

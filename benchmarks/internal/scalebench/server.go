@@ -13,8 +13,11 @@ import (
 func serveChild(spec childSpec, in io.Reader, out io.Writer) error {
 	var resources []genserver.Resource
 	switch {
-	case spec.Mix > 0:
-		resources = MixResources(spec.Mix)
+	case spec.Mix.Objects > 0:
+		if err := spec.Mix.Validate(); err != nil {
+			return err
+		}
+		resources = spec.Mix.Resources()
 	case spec.Pods > 0:
 		resources = []genserver.Resource{genserver.Pods(spec.Pods)}
 	default:

@@ -8,19 +8,30 @@ import (
 )
 
 // WriteTable writes one row per phase, then the server alone and, when the
-// single-resource factory warm starts ran, their sums beside the warm
-// start of all resources together.
+// single-resource factory warm starts ran, their sums and largest beside
+// the warm start of all resources together, with the ratio of its time to
+// the largest's.
 func WriteTable(w io.Writer, res Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "impl\tphase\tobjects\ttime s\tCPU s\tpeak RssAnon MiB\tpeak RssFile MiB\tRssAnon at end MiB\tpeak heap MiB\tsettled heap MiB\tVmHWM MiB\tcgroup peak MiB\tGOMEMLIMIT MiB\t")
 	var one []Phase
-	for _, p := range res.Phases {
+	var warm *Phase
+	var factory Phase
+	for i, p := range res.Phases {
+		if p.Impl == "factory" && p.Name != modeFactoryWarmOne && p.Informers >= factory.Informers {
+			factory = p
+		}
+		if p.Name == modeFactoryWarm {
+			warm = &res.Phases[i]
+		}
 		if p.Name == modeFactoryWarmOne {
 			one = append(one, p)
 			continue
 		}
 		writeRow(tw, p, p.Name, false)
 	}
+	var largest Phase
+	slowest := 0.0
 	if len(one) > 0 {
 		var sum Phase
 		sum.Impl, sum.Name = "factory", "sum of warm starts alone"
@@ -48,9 +59,30 @@ func WriteTable(w io.Writer, res Result) error {
 			mx.CgroupPeak = max(mx.CgroupPeak, p.CgroupPeak)
 		}
 		writeRow(tw, mx, "largest warm start alone", true)
+		for _, p := range one {
+			if p.N == mx.N && largest.N == 0 {
+				largest = p
+			}
+		}
+		slowest = mx.Seconds
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if f := factory; f.Informers > 0 {
+		b := "none"
+		if f.MemoryBudget > 0 {
+			b = fmt.Sprintf("%.0f MiB", mib(uint64(f.MemoryBudget)))
+		}
+		gate := "no list gate"
+		if f.ListSlots > 0 {
+			gate = fmt.Sprintf("a list gate of %d relists or replays at once", f.ListSlots)
+		}
+		fmt.Fprintf(w, "factory: %d informers, memory budget %s, %s, queue budget %d objects\n", f.Informers, b, gate, f.QueueBudget)
+	}
+	if warm != nil && largest.Seconds > 0 {
+		fmt.Fprintf(w, "factory warm start of all %d: %.2f s, %.2fx the warm start of the largest resource alone (%s, %d objects, %.2f s), %.2fx the slowest alone (%.2f s)\n",
+			warm.Informers, warm.Seconds, warm.Seconds/largest.Seconds, largest.Resource, largest.N, largest.Seconds, warm.Seconds/slowest, slowest)
 	}
 	if s := res.Server; s != nil {
 		fmt.Fprintf(w, "server alone: %d pods generated, encoded and streamed (WatchList, protobuf) in %.1f s (%.0f pods/s, %.0f MiB), read and discarded; server CPU %.1f s (%.1f µs/pod); server ready in %.1f s, RssAnon %.0f MiB\n",
