@@ -2,6 +2,7 @@ package factory
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/warmcache/warmcache/factory/internal/watchdecode"
@@ -37,7 +38,7 @@ type memoryPlan struct {
 // the queues, a quarter to the relists and replays in flight (a page
 // being collected and a batch being written each, which sets how many
 // run at once), an eighth to the watch streams' read-ahead and an eighth
-// to the replays' headroom for the collector (at most its default).
+// to the replays' headroom for the collector (each at most its default).
 func planMemory(budget int64, inf informer.Options) memoryPlan {
 	page := inf.Reflector.ListPageSize
 	if page == 0 {
@@ -48,12 +49,15 @@ func planMemory(budget int64, inf informer.Options) memoryPlan {
 		batch = informer.DefaultBatchSize
 	}
 	quarter := budget / 4
+	objects := quarter / BudgetObjectBytes
 	return memoryPlan{
 		hotBytes:       quarter,
 		replayHeadroom: min(budget/8, bolt.DefaultReplayHeadroom),
-		queueBudget:    int(quarter / BudgetObjectBytes),
-		slots:          int(max(1, quarter/((page+batch)*BudgetObjectBytes))),
-		readAhead:      budget / 8,
+		queueBudget:    int(min(objects, math.MaxInt32)),
+		slots:          int(min(max(1, objects/(page+batch)), math.MaxInt32)),
+		// At most the process's default: each stream sizes its chunk
+		// queue from its budget.
+		readAhead: min(budget/8, watchdecode.DefaultBudgetBytes),
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 	"k8s.io/utils/ptr"
 
+	"github.com/warmcache/warmcache/factory/internal/watchdecode"
 	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/reflector"
 	"github.com/warmcache/warmcache/store/bolt"
@@ -126,6 +127,15 @@ func TestMemoryBudgetSetsKnobs(t *testing.T) {
 	defer f3.Shutdown()
 	if got := *f3.opts.Bolt.ReplayHeadroom; got != bolt.DefaultReplayHeadroom {
 		t.Errorf("replay headroom %d at a 4 GiB budget, want the default %d", got, bolt.DefaultReplayHeadroom)
+	}
+	// So is the read-ahead, whose size each stream's chunk queue follows.
+	if got := f3.readAhead.Free(); got != watchdecode.DefaultBudgetBytes {
+		t.Errorf("read-ahead %d bytes at a 4 GiB budget, want the default %d", got, watchdecode.DefaultBudgetBytes)
+	}
+	// A budget of a petabyte plans without overflow.
+	p := planMemory(1<<50, informer.Options{})
+	if p.queueBudget <= 0 || p.slots <= 0 || p.readAhead != watchdecode.DefaultBudgetBytes || p.hotBytes != 1<<48 {
+		t.Errorf("plan of a 1 PiB budget: %+v", p)
 	}
 	// Without a budget, no gate and the defaults.
 	f4 := memoryFactory(t, filepath.Join(t.TempDir(), "f.db"), "http://127.0.0.1:1", Options{})

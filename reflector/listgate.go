@@ -180,11 +180,13 @@ func (g *ListGate) withdraw(w *gateWaiter) bool {
 func (g *ListGate) untilStall() (time.Duration, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.admitLocked()
+	// One instant for both: a holder admitAt counted as moving must be
+	// found moving here, or the waiter left would set no timer.
+	now := g.clock.Now()
+	g.admitAtLocked(now)
 	if len(g.waiters) == 0 {
 		return 0, false
 	}
-	now := g.clock.Now()
 	var first time.Duration
 	found := false
 	for h := range g.holders {
@@ -197,8 +199,10 @@ func (g *ListGate) untilStall() (time.Duration, bool) {
 
 // admitLocked lets waiters in, in order, while fewer than Slots holders
 // made progress within Patience. g.mu must be held.
-func (g *ListGate) admitLocked() {
-	now := g.clock.Now()
+func (g *ListGate) admitLocked() { g.admitAtLocked(g.clock.Now()) }
+
+// admitAtLocked is admitLocked at the instant now.
+func (g *ListGate) admitAtLocked(now time.Time) {
 	active := 0
 	for h := range g.holders {
 		if now.Sub(h.last) < g.patience {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/warmcache/warmcache/internal/fakesource"
@@ -307,20 +308,81 @@ func TestRelistLeavesGateWhileBackingOff(t *testing.T) {
 	sink.waitCall(t, "EndReplace 3")
 }
 
+// TestResumeCheckLeavesGateWhileBackingOff checks that a resume check
+// whose list failed gives its pass back while it backs off.
+func TestResumeCheckLeavesGateWhileBackingOff(t *testing.T) {
+	g := newGate(t, 1, clocktesting.NewFakeClock(time.Unix(1000, 0)), nil)
+	src := newSource(t, fakesource.Options{}, "a")
+	src.FailLists(1, errors.New("no answer"))
+	h := run(t, src, newRecorder(), Options{ListGate: g, Name: "r",
+		ResumeFrom: func() (string, bool) { return src.ResourceVersion(), true }})
+	h.clk.nextTimer(t) // backing off
+	enter(context.Background(), g, "other").wait(t).Leave()
+}
+
 // TestStoppedDuringResumeCheckLeavesGate checks that a reflector stopped
 // while its resume check holds a pass gives it back.
 func TestStoppedDuringResumeCheckLeavesGate(t *testing.T) {
 	g := newGate(t, 1, clocktesting.NewFakeClock(time.Unix(1000, 0)), nil)
 	src := newSource(t, fakesource.Options{}, "a")
-	listed := make(chan struct{})
-	var once sync.Once
-	src.FailLists(1, errors.New("no answer"))
+	inside, release := make(chan struct{}), make(chan struct{})
 	h := run(t, src, newRecorder(), Options{ListGate: g, Name: "r",
-		ResumeFrom: func() (string, bool) {
-			once.Do(func() { close(listed) })
-			return src.ResourceVersion(), true
+		ResumeFrom: func() (string, bool) { return src.ResourceVersion(), true },
+		StoredVersions: func(int) (map[string]string, cache.KeyFunc, bool) {
+			close(inside)
+			<-release
+			return nil, nil, false
 		}})
-	<-listed
-	h.stop()
+	<-inside
+	g.mu.Lock()
+	held := len(g.holders)
+	g.mu.Unlock()
+	if held != 1 {
+		t.Fatalf("%d passes held during the resume check, want 1", held)
+	}
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		h.stop()
+	}()
+	close(release)
+	<-stopped
 	enter(context.Background(), g, "next").wait(t).Leave()
+}
+
+// tickingClock advances 1ms at every Now, as a real clock does between
+// two reads.
+type tickingClock struct{ *clocktesting.FakeClock }
+
+func (c tickingClock) Now() time.Time {
+	t := c.FakeClock.Now()
+	c.FakeClock.Step(time.Millisecond)
+	return t
+}
+
+// TestListGateWaiterAtTheStallInstant checks that a waiter that arrives
+// as the only holder reaches its Patience (the holder counted as moving
+// at one read of the clock, stalled at the next) still sets a timer, and
+// is let in once the holder has stalled.
+func TestListGateWaiterAtTheStallInstant(t *testing.T) {
+	fc := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	g, err := NewListGate(ListGateOptions{Slots: 1, Clock: tickingClock{fc}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := g.Enter(context.Background(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Leave()
+	g.mu.Lock()
+	last := a.last
+	g.mu.Unlock()
+	// The waiter's next reads: its start, then the admission's and the
+	// timer's, which straddled a's stall before they were one read.
+	fc.SetTime(last.Add(DefaultListGatePatience - 2*time.Millisecond))
+	w := enter(context.Background(), g, "w")
+	waitTimer(t, fc)
+	fc.Step(time.Hour)
+	w.wait(t).Leave()
 }

@@ -169,11 +169,6 @@ func (r *Reflector) Run(ctx context.Context) {
 	// page was the relist.
 	failed, listedWhole := false, false
 	if warm {
-		// The resume check lists pages too (metadata, or the whole of a
-		// small resource): it holds a pass of the gate, as a relist does.
-		if err := r.enterGate(ctx); err != nil {
-			return
-		}
 		a, err := r.checkResume(ctx, r.LastSyncResourceVersion())
 		if err != nil {
 			// ctx ended before the server could be asked: nothing is
@@ -220,7 +215,7 @@ func (r *Reflector) Run(ctx context.Context) {
 		if !warm || failed {
 			cu.pending = false
 		}
-		r.leaveGate()
+		r.leaveGate() // the resume check's (checkResume)
 	}
 	if r.opts.OnResumeDecided != nil {
 		r.opts.OnResumeDecided(ahead)
@@ -398,6 +393,10 @@ func (r *Reflector) relist(ctx context.Context) (watch.Interface, error) {
 // isWatchListRetriable reports the WatchList errors after which
 // client-go's reflector sends the WatchList again after a backoff rather
 // than listing: the server is busy (429) or unreachable.
+func isWatchListRetriable(err error) bool {
+	return utilnet.IsConnectionRefused(err) || apierrors.IsTooManyRequests(err)
+}
+
 // enterGate takes a pass of Options.ListGate, if any, for a relist or
 // a resume check; leaveGate gives it back.
 func (r *Reflector) enterGate(ctx context.Context) error {
@@ -409,10 +408,6 @@ func (r *Reflector) enterGate(ctx context.Context) error {
 func (r *Reflector) leaveGate() {
 	r.pass.Leave()
 	r.pass = nil
-}
-
-func isWatchListRetriable(err error) bool {
-	return utilnet.IsConnectionRefused(err) || apierrors.IsTooManyRequests(err)
 }
 
 func (r *Reflector) useWatchList() bool {

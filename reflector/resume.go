@@ -78,6 +78,12 @@ func (r *Reflector) checkResume(ctx context.Context, rv string) (resumeAnswer, e
 	if r.opts.ResumeCheck != ResumeCheckList {
 		return resumeAnswer{check: resumeUnchecked}, nil
 	}
+	// The check lists pages (metadata, or the whole of a small resource):
+	// it holds a pass of Options.ListGate, as a relist does, given back
+	// while it backs off; Run gives it back once the answer is pushed.
+	if err := r.enterGate(ctx); err != nil {
+		return resumeAnswer{check: resumeUnchecked}, err
+	}
 	logger := klog.FromContext(ctx)
 	var stored map[string]string
 	var keyOf cache.KeyFunc
@@ -127,8 +133,12 @@ func (r *Reflector) checkResume(ctx context.Context, rv string) (resumeAnswer, e
 		}
 		logger.Info(msg, "resourceVersion", rv, "failures", failures, "retryIn", d, "err", err)
 		r.handleError(ctx, err)
+		r.leaveGate() // holding nothing while it waits
 		if !r.sleep(ctx, d) {
 			return resumeAnswer{check: resumeUnchecked}, ctx.Err()
+		}
+		if err := r.enterGate(ctx); err != nil {
+			return resumeAnswer{check: resumeUnchecked}, err
 		}
 	}
 	a := resumeAnswer{rv: current}
