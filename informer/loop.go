@@ -45,6 +45,9 @@ type loop struct {
 	// when a batch is popped: a batch queued meanwhile is handled before
 	// the next late handler is served.
 	servedLate bool
+	// ticket is the late handlers' request for a list gate pass, nil if
+	// none is pending (lategate.go).
+	ticket *lateTicket
 }
 
 func newLoop(i *Informer, q *deltafifo.Queue, logger klog.Logger) *loop {
@@ -56,6 +59,7 @@ func newLoop(i *Informer, q *deltafifo.Queue, logger klog.Logger) *loop {
 // for good.
 func (l *loop) run(ctx context.Context) {
 	defer l.abortRelist()
+	defer l.dropTicket()
 	if err := l.warmStart(ctx); err != nil {
 		if ctx.Err() == nil {
 			l.logger.Error(err, "Warm start replay failed")
@@ -108,7 +112,7 @@ func (l *loop) pop(ctx context.Context) (deltafifo.Batch, error) {
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	l.i.mu.Lock()
-	if len(l.i.late) > 0 && !owed {
+	if len(l.i.late) > 0 && !owed && l.lateGranted() {
 		l.i.mu.Unlock()
 		return deltafifo.Batch{}, context.Canceled
 	}

@@ -86,7 +86,7 @@ func (l *loop) warmStart(ctx context.Context) error {
 	if len(ls) == 0 {
 		return nil
 	}
-	last, err := l.replay(ctx, ls, "warm-start", nil)
+	last, err := l.replayGated(ctx, ls, "warm-start")
 	if err != nil && ctx.Err() == nil {
 		l.partial = &last
 		l.i.ReportCorruption(fmt.Errorf("warm start replay stopped after key %q: %w", last, err))
@@ -123,7 +123,7 @@ func (l *loop) caughtUp(ctx context.Context) error {
 	}
 	l.i.setLoopState(false)
 	defer l.i.setLoopState(true)
-	last, err := l.replay(ctx, ls, "warm-start", nil)
+	last, err := l.replayGated(ctx, ls, "warm-start")
 	switch {
 	case err == nil:
 		l.partial = nil
@@ -158,6 +158,20 @@ func (l *loop) serveLate(ctx context.Context) error {
 	l.i.mu.Lock()
 	round := len(l.i.late)
 	l.i.mu.Unlock()
+	if round == 0 {
+		l.dropTicket() // the handlers it was asked for were removed
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	// The round's replays hold one pass of the list gate, if any, asked
+	// for without blocking the loop (lategate.go).
+	pass, ok := l.lateGate(ctx)
+	if !ok {
+		return nil
+	}
+	defer pass.Leave()
 	for ; round > 0; round-- {
 		// Handlers added and removed in a loop keep the list from
 		// emptying: check for the end at each one.
@@ -181,7 +195,7 @@ func (l *loop) serveLate(ctx context.Context) error {
 			continue // removed meanwhile
 		}
 		l.servedLate = true
-		last, err := l.replay(ctx, []*listener{h}, "handler", l.partial)
+		last, err := l.replay(ctx, []*listener{h}, "handler", l.partial, pass)
 		h.tracker.Finished() // the guard taken by AddEventHandler
 		if err != nil {
 			if ctx.Err() != nil {
@@ -224,29 +238,36 @@ func allStopped(ls []*listener) bool {
 // replayProgressEvery is how often a replay tells its gate pass it moved.
 const replayProgressEvery = 256
 
+// replayGated replays the whole store to ls holding a pass of the list
+// gate (Options.Reflector.ListGate), if any: a replay holds decoded
+// objects in flight as a relist does. It waits for the pass on the loop:
+// the warm start's replay is the informer's initial list.
+func (l *loop) replayGated(ctx context.Context, ls []*listener, kind string) (string, error) {
+	pass, err := reflector.EnterGate(ctx, l.i.opts.Reflector.ListGate, l.i.opts.Name)
+	if err != nil {
+		return "", fmt.Errorf("%s replay: %w", kind, err)
+	}
+	defer pass.Leave()
+	return l.replay(ctx, ls, kind, nil, pass)
+}
+
 // replay streams the store to ls as initial-list adds, waiting whenever a
-// handler has more than ReplayPending notifications pending. With through
-// set, it replays the keys up to *through only, none when it is empty. It
-// returns the last key replayed.
-func (l *loop) replay(ctx context.Context, ls []*listener, kind string, through *string) (string, error) {
+// handler has more than ReplayPending notifications pending, and tells
+// pass (nil: none) of its progress. With through set, it replays the keys
+// up to *through only, none when it is empty. It returns the last key
+// replayed.
+func (l *loop) replay(ctx context.Context, ls []*listener, kind string, through *string, pass *reflector.ListPass) (string, error) {
 	if through != nil && *through == "" {
 		return "", nil
 	}
 	if err := l.waitChecked(ctx); err != nil {
 		return "", fmt.Errorf("%s replay: waiting for the file check: %w", kind, err)
 	}
-	// A replay holds decoded objects in flight as a relist does: it takes
-	// a pass of the relists' gate (reflector.ListGate), if any.
-	pass, err := reflector.EnterGate(ctx, l.i.opts.Reflector.ListGate, l.i.opts.Name)
-	if err != nil {
-		return "", fmt.Errorf("%s replay: %w", kind, err)
-	}
-	defer pass.Leave()
 	start := l.i.opts.Clock.Now()
 	bound := int64(l.i.opts.ReplayPending)
 	n := 0
 	var last string
-	err = l.scan(ctx, func(key string, obj interface{}) error {
+	err := l.scan(ctx, func(key string, obj interface{}) error {
 		if through != nil && key > *through {
 			return errReplayedThrough
 		}
