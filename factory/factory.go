@@ -169,9 +169,8 @@ type Factory struct {
 	cluster string            // recorded with every resource; see Options.ClusterID
 	keys    []seal.Key        // of Options.Keys; nil: sensitive resources in memory
 	budget  *deltafifo.Budget // of Options.QueueBudget; nil for none
-	// gate and readAhead are shared by the informers under
+	// readAhead is shared by the factory's clients under
 	// Options.MemoryBudget; nil without one.
-	gate      *reflector.ListGate
 	readAhead *watchdecode.Budget
 	// wrapCodec, set by tests only before any informer exists, wraps the
 	// codec of every bolt store.
@@ -228,7 +227,7 @@ func New(ctx context.Context, opts Options) (*Factory, error) {
 	if opts.Informer.Store != nil {
 		return nil, fmt.Errorf("%w: Options.Informer.Store is set by the factory", ErrInvalidOptions)
 	}
-	gate, readAhead, err := applyMemoryBudget(&opts)
+	readAhead, err := applyMemoryBudget(&opts)
 	if err != nil {
 		return nil, err
 	}
@@ -250,7 +249,7 @@ func New(ctx context.Context, opts Options) (*Factory, error) {
 		}
 		budget = b
 	}
-	f := &Factory{opts: opts, logger: logger, budget: budget, gate: gate, readAhead: readAhead, informers: map[string]*factoryEntry{}, started: map[string]bool{}}
+	f := &Factory{opts: opts, logger: logger, budget: budget, readAhead: readAhead, informers: map[string]*factoryEntry{}, started: map[string]bool{}}
 	if opts.Path == "" {
 		return f, nil
 	}

@@ -62,15 +62,16 @@ func planMemory(budget int64, inf informer.Options) memoryPlan {
 }
 
 // applyMemoryBudget validates opts.MemoryBudget and fills the defaults it
-// governs; it returns the list gate and read-ahead budget to share (nil
-// without a memory budget).
-func applyMemoryBudget(opts *Options) (*reflector.ListGate, *watchdecode.Budget, error) {
+// governs (the list gate in opts.Informer.Reflector); it returns the
+// read-ahead budget the factory's clients share (nil without a memory
+// budget).
+func applyMemoryBudget(opts *Options) (*watchdecode.Budget, error) {
 	b := opts.MemoryBudget
 	switch {
 	case b == 0:
-		return nil, nil, nil
+		return nil, nil
 	case b < MinMemoryBudget:
-		return nil, nil, fmt.Errorf("%w: MemoryBudget %d is below the minimum %d (%d MiB)", ErrInvalidOptions, b, MinMemoryBudget, MinMemoryBudget>>20)
+		return nil, fmt.Errorf("%w: MemoryBudget %d is below the minimum %d (%d MiB)", ErrInvalidOptions, b, MinMemoryBudget, MinMemoryBudget>>20)
 	}
 	p := planMemory(b, opts.Informer)
 	if opts.Bolt.HotBytes == nil {
@@ -85,13 +86,14 @@ func applyMemoryBudget(opts *Options) (*reflector.ListGate, *watchdecode.Budget,
 	if opts.Informer.Reflector.ListGate == nil {
 		gate, err := reflector.NewListGate(reflector.ListGateOptions{Slots: p.slots, Patience: listGatePatience, Metrics: opts.ListGateMetrics})
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+			return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 		}
 		opts.Informer.Reflector.ListGate = gate
 	}
-	return opts.Informer.Reflector.ListGate, watchdecode.NewBudget(p.readAhead), nil
+	return watchdecode.NewBudget(p.readAhead), nil
 }
 
 // ListGate returns the gate the factory's relists and replays share
-// (Options.MemoryBudget), nil when there is none.
-func (f *Factory) ListGate() *reflector.ListGate { return f.gate }
+// (Options.MemoryBudget's, or Options.Informer.Reflector.ListGate), nil
+// when there is none.
+func (f *Factory) ListGate() *reflector.ListGate { return f.opts.Informer.Reflector.ListGate }

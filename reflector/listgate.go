@@ -26,8 +26,10 @@ const DefaultListGatePatience = 5 * time.Second
 // never keep the others from syncing, a pass that has made no progress
 // (ListPass.Progress, called for every page) for Patience stops counting
 // against Slots: the next waiter is let in, over the bound, and the
-// stalled pass keeps its place if it moves again. A pass that waits for
-// the server holds no objects, so letting another in costs no memory.
+// stalled pass keeps its place if it moves again. Progress counts pages
+// pushed and objects received: a pass stalls when it is blocked on what
+// it pushes into (a full queue whose handler is stuck) or on a server
+// that sends nothing, holding at most a page then.
 //
 // A ListGate is safe for concurrent use. The zero value is not usable:
 // use NewListGate.
@@ -111,6 +113,9 @@ func (g *ListGate) Slots() int { return g.slots }
 // must Leave it. name identifies the caller in the metrics. It returns
 // ctx's error, holding nothing, if ctx is done first.
 func (g *ListGate) Enter(ctx context.Context, name string) (*ListPass, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("list gate: %w", err)
+	}
 	start := g.clock.Now()
 	p := &ListPass{g: g, name: name}
 	w := &gateWaiter{pass: p, admitted: make(chan struct{})}

@@ -20,11 +20,11 @@ import (
 type gateRecorder struct {
 	mu      sync.Mutex
 	waited  map[string]time.Duration
-	holding map[string]bool
+	holding map[string]int // passes held, by the Holding reports
 }
 
 func newGateRecorder() *gateRecorder {
-	return &gateRecorder{waited: map[string]time.Duration{}, holding: map[string]bool{}}
+	return &gateRecorder{waited: map[string]time.Duration{}, holding: map[string]int{}}
 }
 
 func (r *gateRecorder) Waited(name string, d time.Duration) {
@@ -36,10 +36,14 @@ func (r *gateRecorder) Waited(name string, d time.Duration) {
 func (r *gateRecorder) Holding(name string, holding bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.holding[name] = holding
+	if holding {
+		r.holding[name]++
+	} else {
+		r.holding[name]--
+	}
 }
 
-func (r *gateRecorder) get(name string) (time.Duration, bool) {
+func (r *gateRecorder) get(name string) (time.Duration, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.waited[name], r.holding[name]
@@ -62,15 +66,6 @@ func enter(ctx context.Context, g *ListGate, name string) *entering {
 	return e
 }
 
-func (e *entering) admitted() bool {
-	select {
-	case <-e.done:
-		return true
-	default:
-		return false
-	}
-}
-
 func (e *entering) wait(t *testing.T) *ListPass {
 	t.Helper()
 	select {
@@ -82,6 +77,13 @@ func (e *entering) wait(t *testing.T) *ListPass {
 		t.Fatalf("%s: Enter: %v", e.name, e.err)
 	}
 	return e.pass
+}
+
+// held returns the number of passes g holds.
+func held(g *ListGate) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.holders)
 }
 
 // waiting waits until n callers wait at g.
@@ -125,30 +127,36 @@ func TestListGateAdmitsSlotsInOrder(t *testing.T) {
 	waiting(t, g, 1)
 	d := enter(ctx, g, "d")
 	waiting(t, g, 2)
-	if c.admitted() || d.admitted() {
-		t.Fatal("a third pass admitted with two slots held")
+	if n := held(g); n != 2 {
+		t.Fatalf("%d passes held with two slots", n)
 	}
 	clk.Step(time.Second) // less than Patience: a and b still count
 	a.Progress()
 	b.Progress()
-	if _, held := m.get("a"); !held {
-		t.Fatal("a's pass not reported held")
+	if _, n := m.get("a"); n != 1 {
+		t.Fatalf("a reported holding %d passes, want 1", n)
 	}
 	a.Leave()
-	if _, held := m.get("a"); held {
-		t.Fatal("a's pass still reported held after Leave")
+	if _, n := m.get("a"); n != 0 {
+		t.Fatalf("a reported holding %d passes after Leave, want 0", n)
 	}
 	pc := c.wait(t)
 	waiting(t, g, 1)
-	if d.admitted() {
-		t.Fatal("d admitted before c's place was taken: not in order")
+	g.mu.Lock()
+	next := g.waiters[0].pass.name
+	g.mu.Unlock()
+	if next != "d" {
+		t.Fatalf("%s waits after c was let in, want d: not in order", next)
 	}
 	if w, _ := m.get("c"); w != time.Second {
 		t.Fatalf("c waited %v, want the 1s the clock moved", w)
 	}
-	a.Leave() // a second Leave gives nothing back
-	if d.admitted() {
-		t.Fatal("a second Leave of one pass let another in")
+	a.Leave() // a second Leave gives nothing back, and reports nothing
+	if n := held(g); n != 2 {
+		t.Fatalf("%d passes held after a second Leave of one, want 2", n)
+	}
+	if _, n := m.get("a"); n != 0 {
+		t.Fatalf("a reported holding %d passes after a second Leave, want 0", n)
 	}
 	b.Leave()
 	d.wait(t).Leave()
@@ -175,8 +183,8 @@ func TestListGateLetsInPastStalledPasses(t *testing.T) {
 	// a moved within every Patience: b still waits. Wait for b's timer
 	// (set for a's next stall) so that the next step fires it.
 	waitTimer(t, clk)
-	if b.admitted() {
-		t.Fatal("b admitted while a made progress")
+	if n := held(g); n != 1 {
+		t.Fatalf("%d passes held while a made progress, want a's alone", n)
 	}
 	clk.Step(DefaultListGatePatience)
 	pb := b.wait(t)
@@ -184,13 +192,11 @@ func TestListGateLetsInPastStalledPasses(t *testing.T) {
 	a.Progress()
 	c := enter(ctx, g, "c")
 	waiting(t, g, 1)
-	if c.admitted() {
-		t.Fatal("c admitted with two passes making progress and one slot")
-	}
 	a.Leave()
-	if c.admitted() {
-		t.Fatal("c admitted while b made progress within Patience")
+	if n := held(g); n != 1 {
+		t.Fatalf("%d passes held after a left, want b's alone: c let in while b made progress", n)
 	}
+	waiting(t, g, 1)
 	pb.Leave()
 	c.wait(t).Leave()
 }

@@ -54,11 +54,20 @@ func (p *pager) limit() int64 {
 	return min(p.r.opts.ListPageSize, max(minGrowingPage, p.pushed/growthDivisor))
 }
 
+// progressEvery is how often, in objects received, a page being
+// collected tells the relist's gate pass it moved (ListPass.Progress),
+// besides every page pushed: a relist streaming from a slow server still
+// holds its page, and counts.
+const progressEvery = 64
+
 func (p *pager) add(ctx context.Context, obj interface{}) error {
 	if p.page == nil {
 		p.page = make([]interface{}, 0, min(p.limit(), maxPageAlloc))
 	}
 	p.page = append(p.page, obj)
+	if len(p.page)%progressEvery == 0 {
+		p.r.pass.Progress()
+	}
 	if int64(len(p.page)) >= p.limit() {
 		return p.flush(ctx)
 	}
