@@ -16,10 +16,10 @@ func WriteTable(w io.Writer, res Result) error {
 	fmt.Fprintln(tw, "impl\tphase\tobjects\ttime s\tCPU s\tpeak RssAnon MiB\tpeak RssFile MiB\tRssAnon at end MiB\tpeak heap MiB\tsettled heap MiB\tVmHWM MiB\tcgroup peak MiB\tGOMEMLIMIT MiB\t")
 	var one []Phase
 	var warm *Phase
-	var factory Phase
+	var mixed Phase // the factory phase of the most informers
 	for i, p := range res.Phases {
-		if p.Impl == "factory" && p.Name != modeFactoryWarmOne && p.Informers >= factory.Informers {
-			factory = p
+		if p.Impl == "factory" && p.Name != modeFactoryWarmOne && p.Informers >= mixed.Informers {
+			mixed = p
 		}
 		if p.Name == modeFactoryWarm {
 			warm = &res.Phases[i]
@@ -69,7 +69,7 @@ func WriteTable(w io.Writer, res Result) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if f := factory; f.Informers > 0 {
+	if f := mixed; f.Informers > 0 {
 		b := "none"
 		if f.MemoryBudget > 0 {
 			b = fmt.Sprintf("%.0f MiB", mib(uint64(f.MemoryBudget)))
