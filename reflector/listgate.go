@@ -24,12 +24,12 @@ const DefaultListGatePatience = 5 * time.Second
 // admits Slots passes at once, in the order they asked. So that a stuck
 // pass (a handler that never returns blocks its informer's pushes) can
 // never keep the others from syncing, a pass that has made no progress
-// (ListPass.Progress, called for every page) for Patience stops counting
-// against Slots: the next waiter is let in, over the bound, and the
-// stalled pass keeps its place if it moves again. Progress counts pages
-// pushed and objects received: a pass stalls when it is blocked on what
-// it pushes into (a full queue whose handler is stuck) or on a server
-// that sends nothing, holding at most a page then.
+// (ListPass.Progress: objects received, pages pushed, chunks replayed)
+// for Patience stops counting against Slots: the next waiter is let in,
+// over the bound, and the stalled pass keeps its place if it moves again.
+// A pass stalls when it is blocked on what it pushes into (a full queue
+// whose handler is stuck) or on a server that sends nothing, holding at
+// most a page then.
 //
 // A ListGate is safe for concurrent use. The zero value is not usable:
 // use NewListGate.
