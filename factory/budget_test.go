@@ -176,6 +176,22 @@ func handledInformer(ctx context.Context, t *testing.T, f *Factory, gvr schema.G
 	return inf, h
 }
 
+// syncNamespaces creates the handled informers of the pods of namespaces
+// ns00, ns01, ... (n of them) in f, starts f and waits until each has
+// synced and told its handler of perNS adds.
+func syncNamespaces(ctx context.Context, t *testing.T, f *Factory, n, perNS int) {
+	t.Helper()
+	var hs []*stuckHandler
+	for k := range n {
+		_, h := handledInformer(ctx, t, f, podsGVR, "Pod", Scope{Namespace: fmt.Sprintf("ns%02d", k)})
+		hs = append(hs, h)
+	}
+	syncAll(ctx, t, f)
+	for _, h := range hs {
+		h.waitAdds(ctx, t, perNS)
+	}
+}
+
 func budgetFactory(t *testing.T, host string, budget int, page int64, m *budgetRecorder) *Factory {
 	t.Helper()
 	l := ktesting.NewLogger(t, ktesting.NewConfig())
@@ -217,15 +233,7 @@ func TestFactoryQueueBudgetManyInformersSync(t *testing.T) {
 	if f.QueueBudget() == nil || f.QueueBudget().Limit() != budget {
 		t.Fatalf("QueueBudget %v, want one of limit %d", f.QueueBudget(), budget)
 	}
-	var recs []*stuckHandler
-	for k := range informers {
-		_, h := handledInformer(ctx, t, f, podsGVR, "Pod", Scope{Namespace: fmt.Sprintf("ns%02d", k)})
-		recs = append(recs, h)
-	}
-	syncAll(ctx, t, f)
-	for _, h := range recs {
-		h.waitAdds(ctx, t, perNS)
-	}
+	syncNamespaces(ctx, t, f, informers, perNS)
 	_, peak, _ := m.state(0)
 	if peak > budget+informers*page {
 		t.Errorf("the budget held %d objects, want at most %d+%d", peak, budget, informers*page)

@@ -177,15 +177,7 @@ func TestMemoryBudgetListsOneAtATime(t *testing.T) {
 		if f.ListGate().Slots() != 1 {
 			t.Fatalf("a gate of %d slots at the smallest budget, want 1", f.ListGate().Slots())
 		}
-		var hs []*stuckHandler
-		for k := range informers {
-			_, h := handledInformer(ctx, t, f, podsGVR, "Pod", Scope{Namespace: fmt.Sprintf("ns%02d", k)})
-			hs = append(hs, h)
-		}
-		syncAll(ctx, t, f)
-		for _, h := range hs {
-			h.waitAdds(ctx, t, perNS)
-		}
+		syncNamespaces(ctx, t, f, informers, perNS)
 		return f
 	}
 	check := func(phase string) {

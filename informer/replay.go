@@ -243,7 +243,7 @@ const replayProgressEvery = 256
 // objects in flight as a relist does. It waits for the pass on the loop:
 // the warm start's replay is the informer's initial list.
 func (l *loop) replayGated(ctx context.Context, ls []*listener, kind string) (string, error) {
-	pass, err := reflector.EnterGate(ctx, l.i.opts.Reflector.ListGate, l.i.opts.Name)
+	pass, err := l.i.opts.Reflector.ListGate.Enter(ctx, l.i.opts.Name)
 	if err != nil {
 		return "", fmt.Errorf("%s replay: %w", kind, err)
 	}

@@ -111,8 +111,13 @@ func (g *ListGate) Slots() int { return g.slots }
 
 // Enter waits for a slot and returns the pass that holds it; the caller
 // must Leave it. name identifies the caller in the metrics. It returns
-// ctx's error, holding nothing, if ctx is done first.
+// ctx's error, holding nothing, if ctx is done first. A nil gate admits
+// at once with a nil pass, whose methods do nothing: callers whose gate
+// is optional need no case of their own.
 func (g *ListGate) Enter(ctx context.Context, name string) (*ListPass, error) {
+	if g == nil {
+		return nil, nil
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("list gate: %w", err)
 	}
@@ -258,13 +263,4 @@ func (p *ListPass) Leave() {
 	delete(g.holders, p)
 	g.admitLocked()
 	g.mu.Unlock()
-}
-
-// EnterGate enters g if it is not nil and returns the pass (nil without
-// a gate), for callers whose gate is optional.
-func EnterGate(ctx context.Context, g *ListGate, name string) (*ListPass, error) {
-	if g == nil {
-		return nil, nil
-	}
-	return g.Enter(ctx, name)
 }

@@ -392,3 +392,15 @@ func TestListGateWaiterAtTheStallInstant(t *testing.T) {
 	fc.Step(time.Hour)
 	w.wait(t).Leave()
 }
+
+// TestNilListGateAdmits checks that a nil gate (none configured) admits
+// at once with a pass whose methods do nothing.
+func TestNilListGateAdmits(t *testing.T) {
+	var g *ListGate
+	p, err := g.Enter(context.Background(), "r")
+	if p != nil || err != nil {
+		t.Fatalf("nil gate: Enter = %v, %v; want no pass and no error", p, err)
+	}
+	p.Progress()
+	p.Leave()
+}

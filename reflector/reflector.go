@@ -400,7 +400,7 @@ func isWatchListRetriable(err error) bool {
 // enterGate takes a pass of Options.ListGate, if any, for a relist or
 // a resume check; leaveGate gives it back.
 func (r *Reflector) enterGate(ctx context.Context) error {
-	pass, err := EnterGate(ctx, r.opts.ListGate, r.opts.Name)
+	pass, err := r.opts.ListGate.Enter(ctx, r.opts.Name)
 	r.pass = pass
 	return err
 }
