@@ -6,12 +6,13 @@ import (
 	"github.com/warmcache/warmcache/reflector"
 )
 
-// lateTicket is a late handler's request for a pass of the list gate
-// (Options.Reflector.ListGate): the processing loop asks for one and goes
-// on handling batches while it waits, so that the informer's events never
-// wait behind other informers' relists (nor behind its own reflector's,
-// which would wait for the loop to pop its pages), and replays once the
-// pass is granted.
+// lateTicket is a request for a pass of the list gate
+// (Options.Reflector.ListGate) for a replay the loop owes: late handlers'
+// (serveLate) or a caught-up warm start's (serveCaughtUp). The processing
+// loop asks for one and goes on handling batches while it waits, so that
+// the informer's events never wait behind other informers' relists (nor
+// behind its own reflector's, which would wait for the loop to pop its
+// pages), and replays once the pass is granted.
 type lateTicket struct {
 	done   chan struct{} // closed once Enter returned
 	pass   *reflector.ListPass

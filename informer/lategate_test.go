@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/warmcache/warmcache/deltafifo"
 	"github.com/warmcache/warmcache/internal/fakesource"
 	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/reflector"
@@ -126,4 +127,84 @@ func TestLateHandlerWaitsForPassNotEvents(t *testing.T) {
 	if got := late.n.Load(); got != 3 {
 		t.Fatalf("late handler told of %d adds, want 3", got)
 	}
+}
+
+// TestCaughtUpReplayGoesOnApplying checks that a warm start that caught up
+// while another informer holds the gate's only pass goes on applying the
+// watch's changes to the store, telling the handlers none of them, and
+// replays the store as the initial list once the pass is given back: the
+// informer is synced only then. A loop that waited at the gate would
+// apply nothing meanwhile, and its own reflector's relist, needing the
+// loop to pop its pages, would stall behind it.
+func TestCaughtUpReplayGoesOnApplying(t *testing.T) {
+	st := newMemStore(t)
+	if err := st.Replace([]interface{}{testkit.Pod("a", "1"), testkit.Pod("b", "2")}, "10"); err != nil {
+		t.Fatal(err)
+	}
+	g := newGate(t)
+	opts := Options{Store: st}
+	opts.Reflector.ListGate = g
+	inf := newTestInformer(t, opts)
+	rec := newRecorder()
+	if _, err := inf.AddEventHandler(rec); err != nil {
+		t.Fatal(err)
+	}
+	other, err := g.Enter(context.Background(), "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startHarness(t, inf)
+	h.must(h.q.Update(h.ctx, testkit.Pod("a", "11")))
+	h.must(h.q.MarkSynced(h.ctx))
+	h.must(h.q.Update(h.ctx, testkit.Pod("b", "12")))
+	h.waitIdle("13") // handled only if the loop goes on popping
+	if rv, _, err := st.ResourceVersionOf("ns/b"); err != nil || rv != "12" {
+		t.Fatalf("stored ns/b at %q (%v) while the replay waits for its pass, want 12", rv, err)
+	}
+	if got := rec.Snapshot(); len(got) != 0 || inf.HasSynced() {
+		t.Fatalf("before the pass: told %v, synced %v; want nothing told and not synced", got, inf.HasSynced())
+	}
+	other.Leave()
+	equalEvents(t, rec.WaitFor(t, 2), []event{"add ns/a@11 initial=true", "add ns/b@12 initial=true"})
+	waitDone(t, "informer", inf.HasSyncedChecker())
+	h.must(h.q.Update(h.ctx, testkit.Pod("a", "14")))
+	equalEvents(t, rec.WaitFor(t, 3)[2:], []event{"update ns/a@11 -> ns/a@14"})
+}
+
+// TestRelistDropsCaughtUpReplay checks that a relist begun while the
+// caught-up warm start waits for its pass tells the handlers the server's
+// state itself, as a cold start's list, and that the pass asked for is
+// given back unused: the gate's only slot is free again once the other
+// holder leaves.
+func TestRelistDropsCaughtUpReplay(t *testing.T) {
+	st := newMemStore(t)
+	if err := st.Replace([]interface{}{testkit.Pod("a", "1"), testkit.Pod("b", "2")}, "10"); err != nil {
+		t.Fatal(err)
+	}
+	g := newGate(t)
+	opts := Options{Store: st}
+	opts.Reflector.ListGate = g
+	inf := newTestInformer(t, opts)
+	rec := newRecorder()
+	if _, err := inf.AddEventHandler(rec); err != nil {
+		t.Fatal(err)
+	}
+	other, err := g.Enter(context.Background(), "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startHarness(t, inf)
+	h.must(h.q.MarkSynced(h.ctx))
+	h.relist("20", testkit.Pod("a", "15"), testkit.Pod("c", "16"))
+	h.waitBatch(func(b deltafifo.Batch) bool { return b.Kind == deltafifo.KindReplaceEnd })
+	waitDone(t, "informer", inf.HasSyncedChecker())
+	equalEvents(t, rec.Snapshot(), []event{"add ns/a@15 initial=true", "add ns/c@16 initial=true"})
+	other.Leave()
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout())
+	defer cancel()
+	pass, err := g.Enter(ctx, "after")
+	if err != nil {
+		t.Fatalf("the gate's slot was not given back after the relist: %v", err)
+	}
+	pass.Leave()
 }

@@ -45,8 +45,11 @@ type loop struct {
 	// when a batch is popped: a batch queued meanwhile is handled before
 	// the next late handler is served.
 	servedLate bool
-	// ticket is the late handlers' request for a list gate pass, nil if
-	// none is pending (lategate.go).
+	// replayDue is set while a warm start that caught up (caughtUp) owes
+	// the handlers the store as the initial list (serveCaughtUp).
+	replayDue bool
+	// ticket is the request for a list gate pass of late handlers or of
+	// the caught-up replay, nil if none is pending (lategate.go).
 	ticket *lateTicket
 }
 
@@ -69,6 +72,12 @@ func (l *loop) run(ctx context.Context) {
 	l.i.setLoopState(true)
 	defer l.i.setLoopState(false)
 	for {
+		if err := l.serveCaughtUp(ctx); err != nil {
+			if ctx.Err() == nil {
+				l.logger.Error(err, "Warm start replay failed")
+			}
+			return
+		}
 		if err := l.serveLate(ctx); err != nil {
 			if ctx.Err() == nil {
 				l.logger.Error(err, "Replay to a new handler failed")
@@ -91,12 +100,18 @@ func (l *loop) run(ctx context.Context) {
 			}
 			return
 		}
-		if l.q.HasSynced() && l.partial == nil {
-			l.i.markSynced()
-		}
+		l.markIfSynced()
 		if l.i.afterBatch != nil {
 			l.i.afterBatch(b)
 		}
+	}
+}
+
+// markIfSynced marks the informer synced once the queue has synced and
+// the handlers have been told the whole store (l.partial nil).
+func (l *loop) markIfSynced() {
+	if l.q.HasSynced() && l.partial == nil {
+		l.i.markSynced()
 	}
 }
 
@@ -112,7 +127,7 @@ func (l *loop) pop(ctx context.Context) (deltafifo.Batch, error) {
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	l.i.mu.Lock()
-	if len(l.i.late) > 0 && !owed && l.lateGranted() {
+	if (len(l.i.late) > 0 || l.replayDue) && !owed && l.lateGranted() {
 		l.i.mu.Unlock()
 		return deltafifo.Batch{}, context.Canceled
 	}

@@ -97,10 +97,9 @@ func (l *loop) warmStart(ctx context.Context) error {
 
 // caughtUp handles the reflector's MarkSynced marker: every change the
 // server had made before the informer started is in the store. A warm
-// start that withheld the stored objects (l.withheld) now replays the
-// store to the handlers as the initial list; the loop then marks the
-// informer synced. Late handlers are not served during the replay: they
-// are activated already (serveLate) and get it with the others.
+// start that withheld the stored objects (l.withheld) now owes the
+// handlers the store as the initial list (l.replayDue, served by
+// serveCaughtUp); the loop marks the informer synced once it is told.
 func (l *loop) caughtUp(ctx context.Context) error {
 	l.logger.V(2).Info("Warm start caught up with the server")
 	if !l.withheld {
@@ -112,21 +111,49 @@ func (l *loop) caughtUp(ctx context.Context) error {
 		}
 		return nil
 	}
-	l.withheld = false
-	if l.partial == nil || *l.partial != "" {
-		return nil // a relist is pending; it tells the handlers
+	l.replayDue = true
+	return l.serveCaughtUp(ctx)
+}
+
+// serveCaughtUp replays the caught-up store to the handlers as the initial
+// list, once the list gate (Options.Reflector.ListGate), if any, grants a
+// pass. The pass is asked for without blocking the loop (lategate.go),
+// which goes on applying the watch's changes to the store meanwhile and
+// tells the handlers none of them: the replay tells them the store as it
+// is then, and the informer is not synced before. A loop waiting at the
+// gate would hold up its own reflector's relist, which needs the loop to
+// pop its pages, until the gate's Patience. A relist begun meanwhile tells
+// the handlers the server's state itself, and the replay is dropped. Late
+// handlers are not served separately: those activated by then (serveLate)
+// get the replay with the others.
+func (l *loop) serveCaughtUp(ctx context.Context) error {
+	if !l.replayDue {
+		return nil
+	}
+	if !l.withheld || l.partial == nil || *l.partial != "" {
+		l.replayDue, l.withheld = false, false // a relist tells the handlers
+		return nil
 	}
 	ls := l.i.proc.active()
 	if len(ls) == 0 {
-		l.partial = nil
+		l.replayDue, l.withheld, l.partial = false, false, nil
+		l.markIfSynced()
 		return nil
 	}
+	pass, ok := l.lateGate(ctx)
+	if !ok {
+		return nil // asked for; the grant interrupts the loop's Pop
+	}
+	defer pass.Leave()
+	l.replayDue, l.withheld = false, false
+	ls = l.i.proc.active() // handlers activated while the pass was asked for
 	l.i.setLoopState(false)
 	defer l.i.setLoopState(true)
-	last, err := l.replayGated(ctx, ls, "warm-start")
+	last, err := l.replay(ctx, ls, "warm-start", nil, pass)
 	switch {
 	case err == nil:
 		l.partial = nil
+		l.markIfSynced()
 	case ctx.Err() != nil:
 		return err
 	default:
@@ -159,7 +186,9 @@ func (l *loop) serveLate(ctx context.Context) error {
 	round := len(l.i.late)
 	l.i.mu.Unlock()
 	if round == 0 {
-		l.dropTicket() // the handlers it was asked for were removed
+		if !l.replayDue {
+			l.dropTicket() // the handlers it was asked for were removed
+		}
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
