@@ -571,11 +571,16 @@ func (f *Factory) ForResource(ctx context.Context, gvr schema.GroupVersionResour
 
 // ForDynamic returns the informer of gvr's objects as
 // *unstructured.Unstructured (custom resources), stored with
-// codec.Unstructured. For a resource whose kind Scheme knows, it is an
-// informer apart from ForResource's of the same scope, with a store of its
-// own.
+// codec.Unstructured, listed and watched through Options.Dynamic (or
+// WithDynamicClient's client). For a resource whose kind Scheme knows, it
+// is an informer apart from ForResource's of the same scope, with a store
+// of its own.
 func (f *Factory) ForDynamic(ctx context.Context, gvr schema.GroupVersionResource, scope Scope, opts ...InformerOption) (*informer.Informer, error) {
-	if f.opts.Dynamic == nil {
+	client := configOf(nil, opts).dynamic
+	if client == nil {
+		client = f.opts.Dynamic
+	}
+	if client == nil {
 		return nil, fmt.Errorf("%w: %s: no dynamic client (set RESTConfig or Dynamic)", ErrResource, gvr)
 	}
 	scope, err := scope.Canonical()
@@ -589,7 +594,7 @@ func (f *Factory) ForDynamic(ctx context.Context, gvr schema.GroupVersionResourc
 		// of its own.
 		example.SetGroupVersionKind(gvr.GroupVersion().WithKind(kind))
 	}
-	return f.InformerFor(ctx, gvr, example, DynamicListWatch(f.opts.Dynamic, gvr, scope), scope, nil, opts...)
+	return f.InformerFor(ctx, gvr, example, DynamicListWatch(client, gvr, scope), scope, nil, opts...)
 }
 
 // schemeKind returns the kind Scheme registers for gvr (the one whose

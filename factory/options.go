@@ -4,6 +4,7 @@ import (
 	"maps"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -30,6 +31,7 @@ type informerConfig struct {
 	resync           *time.Duration
 	hotBytes         *int64
 	sealing          sealing
+	dynamic          dynamic.Interface
 }
 
 // WithIndexers gives the informer these indexes from its creation, so
@@ -94,6 +96,15 @@ func WithIndexVersion(version string) InformerOption {
 // Options.Informer.ResyncPeriod.
 func WithResyncPeriod(d time.Duration) InformerOption {
 	return func(c *informerConfig) { c.resync = &d }
+}
+
+// WithDynamicClient makes ForDynamic list and watch through client instead
+// of Options.Dynamic (or the client built from Options.RESTConfig): a
+// client of the caller's own, as package dynamicinformer's factory passes
+// the one it was given. No effect on ForResource, ForMetadata and
+// InformerFor, nor on an informer that exists already.
+func WithDynamicClient(client dynamic.Interface) InformerOption {
+	return func(c *informerConfig) { c.dynamic = client }
 }
 
 // WithHotBytes gives the informer's bolt store a hot tier of decoded

@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/warmcache/warmcache/factory"
+	"github.com/warmcache/warmcache/informers/internal/fallback"
 )
 
 // A SharedInformerOption configures a Factory, as client-go's options of
@@ -153,9 +154,9 @@ type Factory struct {
 	informers map[reflect.Type]cache.SharedIndexInformer
 	fallback  map[reflect.Type]error // the informers that are client-go's, and why
 	started   map[reflect.Type]bool
-	cancels   []context.CancelFunc // stop the fallback informers
 	shutdown  bool
-	wg        sync.WaitGroup // the fallback informers' goroutines
+	// fallbacks runs the fallback informers.
+	fallbacks fallback.Runner
 }
 
 var _ clientinformers.SharedInformerFactory = (*Factory)(nil)
@@ -250,7 +251,7 @@ func (f *Factory) warmInformerLocked(obj runtime.Object, resync time.Duration, i
 	if err != nil {
 		return nil, err
 	}
-	labelSel, fieldSel, err := scopeOfTweak(f.tweak)
+	labelSel, fieldSel, err := SelectorsOfTweak(f.tweak)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", r.gvr, err)
 	}
@@ -310,12 +311,9 @@ func (f *Factory) StartWithContext(ctx context.Context) {
 			continue
 		}
 		f.started[t] = true
-		if _, ok := f.fallback[t]; !ok {
-			continue // run by f.wf
+		if _, ok := f.fallback[t]; ok {
+			f.fallbacks.Run(ctx, inf) // the others run by f.wf
 		}
-		runCtx, cancel := context.WithCancel(ctx)
-		f.cancels = append(f.cancels, cancel)
-		f.wg.Go(func() { inf.RunWithContext(runCtx) })
 	}
 }
 
@@ -332,13 +330,8 @@ func (f *Factory) Shutdown() {
 func (f *Factory) Close() error {
 	f.mu.Lock()
 	f.shutdown = true
-	cancels := f.cancels
-	f.cancels = nil
 	f.mu.Unlock()
-	for _, cancel := range cancels {
-		cancel()
-	}
-	f.wg.Wait()
+	f.fallbacks.Stop()
 	err := f.wf.Shutdown()
 	f.informerName.Release()
 	return err

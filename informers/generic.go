@@ -24,7 +24,16 @@ func (f *Factory) ForResource(resource schema.GroupVersionResource) (clientinfor
 	if inf == nil {
 		return nil, fmt.Errorf("%w: no informer for %v", ErrUnknownType, resource)
 	}
-	return &genericInformer{informer: inf, resource: r.gvr.GroupResource()}, nil
+	return NewGenericInformer(inf, r.gvr.GroupResource()), nil
+}
+
+// NewGenericInformer returns inf as a client-go GenericInformer of
+// resource whose Lister hands the namespace and the label selector of its
+// List methods to inf's store, which decodes only the objects they select
+// (listers.NewGeneric): what ForResource returns, for an informer of
+// factory.Factory's own (ForDynamic, ForResource).
+func NewGenericInformer(inf cache.SharedIndexInformer, resource schema.GroupResource) clientinformers.GenericInformer {
+	return &genericInformer{informer: inf, resource: resource}
 }
 
 type genericInformer struct {
@@ -34,9 +43,6 @@ type genericInformer struct {
 
 func (g *genericInformer) Informer() cache.SharedIndexInformer { return g.informer }
 
-// Lister returns a generic lister over the informer's store whose List
-// methods hand the namespace and the label selector to the store, which
-// decodes only the objects they select (listers.NewGeneric).
 func (g *genericInformer) Lister() cache.GenericLister {
 	return listers.NewGeneric(g.informer.GetIndexer(), g.resource)
 }

@@ -59,10 +59,13 @@ func resolveResource(gvr schema.GroupVersionResource) (runtime.Object, typedReso
 	return nil, typedResource{}, fmt.Errorf("%w: no informer found for %v", ErrUnknownType, gvr)
 }
 
-// scopeOfTweak applies tweak to empty list options and returns the label
-// and field selectors it sets, or an error if it sets anything that would
-// change what a resumed watch means.
-func scopeOfTweak(tweak func(*metav1.ListOptions)) (labelSelector, fieldSelector string, err error) {
+// SelectorsOfTweak applies tweak to empty list options and returns the
+// label and field selectors it sets: what a factory records as the scope
+// of the informers the tweak applies to. It returns an error wrapping
+// ErrUnsupportedTweak if the tweak sets anything but the selectors, Limit
+// and TimeoutSeconds, which would change what a resumed watch means (see
+// the package doc). A nil tweak sets nothing.
+func SelectorsOfTweak(tweak func(*metav1.ListOptions)) (labelSelector, fieldSelector string, err error) {
 	if tweak == nil {
 		return "", "", nil
 	}

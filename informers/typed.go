@@ -113,7 +113,7 @@ func (tc typedClient) listWatch(client kubernetes.Interface, namespace string, t
 // listWatch returns the ListerWatcher of resource r in scope: through the
 // factory's REST config if it has one (WithRESTConfig), with the tweak
 // applied to every request before the scope's selectors, which the tweak
-// set (scopeOfTweak) and which therefore come out the same, else through
+// set (SelectorsOfTweak) and which therefore come out the same, else through
 // the client's typed client.
 func (f *Factory) listWatch(r typedResource, scope factory.Scope) (cache.ListerWatcher, error) {
 	if f.config == nil {

@@ -23,7 +23,7 @@ type rule struct {
 
 // library is what a controller imports; it never depends on test support,
 // examples, benchmarks or the CLI.
-var library = []string{"store", "store/wire", "store/codec", "store/seal", "store/memory", "store/bolt", "store/bolt/metrics", "deltafifo", "reflector", "informer", "informer/metrics", "factory", "informers", "listers/...", "backupauth"}
+var library = []string{"store", "store/wire", "store/codec", "store/seal", "store/memory", "store/bolt", "store/bolt/metrics", "deltafifo", "reflector", "informer", "informer/metrics", "factory", "informers", "informers/dynamicinformer", "listers/...", "backupauth"}
 
 var rules = []rule{
 	// The contract depends on nothing of ours.
@@ -55,7 +55,9 @@ var rules = []rule{
 	// client-go's SharedInformerFactory on the wiring, with the listers
 	// that select in the store; its generator is a tool.
 	{pkg: "informers/internal/...", allow: []string{}},
-	{pkg: "informers", allow: []string{"factory", "listers/..."}},
+	{pkg: "informers", allow: []string{"factory", "listers/...", "informers/internal/..."}},
+	// client-go's DynamicSharedInformerFactory, beside it.
+	{pkg: "informers/dynamicinformer", allow: []string{"factory", "informers", "informers/internal/..."}},
 	// Who may download a file's backup: the bolt store's Authorizer.
 	{pkg: "backupauth", allow: []string{"store/bolt"}},
 	// The CLI reads files through the library and its inspection package.

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/warmcache/warmcache/factory"
+	"github.com/warmcache/warmcache/informer"
+	"github.com/warmcache/warmcache/informers/dynamicinformer"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,20 +96,33 @@ func listWidgets(ctx context.Context, t *testing.T, dyn dynamic.Interface, ns st
 // runWidgetInformer runs a factory's dynamic informer for widgets in ns
 // on file until its recorder's view equals want, then shuts the factory
 // down and returns the events and whether the store was complete at
-// start.
-func runWidgetInformer(ctx context.Context, t *testing.T, c *cluster, file, ns string, want state) (events []event, warm bool) {
+// start. With dropIn, the informer comes from package dynamicinformer's
+// factory (client-go's DynamicSharedInformerFactory) over the same file.
+func runWidgetInformer(ctx context.Context, t *testing.T, c *cluster, file, ns string, want state, dropIn bool) (events []event, warm bool) {
 	t.Helper()
 	f, err := factory.New(ctx, factory.Options{Path: file, RESTConfig: c.env.RestConfig()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	start, shutdown := func() { f.Start(ctx) }, f.Shutdown
 	defer func() {
-		if err := f.Shutdown(); err != nil {
+		if err := shutdown(); err != nil {
 			t.Errorf("shut down: %v", err)
 		}
 	}()
-	inf, err := f.ForDynamic(ctx, widgetGVR, factory.Scope{Namespace: ns})
-	if err != nil {
+	var inf *informer.Informer
+	if dropIn {
+		dyn, err := dynamic.NewForConfig(c.env.RestConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		df := dynamicinformer.NewFilteredDynamicSharedInformerFactoryWithContext(ctx, f, dyn, 0, ns, nil)
+		start, shutdown = func() { df.Start(ctx.Done()) }, df.Close
+		var ok bool
+		if inf, ok = df.ForResource(widgetGVR).Informer().(*informer.Informer); !ok {
+			t.Fatalf("dynamicinformer gave no warmcache informer: %v", df.Fallbacks())
+		}
+	} else if inf, err = f.ForDynamic(ctx, widgetGVR, factory.Scope{Namespace: ns}); err != nil {
 		t.Fatal(err)
 	}
 	st, err := inf.Store().State()
@@ -119,7 +134,7 @@ func runWidgetInformer(ctx context.Context, t *testing.T, c *cluster, file, ns s
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Start(ctx)
+	start()
 	if !cache.WaitFor(ctx, "", reg.HasSyncedChecker()) {
 		t.Fatal("the widgets informer did not sync")
 	}
@@ -135,7 +150,7 @@ func runWidgetInformer(ctx context.Context, t *testing.T, c *cluster, file, ns s
 	// Nothing changes the widgets after the sync: a handler told
 	// anything more (delivered before Shutdown returns) was told a state
 	// that was not the server's at the sync.
-	if err := f.Shutdown(); err != nil {
+	if err := shutdown(); err != nil {
 		t.Errorf("shut down: %v", err)
 	}
 	if got := rec.Events(); len(got) != len(events) {
@@ -153,9 +168,10 @@ func listerState(s cache.Store) state {
 }
 
 // TestCustomResourceAcrossRestart: a dynamic informer on a custom resource
-// keeps its objects as unstructured in the file; after a restart it
-// resumes the watch (no LIST of the resource) and, once caught up, tells
-// its handler the widgets as the initial list, as a cold start would.
+// keeps its objects as unstructured in the file; after a restart, through
+// package dynamicinformer's drop-in factory, it resumes the watch (no LIST
+// of the resource) and, once caught up, tells its handler the widgets as
+// the initial list, as a cold start would.
 func TestCustomResourceAcrossRestart(t *testing.T) {
 	t.Parallel()
 	ctx := needEnv(t)
@@ -173,7 +189,7 @@ func TestCustomResourceAcrossRestart(t *testing.T) {
 	}
 	file := filepath.Join(t.TempDir(), "cache.db")
 	before := listWidgets(ctx, t, dyn, ns)
-	events, warm := runWidgetInformer(ctx, t, c, file, ns, before)
+	events, warm := runWidgetInformer(ctx, t, c, file, ns, before, false)
 	if warm {
 		t.Error("the first run found a complete store in a new file")
 	}
@@ -209,7 +225,10 @@ func TestCustomResourceAcrossRestart(t *testing.T) {
 	after := listWidgets(ctx, t, dyn, ns)
 	lists0 := c.listRequests(ctx, t, widgetGVR.Resource, ns)
 
-	events, warm = runWidgetInformer(ctx, t, c, file, ns, after)
+	// The restart goes through client-go's DynamicSharedInformerFactory
+	// interface (package dynamicinformer): the same informer identity, so
+	// it resumes from what the first run stored.
+	events, warm = runWidgetInformer(ctx, t, c, file, ns, after, true)
 	if lists := c.listRequests(ctx, t, widgetGVR.Resource, ns) - lists0; lists != 1 {
 		t.Errorf("the apiserver served %v LIST requests for widgets during the restart, want 1 (the resume check)", lists)
 	}

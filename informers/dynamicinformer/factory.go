@@ -1,0 +1,197 @@
+package dynamicinformer
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	clientdynamicinformer "k8s.io/client-go/dynamic/dynamicinformer"
+	clientinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/warmcache/warmcache/factory"
+	"github.com/warmcache/warmcache/informers"
+	"github.com/warmcache/warmcache/informers/internal/fallback"
+)
+
+// Factory is client-go's dynamicinformer.DynamicSharedInformerFactory over
+// a factory.Factory: one informer per resource, each a warmcache informer
+// of *unstructured.Unstructured objects whose store is a resource of the
+// factory.Factory's file (factory.Factory.ForDynamic), listed and watched
+// through the dynamic client the Factory was given. An informer that
+// cannot be persisted is client-go's, in memory, with an error logged
+// (Fallbacks). All methods are safe for concurrent use.
+type Factory struct {
+	wf            *factory.Factory
+	client        dynamic.Interface
+	defaultResync time.Duration
+	namespace     string
+	tweak         clientdynamicinformer.TweakListOptionsFunc
+	logger        klog.Logger
+	// ctx bounds the creation of stores (opening a resource of the file).
+	ctx context.Context
+
+	// mu guards the fields below.
+	mu        sync.Mutex
+	informers map[schema.GroupVersionResource]clientinformers.GenericInformer
+	fallback  map[schema.GroupVersionResource]error
+	started   map[schema.GroupVersionResource]bool
+	shutdown  bool
+	// fallbacks runs the fallback informers.
+	fallbacks fallback.Runner
+}
+
+var _ clientdynamicinformer.DynamicSharedInformerFactory = (*Factory)(nil)
+
+// NewDynamicSharedInformerFactory returns a factory of informers for all
+// namespaces; see NewFilteredDynamicSharedInformerFactory.
+func NewDynamicSharedInformerFactory(wf *factory.Factory, client dynamic.Interface, defaultResync time.Duration) *Factory {
+	return NewFilteredDynamicSharedInformerFactory(wf, client, defaultResync, metav1.NamespaceAll, nil)
+}
+
+// NewFilteredDynamicSharedInformerFactory returns a factory whose
+// informers keep their caches in wf's file and list and watch through
+// client, in namespace (every namespace if empty), with the selectors
+// tweakListOptions sets, as client-go's function of the same name. The
+// tweak is called once per informer on empty list options and must set
+// only LabelSelector, FieldSelector, Limit or TimeoutSeconds (see package
+// informers): the selectors are recorded as the informer's scope and sent
+// with every request; an informer whose tweak sets anything else is
+// client-go's, in memory. The Factory owns wf from then on: its Shutdown
+// shuts wf down. Stores are opened with context.Background(); see
+// NewFilteredDynamicSharedInformerFactoryWithContext.
+func NewFilteredDynamicSharedInformerFactory(wf *factory.Factory, client dynamic.Interface, defaultResync time.Duration, namespace string, tweakListOptions clientdynamicinformer.TweakListOptionsFunc) *Factory {
+	return NewFilteredDynamicSharedInformerFactoryWithContext(context.Background(), wf, client, defaultResync, namespace, tweakListOptions)
+}
+
+// NewFilteredDynamicSharedInformerFactoryWithContext is
+// NewFilteredDynamicSharedInformerFactory whose stores are opened with ctx
+// and whose log lines go to klog.FromContext(ctx).
+func NewFilteredDynamicSharedInformerFactoryWithContext(ctx context.Context, wf *factory.Factory, client dynamic.Interface, defaultResync time.Duration, namespace string, tweakListOptions clientdynamicinformer.TweakListOptionsFunc) *Factory {
+	return &Factory{
+		wf: wf, client: client, defaultResync: defaultResync, namespace: namespace, tweak: tweakListOptions,
+		logger: klog.FromContext(ctx), ctx: context.WithoutCancel(ctx),
+		informers: map[schema.GroupVersionResource]clientinformers.GenericInformer{},
+		fallback:  map[schema.GroupVersionResource]error{},
+		started:   map[schema.GroupVersionResource]bool{},
+	}
+}
+
+// ForResource returns the informer of gvr, creating it if needed: a
+// warmcache informer (factory.Factory.ForDynamic) with client-go's
+// namespace index, whose lister's List methods hand the namespace and the
+// label selector to the store, which decodes only the objects they select
+// (informers.NewGenericInformer). An informer created after Start runs from the next
+// Start, as client-go's. When gvr's informer cannot be persisted (the
+// tweak, a factory shut down, a file that cannot be written), the informer
+// is client-go's dynamic informer, in memory, and an error is logged (see
+// Fallbacks).
+func (f *Factory) ForResource(gvr schema.GroupVersionResource) clientinformers.GenericInformer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if inf, ok := f.informers[gvr]; ok {
+		return inf
+	}
+	inf, err := f.warmInformerLocked(gvr)
+	if err != nil {
+		f.logger.Error(err, "Cannot give this informer a persistent cache; using client-go's in-memory informer", "resource", gvr.String())
+		f.fallback[gvr] = err
+		inf = clientdynamicinformer.NewFilteredDynamicInformer(f.client, gvr, f.namespace, f.defaultResync,
+			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, f.tweak)
+	}
+	f.informers[gvr] = inf
+	return inf
+}
+
+// warmInformerLocked returns the warmcache informer of gvr.
+func (f *Factory) warmInformerLocked(gvr schema.GroupVersionResource) (clientinformers.GenericInformer, error) {
+	labelSel, fieldSel, err := informers.SelectorsOfTweak(f.tweak)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", gvr, err)
+	}
+	scope := factory.Scope{Namespace: f.namespace, LabelSelector: labelSel, FieldSelector: fieldSel}
+	inf, err := f.wf.ForDynamic(f.ctx, gvr, scope, factory.WithDynamicClient(f.client), factory.WithResyncPeriod(f.defaultResync))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", gvr, err)
+	}
+	return informers.NewGenericInformer(inf, gvr.GroupResource()), nil
+}
+
+// Fallbacks returns, by resource, the informers that are client-go's
+// in-memory ones because they could not be persisted, with the reason.
+func (f *Factory) Fallbacks() map[schema.GroupVersionResource]error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.fallback)
+}
+
+// Start runs every informer not yet started until stopCh is closed or
+// Shutdown is called.
+func (f *Factory) Start(stopCh <-chan struct{}) {
+	f.StartWithContext(wait.ContextForChannel(stopCh))
+}
+
+// StartWithContext runs every informer not yet started until ctx is done
+// or Shutdown is called. The factory.Factory's informers run on the
+// context of its first Start.
+func (f *Factory) StartWithContext(ctx context.Context) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.shutdown {
+		return
+	}
+	f.wf.Start(ctx)
+	for gvr, inf := range f.informers {
+		if f.started[gvr] {
+			continue
+		}
+		f.started[gvr] = true
+		if _, ok := f.fallback[gvr]; ok {
+			f.fallbacks.Run(ctx, inf.Informer()) // the others run by f.wf
+		}
+	}
+}
+
+// WaitForCacheSync waits until every started informer has synced or
+// stopCh is closed, and returns each informer's state by resource. A
+// false value means that informer's cache is not ready: check it.
+func (f *Factory) WaitForCacheSync(stopCh <-chan struct{}) map[schema.GroupVersionResource]bool {
+	f.mu.Lock()
+	infs := map[schema.GroupVersionResource]cache.SharedIndexInformer{}
+	for gvr, inf := range f.informers {
+		if f.started[gvr] {
+			infs[gvr] = inf.Informer()
+		}
+	}
+	f.mu.Unlock()
+	res := make(map[schema.GroupVersionResource]bool, len(infs))
+	for gvr, inf := range infs {
+		res[gvr] = cache.WaitForCacheSync(stopCh, inf.HasSynced)
+	}
+	return res
+}
+
+// Shutdown stops every informer, waits for them, and shuts the
+// factory.Factory down, which flushes and closes the file. An error of the
+// file is logged; Close returns it. Shutdown may be called more than once.
+func (f *Factory) Shutdown() {
+	if err := f.Close(); err != nil {
+		f.logger.Error(err, "Shutting the dynamic informer factory down")
+	}
+}
+
+// Close is Shutdown returning the error of closing the file.
+func (f *Factory) Close() error {
+	f.mu.Lock()
+	f.shutdown = true
+	f.mu.Unlock()
+	f.fallbacks.Stop()
+	return f.wf.Shutdown()
+}
