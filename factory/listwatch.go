@@ -49,13 +49,15 @@ func typedListWatch(config *rest.Config, s *runtime.Scheme, gvr schema.GroupVers
 // DynamicListWatch returns a ListerWatcher of unstructured objects of gvr
 // in scope. With a shard in scope, a list whose answer is not that shard
 // (no metadata.shardInfo, or another's) fails with ErrShardIgnored, and a
-// watch drops the events of objects outside the shard.
+// watch drops the events of objects outside the shard. On a client that
+// cannot stream a list (client-go's fake dynamic client) the reflector
+// lists with LIST, as client-go's informers do.
 func DynamicListWatch(client dynamic.Interface, gvr schema.GroupVersionResource, scope Scope) cache.ListerWatcher {
 	var ri dynamic.ResourceInterface = client.Resource(gvr)
 	if scope.Namespace != "" {
 		ri = client.Resource(gvr).Namespace(scope.Namespace)
 	}
-	return ownShard(&cache.ListWatch{
+	return withoutWatchList(ownShard(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			tweak(scope, &o)
 			return ri.List(ctx, o)
@@ -64,5 +66,5 @@ func DynamicListWatch(client dynamic.Interface, gvr schema.GroupVersionResource,
 			tweak(scope, &o)
 			return ri.Watch(ctx, o)
 		},
-	}, scope.Shard)
+	}, scope.Shard), client)
 }

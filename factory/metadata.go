@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
 
 	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/store/codec"
@@ -127,7 +128,7 @@ func MetadataListWatch(client metadata.Interface, gvr schema.GroupVersionResourc
 	gvk := gvr.GroupVersion().WithKind(kind)
 	ranges, parsed := parseShard(scope.Shard)
 	shardEvents := newShardEventFilter(scope.Shard)
-	return checkedListWatch{shard: scope.Shard, ListWatch: &cache.ListWatch{
+	return checkedListWatch{shard: scope.Shard, noWatchList: watchlist.DoesClientNotSupportWatchListSemantics(client), ListWatch: &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			tweak(scope, &o)
 			l, err := ri.List(ctx, o)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/sharding"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
 	"k8s.io/klog/v2"
 )
 
@@ -162,9 +163,17 @@ func checkShardItems(shard string, reqs []sharding.ShardRangeRequirement, list r
 type checkedListWatch struct {
 	*cache.ListWatch
 	shard string
+	// noWatchList is set for a client that cannot stream a list
+	// (client-go's fake clients): the reflector then lists with LIST, as
+	// client-go's informers do on it.
+	noWatchList bool
 }
 
 func (c checkedListWatch) checksShard() string { return c.shard }
+
+// IsWatchListSemanticsUnSupported tells the reflector whether the client
+// cannot stream a list (watchlist.DoesClientNotSupportWatchListSemantics).
+func (c checkedListWatch) IsWatchListSemanticsUnSupported() bool { return c.noWatchList }
 
 // ownShard returns lw, which sends shard itself (tweak), as a
 // ListerWatcher of this package: with its answers checked (shardChecked)
@@ -176,6 +185,17 @@ func ownShard(lw *cache.ListWatch, shard string) cache.ListerWatcher {
 		return checkedListWatch{ListWatch: lw}
 	}
 	return shardChecked(lw, shard, false)
+}
+
+// withoutWatchList returns lw marked as unable to stream a list when
+// client cannot (client-go's fake clients; see checkedListWatch).
+func withoutWatchList(lw cache.ListerWatcher, client any) cache.ListerWatcher {
+	c, ok := lw.(checkedListWatch)
+	if !ok || !watchlist.DoesClientNotSupportWatchListSemantics(client) {
+		return lw
+	}
+	c.noWatchList = true
+	return c
 }
 
 // shardCheckerOf returns the shard lw sends and checks itself, when it is
@@ -206,7 +226,7 @@ func shardChecked(lw cache.ListerWatcher, shard string, metadataOnly bool) cache
 	}
 	lwc := cache.ToListerWatcherWithContext(lw)
 	events := newShardEventFilter(shard)
-	return checkedListWatch{shard: shard, ListWatch: &cache.ListWatch{
+	return checkedListWatch{shard: shard, noWatchList: watchlist.DoesClientNotSupportWatchListSemantics(lw), ListWatch: &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			obj, err := lwc.ListWithContext(ctx, o)
 			if err != nil {

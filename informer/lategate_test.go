@@ -208,3 +208,48 @@ func TestRelistDropsCaughtUpReplay(t *testing.T) {
 	}
 	pass.Leave()
 }
+
+// TestCaughtUpReplayWaitsForOpenRelist gives the pass back while a relist
+// is open: the caught-up replay does not run then (it would tell the
+// handlers the store the relist is replacing, and the relist's adds would
+// come after the informer synced); the relist, once committed, tells the
+// handlers the server's state as the initial list, and the informer is
+// synced only then.
+func TestCaughtUpReplayWaitsForOpenRelist(t *testing.T) {
+	st := newMemStore(t)
+	if err := st.Replace([]interface{}{testkit.Pod("a", "1"), testkit.Pod("b", "2")}, "10"); err != nil {
+		t.Fatal(err)
+	}
+	g := newGate(t)
+	opts := Options{Store: st}
+	opts.Reflector.ListGate = g
+	inf := newTestInformer(t, opts)
+	rec := newRecorder()
+	if _, err := inf.AddEventHandler(rec); err != nil {
+		t.Fatal(err)
+	}
+	other, err := g.Enter(context.Background(), "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startHarness(t, inf)
+	h.must(h.q.MarkSynced(h.ctx))
+	h.must(h.q.BeginReplace(h.ctx))
+	h.waitBatch(func(b deltafifo.Batch) bool { return b.Kind == deltafifo.KindReplaceBegin })
+	other.Leave()
+	h.pushPage(testkit.Pod("a", "15"), testkit.Pod("c", "16"))
+	if got := rec.Snapshot(); len(got) != 0 || inf.HasSynced() {
+		t.Fatalf("during the relist: told %v, synced %v; want nothing told and not synced", got, inf.HasSynced())
+	}
+	h.endRelist("20")
+	waitDone(t, "informer", inf.HasSyncedChecker())
+	h.waitListenersIdle()
+	equalEvents(t, rec.Snapshot(), []event{"add ns/a@15 initial=true", "add ns/c@16 initial=true"})
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout())
+	defer cancel()
+	pass, err := g.Enter(ctx, "after")
+	if err != nil {
+		t.Fatalf("the gate's slot was not given back: %v", err)
+	}
+	pass.Leave()
+}

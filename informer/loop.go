@@ -127,7 +127,7 @@ func (l *loop) pop(ctx context.Context) (deltafifo.Batch, error) {
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	l.i.mu.Lock()
-	if (len(l.i.late) > 0 || l.replayDue) && !owed && l.lateGranted() {
+	if (len(l.i.late) > 0 || l.caughtUpReadyLocked()) && !owed && l.lateGranted() {
 		l.i.mu.Unlock()
 		return deltafifo.Batch{}, context.Canceled
 	}

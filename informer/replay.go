@@ -112,7 +112,17 @@ func (l *loop) caughtUp(ctx context.Context) error {
 		return nil
 	}
 	l.replayDue = true
+	// Until the replay, adders of handlers never wait for the loop, as
+	// before the warm start's replay (AddEventHandler).
+	l.i.setLoopState(false)
 	return l.serveCaughtUp(ctx)
+}
+
+// caughtUpDone records that the caught-up replay is no longer owed: the
+// loop serves late handlers again.
+func (l *loop) caughtUpDone() {
+	l.replayDue = false
+	l.i.setLoopState(true)
 }
 
 // serveCaughtUp replays the caught-up store to the handlers as the initial
@@ -122,7 +132,8 @@ func (l *loop) caughtUp(ctx context.Context) error {
 // tells the handlers none of them: the replay tells them the store as it
 // is then, and the informer is not synced before. A loop waiting at the
 // gate would hold up its own reflector's relist, which needs the loop to
-// pop its pages, until the gate's Patience. A relist begun meanwhile tells
+// pop its pages, until the gate's Patience. While a relist is open or
+// asked for (corrupt data), the replay waits: a relist that commits tells
 // the handlers the server's state itself, and the replay is dropped. Late
 // handlers are not served separately: those activated by then (serveLate)
 // get the replay with the others.
@@ -131,13 +142,26 @@ func (l *loop) serveCaughtUp(ctx context.Context) error {
 		return nil
 	}
 	if !l.withheld || l.partial == nil || *l.partial != "" {
-		l.replayDue, l.withheld = false, false // a relist tells the handlers
+		l.withheld = false // a relist tells the handlers
+		l.caughtUpDone()
 		return nil
 	}
 	ls := l.i.proc.active()
 	if len(ls) == 0 {
-		l.replayDue, l.withheld, l.partial = false, false, nil
+		l.withheld, l.partial = false, nil
+		l.caughtUpDone()
 		l.markIfSynced()
+		return nil
+	}
+	l.i.mu.Lock()
+	ready := l.caughtUpReadyLocked()
+	l.i.mu.Unlock()
+	if !ready {
+		// A relist is open, or asked for after corrupt data: if it
+		// commits it tells the handlers the server's state; if it
+		// aborts, the replay follows. A pass held meanwhile would keep
+		// the relist's from the gate.
+		l.dropTicket()
 		return nil
 	}
 	pass, ok := l.lateGate(ctx)
@@ -145,10 +169,9 @@ func (l *loop) serveCaughtUp(ctx context.Context) error {
 		return nil // asked for; the grant interrupts the loop's Pop
 	}
 	defer pass.Leave()
-	l.replayDue, l.withheld = false, false
+	defer l.caughtUpDone()
+	l.withheld = false
 	ls = l.i.proc.active() // handlers activated while the pass was asked for
-	l.i.setLoopState(false)
-	defer l.i.setLoopState(true)
 	last, err := l.replay(ctx, ls, "warm-start", nil, pass)
 	switch {
 	case err == nil:
@@ -161,6 +184,12 @@ func (l *loop) serveCaughtUp(ctx context.Context) error {
 		l.i.ReportCorruption(fmt.Errorf("warm start replay stopped after key %q: %w", last, err))
 	}
 	return nil
+}
+
+// caughtUpReadyLocked reports whether the caught-up replay is owed and
+// may run: no relist is open or asked for. l.i.mu must be held.
+func (l *loop) caughtUpReadyLocked() bool {
+	return l.replayDue && l.rep == nil && !l.i.relistRequested
 }
 
 // serveLate replays the store to the handlers added since the last call,

@@ -63,9 +63,16 @@ func NewDynamicSharedInformerFactory(wf *factory.Factory, client dynamic.Interfa
 // tweak is called once per informer on empty list options and must set
 // only LabelSelector, FieldSelector, Limit or TimeoutSeconds (see package
 // informers): the selectors are recorded as the informer's scope and sent
-// with every request; an informer whose tweak sets anything else is
-// client-go's, in memory. The Factory owns wf from then on: its Shutdown
-// shuts wf down. Stores are opened with context.Background(); see
+// with every request (the reflector sets its own Limit and timeouts); an
+// informer whose tweak sets anything else is client-go's, in memory.
+//
+// The Factory owns wf from then on: its Shutdown shuts wf down, with
+// every informer on it. A package informers Factory may share wf (typed
+// and dynamic informers in one file); the first of them shut down stops
+// both. An informer is one per resource and scope in wf: a second Factory
+// on wf asking for the same resource and scope gets the informer the
+// first created, listing through the first one's client. Stores are
+// opened with context.Background(); see
 // NewFilteredDynamicSharedInformerFactoryWithContext.
 func NewFilteredDynamicSharedInformerFactory(wf *factory.Factory, client dynamic.Interface, defaultResync time.Duration, namespace string, tweakListOptions clientdynamicinformer.TweakListOptionsFunc) *Factory {
 	return NewFilteredDynamicSharedInformerFactoryWithContext(context.Background(), wf, client, defaultResync, namespace, tweakListOptions)
@@ -133,14 +140,17 @@ func (f *Factory) Fallbacks() map[schema.GroupVersionResource]error {
 }
 
 // Start runs every informer not yet started until stopCh is closed or
-// Shutdown is called.
+// Shutdown is called; see StartWithContext for the context the
+// factory.Factory's informers run on.
 func (f *Factory) Start(stopCh <-chan struct{}) {
 	f.StartWithContext(wait.ContextForChannel(stopCh))
 }
 
 // StartWithContext runs every informer not yet started until ctx is done
-// or Shutdown is called. The factory.Factory's informers run on the
-// context of its first Start.
+// or Shutdown is called. Unlike client-go's, the factory.Factory's
+// informers run on the context of its first Start: a later Start's
+// context does not stop them, and an informer created after the first
+// context ended does not run. Stop them with Shutdown.
 func (f *Factory) StartWithContext(ctx context.Context) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
@@ -15,7 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clientinformers "k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -273,4 +277,40 @@ func TestInformerAfterStart(t *testing.T) {
 func newLogger(t *testing.T) (klog.Logger, func() string) {
 	l := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
 	return l, func() string { return l.GetSink().(ktesting.Underlier).GetBuffer().String() }
+}
+
+// TestFakeDynamicClient runs the factory on client-go's fake dynamic
+// client, as a controller's unit tests do: it cannot stream a list, so the
+// informer lists with LIST, syncs, and follows the fake's watch.
+func TestFakeDynamicClient(t *testing.T) {
+	widgets := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	widget := func(name string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("example.com/v1")
+		u.SetKind("Widget")
+		u.SetNamespace("a")
+		u.SetName(name)
+		return u
+	}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{widgets: "WidgetList"}, widget("w1"))
+	s := &server{client: client}
+	f := newFactory(t, filepath.Join(t.TempDir(), "cache.db"), s, ktesting.NewLogger(t, ktesting.NewConfig()), "", nil)
+	g := f.ForResource(widgets)
+	if _, ok := g.Informer().(*informer.Informer); !ok {
+		t.Fatalf("informer is %T, fallbacks %v: want warmcache's", g.Informer(), f.Fallbacks())
+	}
+	syncAll(t, f)
+	if got := listNames(t, g); !slices.Equal(got, []string{"w1"}) {
+		t.Fatalf("synced list %v, want [w1]", got)
+	}
+	if _, err := client.Resource(widgets).Namespace("a").Create(t.Context(), widget("w2"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, testkit.Timeout(), true, func(context.Context) (bool, error) {
+		return slices.Equal(listNames(t, g), []string{"w1", "w2"}), nil
+	})
+	if err != nil {
+		t.Fatalf("the informer never saw w2 created through the fake's watch: %v (list %v)", err, listNames(t, g))
+	}
 }
