@@ -318,10 +318,7 @@ func (d *Doc) hex4() (rune, bool) {
 
 func (d *Doc) object(depth int) (int32, error) {
 	n := d.newNode(kindObject)
-	d.pos++
-	d.skipSpace()
-	if d.pos < len(d.src) && d.src[d.pos] == '}' {
-		d.pos++
+	if d.open('}') {
 		return n, nil
 	}
 	for {
@@ -345,28 +342,17 @@ func (d *Doc) object(depth int) (int32, error) {
 		}
 		d.appendChild(n, k)
 		d.appendChild(n, v)
-		d.skipSpace()
-		if d.pos >= len(d.src) {
-			return 0, d.syntaxError("end of input in an object")
-		}
-		switch d.src[d.pos] {
-		case ',':
-			d.pos++
-		case '}':
-			d.pos++
+		if last, err := d.next('}', "an object", "object member separator"); err != nil {
+			return 0, err
+		} else if last {
 			return n, nil
-		default:
-			return 0, d.syntaxError("object member separator")
 		}
 	}
 }
 
 func (d *Doc) array(depth int) (int32, error) {
 	n := d.newNode(kindArray)
-	d.pos++
-	d.skipSpace()
-	if d.pos < len(d.src) && d.src[d.pos] == ']' {
-		d.pos++
+	if d.open(']') {
 		return n, nil
 	}
 	for {
@@ -376,19 +362,45 @@ func (d *Doc) array(depth int) (int32, error) {
 			return 0, err
 		}
 		d.appendChild(n, v)
-		d.skipSpace()
-		if d.pos >= len(d.src) {
-			return 0, d.syntaxError("end of input in an array")
-		}
-		switch d.src[d.pos] {
-		case ',':
-			d.pos++
-		case ']':
-			d.pos++
+		if last, err := d.next(']', "an array", "array element separator"); err != nil {
+			return 0, err
+		} else if last {
 			return n, nil
-		default:
-			return 0, d.syntaxError("array element separator")
 		}
+	}
+}
+
+// open consumes the opening bracket of an object or array and the space
+// after it, and reports whether close follows at once (an empty one,
+// consumed too).
+func (d *Doc) open(close byte) (empty bool) {
+	d.pos++
+	d.skipSpace()
+	if d.pos < len(d.src) && d.src[d.pos] == close {
+		d.pos++
+		return true
+	}
+	return false
+}
+
+// next consumes what follows a member of an object or an element of an
+// array (in names which): a comma, before another one, or close, after the
+// last (last is true). Anything else is a syntax error, sep naming what
+// was expected.
+func (d *Doc) next(close byte, in, sep string) (last bool, err error) {
+	d.skipSpace()
+	if d.pos >= len(d.src) {
+		return false, d.syntaxError("end of input in " + in)
+	}
+	switch d.src[d.pos] {
+	case ',':
+		d.pos++
+		return false, nil
+	case close:
+		d.pos++
+		return true, nil
+	default:
+		return false, d.syntaxError(sep)
 	}
 }
 
