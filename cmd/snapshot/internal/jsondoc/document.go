@@ -318,51 +318,55 @@ func (d *Doc) hex4() (rune, bool) {
 
 func (d *Doc) object(depth int) (int32, error) {
 	n := d.newNode(kindObject)
-	if d.open('}') {
-		return n, nil
-	}
-	for {
-		d.skipSpace()
+	return d.container(n, '}', "an object", "object member separator", func() error {
 		if d.pos >= len(d.src) || d.src[d.pos] != '"' {
-			return 0, d.syntaxError("object key")
+			return d.syntaxError("object key")
 		}
 		k, err := d.value(depth + 1)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		d.skipSpace()
 		if d.pos >= len(d.src) || d.src[d.pos] != ':' {
-			return 0, d.syntaxError("object member")
+			return d.syntaxError("object member")
 		}
 		d.pos++
 		d.skipSpace()
 		v, err := d.value(depth + 1)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		d.appendChild(n, k)
 		d.appendChild(n, v)
-		if last, err := d.next('}', "an object", "object member separator"); err != nil {
-			return 0, err
-		} else if last {
-			return n, nil
-		}
-	}
+		return nil
+	})
 }
 
 func (d *Doc) array(depth int) (int32, error) {
 	n := d.newNode(kindArray)
-	if d.open(']') {
+	return d.container(n, ']', "an array", "array element separator", func() error {
+		v, err := d.value(depth + 1)
+		if err != nil {
+			return err
+		}
+		d.appendChild(n, v)
+		return nil
+	})
+}
+
+// container parses the members of the object or array n (in names which)
+// from its opening bracket to close: member parses one, from its first
+// byte, and adds it to n; sep names the separator expected after one.
+func (d *Doc) container(n int32, close byte, in, sep string, member func() error) (int32, error) {
+	if d.open(close) {
 		return n, nil
 	}
 	for {
 		d.skipSpace()
-		v, err := d.value(depth + 1)
-		if err != nil {
+		if err := member(); err != nil {
 			return 0, err
 		}
-		d.appendChild(n, v)
-		if last, err := d.next(']', "an array", "array element separator"); err != nil {
+		if last, err := d.next(close, in, sep); err != nil {
 			return 0, err
 		} else if last {
 			return n, nil
