@@ -83,7 +83,7 @@ func serve(n int, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c.gate = newGate()
+	c.gate = &gate{}
 	mux := http.NewServeMux()
 	mux.HandleFunc(genserver.ControlPrefix+"churn", c.churn)
 	mux.HandleFunc(genserver.ControlPrefix+"open", c.open)
@@ -91,7 +91,7 @@ func serve(n int, in io.Reader, out io.Writer) error {
 	mux.HandleFunc(genserver.ControlPrefix+"restart", c.restart)
 	mux.HandleFunc(genserver.ControlPrefix+"stats", c.stats)
 	mux.Handle("/", c.gate.wrap(h))
-	return ServeLoopback(mux, out, gone, c.gate.open)
+	return ServeLoopback(mux, out, gone, c.gate.Open)
 }
 
 // ParentGone returns a channel closed once in, a child's standard input
@@ -173,7 +173,7 @@ func (c *child) churn(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "%s: hot set of %d pods: want 0 (every pod) to %d", ServerFake, hot, len(c.keys))
 		return
 	}
-	c.gate.close()
+	c.gate.Close()
 	start := time.Now()
 	var res ChurnResult
 	for k := range n {
@@ -203,7 +203,7 @@ func (c *child) churn(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *child) open(w http.ResponseWriter, _ *http.Request) {
-	c.gate.open()
+	c.gate.Open()
 	httpjson.Write(w, struct{}{})
 }
 
