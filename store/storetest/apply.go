@@ -23,9 +23,8 @@ var applyTests = []namedTest{
 }
 
 func testApplyInOrderWithRV(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	a, b := mkPod("ns", "a", "1"), mkPod("ns", "b", "2", users("ernie"))
-	mustAdd(t, s, a, b)
+	s := h.open(t, nil, a, b)
 	a3, c4 := withRV(a, "3"), mkPod("ns", "c", "4", users("bert"))
 	txns := []cache.Transaction{
 		update(a3), add(c4), del(withRV(b, "5")),
@@ -59,9 +58,8 @@ func testApplyEmptyRV(t *testing.T, h harness) {
 }
 
 func testApplyBookmarkAndNoop(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "1")
-	mustAdd(t, s, a)
+	s := h.open(t, nil, a)
 	if err := s.Apply(context.Background(), nil, "40"); err != nil {
 		t.Fatalf("Apply(nil, 40): %v", err)
 	}
@@ -87,8 +85,7 @@ func testApplyFailureAppliesNothing(t *testing.T, h harness) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := h.open(t, pickyIndexers())
-			mustAdd(t, s, a)
+			s := h.open(t, pickyIndexers(), a)
 			err := s.Apply(context.Background(), tc.txns, "50")
 			if !tc.check(err) {
 				t.Errorf("Apply = %v, want the failing transaction's error", err)
@@ -100,9 +97,8 @@ func testApplyFailureAppliesNothing(t *testing.T, h harness) {
 }
 
 func testApplyCancelledContext(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "1")
-	mustAdd(t, s, a)
+	s := h.open(t, nil, a)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := s.Apply(ctx, []cache.Transaction{add(mkPod("ns", "b", "2"))}, "2"); !errors.Is(err, context.Canceled) {

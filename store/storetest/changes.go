@@ -128,8 +128,7 @@ func testChangesAfterCommit(t *testing.T, h harness) {
 
 func testChangesNotCommitted(t *testing.T, h harness) {
 	ctx := context.Background()
-	s := h.open(t, nil)
-	mustAdd(t, s, mkPod("ns", "a", "1"))
+	s := h.open(t, nil, mkPod("ns", "a", "1"))
 	r := begin(t, s)
 	if err := r.Add(ctx, mkPod("ns", "b", "2")); err != nil {
 		t.Fatal(err)
@@ -174,8 +173,7 @@ func testChangesReleased(t *testing.T, h harness) {
 	}
 	for _, e := range ends {
 		t.Run(e.name, func(t *testing.T) {
-			s := h.open(t, nil)
-			mustAdd(t, s, mkPod("ns", "a", "1"))
+			s := h.open(t, nil, mkPod("ns", "a", "1"))
 			r := begin(t, s)
 			b := mkPod("ns", "b", "2")
 			if err := r.Add(ctx, b); err != nil {
@@ -261,8 +259,7 @@ func firstDiff(a, b []string) int {
 
 func testChangesFuncError(t *testing.T, h harness) {
 	ctx := context.Background()
-	s := h.open(t, nil)
-	mustAdd(t, s, mkPod("ns", "a", "1"), mkPod("ns", "b", "2"))
+	s := h.open(t, nil, mkPod("ns", "a", "1"), mkPod("ns", "b", "2"))
 	r := begin(t, s)
 	if err := r.Commit(ctx, "3"); err != nil {
 		t.Fatal(err)
@@ -286,8 +283,7 @@ func testChangesFuncError(t *testing.T, h harness) {
 
 func testChangesClosed(t *testing.T, h harness) {
 	ctx := context.Background()
-	s := h.open(t, nil)
-	mustAdd(t, s, mkPod("ns", "a", "1"))
+	s := h.open(t, nil, mkPod("ns", "a", "1"))
 	r := begin(t, s)
 	if err := r.Commit(ctx, "3"); err != nil {
 		t.Fatal(err)

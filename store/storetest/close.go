@@ -17,9 +17,8 @@ var closeTests = []namedTest{
 
 func testClosedMethods(t *testing.T, h harness) {
 	ctx := context.Background()
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "1", users("ernie"))
-	mustAdd(t, s, a)
+	s := h.open(t, nil, a)
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -74,10 +73,7 @@ func testClosedMethods(t *testing.T, h harness) {
 func testCloseWithOpenReplace(t *testing.T, h harness) {
 	ctx := context.Background()
 	s := h.open(t, nil)
-	r, err := s.BeginReplace(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustBeginReplace(t, s)
 	if err := r.Add(ctx, mkPod("ns", "a", "1")); err != nil {
 		t.Fatal(err)
 	}

@@ -126,9 +126,8 @@ func testReplaceSwapsContent(t *testing.T, h harness) {
 }
 
 func testReplaceKeyError(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "1")
-	mustAdd(t, s, a)
+	s := h.open(t, nil, a)
 	err := s.Replace([]interface{}{mkPod("ns", "b", "2"), notAnObject{"x"}, mkPod("ns", "c", "3")}, "5")
 	if !isKeyError(err) {
 		t.Fatalf("Replace with an object without metadata = %v, want a cache.KeyError", err)
@@ -162,9 +161,8 @@ func testKeyErrors(t *testing.T, h harness) {
 	for _, b := range bad {
 		for _, op := range ops {
 			t.Run(op.name+"/"+b.name, func(t *testing.T) {
-				s := h.open(t, nil)
 				a := mkPod("ns", "a", "1")
-				mustAdd(t, s, a)
+				s := h.open(t, nil, a)
 				if err := op.do(s, b.obj); !isKeyError(err) {
 					t.Errorf("%s(%#v) = %v, want a cache.KeyError", op.name, b.obj, err)
 				}
@@ -180,10 +178,9 @@ func testKeyErrors(t *testing.T, h harness) {
 // and, as in client-go, a tombstone has no metadata of its own so the
 // store's resourceVersion does not move.
 func testDeleteDeletedFinalStateUnknown(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "1", users("ernie"))
 	b := mkPod("ns", "b", "2")
-	mustAdd(t, s, a, b)
+	s := h.open(t, nil, a, b)
 	tomb := cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: withRV(a, "7")}
 	if err := s.Delete(tomb); err != nil {
 		t.Fatalf("Delete(DeletedFinalStateUnknown): %v", err)

@@ -53,10 +53,7 @@ func newRelistCase(t *testing.T, s store.Store) relistCase {
 // Commit).
 func begin(t *testing.T, s store.Store) store.Replace {
 	t.Helper()
-	r, err := s.BeginReplace(context.Background())
-	if err != nil {
-		t.Fatalf("BeginReplace: %v", err)
-	}
+	r := mustBeginReplace(t, s)
 	t.Cleanup(func() {
 		if err := r.Abort(); err != nil {
 			t.Errorf("Abort at the end of the test: %v", err)
@@ -122,13 +119,9 @@ func testReplacePagedCommit(t *testing.T, h harness) {
 
 func testReplaceAbort(t *testing.T, h harness) {
 	ctx := context.Background()
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "1", users("ernie"))
-	mustAdd(t, s, a)
-	r, err := s.BeginReplace(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := h.open(t, nil, a)
+	r := mustBeginReplace(t, s)
 	if err := r.Add(ctx, mkPod("ns", "b", "2", users("bert"))); err != nil {
 		t.Fatal(err)
 	}
@@ -142,10 +135,7 @@ func testReplaceAbort(t *testing.T, h harness) {
 	}
 	assertKeys(t, "ListIndexFuncValues(byUser)", s.ListIndexFuncValues(indexUsers), "ernie")
 	// A new relist may start.
-	r2, err := s.BeginReplace(ctx)
-	if err != nil {
-		t.Fatalf("BeginReplace after Abort: %v", err)
-	}
+	r2 := mustBeginReplace(t, s)
 	if err := r2.Abort(); err != nil {
 		t.Fatal(err)
 	}
@@ -153,13 +143,9 @@ func testReplaceAbort(t *testing.T, h harness) {
 
 func testReplaceInProgress(t *testing.T, h harness) {
 	ctx := context.Background()
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "1")
-	mustAdd(t, s, a)
-	r, err := s.BeginReplace(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := h.open(t, nil, a)
+	r := mustBeginReplace(t, s)
 	if _, err := s.BeginReplace(ctx); !errors.Is(err, store.ErrReplaceInProgress) {
 		t.Errorf("second BeginReplace = %v, want ErrReplaceInProgress", err)
 	}
@@ -193,10 +179,7 @@ func testReplaceDone(t *testing.T, h harness) {
 	for _, e := range ends {
 		t.Run("after "+e.name, func(t *testing.T) {
 			s := h.open(t, nil)
-			r, err := s.BeginReplace(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := mustBeginReplace(t, s)
 			if err := e.end(r); err != nil {
 				t.Fatalf("%s: %v", e.name, err)
 			}
@@ -221,13 +204,9 @@ func testReplaceDone(t *testing.T, h harness) {
 
 func testReplaceAddKeyError(t *testing.T, h harness) {
 	ctx := context.Background()
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "1")
-	mustAdd(t, s, a)
-	r, err := s.BeginReplace(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := h.open(t, nil, a)
+	r := mustBeginReplace(t, s)
 	if err := r.Add(ctx, mkPod("ns", "b", "2"), notAnObject{"x"}); !isKeyError(err) {
 		t.Errorf("Replace.Add with an object without metadata = %v, want a cache.KeyError", err)
 	}

@@ -65,9 +65,8 @@ func testRVAfterEachOperation(t *testing.T, h harness) {
 }
 
 func testBookmark(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "3")
-	mustAdd(t, s, a)
+	s := h.open(t, nil, a)
 	s.Bookmark("7")
 	assertRV(t, s, "7")
 	assertContent(t, s, a)
@@ -98,9 +97,8 @@ func del(obj interface{}) cache.Transaction {
 }
 
 func testTransactionInOrder(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	a, b := mkPod("ns", "a", "1", users("ernie")), mkPod("ns", "b", "2")
-	mustAdd(t, s, a, b)
+	s := h.open(t, nil, a, b)
 	a5, c6, c8 := withRV(a, "5"), mkPod("ns", "c", "6", users("bert")), mkPod("ns", "c", "8", users("oscar"))
 	a5.Annotations[annotationUsers] = "elmo"
 	if err := s.Transaction(update(a5), del(withRV(b, "4")), add(c6), del(mkPod("ns", "absent", "7")), update(c8)); err != nil {
@@ -114,8 +112,7 @@ func testTransactionInOrder(t *testing.T, h harness) {
 // testTransactionPartialKeyErrors: as in client-go, the transactions with
 // a key error are skipped and reported, the others are applied.
 func testTransactionPartialKeyErrors(t *testing.T, h harness) {
-	s := h.open(t, nil)
-	mustAdd(t, s, mkPod("ns", "gone", "1"))
+	s := h.open(t, nil, mkPod("ns", "gone", "1"))
 	ok0, ok2 := mkPod("ns", "a", "2"), mkPod("ns", "b", "3")
 	terr := s.Transaction(add(ok0), add(notAnObject{"x"}), add(ok2), del(mkPod("ns", "gone", "4")), update("no meta"))
 	if terr == nil {
@@ -141,9 +138,8 @@ func testTransactionPartialKeyErrors(t *testing.T, h harness) {
 }
 
 func testTransactionAllKeyErrors(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "1")
-	mustAdd(t, s, a)
+	s := h.open(t, nil, a)
 	terr := s.Transaction(add(notAnObject{}), del(nil))
 	if terr == nil {
 		t.Fatal("Transaction of key errors only returned nil")
@@ -173,9 +169,8 @@ func testTransactionIndexError(t *testing.T, h harness) {
 // object only; a tombstone has none, so the store's RV stays where it was
 // before the transaction, not at the RV of an earlier object in it.
 func testTransactionLastIsTombstone(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "1")
-	mustAdd(t, s, a)
+	s := h.open(t, nil, a)
 	b := mkPod("ns", "b", "5")
 	if err := s.Transaction(add(b), del(cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: a})); err != nil {
 		t.Fatalf("Transaction: %v", err)
@@ -185,9 +180,8 @@ func testTransactionLastIsTombstone(t *testing.T, h harness) {
 }
 
 func testTransactionEmpty(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "1")
-	mustAdd(t, s, a)
+	s := h.open(t, nil, a)
 	if err := s.Transaction(); err != nil {
 		t.Errorf("empty Transaction: %v", err)
 	}

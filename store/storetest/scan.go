@@ -60,8 +60,7 @@ func testScanKeyOrder(t *testing.T, h harness) {
 }
 
 func testScanStopsAtFirstError(t *testing.T, h harness) {
-	s := h.open(t, nil)
-	mustAdd(t, s, podgen.Pods(10)...)
+	s := h.open(t, nil, podgen.Pods(10)...)
 	calls := 0
 	err := s.Scan(context.Background(), func(string, interface{}) error {
 		calls++
@@ -79,8 +78,7 @@ func testScanStopsAtFirstError(t *testing.T, h harness) {
 }
 
 func testScanCancelledContext(t *testing.T, h harness) {
-	s := h.open(t, nil)
-	mustAdd(t, s, podgen.Pods(10)...)
+	s := h.open(t, nil, podgen.Pods(10)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	noop := func(string, interface{}) error { return nil }

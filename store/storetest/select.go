@@ -145,8 +145,7 @@ func testSelectWithoutNamespaceIndex(t *testing.T, h harness) {
 }
 
 func testSelectUnknownIndex(t *testing.T, h harness) {
-	s := h.open(t, nil)
-	mustAdd(t, s, selectPods()...)
+	s := h.open(t, nil, selectPods()...)
 	err := store.Select(context.Background(), s, store.Selection{Index: "nope", Value: "x"}, func(string, interface{}) error { return nil })
 	if !errors.Is(err, store.ErrIndexNotFound) {
 		t.Fatalf("Select on an unknown index = %v, want ErrIndexNotFound", err)
@@ -154,8 +153,7 @@ func testSelectUnknownIndex(t *testing.T, h harness) {
 }
 
 func testSelectStopsAtCallbackError(t *testing.T, h harness) {
-	s := h.open(t, nil)
-	mustAdd(t, s, selectPods()...)
+	s := h.open(t, nil, selectPods()...)
 	stop := errors.New("stop")
 	n := 0
 	err := store.Select(context.Background(), s, store.Selection{}, func(string, interface{}) error {

@@ -29,6 +29,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -93,13 +94,16 @@ type harness struct {
 }
 
 // open returns a new store with the given indexers (the suite's default
-// ones when nil) that is checked and closed when the test ends.
-func (h harness) open(t *testing.T, indexers cache.Indexers) store.Store {
+// ones when nil), holding objs (added one by one), that is checked and
+// closed when the test ends.
+func (h harness) open(t *testing.T, indexers cache.Indexers, objs ...*corev1.Pod) store.Store {
 	t.Helper()
 	if indexers == nil {
 		indexers = defaultIndexers()
 	}
-	return checkedAtEnd(t, h.newStore(t, indexers))
+	s := checkedAtEnd(t, h.newStore(t, indexers))
+	mustAdd(t, s, objs...)
+	return s
 }
 
 // checkedAtEnd fails t if s is nil, and otherwise has s checked
@@ -237,6 +241,16 @@ func mustAdd(t testing.TB, s store.Store, objs ...*corev1.Pod) {
 			t.Fatalf("Add %s: %v", keyOf(t, o), err)
 		}
 	}
+}
+
+// mustBeginReplace begins a Replace of s.
+func mustBeginReplace(t testing.TB, s store.Store) store.Replace {
+	t.Helper()
+	r, err := s.BeginReplace(context.Background())
+	if err != nil {
+		t.Fatalf("BeginReplace: %v", err)
+	}
+	return r
 }
 
 // assertContent checks that s holds exactly want, through ListKeys, List,
