@@ -2,6 +2,7 @@ package apiproc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -47,6 +48,30 @@ func MaybeServe() {
 	}
 	if err := serveFn(n, os.Stdin, os.Stdout); err != nil && !errors.Is(err, errParentGone) {
 		fmt.Fprintln(os.Stderr, "apiproc:", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// RunChild makes this process a child, and then exits, when the
+// environment variable env holds its spec as JSON (as a parent that
+// starts it with StartChild or its own command sets it): it calls run with
+// the spec and the process's standard input and output, and exits with 2
+// if the spec does not decode, 1 if run fails, 0 otherwise, writing the
+// error to standard error after name. Without env it returns at once. Call
+// it first in main and TestMain.
+func RunChild[S any](env, name string, run func(spec S, in io.Reader, out io.Writer) error) {
+	v, ok := os.LookupEnv(env)
+	if !ok {
+		return
+	}
+	var spec S
+	if err := json.Unmarshal([]byte(v), &spec); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %s: %v\n", name, env, err)
+		os.Exit(2)
+	}
+	if err := run(spec, os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(1)
 	}
 	os.Exit(0)
