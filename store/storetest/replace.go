@@ -62,13 +62,24 @@ func begin(t *testing.T, s store.Store) store.Replace {
 	return r
 }
 
-// collect returns a ScanFunc appending to *keys and *objs.
-func collect(keys *[]string, objs *[]interface{}) store.ScanFunc {
-	return func(key string, obj interface{}) error {
-		*keys = append(*keys, key)
-		*objs = append(*objs, obj)
+// scanAll returns the keys and objects scan (Scan, Vanished, byIndex)
+// passes, in order; an error fails t, what naming the scan.
+func scanAll(t testing.TB, what string, scan func(context.Context, store.ScanFunc) error) (keys []string, objs []interface{}) {
+	t.Helper()
+	err := scan(context.Background(), func(key string, obj interface{}) error {
+		keys = append(keys, key)
+		objs = append(objs, obj)
 		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
 	}
+	return keys, objs
+}
+
+// byIndex is s.ScanIndex of index and value, as scanAll takes it.
+func byIndex(s store.Store, index, value string) func(context.Context, store.ScanFunc) error {
+	return func(ctx context.Context, fn store.ScanFunc) error { return s.ScanIndex(ctx, index, value, fn) }
 }
 
 func testReplacePagedCommit(t *testing.T, h harness) {
@@ -94,11 +105,7 @@ func testReplacePagedCommit(t *testing.T, h harness) {
 		}
 	}
 
-	var keys []string
-	var objs []interface{}
-	if err := r.Vanished(ctx, collect(&keys, &objs)); err != nil {
-		t.Fatalf("Vanished: %v", err)
-	}
+	keys, objs := scanAll(t, "Vanished", r.Vanished)
 	if !slices.Equal(keys, []string{"ns/gone2", "old/gone1"}) {
 		t.Errorf("Vanished keys = %q, want [ns/gone2 old/gone1] in key order", keys)
 	}
@@ -241,11 +248,7 @@ func testReplaceEmptyCommit(t *testing.T, h harness) {
 	pods := []*corev1.Pod{mkPod("ns", "b", "1"), mkPod("ns", "a", "2")}
 	mustAdd(t, s, pods...)
 	r := begin(t, s)
-	var keys []string
-	var objs []interface{}
-	if err := r.Vanished(ctx, collect(&keys, &objs)); err != nil {
-		t.Fatal(err)
-	}
+	keys, _ := scanAll(t, "Vanished", r.Vanished)
 	if !slices.Equal(keys, []string{"ns/a", "ns/b"}) {
 		t.Errorf("Vanished with nothing staged = %q, want every key in order", keys)
 	}

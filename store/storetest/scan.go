@@ -38,11 +38,7 @@ func testScanKeyOrder(t *testing.T, h harness) {
 	mustAdd(t, s, shuffled...)
 	mustAdd(t, s, mkPod("", "cluster-scoped", "1"))
 
-	var keys []string
-	var objs []interface{}
-	if err := s.Scan(context.Background(), collect(&keys, &objs)); err != nil {
-		t.Fatalf("Scan: %v", err)
-	}
+	keys, objs := scanAll(t, "Scan", s.Scan)
 	want := append(keysOfPods(t, pods), "cluster-scoped")
 	slices.Sort(want)
 	if !slices.Equal(keys, want) {
@@ -118,11 +114,7 @@ func testScanIndex(t *testing.T, h harness) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.index+"="+tc.value, func(t *testing.T) {
-			var keys []string
-			var objs []interface{}
-			if err := s.ScanIndex(ctx, tc.index, tc.value, collect(&keys, &objs)); err != nil {
-				t.Fatalf("ScanIndex: %v", err)
-			}
+			keys, objs := scanAll(t, "ScanIndex", byIndex(s, tc.index, tc.value))
 			want := keysOfPods(t, tc.want)
 			slices.Sort(want)
 			if !slices.Equal(keys, want) {
