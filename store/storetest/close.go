@@ -80,15 +80,7 @@ func testCloseWithOpenReplace(t *testing.T, h harness) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close with an open Replace: %v", err)
 	}
-	if err := r.Add(ctx, mkPod("ns", "b", "2")); !errors.Is(err, store.ErrClosed) {
-		t.Errorf("Replace.Add after Close = %v, want ErrClosed", err)
-	}
-	if err := r.Vanished(ctx, func(string, interface{}) error { return nil }); !errors.Is(err, store.ErrClosed) {
-		t.Errorf("Replace.Vanished after Close = %v, want ErrClosed", err)
-	}
-	if err := r.Commit(ctx, "3"); !errors.Is(err, store.ErrClosed) {
-		t.Errorf("Replace.Commit after Close = %v, want ErrClosed", err)
-	}
+	assertReplaceRefuses(t, r, "after Close", store.ErrClosed)
 	if err := r.Abort(); err != nil {
 		t.Errorf("Replace.Abort after Close = %v, want nil", err)
 	}

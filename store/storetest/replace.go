@@ -62,6 +62,22 @@ func begin(t *testing.T, s store.Store) store.Replace {
 	return r
 }
 
+// assertReplaceRefuses checks that r's Add (of ns/late), Vanished and
+// Commit return errors wrapping want (when is when they are called).
+func assertReplaceRefuses(t testing.TB, r store.Replace, when string, want error) {
+	t.Helper()
+	ctx := context.Background()
+	if err := r.Add(ctx, mkPod("ns", "late", "6")); !errors.Is(err, want) {
+		t.Errorf("Replace.Add %s = %v, want %v", when, err, want)
+	}
+	if err := r.Vanished(ctx, func(string, interface{}) error { return nil }); !errors.Is(err, want) {
+		t.Errorf("Replace.Vanished %s = %v, want %v", when, err, want)
+	}
+	if err := r.Commit(ctx, "7"); !errors.Is(err, want) {
+		t.Errorf("Replace.Commit %s = %v, want %v", when, err, want)
+	}
+}
+
 // scanAll returns the keys and objects scan (Scan, Vanished, byIndex)
 // passes, in order; an error fails t, what naming the scan.
 func scanAll(t testing.TB, what string, scan func(context.Context, store.ScanFunc) error) (keys []string, objs []interface{}) {
@@ -190,15 +206,7 @@ func testReplaceDone(t *testing.T, h harness) {
 			if err := e.end(r); err != nil {
 				t.Fatalf("%s: %v", e.name, err)
 			}
-			if err := r.Add(ctx, mkPod("ns", "late", "6")); !errors.Is(err, store.ErrReplaceDone) {
-				t.Errorf("Add = %v, want ErrReplaceDone", err)
-			}
-			if err := r.Vanished(ctx, func(string, interface{}) error { return nil }); !errors.Is(err, store.ErrReplaceDone) {
-				t.Errorf("Vanished = %v, want ErrReplaceDone", err)
-			}
-			if err := r.Commit(ctx, "7"); !errors.Is(err, store.ErrReplaceDone) {
-				t.Errorf("Commit = %v, want ErrReplaceDone", err)
-			}
+			assertReplaceRefuses(t, r, "after "+e.name, store.ErrReplaceDone)
 			if e.name == "Commit" {
 				if err := r.Abort(); err != nil {
 					t.Errorf("Abort after Commit = %v, want nil", err)
