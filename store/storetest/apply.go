@@ -46,15 +46,13 @@ func testApplyEmptyRV(t *testing.T, h harness) {
 	if err := s.Apply(context.Background(), []cache.Transaction{add(a), add(mkPod("ns", "b", "9")), del(mkPod("ns", "b", "12"))}, ""); err != nil {
 		t.Fatal(err)
 	}
-	assertContent(t, s, a)
-	assertRV(t, s, "12")
+	assertStored(t, s, "12", a)
 
 	// A tombstone last: no RV is recorded (client-go's Transaction rule).
 	if err := s.Apply(context.Background(), []cache.Transaction{add(mkPod("ns", "c", "20")), del(cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: a})}, ""); err != nil {
 		t.Fatal(err)
 	}
-	assertContent(t, s, mkPod("ns", "c", "20"))
-	assertRV(t, s, "12")
+	assertStored(t, s, "12", mkPod("ns", "c", "20"))
 }
 
 func testApplyBookmarkAndNoop(t *testing.T, h harness) {
@@ -63,8 +61,7 @@ func testApplyBookmarkAndNoop(t *testing.T, h harness) {
 	if err := s.Apply(context.Background(), nil, "40"); err != nil {
 		t.Fatalf("Apply(nil, 40): %v", err)
 	}
-	assertContent(t, s, a)
-	assertRV(t, s, "40")
+	assertStored(t, s, "40", a)
 	if err := s.Apply(context.Background(), nil, ""); err != nil {
 		t.Fatalf("Apply(nil, \"\"): %v", err)
 	}
@@ -90,8 +87,7 @@ func testApplyFailureAppliesNothing(t *testing.T, h harness) {
 			if !tc.check(err) {
 				t.Errorf("Apply = %v, want the failing transaction's error", err)
 			}
-			assertContent(t, s, a)
-			assertRV(t, s, "1")
+			assertStored(t, s, "1", a)
 		})
 	}
 }
@@ -104,8 +100,7 @@ func testApplyCancelledContext(t *testing.T, h harness) {
 	if err := s.Apply(ctx, []cache.Transaction{add(mkPod("ns", "b", "2"))}, "2"); !errors.Is(err, context.Canceled) {
 		t.Errorf("Apply with a cancelled context = %v, want context.Canceled", err)
 	}
-	assertContent(t, s, a)
-	assertRV(t, s, "1")
+	assertStored(t, s, "1", a)
 }
 
 // testApplyAtomicForReaders: every Apply swaps one generation of pods for

@@ -82,8 +82,7 @@ func testChangesAfterCommit(t *testing.T, h harness) {
 		t.Fatal(err)
 	}
 	// Readers see the new content while the old one is retained.
-	assertContent(t, s, keep, changed, fresh)
-	assertRV(t, s, "9")
+	assertStored(t, s, "9", keep, changed, fresh)
 	if st, _ := s.State(); !st.Complete || st.Objects != 3 {
 		t.Errorf("State after Commit = %+v, want complete with 3 objects", st)
 	}
@@ -122,8 +121,7 @@ func testChangesAfterCommit(t *testing.T, h harness) {
 	if err := r.Release(); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	assertContent(t, s, keep, changed, fresh)
-	assertRV(t, s, "9")
+	assertStored(t, s, "9", keep, changed, fresh)
 }
 
 func testChangesNotCommitted(t *testing.T, h harness) {

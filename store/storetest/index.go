@@ -305,8 +305,7 @@ func testIndexFunctionErrorRejectsWrite(t *testing.T, h harness) {
 			if err := tc.do(); !errors.Is(err, errRejected) {
 				t.Errorf("%s = %v, want the index function's error", tc.name, err)
 			}
-			assertContent(t, s, good)
-			assertRV(t, s, "1")
+			assertStored(t, s, "1", good)
 			if keys, _ := s.IndexKeys(indexPicky, "ns"); !slices.Equal(keys, []string{"ns/good"}) {
 				t.Errorf("IndexKeys(picky, ns) = %q, want only ns/good", keys)
 			}

@@ -104,8 +104,7 @@ func testReplaceSwapsContent(t *testing.T, h harness) {
 	if err := s.Replace([]interface{}{next[0], next[1]}, "9"); err != nil {
 		t.Fatalf("Replace: %v", err)
 	}
-	assertContent(t, s, next...)
-	assertRV(t, s, "9")
+	assertStored(t, s, "9", next...)
 	if got, err := s.ByIndex(indexNamespace, "old"); err != nil || len(got) != 0 {
 		t.Errorf("ByIndex(namespace, old) after Replace = %d objects, %v; want none", len(got), err)
 	}
@@ -118,8 +117,7 @@ func testReplaceSwapsContent(t *testing.T, h harness) {
 	if err := s.Replace(nil, "10"); err != nil {
 		t.Fatalf("Replace with nothing: %v", err)
 	}
-	assertContent(t, s)
-	assertRV(t, s, "10")
+	assertStored(t, s, "10")
 	if got := s.ListIndexFuncValues(indexNamespace); len(got) != 0 {
 		t.Errorf("ListIndexFuncValues after emptying Replace = %q", got)
 	}
@@ -132,8 +130,7 @@ func testReplaceKeyError(t *testing.T, h harness) {
 	if !isKeyError(err) {
 		t.Fatalf("Replace with an object without metadata = %v, want a cache.KeyError", err)
 	}
-	assertContent(t, s, a)
-	assertRV(t, s, "1")
+	assertStored(t, s, "1", a)
 	// The failed Replace left no relist open.
 	if err := s.Replace([]interface{}{mkPod("ns", "d", "6")}, "6"); err != nil {
 		t.Errorf("Replace after a failed one: %v", err)
@@ -166,8 +163,7 @@ func testKeyErrors(t *testing.T, h harness) {
 				if err := op.do(s, b.obj); !isKeyError(err) {
 					t.Errorf("%s(%#v) = %v, want a cache.KeyError", op.name, b.obj, err)
 				}
-				assertContent(t, s, a)
-				assertRV(t, s, "1")
+				assertStored(t, s, "1", a)
 			})
 		}
 	}
@@ -185,8 +181,7 @@ func testDeleteDeletedFinalStateUnknown(t *testing.T, h harness) {
 	if err := s.Delete(tomb); err != nil {
 		t.Fatalf("Delete(DeletedFinalStateUnknown): %v", err)
 	}
-	assertContent(t, s, b)
-	assertRV(t, s, "2")
+	assertStored(t, s, "2", b)
 	if got := s.ListIndexFuncValues(indexUsers); len(got) != 0 {
 		t.Errorf("ListIndexFuncValues(byUser) after tombstone delete = %q", got)
 	}

@@ -111,8 +111,7 @@ func testReplacePagedCommit(t *testing.T, h harness) {
 			t.Fatalf("Add page %d: %v", i, err)
 		}
 		// Readers see the old content while the replace is open.
-		assertContent(t, s, keep, change, gone1, gone2)
-		assertRV(t, s, "5")
+		assertStored(t, s, "5", keep, change, gone1, gone2)
 		if keys, err := s.IndexKeys(indexUsers, "bert"); err != nil || !slices.Equal(keys, []string{"old/gone1"}) {
 			t.Errorf("IndexKeys(byUser, bert) during replace = %q, %v", keys, err)
 		}
@@ -131,8 +130,7 @@ func testReplacePagedCommit(t *testing.T, h harness) {
 	if err := r.Commit(ctx, "9"); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
-	assertContent(t, s, keep, changed, fresh)
-	assertRV(t, s, "9")
+	assertStored(t, s, "9", keep, changed, fresh)
 	if st, _ := s.State(); !st.Complete || st.Objects != 3 {
 		t.Errorf("State after Commit = %+v, want complete with 3 objects", st)
 	}
@@ -151,8 +149,7 @@ func testReplaceAbort(t *testing.T, h harness) {
 	if err := r.Abort(); err != nil {
 		t.Fatalf("Abort: %v", err)
 	}
-	assertContent(t, s, a)
-	assertRV(t, s, "1")
+	assertStored(t, s, "1", a)
 	if st, _ := s.State(); st.Complete {
 		t.Error("an aborted Replace made the store complete")
 	}
@@ -228,8 +225,7 @@ func testReplaceAddKeyError(t *testing.T, h harness) {
 	if err := r.Abort(); err != nil {
 		t.Fatal(err)
 	}
-	assertContent(t, s, a)
-	assertRV(t, s, "1")
+	assertStored(t, s, "1", a)
 }
 
 func testReplaceLastStagedWins(t *testing.T, h harness) {

@@ -104,8 +104,7 @@ func testTransactionInOrder(t *testing.T, h harness) {
 	if err := s.Transaction(update(a5), del(withRV(b, "4")), add(c6), del(mkPod("ns", "absent", "7")), update(c8)); err != nil {
 		t.Fatalf("Transaction: %v", err)
 	}
-	assertContent(t, s, a5, c8)
-	assertRV(t, s, "8")
+	assertStored(t, s, "8", a5, c8)
 	assertKeys(t, "ListIndexFuncValues(byUser)", s.ListIndexFuncValues(indexUsers), "elmo", "oscar")
 }
 
@@ -147,8 +146,7 @@ func testTransactionAllKeyErrors(t *testing.T, h harness) {
 	if len(terr.SuccessfulIndices) != 0 || terr.TotalTransactions != 2 || len(terr.Errors) != 2 {
 		t.Errorf("TransactionError = %+v", terr)
 	}
-	assertContent(t, s, a)
-	assertRV(t, s, "1")
+	assertStored(t, s, "1", a)
 }
 
 func testTransactionIndexError(t *testing.T, h harness) {
@@ -161,8 +159,7 @@ func testTransactionIndexError(t *testing.T, h harness) {
 	if !slices.Equal(terr.SuccessfulIndices, []int{0, 2}) || len(terr.Errors) != 1 || !errors.Is(terr.Errors[0], errRejected) {
 		t.Errorf("TransactionError = %+v, want index 1 failed with the index function's error", terr)
 	}
-	assertContent(t, s, a, c)
-	assertRV(t, s, "3")
+	assertStored(t, s, "3", a, c)
 }
 
 // testTransactionLastIsTombstone: client-go takes the RV from the last
@@ -175,8 +172,7 @@ func testTransactionLastIsTombstone(t *testing.T, h harness) {
 	if err := s.Transaction(add(b), del(cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: a})); err != nil {
 		t.Fatalf("Transaction: %v", err)
 	}
-	assertContent(t, s, b)
-	assertRV(t, s, "1")
+	assertStored(t, s, "1", b)
 }
 
 func testTransactionEmpty(t *testing.T, h harness) {
@@ -185,8 +181,7 @@ func testTransactionEmpty(t *testing.T, h harness) {
 	if err := s.Transaction(); err != nil {
 		t.Errorf("empty Transaction: %v", err)
 	}
-	assertContent(t, s, a)
-	assertRV(t, s, "1")
+	assertStored(t, s, "1", a)
 }
 
 // closedTransactionError reports whether terr fails every transaction with

@@ -253,6 +253,14 @@ func mustBeginReplace(t testing.TB, s store.Store) store.Replace {
 	return r
 }
 
+// assertStored checks that s holds exactly want, at resourceVersion rv
+// (assertContent and assertRV).
+func assertStored(t testing.TB, s store.Store, rv string, want ...*corev1.Pod) {
+	t.Helper()
+	assertContent(t, s, want...)
+	assertRV(t, s, rv)
+}
+
 // assertContent checks that s holds exactly want, through ListKeys, List,
 // GetByKey and Get.
 func assertContent(t testing.TB, s store.Store, want ...*corev1.Pod) {
