@@ -13,15 +13,6 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-var applyTests = []namedTest{
-	{"InOrderWithRV", testApplyInOrderWithRV},
-	{"EmptyRVTakesLastObject", testApplyEmptyRV},
-	{"BookmarkAndNoop", testApplyBookmarkAndNoop},
-	{"FailureAppliesNothing", testApplyFailureAppliesNothing},
-	{"CancelledContext", testApplyCancelledContext},
-	{"AtomicForReaders", testApplyAtomicForReaders},
-}
-
 func testApplyInOrderWithRV(t *testing.T, h harness) {
 	a, b := mkPod("ns", "a", "1"), mkPod("ns", "b", "2", users("ernie"))
 	s := h.open(t, nil, a, b)
@@ -186,11 +177,6 @@ func checkOneGeneration(s store.Store, perGen int) error {
 		return fmt.Errorf("ByIndex saw %d pods, want %d", len(objs), perGen)
 	}
 	return nil
-}
-
-var stateTests = []namedTest{
-	{"Fresh", testStateFresh},
-	{"CompleteAfterReplace", testStateCompleteAfterReplace},
 }
 
 func testStateFresh(t *testing.T, h harness) {

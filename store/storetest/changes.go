@@ -13,15 +13,6 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-var changesTests = []namedTest{
-	{"AfterCommit", testChangesAfterCommit},
-	{"NotCommitted", testChangesNotCommitted},
-	{"Released", testChangesReleased},
-	{"Chunks", testChangesChunks},
-	{"FuncError", testChangesFuncError},
-	{"Closed", testChangesClosed},
-}
-
 // change is a Change as a comparable string: "add key rv", "update key
 // oldRV newRV" or "delete key rv".
 func changeString(c store.Change) string {

@@ -10,11 +10,6 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-var closeTests = []namedTest{
-	{"MethodsReturnErrClosed", testClosedMethods},
-	{"OpenReplace", testCloseWithOpenReplace},
-}
-
 func testClosedMethods(t *testing.T, h harness) {
 	ctx := context.Background()
 	a := mkPod("ns", "a", "1", users("ernie"))

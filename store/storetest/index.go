@@ -11,18 +11,6 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-var indexTests = []namedTest{
-	{"Queries", testIndexQueries},
-	{"UnknownIndex", testUnknownIndex},
-	{"MultiValue", testMultiValueIndex},
-	{"EmptiedSetsRemoved", testEmptiedSetsRemoved},
-	{"GetIndexers", testGetIndexers},
-	{"AddIndexersAfterData", testAddIndexersAfterData},
-	{"AddIndexersConflict", testAddIndexersConflict},
-	{"AddIndexersFunctionError", testAddIndexersFunctionError},
-	{"FunctionErrorRejectsWrite", testIndexFunctionErrorRejectsWrite},
-}
-
 // usersFixture is the store of client-go's TestMultiIndexKeys.
 func usersFixture(t *testing.T, h harness) (store.Store, map[string]*corev1.Pod) {
 	s := h.open(t, nil)

@@ -13,17 +13,6 @@ import (
 	"github.com/warmcache/warmcache/internal/podgen"
 )
 
-var indexerTests = []namedTest{
-	{"AddGetUpdateDelete", testAddGetUpdateDelete},
-	{"ListAndListKeys", testListAndListKeys},
-	{"ReplaceSwapsContent", testReplaceSwapsContent},
-	{"ReplaceKeyErrorChangesNothing", testReplaceKeyError},
-	{"KeyErrors", testKeyErrors},
-	{"DeleteDeletedFinalStateUnknown", testDeleteDeletedFinalStateUnknown},
-	{"TypedLister", testTypedLister},
-	{"EmptyKey", testEmptyKey},
-}
-
 func testAddGetUpdateDelete(t *testing.T, h harness) {
 	s := h.open(t, nil)
 	a := mkPod("ns1", "a", "10", users("ernie"))

@@ -14,17 +14,6 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-var replaceTests = []namedTest{
-	{"PagedCommit", testReplacePagedCommit},
-	{"Abort", testReplaceAbort},
-	{"InProgress", testReplaceInProgress},
-	{"Done", testReplaceDone},
-	{"AddKeyError", testReplaceAddKeyError},
-	{"LastStagedWins", testReplaceLastStagedWins},
-	{"EmptyCommit", testReplaceEmptyCommit},
-	{"Large", testReplaceLarge},
-}
-
 // relistCase is a store holding keep, change, gone1 and gone2 (RVs 1 to
 // 4) and the objects of a relist of it: keep unchanged, changed (change at
 // RV 7 with another user), fresh (new, RV 8); gone1 and gone2 vanish.

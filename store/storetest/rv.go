@@ -10,11 +10,6 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-var rvTests = []namedTest{
-	{"AfterEachOperation", testRVAfterEachOperation},
-	{"Bookmark", testBookmark},
-}
-
 // testRVAfterEachOperation walks client-go's resourceVersion rules
 // (threadSafeMap, AtomicFIFO on): every write records its object's RV,
 // whatever it is, even older or empty; objects without metadata record
@@ -73,15 +68,6 @@ func testBookmark(t *testing.T, h harness) {
 	if rv, exists, err := s.ResourceVersionOf("ns/a"); err != nil || !exists || rv != "3" {
 		t.Errorf("ResourceVersionOf after Bookmark = %q, %v, %v; want the object's own 3", rv, exists, err)
 	}
-}
-
-var transactionTests = []namedTest{
-	{"AppliesInOrder", testTransactionInOrder},
-	{"PartialKeyErrors", testTransactionPartialKeyErrors},
-	{"AllKeyErrors", testTransactionAllKeyErrors},
-	{"IndexFunctionError", testTransactionIndexError},
-	{"LastIsTombstone", testTransactionLastIsTombstone},
-	{"Empty", testTransactionEmpty},
 }
 
 func add(obj interface{}) cache.Transaction {

@@ -14,14 +14,6 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-var scanTests = []namedTest{
-	{"KeyOrder", testScanKeyOrder},
-	{"StopsAtFirstError", testScanStopsAtFirstError},
-	{"CancelledContext", testScanCancelledContext},
-	{"Index", testScanIndex},
-	{"ResourceVersionOf", testResourceVersionOf},
-}
-
 var errStop = errors.New("storetest: stop here")
 
 func testScanKeyOrder(t *testing.T, h harness) {

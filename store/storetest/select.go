@@ -13,15 +13,6 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-var selectTests = []namedTest{
-	{"SelectionsMatchAFilteredScan", testSelectMatchesFilter},
-	{"SelectWithoutNamespaceIndex", testSelectWithoutNamespaceIndex},
-	{"SelectUnknownIndex", testSelectUnknownIndex},
-	{"SelectStopsAtCallbackError", testSelectStopsAtCallbackError},
-	{"SelectWithoutLabelsAndTheEmptyKey", testSelectWithoutLabels},
-	{"SelectFollowsWrites", testSelectFollowsWrites},
-}
-
 // selectPods is a small population with labels of every shape a selector
 // tests: present, absent, several values.
 func selectPods() []*corev1.Pod {

@@ -57,25 +57,7 @@ import (
 // a second Close must return nil or an error wrapping store.ErrClosed.
 func Run(t *testing.T, newStore func(t *testing.T, indexers cache.Indexers) store.Store) {
 	h := harness{newStore: newStore}
-	groups := []struct {
-		name  string
-		tests []namedTest
-	}{
-		{"Indexer", indexerTests},
-		{"Index", indexTests},
-		{"ResourceVersion", rvTests},
-		{"Transaction", transactionTests},
-		{"Apply", applyTests},
-		{"State", stateTests},
-		{"Replace", replaceTests},
-		{"Changes", changesTests},
-		{"Fill", fillTests},
-		{"Scan", scanTests},
-		{"Select", selectTests},
-		{"Close", closeTests},
-		{"Concurrency", concurrencyTests},
-	}
-	for _, g := range groups {
+	for _, g := range suite {
 		t.Run(g.name, func(t *testing.T) {
 			for _, tc := range g.tests {
 				t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
