@@ -219,7 +219,7 @@ func (d *demo) buildController(ctx context.Context) error {
 func (d *demo) createPods(ctx context.Context) error {
 	begin := time.Now()
 	var done atomic.Int64
-	stop := d.every(ctx, 2*time.Second, func() {
+	stop := Every(ctx, 2*time.Second, func() {
 		n := done.Load()
 		d.progress("      %6d/%d pods created (%.0f/s)", n, d.o.Pods, float64(n)/time.Since(begin).Seconds())
 	})
@@ -232,8 +232,9 @@ func (d *demo) createPods(ctx context.Context) error {
 	return nil
 }
 
-// every calls fn every period until the returned stop is called.
-func (d *demo) every(ctx context.Context, period time.Duration, fn func()) (stop func()) {
+// Every calls fn every period, in a goroutine of its own, until ctx ends
+// or the returned stop is called; stop waits for the goroutine to return.
+func Every(ctx context.Context, period time.Duration, fn func()) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -308,7 +309,7 @@ func (d *demo) runController(ctx context.Context, name string) (RunResult, error
 		return r, err
 	}
 	defer p.Kill()
-	stop := d.every(ctx, 2*time.Second, func() {
+	stop := Every(ctx, 2*time.Second, func() {
 		d.progress("      %6d events delivered", len(p.Events()))
 	})
 	converged := Converged(want)

@@ -104,12 +104,12 @@ func (h *Handler) serveCollection(w http.ResponseWriter, r *http.Request, res Re
 		return
 	}
 	ep := h.src.Endpoint(res.GroupVersionKind(), ns)
+	c, err := h.negotiate(r, res, opts.Watch)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
 	if opts.Watch {
-		c, err := h.negotiate(r, res, true)
-		if err != nil {
-			h.writeError(w, r, err)
-			return
-		}
 		wi, err := ep.WatchWithContext(r.Context(), opts)
 		if err != nil {
 			h.writeError(w, r, err)
@@ -117,11 +117,6 @@ func (h *Handler) serveCollection(w http.ResponseWriter, r *http.Request, res Re
 		}
 		defer wi.Stop()
 		h.serveWatch(w, r, res, c, wi)
-		return
-	}
-	c, err := h.negotiate(r, res, false)
-	if err != nil {
-		h.writeError(w, r, err)
 		return
 	}
 	list, err := ep.ListWithContext(r.Context(), opts)

@@ -123,6 +123,19 @@ func parseRV(rv string) (int64, error) {
 	return n, nil
 }
 
+// requestedRVLocked parses the resourceVersion a list or watch asks for,
+// refusing one the source has not reached, as the apiserver does.
+func (s *Source) requestedRVLocked(v string) (int64, error) {
+	rv, err := parseRV(v)
+	if err != nil {
+		return 0, err
+	}
+	if rv > s.rv {
+		return 0, TooLargeResourceVersion(rv, s.rv)
+	}
+	return rv, nil
+}
+
 // continueToken is the decoded form of a continue parameter.
 type continueToken struct {
 	RV        int64  `json:"rv"`
@@ -206,12 +219,9 @@ func (e *Endpoint) listLocked(ctx context.Context, opts metav1.ListOptions) (run
 			limit = 0
 		}
 	default:
-		rv, err := parseRV(opts.ResourceVersion)
+		rv, err := s.requestedRVLocked(opts.ResourceVersion)
 		if err != nil {
 			return nil, err
-		}
-		if rv > s.rv {
-			return nil, TooLargeResourceVersion(rv, s.rv)
 		}
 		exact := opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact ||
 			(opts.ResourceVersionMatch == "" && opts.Limit > 0)

@@ -79,12 +79,8 @@ func (e *Endpoint) watchLocked(ctx context.Context, opts metav1.ListOptions) (*w
 		// WatchList: the current state (not older than RV), then a
 		// bookmark marking its end.
 		if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
-			rv, err := parseRV(opts.ResourceVersion)
-			if err != nil {
+			if _, err := s.requestedRVLocked(opts.ResourceVersion); err != nil {
 				return nil, err
-			}
-			if rv > s.rv {
-				return nil, TooLargeResourceVersion(rv, s.rv)
 			}
 		}
 		e.initialEventsLocked(w)
@@ -95,12 +91,9 @@ func (e *Endpoint) watchLocked(ctx context.Context, opts metav1.ListOptions) (*w
 			e.initialEventsLocked(w)
 		}
 	default:
-		rv, err := parseRV(opts.ResourceVersion)
+		rv, err := s.requestedRVLocked(opts.ResourceVersion)
 		if err != nil {
 			return nil, err
-		}
-		if rv > s.rv {
-			return nil, TooLargeResourceVersion(rv, s.rv)
 		}
 		if rv < s.compacted {
 			expired := apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, s.compacted))

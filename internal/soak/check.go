@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/warmcache/warmcache/internal/soakctl"
@@ -43,12 +44,13 @@ type runCheck struct {
 	report   func(check, detail string)
 	handlers map[string]*handlerCheck
 
-	// mu guards the handlers' held and synced, and the fields below.
-	mu       sync.Mutex
-	runtime  *soakctl.Runtime // the last runtime line
-	changed  chan struct{}
-	events   int64 // object events checked
-	initials int   // initial lists checked
+	runtime  atomic.Pointer[soakctl.Runtime] // the last runtime line
+	events   atomic.Int64                    // object events checked
+	initials atomic.Int64                    // initial lists checked
+
+	// mu guards the handlers' held and synced, and changed.
+	mu      sync.Mutex
+	changed chan struct{}
 }
 
 // handlerCheck is the state of one handler.
@@ -85,9 +87,7 @@ func (c *runCheck) fail(check, format string, args ...any) {
 func (c *runCheck) apply(ctx context.Context, e soakctl.Event) {
 	defer c.notify()
 	if e.Type == soakctl.TypeRuntime {
-		c.mu.Lock()
-		c.runtime = e.Runtime
-		c.mu.Unlock()
+		c.runtime.Store(e.Runtime)
 		return
 	}
 	h := c.handlers[e.Resource]
@@ -102,9 +102,7 @@ func (c *runCheck) apply(ctx context.Context, e soakctl.Event) {
 		c.mu.Unlock()
 		return
 	}
-	c.mu.Lock()
-	c.events++
-	c.mu.Unlock()
+	c.events.Add(1)
 	rv, err := strconv.ParseInt(e.ResourceVersion, 10, 64)
 	if err != nil {
 		c.fail(CheckEventLog, "%s %s %s: resourceVersion %q: %v", e.Resource, e.Type, e.Key, e.ResourceVersion, err)
@@ -207,9 +205,7 @@ func (c *runCheck) endInitial(ctx context.Context, h *handlerCheck) {
 		return
 	}
 	rev, ok, diff := c.server.MatchState(h.resource, initial, c.lo, hi)
-	c.mu.Lock()
-	c.initials++
-	c.mu.Unlock()
+	c.initials.Add(1)
 	if !ok {
 		c.fail(CheckInitialList, "%s: the initial list of %d objects is the server's state at no revision from %d (the start) to %d (its end); %s",
 			h.resource, len(initial), c.lo, hi, diff)
@@ -266,25 +262,13 @@ func (c *runCheck) Synced() bool {
 }
 
 // Events returns how many object events were checked.
-func (c *runCheck) Events() int64 {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.events
-}
+func (c *runCheck) Events() int64 { return c.events.Load() }
 
 // InitialLists returns how many initial lists were checked.
-func (c *runCheck) InitialLists() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.initials
-}
+func (c *runCheck) InitialLists() int { return int(c.initials.Load()) }
 
 // Runtime returns the last runtime line, nil before the first.
-func (c *runCheck) Runtime() *soakctl.Runtime {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.runtime
-}
+func (c *runCheck) Runtime() *soakctl.Runtime { return c.runtime.Load() }
 
 // Phase describes how far the run got, for a kill's record: "starting"
 // (no handler told anything), "initial list" (some handler not synced),

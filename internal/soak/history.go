@@ -76,8 +76,7 @@ func (h *history) record(cs []change, through int64) error {
 	}
 	if through > h.progress {
 		h.progress = through
-		close(h.changed)
-		h.changed = make(chan struct{})
+		h.notifyLocked()
 	}
 	return nil
 }
@@ -88,9 +87,14 @@ func (h *history) fail(err error) {
 	defer h.mu.Unlock()
 	if h.err == nil {
 		h.err = err
-		close(h.changed)
-		h.changed = make(chan struct{})
+		h.notifyLocked()
 	}
+}
+
+// notifyLocked wakes the waiters of h.changed.
+func (h *history) notifyLocked() {
+	close(h.changed)
+	h.changed = make(chan struct{})
 }
 
 // Err returns why the history stopped, nil while it runs.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,13 +22,13 @@ type proxy struct {
 	ln       net.Listener
 	upstream string
 	wg       sync.WaitGroup
+	accepted atomic.Int64 // connections forwarded
 
 	// mu guards the fields below.
-	mu       sync.Mutex
-	conns    map[*proxyConn]struct{}
-	stalled  chan struct{} // non-nil while stalled; closed by Resume
-	closed   bool
-	accepted int
+	mu      sync.Mutex
+	conns   map[*proxyConn]struct{}
+	stalled chan struct{} // non-nil while stalled; closed by Resume
+	closed  bool
 }
 
 // proxyConn is one forwarded connection.
@@ -83,7 +84,7 @@ func (p *proxy) forward(client net.Conn) {
 		return
 	}
 	p.conns[c] = struct{}{}
-	p.accepted++
+	p.accepted.Add(1)
 	p.mu.Unlock()
 	var wg sync.WaitGroup
 	wg.Go(func() { p.pipe(c, c.server, c.client, false) })
@@ -208,11 +209,7 @@ func (p *proxy) Truncate(n int) int {
 }
 
 // Accepted returns how many connections the proxy has forwarded.
-func (p *proxy) Accepted() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.accepted
-}
+func (p *proxy) Accepted() int { return int(p.accepted.Load()) }
 
 // Close stops listening, cuts every connection and waits for the
 // forwarding goroutines.

@@ -245,10 +245,8 @@ func (s *soak) run(ctx context.Context, work string) error {
 	s.record(rec)
 	s.logf("cold start (%s): converged in %.1fs", rec.Detail, rec.Converge)
 
-	var sampling sync.WaitGroup
-	sctx, stopSampling := context.WithCancel(ctx)
-	sampling.Go(func() { s.sample(sctx) })
-	defer func() { stopSampling(); sampling.Wait() }()
+	stopSampling := demo.Every(ctx, s.cfg.SampleInterval, s.sample)
+	defer stopSampling()
 
 	s.churn.resume(ctx)
 	for _, f := range s.report.Schedule {

@@ -376,40 +376,31 @@ func differentFields(a, b map[string]interface{}) []string {
 	return fields
 }
 
-// sample measures the controller every SampleInterval until ctx ends.
-func (s *soak) sample(ctx context.Context) {
-	t := time.NewTicker(s.cfg.SampleInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		s.mu.Lock()
-		c, faulting := s.current, s.faulting
-		s.mu.Unlock()
-		if c == nil {
-			continue
-		}
-		if exited, _ := c.Exited(); exited {
-			continue
-		}
-		rss, err := rssAnon(c.Pid())
-		if err != nil {
-			continue // exited meanwhile
-		}
-		smp := Sample{T: s.since(), Run: c.run, RSSAnon: rss, Steady: !faulting && c.check.Synced()}
-		if rt := c.check.Runtime(); rt != nil {
-			smp.Goroutines, smp.HeapBytes = rt.Goroutines, rt.HeapBytes
-		}
-		if fi, err := os.Stat(s.file); err == nil {
-			smp.FileBytes = fi.Size()
-		}
-		s.mu.Lock()
-		s.report.Samples = append(s.report.Samples, smp)
-		s.mu.Unlock()
+// sample measures the controller, if one runs.
+func (s *soak) sample() {
+	s.mu.Lock()
+	c, faulting := s.current, s.faulting
+	s.mu.Unlock()
+	if c == nil {
+		return
 	}
+	if exited, _ := c.Exited(); exited {
+		return
+	}
+	rss, err := rssAnon(c.Pid())
+	if err != nil {
+		return // exited meanwhile
+	}
+	smp := Sample{T: s.since(), Run: c.run, RSSAnon: rss, Steady: !faulting && c.check.Synced()}
+	if rt := c.check.Runtime(); rt != nil {
+		smp.Goroutines, smp.HeapBytes = rt.Goroutines, rt.HeapBytes
+	}
+	if fi, err := os.Stat(s.file); err == nil {
+		smp.FileBytes = fi.Size()
+	}
+	s.mu.Lock()
+	s.report.Samples = append(s.report.Samples, smp)
+	s.mu.Unlock()
 }
 
 func (s *soak) samplesCopy() []Sample {

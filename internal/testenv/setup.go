@@ -104,15 +104,8 @@ func (e *Env) startOnce(ctx context.Context, token string, extraArgs []string) e
 	}
 	e.apiArgs = append(e.apiArgs, extraArgs...)
 
-	etcd, err := startProcess(etcdName, e.binaries.Etcd, e.etcdArgs, e.dir)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrStart, err)
-	}
-	e.mu.Lock()
-	e.etcd = etcd
-	e.mu.Unlock()
-	if err := e.waitEtcd(ctx, etcd); err != nil {
-		return fmt.Errorf("%w: %w", ErrStart, err)
+	if _, err := e.startReady(ctx, etcdName, e.binaries.Etcd, e.etcdArgs, &e.etcd, e.waitEtcd); err != nil {
+		return err
 	}
 
 	e.config = &rest.Config{
@@ -130,15 +123,10 @@ func (e *Env) startOnce(ctx context.Context, token string, extraArgs []string) e
 		return fmt.Errorf("%w: client for %s: %w", ErrStart, e.config.Host, err)
 	}
 	defer probe.CloseIdleConnections()
-	apiserver, err := startProcess(apiserverName, e.binaries.KubeAPIServer, e.apiArgs, e.dir)
+	ready := func(ctx context.Context, p *process) error { return e.waitAPIServer(ctx, p, probe) }
+	apiserver, err := e.startReady(ctx, apiserverName, e.binaries.KubeAPIServer, e.apiArgs, &e.apiserver, ready)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrStart, err)
-	}
-	e.mu.Lock()
-	e.apiserver = apiserver
-	e.mu.Unlock()
-	if err := e.waitAPIServer(ctx, apiserver, probe); err != nil {
-		return fmt.Errorf("%w: %w", ErrStart, err)
+		return err
 	}
 
 	// From now on, verify the serving certificate against its CA.
@@ -206,6 +194,23 @@ func freePorts(n int) ([]int, error) {
 }
 
 // waitEtcd polls etcd's /health until it reports healthy.
+// startReady starts the process name from path with args in the
+// environment's directory, records it in *slot under e.mu (where Stop
+// finds it) and waits until ready returns; its errors wrap ErrStart.
+func (e *Env) startReady(ctx context.Context, name, path string, args []string, slot **process, ready func(context.Context, *process) error) (*process, error) {
+	p, err := startProcess(name, path, args, e.dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStart, err)
+	}
+	e.mu.Lock()
+	*slot = p
+	e.mu.Unlock()
+	if err := ready(ctx, p); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrStart, err)
+	}
+	return p, nil
+}
+
 func (e *Env) waitEtcd(ctx context.Context, p *process) error {
 	client := &http.Client{Timeout: 2 * time.Second}
 	defer client.CloseIdleConnections()

@@ -13,19 +13,9 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-var applyTests = []namedTest{
-	{"InOrderWithRV", testApplyInOrderWithRV},
-	{"EmptyRVTakesLastObject", testApplyEmptyRV},
-	{"BookmarkAndNoop", testApplyBookmarkAndNoop},
-	{"FailureAppliesNothing", testApplyFailureAppliesNothing},
-	{"CancelledContext", testApplyCancelledContext},
-	{"AtomicForReaders", testApplyAtomicForReaders},
-}
-
 func testApplyInOrderWithRV(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	a, b := mkPod("ns", "a", "1"), mkPod("ns", "b", "2", users("ernie"))
-	mustAdd(t, s, a, b)
+	s := h.open(t, nil, a, b)
 	a3, c4 := withRV(a, "3"), mkPod("ns", "c", "4", users("bert"))
 	txns := []cache.Transaction{
 		update(a3), add(c4), del(withRV(b, "5")),
@@ -47,26 +37,22 @@ func testApplyEmptyRV(t *testing.T, h harness) {
 	if err := s.Apply(context.Background(), []cache.Transaction{add(a), add(mkPod("ns", "b", "9")), del(mkPod("ns", "b", "12"))}, ""); err != nil {
 		t.Fatal(err)
 	}
-	assertContent(t, s, a)
-	assertRV(t, s, "12")
+	assertStored(t, s, "12", a)
 
 	// A tombstone last: no RV is recorded (client-go's Transaction rule).
 	if err := s.Apply(context.Background(), []cache.Transaction{add(mkPod("ns", "c", "20")), del(cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: a})}, ""); err != nil {
 		t.Fatal(err)
 	}
-	assertContent(t, s, mkPod("ns", "c", "20"))
-	assertRV(t, s, "12")
+	assertStored(t, s, "12", mkPod("ns", "c", "20"))
 }
 
 func testApplyBookmarkAndNoop(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "1")
-	mustAdd(t, s, a)
+	s := h.open(t, nil, a)
 	if err := s.Apply(context.Background(), nil, "40"); err != nil {
 		t.Fatalf("Apply(nil, 40): %v", err)
 	}
-	assertContent(t, s, a)
-	assertRV(t, s, "40")
+	assertStored(t, s, "40", a)
 	if err := s.Apply(context.Background(), nil, ""); err != nil {
 		t.Fatalf("Apply(nil, \"\"): %v", err)
 	}
@@ -87,29 +73,25 @@ func testApplyFailureAppliesNothing(t *testing.T, h harness) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := h.open(t, pickyIndexers())
-			mustAdd(t, s, a)
+			s := h.open(t, pickyIndexers(), a)
 			err := s.Apply(context.Background(), tc.txns, "50")
 			if !tc.check(err) {
 				t.Errorf("Apply = %v, want the failing transaction's error", err)
 			}
-			assertContent(t, s, a)
-			assertRV(t, s, "1")
+			assertStored(t, s, "1", a)
 		})
 	}
 }
 
 func testApplyCancelledContext(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "1")
-	mustAdd(t, s, a)
+	s := h.open(t, nil, a)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := s.Apply(ctx, []cache.Transaction{add(mkPod("ns", "b", "2"))}, "2"); !errors.Is(err, context.Canceled) {
 		t.Errorf("Apply with a cancelled context = %v, want context.Canceled", err)
 	}
-	assertContent(t, s, a)
-	assertRV(t, s, "1")
+	assertStored(t, s, "1", a)
 }
 
 // testApplyAtomicForReaders: every Apply swaps one generation of pods for
@@ -195,11 +177,6 @@ func checkOneGeneration(s store.Store, perGen int) error {
 		return fmt.Errorf("ByIndex saw %d pods, want %d", len(objs), perGen)
 	}
 	return nil
-}
-
-var stateTests = []namedTest{
-	{"Fresh", testStateFresh},
-	{"CompleteAfterReplace", testStateCompleteAfterReplace},
 }
 
 func testStateFresh(t *testing.T, h harness) {

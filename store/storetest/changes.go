@@ -13,15 +13,6 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-var changesTests = []namedTest{
-	{"AfterCommit", testChangesAfterCommit},
-	{"NotCommitted", testChangesNotCommitted},
-	{"Released", testChangesReleased},
-	{"Chunks", testChangesChunks},
-	{"FuncError", testChangesFuncError},
-	{"Closed", testChangesClosed},
-}
-
 // change is a Change as a comparable string: "add key rv", "update key
 // oldRV newRV" or "delete key rv".
 func changeString(c store.Change) string {
@@ -82,8 +73,7 @@ func testChangesAfterCommit(t *testing.T, h harness) {
 		t.Fatal(err)
 	}
 	// Readers see the new content while the old one is retained.
-	assertContent(t, s, keep, changed, fresh)
-	assertRV(t, s, "9")
+	assertStored(t, s, "9", keep, changed, fresh)
 	if st, _ := s.State(); !st.Complete || st.Objects != 3 {
 		t.Errorf("State after Commit = %+v, want complete with 3 objects", st)
 	}
@@ -122,14 +112,12 @@ func testChangesAfterCommit(t *testing.T, h harness) {
 	if err := r.Release(); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	assertContent(t, s, keep, changed, fresh)
-	assertRV(t, s, "9")
+	assertStored(t, s, "9", keep, changed, fresh)
 }
 
 func testChangesNotCommitted(t *testing.T, h harness) {
 	ctx := context.Background()
-	s := h.open(t, nil)
-	mustAdd(t, s, mkPod("ns", "a", "1"))
+	s := h.open(t, nil, mkPod("ns", "a", "1"))
 	r := begin(t, s)
 	if err := r.Add(ctx, mkPod("ns", "b", "2")); err != nil {
 		t.Fatal(err)
@@ -174,8 +162,7 @@ func testChangesReleased(t *testing.T, h harness) {
 	}
 	for _, e := range ends {
 		t.Run(e.name, func(t *testing.T) {
-			s := h.open(t, nil)
-			mustAdd(t, s, mkPod("ns", "a", "1"))
+			s := h.open(t, nil, mkPod("ns", "a", "1"))
 			r := begin(t, s)
 			b := mkPod("ns", "b", "2")
 			if err := r.Add(ctx, b); err != nil {
@@ -261,8 +248,7 @@ func firstDiff(a, b []string) int {
 
 func testChangesFuncError(t *testing.T, h harness) {
 	ctx := context.Background()
-	s := h.open(t, nil)
-	mustAdd(t, s, mkPod("ns", "a", "1"), mkPod("ns", "b", "2"))
+	s := h.open(t, nil, mkPod("ns", "a", "1"), mkPod("ns", "b", "2"))
 	r := begin(t, s)
 	if err := r.Commit(ctx, "3"); err != nil {
 		t.Fatal(err)
@@ -286,8 +272,7 @@ func testChangesFuncError(t *testing.T, h harness) {
 
 func testChangesClosed(t *testing.T, h harness) {
 	ctx := context.Background()
-	s := h.open(t, nil)
-	mustAdd(t, s, mkPod("ns", "a", "1"))
+	s := h.open(t, nil, mkPod("ns", "a", "1"))
 	r := begin(t, s)
 	if err := r.Commit(ctx, "3"); err != nil {
 		t.Fatal(err)

@@ -41,16 +41,7 @@ func RunClientGo(t *testing.T, cfg ClientGoConfig) {
 	if cfg.Arbitrary {
 		kinds = append(kinds, plainKind)
 	}
-	groups := []struct {
-		name  string
-		tests []clientGoTest
-	}{
-		{"Store", clientGoStoreTests},
-		{"Index", clientGoIndexTests},
-		{"ThreadSafeStore", clientGoThreadSafeTests},
-		{"Listers", clientGoListerTests},
-	}
-	for _, g := range groups {
+	for _, g := range clientGoSuite {
 		t.Run(g.name, func(t *testing.T) {
 			for _, tc := range g.tests {
 				if tc.perKind == nil {

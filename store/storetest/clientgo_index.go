@@ -21,15 +21,6 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-var clientGoIndexTests = []clientGoTest{
-	{name: "TestGetIndexFuncValues", fn: testCGGetIndexFuncValues},
-	{name: "TestMultiIndexKeys", fn: testCGMultiIndexKeys},
-	{name: "EmptyIndexValue", fn: testCGEmptyIndexValue},
-	{name: "IndexProbeDuplicateValues", fn: testCGIndexProbeDuplicates},
-	{name: "IndexNames", fn: testCGIndexNames},
-	{name: "LongIndexValue", fn: testCGLongIndexValue},
-}
-
 func cgTestIndexFunc(obj interface{}) ([]string, error) {
 	pod := obj.(*corev1.Pod)
 	return []string{pod.Labels["foo"]}, nil

@@ -26,12 +26,6 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-var clientGoListerTests = []clientGoTest{
-	{name: "TestListAll", fn: testCGListAll},
-	{name: "ListAllByNamespace", fn: testCGListAllByNamespace},
-	{name: "GenericLister", fn: testCGGenericLister},
-}
-
 func testCGListAll(t *testing.T, h cgHarness) {
 	testCases := []struct {
 		name           string

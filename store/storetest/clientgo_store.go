@@ -15,13 +15,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-var clientGoStoreTests = []clientGoTest{
-	{name: "TestCache", perKind: testCGCache},
-	{name: "TestIndex", perKind: testCGIndex},
-	{name: "TestCacheTransactionShouldIndexErrors", perKind: testCGTransactionIndexErrors},
-	{name: "ResyncIsNoop", perKind: testCGResyncIsNoop},
-}
-
 // testCGCache is client-go's TestCache (doTestStore). The store has no
 // indexers, as client-go's NewStore.
 func testCGCache(t *testing.T, h cgHarness) {

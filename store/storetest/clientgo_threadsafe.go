@@ -30,11 +30,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-var clientGoThreadSafeTests = []clientGoTest{
-	{name: "TestThreadSafeStoreRV/AddUpdateAndDelete", fn: testCGThreadSafeStoreRV, plainOnly: true},
-	{name: "AddedIndexMaintained", perKind: testCGAddedIndexMaintained},
-}
-
 // rvKeyFunc keys client-go's RV test objects: an *metav1.ObjectMeta by its
 // name, a string by itself.
 func rvKeyFunc(obj interface{}) (string, error) {

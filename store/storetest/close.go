@@ -10,16 +10,10 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-var closeTests = []namedTest{
-	{"MethodsReturnErrClosed", testClosedMethods},
-	{"OpenReplace", testCloseWithOpenReplace},
-}
-
 func testClosedMethods(t *testing.T, h harness) {
 	ctx := context.Background()
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "1", users("ernie"))
-	mustAdd(t, s, a)
+	s := h.open(t, nil, a)
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -74,25 +68,14 @@ func testClosedMethods(t *testing.T, h harness) {
 func testCloseWithOpenReplace(t *testing.T, h harness) {
 	ctx := context.Background()
 	s := h.open(t, nil)
-	r, err := s.BeginReplace(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := mustBeginReplace(t, s)
 	if err := r.Add(ctx, mkPod("ns", "a", "1")); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close with an open Replace: %v", err)
 	}
-	if err := r.Add(ctx, mkPod("ns", "b", "2")); !errors.Is(err, store.ErrClosed) {
-		t.Errorf("Replace.Add after Close = %v, want ErrClosed", err)
-	}
-	if err := r.Vanished(ctx, func(string, interface{}) error { return nil }); !errors.Is(err, store.ErrClosed) {
-		t.Errorf("Replace.Vanished after Close = %v, want ErrClosed", err)
-	}
-	if err := r.Commit(ctx, "3"); !errors.Is(err, store.ErrClosed) {
-		t.Errorf("Replace.Commit after Close = %v, want ErrClosed", err)
-	}
+	assertReplaceRefuses(t, r, "after Close", store.ErrClosed)
 	if err := r.Abort(); err != nil {
 		t.Errorf("Replace.Abort after Close = %v, want nil", err)
 	}

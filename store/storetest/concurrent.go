@@ -14,11 +14,6 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-var concurrencyTests = []namedTest{
-	{"ReadersAndWriters", testConcurrentReadersAndWriters},
-	{"ReplaceWhileReading", testReplaceWhileReading},
-}
-
 // testConcurrentReadersAndWriters runs writers, each owning a namespace,
 // beside readers using every read method; run it with -race. Readers check
 // what must hold at any instant; the final content must be what the writers

@@ -36,19 +36,10 @@ func testEmptyKey(t *testing.T, h harness) {
 		t.Errorf(`ResourceVersionOf("") = %q, %v, %v; want "1"`, rv, exists, err)
 	}
 
-	var scanned []string
-	var objs []interface{}
-	if err := s.Scan(ctx, collect(&scanned, &objs)); err != nil {
-		t.Fatalf("Scan: %v", err)
-	}
-	if !slices.Equal(scanned, []string{"", "ns/a"}) {
+	if scanned, _ := scanAll(t, "Scan", s.Scan); !slices.Equal(scanned, []string{"", "ns/a"}) {
 		t.Errorf("Scan keys = %q, want [\"\" ns/a] in key order", scanned)
 	}
-	scanned, objs = nil, nil
-	if err := s.ScanIndex(ctx, indexUsers, "ernie", collect(&scanned, &objs)); err != nil {
-		t.Fatalf("ScanIndex: %v", err)
-	}
-	if !slices.Equal(scanned, []string{"", "ns/a"}) {
+	if scanned, _ := scanAll(t, "ScanIndex", byIndex(s, indexUsers, "ernie")); !slices.Equal(scanned, []string{"", "ns/a"}) {
 		t.Errorf("ScanIndex(byUser, ernie) keys = %q, want [\"\" ns/a] in key order", scanned)
 	}
 
@@ -69,10 +60,7 @@ func testEmptyKey(t *testing.T, h harness) {
 	if err := r.Add(ctx, other); err != nil {
 		t.Fatalf("Replace.Add: %v", err)
 	}
-	scanned, objs = nil, nil
-	if err := r.Vanished(ctx, collect(&scanned, &objs)); err != nil {
-		t.Fatalf("Vanished: %v", err)
-	}
+	scanned, objs := scanAll(t, "Vanished", r.Vanished)
 	if !slices.Equal(scanned, []string{""}) {
 		t.Errorf("Vanished keys = %q, want the empty key", scanned)
 	}

@@ -12,14 +12,6 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-// fillTests run on stores that implement store.Filler; others skip them.
-var fillTests = []namedTest{
-	{"VisibleAsAdded", testFillVisibleAsAdded},
-	{"Refusals", testFillRefusals},
-	{"AbortKeepsContent", testFillAbortKeepsContent},
-	{"FailedAddWritesNothing", testFillFailedAddWritesNothing},
-}
-
 // openFiller opens a store and returns it as a store.Filler, skipping the
 // test for a store without the ability.
 func (h harness) openFiller(t *testing.T) (store.Store, store.Filler) {

@@ -11,18 +11,6 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-var indexTests = []namedTest{
-	{"Queries", testIndexQueries},
-	{"UnknownIndex", testUnknownIndex},
-	{"MultiValue", testMultiValueIndex},
-	{"EmptiedSetsRemoved", testEmptiedSetsRemoved},
-	{"GetIndexers", testGetIndexers},
-	{"AddIndexersAfterData", testAddIndexersAfterData},
-	{"AddIndexersConflict", testAddIndexersConflict},
-	{"AddIndexersFunctionError", testAddIndexersFunctionError},
-	{"FunctionErrorRejectsWrite", testIndexFunctionErrorRejectsWrite},
-}
-
 // usersFixture is the store of client-go's TestMultiIndexKeys.
 func usersFixture(t *testing.T, h harness) (store.Store, map[string]*corev1.Pod) {
 	s := h.open(t, nil)
@@ -171,9 +159,8 @@ func testMultiValueIndex(t *testing.T, h harness) {
 // testEmptiedSetsRemoved: an indexed value no object has any more is not
 // listed (client-go removes emptied sets, kubernetes/kubernetes#84959).
 func testEmptiedSetsRemoved(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	a1, a2, b := mkPod("a", "1", "1"), mkPod("a", "2", "2"), mkPod("b", "1", "3")
-	mustAdd(t, s, a1, a2, b)
+	s := h.open(t, nil, a1, a2, b)
 	assertKeys(t, "ListIndexFuncValues", s.ListIndexFuncValues(indexNamespace), "a", "b")
 
 	if err := s.Delete(b); err != nil {
@@ -217,9 +204,8 @@ func testGetIndexers(t *testing.T, h harness) {
 }
 
 func testAddIndexersAfterData(t *testing.T, h harness) {
-	s := h.open(t, cache.Indexers{indexNamespace: cache.MetaNamespaceIndexFunc})
 	one, two := mkPod("ns", "one", "1", users("ernie,bert")), mkPod("ns", "two", "2", users("bert"))
-	mustAdd(t, s, one, two)
+	s := h.open(t, cache.Indexers{indexNamespace: cache.MetaNamespaceIndexFunc}, one, two)
 	if _, err := s.ByIndex(indexUsers, "bert"); !errors.Is(err, store.ErrIndexNotFound) {
 		t.Fatalf("ByIndex before AddIndexers = %v, want ErrIndexNotFound", err)
 	}
@@ -270,8 +256,7 @@ func testAddIndexersConflict(t *testing.T, h harness) {
 }
 
 func testAddIndexersFunctionError(t *testing.T, h harness) {
-	s := h.open(t, cache.Indexers{indexNamespace: cache.MetaNamespaceIndexFunc})
-	mustAdd(t, s, mkPod("ns", "fine", "1"), mkPod("ns", "bad", "2", rejected()))
+	s := h.open(t, cache.Indexers{indexNamespace: cache.MetaNamespaceIndexFunc}, mkPod("ns", "fine", "1"), mkPod("ns", "bad", "2", rejected()))
 	err := s.AddIndexers(cache.Indexers{indexPicky: pickyIndexFunc})
 	if !errors.Is(err, errRejected) {
 		t.Fatalf("AddIndexers whose function rejects a stored object = %v, want the function's error", err)
@@ -288,9 +273,8 @@ func testAddIndexersFunctionError(t *testing.T, h harness) {
 // function fails; a warmcache store returns the error (wrapping the
 // function's own) and changes nothing.
 func testIndexFunctionErrorRejectsWrite(t *testing.T, h harness) {
-	s := h.open(t, pickyIndexers())
 	good := mkPod("ns", "good", "1", users("ernie"))
-	mustAdd(t, s, good)
+	s := h.open(t, pickyIndexers(), good)
 
 	rejectedUpdate := withRV(good, "3")
 	rejected()(rejectedUpdate)
@@ -309,8 +293,7 @@ func testIndexFunctionErrorRejectsWrite(t *testing.T, h harness) {
 			if err := tc.do(); !errors.Is(err, errRejected) {
 				t.Errorf("%s = %v, want the index function's error", tc.name, err)
 			}
-			assertContent(t, s, good)
-			assertRV(t, s, "1")
+			assertStored(t, s, "1", good)
 			if keys, _ := s.IndexKeys(indexPicky, "ns"); !slices.Equal(keys, []string{"ns/good"}) {
 				t.Errorf("IndexKeys(picky, ns) = %q, want only ns/good", keys)
 			}

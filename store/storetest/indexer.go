@@ -13,17 +13,6 @@ import (
 	"github.com/warmcache/warmcache/internal/podgen"
 )
 
-var indexerTests = []namedTest{
-	{"AddGetUpdateDelete", testAddGetUpdateDelete},
-	{"ListAndListKeys", testListAndListKeys},
-	{"ReplaceSwapsContent", testReplaceSwapsContent},
-	{"ReplaceKeyErrorChangesNothing", testReplaceKeyError},
-	{"KeyErrors", testKeyErrors},
-	{"DeleteDeletedFinalStateUnknown", testDeleteDeletedFinalStateUnknown},
-	{"TypedLister", testTypedLister},
-	{"EmptyKey", testEmptyKey},
-}
-
 func testAddGetUpdateDelete(t *testing.T, h harness) {
 	s := h.open(t, nil)
 	a := mkPod("ns1", "a", "10", users("ernie"))
@@ -104,8 +93,7 @@ func testReplaceSwapsContent(t *testing.T, h harness) {
 	if err := s.Replace([]interface{}{next[0], next[1]}, "9"); err != nil {
 		t.Fatalf("Replace: %v", err)
 	}
-	assertContent(t, s, next...)
-	assertRV(t, s, "9")
+	assertStored(t, s, "9", next...)
 	if got, err := s.ByIndex(indexNamespace, "old"); err != nil || len(got) != 0 {
 		t.Errorf("ByIndex(namespace, old) after Replace = %d objects, %v; want none", len(got), err)
 	}
@@ -118,23 +106,20 @@ func testReplaceSwapsContent(t *testing.T, h harness) {
 	if err := s.Replace(nil, "10"); err != nil {
 		t.Fatalf("Replace with nothing: %v", err)
 	}
-	assertContent(t, s)
-	assertRV(t, s, "10")
+	assertStored(t, s, "10")
 	if got := s.ListIndexFuncValues(indexNamespace); len(got) != 0 {
 		t.Errorf("ListIndexFuncValues after emptying Replace = %q", got)
 	}
 }
 
 func testReplaceKeyError(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "1")
-	mustAdd(t, s, a)
+	s := h.open(t, nil, a)
 	err := s.Replace([]interface{}{mkPod("ns", "b", "2"), notAnObject{"x"}, mkPod("ns", "c", "3")}, "5")
 	if !isKeyError(err) {
 		t.Fatalf("Replace with an object without metadata = %v, want a cache.KeyError", err)
 	}
-	assertContent(t, s, a)
-	assertRV(t, s, "1")
+	assertStored(t, s, "1", a)
 	// The failed Replace left no relist open.
 	if err := s.Replace([]interface{}{mkPod("ns", "d", "6")}, "6"); err != nil {
 		t.Errorf("Replace after a failed one: %v", err)
@@ -162,14 +147,12 @@ func testKeyErrors(t *testing.T, h harness) {
 	for _, b := range bad {
 		for _, op := range ops {
 			t.Run(op.name+"/"+b.name, func(t *testing.T) {
-				s := h.open(t, nil)
 				a := mkPod("ns", "a", "1")
-				mustAdd(t, s, a)
+				s := h.open(t, nil, a)
 				if err := op.do(s, b.obj); !isKeyError(err) {
 					t.Errorf("%s(%#v) = %v, want a cache.KeyError", op.name, b.obj, err)
 				}
-				assertContent(t, s, a)
-				assertRV(t, s, "1")
+				assertStored(t, s, "1", a)
 			})
 		}
 	}
@@ -180,16 +163,14 @@ func testKeyErrors(t *testing.T, h harness) {
 // and, as in client-go, a tombstone has no metadata of its own so the
 // store's resourceVersion does not move.
 func testDeleteDeletedFinalStateUnknown(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "1", users("ernie"))
 	b := mkPod("ns", "b", "2")
-	mustAdd(t, s, a, b)
+	s := h.open(t, nil, a, b)
 	tomb := cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: withRV(a, "7")}
 	if err := s.Delete(tomb); err != nil {
 		t.Fatalf("Delete(DeletedFinalStateUnknown): %v", err)
 	}
-	assertContent(t, s, b)
-	assertRV(t, s, "2")
+	assertStored(t, s, "2", b)
 	if got := s.ListIndexFuncValues(indexUsers); len(got) != 0 {
 		t.Errorf("ListIndexFuncValues(byUser) after tombstone delete = %q", got)
 	}

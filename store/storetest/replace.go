@@ -14,17 +14,6 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-var replaceTests = []namedTest{
-	{"PagedCommit", testReplacePagedCommit},
-	{"Abort", testReplaceAbort},
-	{"InProgress", testReplaceInProgress},
-	{"Done", testReplaceDone},
-	{"AddKeyError", testReplaceAddKeyError},
-	{"LastStagedWins", testReplaceLastStagedWins},
-	{"EmptyCommit", testReplaceEmptyCommit},
-	{"Large", testReplaceLarge},
-}
-
 // relistCase is a store holding keep, change, gone1 and gone2 (RVs 1 to
 // 4) and the objects of a relist of it: keep unchanged, changed (change at
 // RV 7 with another user), fresh (new, RV 8); gone1 and gone2 vanish.
@@ -53,10 +42,7 @@ func newRelistCase(t *testing.T, s store.Store) relistCase {
 // Commit).
 func begin(t *testing.T, s store.Store) store.Replace {
 	t.Helper()
-	r, err := s.BeginReplace(context.Background())
-	if err != nil {
-		t.Fatalf("BeginReplace: %v", err)
-	}
+	r := mustBeginReplace(t, s)
 	t.Cleanup(func() {
 		if err := r.Abort(); err != nil {
 			t.Errorf("Abort at the end of the test: %v", err)
@@ -65,13 +51,40 @@ func begin(t *testing.T, s store.Store) store.Replace {
 	return r
 }
 
-// collect returns a ScanFunc appending to *keys and *objs.
-func collect(keys *[]string, objs *[]interface{}) store.ScanFunc {
-	return func(key string, obj interface{}) error {
-		*keys = append(*keys, key)
-		*objs = append(*objs, obj)
-		return nil
+// assertReplaceRefuses checks that r's Add (of ns/late), Vanished and
+// Commit return errors wrapping want (when is when they are called).
+func assertReplaceRefuses(t testing.TB, r store.Replace, when string, want error) {
+	t.Helper()
+	ctx := context.Background()
+	if err := r.Add(ctx, mkPod("ns", "late", "6")); !errors.Is(err, want) {
+		t.Errorf("Replace.Add %s = %v, want %v", when, err, want)
 	}
+	if err := r.Vanished(ctx, func(string, interface{}) error { return nil }); !errors.Is(err, want) {
+		t.Errorf("Replace.Vanished %s = %v, want %v", when, err, want)
+	}
+	if err := r.Commit(ctx, "7"); !errors.Is(err, want) {
+		t.Errorf("Replace.Commit %s = %v, want %v", when, err, want)
+	}
+}
+
+// scanAll returns the keys and objects scan (Scan, Vanished, byIndex)
+// passes, in order; an error fails t, what naming the scan.
+func scanAll(t testing.TB, what string, scan func(context.Context, store.ScanFunc) error) (keys []string, objs []interface{}) {
+	t.Helper()
+	err := scan(context.Background(), func(key string, obj interface{}) error {
+		keys = append(keys, key)
+		objs = append(objs, obj)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return keys, objs
+}
+
+// byIndex is s.ScanIndex of index and value, as scanAll takes it.
+func byIndex(s store.Store, index, value string) func(context.Context, store.ScanFunc) error {
+	return func(ctx context.Context, fn store.ScanFunc) error { return s.ScanIndex(ctx, index, value, fn) }
 }
 
 func testReplacePagedCommit(t *testing.T, h harness) {
@@ -87,8 +100,7 @@ func testReplacePagedCommit(t *testing.T, h harness) {
 			t.Fatalf("Add page %d: %v", i, err)
 		}
 		// Readers see the old content while the replace is open.
-		assertContent(t, s, keep, change, gone1, gone2)
-		assertRV(t, s, "5")
+		assertStored(t, s, "5", keep, change, gone1, gone2)
 		if keys, err := s.IndexKeys(indexUsers, "bert"); err != nil || !slices.Equal(keys, []string{"old/gone1"}) {
 			t.Errorf("IndexKeys(byUser, bert) during replace = %q, %v", keys, err)
 		}
@@ -97,11 +109,7 @@ func testReplacePagedCommit(t *testing.T, h harness) {
 		}
 	}
 
-	var keys []string
-	var objs []interface{}
-	if err := r.Vanished(ctx, collect(&keys, &objs)); err != nil {
-		t.Fatalf("Vanished: %v", err)
-	}
+	keys, objs := scanAll(t, "Vanished", r.Vanished)
 	if !slices.Equal(keys, []string{"ns/gone2", "old/gone1"}) {
 		t.Errorf("Vanished keys = %q, want [ns/gone2 old/gone1] in key order", keys)
 	}
@@ -111,8 +119,7 @@ func testReplacePagedCommit(t *testing.T, h harness) {
 	if err := r.Commit(ctx, "9"); err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
-	assertContent(t, s, keep, changed, fresh)
-	assertRV(t, s, "9")
+	assertStored(t, s, "9", keep, changed, fresh)
 	if st, _ := s.State(); !st.Complete || st.Objects != 3 {
 		t.Errorf("State after Commit = %+v, want complete with 3 objects", st)
 	}
@@ -122,30 +129,22 @@ func testReplacePagedCommit(t *testing.T, h harness) {
 
 func testReplaceAbort(t *testing.T, h harness) {
 	ctx := context.Background()
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "1", users("ernie"))
-	mustAdd(t, s, a)
-	r, err := s.BeginReplace(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := h.open(t, nil, a)
+	r := mustBeginReplace(t, s)
 	if err := r.Add(ctx, mkPod("ns", "b", "2", users("bert"))); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Abort(); err != nil {
 		t.Fatalf("Abort: %v", err)
 	}
-	assertContent(t, s, a)
-	assertRV(t, s, "1")
+	assertStored(t, s, "1", a)
 	if st, _ := s.State(); st.Complete {
 		t.Error("an aborted Replace made the store complete")
 	}
 	assertKeys(t, "ListIndexFuncValues(byUser)", s.ListIndexFuncValues(indexUsers), "ernie")
 	// A new relist may start.
-	r2, err := s.BeginReplace(ctx)
-	if err != nil {
-		t.Fatalf("BeginReplace after Abort: %v", err)
-	}
+	r2 := mustBeginReplace(t, s)
 	if err := r2.Abort(); err != nil {
 		t.Fatal(err)
 	}
@@ -153,13 +152,9 @@ func testReplaceAbort(t *testing.T, h harness) {
 
 func testReplaceInProgress(t *testing.T, h harness) {
 	ctx := context.Background()
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "1")
-	mustAdd(t, s, a)
-	r, err := s.BeginReplace(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := h.open(t, nil, a)
+	r := mustBeginReplace(t, s)
 	if _, err := s.BeginReplace(ctx); !errors.Is(err, store.ErrReplaceInProgress) {
 		t.Errorf("second BeginReplace = %v, want ErrReplaceInProgress", err)
 	}
@@ -193,22 +188,11 @@ func testReplaceDone(t *testing.T, h harness) {
 	for _, e := range ends {
 		t.Run("after "+e.name, func(t *testing.T) {
 			s := h.open(t, nil)
-			r, err := s.BeginReplace(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := mustBeginReplace(t, s)
 			if err := e.end(r); err != nil {
 				t.Fatalf("%s: %v", e.name, err)
 			}
-			if err := r.Add(ctx, mkPod("ns", "late", "6")); !errors.Is(err, store.ErrReplaceDone) {
-				t.Errorf("Add = %v, want ErrReplaceDone", err)
-			}
-			if err := r.Vanished(ctx, func(string, interface{}) error { return nil }); !errors.Is(err, store.ErrReplaceDone) {
-				t.Errorf("Vanished = %v, want ErrReplaceDone", err)
-			}
-			if err := r.Commit(ctx, "7"); !errors.Is(err, store.ErrReplaceDone) {
-				t.Errorf("Commit = %v, want ErrReplaceDone", err)
-			}
+			assertReplaceRefuses(t, r, "after "+e.name, store.ErrReplaceDone)
 			if e.name == "Commit" {
 				if err := r.Abort(); err != nil {
 					t.Errorf("Abort after Commit = %v, want nil", err)
@@ -221,21 +205,16 @@ func testReplaceDone(t *testing.T, h harness) {
 
 func testReplaceAddKeyError(t *testing.T, h harness) {
 	ctx := context.Background()
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "1")
-	mustAdd(t, s, a)
-	r, err := s.BeginReplace(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := h.open(t, nil, a)
+	r := mustBeginReplace(t, s)
 	if err := r.Add(ctx, mkPod("ns", "b", "2"), notAnObject{"x"}); !isKeyError(err) {
 		t.Errorf("Replace.Add with an object without metadata = %v, want a cache.KeyError", err)
 	}
 	if err := r.Abort(); err != nil {
 		t.Fatal(err)
 	}
-	assertContent(t, s, a)
-	assertRV(t, s, "1")
+	assertStored(t, s, "1", a)
 }
 
 func testReplaceLastStagedWins(t *testing.T, h harness) {
@@ -262,11 +241,7 @@ func testReplaceEmptyCommit(t *testing.T, h harness) {
 	pods := []*corev1.Pod{mkPod("ns", "b", "1"), mkPod("ns", "a", "2")}
 	mustAdd(t, s, pods...)
 	r := begin(t, s)
-	var keys []string
-	var objs []interface{}
-	if err := r.Vanished(ctx, collect(&keys, &objs)); err != nil {
-		t.Fatal(err)
-	}
+	keys, _ := scanAll(t, "Vanished", r.Vanished)
 	if !slices.Equal(keys, []string{"ns/a", "ns/b"}) {
 		t.Errorf("Vanished with nothing staged = %q, want every key in order", keys)
 	}

@@ -10,11 +10,6 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-var rvTests = []namedTest{
-	{"AfterEachOperation", testRVAfterEachOperation},
-	{"Bookmark", testBookmark},
-}
-
 // testRVAfterEachOperation walks client-go's resourceVersion rules
 // (threadSafeMap, AtomicFIFO on): every write records its object's RV,
 // whatever it is, even older or empty; objects without metadata record
@@ -65,24 +60,14 @@ func testRVAfterEachOperation(t *testing.T, h harness) {
 }
 
 func testBookmark(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "3")
-	mustAdd(t, s, a)
+	s := h.open(t, nil, a)
 	s.Bookmark("7")
 	assertRV(t, s, "7")
 	assertContent(t, s, a)
 	if rv, exists, err := s.ResourceVersionOf("ns/a"); err != nil || !exists || rv != "3" {
 		t.Errorf("ResourceVersionOf after Bookmark = %q, %v, %v; want the object's own 3", rv, exists, err)
 	}
-}
-
-var transactionTests = []namedTest{
-	{"AppliesInOrder", testTransactionInOrder},
-	{"PartialKeyErrors", testTransactionPartialKeyErrors},
-	{"AllKeyErrors", testTransactionAllKeyErrors},
-	{"IndexFunctionError", testTransactionIndexError},
-	{"LastIsTombstone", testTransactionLastIsTombstone},
-	{"Empty", testTransactionEmpty},
 }
 
 func add(obj interface{}) cache.Transaction {
@@ -98,24 +83,21 @@ func del(obj interface{}) cache.Transaction {
 }
 
 func testTransactionInOrder(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	a, b := mkPod("ns", "a", "1", users("ernie")), mkPod("ns", "b", "2")
-	mustAdd(t, s, a, b)
+	s := h.open(t, nil, a, b)
 	a5, c6, c8 := withRV(a, "5"), mkPod("ns", "c", "6", users("bert")), mkPod("ns", "c", "8", users("oscar"))
 	a5.Annotations[annotationUsers] = "elmo"
 	if err := s.Transaction(update(a5), del(withRV(b, "4")), add(c6), del(mkPod("ns", "absent", "7")), update(c8)); err != nil {
 		t.Fatalf("Transaction: %v", err)
 	}
-	assertContent(t, s, a5, c8)
-	assertRV(t, s, "8")
+	assertStored(t, s, "8", a5, c8)
 	assertKeys(t, "ListIndexFuncValues(byUser)", s.ListIndexFuncValues(indexUsers), "elmo", "oscar")
 }
 
 // testTransactionPartialKeyErrors: as in client-go, the transactions with
 // a key error are skipped and reported, the others are applied.
 func testTransactionPartialKeyErrors(t *testing.T, h harness) {
-	s := h.open(t, nil)
-	mustAdd(t, s, mkPod("ns", "gone", "1"))
+	s := h.open(t, nil, mkPod("ns", "gone", "1"))
 	ok0, ok2 := mkPod("ns", "a", "2"), mkPod("ns", "b", "3")
 	terr := s.Transaction(add(ok0), add(notAnObject{"x"}), add(ok2), del(mkPod("ns", "gone", "4")), update("no meta"))
 	if terr == nil {
@@ -141,9 +123,8 @@ func testTransactionPartialKeyErrors(t *testing.T, h harness) {
 }
 
 func testTransactionAllKeyErrors(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "1")
-	mustAdd(t, s, a)
+	s := h.open(t, nil, a)
 	terr := s.Transaction(add(notAnObject{}), del(nil))
 	if terr == nil {
 		t.Fatal("Transaction of key errors only returned nil")
@@ -151,8 +132,7 @@ func testTransactionAllKeyErrors(t *testing.T, h harness) {
 	if len(terr.SuccessfulIndices) != 0 || terr.TotalTransactions != 2 || len(terr.Errors) != 2 {
 		t.Errorf("TransactionError = %+v", terr)
 	}
-	assertContent(t, s, a)
-	assertRV(t, s, "1")
+	assertStored(t, s, "1", a)
 }
 
 func testTransactionIndexError(t *testing.T, h harness) {
@@ -165,34 +145,29 @@ func testTransactionIndexError(t *testing.T, h harness) {
 	if !slices.Equal(terr.SuccessfulIndices, []int{0, 2}) || len(terr.Errors) != 1 || !errors.Is(terr.Errors[0], errRejected) {
 		t.Errorf("TransactionError = %+v, want index 1 failed with the index function's error", terr)
 	}
-	assertContent(t, s, a, c)
-	assertRV(t, s, "3")
+	assertStored(t, s, "3", a, c)
 }
 
 // testTransactionLastIsTombstone: client-go takes the RV from the last
 // object only; a tombstone has none, so the store's RV stays where it was
 // before the transaction, not at the RV of an earlier object in it.
 func testTransactionLastIsTombstone(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "1")
-	mustAdd(t, s, a)
+	s := h.open(t, nil, a)
 	b := mkPod("ns", "b", "5")
 	if err := s.Transaction(add(b), del(cache.DeletedFinalStateUnknown{Key: "ns/a", Obj: a})); err != nil {
 		t.Fatalf("Transaction: %v", err)
 	}
-	assertContent(t, s, b)
-	assertRV(t, s, "1")
+	assertStored(t, s, "1", b)
 }
 
 func testTransactionEmpty(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	a := mkPod("ns", "a", "1")
-	mustAdd(t, s, a)
+	s := h.open(t, nil, a)
 	if err := s.Transaction(); err != nil {
 		t.Errorf("empty Transaction: %v", err)
 	}
-	assertContent(t, s, a)
-	assertRV(t, s, "1")
+	assertStored(t, s, "1", a)
 }
 
 // closedTransactionError reports whether terr fails every transaction with

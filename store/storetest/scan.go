@@ -14,14 +14,6 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-var scanTests = []namedTest{
-	{"KeyOrder", testScanKeyOrder},
-	{"StopsAtFirstError", testScanStopsAtFirstError},
-	{"CancelledContext", testScanCancelledContext},
-	{"Index", testScanIndex},
-	{"ResourceVersionOf", testResourceVersionOf},
-}
-
 var errStop = errors.New("storetest: stop here")
 
 func testScanKeyOrder(t *testing.T, h harness) {
@@ -38,11 +30,7 @@ func testScanKeyOrder(t *testing.T, h harness) {
 	mustAdd(t, s, shuffled...)
 	mustAdd(t, s, mkPod("", "cluster-scoped", "1"))
 
-	var keys []string
-	var objs []interface{}
-	if err := s.Scan(context.Background(), collect(&keys, &objs)); err != nil {
-		t.Fatalf("Scan: %v", err)
-	}
+	keys, objs := scanAll(t, "Scan", s.Scan)
 	want := append(keysOfPods(t, pods), "cluster-scoped")
 	slices.Sort(want)
 	if !slices.Equal(keys, want) {
@@ -60,8 +48,7 @@ func testScanKeyOrder(t *testing.T, h harness) {
 }
 
 func testScanStopsAtFirstError(t *testing.T, h harness) {
-	s := h.open(t, nil)
-	mustAdd(t, s, podgen.Pods(10)...)
+	s := h.open(t, nil, podgen.Pods(10)...)
 	calls := 0
 	err := s.Scan(context.Background(), func(string, interface{}) error {
 		calls++
@@ -79,8 +66,7 @@ func testScanStopsAtFirstError(t *testing.T, h harness) {
 }
 
 func testScanCancelledContext(t *testing.T, h harness) {
-	s := h.open(t, nil)
-	mustAdd(t, s, podgen.Pods(10)...)
+	s := h.open(t, nil, podgen.Pods(10)...)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	noop := func(string, interface{}) error { return nil }
@@ -120,11 +106,7 @@ func testScanIndex(t *testing.T, h harness) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.index+"="+tc.value, func(t *testing.T) {
-			var keys []string
-			var objs []interface{}
-			if err := s.ScanIndex(ctx, tc.index, tc.value, collect(&keys, &objs)); err != nil {
-				t.Fatalf("ScanIndex: %v", err)
-			}
+			keys, objs := scanAll(t, "ScanIndex", byIndex(s, tc.index, tc.value))
 			want := keysOfPods(t, tc.want)
 			slices.Sort(want)
 			if !slices.Equal(keys, want) {

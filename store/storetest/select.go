@@ -13,15 +13,6 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-var selectTests = []namedTest{
-	{"SelectionsMatchAFilteredScan", testSelectMatchesFilter},
-	{"SelectWithoutNamespaceIndex", testSelectWithoutNamespaceIndex},
-	{"SelectUnknownIndex", testSelectUnknownIndex},
-	{"SelectStopsAtCallbackError", testSelectStopsAtCallbackError},
-	{"SelectWithoutLabelsAndTheEmptyKey", testSelectWithoutLabels},
-	{"SelectFollowsWrites", testSelectFollowsWrites},
-}
-
 // selectPods is a small population with labels of every shape a selector
 // tests: present, absent, several values.
 func selectPods() []*corev1.Pod {
@@ -75,6 +66,15 @@ func want(pods []*corev1.Pod, sel store.Selection) []string {
 	return out
 }
 
+// assertSelect checks that Select of sel on s passes the keys of the pods
+// of pods that sel matches, in key order; prefix starts the error.
+func assertSelect(t *testing.T, s store.Store, pods []*corev1.Pod, sel store.Selection, prefix string) {
+	t.Helper()
+	if got, exp := selectKeys(t, s, sel), want(pods, sel); !slices.Equal(got, exp) {
+		t.Errorf("%sSelect(ns=%q labels=%v index=%s=%s) = %q, want %q", prefix, sel.Namespace, sel.Labels, sel.Index, sel.Value, got, exp)
+	}
+}
+
 func selectKeys(t *testing.T, s store.Store, sel store.Selection) []string {
 	t.Helper()
 	var keys []string
@@ -102,9 +102,8 @@ func selectKeys(t *testing.T, s store.Store, sel store.Selection) []string {
 }
 
 func testSelectMatchesFilter(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	pods := selectPods()
-	mustAdd(t, s, pods...)
+	s := h.open(t, nil, pods...)
 	for _, sel := range []store.Selection{
 		{},
 		{Labels: labels.Everything()},
@@ -123,21 +122,13 @@ func testSelectMatchesFilter(t *testing.T, h harness) {
 		{Index: indexUsers, Value: "alice", Namespace: "ns-3", Labels: mustSelector(t, "tier")},
 		{Index: indexNamespace, Value: "ns-1", Labels: mustSelector(t, "app in (b)")},
 	} {
-		got := selectKeys(t, s, sel)
-		exp := want(pods, sel)
-		if sel.Index == indexNamespace {
-			exp = want(pods, store.Selection{Namespace: sel.Value, Labels: sel.Labels})
-		}
-		if !slices.Equal(got, exp) {
-			t.Errorf("Select(ns=%q labels=%v index=%s=%s) = %q, want %q", sel.Namespace, sel.Labels, sel.Index, sel.Value, got, exp)
-		}
+		assertSelect(t, s, pods, sel, "")
 	}
 }
 
 func testSelectWithoutNamespaceIndex(t *testing.T, h harness) {
-	s := h.open(t, cache.Indexers{indexUsers: usersIndexFunc})
 	pods := selectPods()
-	mustAdd(t, s, pods...)
+	s := h.open(t, cache.Indexers{indexUsers: usersIndexFunc}, pods...)
 	sel := store.Selection{Namespace: "ns-3", Labels: mustSelector(t, "app=a")}
 	if got, exp := selectKeys(t, s, sel), want(pods, sel); !slices.Equal(got, exp) {
 		t.Errorf("Select without a namespace index = %q, want %q", got, exp)
@@ -145,8 +136,7 @@ func testSelectWithoutNamespaceIndex(t *testing.T, h harness) {
 }
 
 func testSelectUnknownIndex(t *testing.T, h harness) {
-	s := h.open(t, nil)
-	mustAdd(t, s, selectPods()...)
+	s := h.open(t, nil, selectPods()...)
 	err := store.Select(context.Background(), s, store.Selection{Index: "nope", Value: "x"}, func(string, interface{}) error { return nil })
 	if !errors.Is(err, store.ErrIndexNotFound) {
 		t.Fatalf("Select on an unknown index = %v, want ErrIndexNotFound", err)
@@ -154,8 +144,7 @@ func testSelectUnknownIndex(t *testing.T, h harness) {
 }
 
 func testSelectStopsAtCallbackError(t *testing.T, h harness) {
-	s := h.open(t, nil)
-	mustAdd(t, s, selectPods()...)
+	s := h.open(t, nil, selectPods()...)
 	stop := errors.New("stop")
 	n := 0
 	err := store.Select(context.Background(), s, store.Selection{}, func(string, interface{}) error {
@@ -171,7 +160,6 @@ func testSelectStopsAtCallbackError(t *testing.T, h harness) {
 // cluster-scoped object and the empty key are selected as client-go's
 // listers would select them, by every kind of selector.
 func testSelectWithoutLabels(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	bare := mkPod("ns-1", "bare", "1", users("ernie"))
 	bare.Labels = nil
 	labelled := mkPod("ns-1", "labelled", "2", users("ernie"), func(p *corev1.Pod) { p.Labels["app"], p.Labels["tier"] = "a", "web" })
@@ -179,7 +167,7 @@ func testSelectWithoutLabels(t *testing.T, h harness) {
 	cluster := mkPod("", "node-like", "4", func(p *corev1.Pod) { p.Labels["app"] = "b" })
 	other := mkPod("ns-2", "other", "5", func(p *corev1.Pod) { p.Labels["app"] = "" })
 	pods := []*corev1.Pod{bare, labelled, empty, cluster, other}
-	mustAdd(t, s, pods...)
+	s := h.open(t, nil, pods...)
 	for _, sel := range []store.Selection{
 		{},
 		{Labels: mustSelector(t, "app")},
@@ -197,9 +185,7 @@ func testSelectWithoutLabels(t *testing.T, h harness) {
 		{Index: indexUsers, Value: "ernie", Labels: mustSelector(t, "!app")},
 		{Index: indexUsers, Value: "ernie", Namespace: "ns-1"},
 	} {
-		if got, exp := selectKeys(t, s, sel), want(pods, sel); !slices.Equal(got, exp) {
-			t.Errorf("Select(ns=%q labels=%v index=%s=%s) = %q, want %q", sel.Namespace, sel.Labels, sel.Index, sel.Value, got, exp)
-		}
+		assertSelect(t, s, pods, sel, "")
 	}
 }
 
@@ -207,9 +193,8 @@ func testSelectWithoutLabels(t *testing.T, h harness) {
 // the objects as last written, through updates that change labels or
 // leave them, deletes and a relist.
 func testSelectFollowsWrites(t *testing.T, h harness) {
-	s := h.open(t, nil)
 	pods := selectPods()
-	mustAdd(t, s, pods...)
+	s := h.open(t, nil, pods...)
 	check := func(stage string, pods []*corev1.Pod) {
 		t.Helper()
 		for _, sel := range []store.Selection{
@@ -218,9 +203,7 @@ func testSelectFollowsWrites(t *testing.T, h harness) {
 			{Namespace: "ns-2", Labels: mustSelector(t, "app in (b,z)")},
 			{Index: indexUsers, Value: "alice", Labels: mustSelector(t, "tier")},
 		} {
-			if got, exp := selectKeys(t, s, sel), want(pods, sel); !slices.Equal(got, exp) {
-				t.Errorf("%s: Select(ns=%q labels=%v index=%s=%s) = %q, want %q", stage, sel.Namespace, sel.Labels, sel.Index, sel.Value, got, exp)
-			}
+			assertSelect(t, s, pods, sel, stage+": ")
 		}
 	}
 	check("added", pods)

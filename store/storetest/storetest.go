@@ -29,6 +29,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -56,25 +57,7 @@ import (
 // a second Close must return nil or an error wrapping store.ErrClosed.
 func Run(t *testing.T, newStore func(t *testing.T, indexers cache.Indexers) store.Store) {
 	h := harness{newStore: newStore}
-	groups := []struct {
-		name  string
-		tests []namedTest
-	}{
-		{"Indexer", indexerTests},
-		{"Index", indexTests},
-		{"ResourceVersion", rvTests},
-		{"Transaction", transactionTests},
-		{"Apply", applyTests},
-		{"State", stateTests},
-		{"Replace", replaceTests},
-		{"Changes", changesTests},
-		{"Fill", fillTests},
-		{"Scan", scanTests},
-		{"Select", selectTests},
-		{"Close", closeTests},
-		{"Concurrency", concurrencyTests},
-	}
-	for _, g := range groups {
+	for _, g := range suite {
 		t.Run(g.name, func(t *testing.T) {
 			for _, tc := range g.tests {
 				t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
@@ -93,13 +76,16 @@ type harness struct {
 }
 
 // open returns a new store with the given indexers (the suite's default
-// ones when nil) that is checked and closed when the test ends.
-func (h harness) open(t *testing.T, indexers cache.Indexers) store.Store {
+// ones when nil), holding objs (added one by one), that is checked and
+// closed when the test ends.
+func (h harness) open(t *testing.T, indexers cache.Indexers, objs ...*corev1.Pod) store.Store {
 	t.Helper()
 	if indexers == nil {
 		indexers = defaultIndexers()
 	}
-	return checkedAtEnd(t, h.newStore(t, indexers))
+	s := checkedAtEnd(t, h.newStore(t, indexers))
+	mustAdd(t, s, objs...)
+	return s
 }
 
 // checkedAtEnd fails t if s is nil, and otherwise has s checked
@@ -237,6 +223,24 @@ func mustAdd(t testing.TB, s store.Store, objs ...*corev1.Pod) {
 			t.Fatalf("Add %s: %v", keyOf(t, o), err)
 		}
 	}
+}
+
+// mustBeginReplace begins a Replace of s.
+func mustBeginReplace(t testing.TB, s store.Store) store.Replace {
+	t.Helper()
+	r, err := s.BeginReplace(context.Background())
+	if err != nil {
+		t.Fatalf("BeginReplace: %v", err)
+	}
+	return r
+}
+
+// assertStored checks that s holds exactly want, at resourceVersion rv
+// (assertContent and assertRV).
+func assertStored(t testing.TB, s store.Store, rv string, want ...*corev1.Pod) {
+	t.Helper()
+	assertContent(t, s, want...)
+	assertRV(t, s, rv)
 }
 
 // assertContent checks that s holds exactly want, through ListKeys, List,

@@ -259,7 +259,7 @@ func TestStartErrors(t *testing.T) {
 }
 
 func TestGateHoldsBackWatchWrites(t *testing.T) {
-	g := newGate()
+	g := &gate{}
 	h := g.wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, err := w.Write([]byte("x"))
 		if err != nil {
@@ -274,7 +274,7 @@ func TestGateHoldsBackWatchWrites(t *testing.T) {
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 
-	g.close()
+	g.Close()
 	// A held-back write waits for the gate; the request's end releases it
 	// with an error, so nothing was written.
 	if rec := serve("/api/v1/pods?watch=true", cancelled); rec.Body.Len() != 0 || rec.Header().Get("X-Write-Error") == "" {
@@ -284,14 +284,14 @@ func TestGateHoldsBackWatchWrites(t *testing.T) {
 	if rec := serve("/api/v1/pods", cancelled); rec.Body.String() != "x" {
 		t.Errorf("list through a closed gate: body %q", rec.Body.String())
 	}
-	g.open()
+	g.Open()
 	if rec := serve("/api/v1/pods?watch=1", cancelled); rec.Body.String() != "x" {
 		t.Errorf("watch write through an open gate: body %q", rec.Body.String())
 	}
-	g.open() // opening an open gate does nothing
-	g.close()
-	g.close()
-	g.open()
+	g.Open() // opening an open gate does nothing
+	g.Close()
+	g.Close()
+	g.Open()
 	if rec := serve("/api/v1/pods?watch=1", context.Background()); rec.Body.String() != "x" {
 		t.Errorf("watch write after close, close, open: body %q", rec.Body.String())
 	}

@@ -2,6 +2,7 @@ package apiproc
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -52,6 +53,30 @@ func MaybeServe() {
 	os.Exit(0)
 }
 
+// RunChild makes this process a child, and then exits, when the
+// environment variable env holds its spec as JSON (as a parent that
+// starts it with StartChild or its own command sets it): it calls run with
+// the spec and the process's standard input and output, and exits with 2
+// if the spec does not decode, 1 if run fails, 0 otherwise, writing the
+// error to standard error after name. Without env it returns at once. Call
+// it first in main and TestMain.
+func RunChild[S any](env, name string, run func(spec S, in io.Reader, out io.Writer) error) {
+	v, ok := os.LookupEnv(env)
+	if !ok {
+		return
+	}
+	var spec S
+	if err := json.Unmarshal([]byte(v), &spec); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %s: %v\n", name, env, err)
+		os.Exit(2)
+	}
+	if err := run(spec, os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
 // errParentGone is returned by serve when its input closed before it
 // served.
 var errParentGone = errors.New("the parent closed the input before the server started")
@@ -83,7 +108,7 @@ func serve(n int, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c.gate = newGate()
+	c.gate = &gate{}
 	mux := http.NewServeMux()
 	mux.HandleFunc(genserver.ControlPrefix+"churn", c.churn)
 	mux.HandleFunc(genserver.ControlPrefix+"open", c.open)
@@ -91,7 +116,7 @@ func serve(n int, in io.Reader, out io.Writer) error {
 	mux.HandleFunc(genserver.ControlPrefix+"restart", c.restart)
 	mux.HandleFunc(genserver.ControlPrefix+"stats", c.stats)
 	mux.Handle("/", c.gate.wrap(h))
-	return ServeLoopback(mux, out, gone, c.gate.open)
+	return ServeLoopback(mux, out, gone, c.gate.Open)
 }
 
 // ParentGone returns a channel closed once in, a child's standard input
@@ -173,7 +198,7 @@ func (c *child) churn(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "%s: hot set of %d pods: want 0 (every pod) to %d", ServerFake, hot, len(c.keys))
 		return
 	}
-	c.gate.close()
+	c.gate.Close()
 	start := time.Now()
 	var res ChurnResult
 	for k := range n {
@@ -203,7 +228,7 @@ func (c *child) churn(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *child) open(w http.ResponseWriter, _ *http.Request) {
-	c.gate.open()
+	c.gate.Open()
 	httpjson.Write(w, struct{}{})
 }
 

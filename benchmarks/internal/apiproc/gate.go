@@ -3,36 +3,14 @@ package apiproc
 import (
 	"errors"
 	"net/http"
-	"sync"
+
+	"github.com/warmcache/warmcache/benchmarks/internal/genserver"
 )
 
 // gate holds back the watch streams of the server: while it is closed,
 // writes to watch responses wait.
 type gate struct {
-	// mu guards ch.
-	mu sync.Mutex
-	// ch is nil while the gate is open; while it is closed, it is a
-	// channel closed when the gate opens.
-	ch chan struct{}
-}
-
-func newGate() *gate { return &gate{} }
-
-func (g *gate) close() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.ch == nil {
-		g.ch = make(chan struct{})
-	}
-}
-
-func (g *gate) open() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.ch != nil {
-		close(g.ch)
-		g.ch = nil
-	}
+	genserver.Gate
 }
 
 // errGone is returned by writes whose request ended while they waited.
@@ -40,9 +18,7 @@ var errGone = errors.New("apiproc: watch request ended while held back")
 
 // wait returns nil when the gate is open, errGone if done is closed first.
 func (g *gate) wait(done <-chan struct{}) error {
-	g.mu.Lock()
-	ch := g.ch
-	g.mu.Unlock()
+	ch := g.Closed()
 	if ch == nil {
 		return nil
 	}

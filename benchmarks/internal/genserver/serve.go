@@ -374,9 +374,7 @@ func (s *Server) serveWatch(w http.ResponseWriter, r *http.Request, res *resourc
 // ended or the server restarted meanwhile.
 func (s *Server) waitOpen(ctx context.Context, restarted chan struct{}) bool {
 	for {
-		s.mu.Lock()
-		held := s.held
-		s.mu.Unlock()
+		held := s.held.Closed()
 		if held == nil {
 			return true
 		}

@@ -78,6 +78,8 @@ type resource struct {
 type Server struct {
 	byPath map[string]*resource // "group/version/resource"
 	res    []*resource
+	// held holds back the watch streams (Hold, Churn, Open).
+	held Gate
 
 	// mu guards every field below and each resource's rv and gen.
 	mu sync.Mutex
@@ -90,10 +92,7 @@ type Server struct {
 	notify chan struct{}
 	// restarted is closed and replaced by Restart: every watch ends.
 	restarted chan struct{}
-	// held is non-nil while watch streams are held back; it is closed by
-	// Open.
-	held  chan struct{}
-	stats Stats
+	stats     Stats
 }
 
 // Stats are the server's request counters.
@@ -222,7 +221,7 @@ func (s *Server) Churn(resource string, n int, gen uint32, hot int) (ChurnResult
 	ri := r.ri
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.holdLocked()
+	s.held.Close()
 	for k := range n {
 		idx := int32(order.Index(k))
 		s.rv++
@@ -250,27 +249,10 @@ func (s *Server) lookup(name string) (*resource, error) {
 }
 
 // Hold holds back every watch stream until Open.
-func (s *Server) Hold() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.holdLocked()
-}
-
-func (s *Server) holdLocked() {
-	if s.held == nil {
-		s.held = make(chan struct{})
-	}
-}
+func (s *Server) Hold() { s.held.Close() }
 
 // Open releases the watch streams Hold or Churn held back.
-func (s *Server) Open() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.held != nil {
-		close(s.held)
-		s.held = nil
-	}
-}
+func (s *Server) Open() { s.held.Open() }
 
 // Restart simulates an apiserver restart: every open watch ends and the
 // history is compacted past the current resourceVersion (which advances by

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/benchmarks/internal/storebench"
 	"github.com/warmcache/warmcache/factory"
 	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/store"
@@ -34,11 +35,12 @@ import (
 	"github.com/warmcache/warmcache/store/memory"
 )
 
-// The implementations measured, by name. ClientGo is the baseline.
+// The implementations measured, by name: the stores storebench measures,
+// each under an informer. ClientGo is the baseline.
 const (
-	ClientGo = "client-go"
-	Memory   = "memory"
-	Bolt     = "bolt"
+	ClientGo = storebench.ClientGo
+	Memory   = storebench.Memory
+	Bolt     = storebench.Bolt
 )
 
 // Impls lists the implementations in the order they run and print; the

@@ -39,15 +39,19 @@ type gcSampler struct {
 	counter *Counter
 	srv     Server
 	seen    int // the counter's updates before the churn
-	stopc   chan struct{}
-	done    chan struct{}
-	samples []gcSample // at collections' ends, written by run until done
+	loop    *measure.Periodic
+	samples []gcSample // at collections' ends, written by loop until it stops
 }
 
 func startGCSampler(counter *Counter, srv Server, seen int) *gcSampler {
-	s := &gcSampler{counter: counter, srv: srv, seen: seen, stopc: make(chan struct{}), done: make(chan struct{})}
+	s := &gcSampler{counter: counter, srv: srv, seen: seen}
 	last := measure.ReadGC().Cycles
-	go s.run(last)
+	s.loop = measure.Every(gcSampleInterval, func() {
+		if c := measure.ReadGC().Cycles; c != last {
+			last = c
+			s.samples = append(s.samples, s.sample())
+		}
+	})
 	return s
 }
 
@@ -62,27 +66,9 @@ func (s *gcSampler) sample() gcSample {
 	return g
 }
 
-func (s *gcSampler) run(last uint64) {
-	defer close(s.done)
-	t := time.NewTicker(gcSampleInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stopc:
-			return
-		case <-t.C:
-		}
-		if c := measure.ReadGC().Cycles; c != last {
-			last = c
-			s.samples = append(s.samples, s.sample())
-		}
-	}
-}
-
 // stop stops the sampler and returns its samples.
 func (s *gcSampler) stop() []gcSample {
-	close(s.stopc)
-	<-s.done
+	s.loop.Stop()
 	return s.samples
 }
 

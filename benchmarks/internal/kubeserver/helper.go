@@ -2,11 +2,9 @@ package kubeserver
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -57,20 +55,12 @@ const writerUserAgent = "informerbench-writer"
 // exits; otherwise it returns at once. Call it first in main and TestMain,
 // beside apiproc.MaybeServe.
 func MaybeServe() {
-	v, ok := os.LookupEnv(envHelper)
-	if !ok {
-		return
-	}
-	var c helperConfig
-	if err := json.Unmarshal([]byte(v), &c); err != nil {
-		fmt.Fprintf(os.Stderr, "kubeserver: %s: %v\n", envHelper, err)
-		os.Exit(2)
-	}
-	if err := serveHelper(c, os.Stdin, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "kubeserver: helper:", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
+	apiproc.RunChild(envHelper, "kubeserver", func(c helperConfig, in io.Reader, out io.Writer) error {
+		if err := serveHelper(c, in, out); err != nil {
+			return fmt.Errorf("helper: %w", err)
+		}
+		return nil
+	})
 }
 
 // helper serves the control API of the writers and the proxy.

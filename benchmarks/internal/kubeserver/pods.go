@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/warmcache/warmcache/benchmarks/internal/measure"
 	"github.com/warmcache/warmcache/internal/demo"
 	"github.com/warmcache/warmcache/internal/podgen"
 )
@@ -35,24 +36,13 @@ func createPods(ctx context.Context, cs kubernetes.Interface, n, workers int, w 
 	defer cancel(nil)
 	start := time.Now()
 	var next, done atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(progressInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				d := done.Load()
-				fmt.Fprintf(w, "kubeserver: created %d of %d pods (%.0f/s)\n", d, n, float64(d)/time.Since(start).Seconds())
-			}
-		}
+	progress := measure.Every(progressInterval, func() {
+		d := done.Load()
+		fmt.Fprintf(w, "kubeserver: created %d of %d pods (%.0f/s)\n", d, n, float64(d)/time.Since(start).Seconds())
 	})
-	var workersWG sync.WaitGroup
+	var wg sync.WaitGroup
 	for range workers {
-		workersWG.Go(func() {
+		wg.Go(func() {
 			for ctx.Err() == nil {
 				i := int(next.Add(1)) - 1
 				if i >= n {
@@ -66,9 +56,8 @@ func createPods(ctx context.Context, cs kubernetes.Interface, n, workers int, w 
 			}
 		})
 	}
-	workersWG.Wait()
-	close(stop)
 	wg.Wait()
+	progress.Stop()
 	if ctx.Err() != nil {
 		return fmt.Errorf("%w: create pods: %w", ErrServer, context.Cause(ctx))
 	}

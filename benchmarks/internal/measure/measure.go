@@ -46,8 +46,7 @@ const DefaultPeakInterval = 10 * time.Millisecond
 // PeakSampler records the largest HeapObjects value seen while it runs.
 // Its methods are safe for concurrent use.
 type PeakSampler struct {
-	stop chan struct{}
-	done chan struct{}
+	loop *Periodic
 
 	// mu guards peak and samples.
 	mu      sync.Mutex
@@ -62,24 +61,10 @@ func StartPeak(interval time.Duration) *PeakSampler {
 	if interval <= 0 {
 		interval = DefaultPeakInterval
 	}
-	p := &PeakSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	p := &PeakSampler{}
 	p.sample()
-	go p.run(interval)
+	p.loop = Every(interval, p.sample)
 	return p
-}
-
-func (p *PeakSampler) run(interval time.Duration) {
-	defer close(p.done)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-p.stop:
-			return
-		case <-t.C:
-			p.sample()
-		}
-	}
 }
 
 func (p *PeakSampler) sample() {
@@ -102,12 +87,8 @@ func (p *PeakSampler) Peak() (bytes uint64, samples int) {
 // Stop takes a last sample, ends the sampling goroutine and returns the
 // peak. Calling it more than once returns the same peak.
 func (p *PeakSampler) Stop() uint64 {
-	select {
-	case <-p.done:
-	default:
+	if p.loop.Stop() {
 		p.sample()
-		close(p.stop)
-		<-p.done
 	}
 	peak, _ := p.Peak()
 	return peak

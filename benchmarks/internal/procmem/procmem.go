@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/warmcache/warmcache/benchmarks/internal/measure"
 )
 
 // ErrUnsupported is returned where /proc/<pid>/status does not report the
@@ -97,8 +99,7 @@ const DefaultInterval = 10 * time.Millisecond
 // seen while it runs. Its methods are safe for concurrent use.
 type Sampler struct {
 	pid  int
-	stop chan struct{}
-	done chan struct{}
+	loop *measure.Periodic
 
 	// mu guards peak, last and err.
 	mu   sync.Mutex
@@ -114,26 +115,12 @@ func Start(pid int, interval time.Duration) (*Sampler, error) {
 	if interval <= 0 {
 		interval = DefaultInterval
 	}
-	s := &Sampler{pid: pid, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Sampler{pid: pid}
 	if err := s.sample(); err != nil {
 		return nil, err
 	}
-	go s.run(interval)
+	s.loop = measure.Every(interval, func() { _ = s.sample() })
 	return s, nil
-}
-
-func (s *Sampler) run(interval time.Duration) {
-	defer close(s.done)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			_ = s.sample()
-		}
-	}
 }
 
 func (s *Sampler) sample() error {
@@ -173,12 +160,8 @@ func (s *Sampler) Peak() (peak, last Usage) {
 // Stop takes a last sample, ends the sampling and returns the peaks and the
 // first error of a sample, if any. Calling it again returns the same.
 func (s *Sampler) Stop() (Usage, error) {
-	select {
-	case <-s.done:
-	default:
+	if s.loop.Stop() {
 		_ = s.sample()
-		close(s.stop)
-		<-s.done
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"strconv"
+
+	"github.com/warmcache/warmcache/benchmarks/internal/apiproc"
 )
 
 // envChild is the environment variable that makes a process one of the
@@ -65,29 +67,21 @@ type childSpec struct {
 // runs it and exits; otherwise it returns at once. Call it first in main
 // and TestMain.
 func MaybeRun() {
-	v, ok := os.LookupEnv(envChild)
-	if !ok {
-		return
-	}
-	var spec childSpec
-	if err := json.Unmarshal([]byte(v), &spec); err != nil {
-		fmt.Fprintf(os.Stderr, "scalebench: %s: %v\n", envChild, err)
-		os.Exit(2)
-	}
-	var err error
-	switch spec.Role {
-	case roleServer:
-		err = serveChild(spec, os.Stdin, os.Stdout)
-	case roleInformer:
-		err = informerChild(spec, os.Stdout)
-	default:
-		err = fmt.Errorf("unknown role %q", spec.Role)
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "scalebench:", spec.Role+":", err)
-		os.Exit(1)
-	}
-	os.Exit(0)
+	apiproc.RunChild(envChild, "scalebench", func(spec childSpec, in io.Reader, out io.Writer) error {
+		var err error
+		switch spec.Role {
+		case roleServer:
+			err = serveChild(spec, in, out)
+		case roleInformer:
+			err = informerChild(spec, out)
+		default:
+			err = fmt.Errorf("unknown role %q", spec.Role)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", spec.Role, err)
+		}
+		return nil
+	})
 }
 
 // joinCgroup moves this process into the cgroup directory dir.

@@ -8,8 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strings"
-	"time"
 
 	"github.com/warmcache/warmcache/benchmarks/internal/apiproc"
 )
@@ -24,16 +22,12 @@ type child struct {
 // added to its environment; its standard output goes to stdout and its
 // standard error to stderr.
 func startChild(spec childSpec, env []string, stdout, stderr io.Writer) (*child, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("scalebench: find own executable: %w", err)
-	}
-	b, err := json.Marshal(spec)
+	exe, specEnv, err := childEnv(spec)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(append(os.Environ(), env...), envChild+"="+string(b))
+	cmd.Env = append(append(os.Environ(), env...), specEnv)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -45,57 +39,31 @@ func startChild(spec childSpec, env []string, stdout, stderr io.Writer) (*child,
 	return &child{cmd: cmd, stdin: stdin}, nil
 }
 
-// serverProc is a running server child.
-type serverProc struct {
-	*child
-	URL    string
-	waited chan struct{}
+// childEnv returns this executable and the entry of the environment that
+// makes it the child of spec (see MaybeRun).
+func childEnv(spec childSpec) (exe, env string, err error) {
+	exe, err = os.Executable()
+	if err != nil {
+		return "", "", fmt.Errorf("scalebench: find own executable: %w", err)
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return "", "", err
+	}
+	return exe, envChild + "=" + string(b), nil
 }
 
-// startServer starts a server child and waits until it serves.
-func startServer(ctx context.Context, spec childSpec, stderr io.Writer) (*serverProc, error) {
+// startServer starts a server child, an apiproc child serving genserver's
+// resources, and waits until it serves.
+func startServer(ctx context.Context, spec childSpec, stderr io.Writer) (*apiproc.Process, error) {
 	spec.Role = roleServer
-	pr, pw := io.Pipe()
-	// The server has no memory limit, whatever this process has.
-	c, err := startChild(spec, []string{"GOMEMLIMIT=off"}, pw, stderr)
+	exe, env, err := childEnv(spec)
 	if err != nil {
 		return nil, err
 	}
-	s := &serverProc{child: c, waited: make(chan struct{})}
-	urlc := apiproc.ReadURL(pr)
-	go func() {
-		_ = c.cmd.Wait()
-		pw.Close()
-		close(s.waited)
-	}()
-	select {
-	case u := <-urlc:
-		if !strings.HasPrefix(u, "http://") {
-			s.Close()
-			return nil, fmt.Errorf("scalebench: the server did not start (said %q)", u)
-		}
-		s.URL = u
-		return s, nil
-	case <-ctx.Done():
-		s.Close()
-		return nil, ctx.Err()
-	}
+	// The server has no memory limit, whatever this process has.
+	return apiproc.StartChild(ctx, exe, []string{"GOMEMLIMIT=off", env}, stderr)
 }
-
-// Close stops the server child (closing its input) and waits for it.
-func (s *serverProc) Close() {
-	_ = s.stdin.Close()
-	select {
-	case <-s.waited:
-	case <-time.After(closeTimeout):
-		_ = s.cmd.Process.Kill()
-		<-s.waited
-	}
-}
-
-// closeTimeout is how long Close waits for the server to exit after its
-// input closed before it kills it.
-const closeTimeout = 10 * time.Second
 
 // runInformer runs an informer child to its end and returns the phases it
 // reported.

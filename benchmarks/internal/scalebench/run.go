@@ -239,7 +239,7 @@ func (r *runner) informer(ctx context.Context, spec childSpec) error {
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
 
-func (r *runner) server(ctx context.Context, spec childSpec) (*serverProc, float64, error) {
+func (r *runner) server(ctx context.Context, spec childSpec) (*apiproc.Process, float64, error) {
 	start := time.Now()
 	s, err := startServer(ctx, spec, r.opts.Stderr)
 	if err != nil {
@@ -351,8 +351,8 @@ func streamAlone(ctx context.Context, url string, n int) (ServerAlone, error) {
 }
 
 // serverAlone measures the server s of n pods without an informer.
-func (r *runner) serverAlone(ctx context.Context, s *serverProc, startSecs float64, n int) error {
-	pid := s.cmd.Process.Pid
+func (r *runner) serverAlone(ctx context.Context, s *apiproc.Process, startSecs float64, n int) error {
+	pid := s.Pid()
 	cpu0, _ := procmem.CPU(pid)
 	alone, err := streamAlone(ctx, s.URL, n)
 	if err != nil {

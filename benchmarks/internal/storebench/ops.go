@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/benchmarks/internal/measure"
@@ -31,27 +32,7 @@ func Load(ctx context.Context, t *Target, c *Corpus, n int, tm Timer) error {
 	if n <= 0 || n > c.Len() {
 		return fmt.Errorf("%w: load %d pods from a corpus of %d", ErrInvalidArgument, n, c.Len())
 	}
-	txns := make([]cache.Transaction, 0, t.batchSize)
-	for start := 0; start < n; start += t.batchSize {
-		txns = txns[:0]
-		end := min(start+t.batchSize, n)
-		for i := start; i < end; i++ {
-			p, err := c.Decode(i)
-			if err != nil {
-				return err
-			}
-			txns = append(txns, cache.Transaction{Type: cache.TransactionTypeAdd, Object: p})
-		}
-		rv := strconv.Itoa(end)
-		tm.StartTimer()
-		err := t.write(ctx, txns, rv)
-		tm.StopTimer()
-		if err != nil {
-			return fmt.Errorf("storebench: load %s: %w", t.Name, err)
-		}
-	}
-	clear(txns)
-	return nil
+	return t.writeBatches(ctx, "load", n, cache.TransactionTypeAdd, c.Decode, 0, tm)
 }
 
 // Update applies m updates to a target holding pods 0..n-1 of c, in
@@ -64,25 +45,35 @@ func Update(ctx context.Context, t *Target, c *Corpus, n, m, gen int, tm Timer) 
 		return fmt.Errorf("%w: update %d of %d pods, generation %d", ErrInvalidArgument, m, n, gen)
 	}
 	stride := measure.SpreadStride(n)
-	txns := make([]cache.Transaction, 0, t.batchSize)
 	base := n + (gen-1)*m
+	updated := func(k int) (*corev1.Pod, error) {
+		return c.Updated(int((int64(k)*int64(stride))%int64(n)), gen, strconv.Itoa(base+k+1))
+	}
+	return t.writeBatches(ctx, "update", m, cache.TransactionTypeUpdate, updated, base, tm)
+}
+
+// writeBatches writes m transactions of type typ to t in batches of t's
+// batch size: the k-th of object(k); a batch that ends before the end-th
+// has resourceVersion rvBase+end. op names the writes in errors. The timer
+// runs only during the writes.
+func (t *Target) writeBatches(ctx context.Context, op string, m int, typ cache.TransactionType, object func(k int) (*corev1.Pod, error), rvBase int, tm Timer) error {
+	txns := make([]cache.Transaction, 0, t.batchSize)
 	for start := 0; start < m; start += t.batchSize {
 		txns = txns[:0]
 		end := min(start+t.batchSize, m)
 		for k := start; k < end; k++ {
-			rv := strconv.Itoa(base + k + 1)
-			p, err := c.Updated(int((int64(k)*int64(stride))%int64(n)), gen, rv)
+			p, err := object(k)
 			if err != nil {
 				return err
 			}
-			txns = append(txns, cache.Transaction{Type: cache.TransactionTypeUpdate, Object: p})
+			txns = append(txns, cache.Transaction{Type: typ, Object: p})
 		}
-		rv := strconv.Itoa(base + end)
+		rv := strconv.Itoa(rvBase + end)
 		tm.StartTimer()
 		err := t.write(ctx, txns, rv)
 		tm.StopTimer()
 		if err != nil {
-			return fmt.Errorf("storebench: update %s: %w", t.Name, err)
+			return fmt.Errorf("storebench: %s %s: %w", op, t.Name, err)
 		}
 	}
 	clear(txns)

@@ -168,20 +168,16 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request, req request) {
 	_, _ = w.Write(buf.Bytes())
 }
 
-// list answers LIST: streamed from a Select without a limit, a page of
-// keys read one by one with one.
-func (h *Handler) list(w http.ResponseWriter, r *http.Request, req request) {
+// list answers LIST of sel: streamed from a Select without a limit, a page
+// of keys read one by one with one.
+func (h *Handler) list(w http.ResponseWriter, r *http.Request, req request, sel selection) {
 	res := req.res
 	q := r.URL.Query()
-	sel, err := parseSelection(q, req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
 	var objs []runtime.Object
 	cont := ""
 	paged := sel.limit > 0 || sel.after != ""
 	if paged {
+		var err error
 		if objs, cont, err = page(res, &sel); err != nil {
 			writeError(w, err)
 			return
@@ -203,7 +199,7 @@ func (h *Handler) list(w http.ResponseWriter, r *http.Request, req request) {
 			}
 		}
 	} else {
-		err = res.Store.Select(r.Context(), store.Selection{Namespace: sel.namespace, Labels: sel.labels}, func(_ string, item interface{}) error {
+		err := res.Store.Select(r.Context(), store.Selection{Namespace: sel.namespace, Labels: sel.labels}, func(_ string, item interface{}) error {
 			obj, ok := item.(runtime.Object)
 			if !ok || !sel.matches(res, obj) {
 				return nil

@@ -225,13 +225,20 @@ func (h *Handler) objects(w http.ResponseWriter, r *http.Request, group, version
 		return
 	}
 	q := r.URL.Query()
-	switch {
-	case q.Get("watch") == "true" || q.Get("watch") == "1":
-		h.watch(w, r, req)
-	case req.name != "":
+	watch := q.Get("watch") == "true" || q.Get("watch") == "1"
+	if !watch && req.name != "" {
 		h.get(w, r, req)
-	default:
-		h.list(w, r, req)
+		return
+	}
+	sel, err := parseSelection(q, req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if watch {
+		h.watch(w, r, req, sel)
+	} else {
+		h.list(w, r, req, sel)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/warmcache/warmcache/store"
 )
 
-// watch answers WATCH. The file does not change, so a watch has no event
+// watch answers WATCH of sel. The file does not change, so a watch has no event
 // to send but the stored state, which it sends when the client asks for it
 // (no resourceVersion or "0", or sendInitialEvents=true, then followed by
 // the bookmark that ends the initial events); a watch from the file's
@@ -22,14 +22,9 @@ import (
 // resourceVersion is refused as expired (410), since the file does not
 // know what changed since. Either way the watch stays open until the
 // client goes away, timeoutSeconds pass or the server stops.
-func (h *Handler) watch(w http.ResponseWriter, r *http.Request, req request) {
+func (h *Handler) watch(w http.ResponseWriter, r *http.Request, req request, sel selection) {
 	res := req.res
 	q := r.URL.Query()
-	sel, err := parseSelection(q, req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
 	rv := q.Get("resourceVersion")
 	initial := rv == "" || rv == "0" || q.Get("sendInitialEvents") == "true"
 	if !initial {

@@ -13,16 +13,14 @@ import (
 
 // backupOptions is `snapshot backup URL --output OUT`.
 type backupOptions struct {
-	env    *Env
-	common *commonOptions
+	command
+	outputFile
 
 	source backupSource
-	Output string
-	Force  bool
 }
 
-func newBackupCommand(env *Env, common *commonOptions) *cobra.Command {
-	o := &backupOptions{env: env, common: common}
+func newBackupCommand(c command) *cobra.Command {
+	o := &backupOptions{command: c}
 	cmd := &cobra.Command{
 		Use:   "backup URL --output OUT",
 		Short: "Fetch a consistent copy of the cache of a running process",
@@ -49,8 +47,7 @@ nothing for --stall-timeout is abandoned. Inspect the copy with the other comman
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE:              runE(o),
 	}
-	cmd.Flags().StringVar(&o.Output, "output", "", "the file to write (required)")
-	cmd.Flags().BoolVar(&o.Force, "force", false, "replace OUT if it exists")
+	o.outputFile.addFlags(cmd.Flags())
 	o.source.addFlags(cmd.Flags())
 	return cmd
 }
@@ -64,10 +61,7 @@ func (o *backupOptions) Validate() error {
 	if err := o.source.validate(); err != nil {
 		return err
 	}
-	if o.Output == "" {
-		return usageErrorf("--output is required: the file to write")
-	}
-	return nil
+	return o.outputFile.validate()
 }
 
 func (o *backupOptions) Run(ctx context.Context) (err error) {

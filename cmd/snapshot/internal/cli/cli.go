@@ -168,17 +168,18 @@ Data goes to standard output; errors, warnings and progress bars to standard err
 		}
 		return nil
 	}
+	c := command{env: env, common: common}
 	root.AddCommand(
-		newInfoCommand(env, common),
-		newListCommand(env, common),
-		newGetCommand(env, common),
-		newIndexCommand(env, common),
-		newVerifyCommand(env, common),
-		newExportCommand(env, common),
-		newDiffCommand(env, common),
-		newCompactCommand(env, common),
-		newBackupCommand(env, common),
-		newServeCommand(env, common),
+		newInfoCommand(c),
+		newListCommand(c),
+		newGetCommand(c),
+		newIndexCommand(c),
+		newVerifyCommand(c),
+		newExportCommand(c),
+		newDiffCommand(c),
+		newCompactCommand(c),
+		newBackupCommand(c),
+		newServeCommand(c),
 	)
 	// The completion scripts are bound to the output set before they are
 	// created.
@@ -226,29 +227,6 @@ func usageArgs(v cobra.PositionalArgs) cobra.PositionalArgs {
 			return withHint(err, "Usage: %s", cmd.UseLine())
 		}
 		return nil
-	}
-}
-
-// runner is an options struct of one command.
-type runner interface {
-	Complete(cmd *cobra.Command, args []string) error
-	Validate() error
-	Run(ctx context.Context) error
-}
-
-// runE runs o's Complete, Validate and Run.
-func runE(o runner) func(*cobra.Command, []string) error {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := swappedFile(cmd, args); err != nil {
-			return err
-		}
-		if err := o.Complete(cmd, args); err != nil {
-			return err
-		}
-		if err := o.Validate(); err != nil {
-			return err
-		}
-		return o.Run(cmd.Context())
 	}
 }
 

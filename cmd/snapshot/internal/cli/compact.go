@@ -15,16 +15,12 @@ import (
 
 // compactOptions is `snapshot compact FILE --output OUT`.
 type compactOptions struct {
-	env    *Env
-	common *commonOptions
-
-	File   string
-	Output string
-	Force  bool
+	fileCommand
+	outputFile
 }
 
-func newCompactCommand(env *Env, common *commonOptions) *cobra.Command {
-	o := &compactOptions{env: env, common: common}
+func newCompactCommand(c command) *cobra.Command {
+	o := &compactOptions{fileCommand: c.file()}
 	cmd := &cobra.Command{
 		Use:   "compact FILE --output OUT",
 		Short: "Write a compacted copy of a cache file",
@@ -43,25 +39,14 @@ counts), and only then moved to OUT.`,
 		ValidArgsFunction: completeFiles(1),
 		RunE:              runE(o),
 	}
-	cmd.Flags().StringVar(&o.Output, "output", "", "the file to write (required)")
-	cmd.Flags().BoolVar(&o.Force, "force", false, "replace OUT if it exists")
+	o.outputFile.addFlags(cmd.Flags())
 	return cmd
 }
 
-func (o *compactOptions) Complete(_ *cobra.Command, args []string) error {
-	o.File = args[0]
-	return nil
-}
-
-func (o *compactOptions) Validate() error {
-	if o.Output == "" {
-		return usageErrorf("--output is required: the file to write")
-	}
-	return nil
-}
+func (o *compactOptions) Validate() error { return o.outputFile.validate() }
 
 func (o *compactOptions) Run(ctx context.Context) (err error) {
-	f, err := openSnapshot(ctx, o.env, o.File, o.common.open())
+	f, err := o.open(ctx)
 	if err != nil {
 		return err
 	}

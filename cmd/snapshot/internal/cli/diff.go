@@ -20,8 +20,7 @@ import (
 
 // diffOptions is `snapshot diff FILE1 FILE2 [RESOURCE]`.
 type diffOptions struct {
-	env    *Env
-	common *commonOptions
+	command
 
 	File1, File2 string
 	Resource     string
@@ -30,8 +29,8 @@ type diffOptions struct {
 	ExitCode     bool
 }
 
-func newDiffCommand(env *Env, common *commonOptions) *cobra.Command {
-	o := &diffOptions{env: env, common: common}
+func newDiffCommand(c command) *cobra.Command {
+	o := &diffOptions{command: c}
 	cmd := &cobra.Command{
 		Use:   "diff FILE1 FILE2 [RESOURCE]",
 		Short: "Show the objects added, removed and changed between two cache files",
@@ -52,7 +51,7 @@ the changed ones only.`,
   # In a script: exit code 7 when the files differ
   snapshot diff a.db b.db --exit-code > /dev/null`,
 		Args:              usageArgs(cobra.RangeArgs(2, 3)),
-		ValidArgsFunction: completeDiffArgs(env, common),
+		ValidArgsFunction: completeDiffArgs(c.env, c.common),
 		RunE:              runE(o),
 	}
 	cmd.Flags().BoolVar(&o.Show, "show", false, "show the field changes of each changed object as a unified diff of its YAML")

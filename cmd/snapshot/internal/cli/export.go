@@ -28,10 +28,8 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 
 // exportOptions is `snapshot export FILE RESOURCE`.
 type exportOptions struct {
-	env    *Env
-	common *commonOptions
+	fileCommand
 
-	File     string
 	Resource string
 	Filter   filterOptions
 	Output   string
@@ -39,8 +37,8 @@ type exportOptions struct {
 	NoStatus bool
 }
 
-func newExportCommand(env *Env, common *commonOptions) *cobra.Command {
-	o := &exportOptions{env: env, common: common}
+func newExportCommand(c command) *cobra.Command {
+	o := &exportOptions{fileCommand: c.file()}
 	cmd := &cobra.Command{
 		Use:   "export FILE RESOURCE",
 		Short: "Write the objects of a resource as a List for kubectl apply or test fixtures",
@@ -73,14 +71,14 @@ memory stays flat for any number of objects.`,
   # A test fixture with every field as cached
   snapshot export cache.db pods --raw -o json > testdata/pods.json`,
 		Args:              usageArgs(cobra.ExactArgs(2)),
-		ValidArgsFunction: completeFileResource(env, common),
+		ValidArgsFunction: completeFileResource(c.env, c.common),
 		RunE:              runE(o),
 	}
 	o.Filter.addFlags(cmd, true)
 	cmd.Flags().StringVarP(&o.Output, "output", "o", printers.YAML, outputHelp(exportFormats))
 	cmd.Flags().BoolVar(&o.Raw, "raw", false, "write the objects as cached, without removing server-set fields")
 	cmd.Flags().BoolVar(&o.NoStatus, "no-status", false, "remove status too")
-	registerCompletions(cmd, env, common, exportFormats)
+	registerCompletions(cmd, c.env, c.common, exportFormats)
 	return cmd
 }
 
@@ -99,7 +97,7 @@ func (o *exportOptions) Validate() error {
 
 func (o *exportOptions) Run(ctx context.Context) (err error) {
 	defer streamingGC()()
-	f, err := openSnapshot(ctx, o.env, o.File, o.common.open())
+	f, err := o.open(ctx)
 	if err != nil {
 		return err
 	}

@@ -18,10 +18,8 @@ import (
 // getOptions is `snapshot get FILE TYPE[,TYPE...] NAME...` or
 // `snapshot get FILE TYPE/NAME...`.
 type getOptions struct {
-	env    *Env
-	common *commonOptions
+	fileCommand
 
-	File           string
 	Args           []string
 	Namespace      string
 	Print          printOptions
@@ -30,8 +28,8 @@ type getOptions struct {
 	namespaceGiven bool
 }
 
-func newGetCommand(env *Env, common *commonOptions) *cobra.Command {
-	o := &getOptions{env: env, common: common}
+func newGetCommand(c command) *cobra.Command {
+	o := &getOptions{fileCommand: c.file()}
 	cmd := &cobra.Command{
 		Use:   "get FILE (TYPE[,TYPE...] NAME... | TYPE/NAME...)",
 		Short: "Print objects by name",
@@ -63,13 +61,13 @@ clear.`,
   # A node's addresses
   snapshot get cache.db nodes node-1 -o jsonpath='{.status.addresses[*].address}'`,
 		Args:              usageArgs(cobra.MinimumNArgs(2)),
-		ValidArgsFunction: completeFileResourceName(env, common),
+		ValidArgsFunction: completeFileResourceName(c.env, c.common),
 		RunE:              runE(o),
 	}
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", `namespace of the objects (default: the namespace the resource was recorded for, else "default")`)
 	cmd.Flags().BoolVar(&o.IgnoreNotFound, "ignore-not-found", false, "names that are not found are no error")
 	o.Print.addFlags(cmd, printers.Table)
-	registerCompletions(cmd, env, common, printers.AllFormats)
+	registerCompletions(cmd, c.env, c.common, printers.AllFormats)
 	return cmd
 }
 
@@ -95,7 +93,7 @@ type found struct {
 }
 
 func (o *getOptions) Run(ctx context.Context) (err error) {
-	f, err := openSnapshot(ctx, o.env, o.File, o.common.open())
+	f, err := o.open(ctx)
 	if err != nil {
 		return err
 	}

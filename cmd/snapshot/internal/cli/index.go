@@ -17,10 +17,8 @@ import (
 
 // indexOptions is `snapshot index FILE RESOURCE INDEX [VALUE]`.
 type indexOptions struct {
-	env    *Env
-	common *commonOptions
+	fileCommand
 
-	File     string
 	Resource string
 	Index    string
 	Value    string
@@ -29,8 +27,8 @@ type indexOptions struct {
 	valueGiven bool
 }
 
-func newIndexCommand(env *Env, common *commonOptions) *cobra.Command {
-	o := &indexOptions{env: env, common: common}
+func newIndexCommand(c command) *cobra.Command {
+	o := &indexOptions{fileCommand: c.file()}
 	cmd := &cobra.Command{
 		Use:   "index FILE RESOURCE INDEX [VALUE]",
 		Short: "Show the values of an index and the keys filed under them",
@@ -53,7 +51,7 @@ decoded: a sealed resource needs no --key-file.`,
   # How many pods each node has
   snapshot index cache.db pods nodeName --counts`,
 		Args:              usageArgs(cobra.RangeArgs(3, 4)),
-		ValidArgsFunction: completeIndexArgs(env, common),
+		ValidArgsFunction: completeIndexArgs(c.env, c.common),
 		RunE:              runE(o),
 	}
 	cmd.Flags().BoolVar(&o.Counts, "counts", false, "print each value with its number of keys instead of the keys")
@@ -76,7 +74,7 @@ func (o *indexOptions) Validate() error {
 }
 
 func (o *indexOptions) Run(ctx context.Context) (err error) {
-	f, err := openSnapshot(ctx, o.env, o.File, o.common.open())
+	f, err := o.open(ctx)
 	if err != nil {
 		return err
 	}

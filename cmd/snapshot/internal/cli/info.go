@@ -23,10 +23,8 @@ var infoFormats = []string{"text", "json", "yaml"}
 
 // infoOptions is `snapshot info FILE`.
 type infoOptions struct {
-	env    *Env
-	common *commonOptions
+	fileCommand
 
-	File   string
 	Output string
 }
 
@@ -81,8 +79,8 @@ type indexInfo struct {
 	Values int `json:"values"`
 }
 
-func newInfoCommand(env *Env, common *commonOptions) *cobra.Command {
-	o := &infoOptions{env: env, common: common}
+func newInfoCommand(c command) *cobra.Command {
+	o := &infoOptions{fileCommand: c.file()}
 	cmd := &cobra.Command{
 		Use:   "info FILE",
 		Short: "Describe a cache file and the resources it holds",
@@ -105,19 +103,14 @@ commands when a file holds one resource under several scopes.`,
 		RunE:              runE(o),
 	}
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "text", outputHelp(infoFormats))
-	registerCompletions(cmd, env, common, infoFormats)
+	registerCompletions(cmd, c.env, c.common, infoFormats)
 	return cmd
-}
-
-func (o *infoOptions) Complete(_ *cobra.Command, args []string) error {
-	o.File = args[0]
-	return nil
 }
 
 func (o *infoOptions) Validate() error { return checkOutput(o.Output, infoFormats) }
 
 func (o *infoOptions) Run(ctx context.Context) (err error) {
-	f, err := openSnapshot(ctx, o.env, o.File, o.common.open())
+	f, err := o.open(ctx)
 	if err != nil {
 		return err
 	}

@@ -38,17 +38,15 @@ func outputHelp(allowed []string) string {
 
 // listOptions is `snapshot list FILE TYPE[,TYPE...]`.
 type listOptions struct {
-	env    *Env
-	common *commonOptions
+	fileCommand
 
-	File     string
 	Resource string
 	Filter   filterOptions
 	Print    printOptions
 }
 
-func newListCommand(env *Env, common *commonOptions) *cobra.Command {
-	o := &listOptions{env: env, common: common}
+func newListCommand(c command) *cobra.Command {
+	o := &listOptions{fileCommand: c.file()}
 	cmd := &cobra.Command{
 		Use:   "list FILE TYPE[,TYPE...]",
 		Short: "List the objects of resources, as kubectl get does",
@@ -86,13 +84,13 @@ printed, then the keys that could not be read on standard error, and the exit co
   # Pod names and nodes, oldest first
   snapshot list cache.db pods -A -o custom-columns=NAME:.metadata.name,NODE:.spec.nodeName --sort-by=.metadata.creationTimestamp`,
 		Args:              usageArgs(cobra.ExactArgs(2)),
-		ValidArgsFunction: completeFileResource(env, common),
+		ValidArgsFunction: completeFileResource(c.env, c.common),
 		RunE:              runE(o),
 	}
 	o.Filter.addFlags(cmd, false)
 	o.Print.addFlags(cmd, printers.Table)
 	cmd.Flags().StringVar(&o.Print.SortBy, "sort-by", "", "sort by a field, as a JSONPath expression: --sort-by=.metadata.name")
-	registerCompletions(cmd, env, common, printers.AllFormats)
+	registerCompletions(cmd, c.env, c.common, printers.AllFormats)
 	return cmd
 }
 
@@ -118,7 +116,7 @@ func (o *listOptions) Run(ctx context.Context) (err error) {
 		// Streamed: -o jsonpath and go-template hold the whole List.
 		defer streamingGC()()
 	}
-	f, err := openSnapshot(ctx, o.env, o.File, o.common.open())
+	f, err := o.open(ctx)
 	if err != nil {
 		return err
 	}

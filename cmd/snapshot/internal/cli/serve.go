@@ -27,10 +27,8 @@ import (
 
 // serveOptions is `snapshot serve FILE|URL`.
 type serveOptions struct {
-	env    *Env
-	common *commonOptions
+	fileCommand
 
-	File       string
 	Address    string
 	Kubeconfig string
 	Token      string
@@ -61,8 +59,8 @@ type serveOptions struct {
 // out of the running process.
 const minRefresh = time.Second
 
-func newServeCommand(env *Env, common *commonOptions) *cobra.Command {
-	o := &serveOptions{env: env, common: common, source: backupSource{prefix: "backup-"}}
+func newServeCommand(c command) *cobra.Command {
+	o := &serveOptions{fileCommand: c.file(), source: backupSource{prefix: "backup-"}}
 	cmd := &cobra.Command{
 		Use:   "serve FILE|URL",
 		Short: "Serve a cache file as a read-only Kubernetes API, for kubectl and client-go",

@@ -20,14 +20,11 @@ import (
 
 // verifyOptions is `snapshot verify FILE`.
 type verifyOptions struct {
-	env    *Env
-	common *commonOptions
-
-	File string
+	fileCommand
 }
 
-func newVerifyCommand(env *Env, common *commonOptions) *cobra.Command {
-	o := &verifyOptions{env: env, common: common}
+func newVerifyCommand(c command) *cobra.Command {
+	o := &verifyOptions{fileCommand: c.file()}
 	cmd := &cobra.Command{
 		Use:   "verify FILE",
 		Short: "Check a cache file for corruption and inconsistencies",
@@ -61,11 +58,6 @@ ids it cross-checks), time with the file.`,
 		RunE:              runE(o),
 	}
 	return cmd
-}
-
-func (o *verifyOptions) Complete(_ *cobra.Command, args []string) error {
-	o.File = args[0]
-	return nil
 }
 
 func (o *verifyOptions) Validate() error { return nil }

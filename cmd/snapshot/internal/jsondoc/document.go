@@ -318,77 +318,93 @@ func (d *Doc) hex4() (rune, bool) {
 
 func (d *Doc) object(depth int) (int32, error) {
 	n := d.newNode(kindObject)
-	d.pos++
-	d.skipSpace()
-	if d.pos < len(d.src) && d.src[d.pos] == '}' {
-		d.pos++
-		return n, nil
-	}
-	for {
-		d.skipSpace()
+	return d.container(n, '}', "an object", "object member separator", func() error {
 		if d.pos >= len(d.src) || d.src[d.pos] != '"' {
-			return 0, d.syntaxError("object key")
+			return d.syntaxError("object key")
 		}
 		k, err := d.value(depth + 1)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		d.skipSpace()
 		if d.pos >= len(d.src) || d.src[d.pos] != ':' {
-			return 0, d.syntaxError("object member")
+			return d.syntaxError("object member")
 		}
 		d.pos++
 		d.skipSpace()
 		v, err := d.value(depth + 1)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		d.appendChild(n, k)
 		d.appendChild(n, v)
-		d.skipSpace()
-		if d.pos >= len(d.src) {
-			return 0, d.syntaxError("end of input in an object")
-		}
-		switch d.src[d.pos] {
-		case ',':
-			d.pos++
-		case '}':
-			d.pos++
-			return n, nil
-		default:
-			return 0, d.syntaxError("object member separator")
-		}
-	}
+		return nil
+	})
 }
 
 func (d *Doc) array(depth int) (int32, error) {
 	n := d.newNode(kindArray)
-	d.pos++
-	d.skipSpace()
-	if d.pos < len(d.src) && d.src[d.pos] == ']' {
-		d.pos++
+	return d.container(n, ']', "an array", "array element separator", func() error {
+		v, err := d.value(depth + 1)
+		if err != nil {
+			return err
+		}
+		d.appendChild(n, v)
+		return nil
+	})
+}
+
+// container parses the members of the object or array n (in names which)
+// from its opening bracket to close: member parses one, from its first
+// byte, and adds it to n; sep names the separator expected after one.
+func (d *Doc) container(n int32, close byte, in, sep string, member func() error) (int32, error) {
+	if d.open(close) {
 		return n, nil
 	}
 	for {
 		d.skipSpace()
-		v, err := d.value(depth + 1)
-		if err != nil {
+		if err := member(); err != nil {
 			return 0, err
 		}
-		d.appendChild(n, v)
-		d.skipSpace()
-		if d.pos >= len(d.src) {
-			return 0, d.syntaxError("end of input in an array")
-		}
-		switch d.src[d.pos] {
-		case ',':
-			d.pos++
-		case ']':
-			d.pos++
+		if last, err := d.next(close, in, sep); err != nil {
+			return 0, err
+		} else if last {
 			return n, nil
-		default:
-			return 0, d.syntaxError("array element separator")
 		}
+	}
+}
+
+// open consumes the opening bracket of an object or array and the space
+// after it, and reports whether close follows at once (an empty one,
+// consumed too).
+func (d *Doc) open(close byte) (empty bool) {
+	d.pos++
+	d.skipSpace()
+	if d.pos < len(d.src) && d.src[d.pos] == close {
+		d.pos++
+		return true
+	}
+	return false
+}
+
+// next consumes what follows a member of an object or an element of an
+// array (in names which): a comma, before another one, or close, after the
+// last (last is true). Anything else is a syntax error, sep naming what
+// was expected.
+func (d *Doc) next(close byte, in, sep string) (last bool, err error) {
+	d.skipSpace()
+	if d.pos >= len(d.src) {
+		return false, d.syntaxError("end of input in " + in)
+	}
+	switch d.src[d.pos] {
+	case ',':
+		d.pos++
+		return false, nil
+	case close:
+		d.pos++
+		return true, nil
+	default:
+		return false, d.syntaxError(sep)
 	}
 }
 

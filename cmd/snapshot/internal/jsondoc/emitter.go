@@ -316,11 +316,36 @@ func (e *emitter) writePlainScalar(value []byte, allowBreaks bool) {
 	if !e.whitespace {
 		e.put(' ')
 	}
+	e.writeFolded(value, allowBreaks, false)
+	e.whitespace = false
+	e.indention = false
+	if e.rootContext {
+		e.openEnded = true
+	}
+}
+
+func (e *emitter) writeSingleQuotedScalar(value []byte, allowBreaks bool) {
+	e.writeIndicator("'", true, false, false)
+	e.writeFolded(value, allowBreaks, true)
+	e.writeIndicator("'", false, false, false)
+	e.whitespace = false
+	e.indention = false
+}
+
+// writeFolded writes the text of a plain scalar, or of a single-quoted one
+// (quoted: its single quotes doubled): a line break is written twice when
+// it starts a run of them (YAML folds a single one into a space), and with
+// allowBreaks a lone inner space past bestWidth becomes a line break.
+func (e *emitter) writeFolded(value []byte, allowBreaks, quoted bool) {
 	spaces, breaks := false, false
 	for i := 0; i < len(value); {
-		if run := plainRun(value[i:]); run > 0 {
+		run := 0
+		if !quoted {
 			// Characters that are neither spaces nor line breaks, copied
 			// at once: what the loop below does with each.
+			run = plainRun(value[i:])
+		}
+		if run > 0 {
 			if breaks {
 				e.writeIndent()
 			}
@@ -333,7 +358,7 @@ func (e *emitter) writePlainScalar(value []byte, allowBreaks bool) {
 		}
 		switch {
 		case value[i] == ' ':
-			if allowBreaks && !spaces && e.column > bestWidth && !isSpace(value, i+1) {
+			if allowBreaks && !spaces && e.column > bestWidth && (!quoted || i > 0 && i < len(value)-1) && !isSpace(value, i+1) {
 				e.writeIndent()
 				i++
 			} else {
@@ -351,43 +376,7 @@ func (e *emitter) writePlainScalar(value []byte, allowBreaks bool) {
 			if breaks {
 				e.writeIndent()
 			}
-			e.write(value, &i)
-			e.indention = false
-			spaces, breaks = false, false
-		}
-	}
-	e.whitespace = false
-	e.indention = false
-	if e.rootContext {
-		e.openEnded = true
-	}
-}
-
-func (e *emitter) writeSingleQuotedScalar(value []byte, allowBreaks bool) {
-	e.writeIndicator("'", true, false, false)
-	spaces, breaks := false, false
-	for i := 0; i < len(value); {
-		switch {
-		case value[i] == ' ':
-			if allowBreaks && !spaces && e.column > bestWidth && i > 0 && i < len(value)-1 && !isSpace(value, i+1) {
-				e.writeIndent()
-				i++
-			} else {
-				e.write(value, &i)
-			}
-			spaces = true
-		case isBreak(value, i):
-			if !breaks && value[i] == '\n' {
-				e.putBreak()
-			}
-			e.writeBreak(value, &i)
-			e.indention = true
-			breaks = true
-		default:
-			if breaks {
-				e.writeIndent()
-			}
-			if value[i] == '\'' {
+			if quoted && value[i] == '\'' {
 				e.put('\'')
 			}
 			e.write(value, &i)
@@ -395,9 +384,6 @@ func (e *emitter) writeSingleQuotedScalar(value []byte, allowBreaks bool) {
 			spaces, breaks = false, false
 		}
 	}
-	e.writeIndicator("'", false, false, false)
-	e.whitespace = false
-	e.indention = false
 }
 
 func (e *emitter) writeDoubleQuotedScalar(value []byte, allowBreaks bool) {

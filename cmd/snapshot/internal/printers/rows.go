@@ -134,22 +134,11 @@ func (p *tablePrinter) Row(obj runtime.Object) (Row, error) {
 // first object Row rendered; no rows, no table.
 func (p *tablePrinter) PrintRows(w io.Writer, rows iter.Seq2[Row, error]) error {
 	t := &tableWriter{w: w}
-	headed := false
-	for r, err := range rows {
-		if err != nil {
-			return err
+	return t.addRows(rows, func() {
+		if !p.opts.NoHeaders && p.cols != nil {
+			t.add(p.withNamespace("NAMESPACE", p.decorateHeader(p.cols.header(p.wide))))
 		}
-		if !headed {
-			headed = true
-			if !p.opts.NoHeaders && p.cols != nil {
-				t.add(p.withNamespace("NAMESPACE", p.decorateHeader(p.cols.header(p.wide))))
-			}
-		}
-		if err := t.addFlushing(r.cells()); err != nil {
-			return err
-		}
-	}
-	return t.flush()
+	})
 }
 
 // Print writes the custom columns of objs (see RowPrinter).
@@ -183,15 +172,7 @@ func (p *customColumnsPrinter) PrintRows(w io.Writer, rows iter.Seq2[Row, error]
 		}
 		t.add(h)
 	}
-	for r, err := range rows {
-		if err != nil {
-			return err
-		}
-		if err := t.addFlushing(r.cells()); err != nil {
-			return err
-		}
-	}
-	return t.flush()
+	return t.addRows(rows, nil)
 }
 
 // Print writes kind[.group]/name per object (see RowPrinter).

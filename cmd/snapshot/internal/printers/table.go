@@ -3,6 +3,7 @@ package printers
 import (
 	"fmt"
 	"io"
+	"iter"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -120,13 +121,26 @@ func (t *tableWriter) add(row []string) {
 	t.rows = append(t.rows, oneLine(row))
 }
 
-// addFlushing holds row, and flushes when FlushRows rows are held.
-func (t *tableWriter) addFlushing(row []string) error {
-	t.add(row)
-	if len(t.rows) >= FlushRows {
-		return t.flush()
+// addRows adds rows, flushing every FlushRows rows and at the end; first,
+// if not nil, is called before the first row (to add a header only when
+// there are rows).
+func (t *tableWriter) addRows(rows iter.Seq2[Row, error], first func()) error {
+	for r, err := range rows {
+		if err != nil {
+			return err
+		}
+		if first != nil {
+			first()
+			first = nil
+		}
+		t.add(r.cells())
+		if len(t.rows) >= FlushRows {
+			if err := t.flush(); err != nil {
+				return err
+			}
+		}
 	}
-	return nil
+	return t.flush()
 }
 
 func (t *tableWriter) flush() error {

@@ -99,63 +99,61 @@ func templateInput(objs iter.Seq2[runtime.Object, error], opts *Options) (interf
 	return out, nil
 }
 
-// jsonPathPrinter is -o jsonpath=TEMPLATE: missing keys print nothing, as
-// in kubectl get.
-type jsonPathPrinter struct {
-	raw  string
-	jp   *jsonpath.JSONPath
-	opts Options
+// templateOutput is -o jsonpath=TEMPLATE or -o go-template=TEMPLATE: the
+// template executed on templateInput.
+type templateOutput struct {
+	kind    string // "jsonpath" or "go-template", as errors name it
+	raw     string
+	execute func(w io.Writer, in interface{}) error
+	// buffered executes into a buffer, so that a failing template prints
+	// nothing.
+	buffered bool
+	opts     Options
 }
 
+// newJSONPathPrinter is -o jsonpath=TEMPLATE: missing keys print nothing,
+// as in kubectl get.
 func newJSONPathPrinter(tmpl string, opts Options) (Printer, error) {
 	jp := jsonpath.New("out").AllowMissingKeys(true)
 	if err := jp.Parse(tmpl); err != nil {
-		return nil, fmt.Errorf("%w: jsonpath %q: %w", ErrBadTemplate, tmpl, err)
+		return nil, badTemplate("jsonpath", tmpl, err)
 	}
-	return &jsonPathPrinter{raw: tmpl, jp: jp, opts: opts}, nil
+	return &templateOutput{kind: "jsonpath", raw: tmpl, execute: jp.Execute, opts: opts}, nil
 }
 
-func (p *jsonPathPrinter) Print(w io.Writer, objs iter.Seq2[runtime.Object, error]) error {
-	in, err := templateInput(objs, &p.opts)
-	if err != nil || in == nil {
-		return err
-	}
-	if err := p.jp.Execute(w, in); err != nil {
-		return fmt.Errorf("execute jsonpath %q: %w", p.raw, err)
-	}
-	return nil
-}
-
-// goTemplatePrinter is -o go-template=TEMPLATE, with kubectl's functions
+// newGoTemplatePrinter is -o go-template=TEMPLATE, with kubectl's functions
 // exists and base64decode.
-type goTemplatePrinter struct {
-	raw  string
-	t    *template.Template
-	opts Options
-}
-
 func newGoTemplatePrinter(tmpl string, opts Options) (Printer, error) {
 	t, err := template.New("output").Funcs(template.FuncMap{
 		"exists":       exists,
 		"base64decode": base64decode,
 	}).Parse(tmpl)
 	if err != nil {
-		return nil, fmt.Errorf("%w: go-template %q: %w", ErrBadTemplate, tmpl, err)
+		return nil, badTemplate("go-template", tmpl, err)
 	}
-	return &goTemplatePrinter{raw: tmpl, t: t, opts: opts}, nil
+	return &templateOutput{kind: "go-template", raw: tmpl, execute: t.Execute, buffered: true, opts: opts}, nil
 }
 
-func (p *goTemplatePrinter) Print(w io.Writer, objs iter.Seq2[runtime.Object, error]) error {
+func badTemplate(kind, tmpl string, err error) error {
+	return fmt.Errorf("%w: %s %q: %w", ErrBadTemplate, kind, tmpl, err)
+}
+
+func (p *templateOutput) Print(w io.Writer, objs iter.Seq2[runtime.Object, error]) error {
 	in, err := templateInput(objs, &p.opts)
 	if err != nil || in == nil {
 		return err
 	}
-	// Execute into a buffer: a failing template prints nothing.
+	out := w
 	var b bytes.Buffer
-	if err := p.t.Execute(&b, in); err != nil {
-		return fmt.Errorf("execute go-template %q: %w", p.raw, err)
+	if p.buffered {
+		out = &b
 	}
-	_, err = w.Write(b.Bytes())
+	if err := p.execute(out, in); err != nil {
+		return fmt.Errorf("execute %s %q: %w", p.kind, p.raw, err)
+	}
+	if p.buffered {
+		_, err = w.Write(b.Bytes())
+	}
 	return err
 }
 

@@ -65,37 +65,38 @@ func New(w io.Writer, opts Options) *Bar {
 // Add advances the bar by n and redraws it if Interval has passed since the
 // last redraw. Calls after Finish are ignored.
 func (b *Bar) Add(n int64) {
-	if b == nil {
-		return
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.done {
-		return
-	}
-	b.current += n
-	now := b.opts.Now()
-	if b.drawn && now.Sub(b.lastDraw) < b.opts.Interval {
-		return
-	}
-	b.lastDraw = now
-	b.drawLocked()
+	b.whileLive(func() {
+		b.current += n
+		now := b.opts.Now()
+		if b.drawn && now.Sub(b.lastDraw) < b.opts.Interval {
+			return
+		}
+		b.lastDraw = now
+		b.drawLocked()
+	})
 }
 
 // Finish erases the bar's line. It is idempotent.
 func (b *Bar) Finish() {
+	b.whileLive(func() {
+		b.done = true
+		if b.drawn {
+			// Carriage return, then erase to the end of the line.
+			_, _ = io.WriteString(b.w, "\r\x1b[K")
+		}
+	})
+}
+
+// whileLive calls fn with b.mu held, unless b is nil or finished: the
+// calls such a bar ignores.
+func (b *Bar) whileLive(fn func()) {
 	if b == nil {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.done {
-		return
-	}
-	b.done = true
-	if b.drawn {
-		// Carriage return, then erase to the end of the line.
-		_, _ = io.WriteString(b.w, "\r\x1b[K")
+	if !b.done {
+		fn()
 	}
 }
 
