@@ -153,10 +153,8 @@ type Factory struct {
 	mu        sync.Mutex
 	informers map[reflect.Type]cache.SharedIndexInformer
 	fallback  map[reflect.Type]error // the informers that are client-go's, and why
-	started   map[reflect.Type]bool
-	shutdown  bool
-	// fallbacks runs the fallback informers.
-	fallbacks fallback.Runner
+	// starts records the informers started and runs the fallbacks.
+	starts fallback.Starts[reflect.Type]
 }
 
 var _ clientinformers.SharedInformerFactory = (*Factory)(nil)
@@ -184,7 +182,7 @@ func NewSharedInformerFactoryWithContext(ctx context.Context, wf *factory.Factor
 	f := &Factory{
 		wf: wf, client: client, defaultResync: defaultResync, namespace: metav1.NamespaceAll,
 		customResync: map[reflect.Type]time.Duration{}, logger: klog.FromContext(ctx), ctx: context.WithoutCancel(ctx),
-		informers: map[reflect.Type]cache.SharedIndexInformer{}, fallback: map[reflect.Type]error{}, started: map[reflect.Type]bool{},
+		informers: map[reflect.Type]cache.SharedIndexInformer{}, fallback: map[reflect.Type]error{},
 	}
 	for _, o := range options {
 		o(f)
@@ -305,19 +303,7 @@ func (f *Factory) Start(stopCh <-chan struct{}) {
 func (f *Factory) StartWithContext(ctx context.Context) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.shutdown {
-		return
-	}
-	f.wf.Start(ctx)
-	for t, inf := range f.informers {
-		if f.started[t] {
-			continue
-		}
-		f.started[t] = true
-		if _, ok := f.fallback[t]; ok {
-			f.fallbacks.Run(ctx, inf) // the others run by f.wf
-		}
-	}
+	f.starts.Start(ctx, f.wf.Start, f.informers, func(t reflect.Type) bool { _, ok := f.fallback[t]; return ok })
 }
 
 // Shutdown stops every informer, waits for them, and shuts the
@@ -332,9 +318,9 @@ func (f *Factory) Shutdown() {
 // Close is Shutdown returning the error of closing the file.
 func (f *Factory) Close() error {
 	f.mu.Lock()
-	f.shutdown = true
+	f.starts.Shutdown()
 	f.mu.Unlock()
-	f.fallbacks.Stop()
+	f.starts.Stop()
 	err := f.wf.Shutdown()
 	f.informerName.Release()
 	return err
@@ -353,7 +339,7 @@ func (f *Factory) WaitForCacheSyncWithContext(ctx context.Context) cache.SyncRes
 	f.mu.Lock()
 	infs := map[reflect.Type]cache.SharedIndexInformer{}
 	for t, inf := range f.informers {
-		if f.started[t] {
+		if f.starts.Started(t) {
 			infs[t] = inf
 		}
 	}

@@ -42,10 +42,8 @@ type Factory struct {
 	mu        sync.Mutex
 	informers map[schema.GroupVersionResource]clientinformers.GenericInformer
 	fallback  map[schema.GroupVersionResource]error
-	started   map[schema.GroupVersionResource]bool
-	shutdown  bool
-	// fallbacks runs the fallback informers.
-	fallbacks fallback.Runner
+	// starts records the informers started and runs the fallbacks.
+	starts fallback.Starts[schema.GroupVersionResource]
 }
 
 var _ clientdynamicinformer.DynamicSharedInformerFactory = (*Factory)(nil)
@@ -87,7 +85,6 @@ func NewFilteredDynamicSharedInformerFactoryWithContext(ctx context.Context, wf 
 		logger: klog.FromContext(ctx), ctx: context.WithoutCancel(ctx),
 		informers: map[schema.GroupVersionResource]clientinformers.GenericInformer{},
 		fallback:  map[schema.GroupVersionResource]error{},
-		started:   map[schema.GroupVersionResource]bool{},
 	}
 }
 
@@ -154,19 +151,11 @@ func (f *Factory) Start(stopCh <-chan struct{}) {
 func (f *Factory) StartWithContext(ctx context.Context) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.shutdown {
-		return
-	}
-	f.wf.Start(ctx)
+	infs := make(map[schema.GroupVersionResource]cache.SharedIndexInformer, len(f.informers))
 	for gvr, inf := range f.informers {
-		if f.started[gvr] {
-			continue
-		}
-		f.started[gvr] = true
-		if _, ok := f.fallback[gvr]; ok {
-			f.fallbacks.Run(ctx, inf.Informer()) // the others run by f.wf
-		}
+		infs[gvr] = inf.Informer()
 	}
+	f.starts.Start(ctx, f.wf.Start, infs, func(gvr schema.GroupVersionResource) bool { _, ok := f.fallback[gvr]; return ok })
 }
 
 // WaitForCacheSync waits until every started informer has synced or
@@ -176,7 +165,7 @@ func (f *Factory) WaitForCacheSync(stopCh <-chan struct{}) map[schema.GroupVersi
 	f.mu.Lock()
 	infs := map[schema.GroupVersionResource]cache.SharedIndexInformer{}
 	for gvr, inf := range f.informers {
-		if f.started[gvr] {
+		if f.starts.Started(gvr) {
 			infs[gvr] = inf.Informer()
 		}
 	}
@@ -200,8 +189,8 @@ func (f *Factory) Shutdown() {
 // Close is Shutdown returning the error of closing the file.
 func (f *Factory) Close() error {
 	f.mu.Lock()
-	f.shutdown = true
+	f.starts.Shutdown()
 	f.mu.Unlock()
-	f.fallbacks.Stop()
+	f.starts.Stop()
 	return f.wf.Shutdown()
 }

@@ -40,3 +40,42 @@ func (r *Runner) Stop() {
 	}
 	r.wg.Wait()
 }
+
+// Starts is a factory's record of which of its informers, by key K (a Go
+// type, a resource), were started, with the Runner of those that are
+// fallbacks; the factory.Factory runs the others. The factory's lock
+// guards it, except Stop.
+type Starts[K comparable] struct {
+	Runner
+	started  map[K]bool
+	shutdown bool
+}
+
+// Start calls startAll (the factory.Factory's Start) and marks every
+// informer of infs not started yet as started, running on ctx those that
+// isFallback says are client-go's. After Shutdown it does nothing.
+func (s *Starts[K]) Start(ctx context.Context, startAll func(context.Context), infs map[K]cache.SharedIndexInformer, isFallback func(K) bool) {
+	if s.shutdown {
+		return
+	}
+	startAll(ctx)
+	if s.started == nil {
+		s.started = map[K]bool{}
+	}
+	for k, inf := range infs {
+		if s.started[k] {
+			continue
+		}
+		s.started[k] = true
+		if isFallback(k) {
+			s.Run(ctx, inf)
+		}
+	}
+}
+
+// Started reports whether the informer of k was started.
+func (s *Starts[K]) Started(k K) bool { return s.started[k] }
+
+// Shutdown makes Start do nothing from now on; the caller then calls
+// Stop, without its lock.
+func (s *Starts[K]) Shutdown() { s.shutdown = true }

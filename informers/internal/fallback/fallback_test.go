@@ -45,3 +45,29 @@ func TestStopStopsEveryInformer(t *testing.T) {
 	}
 	r.Stop() // a second Stop has nothing to stop
 }
+
+// TestStartsEachOnce starts two informers, one a fallback, twice: the
+// factory.Factory's start runs each time, the fallback runs once, both are
+// recorded started; after Shutdown a Start does nothing.
+func TestStartsEachOnce(t *testing.T) {
+	var s Starts[string]
+	fb := cache.NewSharedIndexInformer(emptyLW(), &corev1.Pod{}, 0, cache.Indexers{})
+	infs := map[string]cache.SharedIndexInformer{"fallback": fb, "warm": nil}
+	startAll := 0
+	isFallback := func(k string) bool { return k == "fallback" }
+	for range 2 {
+		s.Start(context.Background(), func(context.Context) { startAll++ }, infs, isFallback)
+	}
+	if startAll != 2 || !s.Started("fallback") || !s.Started("warm") || s.Started("other") {
+		t.Fatalf("startAll called %d times, started fallback %v warm %v other %v", startAll, s.Started("fallback"), s.Started("warm"), s.Started("other"))
+	}
+	s.Shutdown()
+	s.Start(context.Background(), func(context.Context) { startAll++ }, map[string]cache.SharedIndexInformer{"late": fb}, isFallback)
+	if startAll != 2 || s.Started("late") {
+		t.Fatal("Start after Shutdown started something")
+	}
+	s.Stop()
+	if !fb.IsStopped() {
+		t.Fatal("the fallback informer still runs after Stop")
+	}
+}
