@@ -188,9 +188,6 @@ func (f *Factory) Shutdown() {
 
 // Close is Shutdown returning the error of closing the file.
 func (f *Factory) Close() error {
-	f.mu.Lock()
-	f.starts.Shutdown()
-	f.mu.Unlock()
-	f.starts.Stop()
+	f.starts.Close(&f.mu)
 	return f.wf.Shutdown()
 }

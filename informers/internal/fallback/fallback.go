@@ -44,7 +44,7 @@ func (r *Runner) Stop() {
 // Starts is a factory's record of which of its informers, by key K (a Go
 // type, a resource), were started, with the Runner of those that are
 // fallbacks; the factory.Factory runs the others. The factory's lock
-// guards it, except Stop.
+// guards it, except Close and Stop.
 type Starts[K comparable] struct {
 	Runner
 	started  map[K]bool
@@ -76,6 +76,11 @@ func (s *Starts[K]) Start(ctx context.Context, startAll func(context.Context), i
 // Started reports whether the informer of k was started.
 func (s *Starts[K]) Started(k K) bool { return s.started[k] }
 
-// Shutdown makes Start do nothing from now on; the caller then calls
-// Stop, without its lock.
-func (s *Starts[K]) Shutdown() { s.shutdown = true }
+// Close makes Start do nothing from now on (under lock, the factory's),
+// then stops the fallbacks and waits for them, without lock.
+func (s *Starts[K]) Close(lock sync.Locker) {
+	lock.Lock()
+	s.shutdown = true
+	lock.Unlock()
+	s.Stop()
+}

@@ -2,6 +2,7 @@ package fallback
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -48,7 +49,8 @@ func TestStopStopsEveryInformer(t *testing.T) {
 
 // TestStartsEachOnce starts two informers, one a fallback, twice: the
 // factory.Factory's start runs each time, the fallback runs once, both are
-// recorded started; after Shutdown a Start does nothing.
+// recorded started; Close stops the fallback, and a Start after it does
+// nothing.
 func TestStartsEachOnce(t *testing.T) {
 	var s Starts[string]
 	fb := cache.NewSharedIndexInformer(emptyLW(), &corev1.Pod{}, 0, cache.Indexers{})
@@ -61,13 +63,13 @@ func TestStartsEachOnce(t *testing.T) {
 	if startAll != 2 || !s.Started("fallback") || !s.Started("warm") || s.Started("other") {
 		t.Fatalf("startAll called %d times, started fallback %v warm %v other %v", startAll, s.Started("fallback"), s.Started("warm"), s.Started("other"))
 	}
-	s.Shutdown()
+	var mu sync.Mutex
+	s.Close(&mu)
 	s.Start(context.Background(), func(context.Context) { startAll++ }, map[string]cache.SharedIndexInformer{"late": fb}, isFallback)
 	if startAll != 2 || s.Started("late") {
 		t.Fatal("Start after Shutdown started something")
 	}
-	s.Stop()
 	if !fb.IsStopped() {
-		t.Fatal("the fallback informer still runs after Stop")
+		t.Fatal("the fallback informer still runs after Close")
 	}
 }
