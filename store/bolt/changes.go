@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/decode"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
@@ -32,7 +33,7 @@ func (r *replaceTx) Changes(ctx context.Context, fn store.ChangeFunc) error {
 
 // ChangesShared implements store.SharedChanges: Changes, with the Old of
 // each key in both generations decoded sharing with its New what the two
-// encode alike, when the store's codec can (Store.sharingWithStored).
+// encode alike, when the store's codec can (decode.SharingWithStored).
 func (r *replaceTx) ChangesShared(ctx context.Context, fn store.ChangeFunc) error {
 	return r.changes(ctx, true, fn)
 }
@@ -250,7 +251,7 @@ func (w *changeWalk) read() ([]store.Change, *keyError) {
 			if f.old >= 0 && f.lenv != nil && w.olds[f.old].env != nil {
 				// Here, in the transaction's goroutine, a fault
 				// reading lenv is recovered by the transaction (view).
-				w.olds[f.old].share = w.s.sharingWithStored(w.news[f.new].obj, f.lenv)
+				w.olds[f.old].share = decode.SharingWithStored(w.s.codec, w.news[f.new].obj, f.lenv)
 			}
 		}
 	}

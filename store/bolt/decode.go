@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
+	"github.com/warmcache/warmcache/store/bolt/internal/decode"
 	"github.com/warmcache/warmcache/store/bolt/internal/fileerr"
 	"github.com/warmcache/warmcache/store/bolt/internal/hot"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
@@ -33,8 +34,8 @@ type selected struct {
 	env []byte
 	obj interface{}
 	// share, if set, decodes env sharing with the object about to
-	// replace this one what the two encode alike (decodeItemShared).
-	share sharedDecode
+	// replace this one what the two encode alike (decode.Item).
+	share decode.Shared
 	// fill: once decoded, the object is offered to the hot tier
 	// (fillHot), with env's sum and length.
 	fill   bool
@@ -126,7 +127,7 @@ func (s *Store) decodeEntry(c *selected) error {
 		return nil
 	}
 	obj, err := s.decodeRecovered(c.k, c.env, c.share)
-	c.obj, c.env, c.share = obj, nil, sharedDecode{}
+	c.obj, c.env, c.share = obj, nil, decode.Shared{}
 	if err == nil && (!c.fill || c.key != "") {
 		c.k = nil
 	}
@@ -144,10 +145,10 @@ func firstBad(chunk []selected, errs []error) *keyError {
 	return nil
 }
 
-// decodeRecovered is decodeItemShared with a panic turned into an error
+// decodeRecovered is decode.Item with a panic turned into an error
 // wrapping ErrCorrupt: bad data cannot crash the process from a decoding
 // goroutine.
-func (s *Store) decodeRecovered(k, env []byte, sh sharedDecode) (obj interface{}, err error) {
+func (s *Store) decodeRecovered(k, env []byte, sh decode.Shared) (obj interface{}, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			obj, err = nil, fmt.Errorf("%w: item %q: codec %s panicked: %v", ErrCorrupt, k, s.codec.Name(), r)
@@ -157,7 +158,7 @@ func (s *Store) decodeRecovered(k, env []byte, sh sharedDecode) (obj interface{}
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	return s.decodeItemShared(string(k), env, sh)
+	return decode.Item(s.codec, s.name, string(k), env, sh)
 }
 
 // bulkDecoder is the decode of the reads that return a slice from one
@@ -228,6 +229,12 @@ func (b *bulkDecoder) flush() {
 		b.out = append(b.out, chunk[i].obj)
 	}
 	b.dec = chunkDecoder{s: b.s}
+}
+
+// decodeItem decodes an item's envelope and payload (decode.Item). v may
+// alias a bbolt page; the result does not.
+func (s *Store) decodeItem(key string, v []byte) (interface{}, error) {
+	return decode.Item(s.codec, s.name, key, v, decode.Shared{})
 }
 
 // readItem returns the object of item k with envelope v, from the hot
