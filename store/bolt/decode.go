@@ -134,6 +134,23 @@ func (s *Store) decodeEntry(c *selected) error {
 	return err
 }
 
+// chunkDecoder collects a chunk of a read and decodes it on every core
+// while it is collected (parallel.Chunk); newChunkDecoder makes one.
+type chunkDecoder = parallel.Chunk[selected, entryDecoder]
+
+// newChunkDecoder returns the decoder of a chunk of at most scanChunk
+// entries, on workers goroutines besides the reader's (0: GOMAXPROCS).
+func newChunkDecoder(s *Store, workers int) chunkDecoder {
+	return chunkDecoder{Decoder: entryDecoder{s}, Size: scanChunk, Workers: workers}
+}
+
+// entryDecoder decodes the entries of a chunkDecoder: an entry the hot
+// tier gave has nothing to decode.
+type entryDecoder struct{ s *Store }
+
+func (d entryDecoder) Decode(e *selected) error { return d.s.decodeEntry(e) }
+func (d entryDecoder) Pending(e *selected) bool { return e.env != nil }
+
 // firstBad returns the first object of chunk, in key order, whose decode
 // failed (errs as decodeSelected returned them, not nil).
 func firstBad(chunk []selected, errs []error) *keyError {
@@ -179,21 +196,21 @@ type bulkDecoder struct {
 }
 
 func newBulkDecoder(s *Store, capacity int) *bulkDecoder {
-	return &bulkDecoder{s: s, dec: chunkDecoder{s: s}, out: make([]interface{}, 0, capacity)}
+	return &bulkDecoder{s: s, dec: newChunkDecoder(s, 0), out: make([]interface{}, 0, capacity)}
 }
 
-// stop ends the decoding of the current chunk (chunkDecoder.stop).
-func (b *bulkDecoder) stop() { b.dec.stop() }
+// stop ends the decoding of the current chunk (parallel.Chunk.Stop).
+func (b *bulkDecoder) stop() { b.dec.Stop() }
 
 // add queues the object of item k with envelope env, both aliasing the
 // read transaction, which must stay open until flush.
 func (b *bulkDecoder) add(k, env []byte) {
 	if b.fill {
-		b.dec.add(b.s.selectedToFill("", k, env, b.st))
+		b.dec.Add(b.s.selectedToFill("", k, env, b.st))
 	} else {
-		b.dec.add(b.s.selectedOf("", k, env))
+		b.dec.Add(b.s.selectedOf("", k, env))
 	}
-	if b.dec.len() == scanChunk {
+	if b.dec.Len() == scanChunk {
 		b.flush()
 	}
 }
@@ -214,10 +231,10 @@ func (b *bulkDecoder) addEntry(g interface {
 
 // flush decodes the queued chunk and appends its objects to out.
 func (b *bulkDecoder) flush() {
-	if b.dec.len() == 0 {
+	if b.dec.Len() == 0 {
 		return
 	}
-	chunk, errs := b.dec.finish()
+	chunk, errs := b.dec.Finish()
 	if b.fill {
 		b.s.fillHot(chunk, errs, b.st)
 	}
@@ -228,7 +245,7 @@ func (b *bulkDecoder) flush() {
 		}
 		b.out = append(b.out, chunk[i].obj)
 	}
-	b.dec = chunkDecoder{s: b.s}
+	b.dec = newChunkDecoder(b.s, 0)
 }
 
 // decodeItem decodes an item's envelope and payload (decode.Item). v may

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
-	"github.com/warmcache/warmcache/store/bolt/internal/parallel"
 )
 
 // chunkEntries returns n chunk entries as selectedOf makes them: every
@@ -33,97 +32,45 @@ func chunkEntries(t *testing.T, n, bad int) []selected {
 	return out
 }
 
-// TestChunkDecoder checks that a chunk decoded while it is collected gives
-// what decodeSelected gives once it is collected: every object in the
-// order added, the keys' bytes dropped, the error of the entry that does
-// not decode at its index, for chunks below the size that starts the
-// workers, at it and full, on one worker and on several.
+// TestChunkDecoder checks the store's chunk decoder (parallel.Chunk, whose
+// own tests check the overlap) on a full chunk, on one worker and on
+// several: every pod decoded in the order added, the stored bytes dropped,
+// and the entry that does not decode failing with ErrCorrupt and keeping
+// its key for the report.
 func TestChunkDecoder(t *testing.T) {
 	s := openPods(t, openDB(t, tempPath(t), Options{Sync: UnsafeNoSync}), nil)
-	for _, workers := range []int{1, 2, 4} {
-		for _, n := range []int{1, parallel.Min - 1, parallel.Min, parallel.Min + 1, scanChunk} {
-			for _, bad := range badPositions(n) {
-				t.Run(fmt.Sprintf("workers=%d/n=%d/bad=%d", workers, n, bad), func(t *testing.T) {
-					d := chunkDecoder{s: s, workers: workers}
-					for _, e := range chunkEntries(t, n, bad) {
-						d.add(e)
-					}
-					if d.len() != n {
-						t.Fatalf("len = %d, want %d", d.len(), n)
-					}
-					chunk, errs := d.finish()
-					d.stop() // a second stop does nothing
-					want := chunkEntries(t, n, bad)
-					wantErrs := s.decodeSelected(want, 1)
-					if len(chunk) != n {
-						t.Fatalf("finish returned %d entries, want %d", len(chunk), n)
-					}
-					for i := range chunk {
-						name := fmt.Sprintf("p%04d", i)
-						if (errs != nil && errs[i] != nil) != (wantErrs != nil && wantErrs[i] != nil) {
-							t.Fatalf("entry %d: error %v, decodeSelected's %v", i, errs, wantErrs)
-						}
-						if i == bad {
-							if !errors.Is(errs[i], ErrCorrupt) {
-								t.Errorf("entry %d: error %v, want ErrCorrupt", i, errs[i])
-							}
-							if string(chunk[i].k) != "ns/"+name {
-								t.Errorf("failed entry %d keeps key %q, want its key for the report", i, chunk[i].k)
-							}
-							continue
-						}
-						if p, ok := chunk[i].obj.(*corev1.Pod); !ok || p.Name != name {
-							t.Errorf("entry %d: object %v, want pod %s", i, chunk[i].obj, name)
-						}
-						if chunk[i].k != nil || chunk[i].env != nil {
-							t.Errorf("entry %d keeps the stored bytes (k %q, env %d bytes)", i, chunk[i].k, len(chunk[i].env))
-						}
-					}
-					if bad < 0 && errs != nil {
-						t.Errorf("errors %v for a chunk that decodes", errs)
-					}
-				})
+	const bad = scanChunk / 2
+	for _, workers := range []int{1, 4} {
+		t.Run(fmt.Sprintf("workers=%d", workers), func(t *testing.T) {
+			d := newChunkDecoder(s, workers)
+			for _, e := range chunkEntries(t, scanChunk, bad) {
+				d.Add(e)
 			}
-		}
+			chunk, errs := d.Finish()
+			if len(chunk) != scanChunk {
+				t.Fatalf("Finish returned %d entries, want %d", len(chunk), scanChunk)
+			}
+			for i := range chunk {
+				name := fmt.Sprintf("p%04d", i)
+				if i == bad {
+					if errs == nil || !errors.Is(errs[i], ErrCorrupt) {
+						t.Errorf("entry %d: errors %v, want ErrCorrupt at %d", i, errs, i)
+					}
+					if string(chunk[i].k) != "ns/"+name {
+						t.Errorf("failed entry %d keeps key %q, want its key for the report", i, chunk[i].k)
+					}
+					continue
+				}
+				if errs != nil && errs[i] != nil {
+					t.Errorf("entry %d: error %v", i, errs[i])
+				}
+				if p, ok := chunk[i].obj.(*corev1.Pod); !ok || p.Name != name {
+					t.Errorf("entry %d: object %v, want pod %s", i, chunk[i].obj, name)
+				}
+				if chunk[i].k != nil || chunk[i].env != nil {
+					t.Errorf("entry %d keeps the stored bytes (k %q, env %d bytes)", i, chunk[i].k, len(chunk[i].env))
+				}
+			}
+		})
 	}
-}
-
-// badPositions returns -1 (none) and the decoded entries of a chunk of n
-// (chunkEntries) at its start, middle and end, the places a failed decode
-// can be put.
-func badPositions(n int) []int {
-	out := []int{-1}
-	for _, b := range []int{1, n / 2, n - 1} {
-		if b%3 == 0 {
-			b-- // the tier's objects never fail
-		}
-		if b > 0 && b < n && b != out[len(out)-1] {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
-// TestChunkDecoderStop checks that stop, on a path that does not finish
-// (a read that fails midway), returns only once the workers are done with
-// the entries handed to them (wg.Wait: a worker's goroutine may still be
-// exiting, but decodes nothing more): none may decode after the
-// transaction ends.
-func TestChunkDecoderStop(t *testing.T) {
-	s := openPods(t, openDB(t, tempPath(t), Options{Sync: UnsafeNoSync}), nil)
-	d := chunkDecoder{s: s, workers: 4}
-	entries := chunkEntries(t, scanChunk-1, -1)
-	for _, e := range entries {
-		d.add(e)
-	}
-	d.stop()
-	for i := range d.chunk {
-		if d.chunk[i].env != nil || d.chunk[i].obj == nil {
-			t.Fatalf("entry %d not decoded when stop returned", i)
-		}
-	}
-	if d.jobs == nil || !d.stopped {
-		t.Fatal("the workers never ran: the test does not test stop")
-	}
-	d.stop() // a second stop does nothing
 }

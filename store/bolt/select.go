@@ -206,8 +206,8 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 	done = true
 	st := s.stamp()
 	err = s.readLive(op, func(g *layout.Generation) error {
-		d := chunkDecoder{s: s, workers: w.workers}
-		defer d.stop() // no decode may outlive the transaction
+		d := newChunkDecoder(s, w.workers)
+		defer d.Stop() // no decode may outlive the transaction
 		c, k, v, err := w.start(g)
 		if err != nil {
 			return err
@@ -224,7 +224,7 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 			if key == nil {
 				break
 			}
-			if examined == selectExamine || d.len() == scanChunk {
+			if examined == selectExamine || d.Len() == scanChunk {
 				done = false
 				break
 			}
@@ -246,10 +246,10 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 				bad = &keyError{string(key), err}
 				return nil
 			}
-			d.add(s.selectedToFill(string(key), key, env, st))
+			d.Add(s.selectedToFill(string(key), key, env, st))
 		}
 		var errs []error
-		chunk, errs = d.finish()
+		chunk, errs = d.Finish()
 		s.fillHot(chunk, errs, st)
 		if errs != nil {
 			bad = firstBad(chunk, errs)
