@@ -269,8 +269,8 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 
 // start positions a cursor of w's source after w's position (at the start
 // of the source if the walk has not started).
-func (w *selectWalk) start(g *layout.Generation) (cursor, []byte, []byte, error) {
-	var c cursor
+func (w *selectWalk) start(g *layout.Generation) (layout.Cursor, []byte, []byte, error) {
+	var c layout.Cursor
 	if w.src.index == "" {
 		c = g.Items.Cursor()
 	} else {
@@ -337,29 +337,6 @@ func (s *Store) ScanIndex(ctx context.Context, indexName, indexedValue string, f
 		return err
 	}
 	return s.walk(ctx, "scan index", store.Selection{Index: indexName, Value: indexedValue}, fn)
-}
-
-// cursor is what seekAfter and scan need of a cursor: a *bbolt.Cursor over
-// an index bucket or a layout.ItemCursor over an items bucket.
-type cursor interface {
-	First() ([]byte, []byte)
-	Next() ([]byte, []byte)
-	Seek(seek []byte) ([]byte, []byte)
-}
-
-// seekAfter positions c on the first key greater than after (the first key
-// if after is nil). The empty object key, which a nil after cannot name,
-// is always the first key: a chunked loop has moved past it before its
-// after is set from a later key, since every chunk holds more than one.
-func seekAfter(c cursor, after []byte) ([]byte, []byte) {
-	if after == nil {
-		return c.First()
-	}
-	k, v := c.Seek(after)
-	if k != nil && bytes.Equal(k, after) {
-		k, v = c.Next()
-	}
-	return k, v
 }
 
 type keyObject struct {
