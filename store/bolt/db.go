@@ -79,7 +79,7 @@ type DB struct {
 	// fcm its metrics. corrupt is the first corruption found in the
 	// open file, nil while none was; bg runs what reportCorrupt starts
 	// (added to under mu while not closed, waited for by Close).
-	check   *fileCheck
+	check   *filecheck.Background
 	fcm     FileMetrics
 	corrupt atomic.Pointer[error]
 	bg      sync.WaitGroup
@@ -414,7 +414,7 @@ func (db *DB) view(op string, fn func(*bbolt.Tx) error) (err error) {
 			db.reportCorrupt(err)
 		}
 	}()
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see fileCheck
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see startFileCheck
 	return classify(db.bolt.View(fn))
 }
 
@@ -449,7 +449,7 @@ func (db *DB) updateKeepHot(op string, fn func(*bbolt.Tx) error) (err error) {
 			db.reportCorrupt(err)
 		}
 	}()
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see fileCheck
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see startFileCheck
 	defer db.freelistStale.Store(true)                       // whether or not it committed
 	return classify(runUpdate(db.bolt, fn))
 }

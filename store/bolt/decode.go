@@ -169,7 +169,7 @@ func (s *Store) decodeRecovered(k, env []byte, sh decode.Shared) (obj interface{
 	defer func() {
 		if r := recover(); r != nil {
 			obj, err = nil, fmt.Errorf("%w: item %q: codec %s panicked: %v", ErrCorrupt, k, s.codec.Name(), r)
-			if fileerr.IsFault(r) { // the mapping, not the codec: see fileCheck
+			if fileerr.IsFault(r) { // the mapping, not the codec: see startFileCheck
 				s.db.reportCorrupt(err)
 			}
 		}
