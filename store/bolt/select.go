@@ -227,11 +227,11 @@ func (w *selectWalk) start(g *layout.Generation) (layout.Cursor, []byte, []byte,
 	if w.src.Index == "" {
 		c = g.Items.Cursor()
 	} else {
-		x, err := openIndex(g, w.src.Index)
+		x, err := g.OpenIndex(w.src.Index)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		c, w.sums = x.b.Cursor(), x.sums
+		c, w.sums = x.B.Cursor(), x.Sums
 	}
 	if !w.started {
 		if len(w.src.Prefix) == 0 {
@@ -262,7 +262,7 @@ func (w *selectWalk) item(g *layout.Generation, k, v []byte) ([]byte, []byte, er
 	key := k[len(w.src.Prefix):]
 	if err := w.sums.Verify(k, v); err != nil {
 		value, _, _ := layout.SplitIndexKey(k, v)
-		return key, nil, indexEntryError(w.src.Index, value, string(key), err)
+		return key, nil, layout.IndexEntryError(w.src.Index, value, string(key), err)
 	}
 	entry := g.Items.Get(key)
 	if entry == nil {
