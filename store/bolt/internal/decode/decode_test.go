@@ -5,23 +5,19 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 	"github.com/warmcache/warmcache/store/codec"
 )
-
-func pod(name, rv string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
-}
 
 // TestItem checks that an item decodes to the object encoded, and that a
 // malformed envelope or payload is an error wrapping store.ErrCorrupt
 // naming the key.
 func TestItem(t *testing.T) {
 	c := codec.Protobuf(nil)
-	payload, err := c.Encode(nil, pod("a", "7"))
+	payload, err := c.Encode(nil, testkit.Pod("a", "7"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +46,7 @@ func TestItem(t *testing.T) {
 // a nil object gives the zero Shared, which decodes without sharing.
 func TestSharingWithStored(t *testing.T) {
 	c := codec.Protobuf(nil)
-	likePayload, err := c.Encode(nil, pod("a", "8"))
+	likePayload, err := c.Encode(nil, testkit.Pod("a", "8"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +59,7 @@ func TestSharingWithStored(t *testing.T) {
 	if sh.codec == nil {
 		t.Fatal("no sharing with a stored pod of a protobuf codec")
 	}
-	oldPayload, err := c.Encode(nil, pod("a", "7"))
+	oldPayload, err := c.Encode(nil, testkit.Pod("a", "7"))
 	if err != nil {
 		t.Fatal(err)
 	}
