@@ -50,22 +50,21 @@ type Chunk[E any, D Decoder[E]] struct {
 func (d *Chunk[E, D]) Len() int { return len(d.chunk) }
 
 // Add appends e, at most Size entries in all, and hands it to the workers
-// if they run.
+// if they run. The entry is decoded in its place in the chunk: taking the
+// address of e would move every entry to the heap.
 func (d *Chunk[E, D]) Add(e E) {
-	if d.jobs == nil {
-		d.chunk = append(d.chunk, e)
+	d.chunk = append(d.chunk, e)
+	i := len(d.chunk) - 1
+	switch {
+	case d.jobs == nil:
 		if len(d.chunk) == Min {
 			d.start()
 		}
-		return
+	case !d.Decoder.Pending(&d.chunk[i]):
+		_ = d.Decoder.Decode(&d.chunk[i]) // nothing to decode; no worker has it
+	default:
+		d.jobs <- i
 	}
-	if !d.Decoder.Pending(&e) {
-		_ = d.Decoder.Decode(&e) // nothing to decode
-		d.chunk = append(d.chunk, e)
-		return
-	}
-	d.chunk = append(d.chunk, e)
-	d.jobs <- len(d.chunk) - 1
 }
 
 // start moves the chunk to an array of its final capacity and starts the
