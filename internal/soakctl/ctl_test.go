@@ -9,31 +9,26 @@ import (
 
 	"github.com/go-logr/logr"
 	"go.uber.org/goleak"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/internal/eventlog"
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func pod(name, rv string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
-}
 
 // TestHandler: every event is one JSON line naming the resource, the key,
 // the resourceVersions and the flags.
 func TestHandler(t *testing.T) {
 	var buf bytes.Buffer
 	h := handler{resource: "pods", log: eventlog.New[Event](logr.Discard(), &buf)}
-	h.OnAdd(pod("a", "1"), true)
-	h.OnAdd(pod("b", "2"), false)
-	h.OnUpdate(pod("a", "1"), pod("a", "3"))
-	h.OnDelete(pod("b", "2"))
-	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: pod("c", "4")})
+	h.OnAdd(testkit.Pod("a", "1"), true)
+	h.OnAdd(testkit.Pod("b", "2"), false)
+	h.OnUpdate(testkit.Pod("a", "1"), testkit.Pod("a", "3"))
+	h.OnDelete(testkit.Pod("b", "2"))
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: testkit.Pod("c", "4")})
 	w := &unstructured.Unstructured{}
 	w.SetNamespace("ns")
 	w.SetName("w")

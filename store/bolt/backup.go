@@ -2,14 +2,13 @@ package bolt
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
-	"strconv"
 
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/warmcache/warmcache/store/bolt/internal/backup"
 )
 
 // Backup writes a consistent copy of the file, as of its start, to w and
@@ -23,26 +22,13 @@ func (db *DB) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	var n int64
 	err := db.view("backup", func(tx *bbolt.Tx) error {
 		var err error
-		n, err = tx.WriteTo(ctxWriter{ctx: ctx, w: w})
+		n, err = backup.WriteTo(ctx, tx, w)
 		return err
 	})
 	if err != nil {
 		return n, fmt.Errorf("bolt: backup %s: %w", db.path, err)
 	}
 	return n, nil
-}
-
-// ctxWriter fails writes once ctx is done.
-type ctxWriter struct {
-	ctx context.Context
-	w   io.Writer
-}
-
-func (c ctxWriter) Write(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.w.Write(p)
 }
 
 // Authorizer decides whether an HTTP request may download the file from
@@ -75,9 +61,6 @@ type BackupHandlerOptions struct {
 	UnsafeNoAuthorization bool
 }
 
-// bearerRealm is the realm of the handler's WWW-Authenticate challenge.
-const bearerRealm = "warmcache backup"
-
 // BackupHandler returns an http.Handler that streams Backup for GET (and
 // the headers for HEAD) to the requests opts.Authorizer allows: 401 with a
 // Bearer challenge for one it does not authenticate, 403 for one it
@@ -95,81 +78,13 @@ func (db *DB) BackupHandler(opts BackupHandlerOptions) (http.Handler, error) {
 	case opts.UnsafeNoAuthorization:
 		db.logger.Info("WARNING: the backup handler serves the cache file, every cached object included, to any request that reaches it (BackupHandlerOptions.UnsafeNoAuthorization)")
 	}
-	return &backupHandler{db: db, auth: opts.Authorizer}, nil
-}
-
-// backupHandler is DB.BackupHandler's handler; auth is nil with
-// UnsafeNoAuthorization.
-type backupHandler struct {
-	db   *DB
-	auth Authorizer
-}
-
-func (h *backupHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	db := h.db
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		rw.Header().Set("Allow", "GET, HEAD")
-		http.Error(rw, "method not allowed", http.StatusMethodNotAllowed)
-		return
+	h := &backup.Handler{
+		Path:   db.path,
+		View:   func(fn func(*bbolt.Tx) error) error { return db.view("backup", fn) },
+		Logger: db.logger,
 	}
-	caller, ok := h.authorize(rw, r)
-	if !ok {
-		return
+	if opts.Authorizer != nil {
+		h.Authorize = opts.Authorizer.Authorize
 	}
-	started := false
-	var n int64
-	err := db.view("backup", func(tx *bbolt.Tx) error {
-		hdr := rw.Header()
-		hdr.Set("Content-Type", "application/octet-stream")
-		hdr.Set("Content-Length", strconv.FormatInt(tx.Size(), 10))
-		hdr.Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", filepath.Base(db.path)))
-		rw.WriteHeader(http.StatusOK)
-		started = true
-		if r.Method == http.MethodHead {
-			return nil
-		}
-		db.logger.Info("Serving a backup of the cache file", "caller", caller, "remote", r.RemoteAddr, "bytes", tx.Size())
-		var err error
-		n, err = tx.WriteTo(ctxWriter{ctx: r.Context(), w: rw})
-		return err
-	})
-	switch {
-	case err == nil:
-	case started:
-		// The status is sent: the client sees a short body.
-		if !errors.Is(err, r.Context().Err()) {
-			db.logger.Error(err, "Backup download failed", "caller", caller, "remote", r.RemoteAddr, "sent", n)
-		}
-	case errors.Is(err, ErrClosed):
-		http.Error(rw, "cache file is closed", http.StatusServiceUnavailable)
-	default:
-		db.logger.Error(err, "Backup download failed", "caller", caller, "remote", r.RemoteAddr)
-		http.Error(rw, "backup failed", http.StatusInternalServerError)
-	}
-}
-
-// authorize asks the Authorizer about r and, when it does not allow it,
-// answers the request and returns false.
-func (h *backupHandler) authorize(rw http.ResponseWriter, r *http.Request) (string, bool) {
-	if h.auth == nil {
-		return "anyone (no authorization)", true
-	}
-	caller, err := h.auth.Authorize(r)
-	switch {
-	case err == nil:
-		return caller, true
-	case errors.Is(err, ErrUnauthenticated):
-		h.db.logger.V(1).Info("Backup request refused: not authenticated", "remote", r.RemoteAddr, "reason", err.Error())
-		rw.Header().Set("WWW-Authenticate", fmt.Sprintf("Bearer realm=%q", bearerRealm))
-		http.Error(rw, err.Error(), http.StatusUnauthorized)
-	case errors.Is(err, ErrForbidden):
-		h.db.logger.V(1).Info("Backup request refused: not authorized", "remote", r.RemoteAddr, "reason", err.Error())
-		http.Error(rw, err.Error(), http.StatusForbidden)
-	case r.Context().Err() != nil:
-		// The caller went away during the check: nobody to answer.
-	default:
-		h.db.logger.Error(err, "Backup request refused: the authorization check failed", "remote", r.RemoteAddr)
-		http.Error(rw, "the authorization check failed", http.StatusInternalServerError)
-	}
-	return "", false
+	return h, nil
 }

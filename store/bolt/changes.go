@@ -1,13 +1,14 @@
 package bolt
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/changes"
+	"github.com/warmcache/warmcache/store/bolt/internal/decode"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
@@ -32,7 +33,7 @@ func (r *replaceTx) Changes(ctx context.Context, fn store.ChangeFunc) error {
 
 // ChangesShared implements store.SharedChanges: Changes, with the Old of
 // each key in both generations decoded sharing with its New what the two
-// encode alike, when the store's codec can (Store.sharingWithStored).
+// encode alike, when the store's codec can (decode.SharingWithStored).
 func (r *replaceTx) ChangesShared(ctx context.Context, fn store.ChangeFunc) error {
 	return r.changes(ctx, true, fn)
 }
@@ -60,16 +61,16 @@ func (r *replaceTx) changes(ctx context.Context, share bool, fn store.ChangeFunc
 				}
 				return fmt.Errorf("%w: retained generation: %w", ErrCorrupt, err)
 			}
-			w := changeWalk{s: s, old: old, live: live, share: share}
-			var walkBad *keyError
-			done, walkBad = w.walk(after)
+			w := changeWalk{s: s, share: share}
+			var walkBad *changes.Bad
+			after, done, walkBad = changes.Walk(old, live, after, scanChunk, changesWalk, &w)
 			// The changes found before a live envelope that is
 			// unreadable are decoded all the same: one of them that
 			// does not decode comes first.
-			if chunk, liveBad = w.read(); liveBad == nil {
-				liveBad = walkBad
+			if chunk, liveBad = w.read(); liveBad == nil && walkBad != nil {
+				liveBad = &keyError{walkBad.Key, walkBad.Err}
 			}
-			after, bad = w.after, w.bad
+			bad = w.bad
 			return nil
 		})
 		if err != nil {
@@ -116,14 +117,12 @@ func (r *replaceTx) retainedErr(op string) error {
 }
 
 // changeWalk is one chunk of Changes' merge walk, in one read
-// transaction: walk finds the changed keys and their objects' envelopes,
-// read decodes those with the read path's machinery (decodeSelected).
+// transaction: changes.Walk finds the changed keys and their objects'
+// envelopes (a changes.Visitor), read decodes those with the read path's
+// machinery (decodeSelected).
 type changeWalk struct {
-	s         *Store
-	old, live *layout.Generation
-	share     bool // decode an updated key's Old sharing with its New
-	// after is the last key handled (nil: none yet).
-	after []byte
+	s     *Store
+	share bool // decode an updated key's Old sharing with its New
 	// bad are retained objects that did not decode.
 	bad []keyError
 	// found are the changes walk found, in key order; olds and news
@@ -143,80 +142,14 @@ type foundChange struct {
 	lenv     []byte
 }
 
-// walk finds the changes after after, up to scanChunk changes or
-// changesWalk entries. done is false when it stopped early; liveBad is a
-// live object whose envelope is unreadable, which stops the walk.
-func (w *changeWalk) walk(after []byte) (done bool, liveBad *keyError) {
-	w.after = after
-	oc, lc := w.old.Items.Cursor(), w.live.Items.Cursor()
-	ok, ov := seekAfter(oc, after)
-	lk, lv := seekAfter(lc, after)
-	for walked := 0; ok != nil || lk != nil; walked++ {
-		if len(w.found) == scanChunk || walked == changesWalk {
-			return false, nil
-		}
-		c := compareKeys(ok, lk)
-		switch {
-		case c < 0: // only in the replaced generation: vanished
-			if oenv, err := w.old.EnvelopeOf(ok, ov); err != nil {
-				w.bad = append(w.bad, keyError{string(ok), err})
-			} else {
-				w.add(ok, oenv, nil)
-			}
-			w.after = append(w.after[:0], ok...)
-			ok, ov = oc.Next()
-		case c > 0: // only in the live generation: added
-			lenv, err := w.live.EnvelopeOf(lk, lv)
-			if err != nil {
-				return false, &keyError{string(lk), err}
-			}
-			w.add(lk, nil, lenv)
-			w.after = append(w.after[:0], lk...)
-			lk, lv = lc.Next()
-		default:
-			if bad := w.both(ok, ov, lv); bad != nil {
-				return false, bad
-			}
-			w.after = append(w.after[:0], lk...)
-			ok, ov = oc.Next()
-			lk, lv = lc.Next()
-		}
-	}
-	return true, nil
+// Unreadable records the retained object of key k, unreadable.
+func (w *changeWalk) Unreadable(k []byte, err error) {
+	w.bad = append(w.bad, keyError{string(k), err})
 }
 
-// both compares key k, present in both generations with item entries ov
-// and lv: changed when the resourceVersions of its envelopes differ.
-func (w *changeWalk) both(k, ov, lv []byte) (liveBad *keyError) {
-	lenv, err := w.live.EnvelopeOf(k, lv)
-	if err != nil {
-		return &keyError{string(k), err}
-	}
-	lrv, err := layout.EnvelopeRV(lenv)
-	if err != nil {
-		return &keyError{string(k), fmt.Errorf("%w: item %q: %w", ErrCorrupt, k, err)}
-	}
-	oenv, err := w.old.EnvelopeOf(k, ov)
-	var orv string
-	if err == nil {
-		orv, err = layout.EnvelopeRV(oenv)
-	}
-	switch {
-	case err != nil:
-		// The replaced object is unreadable: whether it changed is
-		// unknown, so the live one is told as an add, as client-go tells
-		// an object its indexer does not hold, rather than not at all.
-		w.bad = append(w.bad, keyError{string(k), err})
-		w.add(k, nil, lenv)
-	case orv != lrv:
-		w.add(k, oenv, lenv)
-	}
-	return nil
-}
-
-// add records a change of key k, whose replaced and live objects have
+// Change records a change of key k, whose replaced and live objects have
 // envelopes oenv and lenv (nil: none).
-func (w *changeWalk) add(k, oenv, lenv []byte) {
+func (w *changeWalk) Change(k, oenv, lenv []byte) {
 	f := foundChange{key: string(k), old: -1, new: -1}
 	if oenv != nil {
 		f.old = len(w.olds)
@@ -250,7 +183,7 @@ func (w *changeWalk) read() ([]store.Change, *keyError) {
 			if f.old >= 0 && f.lenv != nil && w.olds[f.old].env != nil {
 				// Here, in the transaction's goroutine, a fault
 				// reading lenv is recovered by the transaction (view).
-				w.olds[f.old].share = w.s.sharingWithStored(w.news[f.new].obj, f.lenv)
+				w.olds[f.old].share = decode.SharingWithStored(w.s.codec, w.news[f.new].obj, f.lenv)
 			}
 		}
 	}
@@ -275,17 +208,6 @@ func (w *changeWalk) read() ([]store.Change, *keyError) {
 	}
 	w.found, w.olds, w.news = nil, nil, nil
 	return out, nil
-}
-
-// compareKeys compares two cursor keys, nil (the end) after every key.
-func compareKeys(a, b []byte) int {
-	switch {
-	case a == nil:
-		return 1
-	case b == nil:
-		return -1
-	}
-	return bytes.Compare(a, b)
 }
 
 // releaseLocked deletes the generation retained by the committed Replace,

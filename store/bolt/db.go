@@ -20,6 +20,7 @@ import (
 	"github.com/warmcache/warmcache/store/bolt/internal/filelock"
 	"github.com/warmcache/warmcache/store/bolt/internal/hot"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
+	"github.com/warmcache/warmcache/store/bolt/internal/mapped"
 	"github.com/warmcache/warmcache/store/bolt/internal/syncstate"
 )
 
@@ -47,8 +48,8 @@ type DB struct {
 	writeGate sync.RWMutex
 	closing   bool
 	// use counts the bytes touched through the mapping since its
-	// resident pages were last released (mapped.go).
-	use mappedUse
+	// resident pages were last released (package mapped).
+	use mapped.Use
 	// writers is the writers' lock file (path.lock), locked
 	// until Close; nil for a read-only DB or where there is none
 	// (package filelock).
@@ -78,7 +79,7 @@ type DB struct {
 	// fcm its metrics. corrupt is the first corruption found in the
 	// open file, nil while none was; bg runs what reportCorrupt starts
 	// (added to under mu while not closed, waited for by Close).
-	check   *fileCheck
+	check   *filecheck.Background
 	fcm     FileMetrics
 	corrupt atomic.Pointer[error]
 	bg      sync.WaitGroup
@@ -192,8 +193,8 @@ func openBolt(path string, opts Options) (bdb *bbolt.DB, err error) {
 		// off for the policies that write the freelist.
 		NoFreelistSync: true,
 		FreelistType:   bbolt.FreelistMapType,
-		// See initialMmapSize.
-		InitialMmapSize: initialMmapSize,
+		// See mapped.InitialSize.
+		InitialMmapSize: mapped.InitialSize,
 	})
 }
 
@@ -413,7 +414,7 @@ func (db *DB) view(op string, fn func(*bbolt.Tx) error) (err error) {
 			db.reportCorrupt(err)
 		}
 	}()
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see fileCheck
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see startFileCheck
 	return classify(db.bolt.View(fn))
 }
 
@@ -448,7 +449,7 @@ func (db *DB) updateKeepHot(op string, fn func(*bbolt.Tx) error) (err error) {
 			db.reportCorrupt(err)
 		}
 	}()
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see fileCheck
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true)) // see startFileCheck
 	defer db.freelistStale.Store(true)                       // whether or not it committed
 	return classify(runUpdate(db.bolt, fn))
 }

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
+	"github.com/warmcache/warmcache/store/bolt/internal/decode"
 	"github.com/warmcache/warmcache/store/bolt/internal/fileerr"
 	"github.com/warmcache/warmcache/store/bolt/internal/hot"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
@@ -33,8 +34,8 @@ type selected struct {
 	env []byte
 	obj interface{}
 	// share, if set, decodes env sharing with the object about to
-	// replace this one what the two encode alike (decodeItemShared).
-	share sharedDecode
+	// replace this one what the two encode alike (decode.Item).
+	share decode.Shared
 	// fill: once decoded, the object is offered to the hot tier
 	// (fillHot), with env's sum and length.
 	fill   bool
@@ -126,12 +127,29 @@ func (s *Store) decodeEntry(c *selected) error {
 		return nil
 	}
 	obj, err := s.decodeRecovered(c.k, c.env, c.share)
-	c.obj, c.env, c.share = obj, nil, sharedDecode{}
+	c.obj, c.env, c.share = obj, nil, decode.Shared{}
 	if err == nil && (!c.fill || c.key != "") {
 		c.k = nil
 	}
 	return err
 }
+
+// chunkDecoder collects a chunk of a read and decodes it on every core
+// while it is collected (parallel.Chunk); newChunkDecoder makes one.
+type chunkDecoder = parallel.Chunk[selected, entryDecoder]
+
+// newChunkDecoder returns the decoder of a chunk of at most scanChunk
+// entries, on workers goroutines besides the reader's (0: GOMAXPROCS).
+func newChunkDecoder(s *Store, workers int) chunkDecoder {
+	return chunkDecoder{Decoder: entryDecoder{s}, Size: scanChunk, Workers: workers}
+}
+
+// entryDecoder decodes the entries of a chunkDecoder: an entry the hot
+// tier gave has nothing to decode.
+type entryDecoder struct{ s *Store }
+
+func (d entryDecoder) Decode(e *selected) error { return d.s.decodeEntry(e) }
+func (d entryDecoder) Pending(e *selected) bool { return e.env != nil }
 
 // firstBad returns the first object of chunk, in key order, whose decode
 // failed (errs as decodeSelected returned them, not nil).
@@ -144,20 +162,20 @@ func firstBad(chunk []selected, errs []error) *keyError {
 	return nil
 }
 
-// decodeRecovered is decodeItemShared with a panic turned into an error
+// decodeRecovered is decode.Item with a panic turned into an error
 // wrapping ErrCorrupt: bad data cannot crash the process from a decoding
 // goroutine.
-func (s *Store) decodeRecovered(k, env []byte, sh sharedDecode) (obj interface{}, err error) {
+func (s *Store) decodeRecovered(k, env []byte, sh decode.Shared) (obj interface{}, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			obj, err = nil, fmt.Errorf("%w: item %q: codec %s panicked: %v", ErrCorrupt, k, s.codec.Name(), r)
-			if fileerr.IsFault(r) { // the mapping, not the codec: see fileCheck
+			if fileerr.IsFault(r) { // the mapping, not the codec: see startFileCheck
 				s.db.reportCorrupt(err)
 			}
 		}
 	}()
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	return s.decodeItemShared(string(k), env, sh)
+	return decode.Item(s.codec, s.name, string(k), env, sh)
 }
 
 // bulkDecoder is the decode of the reads that return a slice from one
@@ -178,21 +196,21 @@ type bulkDecoder struct {
 }
 
 func newBulkDecoder(s *Store, capacity int) *bulkDecoder {
-	return &bulkDecoder{s: s, dec: chunkDecoder{s: s}, out: make([]interface{}, 0, capacity)}
+	return &bulkDecoder{s: s, dec: newChunkDecoder(s, 0), out: make([]interface{}, 0, capacity)}
 }
 
-// stop ends the decoding of the current chunk (chunkDecoder.stop).
-func (b *bulkDecoder) stop() { b.dec.stop() }
+// stop ends the decoding of the current chunk (parallel.Chunk.Stop).
+func (b *bulkDecoder) stop() { b.dec.Stop() }
 
 // add queues the object of item k with envelope env, both aliasing the
 // read transaction, which must stay open until flush.
 func (b *bulkDecoder) add(k, env []byte) {
 	if b.fill {
-		b.dec.add(b.s.selectedToFill("", k, env, b.st))
+		b.dec.Add(b.s.selectedToFill("", k, env, b.st))
 	} else {
-		b.dec.add(b.s.selectedOf("", k, env))
+		b.dec.Add(b.s.selectedOf("", k, env))
 	}
-	if b.dec.len() == scanChunk {
+	if b.dec.Len() == scanChunk {
 		b.flush()
 	}
 }
@@ -213,10 +231,10 @@ func (b *bulkDecoder) addEntry(g interface {
 
 // flush decodes the queued chunk and appends its objects to out.
 func (b *bulkDecoder) flush() {
-	if b.dec.len() == 0 {
+	if b.dec.Len() == 0 {
 		return
 	}
-	chunk, errs := b.dec.finish()
+	chunk, errs := b.dec.Finish()
 	if b.fill {
 		b.s.fillHot(chunk, errs, b.st)
 	}
@@ -227,7 +245,13 @@ func (b *bulkDecoder) flush() {
 		}
 		b.out = append(b.out, chunk[i].obj)
 	}
-	b.dec = chunkDecoder{s: b.s}
+	b.dec = newChunkDecoder(b.s, 0)
+}
+
+// decodeItem decodes an item's envelope and payload (decode.Item). v may
+// alias a bbolt page; the result does not.
+func (s *Store) decodeItem(key string, v []byte) (interface{}, error) {
+	return decode.Item(s.codec, s.name, key, v, decode.Shared{})
 }
 
 // readItem returns the object of item k with envelope v, from the hot

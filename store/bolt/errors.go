@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/backup"
 	"github.com/warmcache/warmcache/store/bolt/internal/fileerr"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
@@ -51,8 +52,8 @@ var (
 	// ErrUnauthenticated and ErrForbidden are what an Authorizer of
 	// DB.BackupHandler returns, wrapped, for a request without a valid
 	// credential (401) and for a caller that may not read the file (403).
-	ErrUnauthenticated = errors.New("not authenticated")
-	ErrForbidden       = errors.New("not authorized")
+	ErrUnauthenticated = backup.ErrUnauthenticated
+	ErrForbidden       = backup.ErrForbidden
 	// ErrIndexFunc (an index function failed), ErrTransactionType and
 	// ErrEncode (the codec's Encode failed) fail a write, not applied.
 	ErrIndexFunc       = store.ErrIndexFunc

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"sync"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -34,35 +33,11 @@ type FileCheckResult struct {
 	Corrupt error
 }
 
-// fileCheck is a DB's background check of the file's pages, the file
-// check (package filecheck) of every page Open did not check
-// (fileCheckAtOpen): it reads the pages with pread, never through the
-// mapping, in one read transaction, so that bbolt reuses none of the pages
-// it walks. The informer replays a store to handlers only after its
-// verdict (Store.WaitFileChecked), so no object of a damaged file reaches
-// a handler. Until then, a read that reaches a bad page fails safely:
-// bbolt's panics and the faults of the mapping (SetPanicOnFault, in the
-// goroutines that read it: view, update and the decoders) become errors
-// wrapping ErrCorrupt, and the objects of that read are not handed out.
-// Corruption found either way is handled once (DB.reportCorrupt).
-//
-// While the walk runs, its read transaction keeps bbolt from reusing
-// freed pages (the file may grow a little more) and from remapping the
-// file: a write that must grow the mapping waits for the walk to end.
-type fileCheck struct {
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the verdict is in res
-
-	mu  sync.Mutex // guards res
-	res FileCheckResult
-}
-
 // FileCheck returns the state of the check of the file's pages, without
 // waiting for it.
 func (db *DB) FileCheck() FileCheckResult {
-	db.check.mu.Lock()
-	res := db.check.res
-	db.check.mu.Unlock()
+	v := db.check.Verdict()
+	res := FileCheckResult{Done: v.Done, AtOpen: v.AtOpen, Err: v.Err, Duration: v.Duration, Skipped: v.Skipped}
 	if p := db.corrupt.Load(); p != nil {
 		res.Corrupt = *p
 	}
@@ -74,7 +49,7 @@ func (db *DB) FileCheck() FileCheckResult {
 // with an Err wrapping ErrClosed.
 func (db *DB) WaitFileCheck(ctx context.Context) (FileCheckResult, error) {
 	select {
-	case <-db.check.done:
+	case <-db.check.Done():
 		return db.FileCheck(), nil
 	case <-ctx.Done():
 		return db.FileCheck(), fmt.Errorf("bolt: file check %s: %w", db.path, ctx.Err())
@@ -83,19 +58,31 @@ func (db *DB) WaitFileCheck(ctx context.Context) (FileCheckResult, error) {
 
 // startFileCheck starts the background check of db's file, or records
 // that Open checked every page (walked).
+//
+// The background check is the file check (package filecheck) of every page
+// Open did not check (fileCheckAtOpen): it reads the pages with pread,
+// never through the mapping, in one read transaction, so that bbolt reuses
+// none of the pages it walks. The informer replays a store to handlers
+// only after its verdict (Store.WaitFileChecked), so no object of a
+// damaged file reaches a handler. Until then, a read that reaches a bad
+// page fails safely: bbolt's panics and the faults of the mapping
+// (SetPanicOnFault, in the goroutines that read it: view, update and the
+// decoders) become errors wrapping ErrCorrupt, and the objects of that
+// read are not handed out. Corruption found either way is handled once
+// (DB.reportCorrupt).
+//
+// While the walk runs, its read transaction keeps bbolt from reusing
+// freed pages (the file may grow a little more) and from remapping the
+// file: a write that must grow the mapping waits for the walk to end.
 func (db *DB) startFileCheck(walked bool) {
-	ctx, cancel := context.WithCancel(context.Background())
-	db.check = &fileCheck{cancel: cancel, done: make(chan struct{})}
 	if walked {
-		db.check.res = FileCheckResult{Done: true, AtOpen: true}
-		close(db.check.done)
+		db.check = filecheck.Checked()
 		db.fcm.Checked(0, false)
 		return
 	}
-	go func() {
-		start := time.Now()
-		err := db.checkFile(ctx)
-		res := FileCheckResult{Done: true, Err: err, Duration: time.Since(start)}
+	db.check = filecheck.NewBackground()
+	db.check.Run(db.checkFile, func(err error, d time.Duration) filecheck.Verdict {
+		res := filecheck.Verdict{Err: err, Duration: d}
 		switch {
 		case errors.Is(err, context.Canceled):
 			res.Err = fmt.Errorf("bolt: file check %s: %w (cancelled by Close)", db.path, ErrClosed)
@@ -105,26 +92,20 @@ func (db *DB) startFileCheck(walked bool) {
 			// longer written; each read still checks its objects.
 			res.Err, res.Skipped = nil, err.Error()
 			db.logger.V(1).Info("Not checking the cache file's pages: its path now names a copy a writer made", "reason", err)
-			db.fcm.Checked(res.Duration, false)
+			db.fcm.Checked(d, false)
 		case err != nil:
 			db.reportCorrupt(err)
-			db.fcm.Checked(res.Duration, true)
+			db.fcm.Checked(d, true)
 		default:
-			db.logger.V(2).Info("Checked every page of the cache file", "duration", res.Duration)
-			db.fcm.Checked(res.Duration, false)
+			db.logger.V(2).Info("Checked every page of the cache file", "duration", d)
+			db.fcm.Checked(d, false)
 		}
-		db.check.mu.Lock()
-		db.check.res = res
-		db.check.mu.Unlock()
-		close(db.check.done)
-	}()
+		return res
+	})
 }
 
 // stopFileCheck cancels the background check and waits for it to end.
-func (db *DB) stopFileCheck() {
-	db.check.cancel()
-	<-db.check.done
-}
+func (db *DB) stopFileCheck() { db.check.Stop() }
 
 // checkFile walks every page reachable in a read transaction of db.
 func (db *DB) checkFile(ctx context.Context) error {
@@ -175,7 +156,7 @@ func (s *Store) WaitFileChecked(ctx context.Context) error {
 // every bucket fully: the resources (level 1), their generations bucket
 // (2) and each generation (3), whose items, blobs and index buckets (4)
 // have their root page checked. These are the pages Resource reads; the
-// data below them is checked by the background walk (fileCheck).
+// data below them is checked by the background walk (startFileCheck).
 const openLevels = 4
 
 // fileCheckAtOpen is called by Open before bbolt maps the file, so that a

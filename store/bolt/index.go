@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 
-	bbolt "go.etcd.io/bbolt"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/store"
@@ -28,41 +27,18 @@ func (s *Store) indexFor(op, name string) (indexer, error) {
 // indexKeysIn appends to keys the object keys filed under value in
 // index x, in key order, and to bad the entries whose checksum does not
 // match (skipped).
-func indexKeysIn(x index, value string, keys []string, bad []keyError) ([]string, []keyError) {
+func indexKeysIn(x layout.Index, value string, keys []string, bad []keyError) ([]string, []keyError) {
 	prefix := layout.AppendIndexPrefix(nil, value)
-	c := x.b.Cursor()
+	c := x.B.Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 		key := string(k[len(prefix):])
-		if err := x.sums.Verify(k, v); err != nil {
-			bad = append(bad, keyError{key, indexEntryError(x.name, value, key, err)})
+		if err := x.Sums.Verify(k, v); err != nil {
+			bad = append(bad, keyError{key, layout.IndexEntryError(x.Name, value, key, err)})
 			continue
 		}
 		keys = append(keys, key)
 	}
 	return keys, bad
-}
-
-// indexEntryError is the error of the entry of index name filing key
-// under value whose checksum does not match (both as stored).
-func indexEntryError(name, value, key string, err error) error {
-	return fmt.Errorf("%w: index %q: entry for %q under %q: %w", ErrCorrupt, name, key, value, err)
-}
-
-// index is an index bucket of a generation, open in a read transaction,
-// and the checksums of its entries.
-type index struct {
-	name string
-	b    *bbolt.Bucket
-	sums layout.IndexSum
-}
-
-// openIndex returns the named index of g.
-func openIndex(g *layout.Generation, name string) (index, error) {
-	b := g.Index.Bucket(layout.IndexBucketName(name))
-	if b == nil {
-		return index{}, fmt.Errorf("%w: index bucket %q missing", ErrCorrupt, name)
-	}
-	return index{name: name, b: b, sums: layout.NewIndexSum(name)}, nil
 }
 
 // getKeys decodes the objects stored under keys on every core, in the
@@ -99,7 +75,7 @@ func (s *Store) Index(indexName string, obj interface{}) ([]interface{}, error) 
 	var out []interface{}
 	var bad []keyError
 	err = s.readLive("index", func(g *layout.Generation) error {
-		x, err := openIndex(g, indexName)
+		x, err := g.OpenIndex(indexName)
 		if err != nil {
 			return err
 		}
@@ -109,7 +85,8 @@ func (s *Store) Index(indexName string, obj interface{}) ([]interface{}, error) 
 			keys, badEntries = indexKeysIn(x, v, keys, badEntries)
 		}
 		if len(values) > 1 {
-			keys = sortedUnique(keys)
+			slices.Sort(keys)
+			keys = slices.Compact(keys)
 		}
 		out, bad = s.getKeys(g, keys)
 		bad = append(badEntries, bad...)
@@ -131,7 +108,7 @@ func (s *Store) IndexKeys(indexName, indexedValue string) ([]string, error) {
 	keys := []string{}
 	var bad []keyError
 	err := s.readLive("index keys", func(g *layout.Generation) error {
-		x, err := openIndex(g, indexName)
+		x, err := g.OpenIndex(indexName)
 		if err != nil {
 			return err
 		}
@@ -154,7 +131,7 @@ func (s *Store) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
 	var out []interface{}
 	var bad []keyError
 	err := s.readLive("by index", func(g *layout.Generation) error {
-		x, err := openIndex(g, indexName)
+		x, err := g.OpenIndex(indexName)
 		if err != nil {
 			return err
 		}
@@ -180,20 +157,20 @@ func (s *Store) ListIndexFuncValues(indexName string) []string {
 	}
 	var bad []keyError
 	err := s.readLive("list index values", func(g *layout.Generation) error {
-		x, err := openIndex(g, indexName)
+		x, err := g.OpenIndex(indexName)
 		if err != nil {
 			return err
 		}
-		c := x.b.Cursor()
+		c := x.B.Cursor()
 		for k, v := c.First(); k != nil; {
 			value, key, err := layout.SplitIndexKey(k, v)
 			if err == nil {
-				err = x.sums.Verify(k, v)
+				err = x.Sums.Verify(k, v)
 			}
 			if err != nil {
 				// A damaged entry names no value that can be
 				// trusted: skip it, not the entries after it.
-				bad = append(bad, keyError{key, indexEntryError(indexName, value, key, err)})
+				bad = append(bad, keyError{key, layout.IndexEntryError(indexName, value, key, err)})
 				k, v = c.Next()
 				continue
 			}
@@ -208,19 +185,6 @@ func (s *Store) ListIndexFuncValues(indexName string) []string {
 	})
 	s.readFailed("list index values", err)
 	s.corrupted("list index values", bad)
-	return out
-}
-
-func sortedUnique(keys []string) []string {
-	seen := make(map[string]struct{}, len(keys))
-	out := keys[:0]
-	for _, k := range keys {
-		if _, ok := seen[k]; !ok {
-			seen[k] = struct{}{}
-			out = append(out, k)
-		}
-	}
-	slices.Sort(out)
 	return out
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/internal/testkit"
+	"github.com/warmcache/warmcache/store/bolt/internal/mapped"
 )
 
 // mappedRss returns the resident bytes of this process's mappings of the
@@ -89,7 +90,7 @@ func touchAll(t *testing.T, db *DB) {
 }
 
 // TestReleaseMapped checks that the DB drops the resident pages of its
-// mapping once reads have touched releaseAfter bytes of it: a list of every
+// mapping once reads have touched mapped.ReleaseAfter bytes of it: a list of every
 // object of a file several times that size leaves at most about that much
 // mapped, where a read that touched every page without the store left the
 // whole file mapped; and that the release never runs during a write.
@@ -102,12 +103,12 @@ func TestReleaseMapped(t *testing.T) {
 	bigPods(t, s, n)
 	fi, err := os.Stat(path)
 	must(t, err)
-	if fi.Size() < 4*releaseAfter {
-		t.Fatalf("file of %d bytes: want at least %d", fi.Size(), 4*releaseAfter)
+	if fi.Size() < 4*mapped.ReleaseAfter {
+		t.Fatalf("file of %d bytes: want at least %d", fi.Size(), 4*mapped.ReleaseAfter)
 	}
 
 	touchAll(t, db)
-	if rss := mappedRss(t, path); rss < 4*releaseAfter {
+	if rss := mappedRss(t, path); rss < 4*mapped.ReleaseAfter {
 		t.Fatalf("after reading every page: %d bytes mapped, want the file's (%d)", rss, fi.Size())
 	}
 	db.writeGate.RLock() // a write transaction running
@@ -118,7 +119,7 @@ func TestReleaseMapped(t *testing.T) {
 	if !db.releaseMapped() {
 		t.Fatal("releaseMapped: skipped, want released")
 	}
-	if rss := mappedRss(t, path); rss > releaseAfter/4 {
+	if rss := mappedRss(t, path); rss > mapped.ReleaseAfter/4 {
 		t.Fatalf("after releaseMapped: %d bytes mapped, want few", rss)
 	}
 
@@ -131,15 +132,15 @@ func TestReleaseMapped(t *testing.T) {
 			t.Fatalf("List: %s with a note of %d bytes", p.Name, len(p.Annotations["note"]))
 		}
 	}
-	if rss := mappedRss(t, path); rss > 2*releaseAfter {
-		t.Errorf("after a List of the %d-byte file: %d bytes mapped, want at most %d", fi.Size(), rss, 2*releaseAfter)
+	if rss := mappedRss(t, path); rss > 2*mapped.ReleaseAfter {
+		t.Errorf("after a List of the %d-byte file: %d bytes mapped, want at most %d", fi.Size(), rss, 2*mapped.ReleaseAfter)
 	}
 	verifyClean(t, db)
 }
 
 // TestGrowDoesNotWaitForReaders checks that a write growing a new file to
 // several MiB commits while a read transaction stays open: bbolt maps the
-// file at initialMmapSize from the start, so no commit has to map it
+// file at mapped.InitialSize from the start, so no commit has to map it
 // again, which would wait for every open read to end (here, forever).
 func TestGrowDoesNotWaitForReaders(t *testing.T) {
 	path := tempPath(t)

@@ -217,7 +217,7 @@ func (r *replaceTx) vanishedChunk(live *layout.Generation, after *[]byte, chunk 
 		return fmt.Errorf("%w: staging: %w", ErrCorrupt, err)
 	}
 	lc, sc := live.Items.Cursor(), staged.Items.Cursor()
-	lk, lv := seekAfter(lc, *after)
+	lk, lv := layout.SeekAfter(lc, *after)
 	sk, _ := sc.Seek(lk)
 	for ; lk != nil; lk, lv = lc.Next() {
 		for sk != nil && bytes.Compare(sk, lk) < 0 {

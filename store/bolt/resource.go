@@ -222,7 +222,7 @@ func (s *Store) reindex(w *layout.Writer, ix *indexSet, after []byte, n int) ([]
 	var bad []keyError
 	var todo []prepared
 	c := w.G.Items.Cursor()
-	k, v := seekAfter(c, after)
+	k, v := layout.SeekAfter(c, after)
 	for i := 0; k != nil && i < n; k, v = c.Next() {
 		i++
 		key := string(k)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 
 	"k8s.io/client-go/tools/cache"
 
@@ -81,7 +80,7 @@ func (s *Store) walkHot(ctx context.Context, op string, sel store.Selection, fn 
 	}
 	prefix := ""
 	if sel.Namespace != "" {
-		if !isNamespaceKeyFunc(s.keyFunc) {
+		if !match.NamespaceKeys(s.keyFunc) {
 			return false, nil
 		}
 		prefix = sel.Namespace + "/"
@@ -112,7 +111,8 @@ func (s *Store) walkHot(ctx context.Context, op string, sel store.Selection, fn 
 // what it decodes and, if sel selects every object, tells the tier when it
 // has read them all (complete).
 func (s *Store) newSelectWalk(sel store.Selection) *selectWalk {
-	w := &selectWalk{s: s, m: match.New(sel), src: s.selectSource(sel)}
+	_, nsIndex := s.indexers.Load().pos[cache.NamespaceIndex]
+	w := &selectWalk{s: s, m: match.New(sel), src: match.SourceOf(sel, s.keyFunc, nsIndex)}
 	w.all = sel.Index == "" && sel.Namespace == "" && (sel.Labels == nil || sel.Labels.Empty())
 	w.st = s.stamp()
 	return w
@@ -126,59 +126,12 @@ func (w *selectWalk) complete() {
 	}
 }
 
-// selectSource is where a Select finds its candidates: the items bucket,
-// optionally restricted to the keys starting with prefix, or an index
-// bucket's entries filed under one value.
-type selectSource struct {
-	index  string // "" for the items bucket
-	prefix []byte // item key prefix, or the index entry prefix
-}
-
-// selectSource chooses the smallest set of entries that holds every
-// object sel selects.
-func (s *Store) selectSource(sel store.Selection) selectSource {
-	switch {
-	case sel.Index != "":
-		return selectSource{index: sel.Index, prefix: layout.AppendIndexPrefix(nil, sel.Value)}
-	case sel.Namespace == "":
-		return selectSource{}
-	case isNamespaceKeyFunc(s.keyFunc):
-		return selectSource{prefix: append([]byte(sel.Namespace), '/')}
-	}
-	if _, ok := s.indexers.Load().pos[cache.NamespaceIndex]; ok {
-		return selectSource{index: cache.NamespaceIndex, prefix: layout.AppendIndexPrefix(nil, sel.Namespace)}
-	}
-	return selectSource{}
-}
-
-// namespaceKeyFuncs are the key functions whose keys of namespaced objects
-// all start with "namespace/".
-var namespaceKeyFuncs = []uintptr{
-	reflect.ValueOf(store.DefaultKeyFunc).Pointer(),
-	reflect.ValueOf(cache.MetaNamespaceKeyFunc).Pointer(),
-	reflect.ValueOf(cache.DeletionHandlingMetaNamespaceKeyFunc).Pointer(),
-}
-
-// isNamespaceKeyFunc reports whether fn is one of namespaceKeyFuncs.
-func isNamespaceKeyFunc(fn cache.KeyFunc) bool {
-	if fn == nil {
-		return false
-	}
-	p := reflect.ValueOf(fn).Pointer()
-	for _, q := range namespaceKeyFuncs {
-		if p == q {
-			return true
-		}
-	}
-	return false
-}
-
 // selectWalk is the position of a Select in its source, across read
 // transactions.
 type selectWalk struct {
 	s   *Store
 	m   *match.Matcher
-	src selectSource
+	src match.Source
 	// pos is the last cursor key examined (an object key in the items
 	// bucket, an index key in an index), valid once started.
 	pos     []byte
@@ -206,8 +159,8 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 	done = true
 	st := s.stamp()
 	err = s.readLive(op, func(g *layout.Generation) error {
-		d := chunkDecoder{s: s, workers: w.workers}
-		defer d.stop() // no decode may outlive the transaction
+		d := newChunkDecoder(s, w.workers)
+		defer d.Stop() // no decode may outlive the transaction
 		c, k, v, err := w.start(g)
 		if err != nil {
 			return err
@@ -224,7 +177,7 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 			if key == nil {
 				break
 			}
-			if examined == selectExamine || d.len() == scanChunk {
+			if examined == selectExamine || d.Len() == scanChunk {
 				done = false
 				break
 			}
@@ -246,10 +199,10 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 				bad = &keyError{string(key), err}
 				return nil
 			}
-			d.add(s.selectedToFill(string(key), key, env, st))
+			d.Add(s.selectedToFill(string(key), key, env, st))
 		}
 		var errs []error
-		chunk, errs = d.finish()
+		chunk, errs = d.Finish()
 		s.fillHot(chunk, errs, st)
 		if errs != nil {
 			bad = firstBad(chunk, errs)
@@ -269,23 +222,23 @@ func (w *selectWalk) next(op string) (chunk []selected, done bool, err error) {
 
 // start positions a cursor of w's source after w's position (at the start
 // of the source if the walk has not started).
-func (w *selectWalk) start(g *layout.Generation) (cursor, []byte, []byte, error) {
-	var c cursor
-	if w.src.index == "" {
+func (w *selectWalk) start(g *layout.Generation) (layout.Cursor, []byte, []byte, error) {
+	var c layout.Cursor
+	if w.src.Index == "" {
 		c = g.Items.Cursor()
 	} else {
-		x, err := openIndex(g, w.src.index)
+		x, err := g.OpenIndex(w.src.Index)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		c, w.sums = x.b.Cursor(), x.sums
+		c, w.sums = x.B.Cursor(), x.Sums
 	}
 	if !w.started {
-		if len(w.src.prefix) == 0 {
+		if len(w.src.Prefix) == 0 {
 			k, v := c.First()
 			return c, k, v, nil
 		}
-		k, v := c.Seek(w.src.prefix)
+		k, v := c.Seek(w.src.Prefix)
 		return c, k, v, nil
 	}
 	k, v := c.Seek(w.pos)
@@ -300,20 +253,20 @@ func (w *selectWalk) start(g *layout.Generation) (cursor, []byte, []byte, error)
 // not match, or without its item, is an error wrapping ErrCorrupt, with
 // the key it names.
 func (w *selectWalk) item(g *layout.Generation, k, v []byte) ([]byte, []byte, error) {
-	if !bytes.HasPrefix(k, w.src.prefix) {
+	if !bytes.HasPrefix(k, w.src.Prefix) {
 		return nil, nil, nil
 	}
-	if w.src.index == "" {
+	if w.src.Index == "" {
 		return k, v, nil
 	}
-	key := k[len(w.src.prefix):]
+	key := k[len(w.src.Prefix):]
 	if err := w.sums.Verify(k, v); err != nil {
 		value, _, _ := layout.SplitIndexKey(k, v)
-		return key, nil, indexEntryError(w.src.index, value, string(key), err)
+		return key, nil, layout.IndexEntryError(w.src.Index, value, string(key), err)
 	}
 	entry := g.Items.Get(key)
 	if entry == nil {
-		return key, nil, fmt.Errorf("%w: index %q: %w: %q", ErrCorrupt, w.src.index, errIndexWithoutItem, key)
+		return key, nil, fmt.Errorf("%w: index %q: %w: %q", ErrCorrupt, w.src.Index, errIndexWithoutItem, key)
 	}
 	return key, entry, nil
 }
@@ -337,29 +290,6 @@ func (s *Store) ScanIndex(ctx context.Context, indexName, indexedValue string, f
 		return err
 	}
 	return s.walk(ctx, "scan index", store.Selection{Index: indexName, Value: indexedValue}, fn)
-}
-
-// cursor is what seekAfter and scan need of a cursor: a *bbolt.Cursor over
-// an index bucket or a layout.ItemCursor over an items bucket.
-type cursor interface {
-	First() ([]byte, []byte)
-	Next() ([]byte, []byte)
-	Seek(seek []byte) ([]byte, []byte)
-}
-
-// seekAfter positions c on the first key greater than after (the first key
-// if after is nil). The empty object key, which a nil after cannot name,
-// is always the first key: a chunked loop has moved past it before its
-// after is set from a later key, since every chunk holds more than one.
-func seekAfter(c cursor, after []byte) ([]byte, []byte) {
-	if after == nil {
-		return c.First()
-	}
-	k, v := c.Seek(after)
-	if k != nil && bytes.Equal(k, after) {
-		k, v = c.Next()
-	}
-	return k, v
 }
 
 type keyObject struct {

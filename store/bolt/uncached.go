@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"github.com/warmcache/warmcache/store"
+	"github.com/warmcache/warmcache/store/bolt/internal/decode"
 	"github.com/warmcache/warmcache/store/bolt/internal/layout"
 )
 
@@ -69,7 +70,7 @@ func (s *Store) ReadStatesLike(keys []string, want func(i int, rv string) (bool,
 			if ok, like := want(i, rv); ok {
 				c := s.selectedOf(key, k, env)
 				if c.env != nil {
-					c.share = s.sharingWith(like)
+					c.share = decode.SharingWith(s.codec, like)
 				}
 				chunk = append(chunk, c)
 				at = append(at, i)

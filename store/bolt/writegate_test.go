@@ -8,7 +8,7 @@ import (
 )
 
 // TestWriteTransactionsHoldTheGate keeps the premise of the mapping's page
-// release (mapped.go): bbolt remaps the file only inside a write
+// release (package mapped): bbolt remaps the file only inside a write
 // transaction, and every write transaction of this package starts in
 // runUpdate, which db.update and Close call with the write gate held. A
 // write transaction begun anywhere else could remap under a release.
@@ -31,7 +31,7 @@ func TestWriteTransactionsHoldTheGate(t *testing.T) {
 				n-- // runUpdate's own
 			}
 			if n > 0 {
-				t.Errorf("%s: %d write transaction(s) begun with %s outside runUpdate, which the mapping's page release does not see (see mapped.go)", f, n, call)
+				t.Errorf("%s: %d write transaction(s) begun with %s outside runUpdate, which the mapping's page release does not see (see package mapped)", f, n, call)
 			}
 		}
 	}

@@ -38,6 +38,8 @@
 // Check reads the file as it is when called; it does not lock it. The
 // caller checks the file before bbolt opens it and must keep other writers
 // away in between (bbolt's own flock does this once bbolt has opened it).
+// A file bbolt has opened is checked in a read transaction (CheckTree),
+// in the background: Background runs that check and keeps its verdict.
 package filecheck
 
 import (

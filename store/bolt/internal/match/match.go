@@ -1,6 +1,7 @@
 // Package match decides a store.Selection's namespace and label parts from
 // an item entry of the bolt store (layout.ItemEntry), which records each
-// object's namespace and labels, without decoding the object.
+// object's namespace and labels, without decoding the object; and chooses
+// the entries a selection reads its candidates from (SourceOf).
 package match
 
 import (

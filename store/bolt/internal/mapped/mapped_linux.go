@@ -1,4 +1,4 @@
-package bolt
+package mapped
 
 import (
 	"strconv"
@@ -6,7 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// initialMmapSize is the size of bbolt's first mapping of the file,
+// InitialSize is the size of bbolt's first mapping of the file,
 // virtual address space only (the file grows as written): 256 MiB on
 // 64-bit platforms. bbolt otherwise maps a new file at 32 KiB and maps it
 // again each time a commit outgrows the mapping, doubling it: each remap
@@ -14,7 +14,7 @@ import (
 // and waits for every open read transaction (a long list) to end, while
 // the writer holds its lock. With it, a file remaps only past 256 MiB.
 // Not on Windows, where bbolt would grow the file itself to that size.
-const initialMmapSize = (strconv.IntSize / 64) * 256 << 20
+const InitialSize = (strconv.IntSize / 64) * 256 << 20
 
 // dropResident drops the resident pages of the n bytes of the shared file
 // mapping at addr from the process's page tables (MADV_DONTNEED).

@@ -1,10 +1,10 @@
 //go:build !linux
 
-package bolt
+package mapped
 
-// initialMmapSize is bbolt's default (see mapped_linux.go): on Windows
+// InitialSize is bbolt's default (see mapped_linux.go): on Windows
 // bbolt grows the file to its mapping's size.
-const initialMmapSize = 0
+const InitialSize = 0
 
 // dropResident does nothing outside Linux: the mapping's pages stay
 // resident until the file is closed.
