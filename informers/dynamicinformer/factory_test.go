@@ -80,8 +80,9 @@ func (s *server) add(t *testing.T, obj runtime.Object) {
 	}
 }
 
-func pod(ns, name, app string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": app}}}
+// appPod is the kit's pod of namespace ns labelled app=app.
+func appPod(ns, name, app string) *corev1.Pod {
+	return testkit.Pod(name, "", testkit.Namespace(ns), testkit.Labels{"app": app})
 }
 
 // newFactory opens a warmcache factory on path and wraps it; the test
@@ -159,7 +160,7 @@ func listNames(t *testing.T, g clientinformers.GenericInformer) []string {
 // server's state.
 func TestWarmRestart(t *testing.T) {
 	s := newServer(t)
-	for _, p := range []*corev1.Pod{pod("a", "p1", "x"), pod("a", "p2", "x"), pod("a", "p3", "y"), pod("b", "p4", "x")} {
+	for _, p := range []*corev1.Pod{appPod("a", "p1", "x"), appPod("a", "p2", "x"), appPod("a", "p3", "y"), appPod("b", "p4", "x")} {
 		s.add(t, p)
 	}
 	path := filepath.Join(t.TempDir(), "cache.db")
@@ -191,11 +192,11 @@ func TestWarmRestart(t *testing.T) {
 	f.Shutdown()
 
 	// While it is down, one pod of its scope goes and one comes.
-	if _, err := s.src.Delete(pod("a", "p1", "x")); err != nil {
+	if _, err := s.src.Delete(appPod("a", "p1", "x")); err != nil {
 		t.Fatal(err)
 	}
-	s.add(t, pod("a", "p5", "x"))
-	s.add(t, pod("b", "p6", "x"))
+	s.add(t, appPod("a", "p5", "x"))
+	s.add(t, appPod("b", "p6", "x"))
 	before := s.src.Stats()
 	if before.WatchLists != 1 {
 		t.Fatalf("the cold start made %d WatchList requests, want 1", before.WatchLists)
@@ -229,8 +230,8 @@ func TestWarmRestart(t *testing.T) {
 // and still serves the namespace's pods.
 func TestUnsupportedTweakFallsBack(t *testing.T) {
 	s := newServer(t)
-	s.add(t, pod("a", "p1", "x"))
-	s.add(t, pod("b", "p2", "x"))
+	s.add(t, appPod("a", "p1", "x"))
+	s.add(t, appPod("b", "p2", "x"))
 	logger, logged := newLogger(t)
 	f := newFactory(t, filepath.Join(t.TempDir(), "cache.db"), s, logger, "a", func(o *metav1.ListOptions) { o.ResourceVersionMatch = metav1.ResourceVersionMatchNotOlderThan })
 	pods := f.ForResource(podsGVR)
@@ -253,7 +254,7 @@ func TestUnsupportedTweakFallsBack(t *testing.T) {
 // it is not waited for until the next Start runs it.
 func TestInformerAfterStart(t *testing.T) {
 	s := newServer(t)
-	s.add(t, pod("a", "p1", "x"))
+	s.add(t, appPod("a", "p1", "x"))
 	s.add(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "c1"}})
 	f := newFactory(t, filepath.Join(t.TempDir(), "cache.db"), s, ktesting.NewLogger(t, ktesting.NewConfig()), "", nil)
 	f.ForResource(podsGVR)
