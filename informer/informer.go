@@ -260,13 +260,7 @@ func (i *Informer) SetWatchErrorHandler(handler cache.WatchErrorHandler) error {
 // The *cache.Reflector it receives carries the name and type description
 // only.
 func (i *Informer) SetWatchErrorHandlerWithContext(handler cache.WatchErrorHandlerWithContext) error {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.started {
-		return fmt.Errorf("informer %s: set watch error handler: %w", i.name, ErrStarted)
-	}
-	i.watchErrorHandler = handler
-	return nil
+	return i.setBeforeStart("set watch error handler", func() { i.watchErrorHandler = handler })
 }
 
 // SetTransform sets the function applied to every object before it is
@@ -274,12 +268,18 @@ func (i *Informer) SetWatchErrorHandlerWithContext(handler cache.WatchErrorHandl
 // informer has started. Objects replayed from a persistent store were
 // transformed before they were stored.
 func (i *Informer) SetTransform(handler cache.TransformFunc) error {
+	return i.setBeforeStart("set transform", func() { i.transform = handler })
+}
+
+// setBeforeStart runs set under the informer's lock unless it has
+// started, when it returns an error of op wrapping ErrStarted.
+func (i *Informer) setBeforeStart(op string, set func()) error {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	if i.started {
-		return fmt.Errorf("informer %s: set transform: %w", i.name, ErrStarted)
+		return fmt.Errorf("informer %s: %s: %w", i.name, op, ErrStarted)
 	}
-	i.transform = handler
+	set()
 	return nil
 }
 
