@@ -14,6 +14,7 @@ import (
 	"github.com/warmcache/warmcache/internal/fakesource"
 	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/reflector"
+	"github.com/warmcache/warmcache/store"
 )
 
 // pausingLW blocks its second LIST page until release is closed, closing
@@ -137,23 +138,8 @@ func TestLateHandlerWaitsForPassNotEvents(t *testing.T) {
 // apply nothing meanwhile, and its own reflector's relist, needing the
 // loop to pop its pages, would stall behind it.
 func TestCaughtUpReplayGoesOnApplying(t *testing.T) {
-	st := newMemStore(t)
-	if err := st.Replace([]interface{}{testkit.Pod("a", "1"), testkit.Pod("b", "2")}, "10"); err != nil {
-		t.Fatal(err)
-	}
-	g := newGate(t)
-	opts := Options{Store: st}
-	opts.Reflector.ListGate = g
-	inf := newTestInformer(t, opts)
-	rec := newRecorder()
-	if _, err := inf.AddEventHandler(rec); err != nil {
-		t.Fatal(err)
-	}
-	other, err := g.Enter(context.Background(), "other")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := startHarness(t, inf)
+	w := startWithheld(t)
+	st, inf, rec, other, h := w.st, w.inf, w.rec, w.other, w.h
 	h.must(h.q.Update(h.ctx, testkit.Pod("a", "11")))
 	h.must(h.q.MarkSynced(h.ctx))
 	h.must(h.q.Update(h.ctx, testkit.Pod("b", "12")))
@@ -177,23 +163,8 @@ func TestCaughtUpReplayGoesOnApplying(t *testing.T) {
 // given back unused: the gate's only slot is free again once the other
 // holder leaves.
 func TestRelistDropsCaughtUpReplay(t *testing.T) {
-	st := newMemStore(t)
-	if err := st.Replace([]interface{}{testkit.Pod("a", "1"), testkit.Pod("b", "2")}, "10"); err != nil {
-		t.Fatal(err)
-	}
-	g := newGate(t)
-	opts := Options{Store: st}
-	opts.Reflector.ListGate = g
-	inf := newTestInformer(t, opts)
-	rec := newRecorder()
-	if _, err := inf.AddEventHandler(rec); err != nil {
-		t.Fatal(err)
-	}
-	other, err := g.Enter(context.Background(), "other")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := startHarness(t, inf)
+	w := startWithheld(t)
+	g, inf, rec, other, h := w.g, w.inf, w.rec, w.other, w.h
 	h.must(h.q.MarkSynced(h.ctx))
 	h.relist("20", testkit.Pod("a", "15"), testkit.Pod("c", "16"))
 	h.waitBatch(func(b deltafifo.Batch) bool { return b.Kind == deltafifo.KindReplaceEnd })
@@ -216,23 +187,8 @@ func TestRelistDropsCaughtUpReplay(t *testing.T) {
 // handlers the server's state as the initial list, and the informer is
 // synced only then.
 func TestCaughtUpReplayWaitsForOpenRelist(t *testing.T) {
-	st := newMemStore(t)
-	if err := st.Replace([]interface{}{testkit.Pod("a", "1"), testkit.Pod("b", "2")}, "10"); err != nil {
-		t.Fatal(err)
-	}
-	g := newGate(t)
-	opts := Options{Store: st}
-	opts.Reflector.ListGate = g
-	inf := newTestInformer(t, opts)
-	rec := newRecorder()
-	if _, err := inf.AddEventHandler(rec); err != nil {
-		t.Fatal(err)
-	}
-	other, err := g.Enter(context.Background(), "other")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := startHarness(t, inf)
+	w := startWithheld(t)
+	g, inf, rec, other, h := w.g, w.inf, w.rec, w.other, w.h
 	h.must(h.q.MarkSynced(h.ctx))
 	h.must(h.q.BeginReplace(h.ctx))
 	h.waitBatch(func(b deltafifo.Batch) bool { return b.Kind == deltafifo.KindReplaceBegin })
@@ -252,4 +208,38 @@ func TestCaughtUpReplayWaitsForOpenRelist(t *testing.T) {
 		t.Fatalf("the gate's slot was not given back: %v", err)
 	}
 	pass.Leave()
+}
+
+// withheld is a warm-started informer on a hand-driven queue: its store
+// holds a@1 and b@2, complete at resourceVersion 10, withheld from its one
+// handler (rec) until it catches up, and its gate's only pass is held by
+// another (other).
+type withheld struct {
+	st    store.Store
+	g     *reflector.ListGate
+	inf   *Informer
+	rec   *recorder
+	other *reflector.ListPass
+	h     *harness
+}
+
+func startWithheld(t *testing.T) withheld {
+	t.Helper()
+	st := newMemStore(t)
+	if err := st.Replace([]interface{}{testkit.Pod("a", "1"), testkit.Pod("b", "2")}, "10"); err != nil {
+		t.Fatal(err)
+	}
+	g := newGate(t)
+	opts := Options{Store: st}
+	opts.Reflector.ListGate = g
+	inf := newTestInformer(t, opts)
+	rec := newRecorder()
+	if _, err := inf.AddEventHandler(rec); err != nil {
+		t.Fatal(err)
+	}
+	other, err := g.Enter(context.Background(), "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return withheld{st: st, g: g, inf: inf, rec: rec, other: other, h: startHarness(t, inf)}
 }
