@@ -221,8 +221,12 @@ func (f *Factory) runDiscoveryLocked() {
 		return
 	}
 	f.discoveryRunning = true
-	ctx := f.runCtx
-	f.wg.Go(func() { d.run(ctx) })
+	ctx, stop := f.runContext(f.runCtx)
+	f.discoveryCtx = ctx
+	f.wg.Go(func() {
+		defer stop()
+		d.run(ctx)
+	})
 }
 
 // removeAll removes from the factory the informers a failed

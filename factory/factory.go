@@ -180,10 +180,16 @@ type Factory struct {
 	mu        sync.Mutex
 	informers map[string]*factoryEntry
 	started   map[string]bool
-	cancel    context.CancelFunc // of the informers' context, once started
-	runCtx    context.Context
-	shutdown  bool
-	wg        sync.WaitGroup
+	// life ends at Shutdown, which stops every run; runCtx is the
+	// context of the latest Start, nil before the first (the discovery's
+	// loop runs on the Start that finds it ready, and starts the
+	// informers it creates on discoveryCtx, its own).
+	life         context.Context
+	endLife      context.CancelFunc
+	runCtx       context.Context
+	discoveryCtx context.Context
+	shutdown     bool
+	wg           sync.WaitGroup
 	// discovered is WatchDiscovered's, nil until it returns
 	// (discovery.go); discoveryRunning is set once its loop runs.
 	discovered       *Discovered
@@ -250,6 +256,7 @@ func New(ctx context.Context, opts Options) (*Factory, error) {
 		budget = b
 	}
 	f := &Factory{opts: opts, logger: logger, budget: budget, readAhead: readAhead, informers: map[string]*factoryEntry{}, started: map[string]bool{}}
+	f.life, f.endLife = context.WithCancel(context.Background())
 	if opts.Path == "" {
 		return f, nil
 	}

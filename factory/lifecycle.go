@@ -13,32 +13,40 @@ import (
 )
 
 // Start runs every informer not yet started, each on its own goroutine,
-// until Shutdown (or ctx's end). Informers created later are started by a
-// later Start.
+// until ctx is done or Shutdown, as client-go's factory does: informers
+// created later are started by a later Start, on that Start's context. An
+// informer runs once: after its context ends it stays stopped, and a
+// later Start does not run it again.
 func (f *Factory) Start(ctx context.Context) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.shutdown {
 		return
 	}
-	if f.runCtx == nil {
-		f.runCtx, f.cancel = context.WithCancel(ctx)
-	}
+	f.runCtx = ctx
 	for name, e := range f.informers {
-		f.startLocked(name, e)
+		f.startLocked(ctx, name, e)
 	}
 	f.runDiscoveryLocked()
 }
 
+// runContext returns a context of ctx that Shutdown also ends, and its
+// cancel function.
+func (f *Factory) runContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	unregister := context.AfterFunc(f.life, cancel)
+	return ctx, func() { unregister(); cancel() }
+}
+
 // startLocked runs the informer of e, named name, on a goroutine of its
-// own until the factory's run ends or removeInformer stops it, unless it
-// runs already or the factory has not started. f.mu must be held.
-func (f *Factory) startLocked(name string, e *factoryEntry) {
-	if f.started[name] || f.runCtx == nil || f.shutdown {
+// own until ctx ends, Shutdown or removeInformer stops it, unless it runs
+// already or the factory has shut down. f.mu must be held.
+func (f *Factory) startLocked(ctx context.Context, name string, e *factoryEntry) {
+	if f.started[name] || f.shutdown {
 		return
 	}
 	f.started[name] = true
-	ctx, stop := context.WithCancel(f.runCtx)
+	ctx, stop := f.runContext(ctx)
 	e.stop, e.done = stop, make(chan struct{})
 	inf, done := e.inf, e.done
 	f.wg.Go(func() {
@@ -48,13 +56,14 @@ func (f *Factory) startLocked(name string, e *factoryEntry) {
 	})
 }
 
-// startInformer starts the informer of that name if the factory has
-// started (Start), as Start would.
+// startInformer starts the informer of that name, which discovery
+// created, on the context of the discovery's loop, if it runs; otherwise
+// the Start that runs the loop starts it.
 func (f *Factory) startInformer(name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if e, ok := f.informers[name]; ok {
-		f.startLocked(name, e)
+	if e, ok := f.informers[name]; ok && f.discoveryCtx != nil {
+		f.startLocked(f.discoveryCtx, name, e)
 	}
 }
 
@@ -159,8 +168,8 @@ func (f *Factory) Shutdown() error {
 		return nil
 	}
 	f.shutdown = true
-	if f.cancel != nil {
-		f.cancel()
+	if f.endLife != nil {
+		f.endLife()
 	}
 	entries := f.informers
 	var idle []*informer.Informer

@@ -31,8 +31,7 @@
 // What differs from client-go's package: the constructors take the
 // factory.Factory first, return *Factory (which implements client-go's
 // interface), and the Factory owns the factory.Factory (Shutdown closes the
-// file), and its informers run on the context of the first Start
-// (StartWithContext). NewFilteredDynamicInformer, an informer outside any
+// file). NewFilteredDynamicInformer, an informer outside any
 // factory, has no counterpart: a persistent informer belongs to the
 // factory of its file.
 package dynamicinformer

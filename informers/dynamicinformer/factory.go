@@ -137,17 +137,14 @@ func (f *Factory) Fallbacks() map[schema.GroupVersionResource]error {
 }
 
 // Start runs every informer not yet started until stopCh is closed or
-// Shutdown is called; see StartWithContext for the context the
-// factory.Factory's informers run on.
+// Shutdown is called.
 func (f *Factory) Start(stopCh <-chan struct{}) {
 	f.StartWithContext(wait.ContextForChannel(stopCh))
 }
 
 // StartWithContext runs every informer not yet started until ctx is done
-// or Shutdown is called. Unlike client-go's, the factory.Factory's
-// informers run on the context of its first Start: a later Start's
-// context does not stop them, and an informer created after the first
-// context ended does not run. Stop them with Shutdown.
+// or Shutdown is called, as client-go's: an informer created later runs
+// from the next Start, on that Start's context.
 func (f *Factory) StartWithContext(ctx context.Context) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -1,0 +1,115 @@
+package factory
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+)
+
+// TestEachInformerRunsOnItsStart checks Start's contract, client-go's
+// factory's: an informer runs on the context of the Start that started
+// it, so one created after an earlier Start's context ended runs from the
+// next Start, a later Start's end does not stop the informers an earlier
+// one started, and an informer whose context ended stays stopped.
+func TestEachInformerRunsOnItsStart(t *testing.T) {
+	src := newSource(t, "a")
+	srv := serveSource(t, src)
+	f := newFactory(t, filepath.Join(t.TempDir(), "f.db"), srv.URL)
+	defer func() {
+		if err := f.Shutdown(); err != nil {
+			t.Error(err)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	informerOf := func(ns string) cache.SharedIndexInformer {
+		t.Helper()
+		inf, err := f.ForResource(ctx, podsGVR, "Pod", Scope{Namespace: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inf
+	}
+	waitStopped := func(what string, inf cache.SharedIndexInformer) {
+		t.Helper()
+		if err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+			return inf.IsStopped(), nil
+		}); err != nil {
+			t.Fatalf("%s: still running after its Start's context ended", what)
+		}
+	}
+
+	first := informerOf("ns")
+	ctx1, end1 := context.WithCancel(ctx)
+	f.Start(ctx1)
+	if !cache.WaitForCacheSync(ctx.Done(), first.HasSynced) {
+		t.Fatal("the first informer did not sync")
+	}
+	end1()
+	waitStopped("the first Start's informer", first)
+
+	// Created after the first context ended: the next Start runs it.
+	second := informerOf("")
+	ctx2, end2 := context.WithCancel(ctx)
+	defer end2()
+	f.Start(ctx2)
+	if !cache.WaitForCacheSync(ctx.Done(), second.HasSynced) {
+		t.Fatal("an informer created after the first Start's context ended did not run on the next Start")
+	}
+	if !first.IsStopped() {
+		t.Fatal("a later Start ran again an informer whose context ended")
+	}
+
+	// A third Start, ended at once, starts nothing and stops nothing:
+	// the second informer still follows the watch.
+	ctx3, end3 := context.WithCancel(ctx)
+	f.Start(ctx3)
+	end3()
+	if _, err := src.Add(pod("b", "")); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
+		_, ok, err := second.GetStore().GetByKey("ns/b")
+		return ok, err
+	}); err != nil {
+		t.Fatalf("the second informer stopped following its watch when a later Start's context ended: %v", err)
+	}
+
+	end2()
+	waitStopped("the second Start's informer", second)
+}
+
+// TestShutdownStopsInformersOfEveryStart checks that Shutdown stops the
+// informers of every Start, whatever their contexts, and that Start then
+// does nothing.
+func TestShutdownStopsInformersOfEveryStart(t *testing.T) {
+	srv := serveSource(t, newSource(t, "a"))
+	f := newFactory(t, filepath.Join(t.TempDir(), "f.db"), srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var infs []cache.SharedIndexInformer
+	for _, ns := range []string{"ns", ""} {
+		inf, err := f.ForResource(ctx, podsGVR, "Pod", Scope{Namespace: ns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		infs = append(infs, inf)
+		f.Start(context.Background()) // never ends
+	}
+	if err := f.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	for i, inf := range infs {
+		if !inf.IsStopped() {
+			t.Fatalf("informer %d runs after Shutdown", i)
+		}
+	}
+	f.Start(context.Background())
+	if _, err := f.ForResource(ctx, podsGVR, "Pod", Scope{Namespace: "other"}); err == nil {
+		t.Fatal("ForResource after Shutdown returned an informer")
+	}
+}
