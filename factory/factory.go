@@ -188,8 +188,11 @@ type Factory struct {
 	endLife      context.CancelFunc
 	runCtx       context.Context
 	discoveryCtx context.Context
-	shutdown     bool
-	wg           sync.WaitGroup
+	// shutdown is set by the first Shutdown, which closes closed once
+	// the file is closed.
+	shutdown bool
+	closed   chan struct{}
+	wg       sync.WaitGroup
 	// discovered is WatchDiscovered's, nil until it returns
 	// (discovery.go); discoveryRunning is set once its loop runs.
 	discovered       *Discovered

@@ -160,14 +160,20 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) map[string]bool {
 }
 
 // Shutdown stops every informer, waits for them, then closes their stores
-// and the file. Informers cannot be created afterwards. It is idempotent.
+// and the file. Informers cannot be created afterwards. It is idempotent:
+// a later or concurrent call waits until the first has closed the file,
+// and returns nil.
 func (f *Factory) Shutdown() error {
 	f.mu.Lock()
 	if f.shutdown {
+		closed := f.closed
 		f.mu.Unlock()
+		<-closed
 		return nil
 	}
 	f.shutdown = true
+	f.closed = make(chan struct{})
+	defer close(f.closed)
 	if f.endLife != nil {
 		f.endLife()
 	}

@@ -2,12 +2,15 @@ package factory
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/warmcache/warmcache/store/bolt"
 )
 
 // TestEachInformerRunsOnItsStart checks Start's contract, client-go's
@@ -111,5 +114,45 @@ func TestShutdownStopsInformersOfEveryStart(t *testing.T) {
 	f.Start(context.Background())
 	if _, err := f.ForResource(ctx, podsGVR, "Pod", Scope{Namespace: "other"}); err == nil {
 		t.Fatal("ForResource after Shutdown returned an informer")
+	}
+}
+
+// TestSecondShutdownWaitsForTheFirst checks that a Shutdown called while
+// another is closing the factory returns only once the file is closed, as
+// client-go's Shutdown returns only once its informers have stopped.
+func TestSecondShutdownWaitsForTheFirst(t *testing.T) {
+	srv := serveSource(t, newSource(t, "a"))
+	f := newFactory(t, filepath.Join(t.TempDir(), "f.db"), srv.URL)
+	// Hold the first Shutdown at its wait for the informers' runs.
+	f.wg.Add(1)
+	first := make(chan error, 1)
+	go func() { first <- f.Shutdown() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := wait.PollUntilContextCancel(ctx, time.Millisecond, true, func(context.Context) (bool, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.shutdown, nil
+	}); err != nil {
+		t.Fatal("the first Shutdown did not begin")
+	}
+	second := make(chan error, 1)
+	go func() { second <- f.Shutdown() }()
+	// A correct Shutdown cannot return here, whatever the scheduling;
+	// the window only bounds how long a wrong one has to show itself.
+	select {
+	case err := <-second:
+		t.Fatalf("the second Shutdown returned (%v) while the first still waited for the informers", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	f.wg.Done()
+	if err := <-second; err != nil {
+		t.Fatalf("second Shutdown: %v", err)
+	}
+	if _, err := f.DB().Identities(ctx); !errors.Is(err, bolt.ErrClosed) {
+		t.Fatalf("the second Shutdown returned before the file was closed (Identities: %v)", err)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("first Shutdown: %v", err)
 	}
 }
