@@ -3,13 +3,20 @@ package factory
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"sort"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
 
 	"github.com/warmcache/warmcache/informer"
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
 	"github.com/warmcache/warmcache/store/seal"
@@ -122,4 +129,47 @@ func TestHookServesMetadataInformers(t *testing.T) {
 	cancel()
 	inf.RunWithContext(done)
 	full.RunWithContext(done)
+}
+
+// TestMetadataListWatchOfFakeClient runs client-go's informer over
+// MetadataListWatch of client-go's fake metadata client, which cannot
+// stream a list: the list-watch says so (as the client does), so the
+// reflector lists and watches instead of asking for a WatchList the fake
+// never answers, syncs, and follows the fake's watch.
+func TestMetadataListWatchOfFakeClient(t *testing.T) {
+	podMeta := func(name string) *metav1.PartialObjectMetadata {
+		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+		return m
+	}
+	scheme := metadatafake.NewTestScheme()
+	metav1.AddMetaToScheme(scheme)
+	client := metadatafake.NewSimpleMetadataClient(scheme, podMeta("a"))
+	lw := MetadataListWatch(client, podsGVR, "Pod", Scope{Namespace: "ns"})
+	if !watchlist.DoesClientNotSupportWatchListSemantics(lw) {
+		t.Fatal("the list-watch of a fake metadata client does not say that it cannot stream a list")
+	}
+	inf := cache.NewSharedIndexInformer(lw, &metav1.PartialObjectMetadata{}, 0, cache.Indexers{})
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout())
+	defer cancel()
+	go inf.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("the informer never synced on the fake metadata client")
+	}
+	if _, err := client.Resource(podsGVR).Namespace("ns").(metadatafake.MetadataClient).CreateFake(podMeta("b"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextCancel(ctx, time.Millisecond, true, func(context.Context) (bool, error) {
+		keys := inf.GetStore().ListKeys()
+		sort.Strings(keys)
+		return slices.Equal(keys, []string{"ns/a", "ns/b"}), nil
+	}); err != nil {
+		t.Fatalf("the informer never saw ns/b created through the fake's watch (keys %v)", inf.GetStore().ListKeys())
+	}
+	for _, k := range inf.GetStore().ListKeys() {
+		obj, _, _ := inf.GetStore().GetByKey(k)
+		if gvk := obj.(*metav1.PartialObjectMetadata).GroupVersionKind(); gvk.Kind != "Pod" {
+			t.Fatalf("%s has kind %q, want Pod", k, gvk.Kind)
+		}
+	}
 }
