@@ -19,7 +19,8 @@
 //     apiserver gives every write a new one) and the same CRC-32C.
 //   - A point read needs no transaction for a "fast" entry: one put by the
 //     store's own write (Committed), or by a read or hash check that no
-//     write followed before the entry was put (Stamp), while no other
+//     write overlapped, under way when it began or begun before the entry
+//     was put (Stamp), while no other
 //     write has touched the file since (the DB's Epoch, bumped before and
 //     after every write transaction but the store's own batches, which
 //     update the tier themselves: a relist's commit, an index rebuild,
@@ -122,11 +123,28 @@ type Part struct {
 }
 
 // Stamp is what a point read saw before its transaction began: an entry
-// it puts is fast only if neither changed before the put. The zero Stamp
-// is the most cautious.
+// it puts is fast only if neither changed before the put, and no batch of
+// the store was under way when it was taken (during): a transaction that
+// begins then may see the batch's writes before Committed tells the tier,
+// and a read that sees them must not put or confirm them as fast next to
+// entries the batch changes or deletes (Committed would find a whole
+// part's order holding both states). The zero Stamp is the most cautious.
 type Stamp struct {
 	epoch, seq uint64
+	during     bool
 }
+
+// stampLocked returns the stamp of a read that begins now, at epoch.
+// tier.mu must be held.
+func (p *Part) stampLocked(epoch uint64) Stamp {
+	return Stamp{epoch: epoch, seq: p.seq, during: p.writing}
+}
+
+// unchangedLocked reports whether what a read whose transaction began
+// after st saw is what the store holds now, as far as the store's batches
+// go: no batch was under way when st was taken, nor began since. The
+// epoch is checked apart. tier.mu must be held.
+func (p *Part) unchangedLocked(st Stamp) bool { return !st.during && st.seq == p.seq }
 
 type entry struct {
 	part       *Part
@@ -184,7 +202,7 @@ func (p *Part) Stamp() Stamp {
 	epoch := p.epoch.Load()
 	p.tier.mu.Lock()
 	defer p.tier.mu.Unlock()
-	return Stamp{epoch: epoch, seq: p.seq}
+	return p.stampLocked(epoch)
 }
 
 // Fast returns the object of a fast entry for key, valid without reading
@@ -200,7 +218,7 @@ func (p *Part) Fast(key string) (obj interface{}, ok bool, st Stamp) {
 	t.mu.Lock()
 	e, found := p.m[key]
 	if !found || !e.fast || e.epoch != epoch {
-		st = Stamp{epoch: epoch, seq: p.seq}
+		st = p.stampLocked(epoch)
 		t.mu.Unlock()
 		return nil, false, st
 	}
@@ -337,7 +355,7 @@ func (p *Part) Get(key []byte, sum uint64, st Stamp) (interface{}, bool) {
 	e, ok := p.m[string(key)]
 	if ok && e.sum == sum {
 		t.promoteLocked(e)
-		e.fast, e.epoch = st.seq == p.seq, st.epoch
+		e.fast, e.epoch = p.unchangedLocked(st), st.epoch
 		p.keptLocked(e, false)
 		obj := e.obj
 		t.mu.Unlock()
@@ -382,7 +400,7 @@ func (p *Part) Put(key string, sum uint64, envLen int, obj interface{}, st Stamp
 		// miss after the main segment evicted it does not count.
 		t.probBudget = min(t.budget, t.probBudget+p.cost(key, envLen))
 	}
-	p.putLocked(key, sum, envLen, obj, st.seq == p.seq, st.epoch, false)
+	p.putLocked(key, sum, envLen, obj, p.unchangedLocked(st), st.epoch, false)
 }
 
 // putLocked caches obj under key, in probation if prob, evicting the

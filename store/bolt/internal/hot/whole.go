@@ -57,7 +57,7 @@ func (p *Part) Lookup(key, env []byte, st Stamp) (obj interface{}, sum uint64, o
 	if !ok || e.sum != sum {
 		return nil, sum, false
 	}
-	if st.seq == p.seq && (!e.fast || e.epoch < st.epoch) {
+	if p.unchangedLocked(st) && (!e.fast || e.epoch < st.epoch) {
 		e.fast, e.epoch = true, st.epoch
 	}
 	return e.obj, sum, true
@@ -83,7 +83,7 @@ func (p *Part) Fill(key string, sum uint64, envLen int, obj interface{}, st Stam
 	defer t.mu.Unlock()
 	var old int64
 	if e, ok := p.m[key]; ok {
-		if e.sum == sum || st.seq != p.seq {
+		if e.sum == sum || !p.unchangedLocked(st) {
 			// The same object, or one a batch may have written since
 			// the read began: newer than obj, or checked by reads.
 			return
@@ -93,7 +93,7 @@ func (p *Part) Fill(key string, sum uint64, envLen int, obj interface{}, st Stam
 	if t.used-old+c > t.budget {
 		return
 	}
-	p.putLocked(key, sum, envLen, obj, st.seq == p.seq, st.epoch, false)
+	p.putLocked(key, sum, envLen, obj, p.unchangedLocked(st), st.epoch, false)
 }
 
 // Complete tells p that a bulk read whose transactions all began after st
@@ -115,7 +115,7 @@ func (p *Part) Complete(st Stamp, objects int) bool {
 	// A write under way may have committed part of what the read saw
 	// (its transactions may straddle the commit) without the tier
 	// knowing yet.
-	if !quiet || p.writing || st.seq != p.seq || st.epoch != epoch {
+	if !quiet || p.writing || !p.unchangedLocked(st) || st.epoch != epoch {
 		return false
 	}
 	return p.findWholeLocked(int64(objects), epoch)

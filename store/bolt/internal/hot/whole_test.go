@@ -191,3 +191,62 @@ func TestFillKeepsNewer(t *testing.T) {
 		t.Errorf("Fast(k000) = %v, %t after a late Fill; want the batch's object", obj, ok)
 	}
 }
+
+// TestReadDuringBatch checks that a bulk read whose transaction began while
+// a batch was being committed, and so may see the batch's writes before
+// Committed tells the tier, fills nothing fast: a whole part never lists
+// the batch's new objects beside the ones the batch deletes, before or
+// after Committed, and the next quiet bulk read finds it whole again.
+func TestReadDuringBatch(t *testing.T) {
+	one := Cost("protobuf", "k000", envLen)
+	p := New(10*one).Part("protobuf", nopMetrics{}, new(Epoch))
+	before := []string{"k000", "k001", "k002", "k003"}
+	after := []string{"k001", "k002", "k003", "k004"}
+	st := p.Stamp()
+	for _, k := range before {
+		p.Fill(k, 1, envLen, k, st, 4)
+	}
+	if !p.Complete(st, 4) {
+		t.Fatal("a quiet bulk read left the part not whole")
+	}
+	// The batch deletes k000, writes k001 again and adds k004; the
+	// read's transaction begins once the batch has committed to the
+	// file, before the tier is told, and sees its writes.
+	p.Begin()
+	st = p.Stamp()
+	for _, k := range after {
+		sum := uint64(1)
+		if k == "k001" {
+			sum = 2
+		}
+		p.Fill(k, sum, envLen, k, st, 4)
+	}
+	if keys, ok := keysOf(p, ""); ok && !slices.Equal(keys, before) {
+		t.Fatalf("Whole = %v while the batch commits, want %v or not whole", keys, before)
+	}
+	if p.Complete(st, 4) {
+		t.Fatal("a bulk read that began while a batch was committed made the part whole")
+	}
+	p.Committed(slices.Values([]Write{
+		{Key: "k000", Delete: true},
+		{Key: "k001", Sum: 2, EnvLen: envLen, Obj: "k001"},
+		{Key: "k004", Sum: 1, EnvLen: envLen, Obj: "k004"},
+	}))
+	if keys, ok := keysOf(p, ""); ok && !slices.Equal(keys, after) {
+		t.Fatalf("Whole = %v after the batch, want %v or not whole", keys, after)
+	}
+	st = p.Stamp()
+	for _, k := range after {
+		sum := uint64(1)
+		if k == "k001" {
+			sum = 2
+		}
+		p.Fill(k, sum, envLen, k, st, 4)
+	}
+	if !p.Complete(st, 4) {
+		t.Fatal("a quiet bulk read after the batch left the part not whole")
+	}
+	if keys, ok := keysOf(p, ""); !ok || !slices.Equal(keys, after) {
+		t.Fatalf("Whole = %v, %t after a quiet bulk read, want %v", keys, ok, after)
+	}
+}
