@@ -192,7 +192,7 @@ func (f *Factory) WatchDiscovered(ctx context.Context, opts DiscoveryOptions) (*
 	switch {
 	case f.shutdown:
 		f.mu.Unlock()
-		return nil, fmt.Errorf("discovery: %w: factory shut down", informer.ErrStopped)
+		return nil, fmt.Errorf("discovery: %w (%w)", ErrShutdown, informer.ErrStopped)
 	case f.discovered != nil:
 		f.mu.Unlock()
 		return nil, fmt.Errorf("%w: WatchDiscovered was called already on this factory", ErrInvalidOptions)

@@ -3,9 +3,12 @@ package factory
 import "errors"
 
 // Errors of this package. They are wrapped with the resource and the
-// cause; test with errors.Is. A factory that has shut down returns
-// informer.ErrStopped.
+// cause; test with errors.Is.
 var (
+	// ErrShutdown is returned by the informer constructors and
+	// WatchDiscovered once Shutdown was called; it also matches
+	// informer.ErrStopped.
+	ErrShutdown = errors.New("factory: shut down")
 	// ErrInvalidOptions is returned by New and the informer constructors
 	// for options that cannot work (Options.Informer.Store set, a
 	// resource without version, an unparsable selector).

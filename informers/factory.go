@@ -2,6 +2,7 @@ package informers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -198,7 +199,8 @@ func (f *Factory) InformerName() *cache.InformerName { return f.informerName }
 // factory's client, in the factory's namespace and tweak, with the
 // indexers of the informer newFunc builds (which is never run). When obj's
 // type cannot be persisted, the informer newFunc builds is used instead,
-// and an error is logged (see Fallbacks).
+// and an error is logged (see Fallbacks). After Shutdown it is that
+// informer too, which never runs, as client-go's factory returns one.
 //
 // newFunc's namespace and list options are not looked at: as with
 // client-go's generated informers, they must be the factory's.
@@ -232,11 +234,14 @@ func (f *Factory) InformerFor(obj runtime.Object, newFunc internalinterfaces.New
 			f.logger.Error(err, "Cannot build an informer for this type", "type", t.String())
 			return nil
 		}
-		f.logger.Error(err, "Cannot give this informer a persistent cache; using client-go's in-memory informer", "type", t.String())
 		if f.transform != nil {
 			_ = clientGo.SetTransform(f.transform)
 		}
-		f.fallback[t] = err
+		// After Shutdown, as client-go's: an informer that never runs.
+		if !errors.Is(err, factory.ErrShutdown) {
+			f.logger.Error(err, "Cannot give this informer a persistent cache; using client-go's in-memory informer", "type", t.String())
+			f.fallback[t] = err
+		}
 		inf = clientGo
 	}
 	f.informers[t] = inf

@@ -142,6 +142,21 @@ func (w *widget) DeepCopyObject() runtime.Object { c := *w; return &c }
 // and its reason in Fallbacks; so does a tweak that sets more than
 // selectors.
 func TestFallbacks(t *testing.T) {
+	t.Run("after Shutdown", func(t *testing.T) {
+		logger, logs := newLogger(t)
+		f := newFactory(t, tempFile(t), fake.NewClientset(), logger)
+		f.Shutdown()
+		inf := f.Core().V1().Pods().Informer()
+		if inf == nil {
+			t.Fatal("no informer after Shutdown (client-go's factory returns one)")
+		}
+		if fb := f.Fallbacks(); len(fb) != 0 {
+			t.Fatalf("an informer asked for after Shutdown is recorded as a fallback: %v", fb)
+		}
+		if strings.Contains(logs(), "in-memory informer") {
+			t.Fatalf("an informer asked for after Shutdown was logged as a fallback:\n%s", logs())
+		}
+	})
 	t.Run("unknown type", func(t *testing.T) {
 		logger, logs := newLogger(t)
 		f := newFactory(t, tempFile(t), fake.NewClientset(), logger)

@@ -2,6 +2,7 @@ package dynamicinformer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"sync"
@@ -94,9 +95,10 @@ func NewFilteredDynamicSharedInformerFactoryWithContext(ctx context.Context, wf 
 // label selector to the store, which decodes only the objects they select
 // (informers.NewGenericInformer). An informer created after Start runs from the next
 // Start, as client-go's. When gvr's informer cannot be persisted (the
-// tweak, a factory shut down, a file that cannot be written), the informer
-// is client-go's dynamic informer, in memory, and an error is logged (see
-// Fallbacks).
+// tweak, a file that cannot be written), the informer is client-go's
+// dynamic informer, in memory, and an error is logged (see Fallbacks).
+// After Shutdown it is client-go's informer too, which never runs, as
+// client-go's factory returns one.
 func (f *Factory) ForResource(gvr schema.GroupVersionResource) clientinformers.GenericInformer {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -105,8 +107,11 @@ func (f *Factory) ForResource(gvr schema.GroupVersionResource) clientinformers.G
 	}
 	inf, err := f.warmInformerLocked(gvr)
 	if err != nil {
-		f.logger.Error(err, "Cannot give this informer a persistent cache; using client-go's in-memory informer", "resource", gvr.String())
-		f.fallback[gvr] = err
+		// After Shutdown, as client-go's: an informer that never runs.
+		if !errors.Is(err, factory.ErrShutdown) {
+			f.logger.Error(err, "Cannot give this informer a persistent cache; using client-go's in-memory informer", "resource", gvr.String())
+			f.fallback[gvr] = err
+		}
 		inf = clientdynamicinformer.NewFilteredDynamicInformer(f.client, gvr, f.namespace, f.defaultResync,
 			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, f.tweak)
 	}

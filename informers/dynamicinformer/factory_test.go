@@ -250,6 +250,26 @@ func TestUnsupportedTweakFallsBack(t *testing.T) {
 	}
 }
 
+// TestInformerAfterShutdown asks for an informer after Shutdown: as
+// client-go's factory, it returns one that never runs, neither logged nor
+// recorded as a fallback.
+func TestInformerAfterShutdown(t *testing.T) {
+	s := newServer(t)
+	logger, logged := newLogger(t)
+	f := newFactory(t, filepath.Join(t.TempDir(), "cache.db"), s, logger, "", nil)
+	f.Shutdown()
+	pods := f.ForResource(podsGVR)
+	if pods == nil || pods.Informer() == nil {
+		t.Fatal("no informer after Shutdown (client-go's factory returns one)")
+	}
+	if fb := f.Fallbacks(); len(fb) != 0 {
+		t.Fatalf("an informer asked for after Shutdown is recorded as a fallback: %v", fb)
+	}
+	if strings.Contains(logged(), "in-memory informer") {
+		t.Fatalf("an informer asked for after Shutdown was logged as a fallback:\n%s", logged())
+	}
+}
+
 // TestInformerAfterStart asks for an informer after Start: as client-go's,
 // it is not waited for until the next Start runs it.
 func TestInformerAfterStart(t *testing.T) {
