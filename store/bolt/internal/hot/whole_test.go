@@ -209,18 +209,21 @@ func TestReadDuringBatch(t *testing.T) {
 	if !p.Complete(st, 4) {
 		t.Fatal("a quiet bulk read left the part not whole")
 	}
-	// The batch deletes k000, writes k001 again and adds k004; the
-	// read's transaction begins once the batch has committed to the
+	// The batch deletes k000, writes k001 again (sum 2) and adds k004;
+	// a read's transaction begins once the batch has committed to the
 	// file, before the tier is told, and sees its writes.
+	readAfter := func(st Stamp) {
+		for _, k := range after {
+			sum := uint64(1)
+			if k == "k001" {
+				sum = 2
+			}
+			p.Fill(k, sum, envLen, k, st, 4)
+		}
+	}
 	p.Begin()
 	st = p.Stamp()
-	for _, k := range after {
-		sum := uint64(1)
-		if k == "k001" {
-			sum = 2
-		}
-		p.Fill(k, sum, envLen, k, st, 4)
-	}
+	readAfter(st)
 	if keys, ok := keysOf(p, ""); ok && !slices.Equal(keys, before) {
 		t.Fatalf("Whole = %v while the batch commits, want %v or not whole", keys, before)
 	}
@@ -236,13 +239,7 @@ func TestReadDuringBatch(t *testing.T) {
 		t.Fatalf("Whole = %v after the batch, want %v or not whole", keys, after)
 	}
 	st = p.Stamp()
-	for _, k := range after {
-		sum := uint64(1)
-		if k == "k001" {
-			sum = 2
-		}
-		p.Fill(k, sum, envLen, k, st, 4)
-	}
+	readAfter(st)
 	if !p.Complete(st, 4) {
 		t.Fatal("a quiet bulk read after the batch left the part not whole")
 	}
