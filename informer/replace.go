@@ -240,16 +240,22 @@ func (l *loop) endRelist(ctx context.Context, b deltafifo.Batch) error {
 		}
 	}()
 	partial := l.partial
-	l.rep = nil
-	l.partial = nil
-	l.withheld = false
-	l.checked = true // the server's content now, whatever the file held
-	l.i.relistDone()
-	l.reportObjects()
+	l.relistEnded()
 	c, err := l.notifyRelist(ctx, rep, partial)
 	l.logger.V(2).Info("Relist committed", "resourceVersion", b.ResourceVersion, "listed", rep.listed,
 		"added", c.added, "updated", c.updated, "deleted", c.deleted, "fresh", rep.fresh, "took", l.since(rep.start))
 	return err
+}
+
+// relistEnded records that a relist or fill committed: the file holds the
+// server's content now, whatever it held before.
+func (l *loop) relistEnded() {
+	l.rep = nil
+	l.partial = nil
+	l.withheld = false
+	l.checked = true
+	l.i.relistDone()
+	l.reportObjects()
 }
 
 // endFill commits a fill at the list's resourceVersion. Its objects were
@@ -260,12 +266,7 @@ func (l *loop) endFill(ctx context.Context, rep *relist, b deltafifo.Batch) erro
 		l.abortRelist()
 		return err
 	}
-	l.rep = nil
-	l.partial = nil
-	l.withheld = false
-	l.checked = true // the server's content now, whatever the file held
-	l.i.relistDone()
-	l.reportObjects()
+	l.relistEnded()
 	if rep.added+rep.updated > 0 || len(l.i.proc.active()) > 0 {
 		// As notifyRelist reports a relist told to handlers: the adds
 		// and the time spent telling them, page by page.
