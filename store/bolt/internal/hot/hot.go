@@ -414,6 +414,8 @@ func (p *Part) putLocked(key string, sum uint64, envLen int, obj interface{}, fa
 	if cost > t.budget {
 		if ok {
 			t.removeLocked(e)
+		} else {
+			p.order = nil // the part no longer holds every stored object
 		}
 		return
 	}

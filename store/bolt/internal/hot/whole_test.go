@@ -84,6 +84,10 @@ func TestWholeLost(t *testing.T) {
 			p.Put("k002", 1, envLen, "k002", st)
 		}},
 		{"clear", func(p *Part, _ *Epoch) { p.Clear() }},
+		{"object larger than the budget stored", func(p *Part, _ *Epoch) {
+			p.Begin()
+			p.Committed(slices.Values([]Write{{Key: "k009", Sum: 1, EnvLen: 1 << 20, Obj: "k009"}}))
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p, epoch := wholePart(t, 4)
