@@ -57,13 +57,19 @@ func (f *Factory) startLocked(ctx context.Context, name string, e *factoryEntry)
 }
 
 // startInformer starts the informer of that name, which discovery
-// created, on the context of the discovery's loop, if it runs; otherwise
-// the Start that runs the loop starts it.
+// created, once the factory has started: on the context of the
+// discovery's loop if it runs, else of the latest Start (WatchDiscovered
+// called after Start creates its first informers before its loop runs).
+// Before the first Start, Start starts it.
 func (f *Factory) startInformer(name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if e, ok := f.informers[name]; ok && f.discoveryCtx != nil {
-		f.startLocked(f.discoveryCtx, name, e)
+	ctx := f.discoveryCtx
+	if ctx == nil {
+		ctx = f.runCtx
+	}
+	if e, ok := f.informers[name]; ok && ctx != nil {
+		f.startLocked(ctx, name, e)
 	}
 }
 
