@@ -217,7 +217,9 @@ func (f *Factory) WatchDiscovered(ctx context.Context, opts DiscoveryOptions) (*
 // started and WatchDiscovered has returned it. f.mu must be held.
 func (f *Factory) runDiscoveryLocked() {
 	d := f.discovered
-	if d == nil || !d.ready || f.discoveryRunning || f.runCtx == nil || f.shutdown {
+	// A loop whose context ended is on its way out: another may start.
+	running := f.discoveryRunning && f.discoveryCtx.Err() == nil
+	if d == nil || !d.ready || running || f.runCtx == nil || f.shutdown {
 		return
 	}
 	f.discoveryRunning = true
@@ -226,6 +228,13 @@ func (f *Factory) runDiscoveryLocked() {
 	f.wg.Go(func() {
 		defer stop()
 		d.run(ctx)
+		// Its Start's context ended (or Shutdown): the next Start runs
+		// the loop again.
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.discoveryCtx == ctx {
+			f.discoveryRunning, f.discoveryCtx = false, nil
+		}
 	})
 }
 

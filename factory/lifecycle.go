@@ -60,7 +60,8 @@ func (f *Factory) startLocked(ctx context.Context, name string, e *factoryEntry)
 // created, once the factory has started: on the context of the
 // discovery's loop if it runs, else of the latest Start (WatchDiscovered
 // called after Start creates its first informers before its loop runs).
-// Before the first Start, Start starts it.
+// Before the first Start, or once that context has ended, the next Start
+// starts it.
 func (f *Factory) startInformer(name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -68,7 +69,7 @@ func (f *Factory) startInformer(name string) {
 	if ctx == nil {
 		ctx = f.runCtx
 	}
-	if e, ok := f.informers[name]; ok && ctx != nil {
+	if e, ok := f.informers[name]; ok && ctx != nil && ctx.Err() == nil {
 		f.startLocked(ctx, name, e)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 
@@ -175,5 +176,59 @@ func TestWatchDiscoveredAfterStart(t *testing.T) {
 	}
 	if !d.WaitForCacheSync(ctx) {
 		t.Fatal("the informers of a WatchDiscovered called after Start never synced")
+	}
+}
+
+// TestDiscoveryRunsOnTheNextStart checks that the discovery's loop, which
+// runs on the Start that finds it ready, runs again on the next Start once
+// that context ended, and that the informers it then creates run on the
+// new one.
+func TestDiscoveryRunsOnTheNextStart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testkit.Timeout())
+	defer cancel()
+	dyn := newDynamicFake(obj(configMapsGVR, "ConfigMap", "default", "a"), obj(gadgetsGVR, "Gadget", "", "g"))
+	disc := newFakeDiscovery(coreList())
+	f := newDiscoveryFactory(t, filepath.Join(t.TempDir(), "f.db"), dyn)
+	defer func() {
+		if err := f.Shutdown(); err != nil {
+			t.Error(err)
+		}
+	}()
+	added := make(chan cache.SharedIndexInformer, 4)
+	no := false
+	d, err := f.WatchDiscovered(ctx, DiscoveryOptions{
+		Unstructured: true, PollInterval: time.Hour, CRDs: &no, Discovery: disc,
+		OnAdd: func(gvr schema.GroupVersionResource, inf cache.SharedIndexInformer) {
+			if gvr == gadgetsGVR {
+				added <- inf
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx1, end1 := context.WithCancel(ctx)
+	f.Start(ctx1)
+	if !d.WaitForCacheSync(ctx) {
+		t.Fatal("did not sync")
+	}
+	end1()
+	if err := wait.PollUntilContextCancel(ctx, time.Millisecond, true, func(context.Context) (bool, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return !f.discoveryRunning, nil
+	}); err != nil {
+		t.Fatal("the discovery's loop still runs after its Start's context ended")
+	}
+
+	disc.set(coreList(), gadgetList())
+	f.Start(ctx) // the loop's first refresh finds the gadgets
+	select {
+	case inf := <-added:
+		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+			t.Fatal("the informer the loop created on the second Start did not sync")
+		}
+	case <-ctx.Done():
+		t.Fatal("the discovery's loop did not run again on the next Start")
 	}
 }
