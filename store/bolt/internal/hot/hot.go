@@ -124,27 +124,27 @@ type Part struct {
 
 // Stamp is what a point read saw before its transaction began: an entry
 // it puts is fast only if neither changed before the put, and no batch of
-// the store was under way when it was taken (during): a transaction that
+// the store was under way when it was taken (settled): a transaction that
 // begins then may see the batch's writes before Committed tells the tier,
 // and a read that sees them must not put or confirm them as fast next to
-// entries the batch changes or deletes (Committed would find a whole
-// part's order holding both states). The zero Stamp is the most cautious.
+// entries the batch changes or deletes (a whole part's order would hold
+// both states). The zero Stamp is never settled: the most cautious.
 type Stamp struct {
 	epoch, seq uint64
-	during     bool
+	settled    bool
 }
 
 // stampLocked returns the stamp of a read that begins now, at epoch.
 // tier.mu must be held.
 func (p *Part) stampLocked(epoch uint64) Stamp {
-	return Stamp{epoch: epoch, seq: p.seq, during: p.writing}
+	return Stamp{epoch: epoch, seq: p.seq, settled: !p.writing}
 }
 
 // unchangedLocked reports whether what a read whose transaction began
 // after st saw is what the store holds now, as far as the store's batches
 // go: no batch was under way when st was taken, nor began since. The
 // epoch is checked apart. tier.mu must be held.
-func (p *Part) unchangedLocked(st Stamp) bool { return !st.during && st.seq == p.seq }
+func (p *Part) unchangedLocked(st Stamp) bool { return st.settled && st.seq == p.seq }
 
 type entry struct {
 	part       *Part
