@@ -102,8 +102,17 @@ func TestShutdownStopsInformersOfEveryStart(t *testing.T) {
 		infs = append(infs, inf)
 		f.Start(context.Background()) // never ends
 	}
-	if err := f.Shutdown(); err != nil {
-		t.Fatal(err)
+	// Shutdown waits for the runs: bounded, so that one it cannot stop
+	// fails the test instead of hanging it.
+	shut := make(chan error, 1)
+	go func() { shut <- f.Shutdown() }()
+	select {
+	case err := <-shut:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("Shutdown did not return: an informer's run did not stop")
 	}
 	for i, inf := range infs {
 		if !inf.IsStopped() {
@@ -111,8 +120,8 @@ func TestShutdownStopsInformersOfEveryStart(t *testing.T) {
 		}
 	}
 	f.Start(context.Background())
-	if _, err := f.ForResource(ctx, podsGVR, "Pod", Scope{Namespace: "other"}); err == nil {
-		t.Fatal("ForResource after Shutdown returned an informer")
+	if _, err := f.ForResource(ctx, podsGVR, "Pod", Scope{Namespace: "other"}); !errors.Is(err, ErrShutdown) {
+		t.Fatalf("ForResource after Shutdown: %v, want ErrShutdown", err)
 	}
 }
 
