@@ -218,11 +218,10 @@ func (f *Factory) WatchDiscovered(ctx context.Context, opts DiscoveryOptions) (*
 func (f *Factory) runDiscoveryLocked() {
 	d := f.discovered
 	// A loop whose context ended is on its way out: another may start.
-	running := f.discoveryRunning && f.discoveryCtx.Err() == nil
+	running := f.discoveryCtx != nil && f.discoveryCtx.Err() == nil
 	if d == nil || !d.ready || running || f.runCtx == nil || f.shutdown {
 		return
 	}
-	f.discoveryRunning = true
 	ctx, stop := f.runContext(f.runCtx)
 	f.discoveryCtx = ctx
 	f.wg.Go(func() {
@@ -233,7 +232,7 @@ func (f *Factory) runDiscoveryLocked() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		if f.discoveryCtx == ctx {
-			f.discoveryRunning, f.discoveryCtx = false, nil
+			f.discoveryCtx = nil
 		}
 	})
 }
@@ -583,7 +582,7 @@ func (d *Discovered) remove(ctx context.Context, gvr schema.GroupVersionResource
 func (d *Discovered) sweep(ctx context.Context, want map[schema.GroupVersionResource]discoveredResource, failed map[string]bool, crdServed map[schema.GroupResource]bool) bool {
 	f := d.f
 	f.mu.Lock()
-	running := f.discoveryRunning
+	running := f.discoveryCtx != nil
 	f.mu.Unlock()
 	d.mu.Lock()
 	if d.swept || !running {

@@ -182,8 +182,8 @@ type Factory struct {
 	started   map[string]bool
 	// life ends at Shutdown, which stops every run; runCtx is the
 	// context of the latest Start, nil before the first (the discovery's
-	// loop runs on the Start that finds it ready, and starts the
-	// informers it creates on discoveryCtx, its own).
+	// loop runs on the Start that finds it ready, on discoveryCtx, set
+	// while it runs, and starts the informers it creates on it).
 	life         context.Context
 	endLife      context.CancelFunc
 	runCtx       context.Context
@@ -194,9 +194,8 @@ type Factory struct {
 	closed   chan struct{}
 	wg       sync.WaitGroup
 	// discovered is WatchDiscovered's, nil until it returns
-	// (discovery.go); discoveryRunning is set once its loop runs.
-	discovered       *Discovered
-	discoveryRunning bool
+	// (discovery.go); its loop runs while discoveryCtx is set.
+	discovered *Discovered
 }
 
 type factoryEntry struct {

@@ -181,9 +181,7 @@ func (f *Factory) Shutdown() error {
 	f.shutdown = true
 	f.closed = make(chan struct{})
 	defer close(f.closed)
-	if f.endLife != nil {
-		f.endLife()
-	}
+	f.endLife()
 	entries := f.informers
 	var idle []*informer.Informer
 	for name, e := range entries {

@@ -225,7 +225,7 @@ func TestDiscoveryRunsOnTheNextStart(t *testing.T) {
 	if err := wait.PollUntilContextCancel(ctx, time.Millisecond, true, func(context.Context) (bool, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		return !f.discoveryRunning, nil
+		return f.discoveryCtx == nil, nil
 	}); err != nil {
 		t.Fatal("the discovery's loop still runs after its Start's context ended")
 	}

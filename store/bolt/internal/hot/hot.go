@@ -406,7 +406,8 @@ func (p *Part) Put(key string, sum uint64, envLen int, obj interface{}, st Stamp
 // putLocked caches obj under key, in probation if prob, evicting the
 // least recently used entries beyond probation's share and the tier's
 // budget (of any part). An object larger than the whole budget is not
-// cached (and an older entry for key is dropped). tier.mu must be held.
+// cached (and an older entry for key is dropped), nor is a key new to a
+// whole part that is not fast. tier.mu must be held.
 func (p *Part) putLocked(key string, sum uint64, envLen int, obj interface{}, fast bool, epoch uint64, prob bool) {
 	t := p.tier
 	cost := p.cost(key, envLen)
@@ -417,6 +418,12 @@ func (p *Part) putLocked(key string, sum uint64, envLen int, obj interface{}, fa
 		} else {
 			p.order = nil // the part no longer holds every stored object
 		}
+		return
+	}
+	if !ok && !fast && p.order != nil && p.order.epoch == p.epoch.Load() {
+		// A key a whole part does not hold, read unchecked (a batch
+		// under way may have created it, and its Committed brings it):
+		// caching it would end the part's wholeness for nothing.
 		return
 	}
 	if ok {

@@ -89,11 +89,6 @@ func (p *Part) Fill(key string, sum uint64, envLen int, obj interface{}, st Stam
 			return
 		}
 		old = e.cost
-	} else if p.order != nil && !p.unchangedLocked(st) {
-		// A key a whole part does not hold, read while a batch may
-		// have created it: that batch's Committed brings it, and an
-		// unchecked entry now would end the part's wholeness.
-		return
 	}
 	if t.used-old+c > t.budget {
 		return
