@@ -6,7 +6,7 @@
 //
 // Usage:
 //
-//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 400000] [-churn-hot 0] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone] [-server genserver|fakeapi|kube-apiserver] [-churn-workers 16] [-create-workers 16] [-bolt-gogc N] [-bolt-replay-headroom MiB] [-batch-size N] [-queue-capacity N]
+//	go run ./benchmarks/cmd/informerbench [-n 100000] [-updates 400000] [-churn-hot 0] [-relist 0,10,100] [-impl client-go,memory,bolt] [-dir DIR] [-cpuprofile-dir DIR] [-skip-server-alone] [-rounds 1] [-server genserver|fakeapi|kube-apiserver] [-churn-workers 16] [-create-workers 16] [-bolt-gogc N] [-bolt-replay-headroom MiB] [-batch-size N] [-queue-capacity N]
 //
 // The server (a benchmarks/internal/genserver with -n podgen pods, which
 // generates each pod when it serves it and encodes on every core; with
@@ -88,6 +88,7 @@ type options struct {
 	relists     []int
 	profileDir  string
 	skipAlone   bool
+	rounds      int
 	boltGOGC    int
 	headroomMiB int
 	server      string
@@ -125,6 +126,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.createWorkers, "create-workers", 16, "with -server "+serverKube+": concurrent creates of the pods")
 	fs.IntVar(&o.headroomMiB, "bolt-replay-headroom", -1, "MiB the bolt store lends the collector during a replay (bolt.Options.ReplayHeadroom; -1: the store's default, 0: none)")
 	fs.IntVar(&o.boltGOGC, "bolt-gogc", 0, "GOGC during the bolt informer's phases only (0: the process's, 100 unless GOGC is set); its heap is a few MB, so a higher value costs little memory and saves collections")
+	fs.IntVar(&o.rounds, "rounds", 1, "rounds of the informers' measurements on the one server, a table each (the server's pods are created once: with kube-apiserver, minutes at 100k)")
 	fs.BoolVar(&o.skipAlone, "skip-server-alone", false, "skip the measurement of the server alone (a client that reads its streams without decoding them) before the informers")
 	fs.StringVar(&encoding, "encoding", "protobuf", "wire encoding: protobuf or json")
 	if err := cmdrun.Parse(fs, args); err != nil {
@@ -132,6 +134,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.N <= 0 || o.updates < 0 {
 		return o, fmt.Errorf("%w: -n must be positive and -updates not negative", cmdrun.ErrUsage)
+	}
+	if o.rounds <= 0 {
+		return o, fmt.Errorf("%w: -rounds must be positive", cmdrun.ErrUsage)
 	}
 	if o.batchSize < 0 || o.queueCap < 0 {
 		return o, fmt.Errorf("%w: -batch-size and -queue-capacity must not be negative", cmdrun.ErrUsage)
@@ -252,6 +257,21 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 		}
 		alone = &a
 	}
+	for round := range o.rounds {
+		if o.rounds > 1 {
+			fmt.Fprintf(stderr, "informerbench: round %d of %d\n", round+1, o.rounds)
+		}
+		// Generations: the server alone's is 1, each measurement's its own.
+		if err := measureRound(ctx, o, srv, ro, alone, m, 2+round*len(o.Impls), round, args, stdout, stderr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// measureRound measures every informer of o.Impls once on srv, their
+// generations from gen on, and writes their table to stdout.
+func measureRound(ctx context.Context, o options, srv informerbench.Server, ro informerbench.RunOptions, alone *informerbench.ServerAlone, m machine.Info, gen, round int, args []string, stdout, stderr io.Writer) error {
 	var results []informerbench.Result
 	for i, impl := range o.Impls {
 		fmt.Fprintf(stderr, "informerbench: measuring %s...\n", impl)
@@ -261,7 +281,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 			prev := debug.SetGCPercent(o.boltGOGC)
 			restore = func() { debug.SetGCPercent(prev) }
 		}
-		r, err := informerbench.Measure(ctx, srv, impl, o.N, i+2, ro)
+		r, err := informerbench.Measure(ctx, srv, impl, o.N, gen+i, ro)
 		restore()
 		if err != nil {
 			return fmt.Errorf("%s: %w", impl, err)
@@ -284,6 +304,9 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 	updates := fmt.Sprintf("%d updates", results[0].Updates)
 	if o.churnHot > 0 {
 		updates += fmt.Sprintf(" over a hot set of %d pods", o.churnHot)
+	}
+	if o.rounds > 1 {
+		updates += fmt.Sprintf(", round %d of %d on one server", round+1, o.rounds)
 	}
 	title := fmt.Sprintf("warmcache informer vs client-go SharedIndexInformer: %d podgen pods over HTTP (%s) from %s, %s, bolt %v, %s\n%s",
 		o.N, o.contentType, o.server, updates, o.sync, pageSize, m)

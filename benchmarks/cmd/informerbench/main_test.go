@@ -128,24 +128,27 @@ func TestParseBatchSizeAndQueueCapacity(t *testing.T) {
 	if o, err := parse(nil, io.Discard); err != nil || o.batchSize != 0 || o.queueCap != 0 {
 		t.Fatalf("parse(nil): batch %d, capacity %d, %v; want the informer's defaults (0)", o.batchSize, o.queueCap, err)
 	}
-	for _, args := range [][]string{{"-batch-size", "-1"}, {"-queue-capacity", "-5"}} {
+	for _, args := range [][]string{{"-batch-size", "-1"}, {"-queue-capacity", "-5"}, {"-rounds", "0"}} {
 		if _, err := parse(args, io.Discard); !errors.Is(err, cmdrun.ErrUsage) {
 			t.Errorf("parse(%q): %v, want a usage error", args, err)
 		}
 	}
 }
 
-// A tiny run against a real kube-apiserver and etcd.
+// A tiny run of two rounds against one real kube-apiserver and etcd: the
+// second round's measurements run on the pods the first left (changed by
+// its churn and relist, the server restarted by the relist).
 func TestRunOnKubeAPIServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts kube-apiserver and etcd; runs without -short (make test)")
 	}
 	cmdtest.Run(t, run, []cmdtest.Case{{
 		Name: "kube-apiserver",
-		Args: []string{"-server", "kube-apiserver", "-n", "60", "-impl", "client-go,bolt", "-relist", "10", "-churn-workers", "4", "-dir", t.TempDir()},
+		Args: []string{"-server", "kube-apiserver", "-n", "60", "-impl", "client-go,bolt", "-relist", "10", "-churn-workers", "4", "-rounds", "2", "-dir", t.TempDir()},
 		Code: cmdrun.ExitOK,
 		Stdout: []string{
-			"60 podgen pods over HTTP (application/vnd.kubernetes.protobuf) from kube-apiserver, 60 updates",
+			"60 podgen pods over HTTP (application/vnd.kubernetes.protobuf) from kube-apiserver, 60 updates, round 1 of 2 on one server",
+			"60 updates, round 2 of 2 on one server",
 			"update events/s", "update writes/s the server applied", "410 relist, 10% changed s", "warm restart LIST requests (the resume check)",
 			"client-go cold sync: 0 lists, 1 watches (1 WatchList)", "by 4 concurrent writers",
 		},
