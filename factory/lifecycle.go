@@ -166,6 +166,18 @@ func (f *Factory) WaitForCacheSync(ctx context.Context) map[string]bool {
 	return out
 }
 
+// Err returns ErrShutdown (which also matches informer.ErrStopped) once
+// Shutdown has been called, and nil before: from then on Start starts
+// nothing and no informer can be created.
+func (f *Factory) Err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.shutdown {
+		return fmt.Errorf("%w (%w)", ErrShutdown, informer.ErrStopped)
+	}
+	return nil
+}
+
 // Shutdown stops every informer, waits for them, then closes their stores
 // and the file. Informers cannot be created afterwards. It is idempotent:
 // a later or concurrent call waits until the first has closed the file,

@@ -305,7 +305,17 @@ func (f *Factory) Start(stopCh <-chan struct{}) {
 func (f *Factory) StartWithContext(ctx context.Context) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.starts.Start(ctx, f.wf.Start, f.informers, func(t reflect.Type) bool { _, ok := f.fallback[t]; return ok })
+	f.starts.Start(ctx, f.startFactory, f.informers, func(t reflect.Type) bool { _, ok := f.fallback[t]; return ok })
+}
+
+// startFactory starts the factory.Factory's informers on ctx, and
+// reports false, starting nothing, once it has shut down.
+func (f *Factory) startFactory(ctx context.Context) bool {
+	if f.wf.Err() != nil {
+		return false
+	}
+	f.wf.Start(ctx)
+	return true
 }
 
 // Shutdown stops every informer, waits for them, and shuts the

@@ -1,6 +1,7 @@
 package informers
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"strings"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/warmcache/warmcache/factory"
 	"github.com/warmcache/warmcache/informer"
+	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store/bolt"
 	"github.com/warmcache/warmcache/store/bolt/inspect"
 	"github.com/warmcache/warmcache/store/seal"
@@ -293,5 +295,36 @@ func TestSecretsInformerFollowsTheSealingDefault(t *testing.T) {
 			}
 		}
 		f.Shutdown()
+	}
+}
+
+// A Factory whose factory.Factory was shut down directly (not through the
+// Factory's Shutdown) starts nothing, as client-go's factory after
+// Shutdown: WaitForCacheSync returns at once without the informers created
+// before or after, instead of waiting for informers that never run.
+func TestStartAfterFactoryShutDownDirectly(t *testing.T) {
+	ctx := t.Context()
+	wf, err := factory.New(ctx, factory.Options{Path: tempFile(t), Bolt: bolt.Options{Sync: bolt.UnsafeNoSync}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := NewSharedInformerFactoryWithContext(ctx, wf, fake.NewClientset(), 0)
+	defer f.Shutdown()
+	if err := wf.Err(); err != nil {
+		t.Fatalf("Err before Shutdown: %v", err)
+	}
+	f.Core().V1().Pods().Informer()
+	if err := wf.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if err := wf.Err(); !errors.Is(err, factory.ErrShutdown) || !errors.Is(err, informer.ErrStopped) {
+		t.Fatalf("Err after Shutdown: %v, want factory.ErrShutdown and informer.ErrStopped", err)
+	}
+	f.Core().V1().ConfigMaps().Informer()
+	f.Start(ctx.Done())
+	wctx, cancel := context.WithTimeout(ctx, testkit.Timeout())
+	defer cancel()
+	if got := f.WaitForCacheSync(wctx.Done()); len(got) != 0 || wctx.Err() != nil {
+		t.Fatalf("WaitForCacheSync: %v (waited until its timeout: %v), want no informer started", got, wctx.Err())
 	}
 }

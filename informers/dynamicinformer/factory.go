@@ -68,7 +68,7 @@ func NewDynamicSharedInformerFactory(wf *factory.Factory, client dynamic.Interfa
 // The Factory owns wf from then on: its Shutdown shuts wf down, with
 // every informer on it. A package informers Factory may share wf (typed
 // and dynamic informers in one file); the first of them shut down stops
-// both. An informer is one per resource and scope in wf: a second Factory
+// both, and the other then starts nothing, as after its own Shutdown. An informer is one per resource and scope in wf: a second Factory
 // on wf asking for the same resource and scope gets the informer the
 // first created, listing through the first one's client. Stores are
 // opened with context.Background(); see
@@ -157,7 +157,7 @@ func (f *Factory) StartWithContext(ctx context.Context) {
 	for gvr, inf := range f.informers {
 		infs[gvr] = inf.Informer()
 	}
-	f.starts.Start(ctx, f.wf.Start, infs, func(gvr schema.GroupVersionResource) bool { _, ok := f.fallback[gvr]; return ok })
+	f.starts.Start(ctx, f.startFactory, infs, func(gvr schema.GroupVersionResource) bool { _, ok := f.fallback[gvr]; return ok })
 }
 
 // WaitForCacheSync waits until every started informer has synced or
@@ -177,6 +177,16 @@ func (f *Factory) WaitForCacheSync(stopCh <-chan struct{}) map[schema.GroupVersi
 		res[gvr] = cache.WaitForCacheSync(stopCh, inf.HasSynced)
 	}
 	return res
+}
+
+// startFactory starts the factory.Factory's informers on ctx, and
+// reports false, starting nothing, once it has shut down.
+func (f *Factory) startFactory(ctx context.Context) bool {
+	if f.wf.Err() != nil {
+		return false
+	}
+	f.wf.Start(ctx)
+	return true
 }
 
 // Shutdown stops every informer, waits for them, and shuts the

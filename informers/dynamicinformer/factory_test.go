@@ -335,3 +335,28 @@ func TestFakeDynamicClient(t *testing.T) {
 		t.Fatalf("the informer never saw w2 created through the fake's watch: %v (list %v)", err, listNames(t, g))
 	}
 }
+
+// TestStartAfterFactoryShutDownDirectly: once its factory.Factory was
+// shut down directly, a Factory starts nothing, as client-go's after
+// Shutdown, so WaitForCacheSync waits for none of its informers.
+func TestStartAfterFactoryShutDownDirectly(t *testing.T) {
+	s := newServer(t)
+	ctx := t.Context()
+	wf, err := factory.New(ctx, factory.Options{Path: filepath.Join(t.TempDir(), "cache.db"), ClusterID: "test", Bolt: bolt.Options{Sync: bolt.UnsafeNoSync}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := NewFilteredDynamicSharedInformerFactoryWithContext(ctx, wf, s.client, 0, "", nil)
+	defer f.Shutdown()
+	f.ForResource(podsGVR)
+	if err := wf.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	f.ForResource(configMapsGVR)
+	f.Start(ctx.Done())
+	wctx, cancel := context.WithTimeout(ctx, testkit.Timeout())
+	defer cancel()
+	if got := f.WaitForCacheSync(wctx.Done()); len(got) != 0 || wctx.Err() != nil {
+		t.Fatalf("WaitForCacheSync: %v (waited until its timeout: %v), want no informer started", got, wctx.Err())
+	}
+}

@@ -53,12 +53,14 @@ type Starts[K comparable] struct {
 
 // Start calls startAll (the factory.Factory's Start) and marks every
 // informer of infs not started yet as started, running on ctx those that
-// isFallback says are client-go's. After Shutdown it does nothing.
-func (s *Starts[K]) Start(ctx context.Context, startAll func(context.Context), infs map[K]cache.SharedIndexInformer, isFallback func(K) bool) {
-	if s.shutdown {
+// isFallback says are client-go's. After Shutdown it does nothing, nor
+// when startAll reports that the factory.Factory has shut down (it was
+// shut down directly): as client-go's factory after Shutdown, it starts
+// nothing, so WaitForCacheSync waits for none of them.
+func (s *Starts[K]) Start(ctx context.Context, startAll func(context.Context) bool, infs map[K]cache.SharedIndexInformer, isFallback func(K) bool) {
+	if s.shutdown || !startAll(ctx) {
 		return
 	}
-	startAll(ctx)
 	if s.started == nil {
 		s.started = map[K]bool{}
 	}

@@ -58,18 +58,29 @@ func TestStartsEachOnce(t *testing.T) {
 	startAll := 0
 	isFallback := func(k string) bool { return k == "fallback" }
 	for range 2 {
-		s.Start(context.Background(), func(context.Context) { startAll++ }, infs, isFallback)
+		s.Start(context.Background(), func(context.Context) bool { startAll++; return true }, infs, isFallback)
 	}
 	if startAll != 2 || !s.Started("fallback") || !s.Started("warm") || s.Started("other") {
 		t.Fatalf("startAll called %d times, started fallback %v warm %v other %v", startAll, s.Started("fallback"), s.Started("warm"), s.Started("other"))
 	}
 	var mu sync.Mutex
 	s.Close(&mu)
-	s.Start(context.Background(), func(context.Context) { startAll++ }, map[string]cache.SharedIndexInformer{"late": fb}, isFallback)
+	s.Start(context.Background(), func(context.Context) bool { startAll++; return true }, map[string]cache.SharedIndexInformer{"late": fb}, isFallback)
 	if startAll != 2 || s.Started("late") {
 		t.Fatal("Start after Shutdown started something")
 	}
 	if !fb.IsStopped() {
 		t.Fatal("the fallback informer still runs after Close")
+	}
+}
+
+// TestStartsNothingOnceFactoryShutDown: a startAll that reports its
+// factory.Factory shut down marks nothing started and runs no fallback.
+func TestStartsNothingOnceFactoryShutDown(t *testing.T) {
+	var s Starts[string]
+	fb := cache.NewSharedIndexInformer(emptyLW(), &corev1.Pod{}, 0, cache.Indexers{})
+	s.Start(context.Background(), func(context.Context) bool { return false }, map[string]cache.SharedIndexInformer{"fallback": fb, "warm": nil}, func(k string) bool { return k == "fallback" })
+	if s.Started("fallback") || s.Started("warm") || len(s.cancels) != 0 {
+		t.Fatalf("started fallback %v (%d run), warm %v; want nothing started", s.Started("fallback"), len(s.cancels), s.Started("warm"))
 	}
 }
