@@ -59,6 +59,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -120,7 +121,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.batchSize, "batch-size", 0, "warmcache informers' BatchSize, the most keys applied in one store write (0: the informer's default, "+strconv.Itoa(informer.DefaultBatchSize)+")")
 	fs.IntVar(&o.queueCap, "queue-capacity", 0, "warmcache informers' QueueCapacity, the most deltas queued between the watch and the store (0: the informer's default, "+strconv.Itoa(informer.DefaultQueueCapacity)+", or two batches if larger)")
 	fs.StringVar(&relists, "relist", joinInts(informerbench.DefaultRelistPercents), "comma-separated percentages of pods changed before a forced 410 relist, one measurement each (empty: none)")
-	fs.StringVar(&o.profileDir, "cpuprofile-dir", "", "directory to write a CPU profile of each implementation's cold sync, churn and relists into (IMPL-cold.pprof, IMPL-churn.pprof, IMPL-relistPCT.pprof, bolt-warm-replay.pprof, bolt-warm-nohandler.pprof), and allocation profiles at the start and end of each (IMPL-PHASE-allocs-start.pprof, -end.pprof: compare with pprof -base; empty: none)")
+	fs.StringVar(&o.profileDir, "cpuprofile-dir", "", "directory to write a CPU profile of each implementation's cold sync, churn and relists into (with -rounds, a directory roundN in it per round; IMPL-cold.pprof, IMPL-churn.pprof, IMPL-relistPCT.pprof, bolt-warm-replay.pprof, bolt-warm-nohandler.pprof), and allocation profiles at the start and end of each (IMPL-PHASE-allocs-start.pprof, -end.pprof: compare with pprof -base; empty: none)")
 	fs.StringVar(&o.server, "server", apiproc.ServerGen, "the API server: "+apiproc.ServerGen+" (fake: generates each pod when it serves it), "+apiproc.ServerFake+" (fake: keeps every pod on its heap) or "+serverKube+" (a real one and etcd, the pods created through its API; -updates defaults to min(n, 100000) there)")
 	fs.IntVar(&o.workers, "churn-workers", 16, "with -server "+serverKube+": concurrent updates of a churn")
 	fs.IntVar(&o.createWorkers, "create-workers", 16, "with -server "+serverKube+": concurrent creates of the pods")
@@ -208,7 +209,6 @@ func joinInts(v []int) string {
 }
 
 func measureAll(ctx context.Context, o options, args []string, stdout, stderr io.Writer) (err error) {
-	m := machine.Read()
 	dir, err := os.MkdirTemp(o.Dir, "informerbench-")
 	if err != nil {
 		return err
@@ -262,7 +262,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 			fmt.Fprintf(stderr, "informerbench: round %d of %d\n", round+1, o.rounds)
 		}
 		// Generations: the server alone's is 1, each measurement's its own.
-		if err := measureRound(ctx, o, srv, ro, alone, m, 2+round*len(o.Impls), round, args, stdout, stderr); err != nil {
+		if err := measureRound(ctx, o, srv, ro, alone, 2+round*len(o.Impls), round, args, stdout, stderr); err != nil {
 			return err
 		}
 	}
@@ -270,8 +270,17 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 }
 
 // measureRound measures every informer of o.Impls once on srv, their
-// generations from gen on, and writes their table to stdout.
-func measureRound(ctx context.Context, o options, srv informerbench.Server, ro informerbench.RunOptions, alone *informerbench.ServerAlone, m machine.Info, gen, round int, args []string, stdout, stderr io.Writer) error {
+// generations from gen on, and writes their table to stdout. With more
+// than one round, each round's profiles go to a directory of its own
+// (roundN) under -cpuprofile-dir.
+func measureRound(ctx context.Context, o options, srv informerbench.Server, ro informerbench.RunOptions, alone *informerbench.ServerAlone, gen, round int, args []string, stdout, stderr io.Writer) error {
+	m := machine.Read()
+	if o.rounds > 1 && ro.ProfileDir != "" {
+		ro.ProfileDir = filepath.Join(ro.ProfileDir, fmt.Sprintf("round%d", round+1))
+		if err := os.MkdirAll(ro.ProfileDir, 0o755); err != nil {
+			return err
+		}
+	}
 	var results []informerbench.Result
 	for i, impl := range o.Impls {
 		fmt.Fprintf(stderr, "informerbench: measuring %s...\n", impl)
