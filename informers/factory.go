@@ -170,7 +170,8 @@ func NewSharedInformerFactory(wf *factory.Factory, client kubernetes.Interface, 
 // keep their caches in wf's file and list and watch through client, as
 // client-go's function of the same name, with which it shares its
 // options. The Factory owns wf from then on: its Shutdown shuts wf down.
-// Stores are opened with context.Background(); see
+// An informers/dynamicinformer Factory may share wf (its constructor says
+// what that means for Shutdown and Start). Stores are opened with context.Background(); see
 // NewSharedInformerFactoryWithContext to bound them and give a logger.
 func NewSharedInformerFactoryWithOptions(wf *factory.Factory, client kubernetes.Interface, defaultResync time.Duration, options ...SharedInformerOption) *Factory {
 	return NewSharedInformerFactoryWithContext(context.Background(), wf, client, defaultResync, options...)
@@ -301,7 +302,9 @@ func (f *Factory) Start(stopCh <-chan struct{}) {
 
 // StartWithContext runs every informer not yet started until ctx is done
 // or Shutdown is called, as client-go's: an informer created later runs
-// from the next Start, on that Start's context.
+// from the next Start, on that Start's context. Once the factory.Factory
+// was shut down (by this Factory's Shutdown, or directly, or by another
+// Factory sharing it) it starts nothing, as client-go's after Shutdown.
 func (f *Factory) StartWithContext(ctx context.Context) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -309,7 +312,10 @@ func (f *Factory) StartWithContext(ctx context.Context) {
 }
 
 // startFactory starts the factory.Factory's informers on ctx, and
-// reports false, starting nothing, once it has shut down.
+// reports false, starting nothing, once it has shut down. A Shutdown
+// between its check and the Start (the Start then starts nothing) is a
+// Shutdown just after the Start: the informers stop unsynced, and
+// WaitForCacheSync waits for its context, as client-go's.
 func (f *Factory) startFactory(ctx context.Context) bool {
 	if f.wf.Err() != nil {
 		return false

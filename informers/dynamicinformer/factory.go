@@ -68,9 +68,11 @@ func NewDynamicSharedInformerFactory(wf *factory.Factory, client dynamic.Interfa
 // The Factory owns wf from then on: its Shutdown shuts wf down, with
 // every informer on it. A package informers Factory may share wf (typed
 // and dynamic informers in one file); the first of them shut down stops
-// both, and the other then starts nothing, as after its own Shutdown. An informer is one per resource and scope in wf: a second Factory
-// on wf asking for the same resource and scope gets the informer the
-// first created, listing through the first one's client. Stores are
+// the warmcache informers of both, and the other's Start then starts
+// nothing (its client-go fallbacks run until their Start's context ends
+// or its own Shutdown). An informer is one per resource and scope in wf:
+// a second Factory on wf asking for the same resource and scope gets the
+// informer the first created, listing through the first one's client. Stores are
 // opened with context.Background(); see
 // NewFilteredDynamicSharedInformerFactoryWithContext.
 func NewFilteredDynamicSharedInformerFactory(wf *factory.Factory, client dynamic.Interface, defaultResync time.Duration, namespace string, tweakListOptions clientdynamicinformer.TweakListOptionsFunc) *Factory {
@@ -149,7 +151,9 @@ func (f *Factory) Start(stopCh <-chan struct{}) {
 
 // StartWithContext runs every informer not yet started until ctx is done
 // or Shutdown is called, as client-go's: an informer created later runs
-// from the next Start, on that Start's context.
+// from the next Start, on that Start's context. Once the factory.Factory
+// was shut down (by this Factory's Shutdown, or directly, or by another
+// Factory sharing it) it starts nothing, as client-go's after Shutdown.
 func (f *Factory) StartWithContext(ctx context.Context) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -180,7 +184,10 @@ func (f *Factory) WaitForCacheSync(stopCh <-chan struct{}) map[schema.GroupVersi
 }
 
 // startFactory starts the factory.Factory's informers on ctx, and
-// reports false, starting nothing, once it has shut down.
+// reports false, starting nothing, once it has shut down. A Shutdown
+// between its check and the Start (the Start then starts nothing) is a
+// Shutdown just after the Start: the informers stop unsynced, and
+// WaitForCacheSync waits for its context, as client-go's.
 func (f *Factory) startFactory(ctx context.Context) bool {
 	if f.wf.Err() != nil {
 		return false
