@@ -209,6 +209,7 @@ func joinInts(v []int) string {
 }
 
 func measureAll(ctx context.Context, o options, args []string, stdout, stderr io.Writer) (err error) {
+	first := machine.Read()
 	dir, err := os.MkdirTemp(o.Dir, "informerbench-")
 	if err != nil {
 		return err
@@ -262,7 +263,7 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 			fmt.Fprintf(stderr, "informerbench: round %d of %d\n", round+1, o.rounds)
 		}
 		// Generations: the server alone's is 1, each measurement's its own.
-		if err := measureRound(ctx, o, srv, ro, alone, 2+round*len(o.Impls), round, args, stdout, stderr); err != nil {
+		if err := measureRound(ctx, o, srv, ro, alone, first, 2+round*len(o.Impls), round, args, stdout, stderr); err != nil {
 			return err
 		}
 	}
@@ -272,8 +273,10 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 // measureRound measures every informer of o.Impls once on srv, their
 // generations from gen on, and writes their table to stdout. With more
 // than one round, each round's profiles go to a directory of its own
-// (roundN) under -cpuprofile-dir.
-func measureRound(ctx context.Context, o options, srv informerbench.Server, ro informerbench.RunOptions, alone *informerbench.ServerAlone, gen, round int, args []string, stdout, stderr io.Writer) error {
+// (roundN) under -cpuprofile-dir. first is the machine before the run
+// began: whether others kept it busy, which a later round's start cannot
+// tell from the tail of the round before.
+func measureRound(ctx context.Context, o options, srv informerbench.Server, ro informerbench.RunOptions, alone *informerbench.ServerAlone, first machine.Info, gen, round int, args []string, stdout, stderr io.Writer) error {
 	m := machine.Read()
 	if o.rounds > 1 && ro.ProfileDir != "" {
 		ro.ProfileDir = filepath.Join(ro.ProfileDir, fmt.Sprintf("round%d", round+1))
@@ -320,8 +323,14 @@ func measureRound(ctx context.Context, o options, srv informerbench.Server, ro i
 	title := fmt.Sprintf("warmcache informer vs client-go SharedIndexInformer: %d podgen pods over HTTP (%s) from %s, %s, bolt %v, %s\n%s",
 		o.N, o.contentType, o.server, updates, o.sync, pageSize, m)
 	t := informerbench.Table(title, results, alone)
-	if l := machine.RunLabel(m, after); l != "" {
-		t.Note("%s", l)
+	label := machine.RunLabel(first, after)
+	if o.server == serverKube {
+		// kube-apiserver, etcd and the writers share the machine with
+		// the informers, so the load at the end is the run's own.
+		label = first.Label()
+	}
+	if label != "" {
+		t.Note("%s", label)
 	}
 	if after.HasLoad {
 		t.Note("load average after the run: %.2f %.2f %.2f (this run and its server included)", after.Load1, after.Load5, after.Load15)
