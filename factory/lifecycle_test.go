@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/warmcache/warmcache/informer"
 	"github.com/warmcache/warmcache/internal/testkit"
 	"github.com/warmcache/warmcache/store/bolt"
 )
@@ -131,6 +132,9 @@ func TestShutdownStopsInformersOfEveryStart(t *testing.T) {
 func TestSecondShutdownWaitsForTheFirst(t *testing.T) {
 	srv := serveSource(t, newSource(t, "a"))
 	f := newFactory(t, filepath.Join(t.TempDir(), "f.db"), srv.URL)
+	if err := f.Err(); err != nil {
+		t.Fatalf("Err before Shutdown: %v", err)
+	}
 	// Hold the first Shutdown at its wait for the informers' runs.
 	f.wg.Add(1)
 	first := make(chan error, 1)
@@ -143,6 +147,10 @@ func TestSecondShutdownWaitsForTheFirst(t *testing.T) {
 		return f.shutdown, nil
 	}); err != nil {
 		t.Fatal("the first Shutdown did not begin")
+	}
+	// Err reports the shutdown from its start, not from its end.
+	if err := f.Err(); !errors.Is(err, ErrShutdown) || !errors.Is(err, informer.ErrStopped) {
+		t.Fatalf("Err while Shutdown runs: %v, want ErrShutdown and informer.ErrStopped", err)
 	}
 	second := make(chan error, 1)
 	go func() { second <- f.Shutdown() }()
