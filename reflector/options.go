@@ -243,7 +243,7 @@ type Options struct {
 	// WatchErrorHandler is called whenever a list or watch fails, before
 	// the reflector backs off or relists (not for clean watch ends or
 	// cancellation). Its *cache.Reflector argument only carries Name and
-	// TypeDescription. Default cache.DefaultWatchErrorHandler.
+	// TypeDescription. Default DefaultWatchErrorHandler.
 	WatchErrorHandler cache.WatchErrorHandlerWithContext
 	// Logger is used instead of the logger of Run's context. Default: the
 	// context's logger (klog.FromContext).
@@ -315,7 +315,7 @@ func (o Options) withDefaults(expectedType runtime.Object) (Options, error) {
 		o.Clock = clock.RealClock{}
 	}
 	if o.WatchErrorHandler == nil {
-		o.WatchErrorHandler = cache.DefaultWatchErrorHandler
+		o.WatchErrorHandler = DefaultWatchErrorHandler
 	}
 	if o.Metrics == nil {
 		o.Metrics = NoopMetrics{}

@@ -56,7 +56,7 @@ func (r *Reflector) watch(ctx context.Context, w watch.Interface, cu *catchUp) e
 				}
 				err = fmt.Errorf("watch %s from resourceVersion %s: %w", r.opts.TypeDescription, rv, err)
 				if r.rewatchAfter(err) {
-					r.handleError(ctx, err)
+					r.handleError(ctx, watchEnded{err})
 					r.sleep(ctx, r.retryDelay(err))
 					continue
 				}
@@ -91,7 +91,7 @@ func (r *Reflector) watch(ctx context.Context, w watch.Interface, cu *catchUp) e
 				// A watch that closes at once, again and again, must not
 				// become a hot loop.
 				short := &cache.VeryShortWatchError{Name: r.opts.Name}
-				r.handleError(ctx, short)
+				r.handleError(ctx, watchEnded{short})
 				r.sleep(ctx, r.retryDelay(short))
 			} else {
 				logger.V(4).Info("Watch closed; watching again", "events", st.events, "resourceVersion", r.LastSyncResourceVersion())
@@ -99,7 +99,7 @@ func (r *Reflector) watch(ctx context.Context, w watch.Interface, cu *catchUp) e
 			continue
 		}
 		if r.rewatchAfter(err) {
-			r.handleError(ctx, err)
+			r.handleError(ctx, watchEnded{err})
 			r.sleep(ctx, r.retryDelay(err))
 			continue
 		}

@@ -2,6 +2,7 @@ package reflector
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"strconv"
 	"strings"
@@ -320,6 +321,11 @@ func TestVeryShortWatchesBackOff(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		handled = append(handled, err.Error())
+		// Watched again without a relist: the default handler logs it
+		// at info level, as client-go's reflector does.
+		if !errors.As(err, new(watchEnded)) {
+			t.Errorf("handled %v, not marked as a watch that ended and is watched again", err)
+		}
 	}})
 	for i, want := range []time.Duration{800 * time.Millisecond, 1600 * time.Millisecond, 3200 * time.Millisecond} {
 		d := h.clk.nextTimer(t)
