@@ -192,7 +192,7 @@ func (f *Factory) WatchDiscovered(ctx context.Context, opts DiscoveryOptions) (*
 	switch {
 	case f.shutdown:
 		f.mu.Unlock()
-		return nil, fmt.Errorf("discovery: %w (%w)", ErrShutdown, informer.ErrStopped)
+		return nil, fmt.Errorf("discovery: %w", errShutDown)
 	case f.discovered != nil:
 		f.mu.Unlock()
 		return nil, fmt.Errorf("%w: WatchDiscovered was called already on this factory", ErrInvalidOptions)
@@ -217,9 +217,7 @@ func (f *Factory) WatchDiscovered(ctx context.Context, opts DiscoveryOptions) (*
 // started and WatchDiscovered has returned it. f.mu must be held.
 func (f *Factory) runDiscoveryLocked() {
 	d := f.discovered
-	// A loop whose context ended is on its way out: another may start.
-	running := f.discoveryCtx != nil && f.discoveryCtx.Err() == nil
-	if d == nil || !d.ready || running || f.runCtx == nil || f.shutdown {
+	if d == nil || !d.ready || f.discoveryRunningLocked() || f.runCtx == nil || f.shutdown {
 		return
 	}
 	ctx, stop := f.runContext(f.runCtx)
@@ -582,7 +580,7 @@ func (d *Discovered) remove(ctx context.Context, gvr schema.GroupVersionResource
 func (d *Discovered) sweep(ctx context.Context, want map[schema.GroupVersionResource]discoveredResource, failed map[string]bool, crdServed map[schema.GroupResource]bool) bool {
 	f := d.f
 	f.mu.Lock()
-	running := f.discoveryCtx != nil
+	running := f.discoveryRunningLocked()
 	f.mu.Unlock()
 	d.mu.Lock()
 	if d.swept || !running {

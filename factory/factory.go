@@ -353,7 +353,7 @@ func (f *Factory) InformerFor(ctx context.Context, gvr schema.GroupVersionResour
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.shutdown {
-		return nil, fmt.Errorf("informer %s: %w (%w)", name, ErrShutdown, informer.ErrStopped)
+		return nil, fmt.Errorf("informer %s: %w", name, errShutDown)
 	}
 	if e, ok := f.informers[name]; ok {
 		if len(indexers) > 0 {

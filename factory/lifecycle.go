@@ -173,9 +173,20 @@ func (f *Factory) Err() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.shutdown {
-		return fmt.Errorf("%w (%w)", ErrShutdown, informer.ErrStopped)
+		return errShutDown
 	}
 	return nil
+}
+
+// errShutDown is the error of a factory that has shut down, wrapped by
+// what it refuses: ErrShutdown, which also matches informer.ErrStopped.
+var errShutDown = fmt.Errorf("%w (%w)", ErrShutdown, informer.ErrStopped)
+
+// discoveryRunningLocked reports whether the discovery's loop runs: its
+// context is set while it runs, and one that ended is on its way out.
+// f.mu must be held.
+func (f *Factory) discoveryRunningLocked() bool {
+	return f.discoveryCtx != nil && f.discoveryCtx.Err() == nil
 }
 
 // Shutdown stops every informer, waits for them, then closes their stores
