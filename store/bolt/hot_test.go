@@ -3,10 +3,12 @@ package bolt
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/warmcache/warmcache/store"
@@ -450,5 +452,67 @@ func TestHotTierConcurrentReadsAndWrites(t *testing.T) {
 		if got != fresh.(*corev1.Pod).ResourceVersion {
 			t.Errorf("p%d: GetByKey rv %s, the file holds %s", k, got, fresh.(*corev1.Pod).ResourceVersion)
 		}
+	}
+}
+
+// TestHotFillShares checks that a bulk read filling a hot tier large
+// enough for its store decodes the objects the tier keeps sharing what
+// they encode alike (decodeEntry's fillModel), and that the objects are
+// still the ones stored; and that a read whose objects the tier cannot
+// keep decodes each apart.
+func TestHotFillShares(t *testing.T) {
+	const n = 600 // more than two chunks (scanChunk)
+	written := make([]interface{}, n)
+	for i := range written {
+		p := mkPod("ns", fmt.Sprintf("p%03d", i), "5")
+		if i%50 == 0 { // another shape now and then
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: fmt.Sprintf("side-%d", i), Image: "side"})
+		}
+		written[i] = p
+	}
+	path := tempPath(t)
+	db := openDB(t, path, Options{Sync: UnsafeNoSync})
+	must(t, openPods(t, db, nil).Replace(written, "10"))
+	must(t, db.Close())
+	for _, tc := range []struct {
+		name   string
+		budget *int64
+		shared bool
+	}{
+		{"tier holds the store", nil, true},
+		{"tier too small", hotBudget(t, n/2), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, err := Open(context.Background(), path, Options{Sync: UnsafeNoSync, HotBytes: tc.budget})
+			must(t, err)
+			defer func() { must(t, db.Close()) }()
+			got := openPods(t, db, nil).List()
+			if len(got) != n {
+				t.Fatalf("List: %d objects, want %d", len(got), n)
+			}
+			containers := map[*corev1.Container]int{}
+			for i, obj := range got {
+				p := obj.(*corev1.Pod)
+				if !equality.Semantic.DeepEqual(p, written[i]) {
+					t.Fatalf("object %d: %#v, want %#v", i, p, written[i])
+				}
+				containers[&p.Spec.Containers[0]]++
+			}
+			// Without sharing every pod has its own containers. With it,
+			// a pod shares the last decoded pod's if they are alike. Own
+			// containers have: a pod of the other shape, and the pods
+			// that began decoding once it was the model and before
+			// another pod became it (at most one per decoding goroutine,
+			// g: the workers and the collector), and the pods that began
+			// before their chunk had a model (g per chunk).
+			g := runtime.GOMAXPROCS(0) + 1
+			distinct, most := len(containers), (g+1)*(n/50)+g*(n/scanChunk+1)
+			if tc.shared && distinct > most {
+				t.Errorf("%d distinct container lists in %d pods, want at most %d", distinct, n, most)
+			}
+			if !tc.shared && distinct != n {
+				t.Errorf("%d distinct container lists in %d pods, want one each", distinct, n)
+			}
+		})
 	}
 }

@@ -50,6 +50,9 @@ type Shared struct {
 	msg   []byte
 }
 
+// IsZero reports whether sh decodes without sharing.
+func (sh Shared) IsZero() bool { return sh.codec == nil }
+
 // sharingCodec returns c if it can share: it implements codec.Sharing and
 // is not Bound (a Bound codec binds each payload to its item).
 func sharingCodec(c codec.Codec) (codec.Sharing, bool) {

@@ -323,11 +323,11 @@ func costFactor(codecName string) float64 {
 // Cost estimates the bytes an entry for key holds, with an envelope of
 // envLen bytes of the codec named codecName.
 func Cost(codecName, key string, envLen int) int64 {
-	return cost(costFactor(codecName), key, envLen)
+	return cost(costFactor(codecName), len(key), envLen)
 }
 
-func cost(factor float64, key string, envLen int) int64 {
-	return int64(float64(envLen)*factor) + int64(len(key)) + entryOverhead
+func cost(factor float64, keyLen, envLen int) int64 {
+	return int64(float64(envLen)*factor) + int64(keyLen) + entryOverhead
 }
 
 // Sum returns what identifies the bytes of an envelope whose checksum was
@@ -340,7 +340,7 @@ func (p *Part) Sum(env []byte) uint64 {
 
 // cost estimates the bytes an entry for key with an envelope of envLen
 // bytes holds.
-func (p *Part) cost(key string, envLen int) int64 { return cost(p.factor, key, envLen) }
+func (p *Part) cost(key string, envLen int) int64 { return cost(p.factor, len(key), envLen) }
 
 // Get returns the object cached for key if it was decoded from an
 // envelope with hash sum, and counts a hit or a miss: for point reads,

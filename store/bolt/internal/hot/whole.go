@@ -74,11 +74,11 @@ func (p *Part) Fill(key string, sum uint64, envLen int, obj interface{}, st Stam
 	if p == nil {
 		return
 	}
-	t := p.tier
-	c := p.cost(key, envLen)
-	if int64(objects)*c > t.budget {
+	if !p.Fits(len(key), envLen, objects) {
 		return
 	}
+	t := p.tier
+	c := p.cost(key, envLen)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var old int64
@@ -94,6 +94,15 @@ func (p *Part) Fill(key string, sum uint64, envLen int, obj interface{}, st Stam
 		return
 	}
 	p.putLocked(key, sum, envLen, obj, p.unchangedLocked(st), st.epoch, false)
+}
+
+// Fits reports whether objects of the size of one whose key and
+// envelope are keyLen and envLen bytes long would fit in the whole budget
+// (objects, the store's number of objects): whether Fill may keep it. A
+// bulk read that decodes an object for Fill can make it cheaper to keep
+// when it will be kept.
+func (p *Part) Fits(keyLen, envLen, objects int) bool {
+	return p != nil && int64(objects)*cost(p.factor, keyLen, envLen) <= p.tier.budget
 }
 
 // Complete tells p that a bulk read whose transactions all began after st

@@ -252,3 +252,27 @@ func TestReadDuringBatch(t *testing.T) {
 		t.Fatalf("Whole = %v, %t after a quiet bulk read, want %v", keys, ok, after)
 	}
 }
+
+// TestFits checks that Fits answers what Fill does: an object is kept
+// while objects of its size, as many as the store holds, fit in the
+// whole budget, and not past that; a nil part keeps nothing.
+func TestFits(t *testing.T) {
+	one := Cost("protobuf", "k000", envLen)
+	for _, tc := range []struct {
+		objects int
+		want    bool
+	}{{1, true}, {10, true}, {11, false}} {
+		p := New(10*one).Part("protobuf", nopMetrics{}, new(Epoch))
+		if got := p.Fits(len("k000"), envLen, tc.objects); got != tc.want {
+			t.Errorf("Fits with %d objects = %t, want %t", tc.objects, got, tc.want)
+		}
+		p.Fill("k000", 1, envLen, "k000", p.Stamp(), tc.objects)
+		if kept := p.Len() == 1; kept != tc.want {
+			t.Errorf("Fill with %d objects kept it: %t, want %t", tc.objects, kept, tc.want)
+		}
+	}
+	var nilPart *Part
+	if nilPart.Fits(1, 1, 1) {
+		t.Error("a nil part fits an object")
+	}
+}
