@@ -15,8 +15,8 @@
 //
 //	go run ./benchmarks/cmd/smallbench [-n 2000,10000] [-runs 3] [-settle 10s] [-dir DIR]
 //
-// The table goes to stdout, progress to stderr. Exit status: 0 on success,
-// 1 if a measurement failed, 2 for bad flags.
+// The table goes to stdout, progress and each run's figures to stderr.
+// Exit status: 0 on success, 1 if a measurement failed, 2 for bad flags.
 package main
 
 import (
@@ -172,6 +172,8 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 				if rep.Objects != n {
 					return fmt.Errorf("smallbench: %s at %d: listed %d Deployments", impl.name, n, rep.Objects)
 				}
+				fmt.Fprintf(stderr, "smallbench: %d Deployments, run %d: %s: synced in %.2f s, peak %.1f MiB, steady RssAnon %.1f MiB, RssFile %.1f MiB\n",
+					n, r+1, impl.name, rep.Sync.Seconds(), mib(rep.Peak), mib(rep.SteadyAnon), mib(rep.SteadyFile))
 				results[n][impl.name] = append(results[n][impl.name], rep)
 			}
 		}
