@@ -42,7 +42,7 @@ type selected struct {
 	fill   bool
 	sum    uint64
 	envLen int
-	// kept: the tier will keep it if it has room (hot.Part.Fits), so
+	// kept: the tier would keep it when selected (hot.Part.Fits), so
 	// it is decoded sharing with the chunk's model (fillModel).
 	kept bool
 }

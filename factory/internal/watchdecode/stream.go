@@ -28,13 +28,15 @@ const (
 	// maxPooledArena is the largest arena returned to the free list: one
 	// grown for a large frame is left to the collector.
 	maxPooledArena = 2 * chunkBytes
-	// maxFreeArenas bounds the free list (256 KiB): a stream that keeps
-	// up holds a few chunks at a time. The free arenas stay live, so they
-	// count in every heap goal after them, which the resident set of an
-	// idle process keeps: at 16 (a stream's floor of read-ahead), five
-	// cold starts of smallbench's controller at 2,000 Deployments kept
+	// maxFreeArenas bounds the process's free list (256 to 512 KiB:
+	// arenas of up to maxPooledArena): streams that keep up hold a few
+	// chunks at a time. The free arenas stay live, so they count in
+	// every heap goal after them, which the resident set of an idle
+	// process keeps: at 16 (a stream's floor of read-ahead), five cold
+	// starts of smallbench's controller at 2,000 Deployments kept
 	// 16.5-19.2 MiB of RssAnon, at 4 13.8-16.5 (client-go's 16.4-18.1 in
-	// the same runs), and BenchmarkWatchDecode decoded as fast.
+	// the same runs), and BenchmarkWatchDecode (one stream) decoded as
+	// fast.
 	maxFreeArenas = 4
 )
 

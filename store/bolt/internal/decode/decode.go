@@ -1,9 +1,11 @@
 // Package decode turns an item's stored envelope back into its object: the
 // envelope is checked and opened (package layout), its payload decoded with
 // the resource's codec, bound to the item when the codec is a codec.Bound.
-// A decode may share with the object about to replace the item what the two
-// encode alike (codec.Sharing), which a relist and the informer's reads of
-// old objects use to keep an unchanged field's value once in memory.
+// A decode may share with another object of the resource what the two
+// encode alike (codec.Sharing): a relist and the informer's reads of old
+// objects share with the object about to replace the item, to keep an
+// unchanged field's value once in memory, and a bulk read filling the hot
+// tier with the object it decoded last.
 //
 // Every error wraps store.ErrCorrupt and names the item's key. The bytes
 // decoded may alias a bbolt page; the objects returned never do.
@@ -82,10 +84,12 @@ func SharingWith(c codec.Codec, like interface{}) Shared {
 
 // SharingWithStored is SharingWith for like decoded from the envelope
 // likeEnv, whose payload holds its message: the relist's changes, whose
-// new objects come from the file. A malformed likeEnv gives the zero
-// Shared. The result aliases likeEnv, and so the read transaction, whose
-// goroutine it must run in (it reads likeEnv: a fault reading the mapping
-// is then recovered by the transaction).
+// new objects come from the file, and the objects a bulk read decodes for
+// the hot tier. A malformed likeEnv gives the zero Shared. The result
+// aliases likeEnv, and so the read transaction. It reads likeEnv, so it
+// must run where a fault reading the mapping is recovered: in the
+// transaction's goroutine, or under debug.SetPanicOnFault with a recover
+// (the bolt store's decoding workers).
 func SharingWithStored(c codec.Codec, like interface{}, likeEnv []byte) Shared {
 	sh, ok := sharingCodec(c)
 	if !ok || like == nil {

@@ -71,10 +71,7 @@ func (p *Part) Lookup(key, env []byte, st Stamp) (obj interface{}, sum uint64, o
 // comes to hold all of it, and a smaller one is not churned by bulk
 // reads. A bulk read never decides what a full tier keeps.
 func (p *Part) Fill(key string, sum uint64, envLen int, obj interface{}, st Stamp, objects int) {
-	if p == nil {
-		return
-	}
-	if !p.Fits(len(key), envLen, objects) {
+	if !p.fitsWhole(len(key), envLen, objects) {
 		return
 	}
 	t := p.tier
@@ -96,12 +93,26 @@ func (p *Part) Fill(key string, sum uint64, envLen int, obj interface{}, st Stam
 	p.putLocked(key, sum, envLen, obj, p.unchangedLocked(st), st.epoch, false)
 }
 
-// Fits reports whether objects of the size of one whose key and
-// envelope are keyLen and envLen bytes long would fit in the whole budget
-// (objects, the store's number of objects): whether Fill may keep it. A
-// bulk read that decodes an object for Fill can make it cheaper to keep
-// when it will be kept.
+// Fits reports whether Fill would keep an object whose key and envelope
+// are keyLen and envLen bytes long (objects, the store's number of
+// objects) if it were called now: objects of its size fit in the whole
+// budget, and the tier has room for it without evicting anything. A bulk
+// read that decodes an object for Fill spends more to make it cheaper to
+// keep, and only when it will likely be kept.
 func (p *Part) Fits(keyLen, envLen, objects int) bool {
+	if !p.fitsWhole(keyLen, envLen, objects) {
+		return false
+	}
+	t := p.tier
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.used+cost(p.factor, keyLen, envLen) <= t.budget
+}
+
+// fitsWhole reports whether objects of the size of one whose key and
+// envelope are keyLen and envLen bytes long, as many as objects, fit in
+// the whole budget.
+func (p *Part) fitsWhole(keyLen, envLen, objects int) bool {
 	return p != nil && int64(objects)*cost(p.factor, keyLen, envLen) <= p.tier.budget
 }
 

@@ -255,21 +255,38 @@ func TestReadDuringBatch(t *testing.T) {
 
 // TestFits checks that Fits answers what Fill does: an object is kept
 // while objects of its size, as many as the store holds, fit in the
-// whole budget, and not past that; a nil part keeps nothing.
+// whole budget and the tier has room for it, and not past that; a nil
+// part keeps nothing.
 func TestFits(t *testing.T) {
 	one := Cost("protobuf", "k000", envLen)
 	for _, tc := range []struct {
+		name    string
 		objects int
+		held    int // objects in the tier before
 		want    bool
-	}{{1, true}, {10, true}, {11, false}} {
-		p := New(10*one).Part("protobuf", nopMetrics{}, new(Epoch))
-		if got := p.Fits(len("k000"), envLen, tc.objects); got != tc.want {
-			t.Errorf("Fits with %d objects = %t, want %t", tc.objects, got, tc.want)
-		}
-		p.Fill("k000", 1, envLen, "k000", p.Stamp(), tc.objects)
-		if kept := p.Len() == 1; kept != tc.want {
-			t.Errorf("Fill with %d objects kept it: %t, want %t", tc.objects, kept, tc.want)
-		}
+	}{
+		{"one of one", 1, 0, true},
+		{"the tenth of ten", 10, 9, true},
+		{"one of eleven", 11, 0, false},
+		{"one of ten, the tier full", 10, 10, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := New(10*one).Part("protobuf", nopMetrics{}, new(Epoch))
+			for i := range tc.held {
+				k := fmt.Sprintf("h%03d", i)
+				p.Fill(k, 1, envLen, k, p.Stamp(), tc.objects)
+			}
+			if p.Len() != tc.held {
+				t.Fatalf("%d objects held, want %d", p.Len(), tc.held)
+			}
+			if got := p.Fits(len("k000"), envLen, tc.objects); got != tc.want {
+				t.Errorf("Fits = %t, want %t", got, tc.want)
+			}
+			p.Fill("k000", 1, envLen, "k000", p.Stamp(), tc.objects)
+			if kept := p.Len() == tc.held+1; kept != tc.want {
+				t.Errorf("Fill kept it: %t, want %t", kept, tc.want)
+			}
+		})
 	}
 	var nilPart *Part
 	if nilPart.Fits(1, 1, 1) {
