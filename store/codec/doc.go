@@ -57,7 +57,9 @@
 // Decode returns an error wrapping ErrDecode for data that is truncated,
 // corrupt, written by another codec (each format starts with its own tag
 // byte) or naming a kind the scheme does not know; a panic in generated or
-// custom unmarshalling code is recovered into ErrDecode as well. The fuzz
+// custom unmarshalling code is recovered into ErrDecode as well, but for a
+// memory fault reading data (a mapped file truncated under it, with
+// debug.SetPanicOnFault on), which panics on to the caller that mapped it. The fuzz
 // targets FuzzDecodeProtobuf, FuzzDecodeJSON and FuzzDecodeUnstructured
 // check that arbitrary bytes never panic and that whatever decodes
 // re-encodes to the same object.

@@ -304,12 +304,28 @@ func (r *reader) next() ([]byte, bool) {
 	return r.data[start:r.off], true
 }
 
-// recoverDecode turns a panic in a decoder into an ErrDecode.
+// recoverDecode turns a panic in a decoder into an ErrDecode, but for a
+// memory fault reading data (a mapped file truncated under it, which
+// debug.SetPanicOnFault turns into a panic): not malformed data but a
+// damaged file, which the caller that mapped it handles (the bolt store
+// reports the file corrupt and checks it), so the fault panics on.
 func recoverDecode(name string, obj *runtime.Object, err *error) {
 	if r := recover(); r != nil {
+		if dataFault(r) {
+			panic(r)
+		}
 		*obj = nil
 		*err = fmt.Errorf("%w: %s: malformed data (decoder panicked: %v)", ErrDecode, name, r)
 	}
+}
+
+// dataFault reports whether r, recovered from a decoder, is a memory
+// fault that debug.SetPanicOnFault turned into a panic: a runtime error
+// with the faulting address. A nil pointer dereference (a decoder's bug)
+// is a runtime error without one, SetPanicOnFault or not.
+func dataFault(r any) bool {
+	_, ok := r.(interface{ Addr() uintptr })
+	return ok
 }
 
 // recoverEncode turns a panic in an encoder into an ErrEncode and restores

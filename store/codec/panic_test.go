@@ -27,7 +27,20 @@ func (f *fragile) MarshalToSizedBuffer(b []byte) (int, error) {
 	b[len(b)-1] = 0
 	return 1, nil
 }
-func (f *fragile) Unmarshal([]byte) error     { panic("decoder bug") }
+
+// nilDeref makes fragile's Unmarshal dereference a nil pointer instead
+// of panicking with a value.
+var nilDeref bool
+
+func (f *fragile) Unmarshal([]byte) error {
+	if nilDeref {
+		var p *fragile
+		return p.never()
+	}
+	panic("decoder bug")
+}
+
+func (f *fragile) never() error               { return errors.New(f.Kind) }
 func (f *fragile) UnmarshalJSON([]byte) error { panic("decoder bug") }
 
 func TestPanicsBecomeErrors(t *testing.T) {
