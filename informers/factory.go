@@ -171,8 +171,9 @@ func NewSharedInformerFactory(wf *factory.Factory, client kubernetes.Interface, 
 // client-go's function of the same name, with which it shares its
 // options. The Factory owns wf from then on: its Shutdown shuts wf down.
 // An informers/dynamicinformer Factory may share wf (its constructor says
-// what that means for Shutdown and Start). Stores are opened with context.Background(); see
-// NewSharedInformerFactoryWithContext to bound them and give a logger.
+// what that means for Shutdown and Start). Stores are opened with
+// context.Background(); see NewSharedInformerFactoryWithContext to bound
+// them and give a logger.
 func NewSharedInformerFactoryWithOptions(wf *factory.Factory, client kubernetes.Interface, defaultResync time.Duration, options ...SharedInformerOption) *Factory {
 	return NewSharedInformerFactoryWithContext(context.Background(), wf, client, defaultResync, options...)
 }

@@ -56,8 +56,7 @@ func (r *Reflector) watch(ctx context.Context, w watch.Interface, cu *catchUp) e
 				}
 				err = fmt.Errorf("watch %s from resourceVersion %s: %w", r.opts.TypeDescription, rv, err)
 				if r.rewatchAfter(err) {
-					r.handleError(ctx, watchEnded{err})
-					r.sleep(ctx, r.retryDelay(err))
+					r.watchAgainAfter(ctx, err)
 					continue
 				}
 				return err
@@ -90,21 +89,27 @@ func (r *Reflector) watch(ctx context.Context, w watch.Interface, cu *catchUp) e
 			if st.events == 0 && d < time.Second {
 				// A watch that closes at once, again and again, must not
 				// become a hot loop.
-				short := &cache.VeryShortWatchError{Name: r.opts.Name}
-				r.handleError(ctx, watchEnded{short})
-				r.sleep(ctx, r.retryDelay(short))
+				r.watchAgainAfter(ctx, &cache.VeryShortWatchError{Name: r.opts.Name})
 			} else {
 				logger.V(4).Info("Watch closed; watching again", "events", st.events, "resourceVersion", r.LastSyncResourceVersion())
 			}
 			continue
 		}
 		if r.rewatchAfter(err) {
-			r.handleError(ctx, watchEnded{err})
-			r.sleep(ctx, r.retryDelay(err))
+			r.watchAgainAfter(ctx, err)
 			continue
 		}
 		return err
 	}
+}
+
+// watchAgainAfter handles a watch that ended with err and is watched
+// again from the same resourceVersion, without a relist: the handler
+// sees err marked as such (watchEnded, which DefaultWatchErrorHandler
+// logs at info level), then the reflector backs off.
+func (r *Reflector) watchAgainAfter(ctx context.Context, err error) {
+	r.handleError(ctx, watchEnded{err})
+	r.sleep(ctx, r.retryDelay(err))
 }
 
 // rewatchAfter reports whether err only needs the watch to be retried

@@ -72,8 +72,8 @@ func NewDynamicSharedInformerFactory(wf *factory.Factory, client dynamic.Interfa
 // nothing (its client-go fallbacks run until their Start's context ends
 // or its own Shutdown). An informer is one per resource and scope in wf:
 // a second Factory on wf asking for the same resource and scope gets the
-// informer the first created, listing through the first one's client. Stores are
-// opened with context.Background(); see
+// informer the first created, listing through the first one's client.
+// Stores are opened with context.Background(); see
 // NewFilteredDynamicSharedInformerFactoryWithContext.
 func NewFilteredDynamicSharedInformerFactory(wf *factory.Factory, client dynamic.Interface, defaultResync time.Duration, namespace string, tweakListOptions clientdynamicinformer.TweakListOptionsFunc) *Factory {
 	return NewFilteredDynamicSharedInformerFactoryWithContext(context.Background(), wf, client, defaultResync, namespace, tweakListOptions)

@@ -145,13 +145,12 @@ func (s *Store) decodeEntry(c *selected, m *fillModel) error {
 		return nil
 	}
 	sh := c.share
-	if !c.kept || !sh.IsZero() {
-		m = nil
-	}
-	if m != nil {
+	if c.kept && sh.IsZero() && m != nil {
 		if model := m.p.Load(); model != nil {
 			sh = *model
 		}
+	} else {
+		m = nil // neither shares with the model nor becomes it
 	}
 	obj, err := s.decodeRecovered(c.k, c.env, sh, m)
 	c.obj, c.env, c.share = obj, nil, decode.Shared{}

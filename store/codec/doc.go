@@ -59,10 +59,10 @@
 // byte) or naming a kind the scheme does not know; a panic in generated or
 // custom unmarshalling code is recovered into ErrDecode as well, but for a
 // memory fault reading data (a mapped file truncated under it, with
-// debug.SetPanicOnFault on), which panics on to the caller that mapped it. The fuzz
-// targets FuzzDecodeProtobuf, FuzzDecodeJSON and FuzzDecodeUnstructured
-// check that arbitrary bytes never panic and that whatever decodes
-// re-encodes to the same object.
+// debug.SetPanicOnFault on), which panics on to the caller that mapped it.
+// The fuzz targets FuzzDecodeProtobuf, FuzzDecodeJSON and
+// FuzzDecodeUnstructured check that arbitrary bytes never panic and that
+// whatever decodes re-encodes to the same object.
 //
 // # Decoding an update's old object (Sharing)
 //
