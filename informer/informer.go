@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/internal/memrelease"
 	"github.com/warmcache/warmcache/reflector"
 	"github.com/warmcache/warmcache/store"
 )
@@ -84,6 +85,10 @@ type Informer struct {
 	// afterBatch, when set (by tests, before Run), is called by the
 	// processing loop after each batch is handled.
 	afterBatch func(deltafifo.Batch)
+	// releaseMemory asks for the memory of a large relist to be returned
+	// to the OS once it committed (Options.KeepListMemory): the process's
+	// memrelease.Request, or a test's.
+	releaseMemory func()
 }
 
 var _ cache.SharedIndexInformer = (*Informer)(nil)
@@ -134,6 +139,7 @@ func New(lw cache.ListerWatcher, exampleObject runtime.Object, opts Options) (*I
 		defaultResync:     o.ResyncPeriod,
 		synced:            make(chan struct{}),
 		reader:            o.Store,
+		releaseMemory:     memrelease.Request,
 	}
 	if o.DetectMutations {
 		i.detector = newMutationDetector(o.Name, o.Clock, o.OnMutation)

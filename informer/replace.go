@@ -247,9 +247,19 @@ func (l *loop) endRelist(ctx context.Context, b deltafifo.Batch) error {
 	return err
 }
 
+// releaseAfterListed is the number of listed objects from which a
+// committed relist asks for its memory to be returned (KeepListMemory):
+// a few MB of garbage at least, worth a collection.
+const releaseAfterListed = 1000
+
 // relistEnded records that a relist or fill committed: the file holds the
-// server's content now, whatever it held before.
+// server's content now, whatever it held before. A relist of
+// releaseAfterListed objects or more asks for its garbage to be returned
+// to the OS (Options.KeepListMemory).
 func (l *loop) relistEnded() {
+	if l.rep != nil && l.rep.listed >= releaseAfterListed && !l.i.opts.KeepListMemory {
+		l.i.releaseMemory()
+	}
 	l.rep = nil
 	l.partial = nil
 	l.withheld = false
