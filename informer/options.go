@@ -185,17 +185,17 @@ type Options struct {
 	UnsharedOldObjects bool
 
 	// KeepListMemory leaves the memory a relist allocated to the Go
-	// runtime's own pace. By default, once a relist of 1,000 objects or
-	// more commits (a cold start's list, the relist after a 410), the
-	// informer asks for a collection that returns the freed pages to the
-	// OS (runtime/debug.FreeOSMemory), once for every burst of relists in
-	// the process, a second after the last. A
-	// relist allocates several times the informer's steady heap; the
-	// runtime keeps its next heap goal, and the pages up to it, from a
-	// collection made during the relist, so a controller that goes quiet
-	// after its start would otherwise stay resident at the relist's size
-	// until the runtime's forced collection two minutes later. Set it
-	// for a process that manages its own collections. Default: false.
+	// runtime's own pace. By default, once a relist of 1,000 objects or more
+	// commits (a cold start's list, the relist after a 410), the informer
+	// asks for a collection that returns the freed pages to the OS
+	// (runtime/debug.FreeOSMemory), once for every burst of relists in the
+	// process, a second after the last. A relist allocates several times the
+	// informer's steady heap; the runtime keeps its next heap goal, and the
+	// pages up to it, from a collection made during the relist, so a
+	// controller that goes quiet after its start would otherwise stay
+	// resident at the relist's size until the runtime's forced collection
+	// two minutes later. Set it for a process that manages its own
+	// collections. Default: false.
 	KeepListMemory bool
 
 	// OnMutation receives the mutation detector's report of objects

@@ -334,6 +334,7 @@ func (db *DB) Close() error {
 	db.writeGate.Lock()
 	defer db.writeGate.Unlock()
 	db.closing = true
+	db.use.Stop() // a release armed after this sees closing
 	if !db.opts.ReadOnly && db.corrupt.Load() == nil {
 		db.persistFreelist()
 	}

@@ -138,6 +138,41 @@ func TestReleaseMapped(t *testing.T) {
 	verifyClean(t, db)
 }
 
+// TestReleaseMappedWhenIdle checks that what reads touched below
+// mapped.ReleaseAfter does not stay mapped: a list of a resource smaller
+// than that is released about mapped.ReleaseIdle later.
+func TestReleaseMappedWhenIdle(t *testing.T) {
+	path := tempPath(t)
+	zero := int64(0)
+	db := openDB(t, path, Options{Sync: UnsafeNoSync, HotBytes: &zero})
+	s := openPods(t, db, namespaceIndexers())
+	const n = 100 // about 400 KB of envelopes
+	bigPods(t, s, n)
+	// The writes armed a release: let it run, so that the List arms its
+	// own.
+	deadline := time.Now().Add(mapped.ReleaseIdle + testkit.Timeout())
+	for db.use.Pending() {
+		if time.Now().After(deadline) {
+			t.Fatal("the release the writes armed never ran")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if objs := s.List(); len(objs) != n {
+		t.Fatalf("List: %d objects, want %d", len(objs), n)
+	}
+	if c := db.use.Counted(); c < n*4000 {
+		t.Fatalf("after a List of %d objects: %d bytes counted, want their envelopes' (%d)", n, c, n*4000)
+	}
+	deadline = time.Now().Add(mapped.ReleaseIdle + testkit.Timeout())
+	for rss := mappedRss(t, path); rss > mapped.ReleaseAfter/8; rss = mappedRss(t, path) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%v after the List: %d bytes still mapped", mapped.ReleaseIdle+testkit.Timeout(), rss)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	verifyClean(t, db)
+}
+
 // TestGrowDoesNotWaitForReaders checks that a write growing a new file to
 // several MiB commits while a read transaction stays open: bbolt maps the
 // file at mapped.InitialSize from the start, so no commit has to map it

@@ -1,7 +1,8 @@
 // Package mapped keeps the resident set of a bolt file's mapping in
 // bounds: the size bbolt maps the file at first (InitialSize), and the
 // count of the bytes reads and writes touch through the mapping, after
-// which its resident pages are dropped (Use).
+// which, or a second after a quiet start, its resident pages are dropped
+// (Use).
 //
 // The pages of the file that reads touch through bbolt's mapping count in
 // the process's resident set (RssFile) until the process unmaps them: a
@@ -25,7 +26,10 @@
 // write runs, the release is left to the next read or write.
 package mapped
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // ReleaseAfter is the bytes of the file read or written through the
 // mapping after which its resident pages are released: small enough that
@@ -35,10 +39,22 @@ import "sync/atomic"
 // millisecond.
 const ReleaseAfter = 1 << 20
 
+// ReleaseIdle is how long after the first bytes touched since the last
+// release the pages are released anyway (Use.ReleaseLater): the few
+// hundred KiB that a small resource's list, or a few reads, touch never
+// reach ReleaseAfter, and would stay resident as long as the process
+// runs.
+const ReleaseIdle = time.Second
+
+// afterFunc is time.AfterFunc, or a test's.
+var afterFunc = time.AfterFunc
+
 // Use counts the bytes touched through a mapping since its last release.
 // It is safe for concurrent use; the zero value is ready.
 type Use struct {
 	touched atomic.Int64
+	later   atomic.Bool                // a ReleaseLater call is pending
+	timer   atomic.Pointer[time.Timer] // its timer
 }
 
 // Touched counts n bytes read or written through the mapping and reports
@@ -46,6 +62,36 @@ type Use struct {
 // waits.
 func (u *Use) Touched(n int) bool {
 	return u.touched.Add(int64(n)) >= ReleaseAfter
+}
+
+// ReleaseLater calls release ReleaseIdle from now, on a goroutine of its
+// own, if bytes touched since the last Release are still counted then,
+// unless a call is already pending. It never waits.
+func (u *Use) ReleaseLater(release func()) {
+	if !u.later.CompareAndSwap(false, true) {
+		return
+	}
+	u.timer.Store(afterFunc(ReleaseIdle, func() {
+		u.later.Store(false)
+		if u.touched.Load() > 0 {
+			release()
+		}
+	}))
+}
+
+// Pending reports whether a ReleaseLater call is pending.
+func (u *Use) Pending() bool { return u.later.Load() }
+
+// Counted returns the bytes counted since the last Release.
+func (u *Use) Counted() int64 { return u.touched.Load() }
+
+// Stop cancels a pending ReleaseLater call, if its timer is set. A call
+// armed concurrently may still run: release must check that the mapping
+// is still in place.
+func (u *Use) Stop() {
+	if t := u.timer.Load(); t != nil {
+		t.Stop()
+	}
 }
 
 // Release starts a new count and drops the resident pages of the n bytes
