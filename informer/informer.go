@@ -85,10 +85,14 @@ type Informer struct {
 	// afterBatch, when set (by tests, before Run), is called by the
 	// processing loop after each batch is handled.
 	afterBatch func(deltafifo.Batch)
-	// releaseMemory asks for the memory of a large relist to be returned
-	// to the OS once it committed (Options.KeepListMemory): the process's
-	// memrelease.Request, or a test's.
-	releaseMemory func()
+	// releaser counts the relists in flight and asks for the memory of a
+	// large one to be returned to the OS once it ended
+	// (Options.KeepListMemory): the process's memrelease.Default, or a
+	// test's.
+	releaser interface {
+		Begin()
+		End(release bool)
+	}
 }
 
 var _ cache.SharedIndexInformer = (*Informer)(nil)
@@ -139,7 +143,7 @@ func New(lw cache.ListerWatcher, exampleObject runtime.Object, opts Options) (*I
 		defaultResync:     o.ResyncPeriod,
 		synced:            make(chan struct{}),
 		reader:            o.Store,
-		releaseMemory:     memrelease.Request,
+		releaser:          memrelease.Default,
 	}
 	if o.DetectMutations {
 		i.detector = newMutationDetector(o.Name, o.Clock, o.OnMutation)

@@ -184,18 +184,23 @@ type Options struct {
 	// false.
 	UnsharedOldObjects bool
 
-	// KeepListMemory leaves the memory a relist allocated to the Go
-	// runtime's own pace. By default, once a relist of 1,000 objects or more
-	// commits (a cold start's list, the relist after a 410), the informer
-	// asks for a collection that returns the freed pages to the OS
-	// (runtime/debug.FreeOSMemory), once for every burst of relists in the
-	// process, a second after the last. A relist allocates several times the
-	// informer's steady heap; the runtime keeps its next heap goal, and the
-	// pages up to it, from a collection made during the relist, so a
-	// controller that goes quiet after its start would otherwise stay
-	// resident at the relist's size until the runtime's forced collection
-	// two minutes later. Set it for a process that manages its own
-	// collections. Default: false.
+	// KeepListMemory leaves the memory this informer's relists allocated
+	// to the Go runtime's own pace. By default, once a relist of 1,000
+	// objects or more has committed and its changes were told (a cold
+	// start's list, the relist after a 410), the informer asks for a
+	// collection that returns the freed pages to the OS
+	// (runtime/debug.FreeOSMemory). The process makes one such collection
+	// for every burst of relists: a second after the last of its informers'
+	// relists in flight ended, at most ten seconds after the first that
+	// asked, at least thirty seconds after the previous one. A relist
+	// allocates several times the informer's steady heap; the runtime keeps
+	// its next heap goal, and the pages up to it, from a collection made
+	// during the relist, so a controller that goes quiet after its start
+	// would otherwise stay resident at the relist's size until the
+	// runtime's forced collection two minutes later. The collection is the
+	// process's: set this on every informer, or set the environment
+	// variable EnvKeepListMemory, for a process that manages its own
+	// collections. Default: false, or true when EnvKeepListMemory is true.
 	KeepListMemory bool
 
 	// OnMutation receives the mutation detector's report of objects
@@ -254,6 +259,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if !o.DetectMutations {
 		o.DetectMutations, _ = strconv.ParseBool(os.Getenv(EnvMutationDetector))
+	}
+	if !o.KeepListMemory {
+		o.KeepListMemory, _ = strconv.ParseBool(os.Getenv(EnvKeepListMemory))
 	}
 	return o, nil
 }

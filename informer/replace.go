@@ -72,7 +72,7 @@ func (l *loop) beginRelist(ctx context.Context, b deltafifo.Batch) error {
 			return err
 		}
 		if fl != nil {
-			l.rep = &relist{fill: fl, initial: initial, fresh: true, start: l.i.opts.Clock.Now()}
+			l.openRelist(&relist{fill: fl, initial: initial, fresh: true, start: l.i.opts.Clock.Now()})
 			return nil
 		}
 		fresh = false
@@ -85,7 +85,7 @@ func (l *loop) beginRelist(ctx context.Context, b deltafifo.Batch) error {
 	if err != nil {
 		return err
 	}
-	l.rep = &relist{r: r, initial: initial, fresh: fresh, start: l.i.opts.Clock.Now()}
+	l.openRelist(&relist{r: r, initial: initial, fresh: fresh, start: l.i.opts.Clock.Now()})
 	return nil
 }
 
@@ -238,6 +238,7 @@ func (l *loop) endRelist(ctx context.Context, b deltafifo.Batch) error {
 		if err := rep.r.Release(); err != nil {
 			l.logger.Error(err, "Releasing the content a relist replaced failed")
 		}
+		l.ended(rep)
 	}()
 	partial := l.partial
 	l.relistEnded()
@@ -252,14 +253,24 @@ func (l *loop) endRelist(ctx context.Context, b deltafifo.Batch) error {
 // a few MB of garbage at least, worth a collection.
 const releaseAfterListed = 1000
 
+// openRelist makes rep the open relist, counted by the process's releaser
+// until abortRelist or ended closes it.
+func (l *loop) openRelist(rep *relist) {
+	l.rep = rep
+	l.i.releaser.Begin()
+}
+
+// ended tells the releaser that rep, committed, is over: its changes told
+// and what it replaced released. A relist of releaseAfterListed objects
+// or more asks for its garbage to be returned to the OS, unless
+// KeepListMemory.
+func (l *loop) ended(rep *relist) {
+	l.i.releaser.End(rep.listed >= releaseAfterListed && !l.i.opts.KeepListMemory)
+}
+
 // relistEnded records that a relist or fill committed: the file holds the
-// server's content now, whatever it held before. A relist of
-// releaseAfterListed objects or more asks for its garbage to be returned
-// to the OS (Options.KeepListMemory).
+// server's content now, whatever it held before.
 func (l *loop) relistEnded() {
-	if l.rep != nil && l.rep.listed >= releaseAfterListed && !l.i.opts.KeepListMemory {
-		l.i.releaseMemory()
-	}
 	l.rep = nil
 	l.partial = nil
 	l.withheld = false
@@ -284,6 +295,7 @@ func (l *loop) endFill(ctx context.Context, rep *relist, b deltafifo.Batch) erro
 	}
 	l.logger.V(2).Info("Relist committed", "resourceVersion", b.ResourceVersion, "listed", rep.listed,
 		"added", rep.added, "updated", rep.updated, "deleted", 0, "fresh", true, "filled", true, "took", l.since(rep.start))
+	l.ended(rep)
 	return nil
 }
 
@@ -368,6 +380,7 @@ func (l *loop) abortRelist() {
 		l.logger.Error(err, "Aborting a relist failed")
 	}
 	l.rep = nil
+	l.i.releaser.End(false)
 }
 
 // changes calls r's Changes, or its ChangesShared when the store can share

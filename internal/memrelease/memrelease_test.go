@@ -1,91 +1,152 @@
 package memrelease
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/warmcache/warmcache/internal/testkit"
 )
 
-// newFake returns a Releaser on a fake clock (whose AfterFunc callbacks run
-// within Step), counting its releases.
-func newFake() (*Releaser, *clocktesting.FakeClock, *int) {
-	c := clocktesting.NewFakeClock(time.Unix(0, 0))
-	n := new(int)
-	return New(c, time.Second, 10*time.Second, func() { *n++ }), c, n
+var timing = Timing{Delay: time.Second, MaxDelay: 10 * time.Second, MinInterval: 30 * time.Second}
+
+// fake is a Releaser on a fake clock, counting the releases started.
+type fake struct {
+	*Releaser
+	c       *clocktesting.FakeClock
+	started atomic.Int32
 }
 
-func TestReleaseAfterDelay(t *testing.T) {
-	r, c, n := newFake()
-	r.Request()
-	c.Step(999 * time.Millisecond)
-	if *n != 0 {
-		t.Fatalf("released %d times before the delay", *n)
-	}
-	c.Step(time.Millisecond)
-	if *n != 1 || r.Released() != 1 {
-		t.Fatalf("released %d times (Released %d) at the delay, want 1", *n, r.Released())
-	}
-	c.Step(time.Hour)
-	if *n != 1 {
-		t.Fatalf("released %d times without a new request, want 1", *n)
-	}
-}
-
-func TestBurstCoalesces(t *testing.T) {
-	r, c, n := newFake()
-	for range 5 {
-		r.Request()
-		c.Step(500 * time.Millisecond)
-	}
-	if *n != 0 {
-		t.Fatalf("released %d times within a burst", *n)
-	}
-	c.Step(500 * time.Millisecond)
-	if *n != 1 {
-		t.Fatalf("released %d times after a burst, want 1", *n)
-	}
-	r.Request()
-	c.Step(time.Second)
-	if *n != 2 {
-		t.Fatalf("released %d times after a second burst, want 2", *n)
-	}
-}
-
-func TestEndlessRequestsReleaseByMaxDelay(t *testing.T) {
-	r, c, n := newFake()
-	start := c.Now()
-	for *n == 0 {
-		if c.Since(start) > 10*time.Second {
-			t.Fatalf("no release %v after the first request", c.Since(start))
-		}
-		r.Request()
-		c.Step(100 * time.Millisecond)
-	}
-	if got := c.Since(start); got != 10*time.Second {
-		t.Fatalf("released %v after the first request, want MaxDelay", got)
-	}
-}
-
-func TestRequestDuringReleaseStartsABurst(t *testing.T) {
-	c := clocktesting.NewFakeClock(time.Unix(0, 0))
-	var r *Releaser
-	n := 0
-	requested := make(chan struct{})
-	r = New(c, time.Second, 10*time.Second, func() {
-		n++
-		if n == 1 {
-			// Within Step, with the fake clock locked: request from
-			// another goroutine, as an informer would. Its Request
-			// returns once Step has.
-			go func() { r.Request(); close(requested) }()
+func newFake(release func()) *fake {
+	f := &fake{c: clocktesting.NewFakeClock(time.Unix(0, 0))}
+	f.Releaser = New(f.c, timing, func() {
+		f.started.Add(1)
+		if release != nil {
+			release()
 		}
 	})
-	r.Request()
-	c.Step(time.Second)
-	<-requested
-	c.Step(time.Second)
-	if n != 2 {
-		t.Fatalf("released %d times, want 2", n)
+	return f
+}
+
+// step advances the clock by d, then checks that the releases started
+// and ended come to want: a release the step started is waited for.
+func (f *fake) step(t *testing.T, d time.Duration, want int) {
+	t.Helper()
+	f.c.Step(d)
+	f.mu.Lock()
+	running := f.running
+	f.mu.Unlock()
+	if running {
+		deadline := time.Now().Add(testkit.Timeout())
+		for f.Released() < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("a release started %v ago has not ended", testkit.Timeout())
+			}
+			time.Sleep(time.Millisecond)
+		}
 	}
+	if got := int(f.started.Load()); got != want || f.Released() != want {
+		t.Fatalf("at %v: %d releases started, %d ended; want %d", f.c.Since(time.Unix(0, 0)), got, f.Released(), want)
+	}
+}
+
+func TestReleaseDelayAfterTheLastEnd(t *testing.T) {
+	f := newFake(nil)
+	f.End(true)
+	f.step(t, timing.Delay-time.Millisecond, 0)
+	f.step(t, time.Millisecond, 1)
+	f.step(t, time.Hour, 1)
+}
+
+func TestEndWithoutAskingNeverReleases(t *testing.T) {
+	f := newFake(nil)
+	f.Begin()
+	f.End(false)
+	f.step(t, time.Hour, 0)
+}
+
+func TestBurstsInFlightPostponeTheRelease(t *testing.T) {
+	f := newFake(nil)
+	f.Begin()
+	f.Begin()
+	f.End(true) // the first list ends; the second still runs
+	f.step(t, 5*timing.Delay, 0)
+	f.End(false)
+	f.step(t, timing.Delay-time.Millisecond, 0)
+	f.step(t, time.Millisecond, 1)
+}
+
+func TestMaxDelayBoundsBurstsInFlight(t *testing.T) {
+	f := newFake(nil)
+	f.Begin() // never ends
+	f.Begin()
+	f.End(true)
+	f.step(t, timing.MaxDelay-time.Millisecond, 0)
+	f.step(t, time.Millisecond, 1)
+}
+
+func TestLaterEndsPostponeWithinMaxDelay(t *testing.T) {
+	f := newFake(nil)
+	for range 5 {
+		f.End(true)
+		f.step(t, timing.Delay/2, 0)
+	}
+	f.step(t, timing.Delay/2, 1)
+
+	// Ends that never pause for Delay: released MaxDelay after the first.
+	f = newFake(nil)
+	for elapsed := time.Duration(0); elapsed < timing.MaxDelay; elapsed += timing.Delay / 2 {
+		f.End(true)
+		want := 0
+		if elapsed+timing.Delay/2 >= timing.MaxDelay {
+			want = 1
+		}
+		f.step(t, timing.Delay/2, want)
+	}
+}
+
+func TestMinIntervalBetweenReleases(t *testing.T) {
+	f := newFake(nil)
+	f.End(true)
+	f.step(t, timing.Delay, 1)
+	f.End(true)
+	f.step(t, timing.MinInterval-time.Millisecond, 1)
+	f.step(t, time.Millisecond, 2)
+}
+
+func TestReleasesNeverOverlap(t *testing.T) {
+	unblock := make(chan struct{})
+	var f *fake
+	f = newFake(func() {
+		if f.started.Load() == 1 {
+			f.End(true) // a relist ended while the release runs
+			<-unblock
+		}
+	})
+	f.End(true)
+	f.c.Step(timing.Delay)
+	deadline := time.Now().Add(testkit.Timeout())
+	for f.started.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no release started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	f.c.Step(time.Hour) // no timer may start a second one while it runs
+	if got := f.started.Load(); got != 1 {
+		t.Fatalf("%d releases started while the first ran, want 1", got)
+	}
+	close(unblock)
+	deadline = time.Now().Add(testkit.Timeout())
+	for f.Released() < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the release never ended")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// The End made during the release is served MinInterval after it.
+	f.step(t, timing.MinInterval-time.Millisecond, 1)
+	f.step(t, time.Millisecond, 2)
 }

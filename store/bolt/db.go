@@ -139,6 +139,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		hot: hot.New(*opts.HotBytes), metrics: metrics, fcm: fcm}
 	db.freelistStale.Store(!report.Persisted)
 	db.mapped = opened.Mapped
+	db.use.SetRelease(db.releaseMapped)
 	// Check before writing anything, the state file included: a file that
 	// is refused is left as it was found. Whether the file is new is
 	// decided here, under the lock: another process may have created it

@@ -3,14 +3,15 @@ package bolt
 // touched counts n bytes of the file read or written through the mapping
 // and releases the mapping's resident pages once mapped.ReleaseAfter bytes
 // have been since the last release, or mapped.ReleaseIdle after the first
-// of them (package mapped). It may be called inside a read transaction,
+// of them (package mapped; the release is set at Open, and tried again
+// while writes keep it from running). It may be called inside a read transaction,
 // and with a store's lock held: it never waits.
 func (db *DB) touched(n int) {
 	if db.use.Touched(n) {
 		db.releaseMapped()
 		return
 	}
-	db.use.ReleaseLater(func() { db.releaseMapped() })
+	db.use.ReleaseLater()
 }
 
 // releaseMapped drops the mapping's resident pages if no write

@@ -101,6 +101,7 @@ func TestReleaseMapped(t *testing.T) {
 	s := openPods(t, db, namespaceIndexers())
 	const n = 1500 // about 6 MB of envelopes
 	bigPods(t, s, n)
+	idle(t, db) // touchAll counts nothing: no release runs while it reads
 	fi, err := os.Stat(path)
 	must(t, err)
 	if fi.Size() < 4*mapped.ReleaseAfter {
@@ -138,6 +139,20 @@ func TestReleaseMapped(t *testing.T) {
 	verifyClean(t, db)
 }
 
+// idle waits until the release the writes to db armed (mapped.ReleaseIdle
+// after the first) has run and found nothing counted or released it, so
+// that the next read arms its own.
+func idle(t *testing.T, db *DB) {
+	t.Helper()
+	deadline := time.Now().Add(mapped.ReleaseIdle + testkit.Timeout())
+	for db.use.Pending() || db.use.Counted() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the release the writes armed never ran: pending %v, %d bytes counted", db.use.Pending(), db.use.Counted())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // TestReleaseMappedWhenIdle checks that what reads touched below
 // mapped.ReleaseAfter does not stay mapped: a list of a resource smaller
 // than that is released about mapped.ReleaseIdle later.
@@ -148,22 +163,14 @@ func TestReleaseMappedWhenIdle(t *testing.T) {
 	s := openPods(t, db, namespaceIndexers())
 	const n = 100 // about 400 KB of envelopes
 	bigPods(t, s, n)
-	// The writes armed a release: let it run, so that the List arms its
-	// own.
-	deadline := time.Now().Add(mapped.ReleaseIdle + testkit.Timeout())
-	for db.use.Pending() {
-		if time.Now().After(deadline) {
-			t.Fatal("the release the writes armed never ran")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	idle(t, db)
 	if objs := s.List(); len(objs) != n {
 		t.Fatalf("List: %d objects, want %d", len(objs), n)
 	}
 	if c := db.use.Counted(); c < n*4000 {
 		t.Fatalf("after a List of %d objects: %d bytes counted, want their envelopes' (%d)", n, c, n*4000)
 	}
-	deadline = time.Now().Add(mapped.ReleaseIdle + testkit.Timeout())
+	deadline := time.Now().Add(mapped.ReleaseIdle + testkit.Timeout())
 	for rss := mappedRss(t, path); rss > mapped.ReleaseAfter/8; rss = mappedRss(t, path) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%v after the List: %d bytes still mapped", mapped.ReleaseIdle+testkit.Timeout(), rss)

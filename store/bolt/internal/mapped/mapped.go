@@ -1,8 +1,8 @@
 // Package mapped keeps the resident set of a bolt file's mapping in
 // bounds: the size bbolt maps the file at first (InitialSize), and the
 // count of the bytes reads and writes touch through the mapping, after
-// which, or a second after a quiet start, its resident pages are dropped
-// (Use).
+// which its resident pages are dropped, and a second after the first of
+// them in any case (Use).
 //
 // The pages of the file that reads touch through bbolt's mapping count in
 // the process's resident set (RssFile) until the process unmaps them: a
@@ -27,6 +27,7 @@
 package mapped
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -40,21 +41,24 @@ import (
 const ReleaseAfter = 1 << 20
 
 // ReleaseIdle is how long after the first bytes touched since the last
-// release the pages are released anyway (Use.ReleaseLater): the few
+// idle release the pages are released anyway (Use.ReleaseLater): the few
 // hundred KiB that a small resource's list, or a few reads, touch never
 // reach ReleaseAfter, and would stay resident as long as the process
 // runs.
 const ReleaseIdle = time.Second
 
-// afterFunc is time.AfterFunc, or a test's.
-var afterFunc = time.AfterFunc
-
 // Use counts the bytes touched through a mapping since its last release.
-// It is safe for concurrent use; the zero value is ready.
+// It is safe for concurrent use; the zero value is ready, and
+// ReleaseLater needs SetRelease.
 type Use struct {
 	touched atomic.Int64
-	later   atomic.Bool                // a ReleaseLater call is pending
-	timer   atomic.Pointer[time.Timer] // its timer
+	armed   atomic.Bool // a ReleaseLater timer is pending
+
+	mu        sync.Mutex
+	timer     *time.Timer
+	stopped   bool
+	release   func() bool
+	afterFunc func(time.Duration, func()) *time.Timer // time.AfterFunc, or a test's
 }
 
 // Touched counts n bytes read or written through the mapping and reports
@@ -64,33 +68,66 @@ func (u *Use) Touched(n int) bool {
 	return u.touched.Add(int64(n)) >= ReleaseAfter
 }
 
-// ReleaseLater calls release ReleaseIdle from now, on a goroutine of its
-// own, if bytes touched since the last Release are still counted then,
-// unless a call is already pending. It never waits.
-func (u *Use) ReleaseLater(release func()) {
-	if !u.later.CompareAndSwap(false, true) {
+// SetRelease sets what ReleaseLater calls: release drops the mapping's
+// resident pages (with Release) and reports whether it could; if it could
+// not (a write was running), it is tried again ReleaseIdle later. Call it
+// before ReleaseLater.
+func (u *Use) SetRelease(release func() bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.release = release
+}
+
+// ReleaseLater arranges for the release set by SetRelease to run
+// ReleaseIdle from now, on a goroutine of its own, if bytes are still
+// counted then, unless it is already arranged or Stop was called. It
+// never waits, and allocates nothing once the first call has.
+func (u *Use) ReleaseLater() {
+	if u.armed.Load() || !u.armed.CompareAndSwap(false, true) {
 		return
 	}
-	u.timer.Store(afterFunc(ReleaseIdle, func() {
-		u.later.Store(false)
-		if u.touched.Load() > 0 {
-			release()
-		}
-	}))
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	switch {
+	case u.stopped || u.release == nil:
+		u.armed.Store(false)
+	case u.timer != nil:
+		u.timer.Reset(ReleaseIdle)
+	case u.afterFunc != nil:
+		u.timer = u.afterFunc(ReleaseIdle, u.fire)
+	default:
+		u.timer = time.AfterFunc(ReleaseIdle, u.fire)
+	}
+}
+
+func (u *Use) fire() {
+	u.armed.Store(false)
+	if u.touched.Load() == 0 {
+		return
+	}
+	u.mu.Lock()
+	release := u.release
+	u.mu.Unlock()
+	if !release() {
+		u.ReleaseLater()
+	}
 }
 
 // Pending reports whether a ReleaseLater call is pending.
-func (u *Use) Pending() bool { return u.later.Load() }
+func (u *Use) Pending() bool { return u.armed.Load() }
 
 // Counted returns the bytes counted since the last Release.
 func (u *Use) Counted() int64 { return u.touched.Load() }
 
-// Stop cancels a pending ReleaseLater call, if its timer is set. A call
-// armed concurrently may still run: release must check that the mapping
-// is still in place.
+// Stop cancels a pending ReleaseLater call and refuses later ones. A
+// call already running may still run its release, which must check that
+// the mapping is still in place.
 func (u *Use) Stop() {
-	if t := u.timer.Load(); t != nil {
-		t.Stop()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.stopped = true
+	if u.timer != nil {
+		u.timer.Stop()
 	}
 }
 

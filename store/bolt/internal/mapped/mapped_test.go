@@ -26,49 +26,84 @@ func TestUse(t *testing.T) {
 	}
 }
 
-// TestReleaseLater checks that ReleaseLater arms one call at a time, after
-// ReleaseIdle, which releases only if bytes are still counted.
+// TestReleaseLater checks that ReleaseLater arms one call at a time,
+// after ReleaseIdle, which releases only if bytes are still counted, tries
+// again while the release cannot run, and that Stop refuses later calls.
 func TestReleaseLater(t *testing.T) {
 	var armed []func()
-	afterFunc = func(d time.Duration, f func()) *time.Timer {
+	var u Use
+	u.afterFunc = func(d time.Duration, f func()) *time.Timer {
 		if d != ReleaseIdle {
 			t.Errorf("armed for %v, want ReleaseIdle", d)
 		}
 		armed = append(armed, f)
 		return time.NewTimer(time.Hour)
 	}
-	defer func() { afterFunc = time.AfterFunc }()
-	var u Use
-	released := 0
-	release := func() {
+	fire := func() {
+		t.Helper()
+		if len(armed) == 0 {
+			t.Fatal("nothing armed")
+		}
+		armed[0]()
+	}
+	released, busy := 0, false
+	u.SetRelease(func() bool {
+		if busy {
+			return false
+		}
 		released++
 		if err := u.Release(0, 0); err != nil {
 			t.Fatal(err)
 		}
-	}
+		return true
+	})
 
 	u.Touched(10)
-	u.ReleaseLater(release)
-	u.ReleaseLater(release)
-	if len(armed) != 1 {
-		t.Fatalf("%d calls armed, want 1 while one is pending", len(armed))
+	u.ReleaseLater()
+	u.ReleaseLater()
+	if len(armed) != 1 || !u.Pending() {
+		t.Fatalf("%d timers made, pending %v; want 1 pending", len(armed), u.Pending())
 	}
-	armed[0]()
-	if released != 1 {
-		t.Fatalf("%d releases once the bytes counted waited ReleaseIdle, want 1", released)
+	fire()
+	if released != 1 || u.Pending() || u.Counted() != 0 {
+		t.Fatalf("%d releases, pending %v, %d counted; want 1 release, none pending, 0 counted", released, u.Pending(), u.Counted())
 	}
 
+	// Released meanwhile (ReleaseAfter): nothing to do.
 	u.Touched(10)
-	u.ReleaseLater(release)
-	if len(armed) != 2 {
-		t.Fatalf("%d calls armed, want a second once the first ran", len(armed))
+	u.ReleaseLater()
+	if !u.Pending() {
+		t.Fatal("not pending once the first ran")
 	}
-	if err := u.Release(0, 0); err != nil { // released meanwhile (ReleaseAfter)
+	if err := u.Release(0, 0); err != nil {
 		t.Fatal(err)
 	}
-	armed[1]()
-	if released != 1 {
-		t.Fatalf("%d releases, want none for nothing counted", released)
+	fire()
+	if released != 1 || u.Pending() {
+		t.Fatalf("%d releases, pending %v; want none for nothing counted", released, u.Pending())
 	}
+
+	// A write keeps the release from running: tried again.
+	u.Touched(10)
+	u.ReleaseLater()
+	busy = true
+	fire()
+	if released != 1 || !u.Pending() {
+		t.Fatalf("%d releases, pending %v; want the release tried again", released, u.Pending())
+	}
+	busy = false
+	fire()
+	if released != 2 || u.Pending() {
+		t.Fatalf("%d releases, pending %v; want the retry released", released, u.Pending())
+	}
+	if len(armed) != 1 {
+		t.Fatalf("%d timers made, want the first one reused", len(armed))
+	}
+
 	u.Stop()
+	u.Touched(10)
+	u.ReleaseLater()
+	if u.Pending() {
+		t.Fatal("ReleaseLater armed after Stop")
+	}
 }
