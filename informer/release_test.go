@@ -125,3 +125,40 @@ func TestAbortedRelistEnds(t *testing.T) {
 		t.Fatalf("%d begun, %d ended, %d asked; want as many ended as begun (2 or 3), 1 asked", b, e, a)
 	}
 }
+
+// TestWarmReplayReleasesMemory checks that the replay of a warm start, a
+// relist's kin, is counted by the releaser and asks for its memory to be
+// returned once it has told releaseAfterListed objects or more.
+func TestWarmReplayReleasesMemory(t *testing.T) {
+	for _, n := range []int{releaseAfterListed, releaseAfterListed - 1} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			mem := newMemStore(t)
+			objs := make([]interface{}, n)
+			for i := range objs {
+				objs[i] = testkit.Pod(fmt.Sprintf("p%05d", i), "2")
+			}
+			if err := mem.Replace(objs, "3"); err != nil {
+				t.Fatal(err)
+			}
+			inf := newTestInformer(t, Options{Store: mem})
+			rec := newRecorder()
+			r, err := inf.AddEventHandler(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel := &releaseRecorder{notified: func() int { return len(rec.Snapshot()) }}
+			inf.releaser = rel
+			h := startHarness(t, inf) // warm start: the store is complete
+			h.must(h.q.MarkSynced(h.ctx))
+			<-r.HasSyncedChecker().Done()
+			h.waitIdle("4") // the loop is past the replay
+			want := 0
+			if n >= releaseAfterListed {
+				want = 1
+			}
+			if b, e, a := rel.counts(); b != 1 || e != 1 || a != want {
+				t.Fatalf("after a replay of %d objects: %d begun, %d ended, %d asked; want 1, 1, %d", n, b, e, a, want)
+			}
+		})
+	}
+}
