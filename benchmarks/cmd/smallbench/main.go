@@ -7,8 +7,8 @@
 // client-go, warmcache cold (a new cache file) and warmcache warm (the
 // file of the cold run), and prints the range of each one's time from
 // main to synced, peak resident set (VmHWM) and steady resident set after
-// -settle idle (RssAnon, and RssFile: the cache file's mapped pages), and
-// the size of both binaries.
+// -settle idle (RSS, and its parts: RssAnon, and RssFile: the binary's
+// and the cache file's mapped pages), and the size of both binaries.
 //
 // Usage, from the repository root (it builds the controllers with go
 // build, and kube-apiserver and etcd as make kubebin does):
@@ -172,8 +172,8 @@ func measureAll(ctx context.Context, o options, args []string, stdout, stderr io
 				if rep.Objects != n {
 					return fmt.Errorf("smallbench: %s at %d: listed %d Deployments", impl.name, n, rep.Objects)
 				}
-				fmt.Fprintf(stderr, "smallbench: %d Deployments, run %d: %s: synced in %.2f s, peak %.1f MiB, steady RssAnon %.1f MiB, RssFile %.1f MiB\n",
-					n, r+1, impl.name, rep.Sync.Seconds(), mib(rep.Peak), mib(rep.SteadyAnon), mib(rep.SteadyFile))
+				fmt.Fprintf(stderr, "smallbench: %d Deployments, run %d: %s: synced in %.2f s, peak %.1f MiB, steady RSS %.1f MiB (RssAnon %.1f, RssFile %.1f)\n",
+					n, r+1, impl.name, rep.Sync.Seconds(), mib(rep.Peak), mib(rep.SteadyAnon+rep.SteadyFile), mib(rep.SteadyAnon), mib(rep.SteadyFile))
 				results[n][impl.name] = append(results[n][impl.name], rep)
 			}
 		}
@@ -260,18 +260,19 @@ func span(vals []float64, format string) string {
 func write(w io.Writer, o options, args []string, before, after machine.Info, sizes map[string]int64, results map[int]map[string][]smallbench.Report) error {
 	fmt.Fprintf(w, "a namespace's Deployments informer, client-go beside warmcache (package informers), real kube-apiserver; range of %d runs\n%s\n\n", o.runs, before)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "deployments\tcontroller\tsync s\tpeak RSS MiB\tsteady anon MiB\tsteady file MiB\t")
+	fmt.Fprintln(tw, "deployments\tcontroller\tsync s\tpeak RSS MiB\tsteady RSS MiB\tsteady anon MiB\tsteady file MiB\t")
 	for _, n := range o.ns {
 		for _, impl := range impls {
 			reps := results[n][impl.name]
-			var sync, peak, anon, file []float64
+			var sync, peak, total, anon, file []float64
 			for _, r := range reps {
 				sync = append(sync, r.Sync.Seconds())
 				peak = append(peak, mib(r.Peak))
+				total = append(total, mib(r.SteadyAnon+r.SteadyFile))
 				anon = append(anon, mib(r.SteadyAnon))
 				file = append(file, mib(r.SteadyFile))
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t\n", n, impl.name, span(sync, "%.2f"), span(peak, "%.1f"), span(anon, "%.1f"), span(file, "%.1f"))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", n, impl.name, span(sync, "%.2f"), span(peak, "%.1f"), span(total, "%.1f"), span(anon, "%.1f"), span(file, "%.1f"))
 		}
 	}
 	if err := tw.Flush(); err != nil {
@@ -281,7 +282,7 @@ func write(w io.Writer, o options, args []string, before, after machine.Info, si
 	if l := machine.RunLabel(before, after); l != "" {
 		fmt.Fprintln(w, l)
 	}
-	fmt.Fprintf(w, "sync: from main to synced; peak: VmHWM when synced; steady: RssAnon and RssFile after %v idle\n", o.settle)
+	fmt.Fprintf(w, "sync: from main to synced; peak: VmHWM when synced; steady: RSS (RssAnon + RssFile), RssAnon and RssFile after %v idle\n", o.settle)
 	_, err := fmt.Fprintf(w, "command: go run ./benchmarks/cmd/smallbench %s\n", strings.Join(args, " "))
 	return err
 }

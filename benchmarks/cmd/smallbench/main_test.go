@@ -31,7 +31,7 @@ func TestSmallRun(t *testing.T) {
 	cmdtest.Run(t, run, []cmdtest.Case{{
 		Name: "20 Deployments", Args: []string{"-n", "20", "-runs", "1", "-settle", "0s", "-dir", t.TempDir()},
 		Code:   cmdrun.ExitOK,
-		Stdout: []string{"client-go", "warmcache cold", "warmcache warm", "binaries (go build)"},
+		Stdout: []string{"steady RSS MiB", "client-go", "warmcache cold", "warmcache warm", "binaries (go build)"},
 	}})
 }
 
