@@ -85,6 +85,9 @@ type Informer struct {
 	// afterBatch, when set (by tests, before Run), is called by the
 	// processing loop after each batch is handled.
 	afterBatch func(deltafifo.Batch)
+	// startBurst is set from start until endStart: the start's burst,
+	// counted by releaser.
+	startBurst bool
 	// releaser counts the relists in flight and asks for the memory of a
 	// large one to be returned to the OS once it ended
 	// (Options.KeepListMemory): the process's memrelease.Default, or a
@@ -240,7 +243,28 @@ func (i *Informer) markSynced() {
 	i.syncedOnce.Do(func() {
 		close(i.synced)
 		i.proc.markSynced()
+		i.endStart(true)
 	})
+}
+
+// endStart ends the start's burst for the releaser (begun in start), once:
+// at the first sync, asking for its memory to be returned if the store
+// then holds releaseAfterListed objects or more (unless KeepListMemory),
+// or at stop, without asking.
+func (i *Informer) endStart(synced bool) {
+	i.mu.Lock()
+	begun := i.startBurst
+	i.startBurst = false
+	i.mu.Unlock()
+	if !begun {
+		return
+	}
+	ask := false
+	if synced && !i.opts.KeepListMemory {
+		st, err := i.store.State()
+		ask = err == nil && st.Objects >= releaseAfterListed
+	}
+	i.releaser.End(ask)
 }
 
 // LastSyncResourceVersion returns the resourceVersion the reflector last

@@ -1,9 +1,20 @@
 package informer
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
 
 	"github.com/warmcache/warmcache/deltafifo"
 	"github.com/warmcache/warmcache/internal/testkit"
@@ -41,22 +52,23 @@ func (r *releaseRecorder) counts() (begun, ended, asked int) {
 	return r.begun, r.ended, r.asked
 }
 
-// TestRelistReleasesMemory checks that every relist is counted by the
-// releaser from its begin to its end, and that a committed relist of
-// releaseAfterListed objects or more asks for its memory to be returned,
-// each time, once its changes were told, unless KeepListMemory is set;
-// a smaller one does not: on every store, through a fill and a relist.
+// TestRelistReleasesMemory checks that the start, until it synced, and
+// every relist are counted by the releaser from their begin to their end,
+// and that a committed relist of releaseAfterListed objects or more asks
+// for its memory to be returned, each time, once its changes were told, as
+// the start does once synced on as many objects, unless KeepListMemory is
+// set; smaller ones do not: on every store, through a fill and a relist.
 func TestRelistReleasesMemory(t *testing.T) {
 	for sname, newStore := range testStores() {
 		for _, tc := range []struct {
 			name    string
 			objects int
 			keep    bool
-			want    int
+			asks    bool
 		}{
-			{"large", releaseAfterListed, false, 2},
-			{"small", releaseAfterListed - 1, false, 0},
-			{"kept", releaseAfterListed, true, 0},
+			{"large", releaseAfterListed, false, true},
+			{"small", releaseAfterListed - 1, false, false},
+			{"kept", releaseAfterListed, true, false},
 		} {
 			t.Run(sname+"/"+tc.name, func(t *testing.T) {
 				// ReplayPending 1: a relist's notifications are delivered as
@@ -70,14 +82,27 @@ func TestRelistReleasesMemory(t *testing.T) {
 				rel := &releaseRecorder{notified: func() int { return len(rec.Snapshot()) }}
 				inf.releaser = rel
 				h := startHarness(t, inf)
+				if b, e, a := rel.counts(); b != 1 || e != 0 || a != 0 {
+					t.Fatalf("once started: %d begun, %d ended, %d asked; want the start begun", b, e, a)
+				}
+				asks := func(n int) int {
+					if tc.asks {
+						return n
+					}
+					return 0
+				}
 				objs := make([]interface{}, tc.objects)
 				for i := range objs {
 					objs[i] = testkit.Pod(fmt.Sprintf("p%04d", i), "2")
 				}
 				h.relist("5", objs...)
 				h.waitIdle("6")
-				if b, e, a := rel.counts(); b != 1 || e != 1 || a != min(tc.want, 1) {
-					t.Fatalf("after a relist of %d objects: %d begun, %d ended, %d asked; want 1, 1, %d", tc.objects, b, e, a, min(tc.want, 1))
+				if !inf.HasSynced() {
+					t.Fatal("not synced after the first relist")
+				}
+				// The relist and the start, synced.
+				if b, e, a := rel.counts(); b != 2 || e != 2 || a != asks(2) {
+					t.Fatalf("after a relist of %d objects: %d begun, %d ended, %d asked; want 2, 2, %d", tc.objects, b, e, a, asks(2))
 				}
 				// The second relist changes every object: its updates are
 				// told before it ends.
@@ -86,11 +111,15 @@ func TestRelistReleasesMemory(t *testing.T) {
 				}
 				h.relist("7", objs...)
 				h.waitIdle("8")
-				if b, e, a := rel.counts(); b != 2 || e != 2 || a != tc.want {
-					t.Fatalf("after two relists of %d objects: %d begun, %d ended, %d asked; want 2, 2, %d", tc.objects, b, e, a, tc.want)
+				if b, e, a := rel.counts(); b != 3 || e != 3 || a != asks(3) {
+					t.Fatalf("after two relists of %d objects: %d begun, %d ended, %d asked; want 3, 3, %d", tc.objects, b, e, a, asks(3))
 				}
-				if got := rel.notifiedAtEnd[1]; got < 2*tc.objects-2 {
+				if got := rel.notifiedAtEnd[2]; got < 2*tc.objects-2 {
 					t.Errorf("the second relist ended after %d notifications, want its %d updates told first", got, tc.objects)
+				}
+				h.stop()
+				if b, e, _ := rel.counts(); b != 3 || e != 3 {
+					t.Fatalf("after stop: %d begun, %d ended; want 3 each", b, e)
 				}
 			})
 		}
@@ -120,15 +149,17 @@ func TestAbortedRelistEnds(t *testing.T) {
 		return b.Kind == deltafifo.KindReplacePage && len(b.Objects) == 1 && b.Objects[0] == third
 	})
 	h.stop() // with the third open
-	// The queue may drop the aborted list before the loop begins it.
-	if b, e, a := rel.counts(); b < 2 || e != b || a != 1 {
-		t.Fatalf("%d begun, %d ended, %d asked; want as many ended as begun (2 or 3), 1 asked", b, e, a)
+	// The start and two or three relists: the queue may drop the aborted
+	// list before the loop begins it. The relist at 5 and the start,
+	// synced on it, asked.
+	if b, e, a := rel.counts(); b < 3 || e != b || a != 2 {
+		t.Fatalf("%d begun, %d ended, %d asked; want as many ended as begun (3 or 4), 2 asked", b, e, a)
 	}
 }
 
-// TestWarmReplayReleasesMemory checks that the replay of a warm start, a
-// relist's kin, is counted by the releaser and asks for its memory to be
-// returned once it has told releaseAfterListed objects or more.
+// TestWarmReplayReleasesMemory checks that a warm start and its replay, a
+// relist's kin, are counted by the releaser and ask for their memory to be
+// returned once releaseAfterListed objects or more were told.
 func TestWarmReplayReleasesMemory(t *testing.T) {
 	for _, n := range []int{releaseAfterListed, releaseAfterListed - 1} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
@@ -152,13 +183,51 @@ func TestWarmReplayReleasesMemory(t *testing.T) {
 			h.must(h.q.MarkSynced(h.ctx))
 			<-r.HasSyncedChecker().Done()
 			h.waitIdle("4") // the loop is past the replay
+			// The start and its replay, both asking or neither.
 			want := 0
 			if n >= releaseAfterListed {
-				want = 1
+				want = 2
 			}
-			if b, e, a := rel.counts(); b != 1 || e != 1 || a != want {
-				t.Fatalf("after a replay of %d objects: %d begun, %d ended, %d asked; want 1, 1, %d", n, b, e, a, want)
+			if b, e, a := rel.counts(); b != 2 || e != 2 || a != want {
+				t.Fatalf("after a replay of %d objects: %d begun, %d ended, %d asked; want 2, 2, %d", n, b, e, a, want)
 			}
 		})
+	}
+}
+
+// TestStartEndsAtStop checks that a start that never synced ends for the
+// releaser when the informer stops, without asking.
+func TestStartEndsAtStop(t *testing.T) {
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+			return nil, errors.New("the server refuses the list")
+		},
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+			return nil, errors.New("the server refuses the watch")
+		},
+	}
+	l := ktesting.NewLogger(t, ktesting.NewConfig())
+	inf, err := New(lw, &corev1.Pod{}, Options{Store: newMemStore(t), Logger: &l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := &releaseRecorder{notified: func() int { return 0 }}
+	inf.releaser = rel
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		inf.RunWithContext(ctx)
+	}()
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Millisecond, testkit.Timeout(), true, func(context.Context) (bool, error) {
+		b, _, _ := rel.counts()
+		return b == 1, nil
+	}); err != nil {
+		t.Fatalf("the start never begun: %v", err)
+	}
+	cancel()
+	<-done
+	if b, e, a := rel.counts(); b != 1 || e != 1 || a != 0 || inf.HasSynced() {
+		t.Fatalf("after a stop unsynced: %d begun, %d ended, %d asked, synced %v; want 1, 1, 0, false", b, e, a, inf.HasSynced())
 	}
 }

@@ -72,6 +72,10 @@ func (i *Informer) start(logger klog.Logger) (*deltafifo.Queue, error) {
 		return nil, ErrStarted
 	}
 	i.started = true
+	// Until it synced, the start allocates as a relist does: a warm
+	// start's checks and catch-up, or a cold start's list (counted apart).
+	i.startBurst = true
+	i.releaser.Begin()
 	i.resume = newResumeDecision()
 	var initialRV string
 	if st, err := i.store.State(); err == nil && st.Complete {
@@ -98,6 +102,7 @@ func (i *Informer) start(logger klog.Logger) (*deltafifo.Queue, error) {
 // stop marks the informer stopped, stops the handlers and, with the
 // mutation detector on, checks the objects handed out a last time.
 func (i *Informer) stop() {
+	i.endStart(false)
 	i.mu.Lock()
 	i.stopped = true
 	i.late = nil
