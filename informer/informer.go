@@ -15,7 +15,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/warmcache/warmcache/deltafifo"
-	"github.com/warmcache/warmcache/internal/memrelease"
 	"github.com/warmcache/warmcache/reflector"
 	"github.com/warmcache/warmcache/store"
 )
@@ -88,14 +87,12 @@ type Informer struct {
 	// startBurst is set from start until endStart: the start's burst,
 	// counted by releaser.
 	startBurst bool
-	// releaser counts the relists in flight and asks for the memory of a
-	// large one to be returned to the OS once it ended
-	// (Options.KeepListMemory): the process's memrelease.Default, or a
-	// test's.
-	releaser interface {
-		Begin()
-		End(release bool)
-	}
+	// releaser is told of the informer's bursts (Options.KeepListMemory):
+	// a processReleaser, or a test's. releaseCancel ends the waits of
+	// the releases asked for, and releaseWG waits for them, at stop.
+	releaser      releaser
+	releaseCancel context.CancelFunc
+	releaseWG     sync.WaitGroup
 }
 
 var _ cache.SharedIndexInformer = (*Informer)(nil)
@@ -146,8 +143,10 @@ func New(lw cache.ListerWatcher, exampleObject runtime.Object, opts Options) (*I
 		defaultResync:     o.ResyncPeriod,
 		synced:            make(chan struct{}),
 		reader:            o.Store,
-		releaser:          memrelease.Default,
 	}
+	var releaseCtx context.Context
+	releaseCtx, i.releaseCancel = context.WithCancel(context.Background())
+	i.releaser = processReleaser{ctx: releaseCtx, wg: &i.releaseWG}
 	if o.DetectMutations {
 		i.detector = newMutationDetector(o.Name, o.Clock, o.OnMutation)
 		i.proc.detector = i.detector

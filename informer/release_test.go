@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/warmcache/warmcache/deltafifo"
+	"github.com/warmcache/warmcache/internal/memrelease"
 	"github.com/warmcache/warmcache/internal/testkit"
 )
 
@@ -230,4 +232,33 @@ func TestStartEndsAtStop(t *testing.T) {
 	if b, e, a := rel.counts(); b != 1 || e != 1 || a != 0 || inf.HasSynced() {
 		t.Fatalf("after a stop unsynced: %d begun, %d ended, %d asked, synced %v; want 1, 1, 0, false", b, e, a, inf.HasSynced())
 	}
+}
+
+// TestReleaseInsideASyncTestBubble checks that the release an informer
+// asks for inside a testing/synctest bubble waits and runs there, and that
+// informers outside it, before and after, ask for theirs: the process's
+// counts hold no timer that a goroutine of another bubble would touch,
+// which the runtime refuses with a fatal error.
+func TestReleaseInsideASyncTestBubble(t *testing.T) {
+	objs := make([]interface{}, releaseAfterListed)
+	for i := range objs {
+		objs[i] = testkit.Pod(fmt.Sprintf("p%04d", i), "2")
+	}
+	relist := func(t *testing.T, wait time.Duration) {
+		inf := newTestInformer(t, Options{})
+		h := startHarness(t, inf)
+		h.relist("5", objs...)
+		h.waitIdle("6")
+		time.Sleep(wait) // in the bubble, past the release's delay
+		h.stop()
+	}
+	relist(t, 0)
+	synctest.Test(t, func(t *testing.T) {
+		before := memrelease.Ask()
+		relist(t, memrelease.MaxDelay)
+		if before.Owed() {
+			t.Error("no release ran in the bubble")
+		}
+	})
+	relist(t, 0)
 }

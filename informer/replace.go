@@ -248,11 +248,6 @@ func (l *loop) endRelist(ctx context.Context, b deltafifo.Batch) error {
 	return err
 }
 
-// releaseAfterListed is the number of listed objects from which a
-// committed relist asks for its memory to be returned (KeepListMemory):
-// a few MB of garbage at least, worth a collection.
-const releaseAfterListed = 1000
-
 // openRelist makes rep the open relist, counted by the process's releaser
 // until abortRelist or ended closes it.
 func (l *loop) openRelist(rep *relist) {

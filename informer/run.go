@@ -110,6 +110,8 @@ func (i *Informer) stop() {
 	i.mu.Unlock()
 	i.proc.stop()
 	i.detector.check()
+	i.releaseCancel()
+	i.releaseWG.Wait()
 }
 
 func (i *Informer) checkPeriod() time.Duration {

@@ -12,156 +12,97 @@
 // returning the free pages (runtime/debug.FreeOSMemory), brings it down
 // to what the process holds.
 //
-// The bursts of a process are counted together: a release waits until
-// none is in flight (a factory's informers list at once, and finish at
-// different times), then Delay more, but never more than MaxDelay after
-// the first burst that asked for it; releases are at least MinInterval
-// apart, and never overlap.
+// The bursts of a process are counted together (Begin, End): a release
+// asked for (Ask) waits Delay, then until no burst is in flight (a
+// factory's informers list at once and finish at different times), at
+// most MaxDelay in all; one release serves every request made before it
+// started, and releases never overlap.
+//
+// The wait runs on a goroutine of the asker's (After), with its own timer,
+// never on a timer or goroutine the process shares: in a testing/synctest
+// bubble, a timer made there must not be stopped or reset from outside it.
 package memrelease
 
 import (
+	"context"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"k8s.io/utils/clock"
 )
 
 const (
-	// Delay is how long the default Releaser waits, once no burst is in
-	// flight, before it releases.
+	// Delay is how long a release waits after it was asked for, and
+	// between two looks at the bursts in flight.
 	Delay = time.Second
-	// MaxDelay bounds how long bursts in flight postpone a release asked
-	// for.
+	// MaxDelay bounds how long bursts in flight postpone a release.
 	MaxDelay = 10 * time.Second
-	// MinInterval is the least time between the end of one release of
-	// the default Releaser and the start of the next.
-	MinInterval = 30 * time.Second
 )
 
-// Default is the process's Releaser: Delay, MaxDelay, MinInterval, the
-// real clock and debug.FreeOSMemory.
-var Default = New(clock.RealClock{}, Timing{Delay: Delay, MaxDelay: MaxDelay, MinInterval: MinInterval}, debug.FreeOSMemory)
-
-// Timing is when a Releaser releases: Delay after the last burst ended,
-// once none is in flight, or MaxDelay after the first burst that asked
-// for a release ended, whichever comes first; and at least MinInterval
-// after the previous release ended.
-type Timing struct {
-	Delay, MaxDelay, MinInterval time.Duration
-}
-
-// Releaser runs release once after bursts of allocation that ask for it
-// (Timing). release runs on a goroutine of its own, never on a caller's,
-// and never twice at once. It is safe for concurrent use. Its timers'
-// callbacks never read or arm the clock, so that a fake clock may run them
-// within its Step.
-type Releaser struct {
-	clock   clock.WithDelayedExecution
-	timing  Timing
-	release func()
-
-	mu          sync.Mutex
-	inFlight    int
-	asked       bool      // a release is asked for and has not started
-	first, last time.Time // when the first and the last burst that asked ended
-	running     bool
-	ended       time.Time // when the last release ended
-	gen         int       // the armed timer's generation; older ones do nothing
-	timer       clock.Timer
-	released    int
-}
-
-// New returns a Releaser that runs release on c's timers.
-func New(c clock.WithDelayedExecution, t Timing, release func()) *Releaser {
-	return &Releaser{clock: c, timing: t, release: release}
-}
+var (
+	inFlight atomic.Int64
+	// started counts the releases started: a Ticket holds its value when
+	// it was asked for.
+	started atomic.Uint64
+	// running is held by the release that runs.
+	running sync.Mutex
+)
 
 // Begin records that a burst started.
-func (r *Releaser) Begin() {
-	now := r.clock.Now()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.inFlight++
-	r.armLocked(now)
+func Begin() { inFlight.Add(1) }
+
+// End records that a burst begun with Begin ended. Every Begin must have
+// its End.
+func End() { inFlight.Add(-1) }
+
+// InFlight returns the number of bursts in flight.
+func InFlight() int64 { return inFlight.Load() }
+
+// A Ticket is a release asked for: owed until a release starts.
+type Ticket uint64
+
+// Ask asks for a release of the garbage of the bursts ended so far.
+func Ask() Ticket { return Ticket(started.Load()) }
+
+// Owed reports whether no release started since t was asked for.
+func (t Ticket) Owed() bool { return started.Load() == uint64(t) }
+
+// Release runs release, after a release running, if t is still owed and
+// reports whether it ran it: one release serves every ticket asked for
+// before it started.
+func (t Ticket) Release(release func()) bool {
+	if !started.CompareAndSwap(uint64(t), uint64(t)+1) {
+		return false
+	}
+	running.Lock()
+	defer running.Unlock()
+	release()
+	return true
 }
 
-// End records that a burst begun with Begin ended, and whether its garbage
-// is worth a release. Every Begin must have its End; an End without one
-// only asks.
-func (r *Releaser) End(release bool) {
-	now := r.clock.Now()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.inFlight > 0 {
-		r.inFlight--
-	}
-	if release {
-		if !r.asked {
-			r.first = now
+// After waits Delay, then, Delay at a time, until no burst is in flight,
+// at most MaxDelay in all, and releases t with debug.FreeOSMemory unless
+// a release started since it was asked for. It returns early when ctx is
+// done. Its timers are its own, on the real clock (a bubble's in a
+// testing/synctest bubble).
+func After(ctx context.Context, t Ticket) { after(ctx, t, Delay, MaxDelay, debug.FreeOSMemory) }
+
+func after(ctx context.Context, t Ticket, delay, maxDelay time.Duration, release func()) {
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	for waited := delay; ; waited += delay {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
 		}
-		r.asked, r.last = true, now
-	}
-	r.armLocked(now)
-}
-
-// Released returns how many releases have ended.
-func (r *Releaser) Released() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.released
-}
-
-// dueLocked returns when the release asked for is due.
-func (r *Releaser) dueLocked() time.Time {
-	due := r.first.Add(r.timing.MaxDelay)
-	if r.inFlight == 0 {
-		if d := r.last.Add(r.timing.Delay); d.Before(due) {
-			due = d
+		if !t.Owed() {
+			return
 		}
-	}
-	if !r.ended.IsZero() {
-		if d := r.ended.Add(r.timing.MinInterval); d.After(due) {
-			due = d
+		if InFlight() <= 0 || waited >= maxDelay {
+			t.Release(release)
+			return
 		}
+		timer.Reset(min(delay, maxDelay-waited))
 	}
-	return due
-}
-
-// armLocked arms the timer for the release asked for, at its due time
-// from now, replacing the one armed, if any release is asked for and none
-// is running (the running one arms it when it ends).
-func (r *Releaser) armLocked(now time.Time) {
-	if r.timer != nil {
-		r.timer.Stop()
-		r.timer = nil
-	}
-	r.gen++
-	if !r.asked || r.running {
-		return
-	}
-	gen := r.gen
-	r.timer = r.clock.AfterFunc(max(r.dueLocked().Sub(now), 0), func() { r.fire(gen) })
-}
-
-// fire starts the release, unless a later Begin or End armed another
-// timer since.
-func (r *Releaser) fire(gen int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if gen != r.gen || !r.asked || r.running {
-		return
-	}
-	r.asked, r.running, r.timer = false, true, nil
-	go r.run()
-}
-
-func (r *Releaser) run() {
-	r.release()
-	now := r.clock.Now()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.running, r.ended = false, now
-	r.armLocked(now)
-	r.released++
 }

@@ -1,152 +1,130 @@
 package memrelease
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
-
-	clocktesting "k8s.io/utils/clock/testing"
-
-	"github.com/warmcache/warmcache/internal/testkit"
 )
 
-var timing = Timing{Delay: time.Second, MaxDelay: 10 * time.Second, MinInterval: 30 * time.Second}
+// The tests share the process's counts: none runs in parallel, and each
+// ends every burst it begins.
 
-// fake is a Releaser on a fake clock, counting the releases started.
-type fake struct {
-	*Releaser
-	c       *clocktesting.FakeClock
-	started atomic.Int32
-}
+const delay, maxDelay = time.Second, 10 * time.Second
 
-func newFake(release func()) *fake {
-	f := &fake{c: clocktesting.NewFakeClock(time.Unix(0, 0))}
-	f.Releaser = New(f.c, timing, func() {
-		f.started.Add(1)
-		if release != nil {
-			release()
-		}
-	})
-	return f
-}
+// counter counts releases.
+type counter struct{ n atomic.Int32 }
 
-// step advances the clock by d, then checks that the releases started
-// and ended come to want: a release the step started is waited for.
-func (f *fake) step(t *testing.T, d time.Duration, want int) {
+func (c *counter) release() { c.n.Add(1) }
+
+// check waits until every goroutine of the bubble is blocked, then checks
+// the releases counted.
+func (c *counter) check(t *testing.T, want int32) {
 	t.Helper()
-	f.c.Step(d)
-	f.mu.Lock()
-	running := f.running
-	f.mu.Unlock()
-	if running {
-		deadline := time.Now().Add(testkit.Timeout())
-		for f.Released() < want {
-			if time.Now().After(deadline) {
-				t.Fatalf("a release started %v ago has not ended", testkit.Timeout())
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
-	if got := int(f.started.Load()); got != want || f.Released() != want {
-		t.Fatalf("at %v: %d releases started, %d ended; want %d", f.c.Since(time.Unix(0, 0)), got, f.Released(), want)
+	synctest.Wait()
+	if got := c.n.Load(); got != want {
+		t.Fatalf("at %v: %d releases, want %d", time.Now().UTC().Format("15:04:05.000"), got, want)
 	}
 }
 
-func TestReleaseDelayAfterTheLastEnd(t *testing.T) {
-	f := newFake(nil)
-	f.End(true)
-	f.step(t, timing.Delay-time.Millisecond, 0)
-	f.step(t, time.Millisecond, 1)
-	f.step(t, time.Hour, 1)
-}
-
-func TestEndWithoutAskingNeverReleases(t *testing.T) {
-	f := newFake(nil)
-	f.Begin()
-	f.End(false)
-	f.step(t, time.Hour, 0)
+func TestReleaseAfterDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c counter
+		go after(t.Context(), Ask(), delay, maxDelay, c.release)
+		time.Sleep(delay - time.Millisecond)
+		c.check(t, 0)
+		time.Sleep(time.Millisecond)
+		c.check(t, 1)
+	})
 }
 
 func TestBurstsInFlightPostponeTheRelease(t *testing.T) {
-	f := newFake(nil)
-	f.Begin()
-	f.Begin()
-	f.End(true) // the first list ends; the second still runs
-	f.step(t, 5*timing.Delay, 0)
-	f.End(false)
-	f.step(t, timing.Delay-time.Millisecond, 0)
-	f.step(t, time.Millisecond, 1)
+	synctest.Test(t, func(t *testing.T) {
+		var c counter
+		Begin()
+		go after(t.Context(), Ask(), delay, maxDelay, c.release)
+		time.Sleep(5*delay + delay/2)
+		c.check(t, 0)
+		End()
+		time.Sleep(delay / 2) // the next look, a whole Delay after the last
+		c.check(t, 1)
+	})
 }
 
 func TestMaxDelayBoundsBurstsInFlight(t *testing.T) {
-	f := newFake(nil)
-	f.Begin() // never ends
-	f.Begin()
-	f.End(true)
-	f.step(t, timing.MaxDelay-time.Millisecond, 0)
-	f.step(t, time.Millisecond, 1)
+	synctest.Test(t, func(t *testing.T) {
+		var c counter
+		Begin()
+		defer End()
+		go after(t.Context(), Ask(), delay, maxDelay, c.release)
+		time.Sleep(maxDelay - time.Millisecond)
+		c.check(t, 0)
+		time.Sleep(time.Millisecond)
+		c.check(t, 1)
+	})
 }
 
-func TestLaterEndsPostponeWithinMaxDelay(t *testing.T) {
-	f := newFake(nil)
-	for range 5 {
-		f.End(true)
-		f.step(t, timing.Delay/2, 0)
-	}
-	f.step(t, timing.Delay/2, 1)
-
-	// Ends that never pause for Delay: released MaxDelay after the first.
-	f = newFake(nil)
-	for elapsed := time.Duration(0); elapsed < timing.MaxDelay; elapsed += timing.Delay / 2 {
-		f.End(true)
-		want := 0
-		if elapsed+timing.Delay/2 >= timing.MaxDelay {
-			want = 1
-		}
-		f.step(t, timing.Delay/2, want)
-	}
-}
-
-func TestMinIntervalBetweenReleases(t *testing.T) {
-	f := newFake(nil)
-	f.End(true)
-	f.step(t, timing.Delay, 1)
-	f.End(true)
-	f.step(t, timing.MinInterval-time.Millisecond, 1)
-	f.step(t, time.Millisecond, 2)
-}
-
-func TestReleasesNeverOverlap(t *testing.T) {
-	unblock := make(chan struct{})
-	var f *fake
-	f = newFake(func() {
-		if f.started.Load() == 1 {
-			f.End(true) // a relist ended while the release runs
-			<-unblock
+func TestOneReleaseServesEveryTicketBefore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c counter
+		first := Ask()
+		go after(t.Context(), first, delay, maxDelay, c.release)
+		time.Sleep(delay / 2)
+		second := Ask()
+		go after(t.Context(), second, delay, maxDelay, c.release)
+		time.Sleep(2 * delay)
+		c.check(t, 1)
+		if first.Owed() || second.Owed() {
+			t.Fatal("a ticket asked before the release is still owed")
 		}
 	})
-	f.End(true)
-	f.c.Step(timing.Delay)
-	deadline := time.Now().Add(testkit.Timeout())
-	for f.started.Load() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no release started")
-		}
-		time.Sleep(time.Millisecond)
+}
+
+// TestTicketAskedDuringAReleaseGetsAnother runs on the real clock, with
+// short delays: a release waiting for the one that runs blocks on a mutex,
+// which a synctest bubble does not count as blocked.
+func TestTicketAskedDuringAReleaseGetsAnother(t *testing.T) {
+	var c counter
+	unblock := make(chan struct{})
+	asked := make(chan Ticket, 1)
+	blocking := func() {
+		asked <- Ask() // a burst ended while the release runs
+		<-unblock
+		c.release()
 	}
-	f.c.Step(time.Hour) // no timer may start a second one while it runs
-	if got := f.started.Load(); got != 1 {
-		t.Fatalf("%d releases started while the first ran, want 1", got)
+	const d = time.Millisecond
+	go after(t.Context(), Ask(), d, 10*d, blocking)
+	during := <-asked
+	if !during.Owed() {
+		t.Fatal("a ticket asked during the release is not owed")
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		after(t.Context(), during, d, 10*d, c.release)
+	}()
+	// Its wait is over long before the first release returns: it must
+	// wait for it, not run beside it.
+	time.Sleep(50 * d)
+	if got := c.n.Load(); got != 0 {
+		t.Fatalf("%d releases ran beside the first, want none", got)
 	}
 	close(unblock)
-	deadline = time.Now().Add(testkit.Timeout())
-	for f.Released() < 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the release never ended")
-		}
-		time.Sleep(time.Millisecond)
+	<-done
+	if got := c.n.Load(); got != 2 {
+		t.Fatalf("%d releases, want 2: the ticket asked during the first gets its own", got)
 	}
-	// The End made during the release is served MinInterval after it.
-	f.step(t, timing.MinInterval-time.Millisecond, 1)
-	f.step(t, time.Millisecond, 2)
+}
+
+func TestCanceledWaitReleasesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c counter
+		ctx, cancel := context.WithCancel(t.Context())
+		go after(ctx, Ask(), delay, maxDelay, c.release)
+		time.Sleep(delay / 2)
+		cancel()
+		time.Sleep(maxDelay)
+		c.check(t, 0)
+	})
 }

@@ -335,7 +335,7 @@ func (db *DB) Close() error {
 	db.writeGate.Lock()
 	defer db.writeGate.Unlock()
 	db.closing = true
-	db.use.Stop() // a release armed after this sees closing
+	db.use.Stop() // a release armed before this does nothing
 	if !db.opts.ReadOnly && db.corrupt.Load() == nil {
 		db.persistFreelist()
 	}

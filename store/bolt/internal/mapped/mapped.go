@@ -53,10 +53,9 @@ const ReleaseIdle = time.Second
 type Use struct {
 	touched atomic.Int64
 	armed   atomic.Bool // a ReleaseLater timer is pending
+	stopped atomic.Bool
 
 	mu        sync.Mutex
-	timer     *time.Timer
-	stopped   bool
 	release   func() bool
 	afterFunc func(time.Duration, func()) *time.Timer // time.AfterFunc, or a test's
 }
@@ -81,34 +80,31 @@ func (u *Use) SetRelease(release func() bool) {
 // ReleaseLater arranges for the release set by SetRelease to run
 // ReleaseIdle from now, on a goroutine of its own, if bytes are still
 // counted then, unless it is already arranged or Stop was called. It
-// never waits, and allocates nothing once the first call has.
+// never waits. Each arrangement is a timer of its own, never stopped or
+// reset by another goroutine: a timer made in a testing/synctest bubble
+// must not be touched from outside it.
 func (u *Use) ReleaseLater() {
-	if u.armed.Load() || !u.armed.CompareAndSwap(false, true) {
+	if u.armed.Load() || u.stopped.Load() || !u.armed.CompareAndSwap(false, true) {
 		return
 	}
 	u.mu.Lock()
-	defer u.mu.Unlock()
-	switch {
-	case u.stopped || u.release == nil:
-		u.armed.Store(false)
-	case u.timer != nil:
-		u.timer.Reset(ReleaseIdle)
-	case u.afterFunc != nil:
-		u.timer = u.afterFunc(ReleaseIdle, u.fire)
-	default:
-		u.timer = time.AfterFunc(ReleaseIdle, u.fire)
+	after := u.afterFunc
+	u.mu.Unlock()
+	if after == nil {
+		after = time.AfterFunc
 	}
+	after(ReleaseIdle, u.fire)
 }
 
 func (u *Use) fire() {
 	u.armed.Store(false)
-	if u.touched.Load() == 0 {
+	if u.touched.Load() == 0 || u.stopped.Load() {
 		return
 	}
 	u.mu.Lock()
 	release := u.release
 	u.mu.Unlock()
-	if !release() {
+	if release != nil && !release() {
 		u.ReleaseLater()
 	}
 }
@@ -119,17 +115,10 @@ func (u *Use) Pending() bool { return u.armed.Load() }
 // Counted returns the bytes counted since the last Release.
 func (u *Use) Counted() int64 { return u.touched.Load() }
 
-// Stop cancels a pending ReleaseLater call and refuses later ones. A
-// call already running may still run its release, which must check that
-// the mapping is still in place.
-func (u *Use) Stop() {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.stopped = true
-	if u.timer != nil {
-		u.timer.Stop()
-	}
-}
+// Stop refuses later ReleaseLater calls; one pending does nothing when
+// its time comes. A call already running may still run its release, which
+// must check that the mapping is still in place.
+func (u *Use) Stop() { u.stopped.Store(true) }
 
 // Release starts a new count and drops the resident pages of the n bytes
 // of the shared file mapping at addr from the process's page tables

@@ -44,7 +44,7 @@ func TestReleaseLater(t *testing.T) {
 		if len(armed) == 0 {
 			t.Fatal("nothing armed")
 		}
-		armed[0]()
+		armed[len(armed)-1]()
 	}
 	released, busy := 0, false
 	u.SetRelease(func() bool {
@@ -96,12 +96,14 @@ func TestReleaseLater(t *testing.T) {
 	if released != 2 || u.Pending() {
 		t.Fatalf("%d releases, pending %v; want the retry released", released, u.Pending())
 	}
-	if len(armed) != 1 {
-		t.Fatalf("%d timers made, want the first one reused", len(armed))
-	}
 
-	u.Stop()
 	u.Touched(10)
+	u.ReleaseLater()
+	u.Stop()
+	fire()
+	if released != 2 {
+		t.Fatalf("%d releases, want none from a timer armed before Stop", released)
+	}
 	u.ReleaseLater()
 	if u.Pending() {
 		t.Fatal("ReleaseLater armed after Stop")
