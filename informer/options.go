@@ -191,18 +191,18 @@ type Options struct {
 	// handlers ended, and once the informer first synced with as many in its
 	// store (a warm start's checks and catch-up), the informer asks for a
 	// collection that returns the freed pages to the OS
-	// (runtime/debug.FreeOSMemory). The process makes one such collection
-	// for every burst of these: a second after the last of its informers'
-	// starts and relists in flight ended, at most ten seconds after the
-	// first that asked, at least thirty seconds after the previous one. A
-	// relist allocates several times the informer's steady heap; the runtime
-	// keeps its next heap goal, and the pages up to it, from a collection
-	// made during the relist, so a controller that goes quiet after its
-	// start would otherwise stay resident at the relist's size until the
-	// runtime's forced collection two minutes later. The collection is the
-	// process's: set this on every informer, or set the environment variable
-	// EnvKeepListMemory, for a process that manages its own collections.
-	// Default: false, or true when EnvKeepListMemory is true.
+	// (runtime/debug.FreeOSMemory). It waits a second, then until no start
+	// or relist of the process's informers is in flight, at most ten seconds
+	// in all; one collection serves every request made before it started,
+	// and two never run at once. A relist allocates several times the
+	// informer's steady heap; the runtime keeps its next heap goal, and the
+	// pages up to it, from a collection made during the relist, so a
+	// controller that goes quiet after its start would otherwise stay
+	// resident at the relist's size until the runtime's forced collection
+	// two minutes later. The collection is the process's: set this on every
+	// informer, or set the environment variable EnvKeepListMemory, for a
+	// process that manages its own collections. Default: false, or true when
+	// EnvKeepListMemory is true.
 	KeepListMemory bool
 
 	// OnMutation receives the mutation detector's report of objects
