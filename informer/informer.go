@@ -146,7 +146,7 @@ func New(lw cache.ListerWatcher, exampleObject runtime.Object, opts Options) (*I
 	}
 	var releaseCtx context.Context
 	releaseCtx, i.releaseCancel = context.WithCancel(context.Background())
-	i.releaser = processReleaser{ctx: releaseCtx, wg: &i.releaseWG}
+	i.releaser = processReleaser{ctx: releaseCtx, wg: &i.releaseWG, waiting: new(atomic.Uint64)}
 	if o.DetectMutations {
 		i.detector = newMutationDetector(o.Name, o.Clock, o.OnMutation)
 		i.proc.detector = i.detector

@@ -23,11 +23,6 @@ import (
 // cache mutation detector.
 const EnvMutationDetector = "KUBE_CACHE_MUTATION_DETECTOR"
 
-// EnvKeepListMemory is the environment variable that sets
-// Options.KeepListMemory for every informer of the process: any value
-// strconv.ParseBool reads as true.
-const EnvKeepListMemory = "WARMCACHE_KEEP_LIST_MEMORY"
-
 const (
 	// mutationCheckPeriod is how often a running informer compares the
 	// objects it handed out with their copies.

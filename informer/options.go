@@ -184,25 +184,28 @@ type Options struct {
 	// false.
 	UnsharedOldObjects bool
 
-	// KeepListMemory leaves the memory this informer's start and relists
-	// allocated to the Go runtime's own pace. By default, once a relist of
-	// 1,000 objects or more has committed and its changes were told (a cold
-	// start's list, the relist after a 410), once a replay of as many to
-	// handlers ended, and once the informer first synced with as many in its
-	// store (a warm start's checks and catch-up), the informer asks for a
+	// KeepListMemory leaves the memory this informer's start, relists and
+	// replays allocated to the Go runtime's own pace. By default, once a
+	// relist of 1,000 objects or more has committed and its changes were
+	// told, or was aborted (a cold start's list, the relist after a 410),
+	// once a replay of as many to handlers ended, and once the informer
+	// first synced with as many in its store (after a warm start's checks
+	// and catch-up, or a cold start's list), the informer asks for a
 	// collection that returns the freed pages to the OS
-	// (runtime/debug.FreeOSMemory). It waits a second, then until no start
-	// or relist of the process's informers is in flight, at most ten seconds
-	// in all; one collection serves every request made before it started,
-	// and two never run at once. A relist allocates several times the
-	// informer's steady heap; the runtime keeps its next heap goal, and the
-	// pages up to it, from a collection made during the relist, so a
-	// controller that goes quiet after its start would otherwise stay
-	// resident at the relist's size until the runtime's forced collection
-	// two minutes later. The collection is the process's: set this on every
-	// informer, or set the environment variable EnvKeepListMemory, for a
-	// process that manages its own collections. Default: false, or true when
-	// EnvKeepListMemory is true.
+	// (runtime/debug.FreeOSMemory). It waits a second, then until no start,
+	// relist or replay of the process's informers is in flight, at most ten
+	// seconds in all (an informer that never syncs, its resource forbidden
+	// or missing, keeps every later collection at ten seconds); one
+	// collection serves every request made before it started, and two never
+	// run at once. A relist allocates several times the informer's steady
+	// heap; the runtime keeps its next heap goal, and the pages up to it,
+	// from a collection made during the relist, so a controller that goes
+	// quiet after its start would otherwise stay resident at the relist's
+	// size until the runtime's forced collection two minutes later. The
+	// collection is the process's: set this on every informer, or set the
+	// environment variable EnvKeepListMemory, for a process that manages its
+	// own collections. Default: false, or true when EnvKeepListMemory is
+	// true.
 	KeepListMemory bool
 
 	// OnMutation receives the mutation detector's report of objects

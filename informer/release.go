@@ -3,9 +3,15 @@ package informer
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/warmcache/warmcache/internal/memrelease"
 )
+
+// EnvKeepListMemory is the environment variable that sets
+// Options.KeepListMemory for every informer of the process: any value
+// strconv.ParseBool reads as true.
+const EnvKeepListMemory = "WARMCACHE_KEEP_LIST_MEMORY"
 
 // releaseAfterListed is the number of objects from which a relist, a
 // replay or a start asks for its memory to be returned (KeepListMemory):
@@ -22,18 +28,30 @@ type releaser interface {
 
 // processReleaser counts the informer's bursts with the process's
 // (package memrelease) and waits for the release each end asks for on a
-// goroutine of the informer's own, which the informer's stop ends.
+// goroutine of the informer's own, which the informer's stop ends; one
+// goroutine for the ticket it waits for (a cold start's relist and start
+// ask for the same).
 type processReleaser struct {
 	ctx context.Context
 	wg  *sync.WaitGroup
+	// waiting is the ticket waited for, plus one; zero if none.
+	waiting *atomic.Uint64
 }
 
 func (r processReleaser) Begin() { memrelease.Begin() }
 
 func (r processReleaser) End(ask bool) {
 	memrelease.End()
-	if ask {
-		t := memrelease.Ask()
-		r.wg.Go(func() { memrelease.After(r.ctx, t) })
+	if !ask {
+		return
 	}
+	t := memrelease.Ask()
+	w := uint64(t) + 1
+	if r.waiting.Swap(w) == w {
+		return
+	}
+	r.wg.Go(func() {
+		memrelease.After(r.ctx, t)
+		r.waiting.CompareAndSwap(w, 0)
+	})
 }

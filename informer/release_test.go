@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -61,6 +62,7 @@ func (r *releaseRecorder) counts() (begun, ended, asked int) {
 // the start does once synced on as many objects, unless KeepListMemory is
 // set; smaller ones do not: on every store, through a fill and a relist.
 func TestRelistReleasesMemory(t *testing.T) {
+	t.Setenv(EnvKeepListMemory, "false")
 	for sname, newStore := range testStores() {
 		for _, tc := range []struct {
 			name    string
@@ -108,6 +110,7 @@ func TestRelistReleasesMemory(t *testing.T) {
 				}
 				// The second relist changes every object: its updates are
 				// told before it ends.
+				objs = make([]interface{}, tc.objects) // the queue owns the first page
 				for i := range objs {
 					objs[i] = testkit.Pod(fmt.Sprintf("p%04d", i), "7")
 				}
@@ -129,33 +132,39 @@ func TestRelistReleasesMemory(t *testing.T) {
 }
 
 // TestAbortedRelistEnds checks that a relist aborted midway, and one open
-// when the informer stops, end for the releaser without asking.
+// when the informer stops, end for the releaser, asking as a committed
+// one would when they listed releaseAfterListed objects or more.
 func TestAbortedRelistEnds(t *testing.T) {
+	t.Setenv(EnvKeepListMemory, "false")
 	inf := newTestInformer(t, Options{})
 	rel := &releaseRecorder{notified: func() int { return 0 }}
 	inf.releaser = rel
 	h := startHarness(t, inf)
-	objs := make([]interface{}, releaseAfterListed)
-	for i := range objs {
-		objs[i] = testkit.Pod(fmt.Sprintf("p%04d", i), "2")
+	pods := func(n int, rv string) []interface{} {
+		objs := make([]interface{}, n)
+		for i := range objs {
+			objs[i] = testkit.Pod(fmt.Sprintf("p%04d", i), rv)
+		}
+		return objs
 	}
 	h.must(h.q.BeginReplace(h.ctx))
-	h.must(h.q.ReplacePage(h.ctx, objs))
-	h.must(h.q.AbortReplace()) // a list that failed midway
-	h.relist("5", objs...)
+	h.must(h.q.ReplacePage(h.ctx, pods(10, "2")))
+	h.must(h.q.AbortReplace()) // a list that failed midway, too small to ask
+	h.relist("5", pods(releaseAfterListed, "2")...)
 	h.waitIdle("6")
-	third := testkit.Pod("third", "9")
+	open := pods(releaseAfterListed, "9")
+	first := open[0]
 	h.must(h.q.BeginReplace(h.ctx))
-	h.must(h.q.ReplacePage(h.ctx, []interface{}{third}))
+	h.must(h.q.ReplacePage(h.ctx, open))
 	h.waitBatch(func(b deltafifo.Batch) bool {
-		return b.Kind == deltafifo.KindReplacePage && len(b.Objects) == 1 && b.Objects[0] == third
+		return b.Kind == deltafifo.KindReplacePage && len(b.Objects) > 0 && b.Objects[0] == first
 	})
-	h.stop() // with the third open
+	h.stop() // with the third open, all its objects listed
 	// The start and two or three relists: the queue may drop the aborted
-	// list before the loop begins it. The relist at 5 and the start,
-	// synced on it, asked.
-	if b, e, a := rel.counts(); b < 3 || e != b || a != 2 {
-		t.Fatalf("%d begun, %d ended, %d asked; want as many ended as begun (3 or 4), 2 asked", b, e, a)
+	// list before the loop begins it. The relist at 5, the start, synced
+	// on it, and the relist open at the stop asked.
+	if b, e, a := rel.counts(); b < 3 || e != b || a != 3 {
+		t.Fatalf("%d begun, %d ended, %d asked; want as many ended as begun (3 or 4), 3 asked", b, e, a)
 	}
 }
 
@@ -163,6 +172,7 @@ func TestAbortedRelistEnds(t *testing.T) {
 // relist's kin, are counted by the releaser and ask for their memory to be
 // returned once releaseAfterListed objects or more were told.
 func TestWarmReplayReleasesMemory(t *testing.T) {
+	t.Setenv(EnvKeepListMemory, "false")
 	for _, n := range []int{releaseAfterListed, releaseAfterListed - 1} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			mem := newMemStore(t)
@@ -235,10 +245,10 @@ func TestStartEndsAtStop(t *testing.T) {
 }
 
 // TestReleaseInsideASyncTestBubble checks that the release an informer
-// asks for inside a testing/synctest bubble waits and runs there, and that
-// informers outside it, before and after, ask for theirs: the process's
-// counts hold no timer that a goroutine of another bubble would touch,
-// which the runtime refuses with a fatal error.
+// asks for inside a testing/synctest bubble waits and runs there, between
+// informers outside it that ask for theirs and stop: the process's counts
+// hold no timer that a goroutine of another bubble would touch, which the
+// runtime refuses with a fatal error.
 func TestReleaseInsideASyncTestBubble(t *testing.T) {
 	objs := make([]interface{}, releaseAfterListed)
 	for i := range objs {
@@ -247,7 +257,7 @@ func TestReleaseInsideASyncTestBubble(t *testing.T) {
 	relist := func(t *testing.T, wait time.Duration) {
 		inf := newTestInformer(t, Options{})
 		h := startHarness(t, inf)
-		h.relist("5", objs...)
+		h.relist("5", slices.Clone(objs)...) // the queue owns a page
 		h.waitIdle("6")
 		time.Sleep(wait) // in the bubble, past the release's delay
 		h.stop()
@@ -261,4 +271,35 @@ func TestReleaseInsideASyncTestBubble(t *testing.T) {
 		}
 	})
 	relist(t, 0)
+}
+
+// TestEnvKeepListMemory checks that EnvKeepListMemory sets KeepListMemory
+// for an informer that did not, and that a relist then asks nothing.
+func TestEnvKeepListMemory(t *testing.T) {
+	for env, want := range map[string]bool{"true": true, "1": true, "false": false, "": false, "nonsense": false} {
+		t.Run(env, func(t *testing.T) {
+			t.Setenv(EnvKeepListMemory, env)
+			o, err := Options{Store: newMemStore(t)}.withDefaults()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.KeepListMemory != want {
+				t.Fatalf("%s=%q: KeepListMemory %v, want %v", EnvKeepListMemory, env, o.KeepListMemory, want)
+			}
+		})
+	}
+	t.Setenv(EnvKeepListMemory, "true")
+	inf := newTestInformer(t, Options{})
+	rel := &releaseRecorder{notified: func() int { return 0 }}
+	inf.releaser = rel
+	h := startHarness(t, inf)
+	objs := make([]interface{}, releaseAfterListed)
+	for i := range objs {
+		objs[i] = testkit.Pod(fmt.Sprintf("p%04d", i), "2")
+	}
+	h.relist("5", objs...)
+	h.waitIdle("6")
+	if b, e, a := rel.counts(); b != 2 || e != 2 || a != 0 {
+		t.Fatalf("%d begun, %d ended, %d asked; want 2, 2, 0", b, e, a)
+	}
 }

@@ -374,8 +374,10 @@ func (l *loop) abortRelist() {
 	if err != nil {
 		l.logger.Error(err, "Aborting a relist failed")
 	}
+	// A relist aborted midway (a list that failed, a stop) allocated
+	// what it listed: as many objects as a committed relist's ask too.
+	l.i.releaser.End(l.rep.listed >= releaseAfterListed && !l.i.opts.KeepListMemory)
 	l.rep = nil
-	l.i.releaser.End(false)
 }
 
 // changes calls r's Changes, or its ChangesShared when the store can share

@@ -13,7 +13,7 @@
 // to what the process holds.
 //
 // The bursts of a process are counted together (Begin, End): a release
-// asked for (Ask) waits Delay, then until no burst is in flight (a
+// asked for (Ask) waits a second, then until no burst is in flight (a
 // factory's informers list at once and finish at different times), at
 // most MaxDelay in all; one release serves every request made before it
 // started, and releases never overlap.
@@ -26,15 +26,14 @@ package memrelease
 import (
 	"context"
 	"runtime/debug"
-	"sync"
 	"sync/atomic"
 	"time"
 )
 
 const (
-	// Delay is how long a release waits after it was asked for, and
+	// delay is how long a release waits after it was asked for, and
 	// between two looks at the bursts in flight.
-	Delay = time.Second
+	delay = time.Second
 	// MaxDelay bounds how long bursts in flight postpone a release.
 	MaxDelay = 10 * time.Second
 )
@@ -44,8 +43,8 @@ var (
 	// started counts the releases started: a Ticket holds its value when
 	// it was asked for.
 	started atomic.Uint64
-	// running is held by the release that runs.
-	running sync.Mutex
+	// slot is held by the release that runs, and by the one about to.
+	slot = make(chan struct{}, 1)
 )
 
 // Begin records that a burst started.
@@ -54,9 +53,6 @@ func Begin() { inFlight.Add(1) }
 // End records that a burst begun with Begin ended. Every Begin must have
 // its End.
 func End() { inFlight.Add(-1) }
-
-// InFlight returns the number of bursts in flight.
-func InFlight() int64 { return inFlight.Load() }
 
 // A Ticket is a release asked for: owed until a release starts.
 type Ticket uint64
@@ -67,25 +63,30 @@ func Ask() Ticket { return Ticket(started.Load()) }
 // Owed reports whether no release started since t was asked for.
 func (t Ticket) Owed() bool { return started.Load() == uint64(t) }
 
-// Release runs release, after a release running, if t is still owed and
-// reports whether it ran it: one release serves every ticket asked for
-// before it started.
-func (t Ticket) Release(release func()) bool {
+// release runs fn once the release running, if any, has ended, if t is
+// still owed then, and reports whether it ran it: one release serves
+// every ticket asked for before it started. It gives up when ctx is done
+// first.
+func (t Ticket) release(ctx context.Context, fn func()) bool {
+	select {
+	case slot <- struct{}{}:
+	case <-ctx.Done():
+		return false
+	}
+	defer func() { <-slot }()
 	if !started.CompareAndSwap(uint64(t), uint64(t)+1) {
 		return false
 	}
-	running.Lock()
-	defer running.Unlock()
-	release()
+	fn()
 	return true
 }
 
-// After waits Delay, then, Delay at a time, until no burst is in flight,
-// at most MaxDelay in all, and releases t with debug.FreeOSMemory unless
-// a release started since it was asked for. It returns early when ctx is
-// done. Its timers are its own, on the real clock (a bubble's in a
-// testing/synctest bubble).
-func After(ctx context.Context, t Ticket) { after(ctx, t, Delay, MaxDelay, debug.FreeOSMemory) }
+// After waits a second, then, a second at a time, until no burst is in
+// flight, at most MaxDelay in all, and releases t with debug.FreeOSMemory
+// unless a release started since it was asked for. It returns early when
+// ctx is done, unless the release has started. Its timer is its own, on
+// the real clock (a bubble's in a testing/synctest bubble).
+func After(ctx context.Context, t Ticket) { after(ctx, t, delay, MaxDelay, debug.FreeOSMemory) }
 
 func after(ctx context.Context, t Ticket, delay, maxDelay time.Duration, release func()) {
 	timer := time.NewTimer(delay)
@@ -99,8 +100,8 @@ func after(ctx context.Context, t Ticket, delay, maxDelay time.Duration, release
 		if !t.Owed() {
 			return
 		}
-		if InFlight() <= 0 || waited >= maxDelay {
-			t.Release(release)
+		if inFlight.Load() <= 0 || waited >= maxDelay {
+			t.release(ctx, release)
 			return
 		}
 		timer.Reset(min(delay, maxDelay-waited))

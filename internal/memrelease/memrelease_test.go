@@ -11,7 +11,7 @@ import (
 // The tests share the process's counts: none runs in parallel, and each
 // ends every burst it begins.
 
-const delay, maxDelay = time.Second, 10 * time.Second
+const maxDelay = 10 * time.Second
 
 // counter counts releases.
 type counter struct{ n atomic.Int32 }
@@ -43,10 +43,17 @@ func TestBurstsInFlightPostponeTheRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var c counter
 		Begin()
+		ended := false
+		t.Cleanup(func() {
+			if !ended {
+				End()
+			}
+		})
 		go after(t.Context(), Ask(), delay, maxDelay, c.release)
 		time.Sleep(5*delay + delay/2)
 		c.check(t, 0)
 		End()
+		ended = true
 		time.Sleep(delay / 2) // the next look, a whole Delay after the last
 		c.check(t, 1)
 	})
@@ -56,7 +63,7 @@ func TestMaxDelayBoundsBurstsInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var c counter
 		Begin()
-		defer End()
+		t.Cleanup(End)
 		go after(t.Context(), Ask(), delay, maxDelay, c.release)
 		time.Sleep(maxDelay - time.Millisecond)
 		c.check(t, 0)

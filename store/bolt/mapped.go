@@ -7,11 +7,10 @@ package bolt
 // while writes keep it from running). It may be called inside a read transaction,
 // and with a store's lock held: it never waits.
 func (db *DB) touched(n int) {
-	if db.use.Touched(n) {
-		db.releaseMapped()
+	if db.use.Touched(n) && db.releaseMapped() {
 		return
 	}
-	db.use.ReleaseLater()
+	db.use.ReleaseLater() // also when a write kept the release from running
 }
 
 // releaseMapped drops the mapping's resident pages if no write

@@ -167,9 +167,8 @@ func TestReleaseMappedWhenIdle(t *testing.T) {
 	if objs := s.List(); len(objs) != n {
 		t.Fatalf("List: %d objects, want %d", len(objs), n)
 	}
-	if c := db.use.Counted(); c < n*4000 {
-		t.Fatalf("after a List of %d objects: %d bytes counted, want their envelopes' (%d)", n, c, n*4000)
-	}
+	// Without the idle release, what the List touched (about 400 KB)
+	// would stay mapped: below ReleaseAfter, nothing else releases it.
 	deadline := time.Now().Add(mapped.ReleaseIdle + testkit.Timeout())
 	for rss := mappedRss(t, path); rss > mapped.ReleaseAfter/8; rss = mappedRss(t, path) {
 		if time.Now().After(deadline) {

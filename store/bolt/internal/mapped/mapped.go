@@ -13,7 +13,8 @@
 // the DB drops its mapping's resident pages (MADV_DONTNEED, which for a
 // shared file mapping drops the page table entries and leaves the page
 // cache as it was) each time reads and writes have touched about
-// ReleaseAfter bytes of it since the last time; the next read of a
+// ReleaseAfter bytes of it since the last time, and ReleaseIdle after the
+// first of them in any case; the next read of a
 // dropped page is a minor fault served from the page cache. Only the
 // mapping is released, never the pages' content: a read that faults a
 // page back in sees the file as it is.
@@ -23,7 +24,8 @@
 // (read-locked by every update, write-locked by Close), so the release
 // holds the gate write-locked: the mapping it advises is the one in place
 // for the whole call. It only tries the lock, never waits for it: while a
-// write runs, the release is left to the next read or write.
+// write runs, the release is left to ReleaseLater's next try, a second
+// later.
 package mapped
 
 import (
@@ -82,7 +84,10 @@ func (u *Use) SetRelease(release func() bool) {
 // counted then, unless it is already arranged or Stop was called. It
 // never waits. Each arrangement is a timer of its own, never stopped or
 // reset by another goroutine: a timer made in a testing/synctest bubble
-// must not be touched from outside it.
+// must not be touched from outside it. One armed in a bubble whose clock
+// stopped (its main goroutine ended) never fires, and leaves ReleaseLater
+// armed for good: the idle release of a DB shared across bubbles is off
+// once one of them ends (tests only; ReleaseAfter's release still runs).
 func (u *Use) ReleaseLater() {
 	if u.armed.Load() || u.stopped.Load() || !u.armed.CompareAndSwap(false, true) {
 		return
