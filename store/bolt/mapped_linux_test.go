@@ -139,18 +139,27 @@ func TestReleaseMapped(t *testing.T) {
 	verifyClean(t, db)
 }
 
+// within waits up to mapped.ReleaseIdle and the test timeout for done,
+// and fails with what it describes if it never is.
+func within(t *testing.T, done func() bool, describe func() string) {
+	t.Helper()
+	deadline := time.Now().Add(mapped.ReleaseIdle + testkit.Timeout())
+	for !done() {
+		if time.Now().After(deadline) {
+			t.Fatal(describe())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // idle waits until the release the writes to db armed (mapped.ReleaseIdle
 // after the first) has run and found nothing counted or released it, so
 // that the next read arms its own.
 func idle(t *testing.T, db *DB) {
 	t.Helper()
-	deadline := time.Now().Add(mapped.ReleaseIdle + testkit.Timeout())
-	for db.use.Pending() || db.use.Counted() > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the release the writes armed never ran: pending %v, %d bytes counted", db.use.Pending(), db.use.Counted())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	within(t, func() bool { return !db.use.Pending() && db.use.Counted() == 0 }, func() string {
+		return fmt.Sprintf("the release the writes armed never ran: pending %v, %d bytes counted", db.use.Pending(), db.use.Counted())
+	})
 }
 
 // TestReleaseMappedWhenIdle checks that what reads touched below
@@ -169,13 +178,10 @@ func TestReleaseMappedWhenIdle(t *testing.T) {
 	}
 	// Without the idle release, what the List touched (about 400 KB)
 	// would stay mapped: below ReleaseAfter, nothing else releases it.
-	deadline := time.Now().Add(mapped.ReleaseIdle + testkit.Timeout())
-	for rss := mappedRss(t, path); rss > mapped.ReleaseAfter/8; rss = mappedRss(t, path) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%v after the List: %d bytes still mapped", mapped.ReleaseIdle+testkit.Timeout(), rss)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var rss int64
+	within(t, func() bool { rss = mappedRss(t, path); return rss <= mapped.ReleaseAfter/8 }, func() string {
+		return fmt.Sprintf("after the List: %d bytes still mapped", rss)
+	})
 	verifyClean(t, db)
 }
 
