@@ -152,12 +152,21 @@ func TestAbortedRelistEnds(t *testing.T) {
 	h.must(h.q.AbortReplace()) // a list that failed midway, too small to ask
 	h.relist("5", pods(releaseAfterListed, "2")...)
 	h.waitIdle("6")
-	open := pods(releaseAfterListed, "9")
-	first := open[0]
 	h.must(h.q.BeginReplace(h.ctx))
-	h.must(h.q.ReplacePage(h.ctx, open))
-	h.waitBatch(func(b deltafifo.Batch) bool {
-		return b.Kind == deltafifo.KindReplacePage && len(b.Objects) > 0 && b.Objects[0] == first
+	h.must(h.q.ReplacePage(h.ctx, pods(releaseAfterListed, "9")))
+	// The queue splits the page; wait until the loop has handled all of
+	// it: every object after the third begin (h.handled is locked here).
+	h.waitBatch(func(deltafifo.Batch) bool {
+		begins, listed := 0, 0
+		for _, b := range h.handled {
+			switch b.Kind {
+			case deltafifo.KindReplaceBegin:
+				begins, listed = begins+1, 0
+			case deltafifo.KindReplacePage:
+				listed += len(b.Objects)
+			}
+		}
+		return begins >= 2 && listed == releaseAfterListed && h.handled[len(h.handled)-1].Kind == deltafifo.KindReplacePage
 	})
 	h.stop() // with the third open, all its objects listed
 	// The start and two or three relists: the queue may drop the aborted
