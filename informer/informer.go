@@ -88,11 +88,9 @@ type Informer struct {
 	// counted by releaser.
 	startBurst bool
 	// releaser is told of the informer's bursts (Options.KeepListMemory):
-	// a processReleaser, or a test's. releaseCancel ends the waits of
-	// the releases asked for, and releaseWG waits for them, at stop.
-	releaser      releaser
-	releaseCancel context.CancelFunc
-	releaseWG     sync.WaitGroup
+	// ownReleaser, or a test's. stop stops ownReleaser.
+	releaser    releaser
+	ownReleaser *processReleaser
 }
 
 var _ cache.SharedIndexInformer = (*Informer)(nil)
@@ -144,9 +142,8 @@ func New(lw cache.ListerWatcher, exampleObject runtime.Object, opts Options) (*I
 		synced:            make(chan struct{}),
 		reader:            o.Store,
 	}
-	var releaseCtx context.Context
-	releaseCtx, i.releaseCancel = context.WithCancel(context.Background())
-	i.releaser = processReleaser{ctx: releaseCtx, wg: &i.releaseWG, waiting: new(atomic.Uint64)}
+	i.ownReleaser = newProcessReleaser()
+	i.releaser = i.ownReleaser
 	if o.DetectMutations {
 		i.detector = newMutationDetector(o.Name, o.Clock, o.OnMutation)
 		i.proc.detector = i.detector
@@ -258,12 +255,13 @@ func (i *Informer) endStart(synced bool) {
 	if !begun {
 		return
 	}
-	ask := false
-	if synced && !i.opts.KeepListMemory {
-		st, err := i.store.State()
-		ask = err == nil && st.Objects >= releaseAfterListed
+	objects := 0
+	if synced {
+		if st, err := i.store.State(); err == nil {
+			objects = st.Objects
+		}
 	}
-	i.releaser.End(ask)
+	i.endBurst(objects)
 }
 
 // LastSyncResourceVersion returns the resourceVersion the reflector last

@@ -28,19 +28,26 @@ type releaser interface {
 
 // processReleaser counts the informer's bursts with the process's
 // (package memrelease) and waits for the release each end asks for on a
-// goroutine of the informer's own, which the informer's stop ends; one
-// goroutine for the ticket it waits for (a cold start's relist and start
-// ask for the same).
+// goroutine of the informer's own, which stop ends; one goroutine for the
+// ticket it waits for (a cold start's relist and start ask for the same).
+// newProcessReleaser makes it.
 type processReleaser struct {
-	ctx context.Context
-	wg  *sync.WaitGroup
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 	// waiting is the ticket waited for, plus one; zero if none.
-	waiting *atomic.Uint64
+	waiting atomic.Uint64
 }
 
-func (r processReleaser) Begin() { memrelease.Begin() }
+func newProcessReleaser() *processReleaser {
+	r := &processReleaser{}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	return r
+}
 
-func (r processReleaser) End(ask bool) {
+func (r *processReleaser) Begin() { memrelease.Begin() }
+
+func (r *processReleaser) End(ask bool) {
 	memrelease.End()
 	if !ask {
 		return
@@ -54,4 +61,17 @@ func (r processReleaser) End(ask bool) {
 		memrelease.After(r.ctx, t)
 		r.waiting.CompareAndSwap(w, 0)
 	})
+}
+
+// stop ends the waits, and waits for them: after the informer's last End.
+func (r *processReleaser) stop() {
+	r.cancel()
+	r.wg.Wait()
+}
+
+// endBurst tells the releaser that a burst of objects decoded is over:
+// one of releaseAfterListed objects or more asks for its memory to be
+// returned, unless KeepListMemory.
+func (i *Informer) endBurst(objects int) {
+	i.releaser.End(objects >= releaseAfterListed && !i.opts.KeepListMemory)
 }

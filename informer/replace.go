@@ -238,7 +238,7 @@ func (l *loop) endRelist(ctx context.Context, b deltafifo.Batch) error {
 		if err := rep.r.Release(); err != nil {
 			l.logger.Error(err, "Releasing the content a relist replaced failed")
 		}
-		l.ended(rep)
+		l.i.endBurst(rep.listed)
 	}()
 	partial := l.partial
 	l.relistEnded()
@@ -248,19 +248,12 @@ func (l *loop) endRelist(ctx context.Context, b deltafifo.Batch) error {
 	return err
 }
 
-// openRelist makes rep the open relist, counted by the process's releaser
-// until abortRelist or ended closes it.
+// openRelist makes rep the open relist, a burst for the releaser until
+// abortRelist ends it, or its commit (endRelist once its changes were told
+// and what it replaced released, endFill).
 func (l *loop) openRelist(rep *relist) {
 	l.rep = rep
 	l.i.releaser.Begin()
-}
-
-// ended tells the releaser that rep, committed, is over: its changes told
-// and what it replaced released. A relist of releaseAfterListed objects
-// or more asks for its garbage to be returned to the OS, unless
-// KeepListMemory.
-func (l *loop) ended(rep *relist) {
-	l.i.releaser.End(rep.listed >= releaseAfterListed && !l.i.opts.KeepListMemory)
 }
 
 // relistEnded records that a relist or fill committed: the file holds the
@@ -290,7 +283,7 @@ func (l *loop) endFill(ctx context.Context, rep *relist, b deltafifo.Batch) erro
 	}
 	l.logger.V(2).Info("Relist committed", "resourceVersion", b.ResourceVersion, "listed", rep.listed,
 		"added", rep.added, "updated", rep.updated, "deleted", 0, "fresh", true, "filled", true, "took", l.since(rep.start))
-	l.ended(rep)
+	l.i.endBurst(rep.listed)
 	return nil
 }
 
@@ -375,8 +368,8 @@ func (l *loop) abortRelist() {
 		l.logger.Error(err, "Aborting a relist failed")
 	}
 	// A relist aborted midway (a list that failed, a stop) allocated
-	// what it listed: as many objects as a committed relist's ask too.
-	l.i.releaser.End(l.rep.listed >= releaseAfterListed && !l.i.opts.KeepListMemory)
+	// what it listed, as a committed one did.
+	l.i.endBurst(l.rep.listed)
 	l.rep = nil
 }
 

@@ -324,11 +324,9 @@ func (l *loop) replay(ctx context.Context, ls []*listener, kind string, through 
 	start := l.i.opts.Clock.Now()
 	bound := int64(l.i.opts.ReplayPending)
 	n := 0
-	// A replay decodes the store as a relist does: one of
-	// releaseAfterListed objects or more asks for its garbage to be
-	// returned (KeepListMemory).
+	// A replay decodes the store as a relist does: a burst.
 	l.i.releaser.Begin()
-	defer func() { l.i.releaser.End(n >= releaseAfterListed && !l.i.opts.KeepListMemory) }()
+	defer func() { l.i.endBurst(n) }()
 	var last string
 	err := l.scan(ctx, func(key string, obj interface{}) error {
 		if through != nil && key > *through {

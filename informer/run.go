@@ -110,8 +110,7 @@ func (i *Informer) stop() {
 	i.mu.Unlock()
 	i.proc.stop()
 	i.detector.check()
-	i.releaseCancel()
-	i.releaseWG.Wait()
+	i.ownReleaser.stop()
 }
 
 func (i *Informer) checkPeriod() time.Duration {

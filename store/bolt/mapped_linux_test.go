@@ -95,13 +95,10 @@ func touchAll(t *testing.T, db *DB) {
 // mapped, where a read that touched every page without the store left the
 // whole file mapped; and that the release never runs during a write.
 func TestReleaseMapped(t *testing.T) {
-	path := tempPath(t)
-	zero := int64(0)
-	db := openDB(t, path, Options{Sync: UnsafeNoSync, HotBytes: &zero})
-	s := openPods(t, db, namespaceIndexers())
 	const n = 1500 // about 6 MB of envelopes
-	bigPods(t, s, n)
-	idle(t, db) // touchAll counts nothing: no release runs while it reads
+	// Idle once written: touchAll counts nothing, so no release runs
+	// while it reads.
+	path, db, s := mappedPods(t, n)
 	fi, err := os.Stat(path)
 	must(t, err)
 	if fi.Size() < 4*mapped.ReleaseAfter {
@@ -162,17 +159,26 @@ func idle(t *testing.T, db *DB) {
 	})
 }
 
-// TestReleaseMappedWhenIdle checks that what reads touched below
-// mapped.ReleaseAfter does not stay mapped: a list of a resource smaller
-// than that is released about mapped.ReleaseIdle later.
-func TestReleaseMappedWhenIdle(t *testing.T) {
+// mappedPods opens a file whose reads all go through the mapping (no hot
+// tier), writes n pods of about 4 KB to it and waits until the release its
+// writes armed has run (idle).
+func mappedPods(t *testing.T, n int) (string, *DB, *Store) {
+	t.Helper()
 	path := tempPath(t)
 	zero := int64(0)
 	db := openDB(t, path, Options{Sync: UnsafeNoSync, HotBytes: &zero})
 	s := openPods(t, db, namespaceIndexers())
-	const n = 100 // about 400 KB of envelopes
 	bigPods(t, s, n)
 	idle(t, db)
+	return path, db, s
+}
+
+// TestReleaseMappedWhenIdle checks that what reads touched below
+// mapped.ReleaseAfter does not stay mapped: a list of a resource smaller
+// than that is released about mapped.ReleaseIdle later.
+func TestReleaseMappedWhenIdle(t *testing.T) {
+	const n = 100 // about 400 KB of envelopes
+	path, db, s := mappedPods(t, n)
 	if objs := s.List(); len(objs) != n {
 		t.Fatalf("List: %d objects, want %d", len(objs), n)
 	}

@@ -29,7 +29,6 @@
 package mapped
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -50,14 +49,14 @@ const ReleaseAfter = 1 << 20
 const ReleaseIdle = time.Second
 
 // Use counts the bytes touched through a mapping since its last release.
-// It is safe for concurrent use; the zero value is ready, and
-// ReleaseLater needs SetRelease.
+// It is safe for concurrent use once SetRelease was called; the zero value
+// is ready, and ReleaseLater needs SetRelease.
 type Use struct {
 	touched atomic.Int64
 	armed   atomic.Bool // a ReleaseLater timer is pending
 	stopped atomic.Bool
 
-	mu        sync.Mutex
+	// release and afterFunc are set before the Use is shared.
 	release   func() bool
 	afterFunc func(time.Duration, func()) *time.Timer // time.AfterFunc, or a test's
 }
@@ -72,12 +71,8 @@ func (u *Use) Touched(n int) bool {
 // SetRelease sets what ReleaseLater calls: release drops the mapping's
 // resident pages (with Release) and reports whether it could; if it could
 // not (a write was running), it is tried again ReleaseIdle later. Call it
-// before ReleaseLater.
-func (u *Use) SetRelease(release func() bool) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.release = release
-}
+// before the Use is shared.
+func (u *Use) SetRelease(release func() bool) { u.release = release }
 
 // ReleaseLater arranges for the release set by SetRelease to run
 // ReleaseIdle from now, on a goroutine of its own, if bytes are still
@@ -92,9 +87,7 @@ func (u *Use) ReleaseLater() {
 	if u.armed.Load() || u.stopped.Load() || !u.armed.CompareAndSwap(false, true) {
 		return
 	}
-	u.mu.Lock()
 	after := u.afterFunc
-	u.mu.Unlock()
 	if after == nil {
 		after = time.AfterFunc
 	}
@@ -106,10 +99,7 @@ func (u *Use) fire() {
 	if u.touched.Load() == 0 || u.stopped.Load() {
 		return
 	}
-	u.mu.Lock()
-	release := u.release
-	u.mu.Unlock()
-	if release != nil && !release() {
+	if u.release != nil && !u.release() {
 		u.ReleaseLater()
 	}
 }
